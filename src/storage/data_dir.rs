@@ -1,0 +1,268 @@
+//! `DataDir`: the broker's directory: its lock, its topics' configs, and the names that become
+//! paths (validated before any path is built, spec §7).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use super::fsutil::{sync_dir, write_atomically};
+use crate::config::TopicConfig;
+use crate::error::{Error, Result};
+
+pub const LOCK_FILE: &str = ".lock";
+/// Kafka's limit: a topic name plus `_<partition>` must fit a 255-byte file name.
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+/// Group and member ids are not paths, but they are written into every commit entry: keep
+/// them short and printable.
+pub const MAX_ID_LEN: usize = 249;
+const TOPIC_CONFIG_SUFFIX: &str = ".json";
+
+/// Checks a topic name: `[A-Za-z0-9._-]{1,249}`, and not `.` or `..`, so it is always one safe
+/// path component.
+///
+/// # Errors
+/// [`Error::InvalidTopicName`] saying what is wrong.
+pub fn validate_topic_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        Some("must not be empty")
+    } else if name.len() > MAX_TOPIC_NAME_LEN {
+        Some("longer than 249 bytes")
+    } else if name == "." || name == ".." {
+        Some("'.' and '..' are not allowed")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        Some("only ASCII letters, digits, '.', '_' and '-' are allowed")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::InvalidTopicName {
+            name: name.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks a group or member id: 1 to 249 bytes, no control characters.
+///
+/// # Errors
+/// [`Error::InvalidId`] saying what is wrong.
+pub fn validate_id(kind: &'static str, id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        Some("must not be empty")
+    } else if id.len() > MAX_ID_LEN {
+        Some("longer than 249 bytes")
+    } else if id.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::InvalidId {
+            kind,
+            id: id.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// An open, locked data directory.
+#[derive(Debug)]
+pub struct DataDir {
+    path: PathBuf,
+    /// Held for the lifetime of the broker: the OS releases the lock when it is closed, also
+    /// when the process dies.
+    _lock: File,
+}
+
+impl DataDir {
+    /// Creates `path` if needed and takes its exclusive lock.
+    ///
+    /// # Errors
+    /// `DataDirLocked` when another broker holds it; `Io` when it cannot be created (e.g. the
+    /// path is a file, or read-only).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_owned();
+        fs::create_dir_all(&path).map_err(|e| Error::io("create data directory", &path, e))?;
+        let lock_path = path.join(LOCK_FILE);
+        let mut lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| Error::io("open lock file", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = lock.read_to_string(&mut holder);
+                let holder = match holder.trim() {
+                    "" => "unknown holder".to_owned(),
+                    pid => format!("pid {pid}"),
+                };
+                return Err(Error::DataDirLocked { path, holder });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, e)),
+        }
+        // Record who holds it, for the error message a second broker will show.
+        let record_pid = lock
+            .set_len(0)
+            .and_then(|()| lock.rewind())
+            .and_then(|()| write!(lock, "{}", std::process::id()));
+        record_pid.map_err(|e| Error::io("write lock file", &lock_path, e))?;
+        Ok(DataDir { path, _lock: lock })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory of one partition: `<data_dir>/<topic>_<partition>`.
+    pub fn partition_dir(&self, topic: &str, partition: u32) -> PathBuf {
+        self.path.join(format!("{topic}_{partition}"))
+    }
+
+    fn config_path(&self, topic: &str) -> PathBuf {
+        self.path.join(format!("{topic}{TOPIC_CONFIG_SUFFIX}"))
+    }
+
+    /// Every topic with a config file, sorted by name.
+    ///
+    /// # Errors
+    /// `Io` when the directory or a config cannot be read; `Corrupt` when a config does not
+    /// parse.
+    pub fn topics(&self) -> Result<Vec<(String, TopicConfig)>> {
+        let entries = fs::read_dir(&self.path)
+            .map_err(|e| Error::io("list data directory", &self.path, e))?;
+        let mut topics = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list data directory", &self.path, e))?;
+            let Ok(file_name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let Some(topic) = file_name.strip_suffix(TOPIC_CONFIG_SUFFIX) else {
+                continue;
+            };
+            if validate_topic_name(topic).is_err() {
+                continue;
+            }
+            let path = entry.path();
+            let text = fs::read(&path).map_err(|e| Error::io("read topic config", &path, e))?;
+            let config: TopicConfig = serde_json::from_slice(&text).map_err(|e| {
+                Error::corrupt(&path, e.column() as u64, format!("topic config: {e}"))
+            })?;
+            config
+                .validate()
+                .map_err(|e| Error::corrupt(&path, 0, format!("topic config: {e}")))?;
+            topics.push((topic.to_owned(), config));
+        }
+        topics.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(topics)
+    }
+
+    /// Creates the partition directories, then the config file (atomically, last: a topic
+    /// exists once its config does). Partition directories left by a creation that crashed
+    /// before its config was written are reused.
+    ///
+    /// # Errors
+    /// `InvalidTopicName`/`InvalidConfig` (nothing created), `TopicExists`, `Io`.
+    pub fn create_topic(&self, topic: &str, config: &TopicConfig) -> Result<()> {
+        validate_topic_name(topic)?;
+        config.validate()?;
+        let config_path = self.config_path(topic);
+        if config_path.exists() {
+            return Err(Error::TopicExists {
+                topic: topic.to_owned(),
+            });
+        }
+        for partition in 0..config.partitions {
+            let dir = self.partition_dir(topic, partition);
+            fs::create_dir_all(&dir)
+                .map_err(|e| Error::io("create partition directory", &dir, e))?;
+        }
+        sync_dir(&self.path)?;
+        let json = serde_json::to_vec_pretty(config).expect("TopicConfig serializes");
+        write_atomically(&config_path, &json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafkas_rule() {
+        for ok in ["orders", "a", "A.b_c-9", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "../etc", "a b", "ü", &"x".repeat(250)] {
+            assert!(
+                matches!(
+                    validate_topic_name(bad),
+                    Err(Error::InvalidTopicName { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_must_be_printable_and_short() {
+        assert!(validate_id("group", "group-1 ü").is_ok());
+        assert!(validate_id("group", "").is_err());
+        assert!(validate_id("group", "a\nb").is_err());
+        assert!(validate_id("member", &"m".repeat(250)).is_err());
+    }
+
+    #[test]
+    fn a_second_open_is_refused_until_the_first_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DataDir::open(dir.path()).unwrap();
+        match DataDir::open(dir.path()) {
+            Err(Error::DataDirLocked { path, holder }) => {
+                assert_eq!(path, dir.path());
+                assert_eq!(holder, format!("pid {}", std::process::id()));
+            }
+            other => panic!("expected DataDirLocked, got {other:?}"),
+        }
+        drop(first);
+        assert!(DataDir::open(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn topics_persist_and_duplicates_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let config = TopicConfig::default().partitions(2).retention_size(10);
+        data.create_topic("orders", &config).unwrap();
+        assert!(data.partition_dir("orders", 1).is_dir());
+        assert!(matches!(
+            data.create_topic("orders", &config),
+            Err(Error::TopicExists { .. })
+        ));
+        assert!(data.create_topic("bad/name", &config).is_err());
+        assert!(data
+            .create_topic("zero", &TopicConfig::default().partitions(0))
+            .is_err());
+        assert!(
+            !dir.path().join("zero_0").exists(),
+            "a refused topic must create nothing"
+        );
+        drop(data);
+        let data = DataDir::open(dir.path()).unwrap();
+        assert_eq!(data.topics().unwrap(), vec![("orders".to_owned(), config)]);
+    }
+
+    #[test]
+    fn a_data_dir_that_is_a_file_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(matches!(DataDir::open(&file), Err(Error::Io { .. })));
+    }
+}

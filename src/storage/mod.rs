@@ -1,0 +1,41 @@
+//! The storage engine: plain Rust, no actix. Actors own these types and call them.
+//!
+//! # Layout of a data directory (spec §6)
+//!
+//! ```text
+//! data/
+//!   .lock                          exclusive lock: one broker process per data dir
+//!   <topic>.json                   the topic's config (TopicConfig as JSON)
+//!   <topic>_<partition>/           one directory per partition
+//!     00000000000000000000.log     segment: record frames, named by base offset (record.rs)
+//!     00000000000000000000.index   sparse offset index of that segment (index.rs)
+//!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
+//!     log_start_offset             first readable offset (checkpoint.rs)
+//!     offsets.journal              committed offsets of every group (offsets.rs)
+//! ```
+//!
+//! # Modules, bottom up
+//! - [`record`]: the checksummed frame format of one record.
+//! - [`index`]: a segment's sparse offset → position index.
+//! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
+//! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
+//! - [`recovery`]: opening a partition directory, as separate passes.
+//! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll.
+//! - [`offsets`]: [`OffsetStore`], each group's committed offset in a partition.
+//! - [`data_dir`]: [`DataDir`], the directory lock, topic configs and names.
+//! - [`fsutil`]: atomic file replacement, directory sync, aligned buffers.
+
+pub mod checkpoint;
+pub mod data_dir;
+pub mod fsutil;
+pub mod index;
+pub mod log;
+pub mod offsets;
+pub mod record;
+pub mod recovery;
+pub mod segment;
+
+pub use data_dir::DataDir;
+pub use log::{AppendInfo, AppendRecord, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};
+pub use offsets::OffsetStore;
+pub use recovery::RecoveryReport;

@@ -1,0 +1,380 @@
+//! One segment of a partition log: `<base_offset:020>.log` plus its `.index`.
+//!
+//! The `.log` file is frames back to back (format: [`super::record`]), offsets contiguous from
+//! `base_offset`. A segment is only ever appended to while it is the active (last) one, and
+//! only ever truncated by recovery. Its in-memory state is its size and the offset its next
+//! record will get; everything else is on disk.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::fsutil::AlignedBuf;
+use super::index::{IndexEntry, OffsetIndex};
+use super::record::{self, Decoded, HEADER_LEN};
+use crate::error::{Error, Result};
+
+/// Bytes read per step when a segment is scanned from start to end (recovery, retention).
+const SCAN_CHUNK: usize = 256 << 10;
+
+/// The file names of a segment with this base offset: 20 digits, so they sort by offset.
+pub fn file_names(base_offset: u64) -> (String, String) {
+    (
+        format!("{base_offset:020}.log"),
+        format!("{base_offset:020}.index"),
+    )
+}
+
+/// A frame found by [`LogSegment::scan`].
+#[derive(Debug, Clone, Copy)]
+pub struct ScannedFrame {
+    pub offset: u64,
+    pub timestamp_ms: u64,
+    pub position: u64,
+    pub frame_len: u64,
+}
+
+/// Why a scan stopped before the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanStop {
+    pub position: u64,
+    pub reason: String,
+}
+
+/// What a full scan found.
+#[derive(Debug)]
+pub struct ScanOutcome {
+    /// Position after the last valid frame.
+    pub valid_len: u64,
+    /// Offset the next record would get.
+    pub next_offset: u64,
+    /// Timestamp of the last valid frame scanned, if any.
+    pub last_timestamp_ms: Option<u64>,
+    /// Set when invalid or torn bytes follow `valid_len`.
+    pub stopped: Option<ScanStop>,
+}
+
+/// A `.log` file and its index.
+#[derive(Debug)]
+pub struct LogSegment {
+    base_offset: u64,
+    log_path: PathBuf,
+    log: File,
+    index: OffsetIndex,
+    /// Bytes of frames in the file (the file is never longer once opened).
+    size: u64,
+    /// Offset the next appended record gets: base_offset + records in this segment, as far
+    /// as is known (a sealed segment loaded after a clean shutdown learns it from its tail).
+    next_offset: u64,
+    /// Timestamp of the last record, when known.
+    last_timestamp_ms: Option<u64>,
+    /// Frame bytes appended since the last index entry.
+    bytes_since_index: u64,
+    index_interval_bytes: u64,
+}
+
+impl LogSegment {
+    /// Creates an empty segment in `dir`, replacing any files of that name.
+    pub fn create(dir: &Path, base_offset: u64, index_interval_bytes: u64) -> Result<Self> {
+        let (log_name, index_name) = file_names(base_offset);
+        let log_path = dir.join(log_name);
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)
+            .map_err(|e| Error::io("create segment", &log_path, e))?;
+        let index = OffsetIndex::create(&dir.join(index_name), base_offset)?;
+        Ok(LogSegment {
+            base_offset,
+            log_path,
+            log,
+            index,
+            size: 0,
+            next_offset: base_offset,
+            last_timestamp_ms: None,
+            bytes_since_index: 0,
+            index_interval_bytes,
+        })
+    }
+
+    /// Opens an existing segment without validating it; `recovery` decides what to check.
+    /// `next_offset` is unknown until [`LogSegment::load_tail`] or a scan sets it.
+    pub fn open(dir: &Path, base_offset: u64, index_interval_bytes: u64) -> Result<Self> {
+        let (log_name, index_name) = file_names(base_offset);
+        let log_path = dir.join(log_name);
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&log_path)
+            .map_err(|e| Error::io("open segment", &log_path, e))?;
+        let size = log
+            .metadata()
+            .map_err(|e| Error::io("stat segment", &log_path, e))?
+            .len();
+        let index = OffsetIndex::open(&dir.join(index_name), base_offset)?;
+        Ok(LogSegment {
+            base_offset,
+            log_path,
+            log,
+            index,
+            size,
+            next_offset: base_offset,
+            last_timestamp_ms: None,
+            bytes_since_index: 0,
+            index_interval_bytes,
+        })
+    }
+
+    pub fn base_offset(&self) -> u64 {
+        self.base_offset
+    }
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
+    }
+    pub fn last_timestamp_ms(&self) -> Option<u64> {
+        self.last_timestamp_ms
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    pub fn index_path(&self) -> &Path {
+        self.index.path()
+    }
+
+    /// Appends already-encoded frames with one `write`, then their index entries.
+    /// `frames` holds records `next_offset..next_offset + count`, each frame's length listed
+    /// in `frame_lens`. On a failed write the file is cut back to its old size.
+    pub fn append(&mut self, frames: &[u8], frame_lens: &[u32], timestamp_ms: u64) -> Result<()> {
+        let start = self.size;
+        if let Err(e) = self.log.write_all_at(frames, start) {
+            // A partial write must not be left behind a later, successful one.
+            let _ = self.log.set_len(start);
+            return Err(Error::io("append to segment", &self.log_path, e));
+        }
+        let mut position = start;
+        for (i, &len) in frame_lens.iter().enumerate() {
+            if self.bytes_since_index >= self.index_interval_bytes {
+                self.index.push(IndexEntry {
+                    offset: self.next_offset + i as u64,
+                    position,
+                });
+                self.bytes_since_index = 0;
+            }
+            position += u64::from(len);
+            self.bytes_since_index += u64::from(len);
+        }
+        self.size = position;
+        self.next_offset += frame_lens.len() as u64;
+        self.last_timestamp_ms = Some(timestamp_ms);
+        // The index is derived data: a failed index write is repaired by the next recovery.
+        self.index.write_pending()
+    }
+
+    /// `fdatasync`s the log file.
+    pub fn sync(&self) -> Result<()> {
+        self.log
+            .sync_data()
+            .map_err(|e| Error::io("fdatasync segment", &self.log_path, e))
+    }
+
+    /// Where to start scanning for `offset`: the index entry at or before it.
+    pub fn lookup(&self, offset: u64) -> Result<IndexEntry> {
+        self.index.lookup(offset)
+    }
+
+    /// Reads `len` bytes at `position` into `buf` (page-aligned), clamped to the segment.
+    pub fn read_into<'b>(
+        &self,
+        buf: &'b mut AlignedBuf,
+        position: u64,
+        len: usize,
+    ) -> Result<&'b [u8]> {
+        let len = len.min(self.size.saturating_sub(position) as usize);
+        let slice = buf.prepare(len);
+        self.log
+            .read_exact_at(slice, position)
+            .map_err(|e| Error::io("read segment", &self.log_path, e))?;
+        Ok(buf.as_slice())
+    }
+
+    /// Walks every frame from `position` (which must start a frame holding `expected_offset`)
+    /// to the end of the file, verifying checksums and offset contiguity, calling `visit` for
+    /// each valid frame until it returns `false`. Stops at the first invalid or torn frame and
+    /// says where and why; never returns data past it.
+    pub fn scan(
+        &self,
+        mut position: u64,
+        mut expected_offset: u64,
+        mut visit: impl FnMut(&ScannedFrame) -> bool,
+    ) -> Result<ScanOutcome> {
+        let mut buf = AlignedBuf::default();
+        let mut want = SCAN_CHUNK;
+        let mut last_timestamp_ms = None;
+        while position < self.size {
+            let chunk = self.read_into(&mut buf, position, want)?;
+            let mut at = 0usize;
+            let mut stop = None;
+            while at < chunk.len() {
+                match record::decode(&chunk[at..]) {
+                    Decoded::Record { record, frame_len } => {
+                        if record.offset != expected_offset {
+                            stop = Some(format!(
+                                "offset {} where {expected_offset} was expected",
+                                record.offset
+                            ));
+                            break;
+                        }
+                        let frame = ScannedFrame {
+                            offset: record.offset,
+                            timestamp_ms: record.timestamp_ms,
+                            position: position + at as u64,
+                            frame_len: frame_len as u64,
+                        };
+                        at += frame_len;
+                        expected_offset += 1;
+                        last_timestamp_ms = Some(record.timestamp_ms);
+                        if !visit(&frame) {
+                            return Ok(ScanOutcome {
+                                valid_len: position + at as u64,
+                                next_offset: expected_offset,
+                                last_timestamp_ms,
+                                stopped: None,
+                            });
+                        }
+                    }
+                    Decoded::Incomplete { frame_len } => {
+                        let frame_end = position + (at + frame_len.unwrap_or(HEADER_LEN)) as u64;
+                        if frame_end > self.size {
+                            stop = Some(format!(
+                                "torn frame: needs {} bytes, the file has {}",
+                                frame_end - position - at as u64,
+                                self.size - position - at as u64
+                            ));
+                        } else {
+                            // The frame straddles the chunk: read again from its start.
+                            want = want.max(frame_len.unwrap_or(HEADER_LEN));
+                        }
+                        break;
+                    }
+                    Decoded::Invalid { reason } => {
+                        stop = Some(reason);
+                        break;
+                    }
+                }
+            }
+            position += at as u64;
+            if let Some(reason) = stop {
+                return Ok(ScanOutcome {
+                    valid_len: position,
+                    next_offset: expected_offset,
+                    last_timestamp_ms,
+                    stopped: Some(ScanStop { position, reason }),
+                });
+            }
+        }
+        Ok(ScanOutcome {
+            valid_len: position,
+            next_offset: expected_offset,
+            last_timestamp_ms,
+            stopped: None,
+        })
+    }
+
+    /// Scans from the last index entry to the end to learn `next_offset`: the cheap check of
+    /// a segment trusted after a clean shutdown. `Ok(Err(reason))` when the tail or the index
+    /// does not check out and the segment needs [`LogSegment::recover`].
+    pub fn load_tail(&mut self) -> Result<Result<(), String>> {
+        let entry = self.index.lookup(u64::MAX)?;
+        if entry.position > self.size || (entry.position == self.size && self.size > 0) {
+            return Ok(Err("last index entry points past the end of the log".into()));
+        }
+        // Entries are due every `index_interval_bytes`: more unindexed bytes than that after
+        // the last entry means a short index.
+        let interval = self.index_interval_bytes;
+        let mut since_entry = 0u64;
+        let mut index_short = false;
+        let outcome = self.scan(entry.position, entry.offset, |frame| {
+            index_short |= since_entry >= interval;
+            since_entry += frame.frame_len;
+            true
+        })?;
+        if let Some(stop) = outcome.stopped {
+            return Ok(Err(format!(
+                "tail does not verify at byte {}: {}",
+                stop.position, stop.reason
+            )));
+        }
+        if index_short {
+            return Ok(Err("index is missing entries".into()));
+        }
+        self.next_offset = outcome.next_offset;
+        self.last_timestamp_ms = outcome.last_timestamp_ms;
+        self.bytes_since_index = since_entry;
+        Ok(Ok(()))
+    }
+
+    /// Rebuilds the index and learns `next_offset` by scanning the whole log; cuts the file at
+    /// the first invalid frame. Returns the scan (its `stopped` says what was cut).
+    pub fn recover(&mut self) -> Result<ScanOutcome> {
+        self.index.clear()?;
+        let interval = self.index_interval_bytes;
+        let mut since_entry = 0u64;
+        let mut entries = Vec::new();
+        let outcome = self.scan(0, self.base_offset, |frame| {
+            if since_entry >= interval {
+                entries.push(IndexEntry {
+                    offset: frame.offset,
+                    position: frame.position,
+                });
+                since_entry = 0;
+            }
+            since_entry += frame.frame_len;
+            true
+        })?;
+        for entry in entries {
+            self.index.push(entry);
+        }
+        self.index.write_pending()?;
+        if outcome.valid_len < self.size {
+            self.log
+                .set_len(outcome.valid_len)
+                .map_err(|e| Error::io("truncate segment", &self.log_path, e))?;
+            self.size = outcome.valid_len;
+        }
+        self.next_offset = outcome.next_offset;
+        self.last_timestamp_ms = outcome.last_timestamp_ms;
+        self.bytes_since_index = since_entry;
+        Ok(outcome)
+    }
+
+    /// Sets `next_offset` when it is known from elsewhere (the next segment's base).
+    pub fn set_next_offset(&mut self, next_offset: u64) {
+        self.next_offset = next_offset;
+    }
+
+    /// Deletes both files.
+    pub fn delete(self) -> Result<()> {
+        let index_path = self.index.path().to_owned();
+        drop(self.log);
+        fs::remove_file(&self.log_path)
+            .map_err(|e| Error::io("delete segment", &self.log_path, e))?;
+        match fs::remove_file(&index_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io("delete index", index_path, e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// `fsync`s the log file, metadata included (clean shutdown, roll).
+    pub fn sync_all(&self) -> Result<()> {
+        self.log
+            .sync_all()
+            .map_err(|e| Error::io("fsync segment", &self.log_path, e))
+    }
+}

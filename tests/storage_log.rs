@@ -1,0 +1,374 @@
+//! Behaviour of the partition log through its public API: order, reads from any offset,
+//! segments, reopen, retention, bad input.
+
+use std::path::Path;
+
+use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy};
+use nanokafka::{Error, FsyncPolicy};
+
+const NOW: u64 = 1_700_000_000_000;
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 4096,
+        ..LogConfig::default()
+    }
+}
+
+fn open(dir: &Path, config: LogConfig) -> PartitionLog {
+    PartitionLog::open(dir, config, NOW).unwrap().0
+}
+
+fn value(i: u64) -> Vec<u8> {
+    format!("value-{i:06}-{}", "x".repeat((i % 50) as usize)).into_bytes()
+}
+
+fn append_n(log: &mut PartitionLog, from: u64, n: u64) {
+    for i in from..from + n {
+        let v = value(i);
+        let info = log
+            .append(
+                &[AppendRecord {
+                    key: None,
+                    value: &v,
+                }],
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(info.base_offset, i);
+    }
+}
+
+/// Reads every record from `offset` to the log end, in as many reads as it takes.
+fn read_all(log: &mut PartitionLog, mut offset: u64) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let fetched = log.read(offset, 7, 1 << 20).unwrap();
+        if fetched.is_empty() {
+            return out;
+        }
+        out.extend(fetched.iter().map(|r| (r.offset, r.value.to_vec())));
+        offset = fetched.next_offset();
+    }
+}
+
+#[test]
+fn records_come_back_in_order_with_keys_and_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    let batch = [
+        AppendRecord {
+            key: Some(b"k1"),
+            value: b"one",
+        },
+        AppendRecord {
+            key: None,
+            value: b"two",
+        },
+        AppendRecord {
+            key: Some(b""),
+            value: b"",
+        },
+    ];
+    let info = log.append(&batch, NOW + 5).unwrap();
+    assert_eq!(
+        (info.base_offset, info.count, info.timestamp_ms),
+        (0, 3, NOW + 5)
+    );
+    let fetched = log.read(0, 10, 1 << 20).unwrap();
+    let got: Vec<_> = fetched
+        .iter()
+        .map(|r| (r.offset, r.key, r.value, r.timestamp_ms))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, Some(&b"k1"[..]), &b"one"[..], NOW + 5),
+            (1, None, &b"two"[..], NOW + 5),
+            (2, Some(&b""[..]), &b""[..], NOW + 5),
+        ]
+    );
+    assert_eq!(fetched.next_offset(), 3);
+}
+
+#[test]
+fn timestamps_never_go_backwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    log.append(
+        &[AppendRecord {
+            key: None,
+            value: b"a",
+        }],
+        NOW,
+    )
+    .unwrap();
+    let info = log
+        .append(
+            &[AppendRecord {
+                key: None,
+                value: b"b",
+            }],
+            NOW - 1000,
+        )
+        .unwrap();
+    assert_eq!(info.timestamp_ms, NOW);
+}
+
+#[test]
+fn reads_start_at_any_offset_across_many_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    append_n(&mut log, 0, 600);
+    assert!(
+        log.segment_count() > 5,
+        "expected rolls, got {} segments",
+        log.segment_count()
+    );
+    for start in [0, 1, 63, 64, 299, 598, 599] {
+        let got = read_all(&mut log, start);
+        let want: Vec<_> = (start..600).map(|i| (i, value(i))).collect();
+        assert_eq!(got, want, "reading from {start}");
+    }
+    assert!(log.read(600, 10, 1 << 20).unwrap().is_empty());
+}
+
+#[test]
+fn max_records_and_max_bytes_bound_a_read_but_one_record_always_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    append_n(&mut log, 0, 20);
+    assert_eq!(log.read(0, 3, 1 << 20).unwrap().len(), 3);
+    assert_eq!(log.read(5, 100, 1).unwrap().len(), 1);
+    let two_frames = (30 + value(0).len()) + (30 + value(1).len());
+    assert_eq!(log.read(0, 100, two_frames).unwrap().len(), 2);
+    assert_eq!(log.read(0, 100, two_frames - 1).unwrap().len(), 1);
+}
+
+#[test]
+fn a_read_past_the_log_end_is_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    append_n(&mut log, 0, 3);
+    assert!(matches!(
+        log.read(4, 1, 100),
+        Err(Error::OffsetOutOfRange {
+            offset: 4,
+            log_end_offset: 3,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn an_oversized_record_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(
+        dir.path(),
+        LogConfig {
+            max_record_bytes: 10,
+            ..config()
+        },
+    );
+    let big = [0u8; 11];
+    let batch = [
+        AppendRecord {
+            key: None,
+            value: b"fine",
+        },
+        AppendRecord {
+            key: None,
+            value: &big,
+        },
+    ];
+    assert!(matches!(
+        log.append(&batch, NOW),
+        Err(Error::RecordTooLarge { size: 11, max: 10 })
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+    assert_eq!(log.size_bytes(), 0);
+    // Key bytes count too.
+    let key_too = [AppendRecord {
+        key: Some(b"123456"),
+        value: b"12345",
+    }];
+    assert!(log.append(&key_too, NOW).is_err());
+}
+
+#[test]
+fn everything_comes_back_after_a_clean_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    append_n(&mut log, 0, 300);
+    log.close().unwrap();
+    let (mut log, report) = PartitionLog::open(dir.path(), config(), NOW).unwrap();
+    assert!(report.clean_shutdown);
+    assert_eq!(
+        report.segments_scanned, 0,
+        "a clean shutdown spares the scan"
+    );
+    assert_eq!(log.log_end_offset(), 300);
+    append_n(&mut log, 300, 10);
+    assert_eq!(read_all(&mut log, 0).len(), 310);
+}
+
+#[test]
+fn a_crash_loses_nothing_that_was_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), config());
+    append_n(&mut log, 0, 300);
+    drop(log); // no close: like kill -9, the bytes are in the OS but no marker was written
+    let (mut log, report) = PartitionLog::open(dir.path(), config(), NOW).unwrap();
+    assert!(!report.clean_shutdown);
+    assert!(report.segments_scanned >= 1);
+    assert!(report.truncations.is_empty());
+    assert_eq!(log.log_end_offset(), 300);
+    let want: Vec<_> = (0..300).map(|i| (i, value(i))).collect();
+    assert_eq!(read_all(&mut log, 0), want);
+}
+
+#[test]
+fn fsync_always_appends_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Always,
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    append_n(&mut log, 0, 50);
+    assert!(!log.is_dirty());
+    drop(log);
+    assert_eq!(open(dir.path(), cfg).log_end_offset(), 50);
+}
+
+#[test]
+fn retention_by_records_is_exact_and_deletes_whole_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            records: Some(100),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    append_n(&mut log, 0, 500);
+    assert_eq!(log.log_start_offset(), 400);
+    assert_eq!(log.log_end_offset(), 500);
+    // A read below the log start begins at the log start.
+    let got = read_all(&mut log, 0);
+    assert_eq!(got.first().unwrap().0, 400);
+    assert_eq!(got.len(), 100);
+    // Old segments are gone from disk; what is left holds little more than 100 records.
+    let segments_on_disk = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".log")
+        })
+        .count();
+    assert_eq!(segments_on_disk, log.segment_count());
+    assert!(
+        log.size_bytes() < 2 * 4096 + 100 * 100,
+        "{} bytes kept",
+        log.size_bytes()
+    );
+    // And the start survives a crash.
+    drop(log);
+    assert_eq!(open(dir.path(), cfg).log_start_offset(), 400);
+}
+
+#[test]
+fn retention_by_bytes_keeps_at_most_that_many_frame_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let frame = 30 + 10;
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            bytes: Some(5 * frame + 3),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    for i in 0..200u64 {
+        let v = format!("{i:010}");
+        log.append(
+            &[AppendRecord {
+                key: None,
+                value: v.as_bytes(),
+            }],
+            NOW,
+        )
+        .unwrap();
+        let kept = log.log_end_offset() - log.log_start_offset();
+        assert_eq!(kept, (i + 1).min(5), "after record {i}");
+    }
+    assert!(log.segment_count() <= 2);
+}
+
+#[test]
+fn retention_by_time_uses_the_injected_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            ms: Some(1000),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    for i in 0..10u64 {
+        log.append(
+            &[AppendRecord {
+                key: None,
+                value: b"v",
+            }],
+            NOW + i * 100,
+        )
+        .unwrap();
+    }
+    // At NOW + 1450, records stamped before NOW + 450 (offsets 0..=4) are older than 1 s.
+    log.enforce_retention(NOW + 1450).unwrap();
+    assert_eq!(log.log_start_offset(), 5);
+    log.enforce_retention(NOW + 10_000).unwrap();
+    assert_eq!(log.log_start_offset(), 10);
+    assert!(log.read(0, 10, 1 << 20).unwrap().is_empty());
+    // Appends continue after everything expired.
+    append_n_at(&mut log, 10, NOW + 10_000);
+    assert_eq!(log.log_start_offset(), 10);
+    assert_eq!(log.read(0, 10, 1 << 20).unwrap().len(), 1);
+}
+
+fn append_n_at(log: &mut PartitionLog, expect_offset: u64, now: u64) {
+    let info = log
+        .append(
+            &[AppendRecord {
+                key: None,
+                value: b"late",
+            }],
+            now,
+        )
+        .unwrap();
+    assert_eq!(info.base_offset, expect_offset);
+}
+
+#[test]
+fn offsets_are_never_reused_after_everything_is_retained_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            records: Some(1),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    append_n(&mut log, 0, 400);
+    log.close().unwrap();
+    let mut log = open(dir.path(), cfg);
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (399, 400));
+    append_n(&mut log, 400, 1);
+}
