@@ -46,6 +46,83 @@ pub enum Error {
     #[error("topic {topic:?} already exists")]
     TopicExists { topic: String },
 
+    /// No topic of that name.
+    #[error("unknown topic {topic:?}")]
+    UnknownTopic { topic: String },
+
+    /// The topic has no partition of that number.
+    #[error("topic {topic:?} has no partition {partition}")]
+    UnknownPartition { topic: String, partition: u32 },
+
+    /// No consumer group of that name on the topic (no member joined since the broker
+    /// started, and no committed offsets).
+    #[error("unknown group {group:?} on topic {topic:?}")]
+    UnknownGroup { topic: String, group: String },
+
+    /// The consumer is not a member of the group: it never joined, left, or was evicted
+    /// after its session timeout (it must join again).
+    #[error("{member:?} is not a member of group {group:?} on topic {topic:?}")]
+    UnknownMember {
+        topic: String,
+        group: String,
+        member: String,
+    },
+
+    /// A blocked produce waited its whole block timeout for room.
+    #[error("timed out after {waited_ms} ms waiting for room in {topic}/{partition}")]
+    Timeout {
+        topic: String,
+        partition: u32,
+        waited_ms: u64,
+    },
+
+    /// `Backpressure::Reject` and the partition's backlog reached `max_size`.
+    #[error("partition {topic}/{partition} is full: backlog {backlog} >= max_size {max_size}")]
+    PartitionFull {
+        topic: String,
+        partition: u32,
+        backlog: u64,
+        max_size: u64,
+    },
+
+    /// The partition's actor restarted (a crash) while the request was in flight or parked.
+    /// Nothing of the request was acknowledged; it is safe to retry.
+    #[error("partition {topic}/{partition} restarted while the request was in flight; retry")]
+    PartitionRestarted { topic: String, partition: u32 },
+
+    /// The partition's actor cannot recover (its files cannot be opened, or it crashed too
+    /// often); see the reason and the logs.
+    #[error("partition {topic}/{partition} failed: {reason}")]
+    PartitionFailed {
+        topic: String,
+        partition: u32,
+        reason: String,
+    },
+
+    /// A payload could not be encoded with rmp-serde.
+    #[error("cannot encode payload: {0}")]
+    Encode(#[source] rmp_serde::encode::Error),
+
+    /// A stored payload does not decode as the requested type. The record stays where it is:
+    /// commit its offset to skip it.
+    #[error("record {topic}/{partition}@{offset} does not decode as the requested type: {source}")]
+    Decode {
+        topic: String,
+        partition: u32,
+        offset: u64,
+        #[source]
+        source: rmp_serde::decode::Error,
+    },
+
+    /// The broker was shut down (or its actor system is gone).
+    #[error("the broker is stopped")]
+    BrokerStopped,
+
+    /// A blocking `NanoKafka` method was called on an actix thread, where it would deadlock
+    /// that thread. Use the async handle or the actor messages there.
+    #[error("blocking NanoKafka call on an actix thread; use AsyncNanoKafka or messages instead")]
+    BlockingInActorContext,
+
     /// A configuration value that cannot work (0 partitions, 0 retention, ...).
     #[error("invalid config: {0}")]
     InvalidConfig(String),

@@ -16,5 +16,20 @@ pub mod config;
 pub mod error;
 pub mod storage;
 
+pub mod actors;
+pub mod async_handle;
+pub mod clock;
+pub mod group;
+pub mod handle;
+pub mod messages;
+pub mod partition;
+pub mod partitioner;
+pub mod types;
+
+pub use async_handle::AsyncNanoKafka;
 pub use config::{Backpressure, FsyncPolicy, TopicConfig};
 pub use error::{Error, Result};
+pub use group::{Assignment, Assignor};
+pub use handle::{NanoKafka, NanoKafkaBuilder};
+pub use partition::ProduceRecord;
+pub use types::{BrokerStats, Delivery, GroupStats, PartitionStats, Record, TopicStats};

@@ -1,0 +1,184 @@
+//! `BrokerActor`: the root. Holds the data-directory lock, the topic registry and the I/O
+//! arbiters; creates topics; forwards every topic message to its `TopicActor`. Runs on the
+//! broker's own System thread.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::dev::ToEnvelope;
+use actix::prelude::*;
+use futures::future::join_all;
+
+use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
+use super::BrokerSettings;
+use crate::config::TopicConfig;
+use crate::error::{Error, Result};
+use crate::messages::{CreateTopic, GetStats, Shutdown, TopicMessage};
+use crate::storage::DataDir;
+use crate::types::BrokerStats;
+
+/// Fault injection for tests: crash a group's coordinator (internal; see
+/// `messages::CrashPartition` for the public one).
+pub struct CrashGroupCoordinator {
+    pub topic: String,
+    pub group: String,
+}
+impl Message for CrashGroupCoordinator {
+    type Result = Result<()>;
+}
+
+/// See the module docs.
+pub struct BrokerActor {
+    settings: Arc<BrokerSettings>,
+    /// `None` after shutdown: the lock is released.
+    data_dir: Option<DataDir>,
+    /// Topics found on disk at start, started in `started`.
+    initial_topics: Vec<(String, TopicConfig)>,
+    topics: BTreeMap<String, Addr<TopicActor>>,
+    /// Partition actors run here, spread so that one partition's fsync never stalls the rest.
+    arbiters: Vec<Arbiter>,
+    /// Where the next topic's partition 0 goes, so small topics spread over the arbiters.
+    next_arbiter: usize,
+}
+
+impl BrokerActor {
+    pub(crate) fn new(
+        settings: Arc<BrokerSettings>,
+        data_dir: DataDir,
+        initial_topics: Vec<(String, TopicConfig)>,
+        arbiters: Vec<Arbiter>,
+    ) -> Self {
+        BrokerActor {
+            settings,
+            data_dir: Some(data_dir),
+            initial_topics,
+            topics: BTreeMap::new(),
+            arbiters,
+            next_arbiter: 0,
+        }
+    }
+
+    fn start_topic(&mut self, name: &str, config: &TopicConfig) {
+        let handles: Vec<ArbiterHandle> = self.arbiters.iter().map(Arbiter::handle).collect();
+        let topic = TopicActor::new(
+            name,
+            config,
+            self.settings.clone(),
+            &handles,
+            self.next_arbiter,
+        );
+        self.next_arbiter = (self.next_arbiter + config.partitions as usize) % handles.len().max(1);
+        self.topics.insert(name.to_owned(), topic.start());
+    }
+
+    fn topic(&self, name: &str) -> Result<Addr<TopicActor>> {
+        if self.data_dir.is_none() {
+            return Err(Error::BrokerStopped);
+        }
+        self.topics
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::UnknownTopic {
+                topic: name.to_owned(),
+            })
+    }
+}
+
+impl Actor for BrokerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _: &mut Context<Self>) {
+        for (name, config) in std::mem::take(&mut self.initial_topics) {
+            tracing::info!(topic = %name, partitions = config.partitions, "loading topic");
+            self.start_topic(&name, &config);
+        }
+    }
+}
+
+impl Handler<CreateTopic> for BrokerActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, msg: CreateTopic, _: &mut Context<Self>) -> Self::Result {
+        let data_dir = self.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
+        data_dir.create_topic(&msg.topic, &msg.config)?;
+        tracing::info!(topic = %msg.topic, config = ?msg.config, "created topic");
+        self.start_topic(&msg.topic, &msg.config);
+        Ok(())
+    }
+}
+
+/// Every topic message is forwarded to its topic's actor.
+impl<M> Handler<M> for BrokerActor
+where
+    M: TopicMessage,
+    TopicActor: Handler<M>,
+    <TopicActor as Actor>::Context: ToEnvelope<TopicActor, M>,
+{
+    type Result = ResponseFuture<Result<M::Reply>>;
+
+    fn handle(&mut self, msg: M, _: &mut Context<Self>) -> Self::Result {
+        match self.topic(msg.topic()) {
+            Ok(addr) => {
+                Box::pin(async move { addr.send(msg).await.map_err(|_| Error::BrokerStopped)? })
+            }
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<CrashGroupCoordinator> for BrokerActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: CrashGroupCoordinator, _: &mut Context<Self>) -> Self::Result {
+        match self.topic(&msg.topic) {
+            Ok(addr) => Box::pin(async move {
+                let crash = CrashCoordinator { group: msg.group };
+                addr.send(crash).await.map_err(|_| Error::BrokerStopped)?
+            }),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<GetStats> for BrokerActor {
+    type Result = ResponseFuture<Result<BrokerStats>>;
+
+    fn handle(&mut self, _: GetStats, _: &mut Context<Self>) -> Self::Result {
+        let topics = self.topics.clone();
+        Box::pin(async move {
+            let mut stats = BrokerStats::default();
+            for (name, addr) in topics {
+                if let Ok(topic) = addr.send(DescribeTopic).await {
+                    stats.topics.insert(name, topic);
+                }
+            }
+            Ok(stats)
+        })
+    }
+}
+
+impl Handler<Shutdown> for BrokerActor {
+    type Result = ResponseActFuture<Self, Result<()>>;
+
+    fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+        let topics: Vec<Addr<TopicActor>> =
+            std::mem::take(&mut self.topics).into_values().collect();
+        let close_all = async move {
+            let closes = join_all(topics.iter().map(|t| t.send(CloseTopic))).await;
+            closes
+                .into_iter()
+                .map(|r| r.unwrap_or(Err(Error::BrokerStopped)))
+                .collect::<Result<Vec<()>>>()
+                .map(|_| ())
+        };
+        Box::pin(close_all.into_actor(self).map(|result, act, _| {
+            // Partitions are closed: release the lock and the I/O threads.
+            act.data_dir = None;
+            for arbiter in act.arbiters.drain(..) {
+                arbiter.stop();
+                let _ = arbiter.join();
+            }
+            result
+        }))
+    }
+}

@@ -1,0 +1,274 @@
+//! `GroupCoordinatorActor`: one consumer group of one topic. Owns a [`GroupState`]
+//! (members, generation, assignment) and serves polls by fetching from the member's
+//! partitions. Runs under a `Supervisor` on the broker's arbiter; a restart resets
+//! memberships (members rejoin, their next call gets `UnknownMember`), committed offsets are
+//! untouched (they live in the partitions).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use futures::future::{select_all, FutureExt};
+
+use super::partition::{Fetch, PartitionActor, WaitForData};
+use super::supervise::{guarded, RestartBudget};
+use super::BrokerSettings;
+use crate::error::{Error, Result};
+use crate::group::{Assignment, Assignor, GroupState};
+use crate::types::{GroupStats, Record};
+
+/// Join (or heartbeat by joining again). Errors: `InvalidConfig` on an assignor mismatch.
+pub struct Join {
+    pub member: String,
+    pub assignor: Assignor,
+}
+impl Message for Join {
+    type Result = Result<Assignment>;
+}
+
+/// Leave. Errors: `UnknownMember`.
+pub struct Leave {
+    pub member: String,
+}
+impl Message for Leave {
+    type Result = Result<()>;
+}
+
+/// Heartbeat. Errors: `UnknownMember`.
+pub struct Beat {
+    pub member: String,
+}
+impl Message for Beat {
+    type Result = Result<Assignment>;
+}
+
+/// Poll for `member`. Errors: `UnknownMember`, and the partitions' fetch errors.
+pub struct PollGroup {
+    pub member: String,
+    pub max_records: usize,
+    pub wait: Option<Duration>,
+}
+impl Message for PollGroup {
+    type Result = Result<Vec<Record<Vec<u8>>>>;
+}
+
+/// Generation and assignment (the topic adds lag). Never fails.
+pub struct DescribeGroup;
+impl Message for DescribeGroup {
+    type Result = GroupStats;
+}
+
+/// Fault injection for tests: panic inside the handler.
+pub struct CrashGroup;
+impl Message for CrashGroup {
+    type Result = ();
+}
+
+/// See the module docs.
+pub struct GroupCoordinatorActor {
+    topic: String,
+    group: String,
+    state: GroupState,
+    partitions: Vec<Addr<PartitionActor>>,
+    settings: Arc<BrokerSettings>,
+    restarts: RestartBudget,
+}
+
+impl GroupCoordinatorActor {
+    pub fn new(
+        topic: &str,
+        group: &str,
+        assignor: Assignor,
+        partitions: Vec<Addr<PartitionActor>>,
+        settings: Arc<BrokerSettings>,
+    ) -> Self {
+        GroupCoordinatorActor {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            state: Self::fresh_state(topic, group, assignor, partitions.len() as u32, &settings),
+            partitions,
+            settings,
+            restarts: RestartBudget::default(),
+        }
+    }
+
+    fn fresh_state(
+        topic: &str,
+        group: &str,
+        assignor: Assignor,
+        partitions: u32,
+        settings: &BrokerSettings,
+    ) -> GroupState {
+        let timeout_ms = settings.session_timeout.as_millis() as u64;
+        GroupState::new(topic, group, partitions, assignor, timeout_ms)
+    }
+
+    fn name(&self) -> String {
+        format!("group {}/{}", self.topic, self.group)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.settings.clock.now_ms()
+    }
+}
+
+impl Actor for GroupCoordinatorActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // Evict on a timer a few times per session timeout; every request also evicts first.
+        let every = (self.settings.session_timeout / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
+        ctx.run_interval(every, |act, _| {
+            let now = act.now_ms();
+            act.state.evict_expired(now);
+        });
+    }
+}
+
+impl Supervised for GroupCoordinatorActor {
+    fn restarting(&mut self, _: &mut Context<Self>) {
+        self.restarts.record(Instant::now());
+        let partitions = self.partitions.len() as u32;
+        self.state = Self::fresh_state(
+            &self.topic,
+            &self.group,
+            self.state.assignor(),
+            partitions,
+            &self.settings,
+        );
+        tracing::warn!(group = %self.name(), "coordinator restarted; members must rejoin");
+    }
+}
+
+impl Handler<Join> for GroupCoordinatorActor {
+    type Result = Result<Assignment>;
+
+    fn handle(&mut self, msg: Join, _: &mut Context<Self>) -> Self::Result {
+        if msg.assignor != self.state.assignor() {
+            return Err(Error::InvalidConfig(format!(
+                "group {:?} uses the {:?} assignor, not {:?}",
+                self.group,
+                self.state.assignor(),
+                msg.assignor
+            )));
+        }
+        let now = self.now_ms();
+        Ok(self.state.join(&msg.member, now))
+    }
+}
+
+impl Handler<Leave> for GroupCoordinatorActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, msg: Leave, _: &mut Context<Self>) -> Self::Result {
+        let now = self.now_ms();
+        self.state.leave(&msg.member, now)
+    }
+}
+
+impl Handler<Beat> for GroupCoordinatorActor {
+    type Result = Result<Assignment>;
+
+    fn handle(&mut self, msg: Beat, _: &mut Context<Self>) -> Self::Result {
+        let now = self.now_ms();
+        self.state.heartbeat(&msg.member, now)
+    }
+}
+
+impl Handler<PollGroup> for GroupCoordinatorActor {
+    type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
+
+    fn handle(&mut self, msg: PollGroup, _: &mut Context<Self>) -> Self::Result {
+        let now = self.now_ms();
+        let order = match self.state.poll_order(&msg.member, now) {
+            Ok(order) => order,
+            Err(e) => return Box::pin(async { Err(e) }),
+        };
+        let targets = order
+            .iter()
+            .map(|&p| self.partitions[p as usize].clone())
+            .collect();
+        let deadline = msg.wait.map(|w| Instant::now() + w);
+        Box::pin(poll_partitions(
+            targets,
+            self.group.clone(),
+            msg.max_records,
+            deadline,
+        ))
+    }
+}
+
+/// Fetches from `targets` in order and returns the first non-empty result; when all are
+/// empty and a deadline is set, waits until one has data (woken by its produce) or the
+/// deadline passes, then tries once more.
+async fn poll_partitions(
+    targets: Vec<Addr<PartitionActor>>,
+    group: String,
+    max_records: usize,
+    deadline: Option<Instant>,
+) -> Result<Vec<Record<Vec<u8>>>> {
+    loop {
+        // A partition that fails (restarting, corrupt) must not starve the others: its error
+        // is returned only when no other partition has data.
+        let mut first_error = None;
+        for partition in &targets {
+            let fetch = Fetch {
+                group: group.clone(),
+                max_records,
+            };
+            match partition
+                .send(fetch)
+                .await
+                .map_err(|_| Error::BrokerStopped)?
+            {
+                Ok(records) if !records.is_empty() => return Ok(records),
+                Ok(_) => {}
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        let remaining = match deadline {
+            Some(d) if d > Instant::now() => d - Instant::now(),
+            _ => return Ok(Vec::new()),
+        };
+        if targets.is_empty() {
+            actix_rt::time::sleep(remaining).await;
+            return Ok(Vec::new());
+        }
+        let waits = targets.iter().map(|partition| {
+            let wait = WaitForData {
+                group: group.clone(),
+                wait: remaining,
+            };
+            partition.send(wait).map(|_| ()).boxed_local()
+        });
+        select_all(waits).await;
+    }
+}
+
+impl Handler<DescribeGroup> for GroupCoordinatorActor {
+    type Result = MessageResult<DescribeGroup>;
+
+    fn handle(&mut self, _: DescribeGroup, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(GroupStats {
+            generation: self.state.generation(),
+            assignment: self.state.assignment().clone(),
+            lag: Default::default(),
+            restarts: self.restarts.total(),
+        })
+    }
+}
+
+impl Handler<CrashGroup> for GroupCoordinatorActor {
+    type Result = ();
+
+    fn handle(&mut self, _: CrashGroup, ctx: &mut Context<Self>) {
+        let name = self.name();
+        guarded(self, ctx, &name, |_, _| {
+            panic!("injected fault (CrashGroup)")
+        });
+    }
+}

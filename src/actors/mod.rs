@@ -1,0 +1,33 @@
+//! The actor layer: thin adapters that own the storage and group logic and turn messages
+//! into method calls. Topology and message contracts: `actors.md` at the crate root.
+//!
+//! - [`broker::BrokerActor`]: root; topic registry, data-dir lock, I/O arbiters.
+//! - [`topic::TopicActor`]: one per topic; routing, partitioner, group registry.
+//! - [`partition::PartitionActor`]: one per partition, supervised, on an I/O arbiter;
+//!   the single writer of its files.
+//! - [`coordinator::GroupCoordinatorActor`]: one per group, supervised; membership and polls.
+
+pub mod broker;
+pub mod coordinator;
+pub mod partition;
+pub mod supervise;
+pub mod topic;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::clock::SharedClock;
+use crate::config::FsyncPolicy;
+
+/// Broker-wide settings every actor reads (from `NanoKafka::builder()`).
+#[derive(Debug, Clone)]
+pub struct BrokerSettings {
+    pub data_dir: PathBuf,
+    pub fsync: FsyncPolicy,
+    /// How long `Backpressure::Block` parks a produce before `Error::Timeout`.
+    pub block_timeout: Duration,
+    /// A member silent for longer is evicted.
+    pub session_timeout: Duration,
+    pub max_record_bytes: usize,
+    pub clock: SharedClock,
+}

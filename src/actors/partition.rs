@@ -1,0 +1,545 @@
+//! `PartitionActor`: the single owner (and single writer) of one partition's files.
+//!
+//! State: a [`Partition`] (log + committed offsets) once opened, the produces parked by
+//! `Backpressure::Block`, and the long polls waiting for data. Runs under a `Supervisor` on
+//! one of the broker's I/O arbiters. A handler panic or an I/O error it cannot continue past
+//! stops it; `restarting` answers every parked request with `PartitionRestarted`, and
+//! `started` reopens the partition from disk (with backoff, and a restart budget after which
+//! it reports `PartitionFailed`).
+//!
+//! Every reply travels through a oneshot channel answered by this actor, so a parked request
+//! is answered exactly once: by the append, by its deadline timer, or by a restart.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+
+use super::supervise::{guarded, RestartBudget, RestartDecision};
+use super::BrokerSettings;
+use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
+use crate::error::{Error, Result};
+use crate::partition::{Partition, ProduceRecord};
+use crate::storage::{AppendInfo, LogConfig};
+use crate::types::{PartitionStats, Record};
+
+/// Append records. Sent by `TopicActor`. Reply: where they went, once in the OS.
+/// Errors: `PartitionFull`, `Timeout`, `RecordTooLarge`, `PartitionRestarted`,
+/// `PartitionFailed`, `Io` (the actor then restarts).
+pub struct Append {
+    pub records: Vec<ProduceRecord>,
+}
+impl Message for Append {
+    type Result = Result<AppendInfo>;
+}
+
+/// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
+/// Errors: `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+pub struct Fetch {
+    pub group: String,
+    pub max_records: usize,
+}
+impl Message for Fetch {
+    type Result = Result<Vec<Record<Vec<u8>>>>;
+}
+
+/// Resolve once `group` has records to read, or after `wait`. Sent by the coordinator for a
+/// long poll; the reply carries no data (the coordinator fetches next).
+pub struct WaitForData {
+    pub group: String,
+    pub wait: Duration,
+}
+impl Message for WaitForData {
+    type Result = ();
+}
+
+/// Commit for `group`: committed offset = `offset + 1`. Sent by `TopicActor`.
+/// Errors: `OffsetOutOfRange`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+pub struct CommitOffset {
+    pub group: String,
+    pub offset: u64,
+}
+impl Message for CommitOffset {
+    type Result = Result<()>;
+}
+
+/// `group`'s lag here; `None` when the group neither committed here nor exists on the
+/// topic (`group_exists`: it has a coordinator, so it reads from the log start).
+pub struct GroupLag {
+    pub group: String,
+    pub group_exists: bool,
+}
+impl Message for GroupLag {
+    type Result = Result<Option<u64>>;
+}
+
+/// `group` has members on this topic: count it for backpressure before it commits.
+/// Fire-and-forget (`do_send` from `TopicActor` after a join).
+pub struct RegisterGroup {
+    pub group: String,
+}
+impl Message for RegisterGroup {
+    type Result = ();
+}
+
+/// The partition's numbers. Never fails.
+pub struct DescribePartition;
+impl Message for DescribePartition {
+    type Result = PartitionStats;
+}
+
+/// Clean shutdown: sync, write the clean-shutdown checkpoint, close the files.
+pub struct ClosePartition;
+impl Message for ClosePartition {
+    type Result = Result<()>;
+}
+
+/// Fault injection: panic inside the handler (see `messages::CrashPartition`).
+pub struct Crash;
+impl Message for Crash {
+    type Result = Result<()>;
+}
+
+enum Slot {
+    /// Not open yet (first start, or waiting out a restart backoff).
+    Opening,
+    Open(Box<Partition>),
+    Failed(String),
+    Closed,
+}
+
+impl Slot {
+    /// Why a request cannot be served in this state.
+    fn unavailable(&self, topic: &str, partition: u32) -> Error {
+        match self {
+            Slot::Failed(reason) => Error::PartitionFailed {
+                topic: topic.to_owned(),
+                partition,
+                reason: reason.clone(),
+            },
+            Slot::Closed => Error::BrokerStopped,
+            Slot::Opening | Slot::Open(_) => Error::PartitionRestarted {
+                topic: topic.to_owned(),
+                partition,
+            },
+        }
+    }
+}
+
+struct ParkedProduce {
+    records: Vec<ProduceRecord>,
+    since: Instant,
+    reply: oneshot::Sender<Result<AppendInfo>>,
+}
+
+/// See the module docs.
+pub struct PartitionActor {
+    topic: String,
+    partition: u32,
+    dir: PathBuf,
+    log_config: LogConfig,
+    max_size: Option<u64>,
+    backpressure: Backpressure,
+    retention_ms: Option<u64>,
+    settings: Arc<BrokerSettings>,
+    slot: Slot,
+    /// Outlives restarts so backpressure keeps counting groups that have not committed yet.
+    registered: BTreeSet<String>,
+    parked: VecDeque<ParkedProduce>,
+    waiters: Vec<oneshot::Sender<()>>,
+    restarts: RestartBudget,
+    /// Set by `restarting`; `started` then reopens under the restart budget.
+    restart_pending: bool,
+}
+
+impl PartitionActor {
+    pub fn new(
+        topic: &str,
+        partition: u32,
+        config: &TopicConfig,
+        settings: Arc<BrokerSettings>,
+    ) -> Self {
+        PartitionActor {
+            topic: topic.to_owned(),
+            partition,
+            dir: settings.data_dir.join(format!("{topic}_{partition}")),
+            log_config: LogConfig::for_topic(config, settings.fsync, settings.max_record_bytes),
+            max_size: config.max_size,
+            backpressure: config.backpressure,
+            retention_ms: config.retention_ms,
+            settings,
+            slot: Slot::Opening,
+            registered: BTreeSet::new(),
+            parked: VecDeque::new(),
+            waiters: Vec::new(),
+            restarts: RestartBudget::default(),
+            restart_pending: false,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("partition {}/{}", self.topic, self.partition)
+    }
+
+    fn open(&mut self, ctx: &mut Context<Self>) {
+        let now = self.settings.clock.now_ms();
+        let opened = Partition::open(
+            &self.dir,
+            (&self.topic, self.partition),
+            self.log_config,
+            self.max_size,
+            now,
+        );
+        match opened {
+            Ok((mut partition, report)) => {
+                for group in &self.registered {
+                    partition.register_group(group);
+                }
+                tracing::info!(
+                    topic = %self.topic, partition = self.partition,
+                    log_end_offset = partition.log_end_offset(), clean = report.clean_shutdown,
+                    bytes_cut = report.bytes_cut(), "partition opened"
+                );
+                self.slot = Slot::Open(Box::new(partition));
+                self.start_timers(ctx);
+            }
+            Err(e) => {
+                tracing::error!(topic = %self.topic, partition = self.partition, error = %e, "cannot open partition");
+                self.slot = Slot::Failed(e.to_string());
+                self.schedule_reopen(ctx);
+            }
+        }
+    }
+
+    /// After a restart or a failed open: reopen now, later, or never (budget spent).
+    fn schedule_reopen(&mut self, ctx: &mut Context<Self>) {
+        match self.restarts.record(Instant::now()) {
+            RestartDecision::Now => self.open(ctx),
+            RestartDecision::After(delay) => {
+                ctx.run_later(delay, |act, ctx| act.open(ctx));
+            }
+            RestartDecision::GiveUp => {
+                let reason = format!(
+                    "restarted more than {} times within {:?}; giving up",
+                    super::supervise::MAX_RESTARTS,
+                    super::supervise::RESTART_WINDOW
+                );
+                tracing::error!(topic = %self.topic, partition = self.partition, %reason);
+                self.slot = Slot::Failed(reason);
+            }
+        }
+    }
+
+    fn start_timers(&mut self, ctx: &mut Context<Self>) {
+        if let FsyncPolicy::Interval(every) = self.log_config.fsync {
+            ctx.run_interval(every, |act, ctx| {
+                if let Slot::Open(p) = &mut act.slot {
+                    if let Err(e) = p.sync() {
+                        // A failed fsync may have dropped dirty pages: never trust a retry.
+                        tracing::error!(partition = %act.name(), error = %e, "sync failed; restarting");
+                        ctx.stop();
+                    }
+                }
+            });
+        }
+        if let Some(ms) = self.retention_ms {
+            // Check a few times per retention period, at most once a second.
+            let every = Duration::from_millis((ms / 4).clamp(1, 1000));
+            ctx.run_interval(every, |act, _| {
+                let now = act.settings.clock.now_ms();
+                if let Slot::Open(p) = &mut act.slot {
+                    if let Err(e) = p.enforce_retention(now) {
+                        tracing::warn!(partition = %act.name(), error = %e, "time retention failed");
+                    }
+                }
+            });
+        }
+    }
+
+    fn unavailable(&self) -> Error {
+        self.slot.unavailable(&self.topic, self.partition)
+    }
+
+    fn restarted(&self) -> Error {
+        Error::PartitionRestarted {
+            topic: self.topic.clone(),
+            partition: self.partition,
+        }
+    }
+
+    fn open_partition(&mut self) -> Result<&mut Partition> {
+        match &mut self.slot {
+            Slot::Open(p) => Ok(p),
+            other => Err(other.unavailable(&self.topic, self.partition)),
+        }
+    }
+
+    /// Appends now, rejects, or parks, per the backpressure rule.
+    fn produce(
+        &mut self,
+        records: Vec<ProduceRecord>,
+        reply: oneshot::Sender<Result<AppendInfo>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let backpressure = self.backpressure;
+        let (topic, partition_id) = (self.topic.clone(), self.partition);
+        let queue_empty = self.parked.is_empty();
+        let partition = match self.open_partition() {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        match (partition.full(), backpressure) {
+            (Some(backlog), Backpressure::Reject) => {
+                let max_size = partition.max_size().unwrap_or_default();
+                let _ = reply.send(Err(Error::PartitionFull {
+                    topic,
+                    partition: partition_id,
+                    backlog,
+                    max_size,
+                }));
+            }
+            (None, _) if queue_empty => self.append_and_reply(records, reply, ctx),
+            _ => {
+                // Full, or others are already waiting (keep them in order): park.
+                self.parked.push_back(ParkedProduce {
+                    records,
+                    since: Instant::now(),
+                    reply,
+                });
+                ctx.run_later(self.settings.block_timeout, |act, _| act.expire_parked());
+            }
+        }
+    }
+
+    fn append_and_reply(
+        &mut self,
+        records: Vec<ProduceRecord>,
+        reply: oneshot::Sender<Result<AppendInfo>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let now = self.settings.clock.now_ms();
+        let Ok(partition) = self.open_partition() else {
+            let _ = reply.send(Err(self.unavailable()));
+            return;
+        };
+        let result = partition.append(&records, now);
+        if matches!(result, Err(Error::Io { .. })) {
+            // The file's state after a failed write or sync is unknown: reload from disk.
+            ctx.stop();
+        }
+        if result.is_ok() {
+            for waiter in self.waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+        let _ = reply.send(result);
+    }
+
+    /// Admits parked produces, oldest first, while there is room.
+    fn admit_parked(&mut self, ctx: &mut Context<Self>) {
+        while let Some(front) = self.parked.front() {
+            let has_room = matches!(&self.slot, Slot::Open(p) if p.full().is_none());
+            if front.reply.is_canceled() {
+                self.parked.pop_front();
+                continue;
+            }
+            if !has_room {
+                return;
+            }
+            let parked = self.parked.pop_front().expect("front exists");
+            self.append_and_reply(parked.records, parked.reply, ctx);
+        }
+    }
+
+    /// Answers `Timeout` to every parked produce that has waited its block timeout.
+    fn expire_parked(&mut self) {
+        let timeout = self.settings.block_timeout;
+        while self
+            .parked
+            .front()
+            .is_some_and(|p| p.since.elapsed() >= timeout)
+        {
+            let parked = self.parked.pop_front().expect("front exists");
+            let _ = parked.reply.send(Err(Error::Timeout {
+                topic: self.topic.clone(),
+                partition: self.partition,
+                waited_ms: parked.since.elapsed().as_millis() as u64,
+            }));
+        }
+    }
+}
+
+impl Actor for PartitionActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if std::mem::take(&mut self.restart_pending) {
+            self.schedule_reopen(ctx);
+        } else {
+            self.open(ctx);
+        }
+    }
+}
+
+impl Supervised for PartitionActor {
+    fn restarting(&mut self, _: &mut Context<Self>) {
+        // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
+        self.slot = Slot::Opening;
+        let error = self.restarted();
+        for parked in self.parked.drain(..) {
+            let _ = parked.reply.send(Err(Error::PartitionRestarted {
+                topic: self.topic.clone(),
+                partition: self.partition,
+            }));
+        }
+        // Waking the long polls makes them fetch again and meet the restart (or the data).
+        self.waiters.clear();
+        tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, %error, "restarting");
+        self.restart_pending = true;
+    }
+}
+
+/// Replies through a oneshot so the handler may park the request; a panic drops the sender,
+/// which the caller sees as `PartitionRestarted`.
+fn deferred<T: Send + 'static>(
+    rx: oneshot::Receiver<Result<T>>,
+    restarted: Error,
+) -> ResponseFuture<Result<T>> {
+    Box::pin(async move { rx.await.unwrap_or(Err(restarted)) })
+}
+
+impl Handler<Append> for PartitionActor {
+    type Result = ResponseFuture<Result<AppendInfo>>;
+
+    fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        let name = self.name();
+        guarded(self, ctx, &name, |act, ctx| {
+            act.produce(msg.records, tx, ctx)
+        });
+        deferred(rx, self.restarted())
+    }
+}
+
+impl Handler<Fetch> for PartitionActor {
+    type Result = Result<Vec<Record<Vec<u8>>>>;
+
+    fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) -> Self::Result {
+        let name = self.name();
+        guarded(self, ctx, &name, |act, _| {
+            act.open_partition()?.fetch(&msg.group, msg.max_records)
+        })
+        .unwrap_or_else(|| Err(self.restarted()))
+    }
+}
+
+impl Handler<WaitForData> for PartitionActor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: WaitForData, _: &mut Context<Self>) -> Self::Result {
+        let ready = match &self.slot {
+            Slot::Open(p) => p.has_data_for(&msg.group),
+            _ => true, // let the poll fetch now and meet the error
+        };
+        if ready {
+            return Box::pin(async {});
+        }
+        self.waiters.retain(|w| !w.is_canceled());
+        let (tx, rx) = oneshot::channel();
+        self.waiters.push(tx);
+        Box::pin(async move {
+            let _ = actix_rt::time::timeout(msg.wait, rx).await;
+        })
+    }
+}
+
+impl Handler<CommitOffset> for PartitionActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, msg: CommitOffset, ctx: &mut Context<Self>) -> Self::Result {
+        let name = self.name();
+        guarded(self, ctx, &name, |act, ctx| {
+            let result = act.open_partition()?.commit(&msg.group, msg.offset);
+            if matches!(result, Err(Error::Io { .. })) {
+                ctx.stop();
+            }
+            result?;
+            act.registered.remove(&msg.group);
+            act.admit_parked(ctx);
+            Ok(())
+        })
+        .unwrap_or_else(|| Err(self.restarted()))
+    }
+}
+
+impl Handler<GroupLag> for PartitionActor {
+    type Result = Result<Option<u64>>;
+
+    fn handle(&mut self, msg: GroupLag, _: &mut Context<Self>) -> Self::Result {
+        let p = self.open_partition()?;
+        let from_start = || p.log_end_offset() - p.position(&msg.group);
+        Ok(p.lag(&msg.group)
+            .or_else(|| msg.group_exists.then(from_start)))
+    }
+}
+
+impl Handler<RegisterGroup> for PartitionActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: RegisterGroup, _: &mut Context<Self>) {
+        if let Slot::Open(p) = &mut self.slot {
+            p.register_group(&msg.group);
+        }
+        self.registered.insert(msg.group);
+    }
+}
+
+impl Handler<DescribePartition> for PartitionActor {
+    type Result = MessageResult<DescribePartition>;
+
+    fn handle(&mut self, _: DescribePartition, _: &mut Context<Self>) -> Self::Result {
+        let mut stats = match &self.slot {
+            Slot::Open(p) => p.stats(),
+            _ => PartitionStats {
+                partition: self.partition,
+                failed: Some(self.unavailable().to_string()),
+                ..PartitionStats::default()
+            },
+        };
+        stats.restarts = self.restarts.total();
+        MessageResult(stats)
+    }
+}
+
+impl Handler<ClosePartition> for PartitionActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, _: ClosePartition, _: &mut Context<Self>) -> Self::Result {
+        for parked in self.parked.drain(..) {
+            let _ = parked.reply.send(Err(Error::BrokerStopped));
+        }
+        self.waiters.clear();
+        match std::mem::replace(&mut self.slot, Slot::Closed) {
+            Slot::Open(p) => p.close(),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Handler<Crash> for PartitionActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) -> Self::Result {
+        let name = self.name();
+        guarded(self, ctx, &name, |_, _| {
+            panic!("injected fault (CrashPartition)")
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,408 @@
+//! `TopicActor`: one topic. Starts its `PartitionActor`s (spread over the I/O arbiters) and,
+//! on first join, one `GroupCoordinatorActor` per group; routes every topic message to them.
+//! Stateless beyond its children's addresses and the round-robin counter, so it is not
+//! supervised: nothing in it can be lost.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use futures::future::join_all;
+
+use super::coordinator::{
+    Beat, CrashGroup, DescribeGroup, GroupCoordinatorActor, Join, Leave, PollGroup,
+};
+use super::partition::{
+    Append, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
+    RegisterGroup,
+};
+use super::BrokerSettings;
+use crate::config::TopicConfig;
+use crate::error::{Error, Result};
+use crate::group::Assignment;
+use crate::messages::{
+    Commit, CrashPartition, Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Produce,
+};
+use crate::partition::ProduceRecord;
+use crate::partitioner::partition_for_key;
+use crate::storage::data_dir::validate_id;
+use crate::types::{Delivery, Record, TopicStats};
+
+/// Everything about the topic, for `stats()`. Never fails.
+pub struct DescribeTopic;
+impl Message for DescribeTopic {
+    type Result = TopicStats;
+}
+
+/// Clean shutdown of every partition. Errors: the first partition's close error.
+pub struct CloseTopic;
+impl Message for CloseTopic {
+    type Result = Result<()>;
+}
+
+/// Fault injection for tests: crash a group's coordinator. Errors: `UnknownGroup`.
+pub struct CrashCoordinator {
+    pub group: String,
+}
+impl Message for CrashCoordinator {
+    type Result = Result<()>;
+}
+
+/// See the module docs.
+pub struct TopicActor {
+    name: String,
+    settings: Arc<BrokerSettings>,
+    partitions: Vec<Addr<PartitionActor>>,
+    groups: BTreeMap<String, Addr<GroupCoordinatorActor>>,
+    /// Next partition for a keyless record.
+    next_partition: u32,
+}
+
+impl TopicActor {
+    /// Starts the topic's partition actors, partition `p` on arbiter `(first_arbiter + p) % n`.
+    pub fn new(
+        name: &str,
+        config: &TopicConfig,
+        settings: Arc<BrokerSettings>,
+        arbiters: &[ArbiterHandle],
+        first_arbiter: usize,
+    ) -> Self {
+        let partitions = (0..config.partitions)
+            .map(|p| {
+                let arbiter = &arbiters[(first_arbiter + p as usize) % arbiters.len()];
+                let (name, config, settings) = (name.to_owned(), config.clone(), settings.clone());
+                Supervisor::start_in_arbiter(arbiter, move |_| {
+                    PartitionActor::new(&name, p, &config, settings)
+                })
+            })
+            .collect();
+        TopicActor {
+            name: name.to_owned(),
+            settings,
+            partitions,
+            groups: BTreeMap::new(),
+            next_partition: 0,
+        }
+    }
+
+    fn partition(&self, partition: u32) -> Result<&Addr<PartitionActor>> {
+        self.partitions
+            .get(partition as usize)
+            .ok_or_else(|| Error::UnknownPartition {
+                topic: self.name.clone(),
+                partition,
+            })
+    }
+
+    fn group(&self, group: &str) -> Result<&Addr<GroupCoordinatorActor>> {
+        self.groups.get(group).ok_or_else(|| Error::UnknownGroup {
+            topic: self.name.clone(),
+            group: group.to_owned(),
+        })
+    }
+
+    /// For member-scoped requests, a group that does not exist means "not a member".
+    fn member_group(&self, group: &str, member: &str) -> Result<&Addr<GroupCoordinatorActor>> {
+        self.groups.get(group).ok_or_else(|| Error::UnknownMember {
+            topic: self.name.clone(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+        })
+    }
+
+    /// The partition of each record: explicit, by key (murmur2), or round-robin.
+    fn route(&mut self, explicit: Option<u32>, records: &[ProduceRecord]) -> Result<Vec<u32>> {
+        let count = self.partitions.len() as u32;
+        if let Some(p) = explicit {
+            self.partition(p)?;
+            return Ok(vec![p; records.len()]);
+        }
+        Ok(records
+            .iter()
+            .map(|r| match &r.key {
+                Some(key) => partition_for_key(key, count),
+                None => {
+                    let p = self.next_partition % count;
+                    self.next_partition = self.next_partition.wrapping_add(1);
+                    p
+                }
+            })
+            .collect())
+    }
+}
+
+impl Actor for TopicActor {
+    type Context = Context<Self>;
+}
+
+/// Sends `msg` and flattens a mailbox error into `BrokerStopped`.
+async fn ask<A, M, T>(addr: Addr<A>, msg: M) -> Result<T>
+where
+    A: Handler<M>,
+    A::Context: actix::dev::ToEnvelope<A, M>,
+    M: Message<Result = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    addr.send(msg).await.map_err(|_| Error::BrokerStopped)?
+}
+
+impl Handler<Produce> for TopicActor {
+    type Result = ResponseFuture<Result<Vec<Delivery>>>;
+
+    fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
+        let routes = match self.route(msg.partition, &msg.records) {
+            Ok(routes) => routes,
+            Err(e) => return Box::pin(async { Err(e) }),
+        };
+        let total = msg.records.len();
+        // One Append per partition, records in their original order within it.
+        let mut batches: BTreeMap<u32, (Vec<ProduceRecord>, Vec<usize>)> = BTreeMap::new();
+        for (i, (record, p)) in msg.records.into_iter().zip(routes).enumerate() {
+            let batch = batches.entry(p).or_default();
+            batch.0.push(record);
+            batch.1.push(i);
+        }
+        let sends: Vec<_> = batches
+            .into_iter()
+            .map(|(p, (records, positions))| {
+                let addr = self.partitions[p as usize].clone();
+                async move { (p, positions, ask(addr, Append { records }).await) }
+            })
+            .collect();
+        Box::pin(async move {
+            let mut deliveries = vec![
+                Delivery {
+                    partition: 0,
+                    offset: 0
+                };
+                total
+            ];
+            for (partition, positions, result) in join_all(sends).await {
+                let info = result?;
+                for (k, i) in positions.into_iter().enumerate() {
+                    deliveries[i] = Delivery {
+                        partition,
+                        offset: info.base_offset + k as u64,
+                    };
+                }
+            }
+            Ok(deliveries)
+        })
+    }
+}
+
+impl Handler<JoinGroup> for TopicActor {
+    type Result = ResponseFuture<Result<Assignment>>;
+
+    fn handle(&mut self, msg: JoinGroup, _: &mut Context<Self>) -> Self::Result {
+        if let Err(e) =
+            validate_id("group", &msg.group).and_then(|()| validate_id("member", &msg.member))
+        {
+            return Box::pin(async { Err(e) });
+        }
+        let coordinator = match self.groups.get(&msg.group) {
+            Some(addr) => addr.clone(),
+            None => {
+                let (topic, group, partitions, settings) = (
+                    self.name.clone(),
+                    msg.group.clone(),
+                    self.partitions.clone(),
+                    self.settings.clone(),
+                );
+                let assignor = msg.assignor;
+                let addr = Supervisor::start(move |_| {
+                    GroupCoordinatorActor::new(&topic, &group, assignor, partitions, settings)
+                });
+                for partition in &self.partitions {
+                    partition.do_send(RegisterGroup {
+                        group: msg.group.clone(),
+                    });
+                }
+                self.groups.insert(msg.group.clone(), addr.clone());
+                addr
+            }
+        };
+        Box::pin(ask(
+            coordinator,
+            Join {
+                member: msg.member,
+                assignor: msg.assignor,
+            },
+        ))
+    }
+}
+
+impl Handler<LeaveGroup> for TopicActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: LeaveGroup, _: &mut Context<Self>) -> Self::Result {
+        match self.member_group(&msg.group, &msg.member) {
+            Ok(addr) => Box::pin(ask(addr.clone(), Leave { member: msg.member })),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<Heartbeat> for TopicActor {
+    type Result = ResponseFuture<Result<Assignment>>;
+
+    fn handle(&mut self, msg: Heartbeat, _: &mut Context<Self>) -> Self::Result {
+        match self.member_group(&msg.group, &msg.member) {
+            Ok(addr) => Box::pin(ask(addr.clone(), Beat { member: msg.member })),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<Poll> for TopicActor {
+    type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
+
+    fn handle(&mut self, msg: Poll, _: &mut Context<Self>) -> Self::Result {
+        if msg.max_records == 0 {
+            return Box::pin(async {
+                Err(Error::InvalidConfig(
+                    "max_records must be at least 1".into(),
+                ))
+            });
+        }
+        match self.member_group(&msg.group, &msg.member) {
+            Ok(addr) => Box::pin(ask(
+                addr.clone(),
+                PollGroup {
+                    member: msg.member,
+                    max_records: msg.max_records,
+                    wait: msg.wait,
+                },
+            )),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<Commit> for TopicActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: Commit, _: &mut Context<Self>) -> Self::Result {
+        let target = self
+            .group(&msg.group)
+            .and_then(|_| self.partition(msg.partition));
+        match target {
+            Ok(addr) => Box::pin(ask(
+                addr.clone(),
+                CommitOffset {
+                    group: msg.group,
+                    offset: msg.offset,
+                },
+            )),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<Lag> for TopicActor {
+    type Result = ResponseFuture<Result<BTreeMap<u32, u64>>>;
+
+    fn handle(&mut self, msg: Lag, _: &mut Context<Self>) -> Self::Result {
+        let group_exists = self.groups.contains_key(&msg.group);
+        let (topic, partitions) = (self.name.clone(), self.partitions.clone());
+        Box::pin(async move {
+            let asks = partitions.iter().map(|addr| {
+                ask(
+                    addr.clone(),
+                    GroupLag {
+                        group: msg.group.clone(),
+                        group_exists,
+                    },
+                )
+            });
+            let mut lag = BTreeMap::new();
+            for (p, result) in join_all(asks).await.into_iter().enumerate() {
+                if let Some(l) = result? {
+                    lag.insert(p as u32, l);
+                }
+            }
+            if lag.is_empty() {
+                return Err(Error::UnknownGroup {
+                    topic,
+                    group: msg.group,
+                });
+            }
+            Ok(lag)
+        })
+    }
+}
+
+impl Handler<CrashPartition> for TopicActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: CrashPartition, _: &mut Context<Self>) -> Self::Result {
+        match self.partition(msg.partition) {
+            Ok(addr) => Box::pin(ask(addr.clone(), Crash)),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<CrashCoordinator> for TopicActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: CrashCoordinator, _: &mut Context<Self>) -> Self::Result {
+        match self.group(&msg.group) {
+            Ok(addr) => {
+                let addr = addr.clone();
+                Box::pin(async move {
+                    addr.send(CrashGroup)
+                        .await
+                        .map_err(|_| Error::BrokerStopped)
+                })
+            }
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<DescribeTopic> for TopicActor {
+    type Result = ResponseFuture<TopicStats>;
+
+    fn handle(&mut self, _: DescribeTopic, _: &mut Context<Self>) -> Self::Result {
+        let partitions = self.partitions.clone();
+        let groups = self.groups.clone();
+        Box::pin(async move {
+            let described = join_all(partitions.iter().map(|p| p.send(DescribePartition))).await;
+            let mut stats = TopicStats {
+                partitions: described.into_iter().filter_map(|r| r.ok()).collect(),
+                groups: BTreeMap::new(),
+            };
+            for (name, addr) in groups {
+                let Ok(mut group) = addr.send(DescribeGroup).await else {
+                    continue;
+                };
+                for p in &stats.partitions {
+                    let position = p
+                        .committed
+                        .get(&name)
+                        .copied()
+                        .unwrap_or(0)
+                        .max(p.log_start_offset);
+                    group
+                        .lag
+                        .insert(p.partition, p.log_end_offset.saturating_sub(position));
+                }
+                stats.groups.insert(name, group);
+            }
+            stats
+        })
+    }
+}
+
+impl Handler<CloseTopic> for TopicActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, _: CloseTopic, _: &mut Context<Self>) -> Self::Result {
+        let partitions = self.partitions.clone();
+        Box::pin(async move {
+            let closes = join_all(partitions.into_iter().map(|p| ask(p, ClosePartition))).await;
+            closes.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+        })
+    }
+}

@@ -1,0 +1,292 @@
+//! `AsyncNanoKafka`: the API for code already inside actix/tokio. Every method is one
+//! message to the `BrokerActor` (see [`crate::messages`]); typed methods encode and decode
+//! payloads with rmp-serde. Cheap to clone.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::actors::broker::{BrokerActor, CrashGroupCoordinator};
+use crate::config::TopicConfig;
+use crate::error::{Error, Result};
+use crate::group::{Assignment, Assignor};
+use crate::messages::{
+    Commit, CrashPartition, CreateTopic, GetStats, Heartbeat, JoinGroup, Lag, LeaveGroup, Poll,
+    Produce,
+};
+use crate::partition::ProduceRecord;
+use crate::types::{encode, BrokerStats, Delivery, Record};
+
+/// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
+/// `Addr<BrokerActor>`.
+#[derive(Debug, Clone)]
+pub struct AsyncNanoKafka {
+    addr: Addr<BrokerActor>,
+}
+
+impl From<Addr<BrokerActor>> for AsyncNanoKafka {
+    fn from(addr: Addr<BrokerActor>) -> Self {
+        AsyncNanoKafka { addr }
+    }
+}
+
+impl AsyncNanoKafka {
+    /// The broker actor, for sending [`crate::messages`] directly.
+    pub fn addr(&self) -> &Addr<BrokerActor> {
+        &self.addr
+    }
+
+    async fn ask<M, T>(&self, msg: M) -> Result<T>
+    where
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+        BrokerActor: Handler<M>,
+    {
+        self.addr
+            .send(msg)
+            .await
+            .map_err(|_| Error::BrokerStopped)?
+    }
+
+    /// Creates a topic. # Errors: `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`.
+    pub async fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
+        self.ask(CreateTopic {
+            topic: topic.to_owned(),
+            config,
+        })
+        .await
+    }
+
+    /// Produces a typed record without a key (round-robin over partitions).
+    /// # Errors
+    /// As [`crate::messages::Produce`], plus `Encode`.
+    pub async fn produce<T: Serialize + ?Sized>(&self, topic: &str, value: &T) -> Result<Delivery> {
+        self.produce_raw(topic, None, encode(value)?).await
+    }
+
+    /// Produces a typed record with a key (Kafka's partitioner picks the partition).
+    /// # Errors
+    /// As [`crate::messages::Produce`], plus `Encode`.
+    pub async fn produce_keyed<T: Serialize + ?Sized>(
+        &self,
+        topic: &str,
+        key: impl AsRef<[u8]>,
+        value: &T,
+    ) -> Result<Delivery> {
+        self.produce_raw(topic, Some(key.as_ref()), encode(value)?)
+            .await
+    }
+
+    /// Produces payload bytes unchanged (the raw-bytes path, for interop).
+    /// # Errors
+    /// As [`crate::messages::Produce`].
+    pub async fn produce_raw(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: Vec<u8>,
+    ) -> Result<Delivery> {
+        let record = ProduceRecord {
+            key: key.map(<[u8]>::to_vec),
+            value,
+        };
+        let deliveries = self.produce_batch_raw(topic, None, vec![record]).await?;
+        Ok(deliveries[0])
+    }
+
+    /// Produces many raw records in one request (one write per partition); `partition`
+    /// pins them all to one partition. Replies with one delivery per record, in order.
+    /// A batch spread over several partitions is not atomic across them.
+    /// # Errors
+    /// As [`crate::messages::Produce`].
+    pub async fn produce_batch_raw(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        records: Vec<ProduceRecord>,
+    ) -> Result<Vec<Delivery>> {
+        self.ask(Produce {
+            topic: topic.to_owned(),
+            partition,
+            records,
+        })
+        .await
+    }
+
+    /// Joins `group` with the default round-robin assignor.
+    /// # Errors
+    /// `InvalidId`, `UnknownTopic`, `InvalidConfig` (the group uses another assignor).
+    pub async fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
+        self.join_group_with(topic, group, member, Assignor::default())
+            .await
+    }
+
+    /// Joins `group`; the first member's assignor is the group's.
+    /// # Errors
+    /// As [`AsyncNanoKafka::join_group`].
+    pub async fn join_group_with(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        assignor: Assignor,
+    ) -> Result<Assignment> {
+        self.ask(JoinGroup {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+            assignor,
+        })
+        .await
+    }
+
+    /// Leaves `group` (a rebalance). # Errors: `UnknownMember`.
+    pub async fn leave_group(&self, topic: &str, group: &str, member: &str) -> Result<()> {
+        self.ask(LeaveGroup {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+        })
+        .await
+    }
+
+    /// A sign of life; returns the current assignment. # Errors: `UnknownMember`.
+    pub async fn heartbeat(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
+        self.ask(Heartbeat {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+        })
+        .await
+    }
+
+    /// Up to `max_records` raw records from one partition, waiting up to `wait` for data.
+    /// # Errors
+    /// As [`crate::messages::Poll`].
+    pub async fn poll_batch_raw(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        wait: Option<Duration>,
+    ) -> Result<Vec<Record<Vec<u8>>>> {
+        self.ask(Poll {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+            max_records,
+            wait,
+        })
+        .await
+    }
+
+    /// The record at the group's committed offset of one of the member's partitions, or
+    /// `None` at once. # Errors: as [`crate::messages::Poll`], plus `Decode`.
+    pub async fn poll<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+    ) -> Result<Option<Record<T>>> {
+        let mut records = self
+            .poll_batch::<T>(topic, group, member, 1, Duration::ZERO)
+            .await?;
+        Ok(records.pop())
+    }
+
+    /// As [`AsyncNanoKafka::poll`], waiting up to `timeout` for a record.
+    /// # Errors
+    /// As [`AsyncNanoKafka::poll`].
+    pub async fn poll_timeout<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        timeout: Duration,
+    ) -> Result<Option<Record<T>>> {
+        let mut records = self
+            .poll_batch::<T>(topic, group, member, 1, timeout)
+            .await?;
+        Ok(records.pop())
+    }
+
+    /// Up to `max_records` consecutive typed records of one partition from the committed
+    /// offset, waiting up to `timeout` for the first.
+    /// # Errors
+    /// As [`AsyncNanoKafka::poll`]; `InvalidConfig` when `max_records` is 0.
+    pub async fn poll_batch<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<T>>> {
+        let wait = (!timeout.is_zero()).then_some(timeout);
+        let raw = self
+            .poll_batch_raw(topic, group, member, max_records, wait)
+            .await?;
+        raw.into_iter().map(|r| r.decode(topic)).collect()
+    }
+
+    /// Commits `offset` of `partition` for `group` (committed offset = `offset + 1`).
+    /// # Errors
+    /// `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange`, `Io`.
+    pub async fn commit(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        offset: u64,
+    ) -> Result<()> {
+        self.ask(Commit {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partition,
+            offset,
+        })
+        .await
+    }
+
+    /// Per-partition lag of `group`. # Errors: `UnknownTopic`, `UnknownGroup`.
+    pub async fn lag(&self, topic: &str, group: &str) -> Result<BTreeMap<u32, u64>> {
+        self.ask(Lag {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+        })
+        .await
+    }
+
+    /// Partitions, groups, lag and restarts of every topic.
+    /// # Errors
+    /// `BrokerStopped`.
+    pub async fn stats(&self) -> Result<BrokerStats> {
+        self.ask(GetStats).await
+    }
+
+    /// Fault injection: crash a partition's actor (it restarts from disk).
+    /// # Errors
+    /// `UnknownTopic`, `UnknownPartition`.
+    pub async fn crash_partition(&self, topic: &str, partition: u32) -> Result<()> {
+        self.ask(CrashPartition {
+            topic: topic.to_owned(),
+            partition,
+        })
+        .await
+    }
+
+    /// Fault injection: crash a group's coordinator (memberships reset).
+    /// # Errors
+    /// `UnknownTopic`, `UnknownGroup`.
+    pub async fn crash_group_coordinator(&self, topic: &str, group: &str) -> Result<()> {
+        self.ask(CrashGroupCoordinator {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+        })
+        .await
+    }
+}

@@ -1,0 +1,282 @@
+//! Consumer-group membership: members, generation, assignment, liveness. Plain Rust; the
+//! `GroupCoordinatorActor` owns one `GroupState` and feeds it the clock.
+//!
+//! # Model (Kafka's, simplified to one process)
+//! * Joining adds a member; leaving or going silent for longer than the session timeout
+//!   removes it. Each change is a rebalance: the generation goes up by one and the topic's
+//!   partitions are dealt again by the group's [`Assignor`] over the members sorted by id.
+//! * Joining again as a current member is a heartbeat, not a change.
+//! * Any poll, commit or heartbeat from a member is a sign of life.
+//! * Memberships are not persisted: after a broker restart members join again. Committed
+//!   offsets are (they live with the partitions).
+
+pub mod assignor;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+pub use assignor::{Assignor, PartitionsByMember};
+
+/// A member's share of its group, as of one generation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assignment {
+    /// The group's rebalance counter when this assignment was made.
+    pub generation: u64,
+    /// The partitions this member owns, ascending (empty when members outnumber partitions).
+    pub partitions: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    last_seen_ms: u64,
+    /// Where the next poll starts in the member's partition list (round-robin).
+    poll_cursor: usize,
+}
+
+/// One consumer group of one topic.
+#[derive(Debug, Clone)]
+pub struct GroupState {
+    topic: String,
+    group: String,
+    partitions: u32,
+    assignor: Assignor,
+    session_timeout_ms: u64,
+    generation: u64,
+    members: BTreeMap<String, Member>,
+    assignment: PartitionsByMember,
+}
+
+impl GroupState {
+    pub fn new(
+        topic: &str,
+        group: &str,
+        partitions: u32,
+        assignor: Assignor,
+        session_timeout_ms: u64,
+    ) -> Self {
+        GroupState {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partitions,
+            assignor,
+            session_timeout_ms,
+            generation: 0,
+            members: BTreeMap::new(),
+            assignment: PartitionsByMember::new(),
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn assignor(&self) -> Assignor {
+        self.assignor
+    }
+
+    /// Every member's partitions.
+    pub fn assignment(&self) -> &PartitionsByMember {
+        &self.assignment
+    }
+
+    /// Adds `member` (a rebalance) or, if it is one already, counts a sign of life.
+    pub fn join(&mut self, member: &str, now_ms: u64) -> Assignment {
+        self.evict_expired(now_ms);
+        match self.members.get_mut(member) {
+            Some(m) => m.last_seen_ms = now_ms,
+            None => {
+                self.members.insert(
+                    member.to_owned(),
+                    Member {
+                        last_seen_ms: now_ms,
+                        poll_cursor: 0,
+                    },
+                );
+                self.rebalance(&format!("{member} joined"));
+            }
+        }
+        self.assignment_of(member)
+    }
+
+    /// Removes `member` and rebalances.
+    ///
+    /// # Errors
+    /// `UnknownMember` when it is not a member.
+    pub fn leave(&mut self, member: &str, now_ms: u64) -> Result<()> {
+        self.evict_expired(now_ms);
+        if self.members.remove(member).is_none() {
+            return Err(self.unknown_member(member));
+        }
+        self.rebalance(&format!("{member} left"));
+        Ok(())
+    }
+
+    /// A sign of life from `member`; returns its current assignment.
+    ///
+    /// # Errors
+    /// `UnknownMember` when it is not (or no longer) a member.
+    pub fn heartbeat(&mut self, member: &str, now_ms: u64) -> Result<Assignment> {
+        self.touch(member, now_ms)?;
+        Ok(self.assignment_of(member))
+    }
+
+    /// A sign of life from `member`, and the order in which its poll should try its
+    /// partitions: round-robin, starting one further each poll.
+    ///
+    /// # Errors
+    /// `UnknownMember` when it is not (or no longer) a member.
+    pub fn poll_order(&mut self, member: &str, now_ms: u64) -> Result<Vec<u32>> {
+        self.touch(member, now_ms)?;
+        let partitions = &self.assignment[member];
+        let m = self.members.get_mut(member).expect("touched");
+        if partitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let start = m.poll_cursor % partitions.len();
+        m.poll_cursor = start + 1;
+        Ok(partitions[start..]
+            .iter()
+            .chain(&partitions[..start])
+            .copied()
+            .collect())
+    }
+
+    /// Removes every member silent for longer than the session timeout (one rebalance for
+    /// all of them). Returns who was evicted.
+    pub fn evict_expired(&mut self, now_ms: u64) -> Vec<String> {
+        let timeout = self.session_timeout_ms;
+        let expired: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(_, m)| now_ms.saturating_sub(m.last_seen_ms) > timeout)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !expired.is_empty() {
+            for id in &expired {
+                self.members.remove(id);
+            }
+            self.rebalance(&format!("session timeout of {expired:?}"));
+        }
+        expired
+    }
+
+    fn touch(&mut self, member: &str, now_ms: u64) -> Result<()> {
+        self.evict_expired(now_ms);
+        match self.members.get_mut(member) {
+            Some(m) => {
+                m.last_seen_ms = now_ms;
+                Ok(())
+            }
+            None => Err(self.unknown_member(member)),
+        }
+    }
+
+    fn assignment_of(&self, member: &str) -> Assignment {
+        Assignment {
+            generation: self.generation,
+            partitions: self.assignment.get(member).cloned().unwrap_or_default(),
+        }
+    }
+
+    fn rebalance(&mut self, cause: &str) {
+        let before = std::mem::take(&mut self.assignment);
+        self.generation += 1;
+        self.assignment = self
+            .assignor
+            .assign(self.members.keys().map(String::as_str), self.partitions);
+        tracing::info!(
+            topic = %self.topic, group = %self.group, generation = self.generation, cause,
+            ?before, after = ?self.assignment, "rebalanced"
+        );
+    }
+
+    fn unknown_member(&self, member: &str) -> Error {
+        Error::UnknownMember {
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            member: member.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SESSION: u64 = 1000;
+
+    fn group(partitions: u32) -> GroupState {
+        GroupState::new("t", "g", partitions, Assignor::RoundRobin, SESSION)
+    }
+
+    #[test]
+    fn join_and_leave_rebalance_and_bump_the_generation() {
+        let mut g = group(3);
+        let a = g.join("b", 0);
+        assert_eq!((a.generation, a.partitions), (1, vec![0, 1, 2]));
+        let a = g.join("a", 0);
+        assert_eq!((a.generation, a.partitions), (2, vec![0, 2]));
+        assert_eq!(g.heartbeat("b", 0).unwrap().partitions, vec![1]);
+        g.leave("a", 0).unwrap();
+        assert_eq!(g.generation(), 3);
+        assert_eq!(g.heartbeat("b", 0).unwrap().partitions, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn joining_twice_is_a_heartbeat_not_a_rebalance() {
+        let mut g = group(2);
+        g.join("a", 0);
+        let again = g.join("a", 10);
+        assert_eq!(again.generation, 1);
+    }
+
+    #[test]
+    fn non_members_are_told_so() {
+        let mut g = group(1);
+        assert!(matches!(
+            g.heartbeat("x", 0),
+            Err(Error::UnknownMember { .. })
+        ));
+        assert!(matches!(g.leave("x", 0), Err(Error::UnknownMember { .. })));
+        assert!(matches!(
+            g.poll_order("x", 0),
+            Err(Error::UnknownMember { .. })
+        ));
+    }
+
+    #[test]
+    fn a_silent_member_is_evicted_after_the_session_timeout() {
+        let mut g = group(2);
+        g.join("a", 0);
+        g.join("b", 0);
+        g.heartbeat("a", SESSION).unwrap(); // a stays alive; b is silent
+        assert_eq!(
+            g.evict_expired(SESSION),
+            Vec::<String>::new(),
+            "exactly the timeout is still alive"
+        );
+        assert_eq!(g.evict_expired(SESSION + 1), vec!["b".to_owned()]);
+        assert_eq!(
+            g.heartbeat("a", SESSION + 1).unwrap().partitions,
+            vec![0, 1]
+        );
+        assert!(matches!(
+            g.poll_order("b", SESSION + 1),
+            Err(Error::UnknownMember { .. })
+        ));
+        // It can come back.
+        assert_eq!(g.join("b", SESSION + 2).partitions, vec![1]);
+    }
+
+    #[test]
+    fn poll_order_rotates_over_the_members_partitions() {
+        let mut g = group(3);
+        g.join("a", 0);
+        assert_eq!(g.poll_order("a", 0).unwrap(), vec![0, 1, 2]);
+        assert_eq!(g.poll_order("a", 0).unwrap(), vec![1, 2, 0]);
+        assert_eq!(g.poll_order("a", 0).unwrap(), vec![2, 0, 1]);
+        assert_eq!(g.poll_order("a", 0).unwrap(), vec![0, 1, 2]);
+    }
+}

@@ -1,0 +1,474 @@
+//! `NanoKafka`: the blocking, thread-safe handle (the seed's API, spec §3).
+//!
+//! It owns an actix System on a background thread (`nanokafka-broker`) plus the I/O
+//! arbiters; each call sends one message and blocks the calling thread for the reply. Called
+//! on an actix thread, where blocking would deadlock, a call returns
+//! `Error::BlockingInActorContext` instead. Dropping the last clone shuts the broker down.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::actors::broker::BrokerActor;
+use crate::actors::BrokerSettings;
+use crate::async_handle::AsyncNanoKafka;
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicConfig};
+use crate::error::{Error, Result};
+use crate::group::{Assignment, Assignor};
+use crate::messages::Shutdown;
+use crate::partition::ProduceRecord;
+use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
+use crate::storage::DataDir;
+use crate::types::{BrokerStats, Delivery, Record};
+
+/// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
+pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Kafka's `session.timeout.ms` default (45 s).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(45);
+/// The seed's data directory.
+pub const DEFAULT_DATA_DIR: &str = "data";
+
+/// Configures and starts a broker. See [`NanoKafka::builder`].
+#[derive(Debug, Clone)]
+pub struct NanoKafkaBuilder {
+    data_dir: PathBuf,
+    fsync: FsyncPolicy,
+    block_timeout: Duration,
+    session_timeout: Duration,
+    max_record_bytes: usize,
+    io_threads: usize,
+    clock: SharedClock,
+}
+
+impl Default for NanoKafkaBuilder {
+    fn default() -> Self {
+        NanoKafkaBuilder {
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            fsync: FsyncPolicy::default(),
+            block_timeout: DEFAULT_BLOCK_TIMEOUT,
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            // One I/O thread per core (at most 4): a partition's fsync blocks only its thread.
+            io_threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+impl NanoKafkaBuilder {
+    /// The data directory (default `data`), created if absent.
+    pub fn data_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.data_dir = dir.as_ref().to_owned();
+        self
+    }
+
+    /// When appends and commits are synced (default `Interval(1 s)`).
+    pub fn fsync(mut self, policy: FsyncPolicy) -> Self {
+        self.fsync = policy;
+        self
+    }
+
+    /// How long a produce parked by `Backpressure::Block` waits (default 60 s).
+    pub fn block_timeout(mut self, timeout: Duration) -> Self {
+        self.block_timeout = timeout;
+        self
+    }
+
+    /// A group member silent for longer is evicted (default 45 s, like Kafka).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// The largest key + value of one record (default 1 MiB).
+    pub fn max_record_bytes(mut self, bytes: usize) -> Self {
+        self.max_record_bytes = bytes;
+        self
+    }
+
+    /// Threads that run partition actors (default: one per core, at most 4).
+    pub fn io_threads(mut self, threads: usize) -> Self {
+        self.io_threads = threads;
+        self
+    }
+
+    /// The clock for timestamps, time retention and session timeouts (tests inject a
+    /// [`crate::clock::ManualClock`]).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Locks the data directory, loads its topics and starts the actors.
+    ///
+    /// # Errors
+    /// `InvalidConfig` for a zero timeout, thread count or record size; `DataDirLocked`;
+    /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
+    /// `BlockingInActorContext` on an actix thread.
+    pub fn build(self) -> Result<NanoKafka> {
+        refuse_actix_thread()?;
+        validate_max_record_bytes(self.max_record_bytes)?;
+        for (name, value) in [
+            ("block_timeout", self.block_timeout),
+            ("session_timeout", self.session_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(Error::InvalidConfig(format!("{name} must be above zero")));
+            }
+        }
+        if self.io_threads == 0 {
+            return Err(Error::InvalidConfig("io_threads must be at least 1".into()));
+        }
+        if let FsyncPolicy::Interval(every) = self.fsync {
+            if every.is_zero() {
+                return Err(Error::InvalidConfig(
+                    "FsyncPolicy::Interval must be above zero".into(),
+                ));
+            }
+        }
+        let data_dir = DataDir::open(&self.data_dir)?;
+        let topics = data_dir.topics()?;
+        let settings = Arc::new(BrokerSettings {
+            data_dir: self.data_dir.clone(),
+            fsync: self.fsync,
+            block_timeout: self.block_timeout,
+            session_timeout: self.session_timeout,
+            max_record_bytes: self.max_record_bytes,
+            clock: self.clock,
+        });
+        let io_threads = self.io_threads;
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("nanokafka-broker".into())
+            .spawn(move || {
+                let system = actix_rt::System::new();
+                let addr = system.block_on(async move {
+                    let arbiters = (0..io_threads).map(|_| Arbiter::new()).collect();
+                    BrokerActor::new(settings, data_dir, topics, arbiters).start()
+                });
+                let _ = started_tx.send((addr, System::current()));
+                system.run()
+            })
+            .map_err(|e| Error::io("spawn broker thread", &self.data_dir, e))?;
+        let (addr, system) = started_rx.recv().map_err(|_| Error::BrokerStopped)?;
+        Ok(NanoKafka {
+            inner: Arc::new(Inner {
+                handle: AsyncNanoKafka::from(addr),
+                system,
+                thread: Mutex::new(Some(thread)),
+                stopped: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+/// The blocking broker handle. `Clone + Send + Sync`; clones share one broker.
+#[derive(Debug, Clone)]
+pub struct NanoKafka {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    handle: AsyncNanoKafka,
+    system: System,
+    thread: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
+    stopped: AtomicBool,
+}
+
+fn refuse_actix_thread() -> Result<()> {
+    if actix_rt::System::try_current().is_some() {
+        return Err(Error::BlockingInActorContext);
+    }
+    Ok(())
+}
+
+impl Inner {
+    fn block_on<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {
+        refuse_actix_thread()?;
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(Error::BrokerStopped);
+        }
+        futures::executor::block_on(request)
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        // On an actix thread we cannot wait for the clean close: stop the system; the
+        // partitions reopen with a scan next time, nothing acknowledged is lost.
+        let closed = match refuse_actix_thread() {
+            Ok(()) => futures::executor::block_on(self.handle.addr().send(Shutdown))
+                .map_err(|_| Error::BrokerStopped)?,
+            Err(e) => Err(e),
+        };
+        self.system.stop();
+        let thread = self.thread.lock().map(|mut t| t.take()).unwrap_or(None);
+        if let (Some(thread), Ok(())) = (thread, refuse_actix_thread()) {
+            let _ = thread.join();
+        }
+        closed
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!(error = %e, "broker shutdown on drop was not clean");
+        }
+    }
+}
+
+impl NanoKafka {
+    /// Opens (creating) the broker in `data_dir` with the default settings.
+    ///
+    /// # Errors
+    /// As [`NanoKafkaBuilder::build`].
+    pub fn open(data_dir: impl AsRef<Path>) -> Result<Self> {
+        Self::builder().data_dir(data_dir).build()
+    }
+
+    /// A builder with the defaults: data dir `data`, `FsyncPolicy::Interval(1 s)`, 60 s block
+    /// timeout, 45 s session timeout, 1 MiB records.
+    pub fn builder() -> NanoKafkaBuilder {
+        NanoKafkaBuilder::default()
+    }
+
+    /// The async face of this broker, for code on actix/tokio threads.
+    pub fn async_handle(&self) -> AsyncNanoKafka {
+        self.inner.handle.clone()
+    }
+
+    /// The broker actor, for actors that send [`crate::messages`].
+    pub fn addr(&self) -> Addr<BrokerActor> {
+        self.inner.handle.addr().clone()
+    }
+
+    fn call<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {
+        self.inner.block_on(request)
+    }
+
+    /// Creates a topic.
+    ///
+    /// # Errors
+    /// `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`, `BrokerStopped`.
+    pub fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
+        self.call(self.inner.handle.create_topic(topic, config))
+    }
+
+    /// Produces a typed record without a key (round-robin over partitions).
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `Encode`, `RecordTooLarge`, `PartitionFull`, `Timeout`,
+    /// `PartitionRestarted`, `PartitionFailed`, `Io`, `BrokerStopped`.
+    pub fn produce<T: Serialize + ?Sized>(&self, topic: &str, value: &T) -> Result<Delivery> {
+        self.call(self.inner.handle.produce(topic, value))
+    }
+
+    /// Produces a typed record with a key: `toPositive(murmur2(key)) % partitions`.
+    ///
+    /// # Errors
+    /// As [`NanoKafka::produce`].
+    pub fn produce_keyed<T: Serialize + ?Sized>(
+        &self,
+        topic: &str,
+        key: impl AsRef<[u8]>,
+        value: &T,
+    ) -> Result<Delivery> {
+        self.call(self.inner.handle.produce_keyed(topic, key, value))
+    }
+
+    /// Produces payload bytes unchanged (the raw-bytes path).
+    ///
+    /// # Errors
+    /// As [`NanoKafka::produce`].
+    pub fn produce_raw(&self, topic: &str, key: Option<&[u8]>, value: Vec<u8>) -> Result<Delivery> {
+        self.call(self.inner.handle.produce_raw(topic, key, value))
+    }
+
+    /// Produces many raw records in one request; see [`AsyncNanoKafka::produce_batch_raw`].
+    ///
+    /// # Errors
+    /// As [`NanoKafka::produce`]; `UnknownPartition`.
+    pub fn produce_batch_raw(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        records: Vec<ProduceRecord>,
+    ) -> Result<Vec<Delivery>> {
+        self.call(
+            self.inner
+                .handle
+                .produce_batch_raw(topic, partition, records),
+        )
+    }
+
+    /// Joins a consumer group (round-robin assignor); joining again is a heartbeat.
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `InvalidId`, `InvalidConfig`, `BrokerStopped`.
+    pub fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
+        self.call(self.inner.handle.join_group(topic, group, member))
+    }
+
+    /// Joins a consumer group choosing its assignor (the first member's choice holds).
+    ///
+    /// # Errors
+    /// As [`NanoKafka::join_group`].
+    pub fn join_group_with(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        assignor: Assignor,
+    ) -> Result<Assignment> {
+        self.call(
+            self.inner
+                .handle
+                .join_group_with(topic, group, member, assignor),
+        )
+    }
+
+    /// Leaves a consumer group (a rebalance).
+    ///
+    /// # Errors
+    /// `UnknownMember`, `UnknownTopic`, `BrokerStopped`.
+    pub fn leave_group(&self, topic: &str, group: &str, member: &str) -> Result<()> {
+        self.call(self.inner.handle.leave_group(topic, group, member))
+    }
+
+    /// A sign of life; returns the member's current assignment.
+    ///
+    /// # Errors
+    /// `UnknownMember` (evicted: join again), `UnknownTopic`, `BrokerStopped`.
+    pub fn heartbeat(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
+        self.call(self.inner.handle.heartbeat(topic, group, member))
+    }
+
+    /// The record at the group's committed offset of one of the member's partitions, or
+    /// `None` at once. Without a commit, the next poll returns the same record.
+    ///
+    /// # Errors
+    /// `UnknownMember`, `UnknownTopic`, `Decode` (commit its offset to skip it), `Corrupt`,
+    /// `PartitionRestarted`, `PartitionFailed`, `BrokerStopped`.
+    pub fn poll<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+    ) -> Result<Option<Record<T>>> {
+        self.call(self.inner.handle.poll(topic, group, member))
+    }
+
+    /// As [`NanoKafka::poll`], waiting up to `timeout` for a record (woken by the produce).
+    ///
+    /// # Errors
+    /// As [`NanoKafka::poll`].
+    pub fn poll_timeout<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        timeout: Duration,
+    ) -> Result<Option<Record<T>>> {
+        self.call(
+            self.inner
+                .handle
+                .poll_timeout(topic, group, member, timeout),
+        )
+    }
+
+    /// Up to `max_records` consecutive records of one partition from the committed offset,
+    /// waiting up to `timeout` for the first.
+    ///
+    /// # Errors
+    /// As [`NanoKafka::poll`]; `InvalidConfig` when `max_records` is 0.
+    pub fn poll_batch<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<T>>> {
+        self.call(
+            self.inner
+                .handle
+                .poll_batch(topic, group, member, max_records, timeout),
+        )
+    }
+
+    /// As [`NanoKafka::poll_batch`], payloads as stored (the raw-bytes path).
+    ///
+    /// # Errors
+    /// As [`NanoKafka::poll_batch`], without `Decode`.
+    pub fn poll_batch_raw(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<Vec<u8>>>> {
+        let wait = (!timeout.is_zero()).then_some(timeout);
+        self.call(
+            self.inner
+                .handle
+                .poll_batch_raw(topic, group, member, max_records, wait),
+        )
+    }
+
+    /// Marks `offset` and everything before it in `partition` processed by `group`.
+    ///
+    /// # Errors
+    /// `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange`, `UnknownTopic`, `Io`,
+    /// `BrokerStopped`.
+    pub fn commit(&self, topic: &str, group: &str, partition: u32, offset: u64) -> Result<()> {
+        self.call(self.inner.handle.commit(topic, group, partition, offset))
+    }
+
+    /// Per-partition lag: `log end - max(committed, log start)`.
+    ///
+    /// # Errors
+    /// `UnknownGroup`, `UnknownTopic`, `BrokerStopped`.
+    pub fn lag(&self, topic: &str, group: &str) -> Result<BTreeMap<u32, u64>> {
+        self.call(self.inner.handle.lag(topic, group))
+    }
+
+    /// Partitions (log start/end, bytes, segments, commits, restarts) and groups
+    /// (generation, assignment, lag) of every topic.
+    ///
+    /// # Errors
+    /// `BrokerStopped`.
+    pub fn stats(&self) -> Result<BrokerStats> {
+        self.call(self.inner.handle.stats())
+    }
+
+    /// Fault injection: makes a partition's actor panic; it restarts and reloads from disk.
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `UnknownPartition`, `BrokerStopped`.
+    pub fn crash_partition(&self, topic: &str, partition: u32) -> Result<()> {
+        self.call(self.inner.handle.crash_partition(topic, partition))
+    }
+
+    /// Syncs and closes every partition (clean-shutdown checkpoints), stops the actors and
+    /// releases the data-directory lock. Idempotent; later calls fail with `BrokerStopped`.
+    ///
+    /// # Errors
+    /// `Io` when a partition could not be closed cleanly (it is scanned on the next open);
+    /// `BlockingInActorContext` on an actix thread (the system is stopped anyway).
+    pub fn shutdown(&self) -> Result<()> {
+        self.inner.shutdown()
+    }
+}

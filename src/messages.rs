@@ -1,0 +1,160 @@
+//! The actor face: typed messages an actix actor sends to `Addr<BrokerActor>`.
+//!
+//! Every message here is a request with a reply; none is fire-and-forget. The reply is always
+//! `Result<_, nanokafka::Error>`; a `MailboxError` from `send` means the broker is stopped.
+//! Topic-scoped messages are forwarded by the `BrokerActor` to the topic's `TopicActor`
+//! (`Error::UnknownTopic` if there is none). Payloads are bytes on this face; build them with
+//! [`crate::types::encode`] and read them back with [`Record::decode`], or use
+//! [`crate::AsyncNanoKafka`], which does both.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use actix::Message;
+
+use crate::config::TopicConfig;
+use crate::error::Result;
+use crate::group::{Assignment, Assignor};
+use crate::partition::ProduceRecord;
+use crate::types::{BrokerStats, Delivery, Record};
+
+/// A message about one topic. The broker routes it by [`TopicMessage::topic`].
+pub trait TopicMessage: Message<Result = Result<Self::Reply>> + Send + 'static {
+    type Reply: Send + 'static;
+    fn topic(&self) -> &str;
+}
+
+macro_rules! topic_message {
+    ($name:ident => $reply:ty) => {
+        impl Message for $name {
+            type Result = Result<$reply>;
+        }
+        impl TopicMessage for $name {
+            type Reply = $reply;
+            fn topic(&self) -> &str {
+                &self.topic
+            }
+        }
+    };
+}
+
+/// Create a topic. Reply: `()` once its partitions exist on disk.
+/// Errors: `InvalidTopicName`, `InvalidConfig`, `TopicExists`, `Io`.
+#[derive(Debug, Clone)]
+pub struct CreateTopic {
+    pub topic: String,
+    pub config: TopicConfig,
+}
+
+impl Message for CreateTopic {
+    type Result = Result<()>;
+}
+
+/// Append records to a topic. With `partition: None` each record goes by its key (Kafka's
+/// murmur2 partitioner) or, keyless, round-robin; a batch whose records would land on
+/// several partitions is split. Reply: one [`Delivery`] per record, in order, once every
+/// record is in the OS (synced under `FsyncPolicy::Always`).
+/// Errors: `UnknownPartition`, `RecordTooLarge` (nothing written), `PartitionFull`
+/// (`Backpressure::Reject`), `Timeout` (`Backpressure::Block` waited the block timeout),
+/// `PartitionRestarted` (nothing acknowledged; retry), `PartitionFailed`, `Io`.
+#[derive(Debug, Clone)]
+pub struct Produce {
+    pub topic: String,
+    pub partition: Option<u32>,
+    pub records: Vec<ProduceRecord>,
+}
+topic_message!(Produce => Vec<Delivery>);
+
+/// Join a consumer group as `member` (joining again is a heartbeat). The first join chooses
+/// the group's assignor; later joins with another one are refused. Reply: the member's
+/// [`Assignment`]. Errors: `InvalidId`, `InvalidConfig` (assignor mismatch).
+#[derive(Debug, Clone)]
+pub struct JoinGroup {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+    pub assignor: Assignor,
+}
+topic_message!(JoinGroup => Assignment);
+
+/// Leave a group (a rebalance). Errors: `UnknownGroup`, `UnknownMember`.
+#[derive(Debug, Clone)]
+pub struct LeaveGroup {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+}
+topic_message!(LeaveGroup => ());
+
+/// A sign of life. Reply: the member's current assignment.
+/// Errors: `UnknownMember` (evicted or never joined: join again).
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+}
+topic_message!(Heartbeat => Assignment);
+
+/// Fetch up to `max_records` consecutive records of one of the member's partitions, from
+/// the group's committed offset (round-robin over the partitions that have data). Nothing
+/// moves until a [`Commit`]: polling again returns the same records. With `wait`, an empty
+/// poll waits up to that long, woken by the next produce.
+/// Errors: `UnknownMember`, `Corrupt`, `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug, Clone)]
+pub struct Poll {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+    pub max_records: usize,
+    pub wait: Option<Duration>,
+}
+topic_message!(Poll => Vec<Record<Vec<u8>>>);
+
+/// Mark `offset` and everything before it in `partition` processed by `group`: its
+/// committed offset becomes `offset + 1`. Reply once the commit is in the OS.
+/// Errors: `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange` (`offset >= log end`).
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub topic: String,
+    pub group: String,
+    pub partition: u32,
+    pub offset: u64,
+}
+topic_message!(Commit => ());
+
+/// Per-partition lag of a group: `log end - max(committed, log start)`.
+/// Errors: `UnknownGroup`.
+#[derive(Debug, Clone)]
+pub struct Lag {
+    pub topic: String,
+    pub group: String,
+}
+topic_message!(Lag => BTreeMap<u32, u64>);
+
+/// Fault injection, for tests and demos: the partition's actor panics inside its handler,
+/// is restarted by its supervisor and reloads from disk. Reply: `()` once the crash was
+/// triggered. Errors: `UnknownPartition`.
+#[derive(Debug, Clone)]
+pub struct CrashPartition {
+    pub topic: String,
+    pub partition: u32,
+}
+topic_message!(CrashPartition => ());
+
+/// Everything `stats()` reports. Never fails.
+#[derive(Debug, Clone, Copy)]
+pub struct GetStats;
+
+impl Message for GetStats {
+    type Result = Result<BrokerStats>;
+}
+
+/// Clean shutdown: every partition syncs and writes its clean-shutdown checkpoint, then the
+/// data-directory lock is released. Later requests fail with `BrokerStopped`.
+#[derive(Debug, Clone, Copy)]
+pub struct Shutdown;
+
+impl Message for Shutdown {
+    type Result = Result<()>;
+}

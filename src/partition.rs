@@ -1,0 +1,312 @@
+//! `Partition`: one partition's log and committed offsets, with the rules of spec §4 that
+//! need both (fetch at a group's committed offset, commit range checks, lag, backlog for
+//! backpressure). Plain Rust: the `PartitionActor` owns one and adds waiting and parking.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::config::FsyncPolicy;
+use crate::error::{Error, Result};
+use crate::storage::{
+    AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog, RecoveryReport,
+};
+use crate::types::{PartitionStats, Record};
+
+/// The most record bytes one fetch returns (at least one record always comes): bounds the
+/// memory a `poll_batch` takes, like Kafka's `fetch.max.bytes`.
+pub const FETCH_MAX_BYTES: usize = 8 << 20;
+
+/// A record to produce, owned (it crosses threads in a message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProduceRecord {
+    pub key: Option<Vec<u8>>,
+    pub value: Vec<u8>,
+}
+
+/// One partition's log and offsets.
+#[derive(Debug)]
+pub struct Partition {
+    topic: String,
+    partition: u32,
+    log: PartitionLog,
+    offsets: OffsetStore,
+    max_size: Option<u64>,
+    /// Groups with members on this topic but no commit here yet: they count as reading from
+    /// the log start when the backlog is computed.
+    registered: BTreeSet<String>,
+}
+
+impl Partition {
+    /// Opens (recovering) the partition's files in `dir`.
+    ///
+    /// # Errors
+    /// `Io` when its files cannot be opened.
+    pub fn open(
+        dir: &Path,
+        (topic, partition): (&str, u32),
+        log_config: LogConfig,
+        max_size: Option<u64>,
+        now_ms: u64,
+    ) -> Result<(Self, RecoveryReport)> {
+        let (log, report) = PartitionLog::open(dir, log_config, now_ms)?;
+        let offsets = OffsetStore::open(dir, log_config.fsync)?;
+        let partition = Partition {
+            topic: topic.to_owned(),
+            partition,
+            log,
+            offsets,
+            max_size,
+            registered: BTreeSet::new(),
+        };
+        Ok((partition, report))
+    }
+
+    pub fn log_end_offset(&self) -> u64 {
+        self.log.log_end_offset()
+    }
+
+    /// Appends records (one write), returning where they went.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append`].
+    pub fn append(&mut self, records: &[ProduceRecord], now_ms: u64) -> Result<AppendInfo> {
+        let batch: Vec<AppendRecord<'_>> = records
+            .iter()
+            .map(|r| AppendRecord {
+                key: r.key.as_deref(),
+                value: &r.value,
+            })
+            .collect();
+        self.log.append(&batch, now_ms)
+    }
+
+    /// The offset `group` reads next: its commit, or the log start if it has none or fell
+    /// behind retention.
+    pub fn position(&self, group: &str) -> u64 {
+        let start = self.log.log_start_offset();
+        self.offsets.get(group).map_or(start, |c| c.max(start))
+    }
+
+    /// Records not yet committed by the slowest group (retained records when no group
+    /// reads here).
+    pub fn backlog(&self) -> u64 {
+        let start = self.log.log_start_offset();
+        let slowest_commit = self.offsets.all().map(|(_, c)| c.max(start)).min();
+        let uncommitted_group = self
+            .registered
+            .iter()
+            .any(|g| self.offsets.get(g).is_none());
+        let slowest = match slowest_commit {
+            Some(c) if !uncommitted_group => c,
+            _ => start,
+        };
+        self.log.log_end_offset().saturating_sub(slowest)
+    }
+
+    /// `Some(backlog)` when the backlog has reached `max_size`.
+    pub fn full(&self) -> Option<u64> {
+        let backlog = self.backlog();
+        self.max_size.filter(|&max| backlog >= max).map(|_| backlog)
+    }
+
+    pub fn max_size(&self) -> Option<u64> {
+        self.max_size
+    }
+
+    /// Whether `group` has records to read.
+    pub fn has_data_for(&self, group: &str) -> bool {
+        self.position(group) < self.log.log_end_offset()
+    }
+
+    /// Up to `max_records` consecutive records from `group`'s position.
+    ///
+    /// # Errors
+    /// `Corrupt`/`Io` from the log.
+    pub fn fetch(&mut self, group: &str, max_records: usize) -> Result<Vec<Record<Vec<u8>>>> {
+        let position = self.position(group);
+        let fetched = self.log.read(position, max_records, FETCH_MAX_BYTES)?;
+        Ok(fetched
+            .iter()
+            .map(|r| Record {
+                partition: self.partition,
+                offset: r.offset,
+                timestamp_ms: r.timestamp_ms,
+                key: r.key.map(<[u8]>::to_vec),
+                value: r.value.to_vec(),
+            })
+            .collect())
+    }
+
+    /// Marks `offset` and everything before it processed by `group` (committed = offset + 1).
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` when `offset >= log end` (nothing changes); `Io` when the commit
+    /// cannot be written (not acknowledged).
+    pub fn commit(&mut self, group: &str, offset: u64) -> Result<()> {
+        let log_end_offset = self.log.log_end_offset();
+        if offset >= log_end_offset {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log.log_start_offset(),
+                log_end_offset,
+            });
+        }
+        self.offsets.commit(group, offset + 1)
+    }
+
+    /// Records `group` as reading this topic (it counts for backpressure before it commits).
+    pub fn register_group(&mut self, group: &str) {
+        if self.offsets.get(group).is_none() {
+            self.registered.insert(group.to_owned());
+        }
+    }
+
+    /// `log end - position(group)`, or `None` when the group neither committed here nor was
+    /// registered.
+    pub fn lag(&self, group: &str) -> Option<u64> {
+        (self.offsets.get(group).is_some() || self.registered.contains(group))
+            .then(|| self.log.log_end_offset() - self.position(group))
+    }
+
+    /// Applies time retention as of `now_ms` (size and count retention run on every append).
+    ///
+    /// # Errors
+    /// As [`PartitionLog::enforce_retention`].
+    pub fn enforce_retention(&mut self, now_ms: u64) -> Result<()> {
+        self.log.enforce_retention(now_ms)
+    }
+
+    /// Syncs the log and the offsets (the `FsyncPolicy::Interval` timer).
+    ///
+    /// # Errors
+    /// `Io`: after a failed sync the partition must be reopened.
+    pub fn sync(&mut self) -> Result<()> {
+        self.log.sync()?;
+        self.offsets.sync()
+    }
+
+    pub fn fsync_policy(&self) -> FsyncPolicy {
+        self.log.config().fsync
+    }
+
+    /// Clean shutdown: sync everything and write the clean-shutdown checkpoint.
+    ///
+    /// # Errors
+    /// `Io`; the next open then scans the active segment.
+    pub fn close(mut self) -> Result<()> {
+        self.offsets.sync()?;
+        self.log.close()
+    }
+
+    pub fn stats(&self) -> PartitionStats {
+        PartitionStats {
+            partition: self.partition,
+            log_start_offset: self.log.log_start_offset(),
+            log_end_offset: self.log.log_end_offset(),
+            size_bytes: self.log.size_bytes(),
+            segments: self.log.segment_count(),
+            committed: self
+                .offsets
+                .all()
+                .map(|(g, o)| (g.to_owned(), o))
+                .collect::<BTreeMap<_, _>>(),
+            restarts: 0,
+            failed: None,
+        }
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    fn open(dir: &Path, max_size: Option<u64>) -> Partition {
+        Partition::open(dir, ("t", 0), LogConfig::default(), max_size, NOW)
+            .unwrap()
+            .0
+    }
+
+    fn produce(p: &mut Partition, n: usize) {
+        let records: Vec<ProduceRecord> = (0..n)
+            .map(|i| ProduceRecord {
+                key: None,
+                value: vec![i as u8],
+            })
+            .collect();
+        p.append(&records, NOW).unwrap();
+    }
+
+    #[test]
+    fn fetch_redelivers_until_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        produce(&mut p, 3);
+        assert_eq!(p.fetch("g", 1).unwrap()[0].offset, 0);
+        assert_eq!(p.fetch("g", 1).unwrap()[0].offset, 0);
+        p.commit("g", 0).unwrap();
+        assert_eq!(
+            p.fetch("g", 5)
+                .unwrap()
+                .iter()
+                .map(|r| r.offset)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        assert_eq!(p.lag("g"), Some(2));
+    }
+
+    #[test]
+    fn commit_at_or_past_the_log_end_is_refused_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        produce(&mut p, 2);
+        assert!(matches!(
+            p.commit("g", 2),
+            Err(Error::OffsetOutOfRange { offset: 2, .. })
+        ));
+        assert_eq!(p.lag("g"), None);
+        p.commit("g", 1).unwrap();
+        assert_eq!(p.lag("g"), Some(0));
+    }
+
+    #[test]
+    fn backlog_follows_the_slowest_group_and_registered_groups_count_from_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(5));
+        produce(&mut p, 5);
+        assert_eq!(
+            p.full(),
+            Some(5),
+            "no group: every retained record is backlog"
+        );
+        p.commit("fast", 3).unwrap();
+        assert_eq!(p.backlog(), 1);
+        assert_eq!(p.full(), None);
+        p.register_group("new");
+        assert_eq!(
+            p.backlog(),
+            5,
+            "a group that has not committed reads from the start"
+        );
+        p.commit("new", 1).unwrap();
+        assert_eq!(p.backlog(), 3);
+    }
+
+    #[test]
+    fn commits_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        produce(&mut p, 4);
+        p.commit("g", 2).unwrap();
+        drop(p);
+        let p = open(dir.path(), None);
+        assert_eq!(p.position("g"), 3);
+        assert_eq!(p.lag("g"), Some(1));
+    }
+}

@@ -1,0 +1,74 @@
+//! Kafka's default partitioner for keyed records, bit for bit: the Java client's
+//! `Utils.murmur2` (seed `0x9747b28c`) and `toPositive(hash) % partitions`, so a key lands on
+//! the same partition number here as in Apache Kafka with the same partition count.
+
+/// Kafka's murmur2 (`org.apache.kafka.common.utils.Utils.murmur2`), as a signed 32-bit value.
+pub fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let length = data.len();
+    let mut h: u32 = SEED ^ (length as u32);
+    let mut chunks = data.chunks_exact(4);
+    for chunk in &mut chunks {
+        let mut k = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = chunks.remainder();
+    if tail.len() >= 3 {
+        h ^= u32::from(tail[2]) << 16;
+    }
+    if tail.len() >= 2 {
+        h ^= u32::from(tail[1]) << 8;
+    }
+    if !tail.is_empty() {
+        h ^= u32::from(tail[0]);
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// The partition of a keyed record: `toPositive(murmur2(key)) % partitions`.
+pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
+    let positive = (murmur2(key) & 0x7fff_ffff) as u32;
+    positive % partitions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_kafkas_test_vectors() {
+        // From the spec (and Kafka's UtilsTest).
+        assert_eq!(murmur2(b"21"), -973_932_308);
+        assert_eq!(murmur2(b"foobar"), -790_332_482);
+        assert_eq!(murmur2(b"abc"), 479_470_107);
+        // Remaining vectors of Kafka's UtilsTest.testMurmur2 cover every tail length.
+        assert_eq!(murmur2(b"a-little-bit-long-string"), -985_981_536);
+        assert_eq!(murmur2(b"a-little-bit-longer-string"), -1_486_304_829);
+        assert_eq!(
+            murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
+            -58_897_971
+        );
+        assert_eq!(murmur2(b""), 275_646_681);
+    }
+
+    #[test]
+    fn partition_is_to_positive_mod_count() {
+        // murmur2("21") is negative: toPositive keeps the low 31 bits.
+        let expected = ((-973_932_308i32 & 0x7fff_ffff) as u32) % 7;
+        assert_eq!(partition_for_key(b"21", 7), expected);
+        for key in [&b"user1"[..], b"", b"abc"] {
+            assert!(partition_for_key(key, 3) < 3);
+            assert_eq!(partition_for_key(key, 1), 0);
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Values the API hands back: records, deliveries, statistics.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A consumed record. `T` is the payload type (`Vec<u8>` on the raw-bytes path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record<T> {
+    pub partition: u32,
+    pub offset: u64,
+    /// Append time, milliseconds since the Unix epoch (the broker's clock).
+    pub timestamp_ms: u64,
+    pub key: Option<Vec<u8>>,
+    pub value: T,
+}
+
+impl Record<Vec<u8>> {
+    /// Decodes the payload (MessagePack, as the typed produce methods write it).
+    ///
+    /// # Errors
+    /// [`Error::Decode`] naming the record when the bytes are not a `T`.
+    pub fn decode<T: DeserializeOwned>(self, topic: &str) -> Result<Record<T>> {
+        let value = rmp_serde::from_slice(&self.value).map_err(|source| Error::Decode {
+            topic: topic.to_owned(),
+            partition: self.partition,
+            offset: self.offset,
+            source,
+        })?;
+        Ok(Record {
+            partition: self.partition,
+            offset: self.offset,
+            timestamp_ms: self.timestamp_ms,
+            key: self.key,
+            value,
+        })
+    }
+}
+
+/// Encodes a payload the way the typed produce methods do (MessagePack with field names, so
+/// structs can gain optional fields without breaking old records).
+///
+/// # Errors
+/// [`Error::Encode`].
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+    rmp_serde::to_vec_named(value).map_err(Error::Encode)
+}
+
+/// Where a produced record landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub partition: u32,
+    pub offset: u64,
+}
+
+/// One partition's state, from [`crate::NanoKafka::stats`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PartitionStats {
+    pub partition: u32,
+    pub log_start_offset: u64,
+    pub log_end_offset: u64,
+    pub size_bytes: u64,
+    pub segments: usize,
+    /// Committed offset of every group with a commit here.
+    pub committed: BTreeMap<String, u64>,
+    /// Times the partition's actor was restarted after a crash.
+    pub restarts: u64,
+    /// Set when the partition cannot serve (why).
+    pub failed: Option<String>,
+}
+
+/// One consumer group's state.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GroupStats {
+    pub generation: u64,
+    /// Member id → its partitions.
+    pub assignment: BTreeMap<String, Vec<u32>>,
+    /// Partition → lag.
+    pub lag: BTreeMap<u32, u64>,
+    /// Times the group's coordinator was restarted after a crash.
+    pub restarts: u64,
+}
+
+/// One topic's state.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TopicStats {
+    pub partitions: Vec<PartitionStats>,
+    pub groups: BTreeMap<String, GroupStats>,
+}
+
+/// The whole broker's state, from [`crate::NanoKafka::stats`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BrokerStats {
+    pub topics: BTreeMap<String, TopicStats>,
+}
