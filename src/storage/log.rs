@@ -732,6 +732,10 @@ fn read_segment(
         from += at as u64;
         if from >= segment.size() {
             let reason = format!("offset {offset} not found before the end of the segment");
+            if first_frame {
+                // The start position itself is at or past the end: a bad index entry.
+                return Ok(SegmentRead::BadIndexEntry(reason));
+            }
             return Err(Error::corrupt(path, from, reason));
         }
     }
