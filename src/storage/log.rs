@@ -394,7 +394,9 @@ impl PartitionLog {
     ///
     /// # Errors
     /// `OffsetOutOfRange` when `offset` is beyond the log end; `Corrupt` when a frame on disk
-    /// does not verify (never returned as data); `Io` on a failed read.
+    /// does not verify (never returned as data); `Io` on a failed read. A read that meets a bad
+    /// frame after good ones returns the good ones; the read that starts at the bad frame (or
+    /// must pass it) fails, naming its file and position.
     pub fn read(
         &mut self,
         offset: u64,
@@ -678,9 +680,10 @@ fn read_segment(
                 Decoded::Record { record, frame_len } => (record, frame_len),
                 Decoded::Incomplete { frame_len } => {
                     let needed = frame_len.unwrap_or(HEADER_LEN);
-                    if position + needed as u64 <= segment.size() {
-                        // The frame straddles the chunk; read again from it if nothing was
-                        // collected, else return what was.
+                    if position + needed as u64 <= segment.size() || !frames.is_empty() {
+                        // The frame straddles the chunk (or runs past the end of the segment,
+                        // reported by the read that starts at it): read again from it if
+                        // nothing was collected, else return what was.
                         want = want.max(needed);
                         break;
                     }
@@ -694,6 +697,9 @@ fn read_segment(
                 Decoded::Invalid { reason } if first_frame => {
                     return Ok(SegmentRead::BadIndexEntry(reason))
                 }
+                // The records before a bad frame are good: return them. The next read starts
+                // at the bad frame and reports it.
+                Decoded::Invalid { .. } if !frames.is_empty() => break,
                 Decoded::Invalid { reason } => return Err(Error::corrupt(path, position, reason)),
             };
             if first_frame && record.offset > offset {
@@ -708,6 +714,9 @@ fn read_segment(
                 continue;
             }
             if record.offset != next_offset {
+                if !frames.is_empty() {
+                    break;
+                }
                 let reason = format!("offset {} where {next_offset} was expected", record.offset);
                 return Err(Error::corrupt(path, position, reason));
             }
