@@ -206,7 +206,13 @@ impl PartitionLog {
         let first_base = *segments.keys().next().expect("at least one segment");
         let active = segments.values().next_back().expect("at least one segment");
         let log_end = active.next_offset();
-        let last_timestamp_ms = active.last_timestamp_ms().unwrap_or(0);
+        // From the last segment holding a record: the active one may be empty (a crash just
+        // after a roll), and 0 would make time retention expire every record.
+        let last_timestamp_ms = segments
+            .values()
+            .rev()
+            .find_map(LogSegment::last_timestamp_ms)
+            .unwrap_or(0);
         if stored_start.is_some_and(|start| start < first_base) {
             tracing::error!(
                 dir = %dir.display(), from = stored_start, to = first_base,
