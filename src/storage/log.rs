@@ -206,7 +206,13 @@ impl PartitionLog {
         let first_base = *segments.keys().next().expect("at least one segment");
         let active = segments.values().next_back().expect("at least one segment");
         let log_end = active.next_offset();
-        let last_timestamp_ms = active.last_timestamp_ms().unwrap_or(0);
+        // From the last segment holding a record: the active one may be empty (a crash just
+        // after a roll), and 0 would make time retention expire every record.
+        let last_timestamp_ms = segments
+            .values()
+            .rev()
+            .find_map(LogSegment::last_timestamp_ms)
+            .unwrap_or(0);
         if stored_start.is_some_and(|start| start < first_base) {
             tracing::error!(
                 dir = %dir.display(), from = stored_start, to = first_base,
@@ -394,7 +400,9 @@ impl PartitionLog {
     ///
     /// # Errors
     /// `OffsetOutOfRange` when `offset` is beyond the log end; `Corrupt` when a frame on disk
-    /// does not verify (never returned as data); `Io` on a failed read.
+    /// does not verify (never returned as data); `Io` on a failed read. A read that meets a bad
+    /// frame after good ones returns the good ones; the read that starts at the bad frame (or
+    /// must pass it) fails, naming its file and position.
     pub fn read(
         &mut self,
         offset: u64,
@@ -678,9 +686,10 @@ fn read_segment(
                 Decoded::Record { record, frame_len } => (record, frame_len),
                 Decoded::Incomplete { frame_len } => {
                     let needed = frame_len.unwrap_or(HEADER_LEN);
-                    if position + needed as u64 <= segment.size() {
-                        // The frame straddles the chunk; read again from it if nothing was
-                        // collected, else return what was.
+                    if position + needed as u64 <= segment.size() || !frames.is_empty() {
+                        // The frame straddles the chunk (or runs past the end of the segment,
+                        // reported by the read that starts at it): read again from it if
+                        // nothing was collected, else return what was.
                         want = want.max(needed);
                         break;
                     }
@@ -694,6 +703,9 @@ fn read_segment(
                 Decoded::Invalid { reason } if first_frame => {
                     return Ok(SegmentRead::BadIndexEntry(reason))
                 }
+                // The records before a bad frame are good: return them. The next read starts
+                // at the bad frame and reports it.
+                Decoded::Invalid { .. } if !frames.is_empty() => break,
                 Decoded::Invalid { reason } => return Err(Error::corrupt(path, position, reason)),
             };
             if first_frame && record.offset > offset {
@@ -708,6 +720,9 @@ fn read_segment(
                 continue;
             }
             if record.offset != next_offset {
+                if !frames.is_empty() {
+                    break;
+                }
                 let reason = format!("offset {} where {next_offset} was expected", record.offset);
                 return Err(Error::corrupt(path, position, reason));
             }
@@ -732,6 +747,10 @@ fn read_segment(
         from += at as u64;
         if from >= segment.size() {
             let reason = format!("offset {offset} not found before the end of the segment");
+            if first_frame {
+                // The start position itself is at or past the end: a bad index entry.
+                return Ok(SegmentRead::BadIndexEntry(reason));
+            }
             return Err(Error::corrupt(path, from, reason));
         }
     }

@@ -1,0 +1,546 @@
+//! Reopen and corruption tests: a partition log is crashed (dropped without `close`) or
+//! closed cleanly, its files are damaged by hand, and `PartitionLog::open` must report what
+//! it found and did, and read back exactly the records that survive.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use nanokafka::storage::recovery::{Gap, RecoveryReport};
+use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RetentionPolicy};
+use nanokafka::{Error, FsyncPolicy};
+
+const NOW: u64 = 1_700_000_000_000;
+/// Bytes of a frame before its key (the record format's header).
+const HEADER_LEN: u64 = 30;
+
+/// Small segments: a few hundred records make a dozen of them, none with an index entry.
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 4096,
+        ..LogConfig::default()
+    }
+}
+
+/// Segments of 32 KiB: each gets several index entries (one every 4 KiB of frames).
+fn big_segments() -> LogConfig {
+    LogConfig {
+        segment_bytes: 32 << 10,
+        ..LogConfig::default()
+    }
+}
+
+fn value(i: u64) -> Vec<u8> {
+    format!("value-{i:06}-{}", "x".repeat((i % 50) as usize)).into_bytes()
+}
+
+fn expected(range: impl IntoIterator<Item = u64>) -> Vec<(u64, Vec<u8>)> {
+    range.into_iter().map(|i| (i, value(i))).collect()
+}
+
+fn reopen(dir: &Path, config: LogConfig) -> (PartitionLog, RecoveryReport) {
+    PartitionLog::open(dir, config, NOW).unwrap()
+}
+
+/// A log in a fresh directory holding records `0..n`.
+fn log_with(n: u64, config: LogConfig) -> (tempfile::TempDir, PartitionLog) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = reopen(dir.path(), config).0;
+    append_n(&mut log, 0, n);
+    (dir, log)
+}
+
+fn append_n(log: &mut PartitionLog, from: u64, n: u64) {
+    for i in from..from + n {
+        let v = value(i);
+        let record = AppendRecord {
+            key: None,
+            value: &v,
+        };
+        assert_eq!(log.append(&[record], NOW).unwrap().base_offset, i);
+    }
+}
+
+/// Reads every record from `offset` to the log end, in as many reads as it takes.
+fn read_all(log: &mut PartitionLog, mut offset: u64) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let fetched = log.read(offset, 7, 1 << 20).unwrap();
+        if fetched.is_empty() {
+            return out;
+        }
+        out.extend(fetched.iter().map(|r| (r.offset, r.value.to_vec())));
+        offset = fetched.next_offset();
+    }
+}
+
+/// The offset of the first record `read(offset, 1, ..)` returns.
+fn first_read(log: &mut PartitionLog, offset: u64) -> u64 {
+    log.read(offset, 1, 1 << 20)
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap()
+        .offset
+}
+
+/// The `.log` files in `dir`, by base offset.
+fn segment_files(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+fn base_of(segment: &Path) -> u64 {
+    segment
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn index_of(segment: &Path) -> PathBuf {
+    segment.with_extension("index")
+}
+
+/// Byte positions of the frames in a segment file, read from their length fields.
+fn frame_starts(segment: &Path) -> Vec<u64> {
+    let bytes = fs::read(segment).unwrap();
+    let mut starts = Vec::new();
+    let mut at = 0usize;
+    while at < bytes.len() {
+        starts.push(at as u64);
+        at += 4 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    }
+    assert_eq!(at, bytes.len(), "{} is not whole frames", segment.display());
+    starts
+}
+
+/// `(offset, position)` entries of an index file.
+fn index_entries(index: &Path, base: u64) -> Vec<(u64, u64)> {
+    fs::read(index)
+        .unwrap()
+        .chunks(8)
+        .map(|e| {
+            let rel = u32::from_le_bytes(e[0..4].try_into().unwrap());
+            let pos = u32::from_le_bytes(e[4..8].try_into().unwrap());
+            (base + u64::from(rel), u64::from(pos))
+        })
+        .collect()
+}
+
+fn append_bytes(path: &Path, bytes: &[u8]) {
+    let mut file = OpenOptions::new().append(true).open(path).unwrap();
+    file.write_all(bytes).unwrap();
+}
+
+fn cut(path: &Path, len: u64) {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+fn flip_byte(path: &Path, position: u64) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[position as usize] ^= 0x5a;
+    fs::write(path, bytes).unwrap();
+}
+
+fn len_of(path: &Path) -> u64 {
+    fs::metadata(path).unwrap().len()
+}
+
+/// Asserts one truncation of `path` to `position` cutting `bytes_cut` bytes.
+fn assert_cut(report: &RecoveryReport, path: &Path, position: u64, bytes_cut: u64) {
+    let cuts: Vec<_> = report
+        .truncations
+        .iter()
+        .map(|t| (t.path.as_path(), t.position, t.bytes_cut))
+        .collect();
+    assert_eq!(cuts, vec![(path, position, bytes_cut)], "{report:?}");
+}
+
+#[test]
+fn garbage_after_the_active_tail_is_cut_at_the_old_end_and_appends_continue() {
+    let mut plausible_length = 40u32.to_le_bytes().to_vec(); // a length, then a wrong crc
+    plausible_length.extend([0xab; 40]);
+    let mut torn = 500u32.to_le_bytes().to_vec(); // promises more bytes than the file has
+    torn.extend([7; 20]);
+    let garbages = [
+        b"not a frame at all, just noise".to_vec(),
+        plausible_length,
+        torn,
+        vec![0xff; 3],
+    ];
+    for garbage in garbages {
+        let (dir, log) = log_with(300, config());
+        drop(log); // a crash: no clean-shutdown marker
+        let active = segment_files(dir.path()).pop().unwrap();
+        let old_len = len_of(&active);
+        append_bytes(&active, &garbage);
+
+        let (mut log, report) = reopen(dir.path(), config());
+        assert!(!report.clean_shutdown);
+        assert_cut(&report, &active, old_len, garbage.len() as u64);
+        assert!(report.indexes_rebuilt.contains(&index_of(&active)));
+        assert_eq!(len_of(&active), old_len);
+        assert_eq!(log.log_end_offset(), 300);
+        append_n(&mut log, 300, 5);
+        assert_eq!(read_all(&mut log, 0), expected(0..305));
+
+        // The new records were written at the cut, not behind the garbage.
+        drop(log);
+        let (mut log, report) = reopen(dir.path(), config());
+        assert!(report.truncations.is_empty(), "{report:?}");
+        assert_eq!(read_all(&mut log, 295), expected(295..305));
+    }
+}
+
+#[test]
+fn a_torn_last_record_loses_only_that_record() {
+    let last_len = HEADER_LEN + value(299).len() as u64;
+    for cut_into_frame in [1, 3, 4, 17, HEADER_LEN, last_len - 1] {
+        let (dir, log) = log_with(300, config());
+        drop(log);
+        let active = segment_files(dir.path()).pop().unwrap();
+        let last_start = *frame_starts(&active).last().unwrap();
+        assert_eq!(len_of(&active), last_start + last_len);
+        cut(&active, last_start + cut_into_frame);
+
+        let (mut log, report) = reopen(dir.path(), config());
+        assert_cut(&report, &active, last_start, cut_into_frame);
+        assert_eq!(log.log_end_offset(), 299, "cut {cut_into_frame} bytes in");
+        assert_eq!(read_all(&mut log, 290), expected(290..299));
+        append_n(&mut log, 299, 2);
+        assert_eq!(read_all(&mut log, 297), expected(297..301));
+    }
+}
+
+#[test]
+fn zeros_after_the_tail_are_cut() {
+    let (dir, log) = log_with(300, config());
+    drop(log);
+    let active = segment_files(dir.path()).pop().unwrap();
+    let old_len = len_of(&active);
+    // What ext4 can leave after a power loss: the size grew but the data never landed.
+    append_bytes(&active, &[0; 4096]);
+
+    let (mut log, report) = reopen(dir.path(), config());
+    assert_cut(&report, &active, old_len, 4096);
+    assert_eq!(log.log_end_offset(), 300);
+    assert_eq!(read_all(&mut log, 0), expected(0..300));
+}
+
+#[test]
+fn a_flipped_byte_in_the_active_segment_after_a_crash_truncates_at_that_record() {
+    let (dir, log) = log_with(300, config());
+    drop(log);
+    let active = segment_files(dir.path()).pop().unwrap();
+    let base = base_of(&active);
+    let starts = frame_starts(&active);
+    let bad = starts.len() / 2;
+    let old_len = len_of(&active);
+    flip_byte(&active, starts[bad] + HEADER_LEN + 2); // inside the value
+
+    let (mut log, report) = reopen(dir.path(), config());
+    assert_cut(&report, &active, starts[bad], old_len - starts[bad]);
+    let bad_offset = base + bad as u64;
+    assert_eq!(log.log_end_offset(), bad_offset);
+    assert_eq!(read_all(&mut log, 0), expected(0..bad_offset));
+    append_n(&mut log, bad_offset, 3);
+    assert_eq!(
+        read_all(&mut log, bad_offset - 1),
+        expected(bad_offset - 1..bad_offset + 3)
+    );
+}
+
+#[test]
+fn a_flipped_byte_in_a_sealed_segment_after_a_clean_shutdown_is_an_error_on_read() {
+    let (dir, log) = log_with(1200, big_segments());
+    log.close().unwrap();
+    let segments = segment_files(dir.path());
+    assert!(segments.len() >= 3);
+    let sealed = &segments[0];
+    // A frame before the segment's last index entry: the open's tail check does not reach it.
+    let (last_indexed, _) = *index_entries(&index_of(sealed), 0).last().unwrap();
+    let bad = 10u64;
+    assert!(bad < last_indexed);
+    let position = frame_starts(sealed)[bad as usize];
+    flip_byte(sealed, position + HEADER_LEN + 3);
+
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert!(report.clean_shutdown);
+    assert_eq!(report.segments_scanned, 0);
+    assert!(report.truncations.is_empty());
+    assert_eq!(log.log_end_offset(), 1200);
+    // A read from before the bad record returns the records before it and stops there.
+    let fetched = log.read(bad - 5, 100, 1 << 20).unwrap();
+    let got: Vec<_> = fetched
+        .iter()
+        .map(|r| (r.offset, r.value.to_vec()))
+        .collect();
+    assert_eq!(got, expected(bad - 5..bad));
+    assert_eq!(fetched.next_offset(), bad);
+    // The bad record, and any read that would have to pass it, is an error naming it.
+    for offset in [bad, bad + 1] {
+        match log.read(offset, 1, 1 << 20) {
+            Err(Error::Corrupt {
+                path, position: p, ..
+            }) => {
+                assert_eq!((path.as_path(), p), (sealed.as_path(), position));
+            }
+            other => panic!("read from {offset}: expected Corrupt, got {other:?}"),
+        }
+    }
+    let fetched = log.read(0, 1000, 1 << 20).unwrap();
+    assert_eq!(fetched.next_offset(), bad);
+    // Past the next index entry, and in later segments, reads are unaffected.
+    assert_eq!(
+        read_all(&mut log, last_indexed).len() as u64,
+        1200 - last_indexed
+    );
+}
+
+#[test]
+fn a_deleted_index_is_rebuilt_identically() {
+    for clean in [true, false] {
+        let (dir, log) = log_with(1200, big_segments());
+        if clean {
+            log.close().unwrap();
+        } else {
+            drop(log);
+        }
+        let segments = segment_files(dir.path());
+        let index = index_of(&segments[0]);
+        let original = fs::read(&index).unwrap();
+        assert!(original.len() >= 16, "want a few entries");
+        fs::remove_file(&index).unwrap();
+
+        let (mut log, report) = reopen(dir.path(), big_segments());
+        assert!(report.indexes_rebuilt.contains(&index), "{report:?}");
+        assert!(report.truncations.is_empty());
+        assert_eq!(fs::read(&index).unwrap(), original);
+        for offset in [0, 1, 57, 58, 59, 200, 400, 1199] {
+            assert_eq!(first_read(&mut log, offset), offset);
+        }
+        assert_eq!(read_all(&mut log, 0), expected(0..1200));
+    }
+}
+
+#[test]
+fn a_short_index_after_a_clean_shutdown_is_rebuilt() {
+    for keep in [0, 5, 8] {
+        let (dir, log) = log_with(1200, big_segments());
+        log.close().unwrap();
+        let segments = segment_files(dir.path());
+        let index = index_of(&segments[0]);
+        let original = fs::read(&index).unwrap();
+        cut(&index, keep);
+
+        let (mut log, report) = reopen(dir.path(), big_segments());
+        assert!(
+            report.indexes_rebuilt.contains(&index),
+            "kept {keep}: {report:?}"
+        );
+        assert_eq!(fs::read(&index).unwrap(), original);
+        assert_eq!(read_all(&mut log, 0), expected(0..1200));
+    }
+}
+
+#[test]
+fn a_garbage_index_after_a_clean_shutdown_never_breaks_reads() {
+    let (dir, log) = log_with(1200, big_segments());
+    log.close().unwrap();
+    let segment = segment_files(dir.path()).remove(0);
+    let index = index_of(&segment);
+    let original = fs::read(&index).unwrap();
+    let entries = index_entries(&index, 0);
+    assert!(entries.len() >= 4);
+
+    // Noise everywhere: the last entry points nowhere, so the open rebuilds the index.
+    let noise: Vec<u8> = (0..original.len()).map(|i| (i * 37 + 11) as u8).collect();
+    fs::write(&index, noise).unwrap();
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert!(report.indexes_rebuilt.contains(&index));
+    assert_eq!(fs::read(&index).unwrap(), original);
+    assert_eq!(read_all(&mut log, 0), expected(0..1200));
+    log.close().unwrap();
+
+    // One middle entry wrong, the last one intact: the open's tail check passes, so reads
+    // meet the bad entry and must fall back to scanning the segment.
+    let (offset, position) = entries[1];
+    for bad_position in [position + 3, len_of(&segment) + 100, 0x00ff_ffff] {
+        let mut bytes = original.clone();
+        bytes[12..16].copy_from_slice(&(bad_position as u32).to_le_bytes());
+        fs::write(&index, bytes).unwrap();
+        let (mut log, report) = reopen(dir.path(), big_segments());
+        assert!(report.clean_shutdown);
+        for o in [offset, offset + 1, entries[2].0 - 1] {
+            assert_eq!(first_read(&mut log, o), o, "bad position {bad_position}");
+        }
+        assert_eq!(read_all(&mut log, offset), expected(offset..1200));
+        log.close().unwrap();
+    }
+}
+
+#[test]
+fn a_sealed_segment_deleted_in_the_middle_is_a_gap_that_reads_skip() {
+    for clean in [true, false] {
+        let (dir, log) = log_with(600, config());
+        if clean {
+            log.close().unwrap();
+        } else {
+            drop(log);
+        }
+        let segments = segment_files(dir.path());
+        assert!(segments.len() > 6);
+        let (from, to) = (base_of(&segments[3]), base_of(&segments[4]));
+        fs::remove_file(&segments[3]).unwrap();
+        fs::remove_file(index_of(&segments[3])).unwrap();
+
+        let (mut log, report) = reopen(dir.path(), config());
+        assert_eq!(report.gaps, vec![Gap { from, to }]);
+        assert_eq!(report.clean_shutdown, clean);
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 600));
+        assert_eq!(first_read(&mut log, from), to);
+        assert_eq!(first_read(&mut log, to - 1), to);
+        assert_eq!(first_read(&mut log, from - 1), from - 1);
+        let present: Vec<u64> = (0..from).chain(to..600).collect();
+        assert_eq!(read_all(&mut log, 0), expected(present));
+        append_n(&mut log, 600, 1);
+    }
+}
+
+#[test]
+fn the_first_segment_deleted_moves_the_log_start_to_the_first_present_base() {
+    let (dir, log) = log_with(600, config());
+    log.close().unwrap();
+    let segments = segment_files(dir.path());
+    let second = base_of(&segments[1]);
+    fs::remove_file(&segments[0]).unwrap(); // its index is now an orphan
+
+    let (mut log, report) = reopen(dir.path(), config());
+    assert_eq!(report.leftovers_removed, vec![index_of(&segments[0])]);
+    assert!(report.gaps.is_empty());
+    assert_eq!(log.log_start_offset(), second);
+    assert_eq!(first_read(&mut log, 0), second);
+    assert_eq!(read_all(&mut log, 0), expected(second..600));
+    drop(log);
+    assert_eq!(reopen(dir.path(), config()).0.log_start_offset(), second);
+}
+
+#[test]
+fn a_deleted_or_corrupt_checkpoint_means_a_full_scan_and_nothing_lost() {
+    for damage in ["delete", "flip", "shorten"] {
+        let (dir, log) = log_with(600, config());
+        log.close().unwrap();
+        let checkpoint = dir.path().join("checkpoint");
+        match damage {
+            "delete" => fs::remove_file(&checkpoint).unwrap(),
+            "flip" => flip_byte(&checkpoint, 9),
+            _ => cut(&checkpoint, 20),
+        }
+        let (mut log, report) = reopen(dir.path(), config());
+        assert!(!report.clean_shutdown, "{damage}");
+        assert_eq!(report.segments_scanned, report.segments, "{damage}");
+        assert!(report.segments > 6);
+        assert!(report.truncations.is_empty());
+        assert_eq!(read_all(&mut log, 0), expected(0..600));
+    }
+}
+
+#[test]
+fn a_corrupt_log_start_file_is_recomputed_exactly_from_retention() {
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            records: Some(100),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    for (damage, clean) in [("flip", true), ("flip", false), ("delete", false)] {
+        let (dir, log) = log_with(500, cfg);
+        assert_eq!(log.log_start_offset(), 400);
+        if clean {
+            log.close().unwrap();
+        } else {
+            drop(log);
+        }
+        // The start is not a segment base, so only retention can re-derive it.
+        assert!(base_of(&segment_files(dir.path())[0]) < 400);
+        let file = dir.path().join("log_start_offset");
+        match damage {
+            "flip" => flip_byte(&file, 1),
+            _ => fs::remove_file(&file).unwrap(),
+        }
+        let mut log = reopen(dir.path(), cfg).0;
+        assert_eq!(log.log_start_offset(), 400, "{damage}, clean: {clean}");
+        assert_eq!(read_all(&mut log, 0), expected(400..500));
+    }
+}
+
+#[test]
+fn bytes_appended_after_a_clean_shutdown_are_validated_not_trusted() {
+    let last_frame = |active: &Path| {
+        let start = *frame_starts(active).last().unwrap() as usize;
+        fs::read(active).unwrap()[start..].to_vec()
+    };
+    // Noise, and a valid frame copied again (its offset repeats, so it must not be kept).
+    for kind in ["noise", "repeated frame"] {
+        let (dir, log) = log_with(300, config());
+        log.close().unwrap();
+        let active = segment_files(dir.path()).pop().unwrap();
+        let old_len = len_of(&active);
+        let extra = match kind {
+            "noise" => b"appended by hand after the marker".to_vec(),
+            _ => last_frame(&active),
+        };
+        append_bytes(&active, &extra);
+
+        let (mut log, report) = reopen(dir.path(), config());
+        assert!(!report.clean_shutdown, "{kind}");
+        assert_eq!(
+            report.segments_scanned, 1,
+            "{kind}: only the active segment"
+        );
+        assert_cut(&report, &active, old_len, extra.len() as u64);
+        assert_eq!(read_all(&mut log, 0), expected(0..300));
+    }
+}
+
+#[test]
+fn the_offset_store_cuts_a_garbage_tail_after_a_crash() {
+    for garbage in [
+        &b"\x05\x00\x00\x00noise"[..],
+        &[0u8; 64][..],
+        &[0xffu8; 2][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        store.commit("g1", 10).unwrap();
+        store.commit("g2", 20).unwrap();
+        store.commit("g1", 11).unwrap();
+        drop(store);
+        let journal = dir.path().join("offsets.journal");
+        let valid_len = len_of(&journal);
+        append_bytes(&journal, garbage);
+
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        assert_eq!((store.get("g1"), store.get("g2")), (Some(11), Some(20)));
+        assert_eq!(len_of(&journal), valid_len);
+        store.commit("g2", 21).unwrap();
+        drop(store);
+        // The new entry landed at the cut, so it replays.
+        let store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        assert_eq!((store.get("g1"), store.get("g2")), (Some(11), Some(21)));
+    }
+}
