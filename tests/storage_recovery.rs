@@ -311,6 +311,47 @@ fn a_flipped_byte_in_a_sealed_segment_after_a_clean_shutdown_is_an_error_on_read
 }
 
 #[test]
+fn a_flipped_byte_in_a_sealed_segments_tail_is_reported_and_kept_not_cut() {
+    let (dir, log) = log_with(1200, big_segments());
+    log.close().unwrap();
+    let segments = segment_files(dir.path());
+    let sealed = &segments[0];
+    let sealed_len = len_of(sealed);
+    let next_base = base_of(&segments[1]);
+    // The last frame of the segment: inside the open's tail check.
+    let bad = next_base - 1;
+    let position = *frame_starts(sealed).last().unwrap();
+    flip_byte(sealed, position + HEADER_LEN + 1);
+
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert!(
+        report.truncations.is_empty(),
+        "a synced segment is never cut"
+    );
+    assert_eq!(report.corrupt_sealed.len(), 1);
+    assert_eq!(
+        (
+            report.corrupt_sealed[0].path.as_path(),
+            report.corrupt_sealed[0].position
+        ),
+        (sealed.as_path(), position)
+    );
+    assert!(
+        report.gaps.is_empty(),
+        "the segment still ends where the next begins"
+    );
+    assert_eq!(len_of(sealed), sealed_len, "the damaged bytes stay on disk");
+    assert_eq!(log.log_end_offset(), 1200);
+    // Reads return the records before the damage, then refuse it.
+    assert_eq!(log.read(0, 100_000, 1 << 20).unwrap().next_offset(), bad);
+    assert!(matches!(
+        log.read(bad, 1, 1 << 20),
+        Err(Error::Corrupt { .. })
+    ));
+    assert_eq!(read_all(&mut log, next_base), expected(next_base..1200));
+}
+
+#[test]
 fn a_deleted_index_is_rebuilt_identically() {
     for clean in [true, false] {
         let (dir, log) = log_with(1200, big_segments());

@@ -8,9 +8,14 @@
 //! 3. [`plan`] reads the checkpoint and decides which segments to trust: after a clean
 //!    shutdown, all of them; otherwise those wholly below the recovery point.
 //! 4. [`load_segments`] opens every segment. A trusted one gets the cheap tail check (its last
-//!    index entry and the frames after it); an untrusted one, or one whose tail check fails, is
-//!    validated record by record: its index is rebuilt and the file is cut at the first torn or
-//!    invalid frame. Every cut is logged with file, position, bytes cut and cause.
+//!    index entry and the frames after it). An untrusted one, or the log's last segment when
+//!    its tail check fails, is validated record by record: its index is rebuilt and the file
+//!    is cut at the first torn or invalid frame (a torn write can only be there). Every cut is
+//!    logged with file, position, bytes cut and cause. A trusted *sealed* segment was synced
+//!    before the recovery point moved past it, so a bad frame there is media corruption, not
+//!    a torn write: its index is rebuilt but nothing is cut (the records after the bad frame
+//!    are kept); reads of the bad frame fail with `Error::Corrupt` and it is reported in
+//!    `RecoveryReport::corrupt_sealed`.
 //! 5. [`find_gaps`] reports offsets missing between segments (a segment deleted by hand).
 //!    Reads skip a gap to the next offset that exists, as Kafka's fetch does.
 //!
@@ -53,6 +58,8 @@ pub struct RecoveryReport {
     pub truncations: Vec<Truncation>,
     pub indexes_rebuilt: Vec<PathBuf>,
     pub gaps: Vec<Gap>,
+    /// Frames that do not verify in trusted sealed segments: kept, never served.
+    pub corrupt_sealed: Vec<Truncation>,
     pub leftovers_removed: Vec<PathBuf>,
     /// `(recovered log end, recovery point)` when the log ends below an offset that was
     /// known durable: synced records are missing (deleted by hand, or a disk that lied).
@@ -189,8 +196,12 @@ pub fn load_segments(
         } else {
             segment.load_tail()?.err()
         };
-        if let Some(why) = why_scan {
-            validate_segment(&mut segment, &why, report)?;
+        match (why_scan, next_base) {
+            (None, _) => {}
+            (Some(why), Some(next_base)) if trusted => {
+                rebuild_sealed_index(&mut segment, next_base, &why, report)?
+            }
+            (Some(why), _) => validate_segment(&mut segment, &why, report)?,
         }
         segments.insert(base, segment);
     }
@@ -206,10 +217,11 @@ pub fn validate_segment(
 ) -> Result<()> {
     tracing::debug!(path = %segment.log_path().display(), why, "validating segment");
     let size_before = segment.size();
-    let outcome = segment.recover()?;
+    let outcome = segment.rebuild_index()?;
     report.segments_scanned += 1;
     report.indexes_rebuilt.push(segment.index_path().to_owned());
     if let Some(stop) = outcome.stopped {
+        segment.truncate_to(stop.position)?;
         let truncation = Truncation {
             path: segment.log_path().to_owned(),
             position: stop.position,
@@ -226,6 +238,37 @@ pub fn validate_segment(
         report.truncations.push(truncation);
     }
     segment.sync_all()
+}
+
+/// Rebuilds the index of a trusted sealed segment without cutting anything: a bad frame is
+/// reported (and refused on read), the records after it are kept.
+fn rebuild_sealed_index(
+    segment: &mut LogSegment,
+    next_base: u64,
+    why: &str,
+    report: &mut RecoveryReport,
+) -> Result<()> {
+    tracing::warn!(path = %segment.log_path().display(), why, "rebuilding the index of a sealed segment");
+    let outcome = segment.rebuild_index()?;
+    report.segments_scanned += 1;
+    report.indexes_rebuilt.push(segment.index_path().to_owned());
+    if let Some(stop) = outcome.stopped {
+        let damage = Truncation {
+            path: segment.log_path().to_owned(),
+            position: stop.position,
+            bytes_cut: 0,
+            reason: stop.reason,
+        };
+        tracing::error!(
+            path = %damage.path.display(), position = damage.position, cause = %damage.reason,
+            "corrupt frame in a synced segment; kept on disk, reads of it fail"
+        );
+        report.corrupt_sealed.push(damage);
+        // The frames after the damage are unreadable by a scan from the index; the segment
+        // still ends where the next one begins.
+        segment.set_next_offset(next_base);
+    }
+    Ok(())
 }
 
 /// Pass 5: offsets missing between consecutive segments.

@@ -318,9 +318,9 @@ impl LogSegment {
         Ok(Ok(()))
     }
 
-    /// Rebuilds the index and learns `next_offset` by scanning the whole log; cuts the file at
-    /// the first invalid frame. Returns the scan (its `stopped` says what was cut).
-    pub fn recover(&mut self) -> Result<ScanOutcome> {
+    /// Rewrites the index from a scan of the whole log and learns `next_offset`, stopping at
+    /// the first frame that does not verify. Cuts nothing: see [`LogSegment::truncate_to`].
+    pub fn rebuild_index(&mut self) -> Result<ScanOutcome> {
         self.index.clear()?;
         let interval = self.index_interval_bytes;
         let mut since_entry = 0u64;
@@ -340,16 +340,22 @@ impl LogSegment {
             self.index.push(entry);
         }
         self.index.write_pending()?;
-        if outcome.valid_len < self.size {
-            self.log
-                .set_len(outcome.valid_len)
-                .map_err(|e| Error::io("truncate segment", &self.log_path, e))?;
-            self.size = outcome.valid_len;
-        }
         self.next_offset = outcome.next_offset;
         self.last_timestamp_ms = outcome.last_timestamp_ms;
         self.bytes_since_index = since_entry;
         Ok(outcome)
+    }
+
+    /// Cuts the log file to `len` bytes (recovery, after [`LogSegment::rebuild_index`] found
+    /// where the valid frames end).
+    pub fn truncate_to(&mut self, len: u64) -> Result<()> {
+        if len < self.size {
+            self.log
+                .set_len(len)
+                .map_err(|e| Error::io("truncate segment", &self.log_path, e))?;
+            self.size = len;
+        }
+        Ok(())
     }
 
     /// Sets `next_offset` when it is known from elsewhere (the next segment's base).
