@@ -185,8 +185,10 @@ struct Inner {
     stopped: AtomicBool,
 }
 
+/// Blocking inside a running runtime (an actix System or Arbiter thread, or tokio) would
+/// stall or deadlock it. A thread whose System has already stopped is fine.
 fn refuse_actix_thread() -> Result<()> {
-    if actix_rt::System::try_current().is_some() {
+    if tokio::runtime::Handle::try_current().is_ok() {
         return Err(Error::BlockingInActorContext);
     }
     Ok(())

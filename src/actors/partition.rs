@@ -391,7 +391,6 @@ impl Supervised for PartitionActor {
     fn restarting(&mut self, _: &mut Context<Self>) {
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
-        let error = self.restarted();
         for parked in self.parked.drain(..) {
             let _ = parked.reply.send(Err(Error::PartitionRestarted {
                 topic: self.topic.clone(),
@@ -400,7 +399,7 @@ impl Supervised for PartitionActor {
         }
         // Waking the long polls makes them fetch again and meet the restart (or the data).
         self.waiters.clear();
-        tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, %error, "restarting");
+        tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, "restarting; reloading from disk");
         self.restart_pending = true;
     }
 }
