@@ -6,11 +6,22 @@
 //! layer is plain Rust (no actix): it is what makes records durable, ordered, bounded in
 //! memory and recoverable after a crash.
 //!
-//! # Modules
+//! Around it, a thin actor layer (actix): a `BrokerActor` supervises one `TopicActor` per
+//! topic, which starts one `PartitionActor` per partition (the single owner of its files)
+//! and one `GroupCoordinatorActor` per consumer group. Two handles front it: the blocking
+//! [`NanoKafka`] for plain threads and [`AsyncNanoKafka`] for code already on actix/tokio.
+//! `actors.md` at the crate root maps every actor and message.
+//!
+//! # Modules, bottom up
 //! - [`storage`]: the partition log, its on-disk formats, recovery, retention, the offsets
 //!   store and the data directory (start with its module docs for the layout on disk).
-//! - [`config`]: `TopicConfig`, `FsyncPolicy`, `Backpressure`.
-//! - [`error`]: the one `Error` enum.
+//! - [`partition`]: a partition's log + offsets under the rules of spec §4 (fetch at the
+//!   committed offset, commit checks, lag, backlog).
+//! - [`group`]: consumer-group membership, generations, assignors, liveness.
+//! - [`partitioner`]: Kafka's murmur2 partitioner. [`clock`]: the injectable clock.
+//! - [`actors`]: the actix adapters; [`messages`]: the public actor face.
+//! - [`handle`] / [`async_handle`]: the blocking and async handles.
+//! - [`config`], [`types`], [`error`]: configuration, returned values, the one `Error`.
 
 pub mod config;
 pub mod error;

@@ -287,7 +287,7 @@ impl LogSegment {
 
     /// Scans from the last index entry to the end to learn `next_offset`: the cheap check of
     /// a segment trusted after a clean shutdown. `Ok(Err(reason))` when the tail or the index
-    /// does not check out and the segment needs [`LogSegment::recover`].
+    /// does not check out and the segment needs [`LogSegment::rebuild_index`].
     pub fn load_tail(&mut self) -> Result<Result<(), String>> {
         let entry = self.index.lookup(u64::MAX)?;
         if entry.position > self.size || (entry.position == self.size && self.size > 0) {
