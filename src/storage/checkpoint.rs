@@ -42,6 +42,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::fsutil::write_atomically;
+use super::record::{u32_at, u64_at};
 use crate::error::{Error, Result};
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
@@ -148,14 +149,6 @@ impl LogStartFile {
             .write_all_at(&bytes, 0)
             .map_err(|e| Error::io("write", &self.path, e))
     }
-}
-
-fn u32_at(buf: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(buf: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
 }
 
 #[cfg(test)]

@@ -165,11 +165,13 @@ pub fn view_verified(frame: &[u8]) -> RecordRef<'_> {
     }
 }
 
-fn u32_at(buf: &[u8], at: usize) -> u32 {
+/// The little-endian `u32` at `buf[at..at + 4]` (shared by the storage formats).
+pub(crate) fn u32_at(buf: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
 }
 
-fn u64_at(buf: &[u8], at: usize) -> u64 {
+/// The little-endian `u64` at `buf[at..at + 8]`.
+pub(crate) fn u64_at(buf: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
 }
 
