@@ -183,9 +183,11 @@ impl GroupState {
     fn rebalance(&mut self, cause: &str) {
         let before = std::mem::take(&mut self.assignment);
         self.generation += 1;
-        self.assignment = self
-            .assignor
-            .assign(self.members.keys().map(String::as_str), self.partitions);
+        self.assignment = self.assignor.assign(
+            self.members.keys().map(String::as_str),
+            self.partitions,
+            &before,
+        );
         tracing::info!(
             topic = %self.topic, group = %self.group, generation = self.generation, cause,
             ?before, after = ?self.assignment, "rebalanced"
