@@ -15,7 +15,7 @@ use nanokafka::{Assignor, Error, NanoKafka, ProduceRecord, Result, TopicConfig};
 /// One bad call and the error it must get.
 struct Case {
     what: &'static str,
-    call: Box<dyn Fn(&NanoKafka) -> Result<()>>,
+    call: fn(&NanoKafka) -> Result<()>,
     expected: fn(&Error) -> bool,
 }
 
@@ -23,7 +23,7 @@ macro_rules! case {
     ($what:expr, |$broker:ident| $call:expr, $pattern:pat $(if $guard:expr)?) => {
         Case {
             what: $what,
-            call: Box::new(|$broker: &NanoKafka| $call.map(drop)),
+            call: |$broker: &NanoKafka| $call.map(drop),
             expected: |e| matches!(e, $pattern $(if $guard)?),
         }
     };

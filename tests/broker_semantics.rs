@@ -205,15 +205,21 @@ fn poll_round_robins_over_the_members_partitions_that_have_data() {
 #[test]
 fn poll_timeout_is_woken_by_a_produce_from_another_thread() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    // Three partitions: the poll waits on all of the member's partitions at once, and the
+    // record goes to the last one.
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(3));
     broker.join_group("t", "g", "m").unwrap();
+    let key = (0..)
+        .map(|i| format!("k{i}"))
+        .find(|k| partition_for_key(k.as_bytes(), 3) == 2)
+        .unwrap();
     let producer = {
         let broker = broker.clone();
         std::thread::spawn(move || {
             // Lets the poll park first so the wake-up path is what runs; if the poll has not
             // parked yet it finds the record at once, and the test holds all the same.
             std::thread::sleep(Duration::from_millis(100));
-            broker.produce("t", &42u64).unwrap()
+            broker.produce_keyed("t", key, &42u64).unwrap()
         })
     };
     let start = Instant::now();
@@ -223,7 +229,11 @@ fn poll_timeout_is_woken_by_a_produce_from_another_thread() {
         .expect("woken with the record");
     let elapsed = start.elapsed();
     let delivery = producer.join().unwrap();
-    assert_eq!((record.offset, record.value), (delivery.offset, 42));
+    assert_eq!(delivery.partition, 2);
+    assert_eq!(
+        (record.partition, record.offset, record.value),
+        (2, delivery.offset, 42)
+    );
     assert!(
         elapsed < Duration::from_secs(10),
         "woken by the produce, not by the 30 s timeout ({elapsed:?})"
