@@ -52,6 +52,17 @@ impl Message for PollGroup {
     type Result = Result<Vec<Record<Vec<u8>>>>;
 }
 
+/// `partition` answered `member`'s poll with records: its next poll starts after it.
+/// Fire-and-forget, sent by the coordinator's own poll future once the fetch is done (the
+/// poll runs outside the handler, so it cannot update the state itself).
+pub struct PollServed {
+    pub member: String,
+    pub partition: u32,
+}
+impl Message for PollServed {
+    type Result = ();
+}
+
 /// Generation and assignment (the topic adds lag). Never fails.
 pub struct DescribeGroup;
 impl Message for DescribeGroup {
@@ -179,7 +190,7 @@ impl Handler<Beat> for GroupCoordinatorActor {
 impl Handler<PollGroup> for GroupCoordinatorActor {
     type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
 
-    fn handle(&mut self, msg: PollGroup, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: PollGroup, ctx: &mut Context<Self>) -> Self::Result {
         let now = self.now_ms();
         let order = match self.state.poll_order(&msg.member, now) {
             Ok(order) => order,
@@ -190,12 +201,26 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
             .map(|&p| self.partitions[p as usize].clone())
             .collect();
         let deadline = msg.wait.map(|w| Instant::now() + w);
-        Box::pin(poll_partitions(
-            targets,
-            self.group.clone(),
-            msg.max_records,
-            deadline,
-        ))
+        let (coordinator, group) = (ctx.address(), self.group.clone());
+        Box::pin(async move {
+            let records = poll_partitions(targets, group, msg.max_records, deadline).await?;
+            if let Some(first) = records.first() {
+                // Sent before the reply, so it is handled before this member's next poll.
+                coordinator.do_send(PollServed {
+                    member: msg.member,
+                    partition: first.partition,
+                });
+            }
+            Ok(records)
+        })
+    }
+}
+
+impl Handler<PollServed> for GroupCoordinatorActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: PollServed, _: &mut Context<Self>) {
+        self.state.served(&msg.member, msg.partition);
     }
 }
 

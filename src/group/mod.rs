@@ -123,24 +123,41 @@ impl GroupState {
     }
 
     /// A sign of life from `member`, and the order in which its poll should try its
-    /// partitions: round-robin, starting one further each poll.
+    /// partitions: starting just after the partition that served its last poll (see
+    /// [`GroupState::served`]), so the partitions that have data take turns.
     ///
     /// # Errors
     /// `UnknownMember` when it is not (or no longer) a member.
     pub fn poll_order(&mut self, member: &str, now_ms: u64) -> Result<Vec<u32>> {
         self.touch(member, now_ms)?;
         let partitions = &self.assignment[member];
-        let m = self.members.get_mut(member).expect("touched");
         if partitions.is_empty() {
             return Ok(Vec::new());
         }
-        let start = m.poll_cursor % partitions.len();
-        m.poll_cursor = start + 1;
+        let start = self.members[member].poll_cursor % partitions.len();
         Ok(partitions[start..]
             .iter()
             .chain(&partitions[..start])
             .copied()
             .collect())
+    }
+
+    /// Records that `partition` served `member`'s poll: its next poll starts at the
+    /// member's following partition. Advancing past the partition that answered, rather
+    /// than one step per poll, keeps an empty partition from handing its turn to its
+    /// neighbour (which would then be read twice as often as the others). Ignored when the
+    /// member or the partition is no longer its (a rebalance in between).
+    pub fn served(&mut self, member: &str, partition: u32) {
+        let Some(index) = self
+            .assignment
+            .get(member)
+            .and_then(|ps| ps.iter().position(|&p| p == partition))
+        else {
+            return;
+        };
+        if let Some(m) = self.members.get_mut(member) {
+            m.poll_cursor = index + 1;
+        }
     }
 
     /// Removes every member silent for longer than the session timeout (one rebalance for
@@ -273,12 +290,21 @@ mod tests {
     }
 
     #[test]
-    fn poll_order_rotates_over_the_members_partitions() {
+    fn poll_order_starts_after_the_partition_that_served_last() {
         let mut g = group(3);
         g.join("a", 0);
         assert_eq!(g.poll_order("a", 0).unwrap(), vec![0, 1, 2]);
+        g.served("a", 0);
         assert_eq!(g.poll_order("a", 0).unwrap(), vec![1, 2, 0]);
-        assert_eq!(g.poll_order("a", 0).unwrap(), vec![2, 0, 1]);
+        // Partition 1 was empty and 2 answered: 0 is next, not 2 again.
+        g.served("a", 2);
         assert_eq!(g.poll_order("a", 0).unwrap(), vec![0, 1, 2]);
+        // An empty poll (nothing served) leaves the turn where it is.
+        assert_eq!(g.poll_order("a", 0).unwrap(), vec![0, 1, 2]);
+        // A partition the member does not own (rebalanced away) changes nothing.
+        g.join("b", 0);
+        let before = g.poll_order("a", 0).unwrap();
+        g.served("a", 1);
+        assert_eq!(g.poll_order("a", 0).unwrap(), before);
     }
 }

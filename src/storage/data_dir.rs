@@ -5,7 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use super::fsutil::{sync_dir, write_atomically};
+use super::fsutil::{sync_dir, write_atomically_via};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 
@@ -16,6 +16,11 @@ pub const MAX_TOPIC_NAME_LEN: usize = 249;
 /// them short and printable.
 pub const MAX_ID_LEN: usize = 249;
 const TOPIC_CONFIG_SUFFIX: &str = ".json";
+/// The temporary file a topic config is written through. Not `<topic>.json.tmp`: with a
+/// 249-byte topic name that is 258 bytes, over the 255-byte file-name limit. One fixed name
+/// is safe because the broker creates topics one at a time (the data dir has one writer),
+/// and a leftover is harmless: it is not a `.json` file, and the next creation truncates it.
+const TOPIC_CONFIG_TMP: &str = ".topic-config.tmp";
 
 /// Checks a topic name: `[A-Za-z0-9._-]{1,249}`, and not `.` or `..`, so it is always one safe
 /// path component.
@@ -187,7 +192,7 @@ impl DataDir {
         }
         sync_dir(&self.path)?;
         let json = serde_json::to_vec_pretty(config).expect("TopicConfig serializes");
-        write_atomically(&config_path, &json)
+        write_atomically_via(&self.path.join(TOPIC_CONFIG_TMP), &config_path, &json)
     }
 }
 
@@ -256,6 +261,20 @@ mod tests {
         drop(data);
         let data = DataDir::open(dir.path()).unwrap();
         assert_eq!(data.topics().unwrap(), vec![("orders".to_owned(), config)]);
+    }
+
+    #[test]
+    fn a_topic_with_the_longest_allowed_name_can_be_created_and_reloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let name = "x".repeat(MAX_TOPIC_NAME_LEN);
+        data.create_topic(&name, &TopicConfig::default()).unwrap();
+        // So does the longest partition directory name (made by hand: 10,000 are slow).
+        let last = data.partition_dir(&name, crate::config::MAX_PARTITIONS - 1);
+        fs::create_dir(&last).unwrap();
+        drop(data);
+        let data = DataDir::open(dir.path()).unwrap();
+        assert_eq!(data.topics().unwrap(), vec![(name, TopicConfig::default())]);
     }
 
     #[test]

@@ -15,7 +15,12 @@ pub const TMP_SUFFIX: &str = ".tmp";
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(TMP_SUFFIX);
-    let tmp = Path::new(&tmp);
+    write_atomically_via(Path::new(&tmp), path, bytes)
+}
+
+/// As [`write_atomically`], through the temporary file `tmp` (same directory as `path`):
+/// for files whose name plus [`TMP_SUFFIX`] could exceed the file-name limit.
+pub fn write_atomically_via(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)

@@ -6,6 +6,7 @@
 //! data/
 //!   .lock                          exclusive lock: one broker process per data dir
 //!   <topic>.json                   the topic's config (TopicConfig as JSON)
+//!   .topic-config.tmp              a topic config being written (renamed to <topic>.json)
 //!   <topic>_<partition>/           one directory per partition
 //!     00000000000000000000.log     segment: record frames, named by base offset (record.rs)
 //!     00000000000000000000.index   sparse offset index of that segment (index.rs)

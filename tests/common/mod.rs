@@ -1,0 +1,45 @@
+//! Helpers shared by the broker's black-box tests (`tests/broker_*.rs`, `tests/bad_input.rs`).
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::Path;
+
+use nanokafka::{NanoKafka, PartitionStats, TopicConfig};
+
+/// A broker in `dir` with the default settings and one topic.
+pub fn broker_with_topic(dir: &Path, topic: &str, config: TopicConfig) -> NanoKafka {
+    let broker = NanoKafka::open(dir).unwrap();
+    broker.create_topic(topic, config).unwrap();
+    broker
+}
+
+/// One partition's numbers, from `stats()`.
+pub fn partition_stats(broker: &NanoKafka, topic: &str, partition: u32) -> PartitionStats {
+    broker.stats().unwrap().topics[topic].partitions[partition as usize].clone()
+}
+
+pub fn log_end(broker: &NanoKafka, topic: &str, partition: u32) -> u64 {
+    partition_stats(broker, topic, partition).log_end_offset
+}
+
+/// Produces `values` to one partition (the raw batch path pins the partition).
+pub fn produce_to(broker: &NanoKafka, topic: &str, partition: u32, values: &[u64]) {
+    for value in values {
+        let record = nanokafka::ProduceRecord {
+            key: None,
+            value: nanokafka::types::encode(value).unwrap(),
+        };
+        broker
+            .produce_batch_raw(topic, Some(partition), vec![record])
+            .unwrap();
+    }
+}
+
+/// Polls and commits until `member` sees nothing more; returns (partition, offset, value).
+pub fn drain(broker: &NanoKafka, topic: &str, group: &str, member: &str) -> Vec<(u32, u64, u64)> {
+    let mut seen = Vec::new();
+    while let Some(r) = broker.poll::<u64>(topic, group, member).unwrap() {
+        broker.commit(topic, group, r.partition, r.offset).unwrap();
+        seen.push((r.partition, r.offset, r.value));
+    }
+    seen
+}
