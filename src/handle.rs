@@ -209,9 +209,11 @@ impl Inner {
         }
         // On an actix thread we cannot wait for the clean close: stop the system; the
         // partitions reopen with a scan next time, nothing acknowledged is lost.
+        // Whatever the close gives, the System is stopped and its thread joined below, so
+        // the lock is always released.
         let closed = match refuse_actix_thread() {
             Ok(()) => futures::executor::block_on(self.handle.addr().send(Shutdown))
-                .map_err(|_| Error::BrokerStopped)?,
+                .unwrap_or(Err(Error::BrokerStopped)),
             Err(e) => Err(e),
         };
         self.system.stop();

@@ -77,7 +77,8 @@ pub struct JoinGroup {
 }
 topic_message!(JoinGroup => Assignment);
 
-/// Leave a group (a rebalance). Errors: `UnknownGroup`, `UnknownMember`.
+/// Leave a group (a rebalance). Errors: `UnknownMember` (also for a group that does not
+/// exist).
 #[derive(Debug, Clone)]
 pub struct LeaveGroup {
     pub topic: String,
@@ -99,7 +100,8 @@ topic_message!(Heartbeat => Assignment);
 /// Fetch up to `max_records` consecutive records of one of the member's partitions, from
 /// the group's committed offset (round-robin over the partitions that have data). Nothing
 /// moves until a [`Commit`]: polling again returns the same records. With `wait`, an empty
-/// poll waits up to that long, woken by the next produce.
+/// poll waits up to that long, woken by the next produce. A batch never spans two segment
+/// files, so it can hold fewer records than are available; the next poll continues.
 /// Errors: `UnknownMember`, `Corrupt`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug, Clone)]
 pub struct Poll {
@@ -112,7 +114,9 @@ pub struct Poll {
 topic_message!(Poll => Vec<Record<Vec<u8>>>);
 
 /// Mark `offset` and everything before it in `partition` processed by `group`: its
-/// committed offset becomes `offset + 1`. Reply once the commit is in the OS.
+/// committed offset becomes `offset + 1`. Reply once the commit is in the OS. The group
+/// must exist on the running broker (a member joined since it started), so a typo cannot
+/// create a phantom group that holds back backpressure forever.
 /// Errors: `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange` (`offset >= log end`).
 #[derive(Debug, Clone)]
 pub struct Commit {

@@ -23,6 +23,16 @@ pub struct ProduceRecord {
     pub value: Vec<u8>,
 }
 
+fn as_append_records(records: &[ProduceRecord]) -> Vec<AppendRecord<'_>> {
+    records
+        .iter()
+        .map(|r| AppendRecord {
+            key: r.key.as_deref(),
+            value: &r.value,
+        })
+        .collect()
+}
+
 /// One partition's log and offsets.
 #[derive(Debug)]
 pub struct Partition {
@@ -70,14 +80,17 @@ impl Partition {
     /// # Errors
     /// As [`PartitionLog::append`].
     pub fn append(&mut self, records: &[ProduceRecord], now_ms: u64) -> Result<AppendInfo> {
-        let batch: Vec<AppendRecord<'_>> = records
-            .iter()
-            .map(|r| AppendRecord {
-                key: r.key.as_deref(),
-                value: &r.value,
-            })
-            .collect();
-        self.log.append(&batch, now_ms)
+        self.log.append(&as_append_records(records), now_ms)
+    }
+
+    /// Checks records against the size limits without writing (before a produce is parked).
+    ///
+    /// # Errors
+    /// `RecordTooLarge`.
+    pub fn check(&self, records: &[ProduceRecord]) -> Result<()> {
+        self.log
+            .check_batch(&as_append_records(records))
+            .map(|_| ())
     }
 
     /// The offset `group` reads next: its commit, or the log start if it has none or fell

@@ -248,13 +248,15 @@ impl PartitionActor {
         if let Some(ms) = self.retention_ms {
             // Check a few times per retention period, at most once a second.
             let every = Duration::from_millis((ms / 4).clamp(1, 1000));
-            ctx.run_interval(every, |act, _| {
+            ctx.run_interval(every, |act, ctx| {
                 let now = act.settings.clock.now_ms();
                 if let Slot::Open(p) = &mut act.slot {
                     if let Err(e) = p.enforce_retention(now) {
                         tracing::warn!(partition = %act.name(), error = %e, "time retention failed");
                     }
                 }
+                // Records that expired free room exactly as commits do.
+                act.admit_parked(ctx);
             });
         }
     }
@@ -306,6 +308,11 @@ impl PartitionActor {
             }
             (None, _) if queue_empty => self.append_and_reply(records, reply, ctx),
             _ => {
+                // Never park what can never be written.
+                if let Err(e) = partition.check(&records) {
+                    let _ = reply.send(Err(e));
+                    return;
+                }
                 // Full, or others are already waiting (keep them in order): park.
                 self.parked.push_back(ParkedProduce {
                     records,

@@ -298,23 +298,7 @@ impl PartitionLog {
     pub fn append(&mut self, records: &[AppendRecord<'_>], now_ms: u64) -> Result<AppendInfo> {
         let base_offset = self.log_end_offset();
         let timestamp_ms = now_ms.max(self.last_timestamp_ms);
-        let mut batch_len = 0usize;
-        for r in records {
-            let size = r.key.map_or(0, <[u8]>::len) + r.value.len();
-            if size > self.config.max_record_bytes {
-                return Err(Error::RecordTooLarge {
-                    size,
-                    max: self.config.max_record_bytes,
-                });
-            }
-            batch_len += record::frame_len(r.key.map_or(0, <[u8]>::len), r.value.len());
-        }
-        if batch_len > MAX_BATCH_BYTES {
-            return Err(Error::RecordTooLarge {
-                size: batch_len,
-                max: MAX_BATCH_BYTES,
-            });
-        }
+        let batch_len = self.check_batch(records)?;
         if records.is_empty() {
             return Ok(AppendInfo {
                 base_offset,
@@ -364,6 +348,33 @@ impl PartitionLog {
             count: records.len() as u64,
             timestamp_ms,
         })
+    }
+
+    /// Checks a batch against the size limits without writing anything; returns its size on
+    /// disk.
+    ///
+    /// # Errors
+    /// `RecordTooLarge` when a record's key + value exceeds the maximum record size or the
+    /// batch exceeds [`MAX_BATCH_BYTES`].
+    pub fn check_batch(&self, records: &[AppendRecord<'_>]) -> Result<usize> {
+        let mut batch_len = 0usize;
+        for r in records {
+            let size = r.key.map_or(0, <[u8]>::len) + r.value.len();
+            if size > self.config.max_record_bytes {
+                return Err(Error::RecordTooLarge {
+                    size,
+                    max: self.config.max_record_bytes,
+                });
+            }
+            batch_len += record::frame_len(r.key.map_or(0, <[u8]>::len), r.value.len());
+        }
+        if batch_len > MAX_BATCH_BYTES {
+            return Err(Error::RecordTooLarge {
+                size: batch_len,
+                max: MAX_BATCH_BYTES,
+            });
+        }
+        Ok(batch_len)
     }
 
     /// `fdatasync`s the active segment if anything was appended since the last sync.
