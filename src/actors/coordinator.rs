@@ -226,13 +226,15 @@ impl Handler<PollServed> for GroupCoordinatorActor {
 
 /// Fetches from `targets` in order and returns the first non-empty result; when all are
 /// empty and a deadline is set, waits until one has data (woken by its produce) or the
-/// deadline passes, then tries once more.
+/// deadline passes, then tries once more. A wait cut short by a partition restart is
+/// reported (`PartitionRestarted`) after that last fetch finds nothing.
 async fn poll_partitions(
     targets: Vec<Addr<PartitionActor>>,
     group: String,
     max_records: usize,
     deadline: Option<Instant>,
 ) -> Result<Vec<Record<Vec<u8>>>> {
+    let mut restarted = None;
     loop {
         // A partition that fails (restarting, corrupt) must not starve the others: its error
         // is returned only when no other partition has data.
@@ -252,7 +254,7 @@ async fn poll_partitions(
                 Err(e) => first_error = first_error.or(Some(e)),
             }
         }
-        if let Some(e) = first_error {
+        if let Some(e) = first_error.or(restarted.take()) {
             return Err(e);
         }
         let remaining = match deadline {
@@ -268,9 +270,10 @@ async fn poll_partitions(
                 group: group.clone(),
                 wait: remaining,
             };
-            partition.send(wait).map(|_| ()).boxed_local()
+            let woken_by_error = |reply: Result<Result<()>, MailboxError>| reply.ok()?.err();
+            partition.send(wait).map(woken_by_error).boxed_local()
         });
-        select_all(waits).await;
+        (restarted, _, _) = select_all(waits).await;
     }
 }
 

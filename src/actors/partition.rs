@@ -48,12 +48,15 @@ impl Message for Fetch {
 
 /// Resolve once `group` has records to read, or after `wait`. Sent by the coordinator for a
 /// long poll; the reply carries no data (the coordinator fetches next).
+/// Errors: `PartitionRestarted` when the actor restarted while the wait was parked (the
+/// coordinator reports it instead of waiting again on the reopened partition),
+/// `BrokerStopped` when it was closed.
 pub struct WaitForData {
     pub group: String,
     pub wait: Duration,
 }
 impl Message for WaitForData {
-    type Result = ();
+    type Result = Result<()>;
 }
 
 /// Commit for `group`: committed offset = `offset + 1`. Sent by `TopicActor`.
@@ -149,7 +152,7 @@ pub struct PartitionActor {
     /// Outlives restarts so backpressure keeps counting groups that have not committed yet.
     registered: BTreeSet<String>,
     parked: VecDeque<ParkedProduce>,
-    waiters: Vec<oneshot::Sender<()>>,
+    waiters: Vec<oneshot::Sender<Result<()>>>,
     restarts: RestartBudget,
     /// Set by `restarting`; `started` then reopens under the restart budget.
     restart_pending: bool,
@@ -342,7 +345,7 @@ impl PartitionActor {
         }
         if result.is_ok() {
             for waiter in self.waiters.drain(..) {
-                let _ = waiter.send(());
+                let _ = waiter.send(Ok(()));
             }
         }
         let _ = reply.send(result);
@@ -404,8 +407,12 @@ impl Supervised for PartitionActor {
                 partition: self.partition,
             }));
         }
-        // Waking the long polls makes them fetch again and meet the restart (or the data).
-        self.waiters.clear();
+        // The long polls fetch once more (another partition may have data) and then report
+        // the restart; merely waking them would park them again on the reopened partition
+        // for the rest of their wait, since the first reopen is immediate.
+        for waiter in std::mem::take(&mut self.waiters) {
+            let _ = waiter.send(Err(self.restarted()));
+        }
         tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, "restarting; reloading from disk");
         self.restart_pending = true;
     }
@@ -446,7 +453,7 @@ impl Handler<Fetch> for PartitionActor {
 }
 
 impl Handler<WaitForData> for PartitionActor {
-    type Result = ResponseFuture<()>;
+    type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: WaitForData, _: &mut Context<Self>) -> Self::Result {
         let ready = match &self.slot {
@@ -454,13 +461,17 @@ impl Handler<WaitForData> for PartitionActor {
             _ => true, // let the poll fetch now and meet the error
         };
         if ready {
-            return Box::pin(async {});
+            return Box::pin(async { Ok(()) });
         }
         self.waiters.retain(|w| !w.is_canceled());
         let (tx, rx) = oneshot::channel();
         self.waiters.push(tx);
+        let restarted = self.restarted();
         Box::pin(async move {
-            let _ = actix_rt::time::timeout(msg.wait, rx).await;
+            match actix_rt::time::timeout(msg.wait, rx).await {
+                Ok(answer) => answer.unwrap_or(Err(restarted)),
+                Err(_deadline) => Ok(()),
+            }
         })
     }
 }
@@ -530,7 +541,9 @@ impl Handler<ClosePartition> for PartitionActor {
         for parked in self.parked.drain(..) {
             let _ = parked.reply.send(Err(Error::BrokerStopped));
         }
-        self.waiters.clear();
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.send(Err(Error::BrokerStopped));
+        }
         match std::mem::replace(&mut self.slot, Slot::Closed) {
             Slot::Open(p) => p.close(),
             _ => Ok(()),
