@@ -19,6 +19,7 @@ use crate::types::BrokerStats;
 
 /// Fault injection for tests: crash a group's coordinator (internal; see
 /// `messages::CrashPartition` for the public one).
+#[derive(Debug)]
 pub struct CrashGroupCoordinator {
     pub topic: String,
     pub group: String,
@@ -28,7 +29,10 @@ impl Message for CrashGroupCoordinator {
 }
 
 /// See the module docs.
+#[derive(Debug)]
 pub struct BrokerActor {
+    /// Parent of every handler's span: names the actor in every event.
+    span: tracing::Span,
     settings: Arc<BrokerSettings>,
     /// `None` after shutdown: the lock is released.
     data_dir: Option<DataDir>,
@@ -49,6 +53,7 @@ impl BrokerActor {
         arbiters: Vec<Arbiter>,
     ) -> Self {
         BrokerActor {
+            span: tracing::info_span!("broker", data_dir = %settings.data_dir.display()),
             settings,
             data_dir: Some(data_dir),
             initial_topics,
@@ -88,6 +93,7 @@ impl Actor for BrokerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, _: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
         for (name, config) in std::mem::take(&mut self.initial_topics) {
             tracing::info!(topic = %name, partitions = config.partitions, "loading topic");
             self.start_topic(&name, &config);
@@ -99,6 +105,7 @@ impl Handler<CreateTopic> for BrokerActor {
     type Result = Result<()>;
 
     fn handle(&mut self, msg: CreateTopic, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CreateTopic").entered();
         let data_dir = self.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
         data_dir.create_topic(&msg.topic, &msg.config)?;
         tracing::info!(topic = %msg.topic, config = ?msg.config, "created topic");
@@ -117,6 +124,7 @@ where
     type Result = ResponseFuture<Result<M::Reply>>;
 
     fn handle(&mut self, msg: M, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "forward").entered();
         match self.topic(msg.topic()) {
             Ok(addr) => {
                 Box::pin(async move { addr.send(msg).await.map_err(|_| Error::BrokerStopped)? })
@@ -130,6 +138,7 @@ impl Handler<CrashGroupCoordinator> for BrokerActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: CrashGroupCoordinator, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CrashGroupCoordinator").entered();
         match self.topic(&msg.topic) {
             Ok(addr) => Box::pin(async move {
                 let crash = CrashCoordinator { group: msg.group };
@@ -144,6 +153,7 @@ impl Handler<GetStats> for BrokerActor {
     type Result = ResponseFuture<Result<BrokerStats>>;
 
     fn handle(&mut self, _: GetStats, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "GetStats").entered();
         let topics = self.topics.clone();
         Box::pin(async move {
             let mut stats = BrokerStats::default();
@@ -161,6 +171,7 @@ impl Handler<Shutdown> for BrokerActor {
     type Result = ResponseActFuture<Self, Result<()>>;
 
     fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Shutdown").entered();
         let topics: Vec<Addr<TopicActor>> =
             std::mem::take(&mut self.topics).into_values().collect();
         let close_all = async move {

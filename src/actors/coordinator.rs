@@ -18,6 +18,7 @@ use crate::group::{Assignment, Assignor, GroupState};
 use crate::types::{GroupStats, Record};
 
 /// Join (or heartbeat by joining again). Errors: `InvalidConfig` on an assignor mismatch.
+#[derive(Debug)]
 pub struct Join {
     pub member: String,
     pub assignor: Assignor,
@@ -27,6 +28,7 @@ impl Message for Join {
 }
 
 /// Leave. Errors: `UnknownMember`.
+#[derive(Debug)]
 pub struct Leave {
     pub member: String,
 }
@@ -35,6 +37,7 @@ impl Message for Leave {
 }
 
 /// Heartbeat. Errors: `UnknownMember`.
+#[derive(Debug)]
 pub struct Beat {
     pub member: String,
 }
@@ -43,6 +46,7 @@ impl Message for Beat {
 }
 
 /// Poll for `member`. Errors: `UnknownMember`, and the partitions' fetch errors.
+#[derive(Debug)]
 pub struct PollGroup {
     pub member: String,
     pub max_records: usize,
@@ -55,6 +59,7 @@ impl Message for PollGroup {
 /// `partition` answered `member`'s poll with records: its next poll starts after it.
 /// Fire-and-forget, sent by the coordinator's own poll future once the fetch is done (the
 /// poll runs outside the handler, so it cannot update the state itself).
+#[derive(Debug)]
 pub struct PollServed {
     pub member: String,
     pub partition: u32,
@@ -64,19 +69,24 @@ impl Message for PollServed {
 }
 
 /// Generation and assignment (the topic adds lag). Never fails.
+#[derive(Debug)]
 pub struct DescribeGroup;
 impl Message for DescribeGroup {
     type Result = GroupStats;
 }
 
 /// Fault injection for tests: panic inside the handler.
+#[derive(Debug)]
 pub struct CrashGroup;
 impl Message for CrashGroup {
     type Result = ();
 }
 
 /// See the module docs.
+#[derive(Debug)]
 pub struct GroupCoordinatorActor {
+    /// Parent of every handler's span: names the actor in every event.
+    span: tracing::Span,
     topic: String,
     group: String,
     state: GroupState,
@@ -94,6 +104,7 @@ impl GroupCoordinatorActor {
         settings: Arc<BrokerSettings>,
     ) -> Self {
         GroupCoordinatorActor {
+            span: tracing::info_span!("group", topic = %topic, group = %group),
             topic: topic.to_owned(),
             group: group.to_owned(),
             state: Self::fresh_state(topic, group, assignor, partitions.len() as u32, &settings),
@@ -127,6 +138,7 @@ impl Actor for GroupCoordinatorActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
         // Evict on a timer a few times per session timeout; every request also evicts first.
         let every = (self.settings.session_timeout / 4)
             .clamp(Duration::from_millis(10), Duration::from_secs(1));
@@ -139,6 +151,7 @@ impl Actor for GroupCoordinatorActor {
 
 impl Supervised for GroupCoordinatorActor {
     fn restarting(&mut self, _: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
         self.restarts.record(Instant::now());
         let partitions = self.partitions.len() as u32;
         self.state = Self::fresh_state(
@@ -156,6 +169,7 @@ impl Handler<Join> for GroupCoordinatorActor {
     type Result = Result<Assignment>;
 
     fn handle(&mut self, msg: Join, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Join").entered();
         if msg.assignor != self.state.assignor() {
             return Err(Error::InvalidConfig(format!(
                 "group {:?} uses the {:?} assignor, not {:?}",
@@ -173,6 +187,7 @@ impl Handler<Leave> for GroupCoordinatorActor {
     type Result = Result<()>;
 
     fn handle(&mut self, msg: Leave, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Leave").entered();
         let now = self.now_ms();
         self.state.leave(&msg.member, now)
     }
@@ -182,6 +197,7 @@ impl Handler<Beat> for GroupCoordinatorActor {
     type Result = Result<Assignment>;
 
     fn handle(&mut self, msg: Beat, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Beat").entered();
         let now = self.now_ms();
         self.state.heartbeat(&msg.member, now)
     }
@@ -191,6 +207,7 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
     type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
 
     fn handle(&mut self, msg: PollGroup, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "PollGroup").entered();
         let now = self.now_ms();
         let order = match self.state.poll_order(&msg.member, now) {
             Ok(order) => order,
@@ -220,6 +237,7 @@ impl Handler<PollServed> for GroupCoordinatorActor {
     type Result = ();
 
     fn handle(&mut self, msg: PollServed, _: &mut Context<Self>) {
+        let _span = tracing::debug_span!(parent: &self.span, "PollServed").entered();
         self.state.served(&msg.member, msg.partition);
     }
 }
@@ -281,6 +299,7 @@ impl Handler<DescribeGroup> for GroupCoordinatorActor {
     type Result = MessageResult<DescribeGroup>;
 
     fn handle(&mut self, _: DescribeGroup, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "DescribeGroup").entered();
         MessageResult(GroupStats {
             generation: self.state.generation(),
             assignment: self.state.assignment().clone(),
@@ -294,6 +313,7 @@ impl Handler<CrashGroup> for GroupCoordinatorActor {
     type Result = ();
 
     fn handle(&mut self, _: CrashGroup, ctx: &mut Context<Self>) {
+        let _span = tracing::debug_span!(parent: &self.span, "CrashGroup").entered();
         let name = self.name();
         guarded(self, ctx, &name, |_, _| {
             panic!("injected fault (CrashGroup)")

@@ -29,6 +29,7 @@ use crate::types::{PartitionStats, Record};
 /// Append records. Sent by `TopicActor`. Reply: where they went, once in the OS.
 /// Errors: `PartitionFull`, `Timeout`, `RecordTooLarge`, `PartitionRestarted`,
 /// `PartitionFailed`, `Io` (the actor then restarts).
+#[derive(Debug)]
 pub struct Append {
     pub records: Vec<ProduceRecord>,
 }
@@ -38,6 +39,7 @@ impl Message for Append {
 
 /// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
 /// Errors: `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug)]
 pub struct Fetch {
     pub group: String,
     pub max_records: usize,
@@ -51,6 +53,7 @@ impl Message for Fetch {
 /// Errors: `PartitionRestarted` when the actor restarted while the wait was parked (the
 /// coordinator reports it instead of waiting again on the reopened partition),
 /// `BrokerStopped` when it was closed.
+#[derive(Debug)]
 pub struct WaitForData {
     pub group: String,
     pub wait: Duration,
@@ -61,6 +64,7 @@ impl Message for WaitForData {
 
 /// Commit for `group`: committed offset = `offset + 1`. Sent by `TopicActor`.
 /// Errors: `OffsetOutOfRange`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug)]
 pub struct CommitOffset {
     pub group: String,
     pub offset: u64,
@@ -71,6 +75,7 @@ impl Message for CommitOffset {
 
 /// `group`'s lag here; `None` when the group neither committed here nor exists on the
 /// topic (`group_exists`: it has a coordinator, so it reads from the log start).
+#[derive(Debug)]
 pub struct GroupLag {
     pub group: String,
     pub group_exists: bool,
@@ -81,6 +86,7 @@ impl Message for GroupLag {
 
 /// `group` has members on this topic: count it for backpressure before it commits.
 /// Fire-and-forget (`do_send` from `TopicActor` after a join).
+#[derive(Debug)]
 pub struct RegisterGroup {
     pub group: String,
 }
@@ -89,23 +95,27 @@ impl Message for RegisterGroup {
 }
 
 /// The partition's numbers. Never fails.
+#[derive(Debug)]
 pub struct DescribePartition;
 impl Message for DescribePartition {
     type Result = PartitionStats;
 }
 
 /// Clean shutdown: sync, write the clean-shutdown checkpoint, close the files.
+#[derive(Debug)]
 pub struct ClosePartition;
 impl Message for ClosePartition {
     type Result = Result<()>;
 }
 
 /// Fault injection: panic inside the handler (see `messages::CrashPartition`).
+#[derive(Debug)]
 pub struct Crash;
 impl Message for Crash {
     type Result = Result<()>;
 }
 
+#[derive(Debug)]
 enum Slot {
     /// Not open yet (first start, or waiting out a restart backoff).
     Opening,
@@ -132,6 +142,7 @@ impl Slot {
     }
 }
 
+#[derive(Debug)]
 struct ParkedProduce {
     records: Vec<ProduceRecord>,
     since: Instant,
@@ -139,7 +150,10 @@ struct ParkedProduce {
 }
 
 /// See the module docs.
+#[derive(Debug)]
 pub struct PartitionActor {
+    /// Parent of every handler's span: names the actor in every event.
+    span: tracing::Span,
     topic: String,
     partition: u32,
     dir: PathBuf,
@@ -166,6 +180,7 @@ impl PartitionActor {
         settings: Arc<BrokerSettings>,
     ) -> Self {
         PartitionActor {
+            span: tracing::info_span!("partition", topic = %topic, partition),
             topic: topic.to_owned(),
             partition,
             dir: settings.data_dir.join(format!("{topic}_{partition}")),
@@ -389,6 +404,7 @@ impl Actor for PartitionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
         if std::mem::take(&mut self.restart_pending) {
             self.schedule_reopen(ctx);
         } else {
@@ -399,6 +415,7 @@ impl Actor for PartitionActor {
 
 impl Supervised for PartitionActor {
     fn restarting(&mut self, _: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
         for parked in self.parked.drain(..) {
@@ -431,6 +448,7 @@ impl Handler<Append> for PartitionActor {
     type Result = ResponseFuture<Result<AppendInfo>>;
 
     fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
         let (tx, rx) = oneshot::channel();
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| {
@@ -444,6 +462,7 @@ impl Handler<Fetch> for PartitionActor {
     type Result = Result<Vec<Record<Vec<u8>>>>;
 
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, _| {
             act.open_partition()?.fetch(&msg.group, msg.max_records)
@@ -456,6 +475,7 @@ impl Handler<WaitForData> for PartitionActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: WaitForData, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "WaitForData").entered();
         let ready = match &self.slot {
             Slot::Open(p) => p.has_data_for(&msg.group),
             _ => true, // let the poll fetch now and meet the error
@@ -480,6 +500,7 @@ impl Handler<CommitOffset> for PartitionActor {
     type Result = Result<()>;
 
     fn handle(&mut self, msg: CommitOffset, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CommitOffset").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| {
             let result = act.open_partition()?.commit(&msg.group, msg.offset);
@@ -499,6 +520,7 @@ impl Handler<GroupLag> for PartitionActor {
     type Result = Result<Option<u64>>;
 
     fn handle(&mut self, msg: GroupLag, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
         let p = self.open_partition()?;
         let from_start = || p.log_end_offset() - p.position(&msg.group);
         Ok(p.lag(&msg.group)
@@ -510,6 +532,7 @@ impl Handler<RegisterGroup> for PartitionActor {
     type Result = ();
 
     fn handle(&mut self, msg: RegisterGroup, _: &mut Context<Self>) {
+        let _span = tracing::debug_span!(parent: &self.span, "RegisterGroup").entered();
         if let Slot::Open(p) = &mut self.slot {
             p.register_group(&msg.group);
         }
@@ -521,6 +544,7 @@ impl Handler<DescribePartition> for PartitionActor {
     type Result = MessageResult<DescribePartition>;
 
     fn handle(&mut self, _: DescribePartition, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "DescribePartition").entered();
         let mut stats = match &self.slot {
             Slot::Open(p) => p.stats(),
             _ => PartitionStats {
@@ -538,6 +562,7 @@ impl Handler<ClosePartition> for PartitionActor {
     type Result = Result<()>;
 
     fn handle(&mut self, _: ClosePartition, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ClosePartition").entered();
         for parked in self.parked.drain(..) {
             let _ = parked.reply.send(Err(Error::BrokerStopped));
         }
@@ -555,6 +580,7 @@ impl Handler<Crash> for PartitionActor {
     type Result = Result<()>;
 
     fn handle(&mut self, _: Crash, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Crash").entered();
         let name = self.name();
         guarded(self, ctx, &name, |_, _| {
             panic!("injected fault (CrashPartition)")

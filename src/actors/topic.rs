@@ -29,18 +29,21 @@ use crate::storage::data_dir::validate_id;
 use crate::types::{Delivery, Record, TopicStats};
 
 /// Everything about the topic, for `stats()`. Never fails.
+#[derive(Debug)]
 pub struct DescribeTopic;
 impl Message for DescribeTopic {
     type Result = TopicStats;
 }
 
 /// Clean shutdown of every partition. Errors: the first partition's close error.
+#[derive(Debug)]
 pub struct CloseTopic;
 impl Message for CloseTopic {
     type Result = Result<()>;
 }
 
 /// Fault injection for tests: crash a group's coordinator. Errors: `UnknownGroup`.
+#[derive(Debug)]
 pub struct CrashCoordinator {
     pub group: String,
 }
@@ -49,7 +52,10 @@ impl Message for CrashCoordinator {
 }
 
 /// See the module docs.
+#[derive(Debug)]
 pub struct TopicActor {
+    /// Parent of every handler's span: names the actor in every event.
+    span: tracing::Span,
     name: String,
     settings: Arc<BrokerSettings>,
     partitions: Vec<Addr<PartitionActor>>,
@@ -77,6 +83,7 @@ impl TopicActor {
             })
             .collect();
         TopicActor {
+            span: tracing::info_span!("topic", topic = %name),
             name: name.to_owned(),
             settings,
             partitions,
@@ -150,6 +157,7 @@ impl Handler<Produce> for TopicActor {
     type Result = ResponseFuture<Result<Vec<Delivery>>>;
 
     fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Produce").entered();
         let routes = match self.route(msg.partition, &msg.records) {
             Ok(routes) => routes,
             Err(e) => return Box::pin(async { Err(e) }),
@@ -195,6 +203,7 @@ impl Handler<JoinGroup> for TopicActor {
     type Result = ResponseFuture<Result<Assignment>>;
 
     fn handle(&mut self, msg: JoinGroup, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "JoinGroup").entered();
         if let Err(e) =
             validate_id("group", &msg.group).and_then(|()| validate_id("member", &msg.member))
         {
@@ -236,6 +245,7 @@ impl Handler<LeaveGroup> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: LeaveGroup, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "LeaveGroup").entered();
         match self.member_group(&msg.group, &msg.member) {
             Ok(addr) => Box::pin(ask(addr.clone(), Leave { member: msg.member })),
             Err(e) => Box::pin(async { Err(e) }),
@@ -247,6 +257,7 @@ impl Handler<Heartbeat> for TopicActor {
     type Result = ResponseFuture<Result<Assignment>>;
 
     fn handle(&mut self, msg: Heartbeat, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Heartbeat").entered();
         match self.member_group(&msg.group, &msg.member) {
             Ok(addr) => Box::pin(ask(addr.clone(), Beat { member: msg.member })),
             Err(e) => Box::pin(async { Err(e) }),
@@ -258,6 +269,7 @@ impl Handler<Poll> for TopicActor {
     type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
 
     fn handle(&mut self, msg: Poll, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Poll").entered();
         if msg.max_records == 0 {
             return Box::pin(async {
                 Err(Error::InvalidConfig(
@@ -283,6 +295,7 @@ impl Handler<Commit> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: Commit, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Commit").entered();
         let target = self
             .group(&msg.group)
             .and_then(|_| self.partition(msg.partition));
@@ -303,6 +316,7 @@ impl Handler<Lag> for TopicActor {
     type Result = ResponseFuture<Result<BTreeMap<u32, u64>>>;
 
     fn handle(&mut self, msg: Lag, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Lag").entered();
         let group_exists = self.groups.contains_key(&msg.group);
         let (topic, partitions) = (self.name.clone(), self.partitions.clone());
         Box::pin(async move {
@@ -336,6 +350,7 @@ impl Handler<CrashPartition> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: CrashPartition, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CrashPartition").entered();
         match self.partition(msg.partition) {
             Ok(addr) => Box::pin(ask(addr.clone(), Crash)),
             Err(e) => Box::pin(async { Err(e) }),
@@ -347,6 +362,7 @@ impl Handler<CrashCoordinator> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, msg: CrashCoordinator, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CrashCoordinator").entered();
         match self.group(&msg.group) {
             Ok(addr) => {
                 let addr = addr.clone();
@@ -365,6 +381,7 @@ impl Handler<DescribeTopic> for TopicActor {
     type Result = ResponseFuture<TopicStats>;
 
     fn handle(&mut self, _: DescribeTopic, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "DescribeTopic").entered();
         let partitions = self.partitions.clone();
         let groups = self.groups.clone();
         Box::pin(async move {
@@ -399,6 +416,7 @@ impl Handler<CloseTopic> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
     fn handle(&mut self, _: CloseTopic, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CloseTopic").entered();
         let partitions = self.partitions.clone();
         Box::pin(async move {
             let closes = join_all(partitions.into_iter().map(|p| ask(p, ClosePartition))).await;
