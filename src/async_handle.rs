@@ -12,13 +12,13 @@ use serde::Serialize;
 use crate::actors::broker::{BrokerActor, CrashGroupCoordinator};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::{Assignment, Assignor};
+use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
-    Commit, CrashPartition, CreateTopic, GetStats, Heartbeat, JoinGroup, Lag, LeaveGroup, Poll,
-    Produce,
+    Commit, ConsumerPoll, CrashPartition, CreateTopic, FencedCommit, GetStats, Heartbeat,
+    JoinGroup, Lag, LeaveGroup, Poll, Produce,
 };
 use crate::partition::ProduceRecord;
-use crate::types::{encode, BrokerStats, Delivery, Record};
+use crate::types::{encode, BrokerStats, ConsumerBatch, Delivery, Record};
 
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
@@ -120,11 +120,12 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `InvalidId`, `UnknownTopic`, `InvalidConfig` (the group uses another assignor).
     pub async fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
-        self.join_group_with(topic, group, member, Assignor::default())
+        self.join_group_with(topic, group, member, GroupOptions::default())
             .await
     }
 
-    /// Joins `group`; the first member's assignor is the group's.
+    /// Joins `group` with [`GroupOptions`] (or just an [`crate::Assignor`]); the first member's
+    /// options are the group's.
     /// # Errors
     /// As [`AsyncNanoKafka::join_group`].
     pub async fn join_group_with(
@@ -132,15 +133,29 @@ impl AsyncNanoKafka {
         topic: &str,
         group: &str,
         member: &str,
-        assignor: Assignor,
+        options: impl Into<GroupOptions>,
     ) -> Result<Assignment> {
         self.ask(JoinGroup {
             topic: topic.to_owned(),
             group: group.to_owned(),
             member: member.to_owned(),
-            assignor,
+            options: options.into(),
         })
         .await
+    }
+
+    /// The `Consumer` handle's poll; see [`crate::messages::ConsumerPoll`].
+    /// # Errors
+    /// As [`crate::messages::ConsumerPoll`].
+    pub async fn consumer_poll(&self, poll: ConsumerPoll) -> Result<ConsumerBatch> {
+        self.ask(poll).await
+    }
+
+    /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].
+    /// # Errors
+    /// As [`crate::messages::FencedCommit`].
+    pub async fn fenced_commit(&self, commit: FencedCommit) -> Result<()> {
+        self.ask(commit).await
     }
 
     /// Leaves `group` (a rebalance). # Errors: `UnknownMember`.

@@ -68,6 +68,31 @@ pub enum Error {
         member: String,
     },
 
+    /// A fenced commit or fetch from an older generation: the group rebalanced since the
+    /// member last saw its assignment (Kafka's ILLEGAL_GENERATION). Nothing changed; poll
+    /// again (which refreshes the assignment) and re-process from the committed offset.
+    #[error("{member:?} of group {group:?} on {topic:?} used generation {generation}, the group is at {current}")]
+    IllegalGeneration {
+        topic: String,
+        group: String,
+        member: String,
+        generation: u64,
+        current: u64,
+    },
+
+    /// A fenced commit for a partition the member does not own in the current generation
+    /// (Kafka's REBALANCE_IN_PROGRESS). Nothing changed.
+    #[error(
+        "{member:?} of group {group:?} does not own {topic}/{partition} in generation {generation}"
+    )]
+    PartitionNotAssigned {
+        topic: String,
+        group: String,
+        member: String,
+        partition: u32,
+        generation: u64,
+    },
+
     /// A blocked produce waited its whole block timeout for room.
     #[error("timed out after {waited_ms} ms waiting for room in {topic}/{partition}")]
     Timeout {

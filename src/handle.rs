@@ -23,7 +23,7 @@ use crate::async_handle::AsyncNanoKafka;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
-use crate::group::{Assignment, Assignor};
+use crate::group::{Assignment, GroupOptions};
 use crate::messages::Shutdown;
 use crate::partition::ProduceRecord;
 use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
@@ -262,6 +262,17 @@ impl NanoKafka {
         self.inner.block_on(request)
     }
 
+    /// Runs one async-handle request to completion on this thread.
+    pub(crate) fn call_async<'a, T, F>(
+        &'a self,
+        request: impl FnOnce(&'a AsyncNanoKafka) -> F,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T>> + 'a,
+    {
+        self.call(request(&self.inner.handle))
+    }
+
     /// Creates a topic.
     ///
     /// # Errors
@@ -325,21 +336,22 @@ impl NanoKafka {
         self.call(self.inner.handle.join_group(topic, group, member))
     }
 
-    /// Joins a consumer group choosing its assignor (the first member's choice holds).
+    /// Joins a consumer group with [`GroupOptions`] (or just an [`crate::Assignor`]): the first
+    /// member's options are the group's.
     ///
     /// # Errors
-    /// As [`NanoKafka::join_group`].
+    /// As [`NanoKafka::join_group`]; `InvalidConfig` when they differ from the group's.
     pub fn join_group_with(
         &self,
         topic: &str,
         group: &str,
         member: &str,
-        assignor: Assignor,
+        options: impl Into<GroupOptions>,
     ) -> Result<Assignment> {
         self.call(
             self.inner
                 .handle
-                .join_group_with(topic, group, member, assignor),
+                .join_group_with(topic, group, member, options),
         )
     }
 

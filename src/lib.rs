@@ -20,10 +20,12 @@
 //! - [`group`]: consumer-group membership, generations, assignors, liveness.
 //! - [`partitioner`]: Kafka's murmur2 partitioner. [`clock`]: the injectable clock.
 //! - [`actors`]: the actix adapters; [`messages`]: the public actor face.
-//! - [`handle`] / [`async_handle`]: the blocking and async handles.
+//! - [`handle`] / [`async_handle`]: the blocking and async handles; [`consumer`]: the
+//!   Kafka-style `Consumer<T>` with its own positions and fenced commits.
 //! - [`config`], [`types`], [`error`]: configuration, returned values, the one `Error`.
 
 pub mod config;
+pub mod consumer;
 pub mod error;
 pub mod storage;
 
@@ -39,8 +41,9 @@ pub mod types;
 
 pub use async_handle::AsyncNanoKafka;
 pub use config::{Backpressure, FsyncPolicy, TopicConfig};
+pub use consumer::Consumer;
 pub use error::{Error, Result};
-pub use group::{Assignment, Assignor};
+pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::{NanoKafka, NanoKafkaBuilder};
 pub use partition::ProduceRecord;
 pub use types::{BrokerStats, Delivery, GroupStats, PartitionStats, Record, TopicStats};

@@ -14,9 +14,9 @@ use actix::Message;
 
 use crate::config::TopicConfig;
 use crate::error::Result;
-use crate::group::{Assignment, Assignor};
+use crate::group::{Assignment, GroupOptions};
 use crate::partition::ProduceRecord;
-use crate::types::{BrokerStats, Delivery, Record};
+use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 
 /// A message about one topic. The broker routes it by [`TopicMessage::topic`].
 pub trait TopicMessage: Message<Result = Result<Self::Reply>> + Send + 'static {
@@ -65,15 +65,16 @@ pub struct Produce {
 }
 topic_message!(Produce => Vec<Delivery>);
 
-/// Join a consumer group as `member` (joining again is a heartbeat). The first join chooses
-/// the group's assignor; later joins with another one are refused. Reply: the member's
-/// [`Assignment`]. Errors: `InvalidId`, `InvalidConfig` (assignor mismatch).
+/// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
+/// the group's [`GroupOptions`] (assignor, start position); later joins with other options
+/// are refused. Reply: the member's [`Assignment`]. Errors: `InvalidId`, `InvalidConfig`
+/// (options mismatch).
 #[derive(Debug, Clone)]
 pub struct JoinGroup {
     pub topic: String,
     pub group: String,
     pub member: String,
-    pub assignor: Assignor,
+    pub options: GroupOptions,
 }
 topic_message!(JoinGroup => Assignment);
 
@@ -126,6 +127,37 @@ pub struct Commit {
     pub offset: u64,
 }
 topic_message!(Commit => ());
+
+/// The `Consumer` handle's poll: like [`Poll`], but from the member's own `positions`
+/// (partition → next offset) when `generation` is current; after a rebalance they are
+/// ignored and reading resumes at the committed offsets. Reply: the records and the
+/// member's current assignment. Errors: as [`Poll`].
+#[derive(Debug, Clone)]
+pub struct ConsumerPoll {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+    pub generation: u64,
+    pub positions: BTreeMap<u32, u64>,
+    pub max_records: usize,
+    pub wait: Option<Duration>,
+}
+topic_message!(ConsumerPoll => ConsumerBatch);
+
+/// A commit fenced like Kafka's: accepted only from a current member, in the current
+/// generation, for a partition it owns. Otherwise nothing changes.
+/// Errors: `UnknownMember`, `IllegalGeneration`, `PartitionNotAssigned`,
+/// `UnknownPartition`, `OffsetOutOfRange`, `Io`.
+#[derive(Debug, Clone)]
+pub struct FencedCommit {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+    pub generation: u64,
+    pub partition: u32,
+    pub offset: u64,
+}
+topic_message!(FencedCommit => ());
 
 /// Per-partition lag of a group: `log end - max(committed, log start)`.
 /// Errors: `UnknownGroup`.

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
+use crate::group::StartFrom;
 use crate::storage::{
     AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog, RecoveryReport,
 };
@@ -126,17 +127,32 @@ impl Partition {
         self.max_size
     }
 
-    /// Whether `group` has records to read.
-    pub fn has_data_for(&self, group: &str) -> bool {
-        self.position(group) < self.log.log_end_offset()
+    /// Where a read for `group` starts: `from` when the reader keeps its own position
+    /// (clamped to the log start, like every read), else the group's committed offset.
+    fn read_position(&self, group: &str, from: Option<u64>) -> u64 {
+        from.map_or_else(
+            || self.position(group),
+            |o| o.max(self.log.log_start_offset()),
+        )
     }
 
-    /// Up to `max_records` consecutive records from `group`'s position.
+    /// Whether there are records to read from `from` (or `group`'s committed offset).
+    pub fn has_data_for(&self, group: &str, from: Option<u64>) -> bool {
+        self.read_position(group, from) < self.log.log_end_offset()
+    }
+
+    /// Up to `max_records` consecutive records from `from`, or from `group`'s committed
+    /// offset.
     ///
     /// # Errors
-    /// `Corrupt`/`Io` from the log.
-    pub fn fetch(&mut self, group: &str, max_records: usize) -> Result<Vec<Record<Vec<u8>>>> {
-        let position = self.position(group);
+    /// `OffsetOutOfRange` when `from` is past the log end; `Corrupt`/`Io` from the log.
+    pub fn fetch(
+        &mut self,
+        group: &str,
+        from: Option<u64>,
+        max_records: usize,
+    ) -> Result<Vec<Record<Vec<u8>>>> {
+        let position = self.read_position(group, from);
         let fetched = self.log.read(position, max_records, FETCH_MAX_BYTES)?;
         Ok(fetched
             .iter()
@@ -167,10 +183,22 @@ impl Partition {
         self.offsets.commit(group, offset + 1)
     }
 
-    /// Records `group` as reading this topic (it counts for backpressure before it commits).
-    pub fn register_group(&mut self, group: &str) {
-        if self.offsets.get(group).is_none() {
-            self.registered.insert(group.to_owned());
+    /// Records `group` as reading this topic. Without a commit here, it starts at the log
+    /// start (and counts for backpressure from there) or, with `StartFrom::Latest`, gets a
+    /// committed offset at the log end.
+    ///
+    /// # Errors
+    /// `Io` when the `Latest` position cannot be stored.
+    pub fn register_group(&mut self, group: &str, start: StartFrom) -> Result<()> {
+        if self.offsets.get(group).is_some() {
+            return Ok(());
+        }
+        match start {
+            StartFrom::Earliest => {
+                self.registered.insert(group.to_owned());
+                Ok(())
+            }
+            StartFrom::Latest => self.offsets.commit(group, self.log.log_end_offset()),
         }
     }
 
@@ -260,11 +288,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut p = open(dir.path(), None);
         produce(&mut p, 3);
-        assert_eq!(p.fetch("g", 1).unwrap()[0].offset, 0);
-        assert_eq!(p.fetch("g", 1).unwrap()[0].offset, 0);
+        assert_eq!(p.fetch("g", None, 1).unwrap()[0].offset, 0);
+        assert_eq!(p.fetch("g", None, 1).unwrap()[0].offset, 0);
         p.commit("g", 0).unwrap();
         assert_eq!(
-            p.fetch("g", 5)
+            p.fetch("g", None, 5)
                 .unwrap()
                 .iter()
                 .map(|r| r.offset)
@@ -301,7 +329,7 @@ mod tests {
         p.commit("fast", 3).unwrap();
         assert_eq!(p.backlog(), 1);
         assert_eq!(p.full(), None);
-        p.register_group("new");
+        p.register_group("new", StartFrom::Earliest).unwrap();
         assert_eq!(
             p.backlog(),
             5,
@@ -309,6 +337,43 @@ mod tests {
         );
         p.commit("new", 1).unwrap();
         assert_eq!(p.backlog(), 3);
+    }
+
+    #[test]
+    fn a_latest_group_starts_at_the_log_end_and_keeps_it_across_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        produce(&mut p, 3);
+        p.register_group("late", StartFrom::Latest).unwrap();
+        assert_eq!(p.position("late"), 3);
+        assert!(!p.has_data_for("late", None));
+        produce(&mut p, 1);
+        drop(p);
+        let mut p = open(dir.path(), None);
+        p.register_group("late", StartFrom::Latest).unwrap(); // a rejoin moves nothing
+        assert_eq!(
+            p.fetch("late", None, 10)
+                .unwrap()
+                .iter()
+                .map(|r| r.offset)
+                .collect::<Vec<_>>(),
+            vec![3]
+        );
+    }
+
+    #[test]
+    fn a_reader_with_its_own_position_reads_from_it_not_from_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        produce(&mut p, 5);
+        p.commit("g", 0).unwrap();
+        assert_eq!(p.fetch("g", Some(3), 10).unwrap()[0].offset, 3);
+        assert!(p.has_data_for("g", Some(4)));
+        assert!(!p.has_data_for("g", Some(5)));
+        assert!(matches!(
+            p.fetch("g", Some(6), 1),
+            Err(Error::OffsetOutOfRange { .. })
+        ));
     }
 
     #[test]

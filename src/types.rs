@@ -49,6 +49,14 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     rmp_serde::to_vec_named(value).map_err(Error::Encode)
 }
 
+/// What a `Consumer` poll returns: records and the member's current assignment (a new
+/// generation tells the consumer to drop its positions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerBatch {
+    pub assignment: crate::group::Assignment,
+    pub records: Vec<Record<Vec<u8>>>,
+}
+
 /// Where a produced record landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivery {

@@ -4,24 +4,25 @@
 //! memberships (members rejoin, their next call gets `UnknownMember`), committed offsets are
 //! untouched (they live in the partitions).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures::future::{select_all, FutureExt};
 
-use super::partition::{Fetch, PartitionActor, WaitForData};
+use super::partition::{CommitOffset, Fetch, PartitionActor, WaitForData};
 use super::supervise::{guarded, RestartBudget};
 use super::BrokerSettings;
 use crate::error::{Error, Result};
-use crate::group::{Assignment, Assignor, GroupState};
-use crate::types::{GroupStats, Record};
+use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
+use crate::types::{ConsumerBatch, GroupStats, Record};
 
 /// Join (or heartbeat by joining again). Errors: `InvalidConfig` on an assignor mismatch.
 #[derive(Debug)]
 pub struct Join {
     pub member: String,
-    pub assignor: Assignor,
+    pub options: GroupOptions,
 }
 impl Message for Join {
     type Result = Result<Assignment>;
@@ -68,6 +69,36 @@ impl Message for PollServed {
     type Result = ();
 }
 
+/// Poll for a `Consumer` handle: like [`PollGroup`], but from the member's own positions
+/// when it acts on the current generation (after a rebalance they are dropped and reading
+/// resumes at the committed offsets); the reply carries the current assignment.
+/// Errors: as `PollGroup`.
+#[derive(Debug)]
+pub struct ConsumerPollGroup {
+    pub member: String,
+    pub generation: u64,
+    pub positions: BTreeMap<u32, u64>,
+    pub max_records: usize,
+    pub wait: Option<Duration>,
+}
+impl Message for ConsumerPollGroup {
+    type Result = Result<ConsumerBatch>;
+}
+
+/// A commit fenced by generation and ownership, then forwarded to the partition.
+/// Errors: `UnknownMember`, `IllegalGeneration`, `PartitionNotAssigned`, and the partition's
+/// commit errors.
+#[derive(Debug)]
+pub struct CommitAsMember {
+    pub member: String,
+    pub generation: u64,
+    pub partition: u32,
+    pub offset: u64,
+}
+impl Message for CommitAsMember {
+    type Result = Result<()>;
+}
+
 /// Generation and assignment (the topic adds lag). Never fails.
 #[derive(Debug)]
 pub struct DescribeGroup;
@@ -90,6 +121,8 @@ pub struct GroupCoordinatorActor {
     topic: String,
     group: String,
     state: GroupState,
+    /// Fixed by the first join; later joins must agree.
+    options: GroupOptions,
     partitions: Vec<Addr<PartitionActor>>,
     settings: Arc<BrokerSettings>,
     restarts: RestartBudget,
@@ -99,7 +132,7 @@ impl GroupCoordinatorActor {
     pub fn new(
         topic: &str,
         group: &str,
-        assignor: Assignor,
+        options: GroupOptions,
         partitions: Vec<Addr<PartitionActor>>,
         settings: Arc<BrokerSettings>,
     ) -> Self {
@@ -107,7 +140,14 @@ impl GroupCoordinatorActor {
             span: tracing::info_span!("group", topic = %topic, group = %group),
             topic: topic.to_owned(),
             group: group.to_owned(),
-            state: Self::fresh_state(topic, group, assignor, partitions.len() as u32, &settings),
+            state: Self::fresh_state(
+                topic,
+                group,
+                options.assignor,
+                partitions.len() as u32,
+                &settings,
+            ),
+            options,
             partitions,
             settings,
             restarts: RestartBudget::default(),
@@ -170,12 +210,10 @@ impl Handler<Join> for GroupCoordinatorActor {
 
     fn handle(&mut self, msg: Join, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Join").entered();
-        if msg.assignor != self.state.assignor() {
+        if msg.options != self.options {
             return Err(Error::InvalidConfig(format!(
-                "group {:?} uses the {:?} assignor, not {:?}",
-                self.group,
-                self.state.assignor(),
-                msg.assignor
+                "group {:?} was created with {:?}, not {:?}",
+                self.group, self.options, msg.options
             )));
         }
         let now = self.now_ms();
@@ -215,7 +253,7 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
         };
         let targets = order
             .iter()
-            .map(|&p| self.partitions[p as usize].clone())
+            .map(|&p| (self.partitions[p as usize].clone(), None))
             .collect();
         let deadline = msg.wait.map(|w| Instant::now() + w);
         let (coordinator, group) = (ctx.address(), self.group.clone());
@@ -247,7 +285,7 @@ impl Handler<PollServed> for GroupCoordinatorActor {
 /// deadline passes, then tries once more. A wait cut short by a partition restart is
 /// reported (`PartitionRestarted`) after that last fetch finds nothing.
 async fn poll_partitions(
-    targets: Vec<Addr<PartitionActor>>,
+    targets: Vec<(Addr<PartitionActor>, Option<u64>)>,
     group: String,
     max_records: usize,
     deadline: Option<Instant>,
@@ -257,9 +295,10 @@ async fn poll_partitions(
         // A partition that fails (restarting, corrupt) must not starve the others: its error
         // is returned only when no other partition has data.
         let mut first_error = None;
-        for partition in &targets {
+        for (partition, from) in &targets {
             let fetch = Fetch {
                 group: group.clone(),
+                from: *from,
                 max_records,
             };
             match partition
@@ -283,15 +322,83 @@ async fn poll_partitions(
             actix_rt::time::sleep(remaining).await;
             return Ok(Vec::new());
         }
-        let waits = targets.iter().map(|partition| {
+        let waits = targets.iter().map(|(partition, from)| {
             let wait = WaitForData {
                 group: group.clone(),
+                from: *from,
                 wait: remaining,
             };
             let woken_by_error = |reply: Result<Result<()>, MailboxError>| reply.ok()?.err();
             partition.send(wait).map(woken_by_error).boxed_local()
         });
         (restarted, _, _) = select_all(waits).await;
+    }
+}
+
+impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
+    type Result = ResponseFuture<Result<ConsumerBatch>>;
+
+    fn handle(&mut self, msg: ConsumerPollGroup, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ConsumerPollGroup").entered();
+        let now = self.now_ms();
+        let (order, assignment) = match self
+            .state
+            .poll_order(&msg.member, now)
+            .and_then(|order| Ok((order, self.state.heartbeat(&msg.member, now)?)))
+        {
+            Ok(found) => found,
+            Err(e) => return Box::pin(async { Err(e) }),
+        };
+        // Positions from an older generation are stale: resume at the committed offsets.
+        let current = msg.generation == assignment.generation;
+        let targets = order
+            .iter()
+            .map(|&p| {
+                let from = msg.positions.get(&p).copied().filter(|_| current);
+                (self.partitions[p as usize].clone(), from)
+            })
+            .collect();
+        let deadline = msg.wait.map(|w| Instant::now() + w);
+        let (coordinator, group) = (ctx.address(), self.group.clone());
+        Box::pin(async move {
+            let records = poll_partitions(targets, group, msg.max_records, deadline).await?;
+            if let Some(first) = records.first() {
+                coordinator.do_send(PollServed {
+                    member: msg.member,
+                    partition: first.partition,
+                });
+            }
+            Ok(ConsumerBatch {
+                assignment,
+                records,
+            })
+        })
+    }
+}
+
+impl Handler<CommitAsMember> for GroupCoordinatorActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: CommitAsMember, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CommitAsMember").entered();
+        let now = self.now_ms();
+        let fenced = self
+            .state
+            .check_fenced(&msg.member, msg.generation, Some(msg.partition), now);
+        if let Err(e) = fenced {
+            return Box::pin(async { Err(e) });
+        }
+        let partition = self.partitions[msg.partition as usize].clone();
+        let commit = CommitOffset {
+            group: self.group.clone(),
+            offset: msg.offset,
+        };
+        Box::pin(async move {
+            partition
+                .send(commit)
+                .await
+                .map_err(|_| Error::BrokerStopped)?
+        })
     }
 }
 

@@ -10,7 +10,7 @@
 //! Every reply travels through a oneshot channel answered by this actor, so a parked request
 //! is answered exactly once: by the append, by its deadline timer, or by a restart.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +22,7 @@ use super::supervise::{guarded, RestartBudget, RestartDecision};
 use super::BrokerSettings;
 use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
+use crate::group::StartFrom;
 use crate::partition::{Partition, ProduceRecord};
 use crate::storage::{AppendInfo, LogConfig};
 use crate::types::{PartitionStats, Record};
@@ -42,6 +43,8 @@ impl Message for Append {
 #[derive(Debug)]
 pub struct Fetch {
     pub group: String,
+    /// Read from here (a `Consumer` keeps its own position); `None`: the committed offset.
+    pub from: Option<u64>,
     pub max_records: usize,
 }
 impl Message for Fetch {
@@ -56,6 +59,8 @@ impl Message for Fetch {
 #[derive(Debug)]
 pub struct WaitForData {
     pub group: String,
+    /// As in [`Fetch`].
+    pub from: Option<u64>,
     pub wait: Duration,
 }
 impl Message for WaitForData {
@@ -89,6 +94,7 @@ impl Message for GroupLag {
 #[derive(Debug)]
 pub struct RegisterGroup {
     pub group: String,
+    pub start: StartFrom,
 }
 impl Message for RegisterGroup {
     type Result = ();
@@ -164,7 +170,7 @@ pub struct PartitionActor {
     settings: Arc<BrokerSettings>,
     slot: Slot,
     /// Outlives restarts so backpressure keeps counting groups that have not committed yet.
-    registered: BTreeSet<String>,
+    registered: BTreeMap<String, StartFrom>,
     parked: VecDeque<ParkedProduce>,
     waiters: Vec<oneshot::Sender<Result<()>>>,
     restarts: RestartBudget,
@@ -190,7 +196,7 @@ impl PartitionActor {
             retention_ms: config.retention_ms,
             settings,
             slot: Slot::Opening,
-            registered: BTreeSet::new(),
+            registered: BTreeMap::new(),
             parked: VecDeque::new(),
             waiters: Vec::new(),
             restarts: RestartBudget::default(),
@@ -213,8 +219,10 @@ impl PartitionActor {
         );
         match opened {
             Ok((mut partition, report)) => {
-                for group in &self.registered {
-                    partition.register_group(group);
+                for (group, &start) in &self.registered {
+                    if let Err(e) = partition.register_group(group, start) {
+                        tracing::warn!(%group, error = %e, "cannot register group");
+                    }
                 }
                 tracing::info!(
                     topic = %self.topic, partition = self.partition,
@@ -465,7 +473,8 @@ impl Handler<Fetch> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, _| {
-            act.open_partition()?.fetch(&msg.group, msg.max_records)
+            act.open_partition()?
+                .fetch(&msg.group, msg.from, msg.max_records)
         })
         .unwrap_or_else(|| Err(self.restarted()))
     }
@@ -477,7 +486,7 @@ impl Handler<WaitForData> for PartitionActor {
     fn handle(&mut self, msg: WaitForData, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "WaitForData").entered();
         let ready = match &self.slot {
-            Slot::Open(p) => p.has_data_for(&msg.group),
+            Slot::Open(p) => p.has_data_for(&msg.group, msg.from),
             _ => true, // let the poll fetch now and meet the error
         };
         if ready {
@@ -534,9 +543,11 @@ impl Handler<RegisterGroup> for PartitionActor {
     fn handle(&mut self, msg: RegisterGroup, _: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "RegisterGroup").entered();
         if let Slot::Open(p) = &mut self.slot {
-            p.register_group(&msg.group);
+            if let Err(e) = p.register_group(&msg.group, msg.start) {
+                tracing::warn!(group = %msg.group, error = %e, "cannot register group; retried on reopen");
+            }
         }
-        self.registered.insert(msg.group);
+        self.registered.insert(msg.group, msg.start);
     }
 }
 

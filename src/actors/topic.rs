@@ -10,7 +10,8 @@ use actix::prelude::*;
 use futures::future::join_all;
 
 use super::coordinator::{
-    Beat, CrashGroup, DescribeGroup, GroupCoordinatorActor, Join, Leave, PollGroup,
+    Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, GroupCoordinatorActor,
+    Join, Leave, PollGroup,
 };
 use super::partition::{
     Append, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
@@ -21,12 +22,13 @@ use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::Assignment;
 use crate::messages::{
-    Commit, CrashPartition, Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Produce,
+    Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, Lag, LeaveGroup,
+    Poll, Produce,
 };
 use crate::partition::ProduceRecord;
 use crate::partitioner::partition_for_key;
 use crate::storage::data_dir::validate_id;
-use crate::types::{Delivery, Record, TopicStats};
+use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 
 /// Everything about the topic, for `stats()`. Never fails.
 #[derive(Debug)]
@@ -218,13 +220,14 @@ impl Handler<JoinGroup> for TopicActor {
                     self.partitions.clone(),
                     self.settings.clone(),
                 );
-                let assignor = msg.assignor;
+                let options = msg.options;
                 let addr = Supervisor::start(move |_| {
-                    GroupCoordinatorActor::new(&topic, &group, assignor, partitions, settings)
+                    GroupCoordinatorActor::new(&topic, &group, options, partitions, settings)
                 });
                 for partition in &self.partitions {
                     partition.do_send(RegisterGroup {
                         group: msg.group.clone(),
+                        start: msg.options.start,
                     });
                 }
                 self.groups.insert(msg.group.clone(), addr.clone());
@@ -235,7 +238,7 @@ impl Handler<JoinGroup> for TopicActor {
             coordinator,
             Join {
                 member: msg.member,
-                assignor: msg.assignor,
+                options: msg.options,
             },
         ))
     }
@@ -284,6 +287,57 @@ impl Handler<Poll> for TopicActor {
                     member: msg.member,
                     max_records: msg.max_records,
                     wait: msg.wait,
+                },
+            )),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<ConsumerPoll> for TopicActor {
+    type Result = ResponseFuture<Result<ConsumerBatch>>;
+
+    fn handle(&mut self, msg: ConsumerPoll, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ConsumerPoll").entered();
+        if msg.max_records == 0 {
+            return Box::pin(async {
+                Err(Error::InvalidConfig(
+                    "max_records must be at least 1".into(),
+                ))
+            });
+        }
+        match self.member_group(&msg.group, &msg.member) {
+            Ok(addr) => Box::pin(ask(
+                addr.clone(),
+                ConsumerPollGroup {
+                    member: msg.member,
+                    generation: msg.generation,
+                    positions: msg.positions,
+                    max_records: msg.max_records,
+                    wait: msg.wait,
+                },
+            )),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+}
+
+impl Handler<FencedCommit> for TopicActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: FencedCommit, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "FencedCommit").entered();
+        let target = self
+            .partition(msg.partition)
+            .and_then(|_| self.member_group(&msg.group, &msg.member));
+        match target {
+            Ok(addr) => Box::pin(ask(
+                addr.clone(),
+                CommitAsMember {
+                    member: msg.member,
+                    generation: msg.generation,
+                    partition: msg.partition,
+                    offset: msg.offset,
                 },
             )),
             Err(e) => Box::pin(async { Err(e) }),

@@ -19,6 +19,44 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 pub use assignor::{Assignor, PartitionsByMember};
 
+/// Where a group with no committed offset starts reading a partition (Kafka's
+/// `auto.offset.reset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum StartFrom {
+    /// The log start offset: everything retained (the seed's behaviour). The default.
+    #[default]
+    Earliest,
+    /// The log end offset when the group is created: only records produced after it. The
+    /// position is stored as the group's committed offset, so a restart before the first
+    /// commit does not skip the records produced in between.
+    Latest,
+}
+
+/// How a group behaves, fixed by its first member's join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct GroupOptions {
+    pub assignor: Assignor,
+    pub start: StartFrom,
+}
+
+impl GroupOptions {
+    pub fn assignor(mut self, assignor: Assignor) -> Self {
+        self.assignor = assignor;
+        self
+    }
+
+    pub fn start(mut self, start: StartFrom) -> Self {
+        self.start = start;
+        self
+    }
+}
+
+impl From<Assignor> for GroupOptions {
+    fn from(assignor: Assignor) -> Self {
+        GroupOptions::default().assignor(assignor)
+    }
+}
+
 /// A member's share of its group, as of one generation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Assignment {
@@ -160,6 +198,41 @@ impl GroupState {
         }
     }
 
+    /// A sign of life from `member` that also proves it acts on the current generation, and
+    /// (for a commit) owns `partition` in it.
+    ///
+    /// # Errors
+    /// `UnknownMember`; `IllegalGeneration` when `generation` is not the current one;
+    /// `PartitionNotAssigned` when it does not own `partition`.
+    pub fn check_fenced(
+        &mut self,
+        member: &str,
+        generation: u64,
+        partition: Option<u32>,
+        now_ms: u64,
+    ) -> Result<()> {
+        self.touch(member, now_ms)?;
+        if generation != self.generation {
+            return Err(Error::IllegalGeneration {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                member: member.to_owned(),
+                generation,
+                current: self.generation,
+            });
+        }
+        match partition {
+            Some(p) if !self.assignment[member].contains(&p) => Err(Error::PartitionNotAssigned {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                member: member.to_owned(),
+                partition: p,
+                generation,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Removes every member silent for longer than the session timeout (one rebalance for
     /// all of them). Returns who was evicted.
     pub fn evict_expired(&mut self, now_ms: u64) -> Vec<String> {
@@ -241,6 +314,27 @@ mod tests {
         g.leave("a", 0).unwrap();
         assert_eq!(g.generation(), 3);
         assert_eq!(g.heartbeat("b", 0).unwrap().partitions, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn fencing_refuses_old_generations_and_partitions_owned_by_others() {
+        let mut g = group(2);
+        let first = g.join("a", 0).generation;
+        g.join("b", 0); // a rebalance: a now owns only partition 0
+        let current = g.generation();
+        assert!(matches!(
+            g.check_fenced("a", first, Some(0), 0),
+            Err(Error::IllegalGeneration { generation, current: c, .. }) if generation == first && c == current
+        ));
+        assert!(matches!(
+            g.check_fenced("a", current, Some(1), 0),
+            Err(Error::PartitionNotAssigned { partition: 1, .. })
+        ));
+        assert!(g.check_fenced("a", current, Some(0), 0).is_ok());
+        assert!(matches!(
+            g.check_fenced("zed", current, None, 0),
+            Err(Error::UnknownMember { .. })
+        ));
     }
 
     #[test]

@@ -1,0 +1,214 @@
+//! `Consumer<T>`: a Kafka-style consumer handle beside the seed's flat calls.
+//!
+//! The seed's `poll` re-delivers from the committed offset until a commit. A `Consumer`
+//! instead keeps an in-memory position per partition, like Kafka's `KafkaConsumer`:
+//! `poll_batch` advances it, so nothing is re-delivered inside a generation. Reading resumes
+//! from the committed offsets after a rebalance (a new generation), after the member was
+//! evicted or its coordinator restarted (it rejoins by itself), and a `seek` moves one
+//! partition's position. Commits are fenced: one made with an older generation, or for a
+//! partition the member no longer owns, is refused (`IllegalGeneration`,
+//! `PartitionNotAssigned`) and changes nothing, so a consumer that lost a partition in a
+//! rebalance cannot overwrite its new owner's progress. Dropping the handle leaves the group.
+
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+use crate::group::{Assignment, GroupOptions};
+use crate::handle::NanoKafka;
+use crate::messages::{ConsumerPoll, FencedCommit};
+use crate::types::Record;
+
+/// A group member with its own positions. See the module docs.
+#[derive(Debug)]
+pub struct Consumer<T> {
+    broker: NanoKafka,
+    topic: String,
+    group: String,
+    member: String,
+    options: GroupOptions,
+    assignment: Assignment,
+    /// Partition → the next offset to read, for partitions read in this generation.
+    positions: BTreeMap<u32, u64>,
+    payload: PhantomData<fn() -> T>,
+}
+
+impl NanoKafka {
+    /// Joins `group` as `member` and returns a [`Consumer`] of `T` payloads.
+    ///
+    /// # Errors
+    /// As [`NanoKafka::join_group`].
+    pub fn consumer<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+    ) -> Result<Consumer<T>> {
+        self.consumer_with(topic, group, member, GroupOptions::default())
+    }
+
+    /// As [`NanoKafka::consumer`], with the group's options (assignor, start position).
+    ///
+    /// # Errors
+    /// As [`NanoKafka::join_group_with`].
+    pub fn consumer_with<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        options: impl Into<GroupOptions>,
+    ) -> Result<Consumer<T>> {
+        let options = options.into();
+        let assignment = self.join_group_with(topic, group, member, options)?;
+        Ok(Consumer {
+            broker: self.clone(),
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+            options,
+            assignment,
+            positions: BTreeMap::new(),
+            payload: PhantomData,
+        })
+    }
+}
+
+impl<T: DeserializeOwned> Consumer<T> {
+    /// The member's assignment as of its last poll, heartbeat or join.
+    pub fn assignment(&self) -> &Assignment {
+        &self.assignment
+    }
+
+    /// The next offset this consumer reads in `partition`, if it has read there in this
+    /// generation (otherwise it reads from the committed offset).
+    pub fn position(&self, partition: u32) -> Option<u64> {
+        self.positions.get(&partition).copied()
+    }
+
+    /// Up to `max_records` consecutive records of one assigned partition from this
+    /// consumer's position, waiting up to `timeout` for the first. Advances the position.
+    ///
+    /// # Errors
+    /// As [`NanoKafka::poll_batch`]; on `Decode` the position stays before the bad record
+    /// (commit it with [`Consumer::commit_offset`] to skip it).
+    pub fn poll_batch(&mut self, max_records: usize, timeout: Duration) -> Result<Vec<Record<T>>> {
+        let batch = match self.fetch(max_records, timeout) {
+            Err(Error::UnknownMember { .. }) => {
+                // Evicted, or the coordinator restarted: join again, read from the commits.
+                self.rejoin()?;
+                self.fetch(max_records, timeout)?
+            }
+            other => other?,
+        };
+        if batch.assignment.generation != self.assignment.generation {
+            self.positions.clear();
+        }
+        self.assignment = batch.assignment;
+        let records = batch
+            .records
+            .into_iter()
+            .map(|r| r.decode::<T>(&self.topic))
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(last) = records.last() {
+            self.positions.insert(last.partition, last.offset + 1);
+        }
+        Ok(records)
+    }
+
+    fn fetch(&self, max_records: usize, timeout: Duration) -> Result<crate::types::ConsumerBatch> {
+        let poll = ConsumerPoll {
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            member: self.member.clone(),
+            generation: self.assignment.generation,
+            positions: self.positions.clone(),
+            max_records,
+            wait: (!timeout.is_zero()).then_some(timeout),
+        };
+        self.broker.call_async(|h| h.consumer_poll(poll))
+    }
+
+    fn rejoin(&mut self) -> Result<()> {
+        self.assignment =
+            self.broker
+                .join_group_with(&self.topic, &self.group, &self.member, self.options)?;
+        self.positions.clear();
+        Ok(())
+    }
+
+    /// Commits `record` and everything before it in its partition, fenced by this
+    /// consumer's generation.
+    ///
+    /// # Errors
+    /// `IllegalGeneration` (the group rebalanced: poll again and re-process from the
+    /// committed offset), `PartitionNotAssigned`, `UnknownMember`, `OffsetOutOfRange`, `Io`.
+    pub fn commit(&mut self, record: &Record<T>) -> Result<()> {
+        self.commit_offset(record.partition, record.offset)
+    }
+
+    /// Commits `offset` of `partition`, fenced by this consumer's generation.
+    ///
+    /// # Errors
+    /// As [`Consumer::commit`].
+    pub fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
+        let commit = FencedCommit {
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            member: self.member.clone(),
+            generation: self.assignment.generation,
+            partition,
+            offset,
+        };
+        self.broker.call_async(|h| h.fenced_commit(commit))?;
+        // Reading on from before the commit would re-deliver committed records.
+        let position = self.positions.entry(partition).or_insert(offset + 1);
+        *position = (*position).max(offset + 1);
+        Ok(())
+    }
+
+    /// Moves this consumer's position in `partition` to `offset` (the next record read).
+    ///
+    /// # Errors
+    /// `PartitionNotAssigned` when the partition is not in the current assignment.
+    pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
+        if !self.assignment.partitions.contains(&partition) {
+            return Err(Error::PartitionNotAssigned {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                member: self.member.clone(),
+                partition,
+                generation: self.assignment.generation,
+            });
+        }
+        self.positions.insert(partition, offset);
+        Ok(())
+    }
+
+    /// A sign of life; refreshes the assignment (positions are dropped on a new generation).
+    ///
+    /// # Errors
+    /// `UnknownMember` when evicted (the next poll rejoins).
+    pub fn heartbeat(&mut self) -> Result<&Assignment> {
+        let assignment = self
+            .broker
+            .heartbeat(&self.topic, &self.group, &self.member)?;
+        if assignment.generation != self.assignment.generation {
+            self.positions.clear();
+        }
+        self.assignment = assignment;
+        Ok(&self.assignment)
+    }
+}
+
+impl<T> Drop for Consumer<T> {
+    /// Leaves the group, so its partitions go to the other members at once instead of after
+    /// the session timeout.
+    fn drop(&mut self) {
+        let _ = self
+            .broker
+            .leave_group(&self.topic, &self.group, &self.member);
+    }
+}
