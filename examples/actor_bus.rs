@@ -1,17 +1,16 @@
 //! NanoKafka as an event bus between actix actors.
 //!
 //! An `OrderDesk` actor publishes typed `OrderPlaced` events (keyed by customer, so one
-//! customer's orders stay in order on one partition). Two consumer actors read them in two
-//! groups, so each sees every event (pub/sub): `Fulfillment` ships orders, `Audit` totals
-//! them. Both long-poll (woken by the produce, no busy loop) and commit after handling a
-//! batch, so a crash re-delivers only what was not committed (at-least-once).
+//! customer's orders stay in order on one partition). Two subscriber actors receive them
+//! pushed by the broker, each as the member of its own group, so each sees every event
+//! (pub/sub): `fulfillment` and `audit`. Each batch is committed by the subscriber's
+//! `Ack::Commit` reply, so a crash re-delivers only what was not committed (at-least-once).
 //!
 //! Run: `cargo run --release --example actor_bus`
 
-use std::time::Duration;
-
 use actix::prelude::*;
-use nanokafka::{AsyncNanoKafka, NanoKafka, Record, TopicConfig};
+use nanokafka::messages::{Ack, Delivered, SubscribeOptions};
+use nanokafka::{AsyncNanoKafka, NanoKafka, TopicConfig};
 use serde::{Deserialize, Serialize};
 
 const TOPIC: &str = "orders";
@@ -53,9 +52,10 @@ impl Handler<PlaceOrder> for OrderDesk {
     }
 }
 
-/// A consumer actor: joins `group`, polls batches, hands each event to `on_event`, commits.
+/// A consumer actor. The broker pushes it batches of events as a member of `group` (at most
+/// a few batches unanswered, so a slow subscriber slows the broker, not its memory); its
+/// `Ack::Commit` reply commits the batch.
 struct Subscriber {
-    bus: AsyncNanoKafka,
     group: &'static str,
     seen: u64,
     total_cents: u64,
@@ -69,67 +69,30 @@ struct Finished {
     total_cents: u64,
 }
 
-impl Subscriber {
-    fn poll_next(&mut self, ctx: &mut Context<Self>) {
-        let (bus, group) = (self.bus.clone(), self.group);
-        let poll = async move {
-            bus.poll_batch::<OrderPlaced>(TOPIC, group, "member-1", 8, Duration::from_secs(5))
-                .await
-        };
-        ctx.spawn(
-            poll.into_actor(self)
-                .then(|batch, act, _| {
-                    let bus = act.bus.clone();
-                    let group = act.group;
-                    let batch = batch.expect("poll");
-                    let last = batch
-                        .last()
-                        .map(|r: &Record<OrderPlaced>| (r.partition, r.offset));
-                    for record in &batch {
-                        act.seen += 1;
-                        act.total_cents += record.value.cents;
-                        println!(
-                            "{group}: order {} for {} ({} cents)",
-                            record.value.id, record.value.customer, record.value.cents
-                        );
-                    }
-                    async move {
-                        if let Some((partition, offset)) = last {
-                            bus.commit(TOPIC, group, partition, offset)
-                                .await
-                                .expect("commit");
-                        }
-                    }
-                    .into_actor(act)
-                })
-                .map(|(), act, ctx| {
-                    if act.seen >= ORDERS {
-                        act.done.do_send(Finished {
-                            group: act.group,
-                            total_cents: act.total_cents,
-                        });
-                    } else {
-                        act.poll_next(ctx);
-                    }
-                }),
-        );
-    }
-}
-
 impl Actor for Subscriber {
     type Context = Context<Self>;
+}
 
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        let (bus, group) = (self.bus.clone(), self.group);
-        let join = async move { bus.join_group(TOPIC, group, "member-1").await };
-        ctx.wait(join.into_actor(self).map(|assignment, act, _| {
+impl Handler<Delivered<OrderPlaced>> for Subscriber {
+    type Result = Ack;
+
+    fn handle(&mut self, batch: Delivered<OrderPlaced>, _: &mut Context<Self>) -> Ack {
+        for record in &batch.records {
+            let order = &record.value;
+            self.seen += 1;
+            self.total_cents += order.cents;
             println!(
-                "{}: joined, partitions {:?}",
-                act.group,
-                assignment.expect("join").partitions
+                "{}: order {} for {} ({} cents, partition {})",
+                self.group, order.id, order.customer, order.cents, record.partition
             );
-        }));
-        self.poll_next(ctx);
+        }
+        if self.seen == ORDERS {
+            self.done.do_send(Finished {
+                group: self.group,
+                total_cents: self.total_cents,
+            });
+        }
+        Ack::Commit
     }
 }
 
@@ -169,14 +132,16 @@ fn main() -> Result<(), nanokafka::Error> {
     system.block_on(async move {
         let finish = Finish { remaining: 2 }.start();
         for group in ["fulfillment", "audit"] {
-            Subscriber {
-                bus: bus.clone(),
+            let subscriber = Subscriber {
                 group,
                 seen: 0,
                 total_cents: 0,
                 done: finish.clone().recipient(),
             }
             .start();
+            let options = SubscribeOptions::default();
+            bus.subscribe(TOPIC, group, "member-1", subscriber.recipient(), options)
+                .await?;
         }
         let desk = OrderDesk { bus }.start();
         for id in 0..ORDERS {

@@ -14,8 +14,9 @@ use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
-    Commit, ConsumerPoll, CrashPartition, CreateTopic, FencedCommit, GetStats, Heartbeat,
-    JoinGroup, Lag, LeaveGroup, Poll, Produce,
+    Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
+    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Produce, Subscribe, SubscribeOptions,
+    Subscription,
 };
 use crate::partition::ProduceRecord;
 use crate::types::{encode, BrokerStats, ConsumerBatch, Delivery, Record};
@@ -140,6 +141,28 @@ impl AsyncNanoKafka {
             group: group.to_owned(),
             member: member.to_owned(),
             options: options.into(),
+        })
+        .await
+    }
+
+    /// Subscribes `recipient` (an actor) to `topic` as `member` of `group`: records are
+    /// pushed as typed [`Delivered<T>`] batches and committed by its [`crate::messages::Ack`].
+    /// # Errors
+    /// As [`crate::messages::Subscribe`].
+    pub async fn subscribe<T: DeserializeOwned + Send + 'static>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        recipient: Recipient<Delivered<T>>,
+        options: SubscribeOptions,
+    ) -> Result<Subscription> {
+        self.ask(Subscribe {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+            recipient,
+            options,
         })
         .await
     }

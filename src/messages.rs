@@ -10,7 +10,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use actix::Message;
+use actix::{Message, Recipient};
+use serde::de::DeserializeOwned;
+
+pub use crate::actors::subscription::{
+    Ack, Delivered, SubscribeOptions, Subscription, Unsubscribe,
+};
 
 use crate::config::TopicConfig;
 use crate::error::Result;
@@ -177,6 +182,34 @@ pub struct CrashPartition {
     pub partition: u32,
 }
 topic_message!(CrashPartition => ());
+
+/// Subscribe an actor to a topic as member `member` of `group`: records are pushed to
+/// `recipient` as [`Delivered<T>`] batches, at most `options.max_in_flight` unanswered, and
+/// the subscriber's [`Ack`] commits them. Reply: a [`Subscription`] once the member joined.
+/// Errors: as [`JoinGroup`]; `InvalidConfig` for a zero `max_in_flight`, `max_batch` or
+/// `poll_wait`. See `actors::subscription` for the delivery rules.
+pub struct Subscribe<T: DeserializeOwned + Send + 'static> {
+    pub topic: String,
+    pub group: String,
+    pub member: String,
+    pub recipient: Recipient<Delivered<T>>,
+    pub options: SubscribeOptions,
+}
+
+impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for Subscribe<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscribe")
+            .field("topic", &self.topic)
+            .field("group", &self.group)
+            .field("member", &self.member)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> Message for Subscribe<T> {
+    type Result = Result<Subscription>;
+}
 
 /// Everything `stats()` reports. Never fails.
 #[derive(Debug, Clone, Copy)]

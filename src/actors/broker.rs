@@ -8,12 +8,15 @@ use std::sync::Arc;
 use actix::dev::ToEnvelope;
 use actix::prelude::*;
 use futures::future::join_all;
+use serde::de::DeserializeOwned;
 
+use super::subscription::{Subscription, SubscriptionActor};
 use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
 use super::BrokerSettings;
+use crate::async_handle::AsyncNanoKafka;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::messages::{CreateTopic, GetStats, Shutdown, TopicMessage};
+use crate::messages::{CreateTopic, GetStats, Shutdown, Subscribe, TopicMessage};
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
 
@@ -131,6 +134,36 @@ where
             }
             Err(e) => Box::pin(async { Err(e) }),
         }
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor {
+    type Result = ResponseFuture<Result<Subscription>>;
+
+    fn handle(&mut self, msg: Subscribe<T>, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Subscribe").entered();
+        let options = msg.options;
+        if options.max_in_flight == 0 || options.max_batch == 0 || options.poll_wait.is_zero() {
+            return Box::pin(async move {
+                Err(Error::InvalidConfig(format!(
+                    "a subscription needs max_in_flight, max_batch and poll_wait above zero, got {options:?}"
+                )))
+            });
+        }
+        let bus = AsyncNanoKafka::from(ctx.address());
+        Box::pin(async move {
+            let assignment = bus
+                .join_group_with(&msg.topic, &msg.group, &msg.member, options.group)
+                .await?;
+            let names = (msg.topic.as_str(), msg.group.as_str(), msg.member.as_str());
+            Ok(SubscriptionActor::start(
+                bus.clone(),
+                names,
+                assignment.generation,
+                msg.recipient,
+                options,
+            ))
+        })
     }
 }
 

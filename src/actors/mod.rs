@@ -6,10 +6,13 @@
 //! - [`partition::PartitionActor`]: one per partition, supervised, on an I/O arbiter;
 //!   the single writer of its files.
 //! - [`coordinator::GroupCoordinatorActor`]: one per group, supervised; membership and polls.
+//! - [`subscription::SubscriptionActor`]: one per push subscription; polls as a group
+//!   member and pushes typed batches to a subscribing actor, with bounded credits.
 
 pub mod broker;
 pub mod coordinator;
 pub mod partition;
+pub mod subscription;
 pub mod supervise;
 pub mod topic;
 
