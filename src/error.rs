@@ -1,13 +1,16 @@
 //! The crate's one error type (spec §7).
 //!
 //! Variants are the cases a caller would branch on; each carries the context needed to act on
-//! it (a path, a position, the offending value) and keeps its `#[source]`.
+//! it (a path, a position, the offending value) and keeps its `#[source]`. Sources are held in
+//! `Arc`s so an `Error` is `Clone`: one failed group-commit write answers every request that
+//! shared it.
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Everything that can go wrong in NanoKafka.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// An operating-system call failed. `op` names what was being done.
     #[error("{op} {path}: {source}")]
@@ -15,7 +18,7 @@ pub enum Error {
         op: &'static str,
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
 
     /// Bytes on disk failed validation (checksum, framing, offsets). Never served as data.
@@ -126,7 +129,7 @@ pub enum Error {
 
     /// A payload could not be encoded with rmp-serde.
     #[error("cannot encode payload: {0}")]
-    Encode(#[source] rmp_serde::encode::Error),
+    Encode(#[source] Arc<rmp_serde::encode::Error>),
 
     /// A stored payload does not decode as the requested type. The record stays where it is:
     /// commit its offset to skip it.
@@ -136,7 +139,7 @@ pub enum Error {
         partition: u32,
         offset: u64,
         #[source]
-        source: rmp_serde::decode::Error,
+        source: Arc<rmp_serde::decode::Error>,
     },
 
     /// The broker was shut down (or its actor system is gone).
@@ -174,7 +177,7 @@ impl Error {
         Error::Io {
             op,
             path: path.into(),
-            source,
+            source: Arc::new(source),
         }
     }
 

@@ -24,16 +24,6 @@ pub struct ProduceRecord {
     pub value: Vec<u8>,
 }
 
-fn as_append_records(records: &[ProduceRecord]) -> Vec<AppendRecord<'_>> {
-    records
-        .iter()
-        .map(|r| AppendRecord {
-            key: r.key.as_deref(),
-            value: &r.value,
-        })
-        .collect()
-}
-
 /// One partition's log and offsets.
 #[derive(Debug)]
 pub struct Partition {
@@ -80,18 +70,30 @@ impl Partition {
     ///
     /// # Errors
     /// As [`PartitionLog::append`].
-    pub fn append(&mut self, records: &[ProduceRecord], now_ms: u64) -> Result<AppendInfo> {
-        self.log.append(&as_append_records(records), now_ms)
+    pub fn append<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = &'a ProduceRecord>,
+        now_ms: u64,
+    ) -> Result<AppendInfo> {
+        let batch: Vec<AppendRecord<'_>> = records
+            .into_iter()
+            .map(|r| AppendRecord {
+                key: r.key.as_deref(),
+                value: &r.value,
+            })
+            .collect();
+        self.log.append(&batch, now_ms)
     }
 
-    /// Checks records against the size limits without writing (before a produce is parked).
+    /// Checks records against the size limits without writing anything.
     ///
     /// # Errors
     /// `RecordTooLarge`.
     pub fn check(&self, records: &[ProduceRecord]) -> Result<()> {
-        self.log
-            .check_batch(&as_append_records(records))
-            .map(|_| ())
+        let sizes = records
+            .iter()
+            .map(|r| (r.key.as_ref().map_or(0, Vec::len), r.value.len()));
+        self.log.check_sizes(sizes).map(|_| ())
     }
 
     /// The offset `group` reads next: its commit, or the log start if it has none or fell
@@ -117,9 +119,10 @@ impl Partition {
         self.log.log_end_offset().saturating_sub(slowest)
     }
 
-    /// `Some(backlog)` when the backlog has reached `max_size`.
-    pub fn full(&self) -> Option<u64> {
-        let backlog = self.backlog();
+    /// `Some(backlog)` when the backlog, counting `pending` records accepted but not yet
+    /// written, has reached `max_size`.
+    pub fn full(&self, pending: u64) -> Option<u64> {
+        let backlog = self.backlog() + pending;
         self.max_size.filter(|&max| backlog >= max).map(|_| backlog)
     }
 
@@ -322,13 +325,13 @@ mod tests {
         let mut p = open(dir.path(), Some(5));
         produce(&mut p, 5);
         assert_eq!(
-            p.full(),
+            p.full(0),
             Some(5),
             "no group: every retained record is backlog"
         );
         p.commit("fast", 3).unwrap();
         assert_eq!(p.backlog(), 1);
-        assert_eq!(p.full(), None);
+        assert_eq!(p.full(0), None);
         p.register_group("new", StartFrom::Earliest).unwrap();
         assert_eq!(
             p.backlog(),

@@ -28,7 +28,7 @@ impl Record<Vec<u8>> {
             topic: topic.to_owned(),
             partition: self.partition,
             offset: self.offset,
-            source,
+            source: std::sync::Arc::new(source),
         })?;
         Ok(Record {
             partition: self.partition,
@@ -46,7 +46,7 @@ impl Record<Vec<u8>> {
 /// # Errors
 /// [`Error::Encode`].
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    rmp_serde::to_vec_named(value).map_err(Error::Encode)
+    rmp_serde::to_vec_named(value).map_err(|e| Error::Encode(std::sync::Arc::new(e)))
 }
 
 /// What a `Consumer` poll returns: records and the member's current assignment (a new

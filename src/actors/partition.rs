@@ -149,6 +149,26 @@ impl Slot {
 }
 
 #[derive(Debug)]
+struct PendingAppend {
+    records: Vec<ProduceRecord>,
+    reply: oneshot::Sender<Result<AppendInfo>>,
+}
+
+/// A group commit waits for at most this many payload bytes (one `write` of ~1 MiB takes
+/// ~0.1 ms here)...
+const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
+/// ...or this many produce requests, so a mailbox that never drains cannot delay a flush.
+const GROUP_COMMIT_MAX_REQUESTS: usize = 1024;
+
+/// Write the group commit. Sent by the actor to itself, so it runs once the mailbox is
+/// drained.
+#[derive(Debug)]
+struct FlushAppends;
+impl Message for FlushAppends {
+    type Result = ();
+}
+
+#[derive(Debug)]
 struct ParkedProduce {
     records: Vec<ProduceRecord>,
     since: Instant,
@@ -172,6 +192,11 @@ pub struct PartitionActor {
     /// Outlives restarts so backpressure keeps counting groups that have not committed yet.
     registered: BTreeMap<String, StartFrom>,
     parked: VecDeque<ParkedProduce>,
+    /// The group commit: produces accepted and not yet written.
+    pending: Vec<PendingAppend>,
+    pending_records: u64,
+    pending_bytes: usize,
+    flush_scheduled: bool,
     waiters: Vec<oneshot::Sender<Result<()>>>,
     restarts: RestartBudget,
     /// Set by `restarting`; `started` then reopens under the restart budget.
@@ -198,6 +223,10 @@ impl PartitionActor {
             slot: Slot::Opening,
             registered: BTreeMap::new(),
             parked: VecDeque::new(),
+            pending: Vec::new(),
+            pending_records: 0,
+            pending_bytes: 0,
+            flush_scheduled: false,
             waiters: Vec::new(),
             restarts: RestartBudget::default(),
             restart_pending: false,
@@ -305,14 +334,14 @@ impl PartitionActor {
         }
     }
 
-    /// Appends now, rejects, or parks, per the backpressure rule.
+    /// Accepts into the group commit, rejects, or parks, per the backpressure rule.
     fn produce(
         &mut self,
         records: Vec<ProduceRecord>,
         reply: oneshot::Sender<Result<AppendInfo>>,
         ctx: &mut Context<Self>,
     ) {
-        let backpressure = self.backpressure;
+        let (backpressure, pending) = (self.backpressure, self.pending_records);
         let (topic, partition_id) = (self.topic.clone(), self.partition);
         let queue_empty = self.parked.is_empty();
         let partition = match self.open_partition() {
@@ -322,7 +351,12 @@ impl PartitionActor {
                 return;
             }
         };
-        match (partition.full(), backpressure) {
+        // Never park or batch what can never be written: it would fail its neighbours.
+        if let Err(e) = partition.check(&records) {
+            let _ = reply.send(Err(e));
+            return;
+        }
+        match (partition.full(pending), backpressure) {
             (Some(backlog), Backpressure::Reject) => {
                 let max_size = partition.max_size().unwrap_or_default();
                 let _ = reply.send(Err(Error::PartitionFull {
@@ -332,13 +366,8 @@ impl PartitionActor {
                     max_size,
                 }));
             }
-            (None, _) if queue_empty => self.append_and_reply(records, reply, ctx),
+            (None, _) if queue_empty => self.enqueue(records, reply, ctx),
             _ => {
-                // Never park what can never be written.
-                if let Err(e) = partition.check(&records) {
-                    let _ = reply.send(Err(e));
-                    return;
-                }
                 // Full, or others are already waiting (keep them in order): park.
                 self.parked.push_back(ParkedProduce {
                     records,
@@ -350,43 +379,84 @@ impl PartitionActor {
         }
     }
 
-    fn append_and_reply(
+    /// Adds a produce to the group commit: flushed once the mailbox is drained (every
+    /// produce already waiting shares the write and the sync), or at once when the batch
+    /// is large.
+    fn enqueue(
         &mut self,
         records: Vec<ProduceRecord>,
         reply: oneshot::Sender<Result<AppendInfo>>,
         ctx: &mut Context<Self>,
     ) {
-        let now = self.settings.clock.now_ms();
-        let Ok(partition) = self.open_partition() else {
-            let _ = reply.send(Err(self.unavailable()));
-            return;
-        };
-        let result = partition.append(&records, now);
-        if matches!(result, Err(Error::Io { .. })) {
-            // The file's state after a failed write or sync is unknown: reload from disk.
-            ctx.stop();
+        self.pending_records += records.len() as u64;
+        self.pending_bytes += records
+            .iter()
+            .map(|r| r.value.len() + r.key.as_ref().map_or(0, Vec::len))
+            .sum::<usize>();
+        self.pending.push(PendingAppend { records, reply });
+        if self.pending_bytes >= GROUP_COMMIT_MAX_BYTES
+            || self.pending.len() >= GROUP_COMMIT_MAX_REQUESTS
+        {
+            self.flush(ctx);
+        } else if !self.flush_scheduled {
+            self.flush_scheduled = true;
+            ctx.notify(FlushAppends);
         }
-        if result.is_ok() {
-            for waiter in self.waiters.drain(..) {
-                let _ = waiter.send(Ok(()));
+    }
+
+    /// Writes every pending produce with one append (one `write`, one sync under `Always`)
+    /// and answers each with its own offsets.
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        let pending = std::mem::take(&mut self.pending);
+        (self.pending_records, self.pending_bytes) = (0, 0);
+        if pending.is_empty() {
+            return;
+        }
+        let now = self.settings.clock.now_ms();
+        let result = self
+            .open_partition()
+            .and_then(|p| p.append(pending.iter().flat_map(|p| &p.records), now));
+        match result {
+            Ok(info) => {
+                let mut next = info.base_offset;
+                for p in pending {
+                    let count = p.records.len() as u64;
+                    let _ = p.reply.send(Ok(AppendInfo {
+                        base_offset: next,
+                        count,
+                        timestamp_ms: info.timestamp_ms,
+                    }));
+                    next += count;
+                }
+                for waiter in self.waiters.drain(..) {
+                    let _ = waiter.send(Ok(()));
+                }
+            }
+            Err(e) => {
+                if matches!(e, Error::Io { .. }) {
+                    // The file's state after a failed write or sync is unknown: reload it.
+                    ctx.stop();
+                }
+                for p in pending {
+                    let _ = p.reply.send(Err(e.clone()));
+                }
             }
         }
-        let _ = reply.send(result);
     }
 
     /// Admits parked produces, oldest first, while there is room.
     fn admit_parked(&mut self, ctx: &mut Context<Self>) {
         while let Some(front) = self.parked.front() {
-            let has_room = matches!(&self.slot, Slot::Open(p) if p.full().is_none());
             if front.reply.is_canceled() {
                 self.parked.pop_front();
                 continue;
             }
-            if !has_room {
+            let pending = self.pending_records;
+            if !matches!(&self.slot, Slot::Open(p) if p.full(pending).is_none()) {
                 return;
             }
             let parked = self.parked.pop_front().expect("front exists");
-            self.append_and_reply(parked.records, parked.reply, ctx);
+            self.enqueue(parked.records, parked.reply, ctx);
         }
     }
 
@@ -426,8 +496,10 @@ impl Supervised for PartitionActor {
         let _span = self.span.clone().entered();
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
-        for parked in self.parked.drain(..) {
-            let _ = parked.reply.send(Err(Error::PartitionRestarted {
+        (self.pending_records, self.pending_bytes) = (0, 0);
+        let unwritten = self.pending.drain(..).map(|p| p.reply);
+        for reply in unwritten.chain(self.parked.drain(..).map(|p| p.reply)) {
+            let _ = reply.send(Err(Error::PartitionRestarted {
                 topic: self.topic.clone(),
                 partition: self.partition,
             }));
@@ -463,6 +535,17 @@ impl Handler<Append> for PartitionActor {
             act.produce(msg.records, tx, ctx)
         });
         deferred(rx, self.restarted())
+    }
+}
+
+impl Handler<FlushAppends> for PartitionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: FlushAppends, ctx: &mut Context<Self>) {
+        let _span = tracing::debug_span!(parent: &self.span, "FlushAppends").entered();
+        self.flush_scheduled = false;
+        let name = self.name();
+        guarded(self, ctx, &name, |act, ctx| act.flush(ctx));
     }
 }
 
@@ -572,8 +655,10 @@ impl Handler<DescribePartition> for PartitionActor {
 impl Handler<ClosePartition> for PartitionActor {
     type Result = Result<()>;
 
-    fn handle(&mut self, _: ClosePartition, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: ClosePartition, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ClosePartition").entered();
+        // Produces accepted before the shutdown are written and acknowledged first.
+        self.flush(ctx);
         for parked in self.parked.drain(..) {
             let _ = parked.reply.send(Err(Error::BrokerStopped));
         }

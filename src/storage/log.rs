@@ -357,16 +357,28 @@ impl PartitionLog {
     /// `RecordTooLarge` when a record's key + value exceeds the maximum record size or the
     /// batch exceeds [`MAX_BATCH_BYTES`].
     pub fn check_batch(&self, records: &[AppendRecord<'_>]) -> Result<usize> {
+        self.check_sizes(
+            records
+                .iter()
+                .map(|r| (r.key.map_or(0, <[u8]>::len), r.value.len())),
+        )
+    }
+
+    /// As [`PartitionLog::check_batch`], from each record's `(key length, value length)`.
+    ///
+    /// # Errors
+    /// `RecordTooLarge`.
+    pub fn check_sizes(&self, sizes: impl IntoIterator<Item = (usize, usize)>) -> Result<usize> {
         let mut batch_len = 0usize;
-        for r in records {
-            let size = r.key.map_or(0, <[u8]>::len) + r.value.len();
+        for (key_len, value_len) in sizes {
+            let size = key_len + value_len;
             if size > self.config.max_record_bytes {
                 return Err(Error::RecordTooLarge {
                     size,
                     max: self.config.max_record_bytes,
                 });
             }
-            batch_len += record::frame_len(r.key.map_or(0, <[u8]>::len), r.value.len());
+            batch_len += record::frame_len(key_len, value_len);
         }
         if batch_len > MAX_BATCH_BYTES {
             return Err(Error::RecordTooLarge {
