@@ -263,14 +263,19 @@ fn a_latest_group_reads_only_what_is_produced_after_it_joined() {
         broker.produce("t", &value).unwrap();
     }
     let latest = GroupOptions::default().start(StartFrom::Latest);
-    let mut late = broker.consumer_with::<u64>("t", "late", "m", latest).unwrap();
+    let mut late = broker
+        .consumer_with::<u64>("t", "late", "m", latest)
+        .unwrap();
     let mut early = broker.consumer::<u64>("t", "early", "m").unwrap();
 
     assert_eq!(
         broker.lag("t", "late").unwrap(),
         BTreeMap::from([(0, 0), (1, 0)])
     );
-    assert_eq!(group_stats(&broker, "late").lag, BTreeMap::from([(0, 0), (1, 0)]));
+    assert_eq!(
+        group_stats(&broker, "late").lag,
+        BTreeMap::from([(0, 0), (1, 0)])
+    );
     assert_eq!(broker.lag("t", "early").unwrap().values().sum::<u64>(), 5);
     assert!(late.poll_batch(100, Duration::ZERO).unwrap().is_empty());
 
@@ -305,7 +310,11 @@ fn joining_an_existing_group_with_other_options_is_invalid_config() {
             "{group} with {options:?}: {joined:?}"
         );
         let stats = group_stats(&broker, group);
-        assert_eq!((stats.generation, stats.assignment.len()), (1, 1), "{group}");
+        assert_eq!(
+            (stats.generation, stats.assignment.len()),
+            (1, 1),
+            "{group}"
+        );
     }
     assert!(matches!(
         broker.consumer::<u64>("t", "late", "b"),

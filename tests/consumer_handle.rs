@@ -29,7 +29,11 @@ fn poll_until_empty(consumer: &mut Consumer<u64>, max: usize) -> Vec<Record<u64>
     let mut seen = Vec::new();
     loop {
         let batch = consumer.poll_batch(max, Duration::ZERO).unwrap();
-        assert!(batch.len() <= max, "a batch of {} for max {max}", batch.len());
+        assert!(
+            batch.len() <= max,
+            "a batch of {} for max {max}",
+            batch.len()
+        );
         if batch.is_empty() {
             return seen;
         }
@@ -52,9 +56,16 @@ fn consecutive_polls_never_redeliver_inside_a_generation() {
     let seen = poll_until_empty(&mut consumer, 3);
     let mut values: Vec<u64> = seen.iter().map(|r| r.value).collect();
     values.sort_unstable();
-    assert_eq!(values, (0..20).collect::<Vec<_>>(), "every record exactly once");
+    assert_eq!(
+        values,
+        (0..20).collect::<Vec<_>>(),
+        "every record exactly once"
+    );
     assert_eq!(consumer.assignment().generation, generation);
-    assert_eq!((consumer.position(0), consumer.position(1)), (Some(10), Some(10)));
+    assert_eq!(
+        (consumer.position(0), consumer.position(1)),
+        (Some(10), Some(10))
+    );
     // Positions are the consumer's own: nothing was committed.
     assert_eq!(broker.lag("t", "g").unwrap().values().sum::<u64>(), 20);
     assert_eq!(committed(&broker, "g", 0), None);
@@ -99,7 +110,9 @@ fn dropping_a_consumer_rebalances_the_group() {
     produce_to(&broker, "t", 3, &[33]);
     let got = a.poll_batch(10, Duration::ZERO).unwrap();
     assert_eq!(
-        got.iter().map(|r| (r.partition, r.value)).collect::<Vec<_>>(),
+        got.iter()
+            .map(|r| (r.partition, r.value))
+            .collect::<Vec<_>>(),
         [(3, 33)]
     );
 }
