@@ -1,0 +1,263 @@
+//! The `Consumer<T>` handle, black-box: in-memory positions (no redelivery inside a
+//! generation), where reading resumes (committed offsets after a rebalance, a new consumer,
+//! a coordinator restart; the seek offset after a seek), leaving on drop, and commits fenced
+//! by generation and ownership. Liveness, assignors, start positions and stats are in
+//! `consumer_groups.rs`. Each test owns a fresh data directory.
+
+mod common;
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use common::{broker_with_topic, produce_to};
+use nanokafka::{Consumer, Error, NanoKafka, Record, TopicConfig};
+
+fn committed(broker: &NanoKafka, group: &str, partition: u32) -> Option<u64> {
+    broker.stats().unwrap().topics["t"].partitions[partition as usize]
+        .committed
+        .get(group)
+        .copied()
+}
+
+fn offsets(records: &[Record<u64>]) -> Vec<(u32, u64)> {
+    records.iter().map(|r| (r.partition, r.offset)).collect()
+}
+
+/// Polls `consumer` in batches of `max` until a poll comes back empty (no commits).
+fn poll_until_empty(consumer: &mut Consumer<u64>, max: usize) -> Vec<Record<u64>> {
+    let mut seen = Vec::new();
+    loop {
+        let batch = consumer.poll_batch(max, Duration::ZERO).unwrap();
+        assert!(
+            batch.len() <= max,
+            "a batch of {} for max {max}",
+            batch.len()
+        );
+        if batch.is_empty() {
+            return seen;
+        }
+        seen.extend(batch);
+    }
+}
+
+// ---- positions ----
+
+#[test]
+fn consecutive_polls_never_redeliver_inside_a_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    for value in 0..20u64 {
+        broker.produce("t", &value).unwrap();
+    }
+    let mut consumer = broker.consumer::<u64>("t", "g", "c").unwrap();
+    let generation = consumer.assignment().generation;
+
+    let seen = poll_until_empty(&mut consumer, 3);
+    let mut values: Vec<u64> = seen.iter().map(|r| r.value).collect();
+    values.sort_unstable();
+    assert_eq!(
+        values,
+        (0..20).collect::<Vec<_>>(),
+        "every record exactly once"
+    );
+    assert_eq!(consumer.assignment().generation, generation);
+    assert_eq!(
+        (consumer.position(0), consumer.position(1)),
+        (Some(10), Some(10))
+    );
+    // Positions are the consumer's own: nothing was committed.
+    assert_eq!(broker.lag("t", "g").unwrap().values().sum::<u64>(), 20);
+    assert_eq!(committed(&broker, "g", 0), None);
+}
+
+#[test]
+fn a_new_consumer_after_the_first_is_dropped_resumes_from_the_committed_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    produce_to(&broker, "t", 0, &(0..10).collect::<Vec<_>>());
+    let mut first = broker.consumer::<u64>("t", "g", "first").unwrap();
+    let read = first.poll_batch(6, Duration::ZERO).unwrap();
+    assert_eq!(read.len(), 6);
+    first.commit(&read[3]).unwrap(); // committed 4; 4 and 5 read but not committed
+    drop(first);
+
+    let mut second = broker.consumer::<u64>("t", "g", "second").unwrap();
+    let resumed = poll_until_empty(&mut second, 100);
+    assert_eq!(
+        offsets(&resumed),
+        (4..10).map(|o| (0, o)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn dropping_a_consumer_rebalances_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(4));
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    let b = broker.consumer::<u64>("t", "g", "b").unwrap();
+    let shared = a.heartbeat().unwrap().clone();
+    assert_eq!(shared.partitions, vec![0, 2]);
+    assert_eq!(b.assignment().partitions, vec![1, 3]);
+
+    drop(b);
+    let alone = a.heartbeat().unwrap().clone();
+    assert_eq!(alone.generation, shared.generation + 1);
+    assert_eq!(alone.partitions, vec![0, 1, 2, 3]);
+    let stats = broker.stats().unwrap().topics["t"].groups["g"].clone();
+    assert_eq!(stats.assignment.keys().collect::<Vec<_>>(), ["a"]);
+    // b's partitions are a's now.
+    produce_to(&broker, "t", 3, &[33]);
+    let got = a.poll_batch(10, Duration::ZERO).unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|r| (r.partition, r.value))
+            .collect::<Vec<_>>(),
+        [(3, 33)]
+    );
+}
+
+#[test]
+fn seek_moves_the_position_back_and_forward_and_refuses_unassigned_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    produce_to(&broker, "t", 0, &(0..10).collect::<Vec<_>>());
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    let _b = broker.consumer::<u64>("t", "g", "b").unwrap();
+    a.heartbeat().unwrap(); // a owns partition 0 only
+
+    let read = a.poll_batch(4, Duration::ZERO).unwrap();
+    assert_eq!(offsets(&read), [(0, 0), (0, 1), (0, 2), (0, 3)]);
+    a.seek(0, 1).unwrap();
+    assert_eq!(a.position(0), Some(1));
+    let back = a.poll_batch(2, Duration::ZERO).unwrap();
+    assert_eq!(offsets(&back), [(0, 1), (0, 2)]);
+    a.seek(0, 8).unwrap();
+    let forward = poll_until_empty(&mut a, 100);
+    assert_eq!(offsets(&forward), [(0, 8), (0, 9)]);
+
+    let refused = a.seek(1, 0);
+    assert!(
+        matches!(refused, Err(Error::PartitionNotAssigned { partition: 1, ref member, .. }) if member == "a"),
+        "{refused:?}"
+    );
+    assert_eq!(a.position(1), None);
+    assert_eq!(committed(&broker, "g", 0), None, "seeking commits nothing");
+
+    // A seek before the first poll is where that poll starts.
+    let mut fresh = broker.consumer::<u64>("t", "other", "f").unwrap();
+    fresh.seek(0, 5).unwrap();
+    assert_eq!(
+        offsets(&fresh.poll_batch(2, Duration::ZERO).unwrap()),
+        [(0, 5), (0, 6)]
+    );
+}
+
+#[test]
+fn after_a_rebalance_a_consumer_resumes_from_the_committed_offsets_of_the_partitions_it_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    produce_to(&broker, "t", 0, &[0, 1, 2, 3, 4]);
+    produce_to(&broker, "t", 1, &[10, 11, 12, 13, 14]);
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    assert_eq!(poll_until_empty(&mut a, 100).len(), 10);
+    a.commit_offset(0, 1).unwrap(); // committed 2
+    a.commit_offset(1, 2).unwrap(); // committed 3
+    let before = a.assignment().generation;
+
+    let b = broker.join_group("t", "g", "b").unwrap();
+    assert_eq!(b.partitions, vec![1]);
+    // a keeps partition 0 and reads its uncommitted records again; partition 1 is b's.
+    let again = poll_until_empty(&mut a, 100);
+    assert_eq!(offsets(&again), [(0, 2), (0, 3), (0, 4)]);
+    assert_eq!(a.assignment().generation, before + 1);
+    assert_eq!(a.assignment().partitions, vec![0]);
+    let taken_over = broker
+        .poll_batch::<u64>("t", "g", "b", 100, Duration::ZERO)
+        .unwrap();
+    assert_eq!(offsets(&taken_over), [(1, 3), (1, 4)]);
+}
+
+/// Runs `body` on its own thread and fails the test if it has not finished within `limit`:
+/// a request left hanging by the coordinator's restart fails instead of blocking the run.
+fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done_tx, done_rx) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        let value = body();
+        let _ = done_tx.send(());
+        value
+    });
+    match done_rx.recv_timeout(limit) {
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Ok(value) => value,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
+    }
+}
+
+#[test]
+fn a_consumer_rejoins_by_itself_after_its_coordinator_restarts() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+        produce_to(&broker, "t", 0, &[0, 1, 2, 3]);
+        let mut consumer = broker.consumer::<u64>("t", "g", "c").unwrap();
+        let read = consumer.poll_batch(3, Duration::ZERO).unwrap();
+        consumer.commit(&read[0]).unwrap(); // committed 1
+
+        futures::executor::block_on(broker.async_handle().crash_group_coordinator("t", "g"))
+            .unwrap();
+
+        let resumed = consumer.poll_batch(100, Duration::ZERO).unwrap();
+        assert_eq!(offsets(&resumed), [(0, 1), (0, 2), (0, 3)]);
+        assert_eq!(consumer.assignment().partitions, vec![0]);
+        let stats = broker.stats().unwrap().topics["t"].groups["g"].clone();
+        assert_eq!(stats.restarts, 1);
+        assert_eq!(stats.assignment.keys().collect::<Vec<_>>(), ["c"]);
+    });
+}
+
+// ---- fencing ----
+
+#[test]
+fn a_commit_from_an_older_generation_or_for_a_lost_partition_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    produce_to(&broker, "t", 0, &[0, 1, 2, 3]);
+    produce_to(&broker, "t", 1, &[10, 11, 12, 13]);
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    let old = poll_until_empty(&mut a, 100);
+    assert_eq!(old.len(), 8);
+    let (old_p0, old_p1): (Vec<_>, Vec<_>) = old.into_iter().partition(|r| r.partition == 0);
+    a.commit(&old_p0[0]).unwrap(); // committed 1 in partition 0
+    let stale_generation = a.assignment().generation;
+
+    broker.join_group("t", "g", "b").unwrap(); // a keeps 0, b takes 1
+    broker.commit("t", "g", 1, 0).unwrap(); // b's progress: committed 1 in partition 1
+
+    let stale = a.commit(&old_p0[3]);
+    assert!(
+        matches!(stale, Err(Error::IllegalGeneration { generation, current, .. })
+            if generation == stale_generation && current == stale_generation + 1),
+        "{stale:?}"
+    );
+    assert_eq!(committed(&broker, "g", 0), Some(1));
+    assert_eq!(broker.lag("t", "g").unwrap()[&0], 3);
+
+    // Polling moves a to the new generation (and back to partition 0's committed offset).
+    let fresh = poll_until_empty(&mut a, 100);
+    assert_eq!(offsets(&fresh), [(0, 1), (0, 2), (0, 3)]);
+    assert_eq!(a.assignment().partitions, vec![0]);
+    let lost = a.commit(&old_p1[3]);
+    assert!(
+        matches!(lost, Err(Error::PartitionNotAssigned { partition: 1, .. })),
+        "{lost:?}"
+    );
+    assert_eq!(committed(&broker, "g", 1), Some(1), "b's progress kept");
+    assert_eq!(broker.lag("t", "g").unwrap()[&1], 3);
+
+    a.commit(fresh.last().unwrap()).unwrap();
+    assert_eq!(committed(&broker, "g", 0), Some(4));
+    assert_eq!(broker.lag("t", "g").unwrap()[&0], 0);
+}
