@@ -496,7 +496,8 @@ impl Supervised for PartitionActor {
         let _span = self.span.clone().entered();
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
-        (self.pending_records, self.pending_bytes) = (0, 0);
+        // A restart drops the context's queued items, the scheduled flush among them.
+        (self.pending_records, self.pending_bytes, self.flush_scheduled) = (0, 0, false);
         let unwritten = self.pending.drain(..).map(|p| p.reply);
         for reply in unwritten.chain(self.parked.drain(..).map(|p| p.reply)) {
             let _ = reply.send(Err(Error::PartitionRestarted {
