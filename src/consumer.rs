@@ -170,6 +170,10 @@ impl<T: DeserializeOwned> Consumer<T> {
     }
 
     /// Moves this consumer's position in `partition` to `offset` (the next record read).
+    /// Positions belong to a generation: if the group rebalanced since this consumer last
+    /// polled or sent a heartbeat, its next poll drops them, this seek included, and reads
+    /// from the committed offsets (Kafka's eager rebalance). A position past the log end makes
+    /// polls fail with `OffsetOutOfRange` until the consumer seeks back.
     ///
     /// # Errors
     /// `PartitionNotAssigned` when the partition is not in the current assignment.
