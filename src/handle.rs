@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::Shutdown;
 use crate::partition::ProduceRecord;
+use crate::storage::fs::SharedFs;
 use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
 use crate::storage::DataDir;
 use crate::types::{BrokerStats, Delivery, Record};
@@ -47,6 +48,7 @@ pub struct NanoKafkaBuilder {
     max_record_bytes: usize,
     io_threads: usize,
     clock: SharedClock,
+    fs: SharedFs,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -60,6 +62,7 @@ impl Default for NanoKafkaBuilder {
             // One I/O thread per core (at most 4): a partition's fsync blocks only its thread.
             io_threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
             clock: Arc::new(SystemClock),
+            fs: crate::storage::fs::os(),
         }
     }
 }
@@ -108,6 +111,14 @@ impl NanoKafkaBuilder {
         self
     }
 
+    /// The file layer under the partitions' files (default: the OS). Fault-injection tests
+    /// pass a [`crate::storage::sim::SimFs`]; the data-dir lock and topic configs always use
+    /// the OS.
+    pub fn file_system(mut self, fs: SharedFs) -> Self {
+        self.fs = fs;
+        self
+    }
+
     /// Locks the data directory, loads its topics and starts the actors.
     ///
     /// # Errors
@@ -144,6 +155,7 @@ impl NanoKafkaBuilder {
             session_timeout: self.session_timeout,
             max_record_bytes: self.max_record_bytes,
             clock: self.clock,
+            fs: self.fs,
         });
         let io_threads = self.io_threads;
         let (started_tx, started_rx) = std::sync::mpsc::channel();

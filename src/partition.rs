@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
+use crate::storage::fs::SharedFs;
 use crate::storage::{
     AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog, RecoveryReport,
 };
@@ -43,14 +44,15 @@ impl Partition {
     /// # Errors
     /// `Io` when its files cannot be opened.
     pub fn open(
+        fs: &SharedFs,
         dir: &Path,
         (topic, partition): (&str, u32),
         log_config: LogConfig,
         max_size: Option<u64>,
         now_ms: u64,
     ) -> Result<(Self, RecoveryReport)> {
-        let (log, report) = PartitionLog::open(dir, log_config, now_ms)?;
-        let offsets = OffsetStore::open(dir, log_config.fsync)?;
+        let (log, report) = PartitionLog::open_with(fs, dir, log_config, now_ms)?;
+        let offsets = OffsetStore::open_with(fs, dir, log_config.fsync)?;
         let partition = Partition {
             topic: topic.to_owned(),
             partition,
@@ -271,9 +273,16 @@ mod tests {
     const NOW: u64 = 1_700_000_000_000;
 
     fn open(dir: &Path, max_size: Option<u64>) -> Partition {
-        Partition::open(dir, ("t", 0), LogConfig::default(), max_size, NOW)
-            .unwrap()
-            .0
+        Partition::open(
+            &crate::storage::fs::os(),
+            dir,
+            ("t", 0),
+            LogConfig::default(),
+            max_size,
+            NOW,
+        )
+        .unwrap()
+        .0
     }
 
     fn produce(p: &mut Partition, n: usize) {

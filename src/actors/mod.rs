@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use crate::clock::SharedClock;
 use crate::config::FsyncPolicy;
+use crate::storage::fs::SharedFs;
 
 /// Broker-wide settings every actor reads (from `NanoKafka::builder()`).
 #[derive(Debug, Clone)]
@@ -33,4 +34,6 @@ pub struct BrokerSettings {
     pub session_timeout: Duration,
     pub max_record_bytes: usize,
     pub clock: SharedClock,
+    /// Where partition files live: the OS, or a simulated disk in fault tests.
+    pub fs: SharedFs,
 }

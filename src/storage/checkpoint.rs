@@ -36,11 +36,10 @@
 //! It is not synced: a value lost or torn by a power failure is recomputed on open from the
 //! first segment's base offset and the retention rules, which re-derive the same start.
 
-use std::fs::{self, File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use super::fs::{FileSystem, OpenMode, StorageFile};
 use super::fsutil::write_atomically;
 use super::record::{u32_at, u64_at};
 use crate::error::{Error, Result};
@@ -64,9 +63,9 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// Reads `dir/checkpoint`; `Ok(None)` when it is absent or does not verify (logged).
-    pub fn read(dir: &Path) -> Result<Option<Checkpoint>> {
+    pub fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Checkpoint>> {
         let path = dir.join(CHECKPOINT_FILE);
-        let bytes = match fs::read(&path) {
+        let bytes = match fs.read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io("read checkpoint", path, e)),
@@ -88,7 +87,7 @@ impl Checkpoint {
     }
 
     /// Replaces `dir/checkpoint` atomically and durably.
-    pub fn write(&self, dir: &Path) -> Result<()> {
+    pub fn write(&self, fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         let mut bytes = [0u8; CHECKPOINT_LEN];
         bytes[0..4].copy_from_slice(CHECKPOINT_MAGIC);
         bytes[4] = CHECKPOINT_VERSION;
@@ -98,7 +97,7 @@ impl Checkpoint {
         bytes[24..32].copy_from_slice(&self.active_size.to_le_bytes());
         let crc = crc32c::crc32c(&bytes[..32]);
         bytes[32..36].copy_from_slice(&crc.to_le_bytes());
-        write_atomically(&dir.join(CHECKPOINT_FILE), &bytes)
+        write_atomically(fs, &dir.join(CHECKPOINT_FILE), &bytes)
     }
 }
 
@@ -106,19 +105,15 @@ impl Checkpoint {
 #[derive(Debug)]
 pub struct LogStartFile {
     path: PathBuf,
-    file: File,
+    file: Box<dyn StorageFile>,
 }
 
 impl LogStartFile {
     /// Opens (creating) `dir/log_start_offset` and returns the stored value if it verifies.
-    pub fn open(dir: &Path) -> Result<(Self, Option<u64>)> {
+    pub fn open(fs: &dyn FileSystem, dir: &Path) -> Result<(Self, Option<u64>)> {
         let path = dir.join(LOG_START_FILE);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
+        let file = fs
+            .open(&path, OpenMode::CreateIfMissing)
             .map_err(|e| Error::io("open", &path, e))?;
         let mut bytes = [0u8; 16];
         let stored = match file.read_exact_at(&mut bytes, 0) {
@@ -153,39 +148,45 @@ impl LogStartFile {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
+    use crate::storage::fs::OsFs;
 
     #[test]
     fn checkpoint_round_trips_and_rejects_a_flipped_byte() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(Checkpoint::read(dir.path()).unwrap(), None);
+        assert_eq!(Checkpoint::read(&OsFs, dir.path()).unwrap(), None);
         let cp = Checkpoint {
             clean: true,
             recovery_point: 77,
             log_end_offset: 99,
             active_size: 4242,
         };
-        cp.write(dir.path()).unwrap();
-        assert_eq!(Checkpoint::read(dir.path()).unwrap(), Some(cp));
+        cp.write(&OsFs, dir.path()).unwrap();
+        assert_eq!(Checkpoint::read(&OsFs, dir.path()).unwrap(), Some(cp));
         let path = dir.path().join(CHECKPOINT_FILE);
         let mut bytes = fs::read(&path).unwrap();
         bytes[10] ^= 1;
         fs::write(&path, bytes).unwrap();
-        assert_eq!(Checkpoint::read(dir.path()).unwrap(), None);
+        assert_eq!(Checkpoint::read(&OsFs, dir.path()).unwrap(), None);
     }
 
     #[test]
     fn log_start_round_trips_and_a_torn_value_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let (file, stored) = LogStartFile::open(dir.path()).unwrap();
+        let (file, stored) = LogStartFile::open(&OsFs, dir.path()).unwrap();
         assert_eq!(stored, None);
         file.store(12345).unwrap();
         drop(file);
-        assert_eq!(LogStartFile::open(dir.path()).unwrap().1, Some(12345));
+        assert_eq!(
+            LogStartFile::open(&OsFs, dir.path()).unwrap().1,
+            Some(12345)
+        );
         let path = dir.path().join(LOG_START_FILE);
         let mut bytes = fs::read(&path).unwrap();
         bytes[3] ^= 0xff;
         fs::write(&path, bytes).unwrap();
-        assert_eq!(LogStartFile::open(dir.path()).unwrap().1, None);
+        assert_eq!(LogStartFile::open(&OsFs, dir.path()).unwrap().1, None);
     }
 }

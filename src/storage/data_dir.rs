@@ -5,6 +5,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -190,9 +191,14 @@ impl DataDir {
             fs::create_dir_all(&dir)
                 .map_err(|e| Error::io("create partition directory", &dir, e))?;
         }
-        sync_dir(&self.path)?;
+        sync_dir(&OsFs, &self.path)?;
         let json = serde_json::to_vec_pretty(config).expect("TopicConfig serializes");
-        write_atomically_via(&self.path.join(TOPIC_CONFIG_TMP), &config_path, &json)
+        write_atomically_via(
+            &OsFs,
+            &self.path.join(TOPIC_CONFIG_TMP),
+            &config_path,
+            &json,
+        )
     }
 }
 

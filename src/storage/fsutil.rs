@@ -1,10 +1,9 @@
 //! Small file-system helpers shared by the storage modules: atomic replacement, directory
 //! sync, and page-aligned read buffers.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::Path;
 
+use super::fs::{with_suffix, FileSystem, OpenMode};
 use crate::error::{Error, Result};
 
 /// Suffix of a file being written for an atomic replace; leftovers are removed on open.
@@ -12,32 +11,32 @@ pub const TMP_SUFFIX: &str = ".tmp";
 
 /// Replaces `path` with `bytes` atomically: write `path.tmp`, fsync it, rename over `path`,
 /// fsync the directory. After a crash the file holds either the old or the new bytes.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(TMP_SUFFIX);
-    write_atomically_via(Path::new(&tmp), path, bytes)
+pub fn write_atomically(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically_via(fs, &with_suffix(path, TMP_SUFFIX), path, bytes)
 }
 
 /// As [`write_atomically`], through the temporary file `tmp` (same directory as `path`):
 /// for files whose name plus [`TMP_SUFFIX`] could exceed the file-name limit.
-pub fn write_atomically_via(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(tmp)
+pub fn write_atomically_via(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<()> {
+    let file = fs
+        .open(tmp, OpenMode::Truncate)
         .map_err(|e| Error::io("create", tmp, e))?;
-    file.write_all(bytes)
+    file.write_all_at(bytes, 0)
         .map_err(|e| Error::io("write", tmp, e))?;
     file.sync_all().map_err(|e| Error::io("fsync", tmp, e))?;
-    fs::rename(tmp, path).map_err(|e| Error::io("rename", path, e))?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
+    fs.rename(tmp, path)
+        .map_err(|e| Error::io("rename", path, e))?;
+    sync_dir(fs, path.parent().unwrap_or(Path::new(".")))
 }
 
 /// Makes a directory's entries (created, renamed, deleted files) durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+pub fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
         .map_err(|e| Error::io("fsync directory", dir, e))
 }
 
@@ -75,7 +74,10 @@ impl AlignedBuf {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
+    use crate::storage::fs::OsFs;
 
     #[test]
     fn aligned_buf_starts_on_a_page() {
@@ -91,8 +93,8 @@ mod tests {
     fn write_atomically_replaces_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        write_atomically(&path, b"one").unwrap();
-        write_atomically(&path, b"two").unwrap();
+        write_atomically(&OsFs, &path, b"one").unwrap();
+        write_atomically(&OsFs, &path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }

@@ -27,11 +27,9 @@
 //! Nothing but the last entry is kept in RAM: lookups binary-search the file with `pread`
 //! (about 14 reads for a full 64 MiB segment), so RAM does not grow with the log.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use super::fs::{FileSystem, OpenMode, StorageFile};
 use crate::error::{Error, Result};
 
 /// Size of one index entry.
@@ -48,7 +46,7 @@ pub struct IndexEntry {
 #[derive(Debug)]
 pub struct OffsetIndex {
     path: PathBuf,
-    file: File,
+    file: Box<dyn StorageFile>,
     base_offset: u64,
     entries: u64,
     last: Option<IndexEntry>,
@@ -59,17 +57,11 @@ pub struct OffsetIndex {
 impl OffsetIndex {
     /// Opens (creating if absent) the index at `path`. Entries are trusted as they are; a file
     /// whose length is not a whole number of entries is cut back to whole entries.
-    pub fn open(path: &Path, base_offset: u64) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
+    pub fn open(fs: &dyn FileSystem, path: &Path, base_offset: u64) -> Result<Self> {
+        let file = fs
+            .open(path, OpenMode::CreateIfMissing)
             .map_err(|e| Error::io("open index", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("stat index", path, e))?
-            .len();
+        let len = file.size().map_err(|e| Error::io("stat index", path, e))?;
         if len % ENTRY_LEN != 0 {
             file.set_len(len - len % ENTRY_LEN)
                 .map_err(|e| Error::io("truncate index", path, e))?;
@@ -90,9 +82,10 @@ impl OffsetIndex {
     }
 
     /// Creates an empty index at `path`, replacing any file there.
-    pub fn create(path: &Path, base_offset: u64) -> Result<Self> {
-        File::create(path).map_err(|e| Error::io("create index", path, e))?;
-        Self::open(path, base_offset)
+    pub fn create(fs: &dyn FileSystem, path: &Path, base_offset: u64) -> Result<Self> {
+        fs.open(path, OpenMode::Truncate)
+            .map_err(|e| Error::io("create index", path, e))?;
+        Self::open(fs, path, base_offset)
     }
 
     pub fn path(&self) -> &Path {
@@ -120,7 +113,10 @@ impl OffsetIndex {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let result = self.file.write_all(&self.pending);
+        let first_pending = self.entries - (self.pending.len() as u64) / ENTRY_LEN;
+        let result = self
+            .file
+            .write_all_at(&self.pending, first_pending * ENTRY_LEN);
         self.pending.clear();
         result.map_err(|e| Error::io("write index", &self.path, e))
     }
@@ -177,11 +173,15 @@ impl OffsetIndex {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::OpenOptions;
+    use std::io::Write;
+
     use super::*;
+    use crate::storage::fs::OsFs;
 
     fn index_with(entries: &[(u64, u64)]) -> (tempfile::TempDir, OffsetIndex) {
         let dir = tempfile::tempdir().unwrap();
-        let mut index = OffsetIndex::create(&dir.path().join("x.index"), 100).unwrap();
+        let mut index = OffsetIndex::create(&OsFs, &dir.path().join("x.index"), 100).unwrap();
         for &(offset, position) in entries {
             index.push(IndexEntry { offset, position });
         }
@@ -222,7 +222,7 @@ mod tests {
     fn reopens_with_its_entries() {
         let (dir, index) = index_with(&[(110, 4096), (125, 8200)]);
         drop(index);
-        let reopened = OffsetIndex::open(&dir.path().join("x.index"), 100).unwrap();
+        let reopened = OffsetIndex::open(&OsFs, &dir.path().join("x.index"), 100).unwrap();
         assert_eq!(
             reopened.last_entry(),
             Some(IndexEntry {
@@ -240,7 +240,7 @@ mod tests {
         let path = dir.path().join("x.index");
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(&[1, 2, 3]).unwrap();
-        let reopened = OffsetIndex::open(&path, 100).unwrap();
+        let reopened = OffsetIndex::open(&OsFs, &path, 100).unwrap();
         assert_eq!(reopened.last_entry().unwrap().position, 4096);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 8);
     }

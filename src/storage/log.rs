@@ -24,10 +24,10 @@
 //! the position of the last read (so a sequential consumer never searches the index).
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::{Checkpoint, LogStartFile};
+use super::fs::{self as sfs, SharedFs};
 use super::fsutil::{sync_dir, AlignedBuf};
 use super::record::{self, Decoded, RecordRef, HEADER_LEN};
 use super::recovery::{self, RecoveryReport};
@@ -164,6 +164,8 @@ enum SegmentRead {
 /// One partition's log. Single owner: not `Sync`-shared; the partition actor owns it.
 #[derive(Debug)]
 pub struct PartitionLog {
+    /// Where the files live (the OS, or a simulated disk in tests).
+    fs: SharedFs,
     dir: PathBuf,
     config: LogConfig,
     /// By base offset; the last one is active. Never empty.
@@ -192,16 +194,32 @@ impl PartitionLog {
     /// `Error::Io` when the directory cannot be read or written; `Error::Corrupt` never: a bad
     /// tail is cut and reported instead.
     pub fn open(dir: &Path, config: LogConfig, now_ms: u64) -> Result<(Self, RecoveryReport)> {
-        fs::create_dir_all(dir).map_err(|e| Error::io("create partition directory", dir, e))?;
+        Self::open_with(&sfs::os(), dir, config, now_ms)
+    }
+
+    /// As [`PartitionLog::open`], on the file system `fs` (tests pass a simulated one).
+    ///
+    /// # Errors
+    /// As [`PartitionLog::open`].
+    pub fn open_with(
+        fs: &SharedFs,
+        dir: &Path,
+        config: LogConfig,
+        now_ms: u64,
+    ) -> Result<(Self, RecoveryReport)> {
+        fs.create_dir_all(dir)
+            .map_err(|e| Error::io("create partition directory", dir, e))?;
         let recovery::Loaded {
             mut segments,
             report,
-        } = recovery::load(dir, INDEX_INTERVAL_BYTES)?;
-        let (log_start_file, stored_start) = LogStartFile::open(dir)?;
+        } = recovery::load(fs, dir, INDEX_INTERVAL_BYTES)?;
+        let (log_start_file, stored_start) = LogStartFile::open(fs.as_ref(), dir)?;
         if segments.is_empty() {
             let base = stored_start.unwrap_or(0);
-            segments.insert(base, LogSegment::create(dir, base, INDEX_INTERVAL_BYTES)?);
-            sync_dir(dir)?;
+            segments.insert(
+                base,
+                LogSegment::create(fs, dir, base, INDEX_INTERVAL_BYTES)?,
+            );
         }
         let first_base = *segments.keys().next().expect("at least one segment");
         let active = segments.values().next_back().expect("at least one segment");
@@ -223,6 +241,7 @@ impl PartitionLog {
             .unwrap_or(first_base)
             .clamp(first_base, log_end);
         let mut log = PartitionLog {
+            fs: fs.clone(),
             dir: dir.to_owned(),
             config,
             segments,
@@ -238,12 +257,14 @@ impl PartitionLog {
         };
         log.log_start_file.store(log_start_offset)?;
         log.enforce_retention(now_ms)?;
+        // Make the names of files this open created (segment, log start) durable.
+        sync_dir(fs.as_ref(), dir)?;
         Checkpoint {
             clean: false,
             recovery_point: log.log_end_offset(),
             ..Checkpoint::default()
         }
-        .write(dir)?;
+        .write(fs.as_ref(), dir)?;
         Ok((log, report))
     }
 
@@ -334,7 +355,7 @@ impl PartitionLog {
         written?;
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
-            self.active().sync()?;
+            self.active_mut().sync()?;
         } else {
             self.dirty = true;
         }
@@ -392,7 +413,7 @@ impl PartitionLog {
     /// `fdatasync`s the active segment if anything was appended since the last sync.
     pub fn sync(&mut self) -> Result<()> {
         if self.dirty {
-            self.active().sync()?;
+            self.active_mut().sync()?;
             self.dirty = false;
         }
         Ok(())
@@ -401,17 +422,17 @@ impl PartitionLog {
     /// Seals the active segment (synced, so recovery need not scan it) and starts a new one.
     fn roll(&mut self) -> Result<()> {
         let base = self.log_end_offset();
-        self.active().sync_all()?;
+        self.active_mut().sync_all()?;
         self.dirty = false;
-        let segment = LogSegment::create(&self.dir, base, INDEX_INTERVAL_BYTES)?;
-        sync_dir(&self.dir)?;
+        let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        sync_dir(self.fs.as_ref(), &self.dir)?;
         self.segments.insert(base, segment);
         Checkpoint {
             clean: false,
             recovery_point: base,
             ..Checkpoint::default()
         }
-        .write(&self.dir)?;
+        .write(self.fs.as_ref(), &self.dir)?;
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
         Ok(())
     }
@@ -671,7 +692,7 @@ impl PartitionLog {
     /// # Errors
     /// `Io` when the sync or the checkpoint write fails; the next open then scans.
     pub fn close(mut self) -> Result<()> {
-        self.active().sync_all()?;
+        self.active_mut().sync_all()?;
         self.dirty = false;
         let log_end = self.log_end_offset();
         Checkpoint {
@@ -680,7 +701,7 @@ impl PartitionLog {
             log_end_offset: log_end,
             active_size: self.active().size(),
         }
-        .write(&self.dir)
+        .write(self.fs.as_ref(), &self.dir)
     }
 }
 

@@ -24,10 +24,13 @@
 //! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll.
 //! - [`offsets`]: [`OffsetStore`], each group's committed offset in a partition.
 //! - [`data_dir`]: [`DataDir`], the directory lock, topic configs and names.
+//! - [`fs`]: the file layer every byte goes through (`FileSystem`, `StorageFile`, the OS);
+//!   [`sim`]: a simulated disk for power-loss and I/O-fault tests.
 //! - [`fsutil`]: atomic file replacement, directory sync, aligned buffers.
 
 pub mod checkpoint;
 pub mod data_dir;
+pub mod fs;
 pub mod fsutil;
 pub mod index;
 pub mod log;
@@ -35,6 +38,7 @@ pub mod offsets;
 pub mod record;
 pub mod recovery;
 pub mod segment;
+pub mod sim;
 
 pub use data_dir::DataDir;
 pub use log::{AppendInfo, AppendRecord, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};

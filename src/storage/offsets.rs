@@ -20,18 +20,18 @@
 //! ```
 //!
 //! # Crash story
-//! An entry is written with one `write` before the commit is acknowledged, so it survives a
+//! The directory is synced when the journal is opened, so the file itself survives a power
+//! loss. An entry is written with one `write` before the commit is acknowledged, so it survives a
 //! process crash; under `FsyncPolicy::Always` it is also `fdatasync`ed first. A torn last entry
 //! (a crash mid-write, or unsynced data lost to a power failure) fails its length or CRC and
 //! is cut on open: that commit was never acknowledged, or was within the documented loss
 //! window, and the group re-reads from its previous commit (at-least-once).
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::fsutil::write_atomically;
+use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
+use super::fsutil::{sync_dir, write_atomically};
 use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 
@@ -47,9 +47,12 @@ const ENTRY_OVERHEAD: usize = 4 + 4 + 2 + 8;
 #[derive(Debug)]
 pub struct OffsetStore {
     path: PathBuf,
-    file: File,
+    file: Box<dyn StorageFile>,
+    fs: SharedFs,
     committed: BTreeMap<String, u64>,
     journal_len: u64,
+    /// `journal_len` at the last successful sync.
+    synced_len: u64,
     fsync: FsyncPolicy,
     dirty: bool,
     scratch: Vec<u8>,
@@ -62,8 +65,16 @@ impl OffsetStore {
     /// # Errors
     /// `Io` when the file cannot be read, cut or rewritten.
     pub fn open(dir: &Path, fsync: FsyncPolicy) -> Result<Self> {
+        Self::open_with(&sfs::os(), dir, fsync)
+    }
+
+    /// As [`OffsetStore::open`], on the file system `fs`.
+    ///
+    /// # Errors
+    /// As [`OffsetStore::open`].
+    pub fn open_with(fs: &SharedFs, dir: &Path, fsync: FsyncPolicy) -> Result<Self> {
         let path = dir.join(JOURNAL_FILE);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match fs.read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(Error::io("read offsets journal", &path, e)),
@@ -75,18 +86,21 @@ impl OffsetStore {
                 "cut a torn entry from the offsets journal"
             );
         }
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
+        let file = fs
+            .open(&path, OpenMode::CreateIfMissing)
             .map_err(|e| Error::io("open offsets journal", &path, e))?;
+        // A journal just created is lost with its directory entry unless the directory is
+        // synced: every commit in it, however well synced, would go with it.
+        sync_dir(fs.as_ref(), dir)?;
         file.set_len(valid_len as u64)
             .map_err(|e| Error::io("truncate offsets journal", &path, e))?;
         let mut store = OffsetStore {
             path,
             file,
+            fs: fs.clone(),
             committed,
             journal_len: valid_len as u64,
+            synced_len: valid_len as u64,
             fsync,
             dirty: false,
             scratch: Vec::new(),
@@ -115,16 +129,15 @@ impl OffsetStore {
     pub fn commit(&mut self, group: &str, committed_offset: u64) -> Result<()> {
         self.scratch.clear();
         encode_entry(&mut self.scratch, group, committed_offset);
-        if let Err(e) = self.file.write_all(&self.scratch) {
+        if let Err(e) = self.file.write_all_at(&self.scratch, self.journal_len) {
             // Cut a partial entry so the next one is not appended behind garbage.
             let _ = self.file.set_len(self.journal_len);
+            self.synced_len = self.synced_len.min(self.journal_len);
             return Err(Error::io("append to offsets journal", &self.path, e));
         }
         self.journal_len += self.scratch.len() as u64;
         if self.fsync == FsyncPolicy::Always {
-            self.file
-                .sync_data()
-                .map_err(|e| Error::io("fdatasync offsets journal", &self.path, e))?;
+            self.sync_journal()?;
         } else {
             self.dirty = true;
         }
@@ -138,12 +151,38 @@ impl OffsetStore {
     /// `fdatasync`s the journal if a commit was written since the last sync.
     pub fn sync(&mut self) -> Result<()> {
         if self.dirty {
-            self.file
-                .sync_data()
-                .map_err(|e| Error::io("fdatasync offsets journal", &self.path, e))?;
+            self.sync_journal()?;
             self.dirty = false;
         }
         Ok(())
+    }
+
+    /// `fdatasync`s the journal. After a failure the unsynced entries are written again, so
+    /// their pages are dirty and the next sync persists them (see `LogSegment::sync` on
+    /// fsyncgate).
+    fn sync_journal(&mut self) -> Result<()> {
+        match self.file.sync_data() {
+            Ok(()) => {
+                self.synced_len = self.journal_len;
+                Ok(())
+            }
+            Err(e) => {
+                let (from, len) = (
+                    self.synced_len,
+                    (self.journal_len - self.synced_len) as usize,
+                );
+                let mut unsynced = vec![0u8; len];
+                let rewritten = self
+                    .file
+                    .read_exact_at(&mut unsynced, from)
+                    .and_then(|()| self.file.set_len(from))
+                    .and_then(|()| self.file.write_all_at(&unsynced, from));
+                if let Err(e) = rewritten {
+                    tracing::error!(path = %self.path.display(), error = %e, "cannot rewrite unsynced commits after a failed sync");
+                }
+                Err(Error::io("fdatasync offsets journal", &self.path, e))
+            }
+        }
     }
 
     fn live_len(&self) -> u64 {
@@ -163,13 +202,14 @@ impl OffsetStore {
         for (group, &offset) in &self.committed {
             encode_entry(&mut bytes, group, offset);
         }
-        write_atomically(&self.path, &bytes)?;
-        self.file = OpenOptions::new()
-            .append(true)
-            .open(&self.path)
+        write_atomically(self.fs.as_ref(), &self.path, &bytes)?;
+        self.file = self
+            .fs
+            .open(&self.path, OpenMode::Existing)
             .map_err(|e| Error::io("reopen offsets journal", &self.path, e))?;
         tracing::debug!(path = %self.path.display(), from = self.journal_len, to = bytes.len(), "compacted offsets journal");
         self.journal_len = bytes.len() as u64;
+        self.synced_len = self.journal_len;
         self.dirty = false;
         Ok(())
     }

@@ -22,10 +22,10 @@
 //! Nothing here panics: every failure is an `Error` naming the file.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
+use super::fs::{FileSystem, OpenMode, SharedFs};
 use super::fsutil::TMP_SUFFIX;
 use super::segment::{file_names, LogSegment};
 use crate::error::{Error, Result};
@@ -81,15 +81,15 @@ pub struct Loaded {
 }
 
 /// Runs every pass over `dir`.
-pub fn load(dir: &Path, index_interval_bytes: u64) -> Result<Loaded> {
+pub fn load(fs: &SharedFs, dir: &Path, index_interval_bytes: u64) -> Result<Loaded> {
     let mut report = RecoveryReport {
-        leftovers_removed: remove_leftovers(dir)?,
+        leftovers_removed: remove_leftovers(fs.as_ref(), dir)?,
         ..RecoveryReport::default()
     };
-    let bases = list_segments(dir)?;
-    let plan = plan(dir, &bases)?;
+    let bases = list_segments(fs.as_ref(), dir)?;
+    let plan = plan(fs.as_ref(), dir, &bases)?;
     report.clean_shutdown = plan.clean;
-    let segments = load_segments(dir, &bases, &plan, index_interval_bytes, &mut report)?;
+    let segments = load_segments(fs, dir, &bases, &plan, index_interval_bytes, &mut report)?;
     report.segments = segments.len();
     report.gaps = find_gaps(dir, &segments);
     let log_end = segments
@@ -107,15 +107,16 @@ pub fn load(dir: &Path, index_interval_bytes: u64) -> Result<Loaded> {
 }
 
 /// Pass 1: removes `*.tmp` files and `.index` files without a `.log`.
-pub fn remove_leftovers(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn remove_leftovers(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
-    for name in file_names_in(dir)? {
+    for name in file_names_in(fs, dir)? {
         let path = dir.join(&name);
         let orphan_index = name
             .strip_suffix(".index")
-            .is_some_and(|stem| !dir.join(format!("{stem}.log")).exists());
+            .is_some_and(|stem| !fs.exists(&dir.join(format!("{stem}.log"))));
         if name.ends_with(TMP_SUFFIX) || orphan_index {
-            fs::remove_file(&path).map_err(|e| Error::io("remove leftover", &path, e))?;
+            fs.remove_file(&path)
+                .map_err(|e| Error::io("remove leftover", &path, e))?;
             tracing::info!(path = %path.display(), "removed leftover file");
             removed.push(path);
         }
@@ -124,8 +125,8 @@ pub fn remove_leftovers(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Pass 2: the base offsets of the segments in `dir`, ascending.
-pub fn list_segments(dir: &Path) -> Result<Vec<u64>> {
-    let mut bases: Vec<u64> = file_names_in(dir)?
+pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
+    let mut bases: Vec<u64> = file_names_in(fs, dir)?
         .iter()
         .filter_map(|name| name.strip_suffix(".log"))
         .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
@@ -145,8 +146,8 @@ pub struct Plan {
 }
 
 /// Pass 3: reads the checkpoint and checks it against the files.
-pub fn plan(dir: &Path, bases: &[u64]) -> Result<Plan> {
-    let Some(checkpoint) = Checkpoint::read(dir)? else {
+pub fn plan(fs: &dyn FileSystem, dir: &Path, bases: &[u64]) -> Result<Plan> {
+    let Some(checkpoint) = Checkpoint::read(fs, dir)? else {
         return Ok(Plan {
             clean: false,
             recovery_point: None,
@@ -155,9 +156,9 @@ pub fn plan(dir: &Path, bases: &[u64]) -> Result<Plan> {
     let active_size = match bases.last() {
         Some(&base) => {
             let path = dir.join(file_names(base).0);
-            fs::metadata(&path)
+            fs.open(&path, OpenMode::Existing)
+                .and_then(|f| f.size())
                 .map_err(|e| Error::io("stat segment", &path, e))?
-                .len()
         }
         None => 0,
     };
@@ -176,6 +177,7 @@ pub fn plan(dir: &Path, bases: &[u64]) -> Result<Plan> {
 
 /// Pass 4: opens each segment, checking or validating it as planned.
 pub fn load_segments(
+    fs: &SharedFs,
     dir: &Path,
     bases: &[u64],
     plan: &Plan,
@@ -185,8 +187,8 @@ pub fn load_segments(
     let mut segments = BTreeMap::new();
     for (i, &base) in bases.iter().enumerate() {
         let next_base = bases.get(i + 1).copied();
-        let index_missing = !dir.join(file_names(base).1).exists();
-        let mut segment = LogSegment::open(dir, base, index_interval_bytes)?;
+        let index_missing = !fs.exists(&dir.join(file_names(base).1));
+        let mut segment = LogSegment::open(fs, dir, base, index_interval_bytes)?;
         let trusted = plan.clean
             || matches!((next_base, plan.recovery_point), (Some(next), Some(point)) if next <= point);
         let why_scan = if index_missing {
@@ -291,14 +293,7 @@ pub fn find_gaps(dir: &Path, segments: &BTreeMap<u64, LogSegment>) -> Vec<Gap> {
     gaps
 }
 
-fn file_names_in(dir: &Path) -> Result<Vec<String>> {
-    let entries = fs::read_dir(dir).map_err(|e| Error::io("list directory", dir, e))?;
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io("list directory", dir, e))?;
-        if let Ok(name) = entry.file_name().into_string() {
-            names.push(name);
-        }
-    }
-    Ok(names)
+fn file_names_in(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
+    fs.list(dir)
+        .map_err(|e| Error::io("list directory", dir, e))
 }

@@ -5,10 +5,9 @@
 //! only ever truncated by recovery. Its in-memory state is its size and the offset its next
 //! record will get; everything else is on disk.
 
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::AlignedBuf;
 use super::index::{IndexEntry, OffsetIndex};
 use super::record::{self, Decoded, HEADER_LEN};
@@ -59,10 +58,13 @@ pub struct ScanOutcome {
 pub struct LogSegment {
     base_offset: u64,
     log_path: PathBuf,
-    log: File,
+    log: Box<dyn StorageFile>,
+    fs: SharedFs,
     index: OffsetIndex,
     /// Bytes of frames in the file (the file is never longer once opened).
     size: u64,
+    /// `size` at the last successful sync (at open: all of it, recovery syncs what it keeps).
+    synced_size: u64,
     /// Offset the next appended record gets: base_offset + records in this segment, as far
     /// as is known (a sealed segment loaded after a clean shutdown learns it from its tail).
     next_offset: u64,
@@ -75,23 +77,26 @@ pub struct LogSegment {
 
 impl LogSegment {
     /// Creates an empty segment in `dir`, replacing any files of that name.
-    pub fn create(dir: &Path, base_offset: u64, index_interval_bytes: u64) -> Result<Self> {
+    pub fn create(
+        fs: &SharedFs,
+        dir: &Path,
+        base_offset: u64,
+        index_interval_bytes: u64,
+    ) -> Result<Self> {
         let (log_name, index_name) = file_names(base_offset);
         let log_path = dir.join(log_name);
-        let log = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&log_path)
+        let log = fs
+            .open(&log_path, OpenMode::Truncate)
             .map_err(|e| Error::io("create segment", &log_path, e))?;
-        let index = OffsetIndex::create(&dir.join(index_name), base_offset)?;
+        let index = OffsetIndex::create(fs.as_ref(), &dir.join(index_name), base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
             log,
+            fs: fs.clone(),
             index,
             size: 0,
+            synced_size: 0,
             next_offset: base_offset,
             last_timestamp_ms: None,
             bytes_since_index: 0,
@@ -101,25 +106,29 @@ impl LogSegment {
 
     /// Opens an existing segment without validating it; `recovery` decides what to check.
     /// `next_offset` is unknown until [`LogSegment::load_tail`] or a scan sets it.
-    pub fn open(dir: &Path, base_offset: u64, index_interval_bytes: u64) -> Result<Self> {
+    pub fn open(
+        fs: &SharedFs,
+        dir: &Path,
+        base_offset: u64,
+        index_interval_bytes: u64,
+    ) -> Result<Self> {
         let (log_name, index_name) = file_names(base_offset);
         let log_path = dir.join(log_name);
-        let log = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&log_path)
+        let log = fs
+            .open(&log_path, OpenMode::Existing)
             .map_err(|e| Error::io("open segment", &log_path, e))?;
         let size = log
-            .metadata()
-            .map_err(|e| Error::io("stat segment", &log_path, e))?
-            .len();
-        let index = OffsetIndex::open(&dir.join(index_name), base_offset)?;
+            .size()
+            .map_err(|e| Error::io("stat segment", &log_path, e))?;
+        let index = OffsetIndex::open(fs.as_ref(), &dir.join(index_name), base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
             log,
+            fs: fs.clone(),
             index,
             size,
+            synced_size: size,
             next_offset: base_offset,
             last_timestamp_ms: None,
             bytes_since_index: 0,
@@ -154,6 +163,7 @@ impl LogSegment {
         if let Err(e) = self.log.write_all_at(frames, start) {
             // A partial write must not be left behind a later, successful one.
             let _ = self.log.set_len(start);
+            self.synced_size = self.synced_size.min(start);
             return Err(Error::io("append to segment", &self.log_path, e));
         }
         let mut position = start;
@@ -175,11 +185,36 @@ impl LogSegment {
         self.index.write_pending()
     }
 
-    /// `fdatasync`s the log file.
-    pub fn sync(&self) -> Result<()> {
-        self.log
-            .sync_data()
-            .map_err(|e| Error::io("fdatasync segment", &self.log_path, e))
+    /// `fdatasync`s the log file. After a failure, see [`LogSegment::redirty_unsynced`].
+    pub fn sync(&mut self) -> Result<()> {
+        match self.log.sync_data() {
+            Ok(()) => {
+                self.synced_size = self.size;
+                Ok(())
+            }
+            Err(e) => {
+                self.redirty_unsynced();
+                Err(Error::io("fdatasync segment", &self.log_path, e))
+            }
+        }
+    }
+
+    /// After a failed sync the kernel may have marked the written pages clean without
+    /// persisting them (fsyncgate, Rebello et al. ATC'20): no later sync would write them,
+    /// and a power loss would leave a hole before every record written after. Writing the
+    /// unsynced bytes again makes their pages dirty, so the next sync persists them. Best
+    /// effort: if this fails too, the owner's reopen validates the file.
+    fn redirty_unsynced(&mut self) {
+        let (from, len) = (self.synced_size, (self.size - self.synced_size) as usize);
+        let mut unsynced = vec![0u8; len];
+        let rewritten = self
+            .log
+            .read_exact_at(&mut unsynced, from)
+            .and_then(|()| self.log.set_len(from))
+            .and_then(|()| self.log.write_all_at(&unsynced, from));
+        if let Err(e) = rewritten {
+            tracing::error!(path = %self.log_path.display(), error = %e, "cannot rewrite unsynced bytes after a failed sync");
+        }
     }
 
     /// Where to start scanning for `offset`: the index entry at or before it.
@@ -354,6 +389,7 @@ impl LogSegment {
                 .set_len(len)
                 .map_err(|e| Error::io("truncate segment", &self.log_path, e))?;
             self.size = len;
+            self.synced_size = self.synced_size.min(len);
         }
         Ok(())
     }
@@ -367,9 +403,10 @@ impl LogSegment {
     pub fn delete(self) -> Result<()> {
         let index_path = self.index.path().to_owned();
         drop(self.log);
-        fs::remove_file(&self.log_path)
+        self.fs
+            .remove_file(&self.log_path)
             .map_err(|e| Error::io("delete segment", &self.log_path, e))?;
-        match fs::remove_file(&index_path) {
+        match self.fs.remove_file(&index_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(Error::io("delete index", index_path, e))
             }
@@ -377,10 +414,17 @@ impl LogSegment {
         }
     }
 
-    /// `fsync`s the log file, metadata included (clean shutdown, roll).
-    pub fn sync_all(&self) -> Result<()> {
-        self.log
-            .sync_all()
-            .map_err(|e| Error::io("fsync segment", &self.log_path, e))
+    /// `fsync`s the log file, metadata included (clean shutdown, roll, recovery).
+    pub fn sync_all(&mut self) -> Result<()> {
+        match self.log.sync_all() {
+            Ok(()) => {
+                self.synced_size = self.size;
+                Ok(())
+            }
+            Err(e) => {
+                self.redirty_unsynced();
+                Err(Error::io("fsync segment", &self.log_path, e))
+            }
+        }
     }
 }
