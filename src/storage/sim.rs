@@ -57,6 +57,8 @@ struct State {
     /// Path → node, as a power loss would leave it.
     durable_names: BTreeMap<PathBuf, usize>,
     faults: Vec<Fault>,
+    /// Set by `power_off`: every operation fails until `crash`.
+    off: bool,
     rng: u64,
     /// Counters for test reports.
     writes: u64,
@@ -74,6 +76,9 @@ impl State {
     }
 
     fn fault(&mut self, path: &Path, op: FaultOp) -> Option<io::ErrorKind> {
+        if self.off {
+            return Some(io::ErrorKind::Other);
+        }
         let path = path.to_string_lossy();
         let fault = self
             .faults
@@ -128,6 +133,12 @@ impl SimFs {
         });
     }
 
+    /// The power goes out: from now on every operation fails with EIO (so whatever the
+    /// owner does next changes nothing) until [`SimFs::crash`] brings the disk back.
+    pub fn power_off(&self) {
+        self.lock().off = true;
+    }
+
     /// Removes every pending fault.
     pub fn clear_faults(&self) {
         self.lock().faults.clear();
@@ -147,6 +158,7 @@ impl SimFs {
         let mut state = self.lock();
         state.names = state.durable_names.clone();
         state.faults.clear();
+        state.off = false;
         for id in 0..state.nodes.len() {
             let mut unsynced = std::mem::take(&mut state.nodes[id].unsynced);
             let kept = (state.next_random() % (unsynced.len() as u64 + 1)) as usize;
@@ -232,9 +244,11 @@ impl StorageFile for SimFile {
     fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         let mut state = self.fs.lock();
         state.writes += 1;
+        let off = state.off;
         let fault = state.fault(&self.path, FaultOp::Write);
-        // A failing write may still have written a part of its bytes.
+        // A failing write may still have written a part of its bytes (not without power).
         let written = match fault {
+            Some(_) if off => &buf[..0],
             Some(_) => &buf[..buf.len() / 2],
             None => buf,
         };
@@ -252,6 +266,9 @@ impl StorageFile for SimFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut state = self.fs.lock();
+        if state.off {
+            return Err(io::Error::other("power is off"));
+        }
         let node = &mut state.nodes[self.id];
         node.current.resize(len as usize, 0);
         node.unsynced.push(Unsynced::SetLen(len));
@@ -284,6 +301,9 @@ impl StorageFile for SimFile {
 impl FileSystem for SimFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn StorageFile>> {
         let mut state = self.lock();
+        if state.off {
+            return Err(io::Error::other("power is off"));
+        }
         let existing = state.names.get(path).copied();
         let id = match (existing, mode) {
             (Some(id), OpenMode::Existing | OpenMode::CreateIfMissing) => id,
@@ -311,6 +331,9 @@ impl FileSystem for SimFs {
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
+        if self.lock().off {
+            return Err(io::Error::other("power is off"));
+        }
         self.lock()
             .names
             .remove(path)
@@ -320,6 +343,9 @@ impl FileSystem for SimFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut state = self.lock();
+        if state.off {
+            return Err(io::Error::other("power is off"));
+        }
         let id = state.names.remove(from).ok_or_else(|| not_found(from))?;
         state.names.insert(to.to_owned(), id);
         Ok(())
@@ -341,6 +367,9 @@ impl FileSystem for SimFs {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.lock();
+        if state.off {
+            return Err(io::Error::other("power is off"));
+        }
         let in_dir = |p: &PathBuf| p.parent() == Some(dir);
         let current: Vec<(PathBuf, usize)> = state
             .names
