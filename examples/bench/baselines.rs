@@ -1,0 +1,90 @@
+//! The same-run baselines: what this machine does without NanoKafka.
+//!
+//! - raw append: 130-byte frames (30 B header + 100 B payload) one at a time into a 64 KiB
+//!   `BufWriter<File>`, flushed every 1000 records so the bytes are in the OS, as an append
+//!   of a batch leaves them;
+//! - the same plus `fdatasync` after every flush (what `FsyncPolicy::Always` pays per batch);
+//! - a crossbeam channel handing fresh 100-byte `Vec`s from one thread to another (the
+//!   floor for any design that crosses threads per record);
+//! - Redis Streams on loopback, when `redis-server` is on PATH.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::harness::{payload, BATCH, FRAME_LEN};
+
+/// Flushes written to one file before it is replaced by a fresh one, outside the timed part:
+/// 256 × 130 kB ≈ 33 MB keeps the disk from filling (as `benches/storage.rs` does).
+const FLUSHES_PER_FILE: u64 = 256;
+
+/// Raw appends per second; with `sync`, `fdatasync` after every [`BATCH`] records.
+pub fn raw_append(budget: Duration, sync: bool) -> f64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let frame = [0x5au8; FRAME_LEN];
+    let mut timed = Duration::ZERO;
+    let mut records = 0u64;
+    let mut file_no = 0u32;
+    while timed < budget {
+        let path = dir.path().join(format!("raw-{file_no}.log"));
+        file_no += 1;
+        let mut writer = BufWriter::with_capacity(64 << 10, File::create(&path).expect("create"));
+        let start = Instant::now();
+        for _ in 0..FLUSHES_PER_FILE {
+            for _ in 0..BATCH {
+                writer
+                    .write_all(std::hint::black_box(&frame))
+                    .expect("write");
+            }
+            writer.flush().expect("flush");
+            if sync {
+                writer.get_ref().sync_data().expect("fdatasync");
+            }
+            records += BATCH as u64;
+            if sync && start.elapsed() + timed >= budget {
+                break;
+            }
+        }
+        timed += start.elapsed();
+        drop(writer);
+        std::fs::remove_file(&path).expect("remove raw file");
+    }
+    records as f64 / timed.as_secs_f64()
+}
+
+/// Messages per second through a bounded crossbeam channel, a fresh 100-byte `Vec` each.
+pub fn crossbeam_channel(budget: Duration) -> f64 {
+    let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1024);
+    let receiver = std::thread::spawn(move || {
+        let mut bytes = 0usize;
+        let mut count = 0u64;
+        for value in rx {
+            bytes += value.len();
+            count += 1;
+        }
+        std::hint::black_box(bytes);
+        count
+    });
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while start.elapsed() < budget {
+        for _ in 0..BATCH {
+            tx.send(payload()).expect("send");
+        }
+        sent += BATCH as u64;
+    }
+    drop(tx);
+    let received = receiver.join().expect("receiver thread");
+    assert_eq!(sent, received);
+    received as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Where `redis-server` is, if it is on PATH. The peer comparison needs it and a client;
+/// neither is installed on this machine, so the bench reports the peer as skipped.
+pub fn redis_server() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("redis-server"))
+        .find(|candidate| candidate.is_file())
+}

@@ -1,0 +1,126 @@
+//! End-to-end latency at a fixed rate: a producer thread sends a record every 1/rate
+//! seconds, stamped with the nanoseconds since a shared `Instant`; a consumer thread
+//! long-polls and records, per record, how long after its stamp it was handed over.
+//! The baseline sends the same stamps through a crossbeam channel at the same rate.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use nanokafka::NanoKafka;
+
+use crate::harness::{POLL_BATCH, VALUE_LEN};
+
+/// How long a consumer poll waits for data: it is woken by the next produce, so this only
+/// bounds how late it notices the end of the run.
+const LONG_POLL: Duration = Duration::from_millis(100);
+
+/// p50, p99 and p99.9 in microseconds, and how many records were measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Percentiles {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub samples: u64,
+}
+
+impl Percentiles {
+    fn of(histogram: &Histogram<u64>) -> Self {
+        let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1e3;
+        Percentiles {
+            p50_us: us(0.50),
+            p99_us: us(0.99),
+            p999_us: us(0.999),
+            samples: histogram.len(),
+        }
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 ns .. 100 s, three significant digits.
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("histogram bounds")
+}
+
+/// Calls `send(seq)` `rate` times a second for `duration`, sleeping between sends; a send
+/// that falls behind schedule goes at once (no catch-up burst is skipped).
+fn paced(rate: u32, duration: Duration, mut send: impl FnMut(u64)) -> u64 {
+    let interval = Duration::from_secs(1) / rate;
+    let start = Instant::now();
+    let mut seq = 0u64;
+    loop {
+        let due = interval * seq as u32;
+        if due >= duration {
+            return seq;
+        }
+        if let Some(wait) = (start + due).checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        send(seq);
+        seq += 1;
+    }
+}
+
+/// Produce-to-consume latency through `broker` on a fresh one-partition `topic`.
+pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Percentiles {
+    let (group, member) = ("bench-latency", "member-0");
+    broker.join_group(topic, group, member).expect("join");
+    let base = Instant::now();
+    let (sent, histogram) = std::thread::scope(|scope| {
+        let producer = scope.spawn(|| {
+            paced(rate, duration, |_| {
+                let mut value = vec![0u8; VALUE_LEN];
+                let stamp = base.elapsed().as_nanos() as u64;
+                value[..8].copy_from_slice(&stamp.to_le_bytes());
+                broker.produce_raw(topic, None, value).expect("produce_raw");
+            })
+        });
+        let mut histogram = histogram();
+        loop {
+            // Every record is in the log once the producer is done: an empty poll after that
+            // is the end.
+            let produced_all = producer.is_finished();
+            let records = broker
+                .poll_batch_raw(topic, group, member, POLL_BATCH, LONG_POLL)
+                .expect("poll_batch_raw");
+            let now = base.elapsed().as_nanos() as u64;
+            let Some(last) = records.last() else {
+                if produced_all {
+                    break;
+                }
+                continue;
+            };
+            for record in &records {
+                let stamp = u64::from_le_bytes(record.value[..8].try_into().expect("8 bytes"));
+                histogram.saturating_record(now.saturating_sub(stamp).max(1));
+            }
+            broker
+                .commit(topic, group, last.partition, last.offset)
+                .expect("commit");
+        }
+        (producer.join().expect("producer thread"), histogram)
+    });
+    assert_eq!(histogram.len(), sent, "every record consumed once");
+    Percentiles::of(&histogram)
+}
+
+/// The same paced stamps through a crossbeam channel, the receiver blocked in `recv`.
+pub fn channel_e2e(rate: u32, duration: Duration) -> Percentiles {
+    let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let base = Instant::now();
+    let receiver = std::thread::spawn(move || {
+        let mut histogram = histogram();
+        for value in rx {
+            let now = base.elapsed().as_nanos() as u64;
+            let stamp = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
+            histogram.saturating_record(now.saturating_sub(stamp).max(1));
+        }
+        histogram
+    });
+    paced(rate, duration, |_| {
+        let mut value = vec![0u8; VALUE_LEN];
+        let stamp = base.elapsed().as_nanos() as u64;
+        value[..8].copy_from_slice(&stamp.to_le_bytes());
+        tx.send(value).expect("send");
+    });
+    drop(tx);
+    Percentiles::of(&receiver.join().expect("receiver thread"))
+}

@@ -1,0 +1,337 @@
+//! `cargo run --release --example bench`: NanoKafka's figures beside same-run baselines.
+//!
+//! This machine is shared and noisy, so every figure is printed next to a baseline measured
+//! in the same run, and the targets of the issue are judged on those ratios where they are
+//! stated as ratios. Progress goes to stderr; stdout gets a Markdown table, a summary line,
+//! and, as its last line, one JSON object with every figure.
+//!
+//! Environment (all optional):
+//! - `NANOKAFKA_BENCH_SECS`: seconds per throughput measurement (default 3);
+//! - `NANOKAFKA_BENCH_OPEN_BYTES`: size of the partition whose open is timed (default 1 GiB);
+//! - `NANOKAFKA_BENCH_RSS_BYTES`: payload bytes produced for the peak-RSS figure (default 2 GiB).
+//!
+//! A quick run: `NANOKAFKA_BENCH_SECS=0.5 NANOKAFKA_BENCH_OPEN_BYTES=1e8
+//! NANOKAFKA_BENCH_RSS_BYTES=1e8 cargo run --release --example bench`.
+//!
+//! Layout: `harness` (settings, timed loop, temp brokers), `baselines` (raw append, fdatasync,
+//! crossbeam, Redis detection), `produce`, `consume`, `latency`, `open`, `rss`, and `report`
+//! (the table and the JSON line).
+
+mod baselines;
+mod consume;
+mod harness;
+mod latency;
+mod open;
+mod produce;
+mod report;
+mod rss;
+
+use std::time::Duration;
+
+use nanokafka::FsyncPolicy;
+use serde_json::json;
+
+use harness::{Progress, Settings, TempBroker};
+use report::{Figure, Row, Target};
+
+/// Producer threads of the `FsyncPolicy::Always` measurement (the issue's figure).
+const ALWAYS_PRODUCERS: usize = 8;
+/// The fixed rate of the end-to-end latency measurement, records per second.
+const LATENCY_RATE: u32 = 2_000;
+const MB: f64 = 1e6;
+
+fn main() {
+    let settings = Settings::from_env();
+    let budget = settings.measure;
+    let latency_run = budget.max(Duration::from_secs(1)) * 2;
+    let mut progress = Progress::new(15);
+    let mut rows = Vec::new();
+
+    // The fsync-bound pair first and back to back: the write-back of the gigabytes written
+    // later would otherwise sit in front of every fdatasync.
+    progress.step("baseline: raw append + fdatasync every 1000 records");
+    let raw_sync = baselines::raw_append(budget, true);
+    let always = TempBroker::start(FsyncPolicy::Always);
+    progress.step("FsyncPolicy::Always, 8 producer threads, produce_raw");
+    let always_single = produce::blocking_threads(
+        &always.broker,
+        always.topic("always-single"),
+        ALWAYS_PRODUCERS,
+        budget,
+    );
+    progress.step("FsyncPolicy::Always, 8 producer threads, produce_batch_raw of 1000");
+    let always_batch = produce::batch_threads(
+        &always.broker,
+        always.topic("always-batch"),
+        ALWAYS_PRODUCERS,
+        budget,
+    );
+    drop(always);
+
+    progress.step("baseline: crossbeam channel, 100-byte Vecs between two threads");
+    let channel = baselines::crossbeam_channel(budget);
+    progress.step("baseline: raw BufWriter append");
+    let raw = baselines::raw_append(budget, false);
+
+    let never = TempBroker::start(FsyncPolicy::Never);
+    let broker = &never.broker;
+    progress.step("produce: one blocking thread, produce_raw");
+    let one = produce::blocking_threads(broker, never.topic("one-thread"), 1, budget);
+    progress.step("produce: four blocking threads, produce_raw");
+    let four = produce::blocking_threads(broker, never.topic("four-threads"), 4, budget);
+    progress.step("produce: pipelined AsyncNanoKafka::produce_raw from an actix System");
+    let pipelined = produce::pipelined(broker, never.topic("pipelined"), budget);
+    progress.step("produce: produce_batch_raw, 1000 x 100 B per call");
+    let batch = produce::batch(broker, never.topic("batch"), budget);
+
+    progress.step("consume: prefill, then poll_batch_raw of 500 + commit");
+    // No retention on the consumed topics: the reader must find every prefilled record.
+    let config = nanokafka::TopicConfig::default();
+    broker
+        .create_topic("consume-raw", config.clone())
+        .expect("topic");
+    consume::prefill(broker, "consume-raw", consume::PREFILL_RECORDS, false);
+    let poll_raw = consume::poll_batch_raw(broker, "consume-raw", budget);
+    progress.step("consume: prefill, then Consumer<String>::poll_batch of 500");
+    broker.create_topic("consume-typed", config).expect("topic");
+    consume::prefill(broker, "consume-typed", consume::PREFILL_RECORDS, true);
+    let poll_typed = consume::consumer_poll_batch(broker, "consume-typed", budget);
+    drop(never);
+
+    progress.step("latency: end to end at 2,000 records/s (default FsyncPolicy)");
+    let default_broker = TempBroker::start(FsyncPolicy::default());
+    let e2e = latency::broker_e2e(
+        &default_broker.broker,
+        default_broker.topic("latency"),
+        LATENCY_RATE,
+        latency_run,
+    );
+    drop(default_broker);
+    progress.step("latency baseline: the same stamps through a crossbeam channel");
+    let e2e_channel = latency::channel_e2e(LATENCY_RATE, latency_run);
+
+    progress.step(&format!(
+        "open: build a {:.0} MB partition, time a crash open and a clean open",
+        settings.open_bytes as f64 / MB
+    ));
+    let opened = open::open_times(settings.open_bytes);
+    progress.note(&format!(
+        "{:.0} MB in {} segments; the crash open scanned {} segment(s)",
+        opened.log_bytes as f64 / MB,
+        opened.segments,
+        opened.crash_segments_scanned
+    ));
+
+    progress.step(&format!(
+        "peak RSS: produce {:.0} MB through the broker",
+        settings.rss_bytes as f64 / MB
+    ));
+    let rss_broker = TempBroker::start(FsyncPolicy::Never);
+    let peak = rss::while_producing(
+        &rss_broker.broker,
+        rss_broker.topic("rss"),
+        settings.rss_bytes,
+    );
+    drop(rss_broker);
+    if !peak.reset {
+        progress.note("could not reset VmHWM: the peak is the whole run's");
+    }
+
+    let raw_label = "raw BufWriter append";
+    let chan_label = "crossbeam channel";
+    rows.push(Row::Section(
+        "produce (FsyncPolicy::Never, 1 partition, 100 B)",
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "produce_one_thread",
+            "1 blocking thread, produce_raw",
+            one,
+            "rec/s",
+        )
+        .vs(chan_label, channel)
+        .target(Target::AtLeast(80e3)),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "produce_four_threads",
+            "4 blocking threads, produce_raw",
+            four,
+            "rec/s",
+        )
+        .vs(chan_label, channel)
+        .target(Target::AtLeast(150e3)),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "produce_pipelined",
+            "pipelined async, 256 in flight, produce_raw",
+            pipelined,
+            "rec/s",
+        )
+        .vs(chan_label, channel)
+        .target(Target::AtLeast(1e6)),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "produce_batch",
+            "produce_batch_raw, 1000 x 100 B",
+            batch,
+            "rec/s",
+        )
+        .vs(raw_label, raw)
+        .target(Target::RatioAtLeast(0.5)),
+    ));
+    rows.push(Row::Section("consume (pre-filled, page cache hot)"));
+    rows.push(Row::Figure(
+        Figure::new(
+            "consume_poll_batch_raw",
+            "poll_batch_raw 500 + commit",
+            poll_raw,
+            "rec/s",
+        )
+        .vs(raw_label, raw)
+        .target(Target::RatioAtLeast(0.25)),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "consume_consumer_poll_batch",
+            "Consumer<String>::poll_batch 500",
+            poll_typed,
+            "rec/s",
+        )
+        .vs(raw_label, raw)
+        .target(Target::RatioAtLeast(0.25)),
+    ));
+    rows.push(Row::Section("FsyncPolicy::Always, 8 producer threads"));
+    let sync_label = "raw append + fdatasync/1000";
+    rows.push(Row::Figure(
+        Figure::new(
+            "always_8_threads",
+            "8 threads, produce_raw",
+            always_single,
+            "rec/s",
+        )
+        .vs(sync_label, raw_sync)
+        .target(Target::RatioAtLeast(0.3)),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "always_8_threads_batch",
+            "8 threads, produce_batch_raw 1000 (context)",
+            always_batch,
+            "rec/s",
+        )
+        .vs(sync_label, raw_sync),
+    ));
+    rows.push(Row::Section(
+        "end-to-end latency at 2,000 rec/s (FsyncPolicy default)",
+    ));
+    let pairs = [
+        ("e2e_p50", "p50", e2e.p50_us, e2e_channel.p50_us, None),
+        (
+            "e2e_p99",
+            "p99",
+            e2e.p99_us,
+            e2e_channel.p99_us,
+            Some(1000.0),
+        ),
+        ("e2e_p999", "p99.9", e2e.p999_us, e2e_channel.p999_us, None),
+    ];
+    for (key, label, ours, theirs, at_most) in pairs {
+        let mut figure = Figure::new(
+            key,
+            format!("{label} ({} records)", e2e.samples),
+            ours,
+            "us",
+        )
+        .vs("crossbeam channel, same pacing", theirs);
+        if let Some(limit) = at_most {
+            figure = figure.target(Target::AtMost(limit));
+        }
+        rows.push(Row::Figure(figure));
+    }
+    rows.push(Row::Section(
+        "open a partition (PartitionLog::open, page cache hot)",
+    ));
+    let size = format!("{:.0} MB", opened.log_bytes as f64 / MB);
+    let read_label = "read every segment once";
+    let full_read_ms = opened.full_read.as_secs_f64() * 1e3;
+    rows.push(Row::Figure(
+        Figure::new(
+            "open_clean",
+            format!("{size}, after a clean shutdown"),
+            opened.clean_open.as_secs_f64() * 1e3,
+            "ms",
+        )
+        .vs(read_label, full_read_ms)
+        .target(Target::AtMost(500.0)),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "open_crash",
+            format!(
+                "{size}, after a crash ({} segment(s) scanned)",
+                opened.crash_segments_scanned
+            ),
+            opened.crash_open.as_secs_f64() * 1e3,
+            "ms",
+        )
+        .vs(read_label, full_read_ms)
+        .target(Target::AtMost(2000.0)),
+    ));
+    rows.push(Row::Section("memory"));
+    rows.push(Row::Figure(
+        Figure::new(
+            "peak_rss",
+            format!(
+                "peak RSS producing {:.0} MB ({} rec/s)",
+                peak.payload_bytes as f64 / MB,
+                report::human(peak.records_per_sec)
+            ),
+            peak.peak as f64 / MB,
+            "MB",
+        )
+        .vs("RSS before producing", peak.before as f64 / MB)
+        .target(Target::AtMost(150.0)),
+    ));
+    rows.push(Row::Section("baselines"));
+    rows.push(Row::Figure(Figure::new(
+        "baseline_raw_append",
+        raw_label,
+        raw,
+        "rec/s",
+    )));
+    rows.push(Row::Figure(Figure::new(
+        "baseline_raw_fdatasync",
+        sync_label,
+        raw_sync,
+        "rec/s",
+    )));
+    rows.push(Row::Figure(Figure::new(
+        "baseline_crossbeam",
+        chan_label,
+        channel,
+        "rec/s",
+    )));
+    let redis_why = match baselines::redis_server() {
+        None => "redis-server is not on PATH".to_string(),
+        Some(path) => format!("found {}, but no Redis client is built in", path.display()),
+    };
+    progress.note(&format!("Redis Streams peer skipped: {redis_why}"));
+    rows.push(Row::Skipped {
+        key: "peer_redis_streams",
+        why: redis_why,
+    });
+
+    report::print_table(&rows);
+    let settings_json = json!({
+        "measure_secs": budget.as_secs_f64(),
+        "latency_secs": latency_run.as_secs_f64(),
+        "latency_rate": LATENCY_RATE,
+        "open_bytes": opened.log_bytes,
+        "rss_payload_bytes": peak.payload_bytes,
+        "rss_hwm_reset": peak.reset,
+    });
+    println!("{}", report::json_line(&rows, settings_json));
+}

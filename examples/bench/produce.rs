@@ -1,0 +1,110 @@
+//! Produce throughput through the broker: blocking threads, pipelined async from inside an
+//! actix System, the batch API, and `FsyncPolicy::Always` with eight producer threads.
+//! Every function returns records per second and uses a fresh one-partition topic.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use nanokafka::NanoKafka;
+
+use crate::harness::{payload, produce_batch, rate_for, BATCH};
+
+/// Futures in flight in the pipelined measurement (the example figure).
+const IN_FLIGHT: usize = 256;
+/// Records per `buffered` run of the pipelined measurement, between two clock checks.
+const PIPELINE_ROUND: usize = 10_000;
+
+/// `threads` blocking threads, each calling `produce_raw` with one 100-byte record at a time.
+pub fn blocking_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> f64 {
+    let start = Instant::now();
+    let total: u64 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut produced = 0u64;
+                    while start.elapsed() < budget {
+                        broker
+                            .produce_raw(topic, None, payload())
+                            .expect("produce_raw");
+                        produced += 1;
+                    }
+                    produced
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("producer thread"))
+            .sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// `threads` blocking threads, each calling `produce_batch_raw` with [`BATCH`] records.
+pub fn batch_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> f64 {
+    let start = Instant::now();
+    let total: u64 = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut produced = 0u64;
+                    while start.elapsed() < budget {
+                        broker
+                            .produce_batch_raw(topic, Some(0), produce_batch())
+                            .expect("produce_batch_raw");
+                        produced += BATCH as u64;
+                    }
+                    produced
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("producer thread"))
+            .sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// One blocking thread, [`BATCH`] × 100 B per `produce_batch_raw` call. Building the batch
+/// (1000 small `Vec`s) is part of the timed loop, as it is for a caller.
+pub fn batch(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+    rate_for(budget, || {
+        let deliveries = broker
+            .produce_batch_raw(topic, Some(0), produce_batch())
+            .expect("produce_batch_raw");
+        deliveries.len() as u64
+    })
+}
+
+/// [`IN_FLIGHT`] `AsyncNanoKafka::produce_raw` futures at a time from a task of an actix
+/// System on its own thread (the broker runs in its own System, as an application's would
+/// not, but a message crosses threads either way: the partitions live on I/O arbiters).
+/// Replies come back in order; the offsets are checked to be consecutive.
+pub fn pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+    let handle = broker.async_handle();
+    let topic = topic.to_owned();
+    std::thread::spawn(move || {
+        actix_rt::System::new().block_on(async move {
+            let start = Instant::now();
+            let mut produced = 0u64;
+            let mut last_offset = None;
+            while start.elapsed() < budget {
+                let mut replies = futures::stream::iter(0..PIPELINE_ROUND)
+                    .map(|_| handle.produce_raw(&topic, None, payload()))
+                    .buffered(IN_FLIGHT);
+                while let Some(reply) = replies.next().await {
+                    let delivery = reply.expect("produce_raw");
+                    if let Some(last) = last_offset {
+                        assert_eq!(delivery.offset, last + 1, "replies in order");
+                    }
+                    last_offset = Some(delivery.offset);
+                    produced += 1;
+                }
+            }
+            produced as f64 / start.elapsed().as_secs_f64()
+        })
+    })
+    .join()
+    .expect("actix thread")
+}
