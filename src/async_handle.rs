@@ -2,7 +2,9 @@
 //! message to the `BrokerActor` (see [`crate::messages`]); typed methods encode and decode
 //! payloads with rmp-serde. Cheap to clone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -10,27 +12,47 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashGroupCoordinator};
+use crate::actors::partition::PartitionActor;
+use crate::actors::topic::{append_routed, GetRoute};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Produce, Subscribe, SubscribeOptions,
-    Subscription,
+    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Subscribe, SubscribeOptions, Subscription,
 };
 use crate::partition::ProduceRecord;
+use crate::partitioner;
 use crate::types::{encode, BrokerStats, ConsumerBatch, Delivery, Record};
 
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
+///
+/// Produces take a direct route: the handle asks a topic's actor once for its partition
+/// actors' addresses (they survive restarts, and topics are never deleted), runs Kafka's
+/// partitioner itself and sends each partition its records, instead of passing every
+/// produce through the broker's thread. Every other request goes through the broker.
 #[derive(Debug, Clone)]
 pub struct AsyncNanoKafka {
     addr: Addr<BrokerActor>,
+    /// Topic → its partition actors; shared by clones.
+    routes: Arc<Mutex<HashMap<String, Arc<Route>>>>,
+}
+
+/// Where a topic's records go.
+#[derive(Debug)]
+struct Route {
+    partitions: Vec<Addr<PartitionActor>>,
+    /// Round-robin counter for keyless records sent through this handle (and its clones).
+    next_keyless: AtomicU32,
 }
 
 impl From<Addr<BrokerActor>> for AsyncNanoKafka {
     fn from(addr: Addr<BrokerActor>) -> Self {
-        AsyncNanoKafka { addr }
+        AsyncNanoKafka {
+            addr,
+            routes: Arc::default(),
+        }
     }
 }
 
@@ -109,12 +131,53 @@ impl AsyncNanoKafka {
         partition: Option<u32>,
         records: Vec<ProduceRecord>,
     ) -> Result<Vec<Delivery>> {
-        self.ask(Produce {
-            topic: topic.to_owned(),
-            partition,
-            records,
-        })
-        .await
+        let route = self.route(topic).await?;
+        let count = route.partitions.len() as u32;
+        let routes = match partition {
+            Some(p) if p >= count => {
+                return Err(Error::UnknownPartition {
+                    topic: topic.to_owned(),
+                    partition: p,
+                })
+            }
+            Some(p) => vec![p; records.len()],
+            None => {
+                let keys = records.iter().map(|r| r.key.as_deref());
+                partitioner::assign(keys, count, || {
+                    route.next_keyless.fetch_add(1, Ordering::Relaxed)
+                })
+            }
+        };
+        append_routed(&route.partitions, records, routes).await
+    }
+
+    /// The topic's partition actors, asked of the broker once and then cached.
+    async fn route(&self, topic: &str) -> Result<Arc<Route>> {
+        if let Some(route) = self.cached_route(topic) {
+            return Ok(route);
+        }
+        let partitions = self
+            .ask(GetRoute {
+                topic: topic.to_owned(),
+            })
+            .await?;
+        let route = Arc::new(Route {
+            partitions,
+            next_keyless: AtomicU32::new(0),
+        });
+        let mut routes = self
+            .routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(routes.entry(topic.to_owned()).or_insert(route).clone())
+    }
+
+    fn cached_route(&self, topic: &str) -> Option<Arc<Route>> {
+        let routes = self
+            .routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        routes.get(topic).cloned()
     }
 
     /// Joins `group` with the default round-robin assignor.

@@ -41,6 +41,21 @@ pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
     positive % partitions
 }
 
+/// The partition of each record of a batch: by key (`partition_for_key`) or, keyless,
+/// the next one `next_keyless` deals (round-robin).
+pub fn assign(
+    keys: impl IntoIterator<Item = Option<impl AsRef<[u8]>>>,
+    partitions: u32,
+    mut next_keyless: impl FnMut() -> u32,
+) -> Vec<u32> {
+    keys.into_iter()
+        .map(|key| match key {
+            Some(key) => partition_for_key(key.as_ref(), partitions),
+            None => next_keyless() % partitions,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +74,17 @@ mod tests {
             -58_897_971
         );
         assert_eq!(murmur2(b""), 275_646_681);
+    }
+
+    #[test]
+    fn keyless_records_take_turns_and_keyed_ones_follow_their_key() {
+        let mut next = 0;
+        let keys = [None, Some(&b"21"[..]), None, None];
+        let assigned = assign(keys, 3, || {
+            next += 1;
+            next - 1
+        });
+        assert_eq!(assigned, vec![0, partition_for_key(b"21", 3), 1, 2]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::messages::{
     Poll, Produce,
 };
 use crate::partition::ProduceRecord;
-use crate::partitioner::partition_for_key;
+use crate::partitioner;
 use crate::storage::data_dir::validate_id;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 
@@ -121,22 +121,81 @@ impl TopicActor {
 
     /// The partition of each record: explicit, by key (murmur2), or round-robin.
     fn route(&mut self, explicit: Option<u32>, records: &[ProduceRecord]) -> Result<Vec<u32>> {
-        let count = self.partitions.len() as u32;
         if let Some(p) = explicit {
             self.partition(p)?;
             return Ok(vec![p; records.len()]);
         }
-        Ok(records
-            .iter()
-            .map(|r| match &r.key {
-                Some(key) => partition_for_key(key, count),
-                None => {
-                    let p = self.next_partition % count;
-                    self.next_partition = self.next_partition.wrapping_add(1);
-                    p
-                }
-            })
-            .collect())
+        let keys = records.iter().map(|r| r.key.as_deref());
+        Ok(partitioner::assign(
+            keys,
+            self.partitions.len() as u32,
+            || {
+                self.next_partition = self.next_partition.wrapping_add(1);
+                self.next_partition.wrapping_sub(1)
+            },
+        ))
+    }
+}
+
+/// Sends each partition its records (one `Append` per partition, in their original order)
+/// and answers with one delivery per record, in the order given. Shared by the
+/// `TopicActor` and the handles' direct route.
+pub(crate) async fn append_routed(
+    partitions: &[Addr<PartitionActor>],
+    records: Vec<ProduceRecord>,
+    routes: Vec<u32>,
+) -> Result<Vec<Delivery>> {
+    let total = records.len();
+    let mut batches: BTreeMap<u32, (Vec<ProduceRecord>, Vec<usize>)> = BTreeMap::new();
+    for (i, (record, p)) in records.into_iter().zip(routes).enumerate() {
+        let batch = batches.entry(p).or_default();
+        batch.0.push(record);
+        batch.1.push(i);
+    }
+    let sends = batches.into_iter().map(|(p, (records, positions))| {
+        let addr = partitions[p as usize].clone();
+        async move { (p, positions, ask(addr, Append { records }).await) }
+    });
+    let mut deliveries = vec![
+        Delivery {
+            partition: 0,
+            offset: 0
+        };
+        total
+    ];
+    for (partition, positions, result) in join_all(sends).await {
+        let info = result?;
+        for (k, i) in positions.into_iter().enumerate() {
+            deliveries[i] = Delivery {
+                partition,
+                offset: info.base_offset + k as u64,
+            };
+        }
+    }
+    Ok(deliveries)
+}
+
+/// The addresses of a topic's partition actors, for the handles' direct produce route.
+/// Sent to the broker, answered by the topic. Errors: `UnknownTopic`.
+#[derive(Debug)]
+pub struct GetRoute {
+    pub topic: String,
+}
+impl Message for GetRoute {
+    type Result = Result<Vec<Addr<PartitionActor>>>;
+}
+impl crate::messages::TopicMessage for GetRoute {
+    type Reply = Vec<Addr<PartitionActor>>;
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+}
+
+impl Handler<GetRoute> for TopicActor {
+    type Result = Result<Vec<Addr<PartitionActor>>>;
+
+    fn handle(&mut self, _: GetRoute, _: &mut Context<Self>) -> Self::Result {
+        Ok(self.partitions.clone())
     }
 }
 
@@ -160,44 +219,13 @@ impl Handler<Produce> for TopicActor {
 
     fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Produce").entered();
-        let routes = match self.route(msg.partition, &msg.records) {
-            Ok(routes) => routes,
-            Err(e) => return Box::pin(async { Err(e) }),
-        };
-        let total = msg.records.len();
-        // One Append per partition, records in their original order within it.
-        let mut batches: BTreeMap<u32, (Vec<ProduceRecord>, Vec<usize>)> = BTreeMap::new();
-        for (i, (record, p)) in msg.records.into_iter().zip(routes).enumerate() {
-            let batch = batches.entry(p).or_default();
-            batch.0.push(record);
-            batch.1.push(i);
-        }
-        let sends: Vec<_> = batches
-            .into_iter()
-            .map(|(p, (records, positions))| {
-                let addr = self.partitions[p as usize].clone();
-                async move { (p, positions, ask(addr, Append { records }).await) }
-            })
-            .collect();
-        Box::pin(async move {
-            let mut deliveries = vec![
-                Delivery {
-                    partition: 0,
-                    offset: 0
-                };
-                total
-            ];
-            for (partition, positions, result) in join_all(sends).await {
-                let info = result?;
-                for (k, i) in positions.into_iter().enumerate() {
-                    deliveries[i] = Delivery {
-                        partition,
-                        offset: info.base_offset + k as u64,
-                    };
-                }
+        match self.route(msg.partition, &msg.records) {
+            Ok(routes) => {
+                let partitions = self.partitions.clone();
+                Box::pin(async move { append_routed(&partitions, msg.records, routes).await })
             }
-            Ok(deliveries)
-        })
+            Err(e) => Box::pin(async { Err(e) }),
+        }
     }
 }
 
