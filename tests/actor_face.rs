@@ -31,13 +31,11 @@ fn typed_messages_produce_poll_and_commit_through_the_broker_actor() {
         };
         let deliveries = addr.send(produce).await.unwrap().unwrap();
         assert_eq!(deliveries.len(), 6);
-        // Records with one key share a partition and get consecutive offsets, in order.
+        // Records with one key share a partition and keep their order in it.
         for i in 2..6 {
             let (now, before) = (deliveries[i], deliveries[i - 2]);
-            assert_eq!(
-                (now.partition, now.offset),
-                (before.partition, before.offset + 1)
-            );
+            assert_eq!(now.partition, before.partition);
+            assert!(now.offset > before.offset);
         }
 
         let join = JoinGroup {
