@@ -11,9 +11,9 @@ use actix::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::actors::broker::{BrokerActor, CrashGroupCoordinator};
+use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::partition::PartitionActor;
-use crate::actors::topic::{append_routed, GetRoute};
+use crate::actors::topic::{append_routed, CrashTopic, GetRoute};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
@@ -378,6 +378,23 @@ impl AsyncNanoKafka {
             partition,
         })
         .await
+    }
+
+    /// Fault injection: crash a topic's actor (it restarts with its state).
+    /// # Errors
+    /// `UnknownTopic`.
+    pub async fn crash_topic(&self, topic: &str) -> Result<()> {
+        self.ask(CrashTopic {
+            topic: topic.to_owned(),
+        })
+        .await
+    }
+
+    /// Fault injection: crash the broker actor (it restarts with its state).
+    /// # Errors
+    /// `BrokerStopped`.
+    pub async fn crash_broker(&self) -> Result<()> {
+        self.ask(CrashBroker).await
     }
 
     /// Fault injection: crash a group's coordinator (memberships reset).

@@ -165,7 +165,8 @@ impl NanoKafkaBuilder {
                 let system = actix_rt::System::new();
                 let addr = system.block_on(async move {
                     let arbiters = (0..io_threads).map(|_| Arbiter::new()).collect();
-                    BrokerActor::new(settings, data_dir, topics, arbiters).start()
+                    let broker = BrokerActor::new(settings, data_dir, topics, arbiters);
+                    Supervisor::start(move |_| broker)
                 });
                 let _ = started_tx.send((addr, System::current()));
                 system.run()

@@ -97,10 +97,14 @@ pub struct GroupStats {
 pub struct TopicStats {
     pub partitions: Vec<PartitionStats>,
     pub groups: BTreeMap<String, GroupStats>,
+    /// Times the topic's actor was restarted after a crash.
+    pub restarts: u64,
 }
 
 /// The whole broker's state, from [`crate::NanoKafka::stats`].
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BrokerStats {
     pub topics: BTreeMap<String, TopicStats>,
+    /// Times the broker actor was restarted after a crash.
+    pub restarts: u64,
 }

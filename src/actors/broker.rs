@@ -11,6 +11,7 @@ use futures::future::join_all;
 use serde::de::DeserializeOwned;
 
 use super::subscription::{Subscription, SubscriptionActor};
+use super::supervise::guarded;
 use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
 use super::BrokerSettings;
 use crate::async_handle::AsyncNanoKafka;
@@ -46,6 +47,7 @@ pub struct BrokerActor {
     arbiters: Vec<Arbiter>,
     /// Where the next topic's partition 0 goes, so small topics spread over the arbiters.
     next_arbiter: usize,
+    restarts: u64,
 }
 
 impl BrokerActor {
@@ -63,6 +65,7 @@ impl BrokerActor {
             topics: BTreeMap::new(),
             arbiters,
             next_arbiter: 0,
+            restarts: 0,
         }
     }
 
@@ -76,7 +79,8 @@ impl BrokerActor {
             self.next_arbiter,
         );
         self.next_arbiter = (self.next_arbiter + config.partitions as usize) % handles.len().max(1);
-        self.topics.insert(name.to_owned(), topic.start());
+        self.topics
+            .insert(name.to_owned(), Supervisor::start(move |_| topic));
     }
 
     fn topic(&self, name: &str) -> Result<Addr<TopicActor>> {
@@ -101,6 +105,34 @@ impl Actor for BrokerActor {
             tracing::info!(topic = %name, partitions = config.partitions, "loading topic");
             self.start_topic(&name, &config);
         }
+    }
+}
+
+impl Supervised for BrokerActor {
+    fn restarting(&mut self, _: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
+        self.restarts += 1;
+        tracing::warn!(restarts = self.restarts, "broker actor restarted");
+    }
+}
+
+/// Fault injection: the broker actor panics inside its handler and is restarted with the
+/// same state (topics, lock, arbiters). Never fails.
+#[derive(Debug)]
+pub struct CrashBroker;
+impl Message for CrashBroker {
+    type Result = Result<()>;
+}
+
+impl Handler<CrashBroker> for BrokerActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, _: CrashBroker, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CrashBroker").entered();
+        guarded(self, ctx, "broker", |_, _| {
+            panic!("injected fault (CrashBroker)")
+        });
+        Ok(())
     }
 }
 
@@ -188,8 +220,12 @@ impl Handler<GetStats> for BrokerActor {
     fn handle(&mut self, _: GetStats, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GetStats").entered();
         let topics = self.topics.clone();
+        let restarts = self.restarts;
         Box::pin(async move {
-            let mut stats = BrokerStats::default();
+            let mut stats = BrokerStats {
+                restarts,
+                ..BrokerStats::default()
+            };
             for (name, addr) in topics {
                 if let Ok(topic) = addr.send(DescribeTopic).await {
                     stats.topics.insert(name, topic);

@@ -1,7 +1,8 @@
 //! `TopicActor`: one topic. Starts its `PartitionActor`s (spread over the I/O arbiters) and,
 //! on first join, one `GroupCoordinatorActor` per group; routes every topic message to them.
-//! Stateless beyond its children's addresses and the round-robin counter, so it is not
-//! supervised: nothing in it can be lost.
+//! Runs under a `Supervisor`: a panic in a handler is caught and the actor restarted with
+//! the same state (its children's addresses and the round-robin counter), so nothing is
+//! lost and queued requests are served after the restart.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use super::partition::{
     Append, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
     RegisterGroup,
 };
+use super::supervise::guarded;
 use super::BrokerSettings;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -64,6 +66,7 @@ pub struct TopicActor {
     groups: BTreeMap<String, Addr<GroupCoordinatorActor>>,
     /// Next partition for a keyless record.
     next_partition: u32,
+    restarts: u64,
 }
 
 impl TopicActor {
@@ -91,6 +94,7 @@ impl TopicActor {
             partitions,
             groups: BTreeMap::new(),
             next_partition: 0,
+            restarts: 0,
         }
     }
 
@@ -201,6 +205,43 @@ impl Handler<GetRoute> for TopicActor {
 
 impl Actor for TopicActor {
     type Context = Context<Self>;
+}
+
+impl Supervised for TopicActor {
+    fn restarting(&mut self, _: &mut Context<Self>) {
+        let _span = self.span.clone().entered();
+        self.restarts += 1;
+        tracing::warn!(restarts = self.restarts, "topic actor restarted");
+    }
+}
+
+/// Fault injection: the topic's actor panics inside its handler and is restarted.
+/// Errors: `UnknownTopic` (from the broker).
+#[derive(Debug)]
+pub struct CrashTopic {
+    pub topic: String,
+}
+impl Message for CrashTopic {
+    type Result = Result<()>;
+}
+impl crate::messages::TopicMessage for CrashTopic {
+    type Reply = ();
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+}
+
+impl Handler<CrashTopic> for TopicActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, _: CrashTopic, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CrashTopic").entered();
+        let name = format!("topic {}", self.name);
+        guarded(self, ctx, &name, |_, _| {
+            panic!("injected fault (CrashTopic)")
+        });
+        Ok(())
+    }
 }
 
 /// Sends `msg` and flattens a mailbox error into `BrokerStopped`.
@@ -466,11 +507,13 @@ impl Handler<DescribeTopic> for TopicActor {
         let _span = tracing::debug_span!(parent: &self.span, "DescribeTopic").entered();
         let partitions = self.partitions.clone();
         let groups = self.groups.clone();
+        let restarts = self.restarts;
         Box::pin(async move {
             let described = join_all(partitions.iter().map(|p| p.send(DescribePartition))).await;
             let mut stats = TopicStats {
                 partitions: described.into_iter().filter_map(|r| r.ok()).collect(),
                 groups: BTreeMap::new(),
+                restarts,
             };
             for (name, addr) in groups {
                 let Ok(mut group) = addr.send(DescribeGroup).await else {
