@@ -2,34 +2,17 @@
 //! last handle, and after a `kill -9` of the process that held it (spec §5). Topics and their
 //! configs, records, log start offsets and committed offsets come back; memberships do not.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
 
 use nanokafka::{Backpressure, Error, FsyncPolicy, NanoKafka, TopicConfig};
 
 const WATCHDOG: Duration = Duration::from_secs(60);
-
-/// Runs `body` on its own thread and fails the test if it has not finished within `limit`.
-fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done_tx, done_rx) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        let value = body();
-        let _ = done_tx.send(());
-        value
-    });
-    match done_rx.recv_timeout(limit) {
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
-            Ok(value) => value,
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
-    }
-}
 
 /// Every record of `topic` through a fresh group: partition → (offset → value).
 fn read_all(broker: &NanoKafka, topic: &str, group: &str) -> BTreeMap<u32, BTreeMap<u64, u64>> {
@@ -59,7 +42,7 @@ fn values(log: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
 
 #[test]
 fn topics_records_log_start_and_commits_come_back_after_shutdown() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = NanoKafka::open(dir.path()).unwrap();
         let kept = TopicConfig::default()
@@ -160,7 +143,7 @@ fn topics_records_log_start_and_commits_come_back_after_shutdown() {
 #[test]
 fn both_fsync_extremes_reopen_with_everything_after_a_clean_shutdown() {
     for policy in [FsyncPolicy::Always, FsyncPolicy::Never] {
-        within(WATCHDOG, move || {
+        common::within(WATCHDOG, move || {
             let dir = tempfile::tempdir().unwrap();
             let open = || {
                 NanoKafka::builder()
@@ -204,7 +187,7 @@ fn both_fsync_extremes_reopen_with_everything_after_a_clean_shutdown() {
 
 #[test]
 fn the_lock_is_released_by_shutdown_and_by_dropping_the_last_handle() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let first = NanoKafka::open(dir.path()).unwrap();
         first.create_topic("t", TopicConfig::default()).unwrap();
@@ -304,7 +287,7 @@ fn produce_in_child_then_kill(dir: &Path, acks: usize) -> Vec<(u64, u64)> {
 
 #[test]
 fn acknowledged_records_survive_kill_9() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = NanoKafka::open(dir.path()).unwrap();
         // Small segments: the kill may land around a roll too.

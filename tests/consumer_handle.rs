@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
 
 use common::{broker_with_topic, produce_to};
@@ -178,27 +176,9 @@ fn after_a_rebalance_a_consumer_resumes_from_the_committed_offsets_of_the_partit
     assert_eq!(offsets(&taken_over), [(1, 3), (1, 4)]);
 }
 
-/// Runs `body` on its own thread and fails the test if it has not finished within `limit`:
-/// a request left hanging by the coordinator's restart fails instead of blocking the run.
-fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done_tx, done_rx) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        let value = body();
-        let _ = done_tx.send(());
-        value
-    });
-    match done_rx.recv_timeout(limit) {
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
-            Ok(value) => value,
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
-    }
-}
-
 #[test]
 fn a_consumer_rejoins_by_itself_after_its_coordinator_restarts() {
-    within(Duration::from_secs(60), || {
+    common::within(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
         let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
         produce_to(&broker, "t", 0, &[0, 1, 2, 3]);

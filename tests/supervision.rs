@@ -4,6 +4,8 @@
 //! Every test runs its body under a watchdog: a request left hanging by a restart fails the
 //! test after [`WATCHDOG`] instead of blocking the run.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,24 +23,6 @@ const WATCHDOG: Duration = Duration::from_secs(60);
 /// Far below the 30 s / 60 s waits the parked requests were given: an answer this fast came
 /// from the restart, not from a deadline.
 const PROMPT: Duration = Duration::from_secs(10);
-
-/// Runs `body` on its own thread and fails the test if it has not finished within `limit`
-/// (a hang); a panic in `body` is passed on as it is.
-fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done_tx, done_rx) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        let value = body();
-        let _ = done_tx.send(());
-        value
-    });
-    match done_rx.recv_timeout(limit) {
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
-            Ok(value) => value,
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
-    }
-}
 
 fn open(dir: &tempfile::TempDir) -> NanoKafka {
     NanoKafka::open(dir.path()).unwrap()
@@ -112,7 +96,7 @@ fn read_all(broker: &NanoKafka, group: &str) -> BTreeMap<u32, BTreeMap<u64, u64>
 
 #[test]
 fn a_crashed_partition_restarts_with_its_records_and_commits() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = open(&dir);
         broker
@@ -260,7 +244,7 @@ fn produce_until_acked(broker: &NanoKafka, thread: u64, progress: &Progress) -> 
 /// copies exist only for attempts that were not acknowledged; nobody hangs.
 #[test]
 fn acknowledged_records_survive_repeated_crashes_under_load() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = open(&dir);
         broker
@@ -345,7 +329,7 @@ fn acknowledged_records_survive_repeated_crashes_under_load() {
 
 #[test]
 fn a_parked_long_poll_is_answered_when_its_partition_restarts() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = open(&dir);
         broker.create_topic(TOPIC, TopicConfig::default()).unwrap();
@@ -387,7 +371,7 @@ fn a_parked_long_poll_is_answered_when_its_partition_restarts() {
 
 #[test]
 fn a_blocked_produce_gets_partition_restarted_when_its_partition_restarts() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = NanoKafka::builder()
             .data_dir(dir.path())
@@ -422,7 +406,7 @@ fn a_blocked_produce_gets_partition_restarted_when_its_partition_restarts() {
 
 #[test]
 fn a_partition_crashing_beyond_its_budget_fails_alone() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = open(&dir);
         broker
@@ -473,7 +457,7 @@ fn a_partition_crashing_beyond_its_budget_fails_alone() {
 
 #[test]
 fn a_coordinator_crash_resets_memberships_and_keeps_commits() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let dir = tempfile::tempdir().unwrap();
         let broker = open(&dir);
         broker.create_topic(TOPIC, TopicConfig::default()).unwrap();

@@ -20,6 +20,8 @@
 //! - no reordering: per partition, each thread's (round, seq) increases with the offset;
 //! - commits hold: the committed offset is at least every acknowledged commit's offset + 1.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -456,25 +458,9 @@ fn check_log(history: &mut History, broker: &NanoKafka) -> usize {
     seen.iter().filter(|v| !acked.contains(v)).count()
 }
 
-fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done_tx, done_rx) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        let value = body();
-        let _ = done_tx.send(());
-        value
-    });
-    match done_rx.recv_timeout(limit) {
-        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
-            Ok(value) => value,
-            Err(panic) => std::panic::resume_unwind(panic),
-        },
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
-    }
-}
-
 #[test]
 fn acknowledged_writes_and_commits_survive_repeated_kill_9() {
-    within(WATCHDOG, || {
+    common::within(WATCHDOG, || {
         let seed = std::env::var(SEED_ENV)
             .ok()
             .and_then(|s| s.parse().ok())

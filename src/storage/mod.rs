@@ -21,7 +21,8 @@
 //! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
 //! - [`recovery`]: opening a partition directory, as separate passes.
-//! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll.
+//! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll;
+//!   [`fetch`]: the read path inside one segment.
 //! - [`offsets`]: [`OffsetStore`], each group's committed offset in a partition.
 //! - [`data_dir`]: [`DataDir`], the directory lock, topic configs and names.
 //! - [`fs`]: the file layer every byte goes through (`FileSystem`, `StorageFile`, the OS);
@@ -30,6 +31,7 @@
 
 pub mod checkpoint;
 pub mod data_dir;
+pub mod fetch;
 pub mod fs;
 pub mod fsutil;
 pub mod index;

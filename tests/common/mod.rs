@@ -1,7 +1,10 @@
-//! Helpers shared by the broker's black-box tests (`tests/broker_*.rs`, `tests/bad_input.rs`).
+//! Helpers shared by the broker's black-box tests.
 #![allow(dead_code)] // each test crate uses its own subset
 
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
 
 use nanokafka::{NanoKafka, PartitionStats, TopicConfig};
 
@@ -42,4 +45,22 @@ pub fn drain(broker: &NanoKafka, topic: &str, group: &str, member: &str) -> Vec<
         seen.push((r.partition, r.offset, r.value));
     }
     seen
+}
+
+/// Runs `body` on its own thread and fails the test if it has not finished within `limit`
+/// (a hang); a panic in `body` is passed on as it is.
+pub fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done_tx, done_rx) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        let value = body();
+        let _ = done_tx.send(());
+        value
+    });
+    match done_rx.recv_timeout(limit) {
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Ok(value) => value,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
+    }
 }
