@@ -124,8 +124,10 @@ impl Partition {
     /// `Some(backlog)` when the backlog, counting `pending` records accepted but not yet
     /// written, has reached `max_size`.
     pub fn full(&self, pending: u64) -> Option<u64> {
+        // Most topics have no max_size: skip the backlog's walk over the groups.
+        let max = self.max_size?;
         let backlog = self.backlog() + pending;
-        self.max_size.filter(|&max| backlog >= max).map(|_| backlog)
+        (backlog >= max).then_some(backlog)
     }
 
     pub fn max_size(&self) -> Option<u64> {
