@@ -497,7 +497,11 @@ impl Supervised for PartitionActor {
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
         // A restart drops the context's queued items, the scheduled flush among them.
-        (self.pending_records, self.pending_bytes, self.flush_scheduled) = (0, 0, false);
+        (
+            self.pending_records,
+            self.pending_bytes,
+            self.flush_scheduled,
+        ) = (0, 0, false);
         let unwritten = self.pending.drain(..).map(|p| p.reply);
         for reply in unwritten.chain(self.parked.drain(..).map(|p| p.reply)) {
             let _ = reply.send(Err(Error::PartitionRestarted {
