@@ -8,10 +8,10 @@
 //!      4     4  crc           CRC32C (Castagnoli) of bytes [8, 4 + length)
 //!      8     1  magic         format version, currently 1
 //!      9     1  attributes    bit 0: a key is present (distinguishes "no key" from an empty key);
-//!                             other bits are zero in version 1
+//!                             other bits are zero in version 1 (a frame with one set is invalid)
 //!     10     8  offset        the record's offset in its partition
 //!     18     8  timestamp_ms  append time, milliseconds since the Unix epoch
-//!     26     4  key_len       0 when there is no key
+//!     26     4  key_len       0 when there is no key (anything else is invalid)
 //!     30     -  key, then value (value_len = length - 26 - key_len)
 //! ```
 //!
@@ -134,11 +134,23 @@ pub fn decode(buf: &[u8]) -> Decoded<'_> {
             reason: format!("unknown format version {}", frame[8]),
         };
     }
+    // Bits and lengths `encode_into` never writes would make the record mean something other
+    // than its bytes (a dropped key, an ignored flag): refuse them as any other bad frame.
     let attributes = frame[9];
+    if attributes & !ATTR_HAS_KEY != 0 {
+        return Decoded::Invalid {
+            reason: format!("unknown attribute bits {attributes:#04x}"),
+        };
+    }
     let key_len = u32_at(frame, 26) as usize;
     if key_len > frame_len - HEADER_LEN {
         return Decoded::Invalid {
             reason: format!("key length {key_len} exceeds frame"),
+        };
+    }
+    if attributes & ATTR_HAS_KEY == 0 && key_len != 0 {
+        return Decoded::Invalid {
+            reason: format!("key length {key_len} on a record without a key"),
         };
     }
     let key = (attributes & ATTR_HAS_KEY != 0).then(|| &frame[HEADER_LEN..HEADER_LEN + key_len]);
