@@ -585,3 +585,18 @@ fn the_offset_store_cuts_a_garbage_tail_after_a_crash() {
         assert_eq!((store.get("g1"), store.get("g2")), (Some(11), Some(21)));
     }
 }
+
+#[test]
+fn a_segment_named_beyond_the_largest_offset_is_ignored_not_a_panic() {
+    let (dir, log) = log_with(10, config());
+    log.close().unwrap();
+    std::fs::write(dir.path().join(format!("{}.log", u64::MAX)), b"garbage").unwrap();
+    std::fs::write(
+        dir.path().join(format!("{}.index", u64::MAX - 1)),
+        [0xff; 8],
+    )
+    .unwrap();
+    let (mut log, _) = reopen(dir.path(), config());
+    assert_eq!(read_all(&mut log, 0), expected(0..10));
+    append_n(&mut log, 10, 1);
+}

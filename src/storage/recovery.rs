@@ -30,6 +30,10 @@ use super::fsutil::TMP_SUFFIX;
 use super::segment::{file_names, LogSegment};
 use crate::error::{Error, Result};
 
+/// Offsets are Kafka's signed 64-bit ones: no segment this code writes starts above this,
+/// and a base this low leaves room for every `u32` relative offset without overflow.
+pub const MAX_BASE_OFFSET: u64 = i64::MAX as u64;
+
 /// One cut made by recovery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Truncation {
@@ -126,12 +130,22 @@ pub fn remove_leftovers(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<PathBuf>>
 
 /// Pass 2: the base offsets of the segments in `dir`, ascending.
 pub fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
-    let mut bases: Vec<u64> = file_names_in(fs, dir)?
-        .iter()
-        .filter_map(|name| name.strip_suffix(".log"))
-        .filter(|stem| stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|stem| stem.parse().ok())
-        .collect();
+    let mut bases = Vec::new();
+    for name in file_names_in(fs, dir)? {
+        let Some(stem) = name.strip_suffix(".log") else {
+            continue;
+        };
+        if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        match stem.parse::<u64>() {
+            Ok(base) if base <= MAX_BASE_OFFSET => bases.push(base),
+            _ => tracing::warn!(
+                path = %dir.join(&name).display(),
+                "segment name beyond the largest offset (Kafka's i64::MAX); ignored"
+            ),
+        }
+    }
     bases.sort_unstable();
     Ok(bases)
 }
