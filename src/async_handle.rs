@@ -13,13 +13,14 @@ use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::partition::PartitionActor;
-use crate::actors::topic::{append_routed, CrashTopic, GetRoute};
+use crate::actors::topic::{append_routed, CrashTopic, GetRoute, TopicRoute};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Subscribe, SubscribeOptions, Subscription,
+    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Produce, Subscribe, SubscribeOptions,
+    Subscription,
 };
 use crate::partition::ProduceRecord;
 use crate::partitioner;
@@ -28,15 +29,37 @@ use crate::types::{encode, BrokerStats, ConsumerBatch, Delivery, Record};
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
 ///
-/// Produces take a direct route: the handle asks a topic's actor once for its partition
-/// actors' addresses (they survive restarts, and topics are never deleted), runs Kafka's
-/// partitioner itself and sends each partition its records, instead of passing every
-/// produce through the broker's thread. Every other request goes through the broker.
+/// Produces take a direct route: the handle learns a topic's partition actors' addresses
+/// (they survive restarts, and topics are never deleted), runs Kafka's partitioner itself and
+/// sends each partition its records, instead of passing every produce through the broker's
+/// thread. Until it knows them, produces go through the broker, and it switches a topic to
+/// the direct route only when none of its produces through the broker is in flight, so a
+/// caller's produces are appended in the order of its calls, pipelined or not. Every other
+/// request goes through the broker.
 #[derive(Debug, Clone)]
 pub struct AsyncNanoKafka {
     addr: Addr<BrokerActor>,
-    /// Topic → its partition actors; shared by clones.
-    routes: Arc<Mutex<HashMap<String, Arc<Route>>>>,
+    /// Topic → how its produces travel; shared by clones.
+    routes: Arc<Mutex<HashMap<String, RouteSlot>>>,
+}
+
+/// How one topic's produces travel from this handle.
+#[derive(Debug, Default)]
+struct RouteSlot {
+    /// Known and in use: produces go straight to the partitions.
+    direct: Option<Arc<Route>>,
+    /// Known, waiting for the produces through the broker to finish.
+    learned: Option<Arc<Route>>,
+    /// Produces through the broker not yet answered.
+    via_broker: usize,
+    /// A produce is asking for the route.
+    asking: bool,
+}
+
+/// How a produce travels, decided before anything is awaited.
+enum ProducePath {
+    Direct(Arc<Route>),
+    ViaBroker { ask_route: bool },
 }
 
 /// Where a topic's records go.
@@ -131,53 +154,88 @@ impl AsyncNanoKafka {
         partition: Option<u32>,
         records: Vec<ProduceRecord>,
     ) -> Result<Vec<Delivery>> {
-        let route = self.route(topic).await?;
-        let count = route.partitions.len() as u32;
-        let routes = match partition {
-            Some(p) if p >= count => {
-                return Err(Error::UnknownPartition {
+        // Nothing is awaited before the records are enqueued: that keeps the call order.
+        match self.produce_path(topic) {
+            ProducePath::Direct(route) => {
+                let count = route.partitions.len() as u32;
+                let routes = match partition {
+                    Some(p) if p >= count => {
+                        return Err(Error::UnknownPartition {
+                            topic: topic.to_owned(),
+                            partition: p,
+                        })
+                    }
+                    Some(p) => vec![p; records.len()],
+                    None => {
+                        let keys = records.iter().map(|r| r.key.as_deref());
+                        let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
+                        partitioner::assign(keys, count, next)
+                    }
+                };
+                append_routed(&route.partitions, records, routes).await
+            }
+            ProducePath::ViaBroker { ask_route } => {
+                let produce = Produce {
                     topic: topic.to_owned(),
-                    partition: p,
-                })
+                    partition,
+                    records,
+                };
+                let request = self.addr.send(produce);
+                let result = request
+                    .await
+                    .map_err(|_| Error::BrokerStopped)
+                    .and_then(|r| r);
+                let learned = match ask_route {
+                    true => self
+                        .ask(GetRoute {
+                            topic: topic.to_owned(),
+                        })
+                        .await
+                        .ok(),
+                    false => None,
+                };
+                self.finish_via_broker(topic, ask_route, learned);
+                result
             }
-            Some(p) => vec![p; records.len()],
-            None => {
-                let keys = records.iter().map(|r| r.key.as_deref());
-                partitioner::assign(keys, count, || {
-                    route.next_keyless.fetch_add(1, Ordering::Relaxed)
-                })
-            }
-        };
-        append_routed(&route.partitions, records, routes).await
-    }
-
-    /// The topic's partition actors, asked of the broker once and then cached.
-    async fn route(&self, topic: &str) -> Result<Arc<Route>> {
-        if let Some(route) = self.cached_route(topic) {
-            return Ok(route);
         }
-        let partitions = self
-            .ask(GetRoute {
-                topic: topic.to_owned(),
-            })
-            .await?;
-        let route = Arc::new(Route {
-            partitions,
-            next_keyless: AtomicU32::new(0),
-        });
-        let mut routes = self
-            .routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(routes.entry(topic.to_owned()).or_insert(route).clone())
     }
 
-    fn cached_route(&self, topic: &str) -> Option<Arc<Route>> {
-        let routes = self
-            .routes
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, RouteSlot>> {
+        self.routes
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        routes.get(topic).cloned()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn produce_path(&self, topic: &str) -> ProducePath {
+        let mut slots = self.slots();
+        let slot = slots.entry(topic.to_owned()).or_default();
+        if let Some(route) = &slot.direct {
+            return ProducePath::Direct(route.clone());
+        }
+        slot.via_broker += 1;
+        let ask_route = slot.learned.is_none() && !slot.asking;
+        slot.asking |= ask_route;
+        ProducePath::ViaBroker { ask_route }
+    }
+
+    /// A produce through the broker is answered: switch to the direct route once the route
+    /// is known and no produce through the broker is left in flight.
+    fn finish_via_broker(&self, topic: &str, asked: bool, learned: Option<TopicRoute>) {
+        let mut slots = self.slots();
+        let slot = slots.entry(topic.to_owned()).or_default();
+        slot.via_broker -= 1;
+        if asked {
+            slot.asking = false;
+            slot.learned = learned.map(|route| {
+                Arc::new(Route {
+                    partitions: route.partitions,
+                    next_keyless: AtomicU32::new(route.next_keyless),
+                })
+            });
+        }
+        if slot.via_broker == 0 && slot.learned.is_some() {
+            slot.direct = slot.learned.take();
+        }
     }
 
     /// Joins `group` with the default round-robin assignor.

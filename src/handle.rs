@@ -166,7 +166,10 @@ impl NanoKafkaBuilder {
                 let addr = system.block_on(async move {
                     let arbiters = (0..io_threads).map(|_| Arbiter::new()).collect();
                     let broker = BrokerActor::new(settings, data_dir, topics, arbiters);
-                    Supervisor::start(move |_| broker)
+                    Supervisor::start(move |ctx: &mut Context<BrokerActor>| {
+                        ctx.set_mailbox_capacity(crate::actors::MAILBOX_CAPACITY);
+                        broker
+                    })
                 });
                 let _ = started_tx.send((addr, System::current()));
                 system.run()

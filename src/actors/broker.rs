@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use super::subscription::{Subscription, SubscriptionActor};
 use super::supervise::guarded;
 use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
-use super::BrokerSettings;
+use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::async_handle::AsyncNanoKafka;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -79,8 +79,13 @@ impl BrokerActor {
             self.next_arbiter,
         );
         self.next_arbiter = (self.next_arbiter + config.partitions as usize) % handles.len().max(1);
-        self.topics
-            .insert(name.to_owned(), Supervisor::start(move |_| topic));
+        self.topics.insert(
+            name.to_owned(),
+            Supervisor::start(move |ctx: &mut Context<TopicActor>| {
+                ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+                topic
+            }),
+        );
     }
 
     fn topic(&self, name: &str) -> Result<Addr<TopicActor>> {
@@ -162,7 +167,10 @@ where
         let _span = tracing::debug_span!(parent: &self.span, "forward").entered();
         match self.topic(msg.topic()) {
             Ok(addr) => {
-                Box::pin(async move { addr.send(msg).await.map_err(|_| Error::BrokerStopped)? })
+                // Enqueued here, in this mailbox's order, so a caller's requests reach the
+                // topic in the order they were sent however the futures are polled.
+                let request = addr.send(msg);
+                Box::pin(async move { request.await.map_err(|_| Error::BrokerStopped)? })
             }
             Err(e) => Box::pin(async { Err(e) }),
         }

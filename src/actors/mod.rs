@@ -23,6 +23,16 @@ use crate::clock::SharedClock;
 use crate::config::FsyncPolicy;
 use crate::storage::fs::SharedFs;
 
+/// Mailbox capacity of every actor that carries produces and commits.
+///
+/// actix delivers a sender's messages in order only while the mailbox has room: a `send` that
+/// finds it full parks its message and retries later, and a newer `send` that finds room in
+/// the meantime overtakes it. Pipelined produces from one caller would then be appended out
+/// of order. The broker's backpressure is `max_size` (produces parked inside the partition),
+/// not the mailbox, so mailboxes are made large enough never to fill: a caller would need
+/// about a million requests in flight to one actor to reach it (actix's default is 16).
+pub const MAILBOX_CAPACITY: usize = 1 << 20;
+
 /// Broker-wide settings every actor reads (from `NanoKafka::builder()`).
 #[derive(Debug, Clone)]
 pub struct BrokerSettings {

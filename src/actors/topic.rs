@@ -5,6 +5,7 @@
 //! lost and queued requests are served after the restart.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -19,7 +20,7 @@ use super::partition::{
     RegisterGroup,
 };
 use super::supervise::guarded;
-use super::BrokerSettings;
+use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::Assignment;
@@ -82,7 +83,8 @@ impl TopicActor {
             .map(|p| {
                 let arbiter = &arbiters[(first_arbiter + p as usize) % arbiters.len()];
                 let (name, config, settings) = (name.to_owned(), config.clone(), settings.clone());
-                Supervisor::start_in_arbiter(arbiter, move |_| {
+                Supervisor::start_in_arbiter(arbiter, move |ctx| {
+                    ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
                     PartitionActor::new(&name, p, &config, settings)
                 })
             })
@@ -144,11 +146,15 @@ impl TopicActor {
 /// Sends each partition its records (one `Append` per partition, in their original order)
 /// and answers with one delivery per record, in the order given. Shared by the
 /// `TopicActor` and the handles' direct route.
-pub(crate) async fn append_routed(
+///
+/// The `Append`s are enqueued when this is called, not when the future is first polled: a
+/// caller's produces reach a partition in the order of its calls even when many are in
+/// flight and the runtime polls their futures in another order.
+pub(crate) fn append_routed(
     partitions: &[Addr<PartitionActor>],
     records: Vec<ProduceRecord>,
     routes: Vec<u32>,
-) -> Result<Vec<Delivery>> {
+) -> impl Future<Output = Result<Vec<Delivery>>> + 'static {
     let total = records.len();
     let mut batches: BTreeMap<u32, (Vec<ProduceRecord>, Vec<usize>)> = BTreeMap::new();
     for (i, (record, p)) in records.into_iter().zip(routes).enumerate() {
@@ -156,50 +162,84 @@ pub(crate) async fn append_routed(
         batch.0.push(record);
         batch.1.push(i);
     }
-    let sends = batches.into_iter().map(|(p, (records, positions))| {
-        let addr = partitions[p as usize].clone();
-        async move { (p, positions, ask(addr, Append { records }).await) }
-    });
-    let mut deliveries = vec![
-        Delivery {
-            partition: 0,
-            offset: 0
-        };
-        total
-    ];
-    for (partition, positions, result) in join_all(sends).await {
-        let info = result?;
-        for (k, i) in positions.into_iter().enumerate() {
-            deliveries[i] = Delivery {
-                partition,
-                offset: info.base_offset + k as u64,
+    let requests: Vec<_> = batches
+        .into_iter()
+        .map(|(p, (records, positions))| {
+            (
+                p,
+                positions,
+                partitions[p as usize].send(Append { records }),
+            )
+        })
+        .collect();
+    async move {
+        let mut deliveries = vec![
+            Delivery {
+                partition: 0,
+                offset: 0
             };
+            total
+        ];
+        let replies = join_all(
+            requests
+                .into_iter()
+                .map(|(p, positions, request)| async move {
+                    (
+                        p,
+                        positions,
+                        request
+                            .await
+                            .map_err(|_| Error::BrokerStopped)
+                            .and_then(|r| r),
+                    )
+                }),
+        );
+        for (partition, positions, result) in replies.await {
+            let info = result?;
+            for (k, i) in positions.into_iter().enumerate() {
+                deliveries[i] = Delivery {
+                    partition,
+                    offset: info.base_offset + k as u64,
+                };
+            }
         }
+        Ok(deliveries)
     }
-    Ok(deliveries)
 }
 
-/// The addresses of a topic's partition actors, for the handles' direct produce route.
-/// Sent to the broker, answered by the topic. Errors: `UnknownTopic`.
+/// The addresses of a topic's partition actors, for the handles' direct produce route, and
+/// where its round-robin stands (so a handle continues the rotation). Sent to the broker,
+/// answered by the topic. Errors: `UnknownTopic`.
 #[derive(Debug)]
 pub struct GetRoute {
     pub topic: String,
 }
+
+/// The reply to [`GetRoute`].
+#[derive(Debug)]
+pub struct TopicRoute {
+    pub partitions: Vec<Addr<PartitionActor>>,
+    pub next_keyless: u32,
+}
+
 impl Message for GetRoute {
-    type Result = Result<Vec<Addr<PartitionActor>>>;
+    type Result = Result<TopicRoute>;
 }
 impl crate::messages::TopicMessage for GetRoute {
-    type Reply = Vec<Addr<PartitionActor>>;
+    type Reply = TopicRoute;
     fn topic(&self) -> &str {
         &self.topic
     }
 }
 
 impl Handler<GetRoute> for TopicActor {
-    type Result = Result<Vec<Addr<PartitionActor>>>;
+    type Result = Result<TopicRoute>;
 
     fn handle(&mut self, _: GetRoute, _: &mut Context<Self>) -> Self::Result {
-        Ok(self.partitions.clone())
+        Ok(TopicRoute {
+            partitions: self.partitions.clone(),
+            next_keyless: self.next_partition,
+        })
     }
 }
 
@@ -261,10 +301,7 @@ impl Handler<Produce> for TopicActor {
     fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Produce").entered();
         match self.route(msg.partition, &msg.records) {
-            Ok(routes) => {
-                let partitions = self.partitions.clone();
-                Box::pin(async move { append_routed(&partitions, msg.records, routes).await })
-            }
+            Ok(routes) => Box::pin(append_routed(&self.partitions, msg.records, routes)),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
@@ -290,7 +327,8 @@ impl Handler<JoinGroup> for TopicActor {
                     self.settings.clone(),
                 );
                 let options = msg.options;
-                let addr = Supervisor::start(move |_| {
+                let addr = Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
+                    ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
                     GroupCoordinatorActor::new(&topic, &group, options, partitions, settings)
                 });
                 for partition in &self.partitions {
