@@ -5,6 +5,7 @@
 //! untouched (they live in the partitions).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -251,23 +252,7 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
             Ok(order) => order,
             Err(e) => return Box::pin(async { Err(e) }),
         };
-        let targets = order
-            .iter()
-            .map(|&p| (self.partitions[p as usize].clone(), None))
-            .collect();
-        let deadline = msg.wait.map(|w| Instant::now() + w);
-        let (coordinator, group) = (ctx.address(), self.group.clone());
-        Box::pin(async move {
-            let records = poll_partitions(targets, group, msg.max_records, deadline).await?;
-            if let Some(first) = records.first() {
-                // Sent before the reply, so it is handled before this member's next poll.
-                coordinator.do_send(PollServed {
-                    member: msg.member,
-                    partition: first.partition,
-                });
-            }
-            Ok(records)
-        })
+        Box::pin(self.serve_poll(ctx, msg.member, &order, None, msg.max_records, msg.wait))
     }
 }
 
@@ -277,6 +262,41 @@ impl Handler<PollServed> for GroupCoordinatorActor {
     fn handle(&mut self, msg: PollServed, _: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "PollServed").entered();
         self.state.served(&msg.member, msg.partition);
+    }
+}
+
+impl GroupCoordinatorActor {
+    /// A poll of `member`'s partitions in `order`, from `positions` where given (else the
+    /// committed offsets). Once it is served, the member's next poll starts after the
+    /// partition that answered (`PollServed`, sent before the reply, so it is handled first).
+    fn serve_poll(
+        &self,
+        ctx: &mut Context<Self>,
+        member: String,
+        order: &[u32],
+        positions: Option<&BTreeMap<u32, u64>>,
+        max_records: usize,
+        wait: Option<Duration>,
+    ) -> impl Future<Output = Result<Vec<Record<Vec<u8>>>>> + 'static {
+        let targets = order
+            .iter()
+            .map(|&p| {
+                let from = positions.and_then(|ps| ps.get(&p).copied());
+                (self.partitions[p as usize].clone(), from)
+            })
+            .collect();
+        let deadline = wait.map(|w| Instant::now() + w);
+        let (coordinator, group) = (ctx.address(), self.group.clone());
+        async move {
+            let records = poll_partitions(targets, group, max_records, deadline).await?;
+            if let Some(first) = records.first() {
+                coordinator.do_send(PollServed {
+                    member,
+                    partition: first.partition,
+                });
+            }
+            Ok(records)
+        }
     }
 }
 
@@ -350,27 +370,19 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
             Err(e) => return Box::pin(async { Err(e) }),
         };
         // Positions from an older generation are stale: resume at the committed offsets.
-        let current = msg.generation == assignment.generation;
-        let targets = order
-            .iter()
-            .map(|&p| {
-                let from = msg.positions.get(&p).copied().filter(|_| current);
-                (self.partitions[p as usize].clone(), from)
-            })
-            .collect();
-        let deadline = msg.wait.map(|w| Instant::now() + w);
-        let (coordinator, group) = (ctx.address(), self.group.clone());
+        let positions = (msg.generation == assignment.generation).then_some(&msg.positions);
+        let poll = self.serve_poll(
+            ctx,
+            msg.member,
+            &order,
+            positions,
+            msg.max_records,
+            msg.wait,
+        );
         Box::pin(async move {
-            let records = poll_partitions(targets, group, msg.max_records, deadline).await?;
-            if let Some(first) = records.first() {
-                coordinator.do_send(PollServed {
-                    member: msg.member,
-                    partition: first.partition,
-                });
-            }
             Ok(ConsumerBatch {
                 assignment,
-                records,
+                records: poll.await?,
             })
         })
     }
