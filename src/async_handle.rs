@@ -208,10 +208,11 @@ impl AsyncNanoKafka {
 
     fn produce_path(&self, topic: &str) -> ProducePath {
         let mut slots = self.slots();
-        let slot = slots.entry(topic.to_owned()).or_default();
-        if let Some(route) = &slot.direct {
-            return ProducePath::Direct(route.clone());
+        // The common case, a known route, looks up without allocating the key.
+        if let Some(route) = slots.get(topic).and_then(|slot| slot.direct.clone()) {
+            return ProducePath::Direct(route);
         }
+        let slot = slots.entry(topic.to_owned()).or_default();
         slot.via_broker += 1;
         let ask_route = slot.learned.is_none() && !slot.asking;
         slot.asking |= ask_route;
