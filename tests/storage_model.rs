@@ -4,8 +4,12 @@
 //!
 //! Shrunk failures are frozen below as named tests that replay the exact sequence.
 
+mod common;
+
+use common::{base_of, segment_files};
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy};
 use nanokafka::{Error, FsyncPolicy};
@@ -118,27 +122,6 @@ impl Model {
             })
             .collect()
     }
-}
-
-/// The `.log` files of `dir`, by base offset.
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    logs.sort();
-    logs
-}
-
-fn base_of(segment: &Path) -> u64 {
-    segment
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 /// Byte positions where the frames of a segment file end, read from their length fields.

@@ -2,6 +2,10 @@
 //! closed cleanly, its files are damaged by hand, and `PartitionLog::open` must report what
 //! it found and did, and read back exactly the records that survive.
 
+mod common;
+
+use common::{base_of, segment_files};
+
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -82,27 +86,6 @@ fn first_read(log: &mut PartitionLog, offset: u64) -> u64 {
         .next()
         .unwrap()
         .offset
-}
-
-/// The `.log` files in `dir`, by base offset.
-fn segment_files(dir: &Path) -> Vec<PathBuf> {
-    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    logs.sort();
-    logs
-}
-
-fn base_of(segment: &Path) -> u64 {
-    segment
-        .file_stem()
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 fn index_of(segment: &Path) -> PathBuf {

@@ -1,7 +1,8 @@
 //! Helpers shared by the broker's black-box tests.
 #![allow(dead_code)] // each test crate uses its own subset
 
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -63,4 +64,26 @@ pub fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Sen
         },
         Err(mpsc::RecvTimeoutError::Timeout) => panic!("test body still running after {limit:?}"),
     }
+}
+
+/// The `.log` files of a partition directory, by base offset.
+pub fn segment_files(dir: &Path) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+/// The base offset a segment file is named by.
+pub fn base_of(segment: &Path) -> u64 {
+    segment
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
