@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
+use crate::actors::io_thread::Doorbell;
 use crate::actors::partition::PartitionActor;
 use crate::actors::topic::{append_routed, CrashTopic, GetRoute, TopicRoute};
 use crate::config::TopicConfig;
@@ -66,6 +67,8 @@ enum ProducePath {
 #[derive(Debug)]
 struct Route {
     partitions: Vec<Addr<PartitionActor>>,
+    /// Their I/O threads' doorbells, rung after each send.
+    doorbells: Vec<Arc<Doorbell>>,
     /// Round-robin counter for keyless records sent through this handle (and its clones).
     next_keyless: AtomicU32,
 }
@@ -172,7 +175,7 @@ impl AsyncNanoKafka {
                         partitioner::assign(keys, count, next)
                     }
                 };
-                append_routed(&route.partitions, records, routes).await
+                append_routed(&route.partitions, &route.doorbells, records, routes).await
             }
             ProducePath::ViaBroker { ask_route } => {
                 let produce = Produce {
@@ -230,6 +233,7 @@ impl AsyncNanoKafka {
             slot.learned = learned.map(|route| {
                 Arc::new(Route {
                     partitions: route.partitions,
+                    doorbells: route.doorbells,
                     next_keyless: AtomicU32::new(route.next_keyless),
                 })
             });

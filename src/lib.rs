@@ -38,6 +38,7 @@ pub mod messages;
 pub mod partition;
 pub mod partitioner;
 pub mod types;
+mod wait;
 
 pub use async_handle::AsyncNanoKafka;
 pub use config::{Backpressure, FsyncPolicy, TopicConfig};

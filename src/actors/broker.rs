@@ -10,6 +10,7 @@ use actix::prelude::*;
 use futures::future::join_all;
 use serde::de::DeserializeOwned;
 
+use super::io_thread::{IoThread, IoThreadHandle};
 use super::subscription::{Subscription, SubscriptionActor};
 use super::supervise::guarded;
 use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
@@ -44,7 +45,7 @@ pub struct BrokerActor {
     initial_topics: Vec<(String, TopicConfig)>,
     topics: BTreeMap<String, Addr<TopicActor>>,
     /// Partition actors run here, spread so that one partition's fsync never stalls the rest.
-    arbiters: Vec<Arbiter>,
+    arbiters: Vec<IoThread>,
     /// Where the next topic's partition 0 goes, so small topics spread over the arbiters.
     next_arbiter: usize,
     restarts: u64,
@@ -55,7 +56,7 @@ impl BrokerActor {
         settings: Arc<BrokerSettings>,
         data_dir: DataDir,
         initial_topics: Vec<(String, TopicConfig)>,
-        arbiters: Vec<Arbiter>,
+        arbiters: Vec<IoThread>,
     ) -> Self {
         BrokerActor {
             span: tracing::info_span!("broker", data_dir = %settings.data_dir.display()),
@@ -70,7 +71,7 @@ impl BrokerActor {
     }
 
     fn start_topic(&mut self, name: &str, config: &TopicConfig) {
-        let handles: Vec<ArbiterHandle> = self.arbiters.iter().map(Arbiter::handle).collect();
+        let handles: Vec<IoThreadHandle> = self.arbiters.iter().map(IoThread::handle).collect();
         let topic = TopicActor::new(
             name,
             config,
@@ -262,9 +263,9 @@ impl Handler<Shutdown> for BrokerActor {
         Box::pin(close_all.into_actor(self).map(|result, act, _| {
             // Partitions are closed: release the lock and the I/O threads.
             act.data_dir = None;
-            for arbiter in act.arbiters.drain(..) {
-                arbiter.stop();
-                let _ = arbiter.join();
+            for io in act.arbiters.drain(..) {
+                io.arbiter.stop();
+                let _ = io.arbiter.join();
             }
             result
         }))

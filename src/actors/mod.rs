@@ -3,6 +3,7 @@
 //!
 //! - [`broker::BrokerActor`]: root; topic registry, data-dir lock, I/O arbiters.
 //! - [`topic::TopicActor`]: one per topic; routing, partitioner, group registry.
+//! - [`io_thread`]: the I/O arbiters that run the partitions; they spin briefly when idle.
 //! - [`partition::PartitionActor`]: one per partition, supervised, on an I/O arbiter;
 //!   the single writer of its files.
 //! - [`coordinator::GroupCoordinatorActor`]: one per group, supervised; membership and polls.
@@ -11,6 +12,7 @@
 
 pub mod broker;
 pub mod coordinator;
+pub mod io_thread;
 pub mod partition;
 pub mod subscription;
 pub mod supervise;

@@ -15,6 +15,7 @@ use super::coordinator::{
     Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, GroupCoordinatorActor,
     Join, Leave, PollGroup,
 };
+use super::io_thread::{Doorbell, IoThreadHandle};
 use super::partition::{
     Append, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
     RegisterGroup,
@@ -64,6 +65,8 @@ pub struct TopicActor {
     name: String,
     settings: Arc<BrokerSettings>,
     partitions: Vec<Addr<PartitionActor>>,
+    /// The doorbell of each partition's I/O thread, rung after every `Append`.
+    doorbells: Vec<Arc<Doorbell>>,
     groups: BTreeMap<String, Addr<GroupCoordinatorActor>>,
     /// Next partition for a keyless record.
     next_partition: u32,
@@ -76,14 +79,17 @@ impl TopicActor {
         name: &str,
         config: &TopicConfig,
         settings: Arc<BrokerSettings>,
-        arbiters: &[ArbiterHandle],
+        io_threads: &[IoThreadHandle],
         first_arbiter: usize,
     ) -> Self {
-        let partitions = (0..config.partitions)
-            .map(|p| {
-                let arbiter = &arbiters[(first_arbiter + p as usize) % arbiters.len()];
+        let placed = (0..config.partitions)
+            .map(|p| &io_threads[(first_arbiter + p as usize) % io_threads.len()]);
+        let doorbells = placed.clone().map(|io| io.doorbell.clone()).collect();
+        let partitions = placed
+            .zip(0..)
+            .map(|(io, p)| {
                 let (name, config, settings) = (name.to_owned(), config.clone(), settings.clone());
-                Supervisor::start_in_arbiter(arbiter, move |ctx| {
+                Supervisor::start_in_arbiter(&io.arbiter, move |ctx| {
                     ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
                     PartitionActor::new(&name, p, &config, settings)
                 })
@@ -94,6 +100,7 @@ impl TopicActor {
             name: name.to_owned(),
             settings,
             partitions,
+            doorbells,
             groups: BTreeMap::new(),
             next_partition: 0,
             restarts: 0,
@@ -152,6 +159,7 @@ impl TopicActor {
 /// flight and the runtime polls their futures in another order.
 pub(crate) fn append_routed(
     partitions: &[Addr<PartitionActor>],
+    doorbells: &[Arc<Doorbell>],
     records: Vec<ProduceRecord>,
     routes: Vec<u32>,
 ) -> impl Future<Output = Result<Vec<Delivery>>> + 'static {
@@ -172,6 +180,10 @@ pub(crate) fn append_routed(
             )
         })
         .collect();
+    // After the sends, so a spinning I/O thread finds its message when it stops spinning.
+    for (p, _, _) in &requests {
+        doorbells[*p as usize].ring();
+    }
     async move {
         let mut deliveries = vec![
             Delivery {
@@ -219,6 +231,7 @@ pub struct GetRoute {
 #[derive(Debug)]
 pub struct TopicRoute {
     pub partitions: Vec<Addr<PartitionActor>>,
+    pub doorbells: Vec<Arc<Doorbell>>,
     pub next_keyless: u32,
 }
 
@@ -238,6 +251,7 @@ impl Handler<GetRoute> for TopicActor {
     fn handle(&mut self, _: GetRoute, _: &mut Context<Self>) -> Self::Result {
         Ok(TopicRoute {
             partitions: self.partitions.clone(),
+            doorbells: self.doorbells.clone(),
             next_keyless: self.next_partition,
         })
     }
@@ -301,7 +315,12 @@ impl Handler<Produce> for TopicActor {
     fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Produce").entered();
         match self.route(msg.partition, &msg.records) {
-            Ok(routes) => Box::pin(append_routed(&self.partitions, msg.records, routes)),
+            Ok(routes) => Box::pin(append_routed(
+                &self.partitions,
+                &self.doorbells,
+                msg.records,
+                routes,
+            )),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
