@@ -5,12 +5,12 @@
 //!   of a batch leaves them;
 //! - the same plus `fdatasync` after every flush (what `FsyncPolicy::Always` pays per batch);
 //! - a crossbeam channel handing fresh 100-byte `Vec`s from one thread to another (the
-//!   floor for any design that crosses threads per record);
-//! - Redis Streams on loopback, when `redis-server` is on PATH.
+//!   floor for any design that crosses threads per record).
+//!
+//! The Redis Streams peer is not a baseline of the machine but another broker: see `peer`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::harness::{payload, BATCH, FRAME_LEN};
@@ -78,13 +78,4 @@ pub fn crossbeam_channel(budget: Duration) -> f64 {
     let received = receiver.join().expect("receiver thread");
     assert_eq!(sent, received);
     received as f64 / start.elapsed().as_secs_f64()
-}
-
-/// Where `redis-server` is, if it is on PATH. The peer comparison needs it and a client;
-/// neither is installed on this machine, so the bench reports the peer as skipped.
-pub fn redis_server() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("redis-server"))
-        .find(|candidate| candidate.is_file())
 }

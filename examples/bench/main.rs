@@ -13,15 +13,21 @@
 //! A quick run: `NANOKAFKA_BENCH_SECS=0.5 NANOKAFKA_BENCH_OPEN_BYTES=1e8
 //! NANOKAFKA_BENCH_RSS_BYTES=1e8 cargo run --release --example bench`.
 //!
+//! If `redis-server` is on PATH, a private instance on a loopback port is the peer: Redis
+//! Streams `XADD` (one at a time and pipelined) and `XREADGROUP` + `XACK`, each beside the
+//! NanoKafka figure it compares to. Without it (or if it fails to start) the peer rows are
+//! reported as skipped, with the reason.
+//!
 //! Layout: `harness` (settings, timed loop, temp brokers), `baselines` (raw append, fdatasync,
-//! crossbeam, Redis detection), `produce`, `consume`, `latency`, `open`, `rss`, and `report`
-//! (the table and the JSON line).
+//! crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`, `open`, `rss`, and
+//! `report` (the table and the JSON line).
 
 mod baselines;
 mod consume;
 mod harness;
 mod latency;
 mod open;
+mod peer;
 mod produce;
 mod report;
 mod rss;
@@ -44,7 +50,13 @@ fn main() {
     let settings = Settings::from_env();
     let budget = settings.measure;
     let latency_run = budget.max(Duration::from_secs(1)) * 2;
-    let mut progress = Progress::new(15);
+    let redis_server = peer::redis_server();
+    let peer_steps = if redis_server.is_some() {
+        peer::STEPS
+    } else {
+        1
+    };
+    let mut progress = Progress::new(15 + peer_steps);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -97,6 +109,19 @@ fn main() {
     consume::prefill(broker, "consume-typed", consume::PREFILL_RECORDS, true);
     let poll_typed = consume::consumer_poll_batch(broker, "consume-typed", budget);
     drop(never);
+
+    // The peer right after the figures it is compared with, before the gigabytes of the open
+    // and RSS steps are written.
+    let redis = match &redis_server {
+        None => {
+            progress.step("peer: Redis Streams");
+            Err("redis-server is not on PATH".to_string())
+        }
+        Some(server) => peer::measure(server, budget, |what| progress.step(what)),
+    };
+    if let Err(why) = &redis {
+        progress.note(&format!("Redis Streams peer skipped: {why}"));
+    }
 
     progress.step("latency: end to end at 2,000 records/s (default FsyncPolicy)");
     let default_broker = TempBroker::start(FsyncPolicy::default());
@@ -314,15 +339,7 @@ fn main() {
         channel,
         "rec/s",
     )));
-    let redis_why = match baselines::redis_server() {
-        None => "redis-server is not on PATH".to_string(),
-        Some(path) => format!("found {}, but no Redis client is built in", path.display()),
-    };
-    progress.note(&format!("Redis Streams peer skipped: {redis_why}"));
-    rows.push(Row::Skipped {
-        key: "peer_redis_streams",
-        why: redis_why,
-    });
+    rows.extend(peer_rows(redis, one, pipelined, poll_raw));
 
     report::print_table(&rows);
     let settings_json = json!({
@@ -334,4 +351,56 @@ fn main() {
         "rss_hwm_reset": peak.reset,
     });
     println!("{}", report::json_line(&rows, settings_json));
+}
+
+/// The peer section: each Redis figure beside the NanoKafka figure it compares to (so the
+/// ratio is Redis / NanoKafka), or one skipped row with the reason.
+fn peer_rows(
+    redis: Result<peer::RedisFigures, String>,
+    one: f64,
+    pipelined: f64,
+    poll_raw: f64,
+) -> Vec<Row> {
+    let mut rows = vec![Row::Section(
+        "peer: Redis Streams on loopback (same run; ratio = Redis / NanoKafka)",
+    )];
+    let redis = match redis {
+        Ok(figures) => figures,
+        Err(why) => {
+            rows.push(Row::Skipped {
+                key: "peer_redis_streams",
+                why,
+            });
+            return rows;
+        }
+    };
+    let figures = [
+        Figure::new(
+            "peer_redis_xadd",
+            "XADD one at a time, 1 client",
+            redis.xadd,
+            "rec/s",
+        )
+        .vs("NanoKafka 1 blocking thread, produce_raw", one),
+        Figure::new(
+            "peer_redis_xadd_pipelined",
+            format!("XADD pipelined, {} per round trip", peer::PIPELINE),
+            redis.xadd_pipelined,
+            "rec/s",
+        )
+        .vs("NanoKafka pipelined async produce_raw", pipelined),
+        Figure::new(
+            "peer_redis_xreadgroup",
+            format!(
+                "XREADGROUP COUNT 500 + XACK ({} of {} pre-filled read)",
+                report::human(redis.read as f64),
+                report::human(peer::PREFILL_RECORDS as f64)
+            ),
+            redis.xreadgroup,
+            "rec/s",
+        )
+        .vs("NanoKafka poll_batch_raw 500 + commit", poll_raw),
+    ];
+    rows.extend(figures.into_iter().map(Row::Figure));
+    rows
 }
