@@ -14,18 +14,18 @@ use serde::Serialize;
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::io_thread::Doorbell;
 use crate::actors::partition::PartitionActor;
-use crate::actors::topic::{append_routed, CrashTopic, GetRoute, TopicRoute};
+use crate::actors::topic::{append_routed, route as route_batch, CrashTopic, GetRoute, TopicRoute};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, Produce, Subscribe, SubscribeOptions,
+    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, ProduceBatch, Subscribe, SubscribeOptions,
     Subscription,
 };
 use crate::partition::ProduceRecord;
-use crate::partitioner;
-use crate::types::{encode, BrokerStats, ConsumerBatch, Delivery, Record};
+use crate::storage::RecordBatch;
+use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
@@ -71,6 +71,8 @@ struct Route {
     doorbells: Vec<Arc<Doorbell>>,
     /// Round-robin counter for keyless records sent through this handle (and its clones).
     next_keyless: AtomicU32,
+    /// The broker's `max_record_bytes`.
+    max_record_bytes: usize,
 }
 
 impl From<Addr<BrokerActor>> for AsyncNanoKafka {
@@ -113,7 +115,9 @@ impl AsyncNanoKafka {
     /// # Errors
     /// As [`crate::messages::Produce`], plus `Encode`.
     pub async fn produce<T: Serialize + ?Sized>(&self, topic: &str, value: &T) -> Result<Delivery> {
-        self.produce_raw(topic, None, encode(value)?).await
+        let mut batch = RecordBatch::new();
+        batch.push(value)?;
+        self.produce_one(topic, batch).await
     }
 
     /// Produces a typed record with a key (Kafka's partitioner picks the partition).
@@ -125,8 +129,9 @@ impl AsyncNanoKafka {
         key: impl AsRef<[u8]>,
         value: &T,
     ) -> Result<Delivery> {
-        self.produce_raw(topic, Some(key.as_ref()), encode(value)?)
-            .await
+        let mut batch = RecordBatch::new();
+        batch.push_keyed(key, value)?;
+        self.produce_one(topic, batch).await
     }
 
     /// Produces payload bytes unchanged (the raw-bytes path, for interop).
@@ -138,17 +143,21 @@ impl AsyncNanoKafka {
         key: Option<&[u8]>,
         value: Vec<u8>,
     ) -> Result<Delivery> {
-        let record = ProduceRecord {
-            key: key.map(<[u8]>::to_vec),
-            value,
-        };
-        let deliveries = self.produce_batch_raw(topic, None, vec![record]).await?;
+        let mut batch = RecordBatch::with_capacity(1, key.map_or(0, <[u8]>::len) + value.len());
+        batch.push_raw(key, &value);
+        self.produce_one(topic, batch).await
+    }
+
+    async fn produce_one(&self, topic: &str, batch: RecordBatch) -> Result<Delivery> {
+        let deliveries = self.produce_batch(topic, None, batch).await?;
         Ok(deliveries[0])
     }
 
     /// Produces many raw records in one request (one write per partition); `partition`
     /// pins them all to one partition. Replies with one delivery per record, in order.
     /// A batch spread over several partitions is not atomic across them.
+    /// [`AsyncNanoKafka::produce_batch`] is faster: the records are copied into one buffer
+    /// here.
     /// # Errors
     /// As [`crate::messages::Produce`].
     pub async fn produce_batch_raw(
@@ -157,31 +166,36 @@ impl AsyncNanoKafka {
         partition: Option<u32>,
         records: Vec<ProduceRecord>,
     ) -> Result<Vec<Delivery>> {
+        self.produce_batch(topic, partition, RecordBatch::from(&records[..]))
+            .await
+    }
+
+    /// Produces a [`RecordBatch`] (typed or raw records, built with its `push` methods):
+    /// the records are written as the batch holds them, one write per partition. With
+    /// `partition` they all go there; else each goes by its key, or round-robin. Replies
+    /// with one delivery per record, in order. A batch spread over several partitions is not
+    /// atomic across them.
+    /// # Errors
+    /// As [`crate::messages::Produce`].
+    pub async fn produce_batch(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        batch: RecordBatch,
+    ) -> Result<Vec<Delivery>> {
         // Nothing is awaited before the records are enqueued: that keeps the call order.
         match self.produce_path(topic) {
             ProducePath::Direct(route) => {
-                let count = route.partitions.len() as u32;
-                let routes = match partition {
-                    Some(p) if p >= count => {
-                        return Err(Error::UnknownPartition {
-                            topic: topic.to_owned(),
-                            partition: p,
-                        })
-                    }
-                    Some(p) => vec![p; records.len()],
-                    None => {
-                        let keys = records.iter().map(|r| r.key.as_deref());
-                        let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
-                        partitioner::assign(keys, count, next)
-                    }
-                };
-                append_routed(&route.partitions, &route.doorbells, records, routes).await
+                let limits = (route.partitions.len() as u32, route.max_record_bytes);
+                let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
+                let routes = route_batch(topic, limits, partition, &batch, next)?;
+                append_routed(&route.partitions, &route.doorbells, batch, routes).await
             }
             ProducePath::ViaBroker { ask_route } => {
-                let produce = Produce {
+                let produce = ProduceBatch {
                     topic: topic.to_owned(),
                     partition,
-                    records,
+                    batch,
                 };
                 let request = self.addr.send(produce);
                 let result = request
@@ -235,6 +249,7 @@ impl AsyncNanoKafka {
                     partitions: route.partitions,
                     doorbells: route.doorbells,
                     next_keyless: AtomicU32::new(route.next_keyless),
+                    max_record_bytes: route.max_record_bytes,
                 })
             });
         }

@@ -29,7 +29,7 @@ use crate::messages::Shutdown;
 use crate::partition::ProduceRecord;
 use crate::storage::fs::SharedFs;
 use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
-use crate::storage::DataDir;
+use crate::storage::{DataDir, RecordBatch};
 use crate::types::{BrokerStats, Delivery, Record};
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
@@ -382,6 +382,20 @@ impl NanoKafka {
                 .handle
                 .produce_batch_raw(topic, partition, records),
         )
+    }
+
+    /// Produces a [`RecordBatch`] in one request; see [`AsyncNanoKafka::produce_batch`].
+    /// The fast way to produce many records: they are written as the batch holds them.
+    ///
+    /// # Errors
+    /// As [`NanoKafka::produce`]; `UnknownPartition`.
+    pub fn produce_batch(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        batch: RecordBatch,
+    ) -> Result<Vec<Delivery>> {
+        self.call(self.inner.handle.produce_batch(topic, partition, batch))
     }
 
     /// Joins a consumer group (round-robin assignor); joining again is a heartbeat.

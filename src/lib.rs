@@ -47,4 +47,5 @@ pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::{NanoKafka, NanoKafkaBuilder};
 pub use partition::ProduceRecord;
+pub use storage::RecordBatch;
 pub use types::{BrokerStats, Delivery, GroupStats, PartitionStats, Record, TopicStats};

@@ -21,6 +21,7 @@ use crate::config::TopicConfig;
 use crate::error::Result;
 use crate::group::{Assignment, GroupOptions};
 use crate::partition::ProduceRecord;
+use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 
 /// A message about one topic. The broker routes it by [`TopicMessage::topic`].
@@ -69,6 +70,16 @@ pub struct Produce {
     pub records: Vec<ProduceRecord>,
 }
 topic_message!(Produce => Vec<Delivery>);
+
+/// As [`Produce`], for records already in a [`RecordBatch`] (one buffer for the whole batch,
+/// written as it is: the fast path for many records).
+#[derive(Debug, Clone)]
+pub struct ProduceBatch {
+    pub topic: String,
+    pub partition: Option<u32>,
+    pub batch: RecordBatch,
+}
+topic_message!(ProduceBatch => Vec<Delivery>);
 
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::storage::fs::SharedFs;
 use crate::storage::{
-    AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog, RecoveryReport,
+    AppendInfo, LogConfig, OffsetStore, PartitionLog, RecordBatch, RecoveryReport,
 };
 use crate::types::{PartitionStats, Record};
 
@@ -23,6 +23,20 @@ pub const FETCH_MAX_BYTES: usize = 8 << 20;
 pub struct ProduceRecord {
     pub key: Option<Vec<u8>>,
     pub value: Vec<u8>,
+}
+
+impl From<&[ProduceRecord]> for RecordBatch {
+    fn from(records: &[ProduceRecord]) -> Self {
+        let payload = records
+            .iter()
+            .map(|r| r.value.len() + r.key.as_ref().map_or(0, Vec::len))
+            .sum();
+        let mut batch = RecordBatch::with_capacity(records.len(), payload);
+        for r in records {
+            batch.push_raw(r.key.as_deref(), &r.value);
+        }
+        batch
+    }
 }
 
 /// One partition's log and offsets.
@@ -68,34 +82,20 @@ impl Partition {
         self.log.log_end_offset()
     }
 
-    /// Appends records (one write), returning where they went.
+    /// Appends a batch (one write; its frames are sealed in place), returning where it went.
     ///
     /// # Errors
     /// As [`PartitionLog::append`].
-    pub fn append<'a>(
-        &mut self,
-        records: impl IntoIterator<Item = &'a ProduceRecord>,
-        now_ms: u64,
-    ) -> Result<AppendInfo> {
-        let batch: Vec<AppendRecord<'_>> = records
-            .into_iter()
-            .map(|r| AppendRecord {
-                key: r.key.as_deref(),
-                value: &r.value,
-            })
-            .collect();
-        self.log.append(&batch, now_ms)
+    pub fn append(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
+        self.log.append_batch(batch, now_ms)
     }
 
-    /// Checks records against the size limits without writing anything.
+    /// Checks a batch against the size limits without writing anything.
     ///
     /// # Errors
     /// `RecordTooLarge`.
-    pub fn check(&self, records: &[ProduceRecord]) -> Result<()> {
-        let sizes = records
-            .iter()
-            .map(|r| (r.key.as_ref().map_or(0, Vec::len), r.value.len()));
-        self.log.check_sizes(sizes).map(|_| ())
+    pub fn check(&self, batch: &RecordBatch) -> Result<()> {
+        self.log.check_record_batch(batch).map(|_| ())
     }
 
     /// The offset `group` reads next: its commit, or the log start if it has none or fell
@@ -294,7 +294,7 @@ mod tests {
                 value: vec![i as u8],
             })
             .collect();
-        p.append(&records, NOW).unwrap();
+        p.append(&mut RecordBatch::from(&records[..]), NOW).unwrap();
     }
 
     #[test]

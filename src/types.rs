@@ -6,6 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::storage::RecordBatch;
 
 /// A consumed record. `T` is the payload type (`Vec<u8>` on the raw-bytes path).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +48,34 @@ impl Record<Vec<u8>> {
 /// [`Error::Encode`].
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     rmp_serde::to_vec_named(value).map_err(|e| Error::Encode(std::sync::Arc::new(e)))
+}
+
+/// Typed records: the value as MessagePack (`encode`), written straight into the batch.
+impl RecordBatch {
+    /// Adds a typed record without a key (round-robin over partitions).
+    ///
+    /// # Errors
+    /// `Encode`; the batch is then unchanged.
+    pub fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+        self.push_typed(None, value)
+    }
+
+    /// Adds a typed record with a key (Kafka's partitioner picks the partition).
+    ///
+    /// # Errors
+    /// `Encode`; the batch is then unchanged.
+    pub fn push_keyed<T: Serialize + ?Sized>(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: &T,
+    ) -> Result<()> {
+        self.push_typed(Some(key.as_ref()), value)
+    }
+
+    fn push_typed<T: Serialize + ?Sized>(&mut self, key: Option<&[u8]>, value: &T) -> Result<()> {
+        self.push_with(key, |buf| rmp_serde::encode::write_named(buf, value))
+            .map_err(|e| Error::Encode(std::sync::Arc::new(e)))
+    }
 }
 
 /// What a `Consumer` poll returns: records and the member's current assignment (a new

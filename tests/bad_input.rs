@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::log_end;
-use nanokafka::{Assignor, Error, NanoKafka, ProduceRecord, Result, TopicConfig};
+use nanokafka::{Assignor, Error, NanoKafka, ProduceRecord, RecordBatch, Result, TopicConfig};
 
 /// One bad call and the error it must get.
 struct Case {
@@ -52,6 +52,14 @@ fn raw(value: &[u8]) -> Vec<ProduceRecord> {
         key: None,
         value: value.to_vec(),
     }]
+}
+
+fn batch(values: &[&[u8]]) -> RecordBatch {
+    let mut batch = RecordBatch::new();
+    for value in values {
+        batch.push_raw(None, value);
+    }
+    batch
 }
 
 fn cases() -> Vec<Case> {
@@ -252,6 +260,16 @@ fn cases() -> Vec<Case> {
                 vec![raw(b"ok").remove(0), raw(&[0; 2000]).remove(0)]
             ),
             Error::RecordTooLarge { .. }
+        ),
+        case!(
+            "oversized keyless record in a RecordBatch spread over partitions",
+            |b| b.produce_batch("t", None, batch(&[b"ok", &[0; 2000], b"ok"])),
+            Error::RecordTooLarge { size: 2000, .. }
+        ),
+        case!(
+            "RecordBatch to partition 2 of 2",
+            |b| b.produce_batch("t", Some(2), batch(&[b"x"])),
+            Error::UnknownPartition { partition: 2, .. }
         ),
         // poll_batch of nothing.
         case!(

@@ -23,8 +23,8 @@ use super::BrokerSettings;
 use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
-use crate::partition::{Partition, ProduceRecord};
-use crate::storage::{AppendInfo, LogConfig};
+use crate::partition::Partition;
+use crate::storage::{AppendInfo, LogConfig, RecordBatch};
 use crate::types::{PartitionStats, Record};
 
 /// Append records. Sent by `TopicActor`. Reply: where they went, once in the OS.
@@ -32,7 +32,7 @@ use crate::types::{PartitionStats, Record};
 /// `PartitionFailed`, `Io` (the actor then restarts).
 #[derive(Debug)]
 pub struct Append {
-    pub records: Vec<ProduceRecord>,
+    pub batch: RecordBatch,
 }
 impl Message for Append {
     type Result = Result<AppendInfo>;
@@ -150,7 +150,9 @@ impl Slot {
 
 #[derive(Debug)]
 struct PendingAppend {
-    records: Vec<ProduceRecord>,
+    batch: RecordBatch,
+    /// Records in `batch` as it came (the flush appends the others to the first).
+    count: u64,
     reply: oneshot::Sender<Result<AppendInfo>>,
 }
 
@@ -170,7 +172,7 @@ impl Message for FlushAppends {
 
 #[derive(Debug)]
 struct ParkedProduce {
-    records: Vec<ProduceRecord>,
+    batch: RecordBatch,
     since: Instant,
     reply: oneshot::Sender<Result<AppendInfo>>,
 }
@@ -338,7 +340,7 @@ impl PartitionActor {
     /// Accepts into the group commit, rejects, or parks, per the backpressure rule.
     fn produce(
         &mut self,
-        records: Vec<ProduceRecord>,
+        batch: RecordBatch,
         reply: oneshot::Sender<Result<AppendInfo>>,
         ctx: &mut Context<Self>,
     ) {
@@ -353,7 +355,7 @@ impl PartitionActor {
             }
         };
         // Never park or batch what can never be written: it would fail its neighbours.
-        if let Err(e) = partition.check(&records) {
+        if let Err(e) = partition.check(&batch) {
             let _ = reply.send(Err(e));
             return;
         }
@@ -367,11 +369,11 @@ impl PartitionActor {
                     max_size,
                 }));
             }
-            (None, _) if queue_empty => self.enqueue(records, reply, ctx),
+            (None, _) if queue_empty => self.enqueue(batch, reply, ctx),
             _ => {
                 // Full, or others are already waiting (keep them in order): park.
                 self.parked.push_back(ParkedProduce {
-                    records,
+                    batch,
                     since: Instant::now(),
                     reply,
                 });
@@ -385,16 +387,18 @@ impl PartitionActor {
     /// is large.
     fn enqueue(
         &mut self,
-        records: Vec<ProduceRecord>,
+        batch: RecordBatch,
         reply: oneshot::Sender<Result<AppendInfo>>,
         ctx: &mut Context<Self>,
     ) {
-        self.pending_records += records.len() as u64;
-        self.pending_bytes += records
-            .iter()
-            .map(|r| r.value.len() + r.key.as_ref().map_or(0, Vec::len))
-            .sum::<usize>();
-        self.pending.push(PendingAppend { records, reply });
+        let count = batch.len() as u64;
+        self.pending_records += count;
+        self.pending_bytes += batch.size_bytes();
+        self.pending.push(PendingAppend {
+            batch,
+            count,
+            reply,
+        });
         if self.pending_bytes >= GROUP_COMMIT_MAX_BYTES
             || self.pending.len() >= GROUP_COMMIT_MAX_REQUESTS
         {
@@ -408,20 +412,24 @@ impl PartitionActor {
     /// Writes every pending produce with one append (one `write`, one sync under `Always`)
     /// and answers each with its own offsets.
     fn flush(&mut self, ctx: &mut Context<Self>) {
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending);
         (self.pending_records, self.pending_bytes) = (0, 0);
-        if pending.is_empty() {
+        let Some((first, rest)) = pending.split_first_mut() else {
             return;
+        };
+        // One buffer for the group: the others' frames go after the first's.
+        for other in rest.iter() {
+            first.batch.append(&other.batch);
         }
         let now = self.settings.clock.now_ms();
         let result = self
             .open_partition()
-            .and_then(|p| p.append(pending.iter().flat_map(|p| &p.records), now));
+            .and_then(|p| p.append(&mut first.batch, now));
         match result {
             Ok(info) => {
                 let mut next = info.base_offset;
                 for p in pending {
-                    let count = p.records.len() as u64;
+                    let count = p.count;
                     let _ = p.reply.send(Ok(AppendInfo {
                         base_offset: next,
                         count,
@@ -457,7 +465,7 @@ impl PartitionActor {
                 return;
             }
             let parked = self.parked.pop_front().expect("front exists");
-            self.enqueue(parked.records, parked.reply, ctx);
+            self.enqueue(parked.batch, parked.reply, ctx);
         }
     }
 
@@ -537,9 +545,7 @@ impl Handler<Append> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
         let (tx, rx) = oneshot::channel();
         let name = self.name();
-        guarded(self, ctx, &name, |act, ctx| {
-            act.produce(msg.records, tx, ctx)
-        });
+        guarded(self, ctx, &name, |act, ctx| act.produce(msg.batch, tx, ctx));
         deferred(rx, self.restarted())
     }
 }

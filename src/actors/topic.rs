@@ -27,11 +27,12 @@ use crate::error::{Error, Result};
 use crate::group::Assignment;
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, Lag, LeaveGroup,
-    Poll, Produce,
+    Poll, Produce, ProduceBatch,
 };
-use crate::partition::ProduceRecord;
 use crate::partitioner;
 use crate::storage::data_dir::validate_id;
+use crate::storage::log::check_batch_limits;
+use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 
 /// Everything about the topic, for `stats()`. Never fails.
@@ -132,21 +133,75 @@ impl TopicActor {
         })
     }
 
-    /// The partition of each record: explicit, by key (murmur2), or round-robin.
-    fn route(&mut self, explicit: Option<u32>, records: &[ProduceRecord]) -> Result<Vec<u32>> {
-        if let Some(p) = explicit {
-            self.partition(p)?;
-            return Ok(vec![p; records.len()]);
+    /// Routes a batch and sends it to its partitions (see [`append_routed`]).
+    fn produce(
+        &mut self,
+        partition: Option<u32>,
+        batch: RecordBatch,
+    ) -> ResponseFuture<Result<Vec<Delivery>>> {
+        let limits = (self.partitions.len() as u32, self.settings.max_record_bytes);
+        let next = &mut self.next_partition;
+        let next_keyless = || {
+            *next = next.wrapping_add(1);
+            next.wrapping_sub(1)
+        };
+        match route(&self.name, limits, partition, &batch, next_keyless) {
+            Ok(routes) => Box::pin(append_routed(
+                &self.partitions,
+                &self.doorbells,
+                batch,
+                routes,
+            )),
+            Err(e) => Box::pin(async { Err(e) }),
         }
-        let keys = records.iter().map(|r| r.key.as_deref());
-        Ok(partitioner::assign(
-            keys,
-            self.partitions.len() as u32,
-            || {
-                self.next_partition = self.next_partition.wrapping_add(1);
-                self.next_partition.wrapping_sub(1)
-            },
-        ))
+    }
+}
+
+/// Where the records of a batch go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Routes {
+    /// Every record to this partition.
+    All(u32),
+    /// One partition per record.
+    Each(Vec<u32>),
+}
+
+impl Routes {
+    /// `All` when every record goes to the same partition (then the batch is not split).
+    fn simplified(self) -> Routes {
+        match self {
+            Routes::Each(each) if each.windows(2).all(|w| w[0] == w[1]) => each
+                .first()
+                .map_or(Routes::Each(Vec::new()), |&p| Routes::All(p)),
+            other => other,
+        }
+    }
+}
+
+/// The partition of each record of a topic with `count` partitions: `explicit`, or by key
+/// (murmur2), or round-robin by `next_keyless`. The batch's sizes are checked first, so a
+/// batch spread over partitions is refused whole, before any part is written.
+///
+/// # Errors
+/// `RecordTooLarge`; `UnknownPartition` for an explicit partition the topic does not have.
+pub(crate) fn route(
+    topic: &str,
+    (count, max_record_bytes): (u32, usize),
+    explicit: Option<u32>,
+    batch: &RecordBatch,
+    next_keyless: impl FnMut() -> u32,
+) -> Result<Routes> {
+    check_batch_limits(batch, max_record_bytes)?;
+    match explicit {
+        Some(p) if p >= count => Err(Error::UnknownPartition {
+            topic: topic.to_owned(),
+            partition: p,
+        }),
+        Some(p) => Ok(Routes::All(p)),
+        None => {
+            let keys = batch.records().map(|r| r.key);
+            Ok(Routes::Each(partitioner::assign(keys, count, next_keyless)))
+        }
     }
 }
 
@@ -160,24 +215,24 @@ impl TopicActor {
 pub(crate) fn append_routed(
     partitions: &[Addr<PartitionActor>],
     doorbells: &[Arc<Doorbell>],
-    records: Vec<ProduceRecord>,
-    routes: Vec<u32>,
+    batch: RecordBatch,
+    routes: Routes,
 ) -> impl Future<Output = Result<Vec<Delivery>>> + 'static {
-    let total = records.len();
-    let mut batches: BTreeMap<u32, (Vec<ProduceRecord>, Vec<usize>)> = BTreeMap::new();
-    for (i, (record, p)) in records.into_iter().zip(routes).enumerate() {
-        let batch = batches.entry(p).or_default();
-        batch.0.push(record);
-        batch.1.push(i);
-    }
-    let requests: Vec<_> = batches
+    let total = batch.len();
+    // The batch as it is when all its records go to one partition; else one part per partition.
+    let parts = match routes.simplified() {
+        Routes::All(p) => vec![(p, batch, None)],
+        Routes::Each(each) => batch
+            .split(&each)
+            .into_iter()
+            .map(|(p, part, indexes)| (p, part, Some(indexes)))
+            .collect(),
+    };
+    let requests: Vec<_> = parts
         .into_iter()
-        .map(|(p, (records, positions))| {
-            (
-                p,
-                positions,
-                partitions[p as usize].send(Append { records }),
-            )
+        .map(|(p, batch, indexes)| {
+            let request = partitions[p as usize].send(Append { batch });
+            (p, indexes, request)
         })
         .collect();
     // After the sends, so a spinning I/O thread finds its message when it stops spinning.
@@ -185,34 +240,35 @@ pub(crate) fn append_routed(
         doorbells[*p as usize].ring();
     }
     async move {
-        let mut deliveries = vec![
-            Delivery {
-                partition: 0,
-                offset: 0
-            };
-            total
-        ];
+        let placeholder = Delivery {
+            partition: 0,
+            offset: 0,
+        };
+        let mut deliveries = vec![placeholder; total];
         let replies = join_all(
             requests
                 .into_iter()
-                .map(|(p, positions, request)| async move {
-                    (
-                        p,
-                        positions,
-                        request
-                            .await
-                            .map_err(|_| Error::BrokerStopped)
-                            .and_then(|r| r),
-                    )
+                .map(|(p, indexes, request)| async move {
+                    let reply = request.await.map_err(|_| Error::BrokerStopped);
+                    (p, indexes, reply.and_then(|r| r))
                 }),
         );
-        for (partition, positions, result) in replies.await {
-            let info = result?;
-            for (k, i) in positions.into_iter().enumerate() {
-                deliveries[i] = Delivery {
-                    partition,
-                    offset: info.base_offset + k as u64,
-                };
+        for (partition, indexes, result) in replies.await {
+            let base = result?.base_offset;
+            let delivery = |k: usize| Delivery {
+                partition,
+                offset: base + k as u64,
+            };
+            match indexes {
+                None => deliveries
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(k, d)| *d = delivery(k)),
+                Some(indexes) => {
+                    for (k, i) in indexes.into_iter().enumerate() {
+                        deliveries[i] = delivery(k);
+                    }
+                }
             }
         }
         Ok(deliveries)
@@ -233,6 +289,8 @@ pub struct TopicRoute {
     pub partitions: Vec<Addr<PartitionActor>>,
     pub doorbells: Vec<Arc<Doorbell>>,
     pub next_keyless: u32,
+    /// The broker's `max_record_bytes`, checked before a batch is split.
+    pub max_record_bytes: usize,
 }
 
 impl Message for GetRoute {
@@ -252,6 +310,7 @@ impl Handler<GetRoute> for TopicActor {
         Ok(TopicRoute {
             partitions: self.partitions.clone(),
             doorbells: self.doorbells.clone(),
+            max_record_bytes: self.settings.max_record_bytes,
             next_keyless: self.next_partition,
         })
     }
@@ -314,15 +373,16 @@ impl Handler<Produce> for TopicActor {
 
     fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Produce").entered();
-        match self.route(msg.partition, &msg.records) {
-            Ok(routes) => Box::pin(append_routed(
-                &self.partitions,
-                &self.doorbells,
-                msg.records,
-                routes,
-            )),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+        self.produce(msg.partition, RecordBatch::from(&msg.records[..]))
+    }
+}
+
+impl Handler<ProduceBatch> for TopicActor {
+    type Result = ResponseFuture<Result<Vec<Delivery>>>;
+
+    fn handle(&mut self, msg: ProduceBatch, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ProduceBatch").entered();
+        self.produce(msg.partition, msg.batch)
     }
 }
 

@@ -124,19 +124,30 @@ impl OffsetIndex {
     /// The last indexed frame at or before `offset`; the segment's first frame (position 0,
     /// the base offset) when none is.
     pub fn lookup(&self, offset: u64) -> Result<IndexEntry> {
+        self.last_entry_where(|entry| entry.offset <= offset)
+    }
+
+    /// The last indexed frame starting at or before byte `position`; the segment's first
+    /// frame when none is.
+    pub fn lookup_position(&self, position: u64) -> Result<IndexEntry> {
+        self.last_entry_where(|entry| entry.position <= position)
+    }
+
+    /// Binary search for the last entry that satisfies `at_or_before`, which must hold for a
+    /// prefix of the entries (offsets and positions both grow).
+    fn last_entry_where(&self, at_or_before: impl Fn(&IndexEntry) -> bool) -> Result<IndexEntry> {
         let mut best = IndexEntry {
             offset: self.base_offset,
             position: 0,
         };
-        if let Some(last) = self.last.filter(|l| l.offset <= offset) {
+        if let Some(last) = self.last.filter(&at_or_before) {
             return Ok(last);
         }
-        // Binary search for the last entry with entry.offset <= offset.
         let (mut lo, mut hi) = (0u64, self.entries);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let entry = self.entry_at(mid)?;
-            if entry.offset <= offset {
+            if at_or_before(&entry) {
                 best = entry;
                 lo = mid + 1;
             } else {

@@ -26,6 +26,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::batch::RecordBatch;
 use super::checkpoint::{Checkpoint, LogStartFile};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
@@ -96,6 +97,27 @@ pub struct AppendRecord<'a> {
     pub value: &'a [u8],
 }
 
+/// Checks a batch against the size limits: each record's key + value at most
+/// `max_record_bytes`, the whole batch at most [`MAX_BATCH_BYTES`] on disk.
+///
+/// # Errors
+/// `RecordTooLarge`.
+pub fn check_batch_limits(batch: &RecordBatch, max_record_bytes: usize) -> Result<()> {
+    if batch.max_record_len() > max_record_bytes {
+        return Err(Error::RecordTooLarge {
+            size: batch.max_record_len(),
+            max: max_record_bytes,
+        });
+    }
+    if batch.size_bytes() > MAX_BATCH_BYTES {
+        return Err(Error::RecordTooLarge {
+            size: batch.size_bytes(),
+            max: MAX_BATCH_BYTES,
+        });
+    }
+    Ok(())
+}
+
 /// What an append wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
@@ -135,9 +157,8 @@ pub struct PartitionLog {
     /// Appended since the last sync.
     dirty: bool,
     read_hint: Option<ReadHint>,
-    /// Reused encode buffers: no allocation per append once warm.
-    scratch: Vec<u8>,
-    frame_lens: Vec<u32>,
+    /// Reused encode buffer of [`PartitionLog::append`]: no allocation per append once warm.
+    scratch: RecordBatch,
 }
 
 impl PartitionLog {
@@ -206,8 +227,7 @@ impl PartitionLog {
             last_timestamp_ms,
             dirty: false,
             read_hint: None,
-            scratch: Vec::new(),
-            frame_lens: Vec::new(),
+            scratch: RecordBatch::new(),
         };
         log.log_start_file.store(log_start_offset)?;
         log.enforce_retention(now_ms)?;
@@ -271,10 +291,27 @@ impl PartitionLog {
     /// fails: nothing of the batch is then acknowledged, and after a failed sync the log
     /// must be reopened (its page cache state is unknown).
     pub fn append(&mut self, records: &[AppendRecord<'_>], now_ms: u64) -> Result<AppendInfo> {
+        self.check_batch(records)?;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        for r in records {
+            scratch.push_raw(r.key, r.value);
+        }
+        let appended = self.append_batch(&mut scratch, now_ms);
+        self.scratch = scratch;
+        appended
+    }
+
+    /// As [`PartitionLog::append`], for records already laid out as frames: the batch is
+    /// sealed in place (offsets, timestamp, checksums) and written as it is.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append`].
+    pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         let base_offset = self.log_end_offset();
         let timestamp_ms = now_ms.max(self.last_timestamp_ms);
-        let batch_len = self.check_batch(records)?;
-        if records.is_empty() {
+        let batch_len = self.check_record_batch(batch)?;
+        if batch.is_empty() {
             return Ok(AppendInfo {
                 base_offset,
                 count: 0,
@@ -285,28 +322,9 @@ impl PartitionLog {
         if active.size() > 0 && active.size() + batch_len as u64 > self.config.segment_bytes {
             self.roll()?;
         }
-        self.scratch.clear();
-        self.frame_lens.clear();
-        for (i, r) in records.iter().enumerate() {
-            let before = self.scratch.len();
-            record::encode_into(
-                &mut self.scratch,
-                base_offset + i as u64,
-                timestamp_ms,
-                r.key,
-                r.value,
-            );
-            self.frame_lens.push((self.scratch.len() - before) as u32);
-        }
-        let (scratch, frame_lens) = (
-            std::mem::take(&mut self.scratch),
-            std::mem::take(&mut self.frame_lens),
-        );
-        let written = self
-            .active_mut()
-            .append(&scratch, &frame_lens, timestamp_ms);
-        (self.scratch, self.frame_lens) = (scratch, frame_lens);
-        written?;
+        batch.seal(base_offset, timestamp_ms);
+        let (frames, frame_lens) = batch.frames();
+        self.active_mut().append(frames, frame_lens, timestamp_ms)?;
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.active_mut().sync()?;
@@ -320,9 +338,18 @@ impl PartitionLog {
         }
         Ok(AppendInfo {
             base_offset,
-            count: records.len() as u64,
+            count: batch.len() as u64,
             timestamp_ms,
         })
+    }
+
+    /// As [`PartitionLog::check_batch`], for a [`RecordBatch`].
+    ///
+    /// # Errors
+    /// `RecordTooLarge`.
+    pub fn check_record_batch(&self, batch: &RecordBatch) -> Result<usize> {
+        check_batch_limits(batch, self.config.max_record_bytes)?;
+        Ok(batch.size_bytes())
     }
 
     /// Checks a batch against the size limits without writing anything; returns its size on
@@ -548,7 +575,9 @@ impl PartitionLog {
     }
 
     /// The first offset at or after `from` such that the frames from it to the log end take
-    /// at most `max_bytes`.
+    /// at most `max_bytes`. Whole segments are skipped by their sizes; in the segment where
+    /// the cut falls, the index leads to it (see [`LogSegment::first_frame_from`]), so an
+    /// append does not read back what retention drops.
     fn first_offset_within_bytes(&mut self, max_bytes: u64, from: u64) -> Result<u64> {
         let log_end = self.log_end_offset();
         if from >= log_end {
@@ -564,19 +593,30 @@ impl PartitionLog {
         if retained <= max_bytes {
             return Ok(from);
         }
+        // The answer is the first frame starting `excess` bytes or more after `from`.
         let mut excess = retained - max_bytes;
-        let mut result = None;
-        self.scan_from(from, |frame| {
+        let mut start = position;
+        // The cut, and where it is: the next `locate` of the new log start needs no scan.
+        let mut cut = None;
+        for (&base, segment) in self.segments.range(base..) {
             if excess == 0 {
-                result = Some(frame.offset);
-                return false;
+                cut = Some((segment.base_offset(), base, 0));
+                break;
             }
-            excess = excess.saturating_sub(frame.frame_len);
-            true
-        })?;
-        let offset = result.unwrap_or(log_end);
-        self.start_position = None;
-        Ok(offset)
+            let remaining = segment.size() - start;
+            if excess >= remaining {
+                (excess, start) = (excess - remaining, 0);
+                continue;
+            }
+            if let Some((offset, position)) = segment.first_frame_from(start + excess)? {
+                cut = Some((offset, base, position));
+                break;
+            }
+            // The cut is past this segment's last frame start: the next segment's first frame.
+            (excess, start) = (0, 0);
+        }
+        self.start_position = cut;
+        Ok(cut.map_or(log_end, |(offset, _, _)| offset))
     }
 
     /// `(segment base, byte position)` of the frame holding `offset` (cached for the start).
@@ -586,17 +626,12 @@ impl PartitionLog {
                 return Ok((base, position));
             }
         }
-        let mut found = None;
-        self.scan_from(offset, |frame| {
-            found = Some(frame.position);
-            false
-        })?;
         let (&base, segment) = self
             .segments
             .range(..=offset)
             .next_back()
             .expect("offset >= first base");
-        let position = found.unwrap_or(segment.size());
+        let position = segment.position_of(offset)?.unwrap_or(segment.size());
         self.start_position = Some((offset, base, position));
         Ok((base, position))
     }

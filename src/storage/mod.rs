@@ -16,7 +16,8 @@
 //! ```
 //!
 //! # Modules, bottom up
-//! - [`record`]: the checksummed frame format of one record.
+//! - [`record`]: the checksummed frame format of one record; [`batch`]: records to produce,
+//!   laid out as unsealed frames.
 //! - [`index`]: a segment's sparse offset → position index.
 //! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
@@ -29,6 +30,7 @@
 //!   [`sim`]: a simulated disk for power-loss and I/O-fault tests.
 //! - [`fsutil`]: atomic file replacement, directory sync, aligned buffers.
 
+pub mod batch;
 pub mod checkpoint;
 pub mod data_dir;
 pub mod fetch;
@@ -42,6 +44,7 @@ pub mod recovery;
 pub mod segment;
 pub mod sim;
 
+pub use batch::RecordBatch;
 pub use data_dir::DataDir;
 pub use log::{AppendInfo, AppendRecord, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};
 pub use offsets::OffsetStore;

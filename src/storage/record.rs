@@ -83,20 +83,44 @@ pub fn encode_into(
     key: Option<&[u8]>,
     value: &[u8],
 ) {
+    let start = begin_frame(buf, key);
+    buf.extend_from_slice(value);
+    end_frame(buf, start);
+    seal(&mut buf[start..], offset, timestamp_ms);
+}
+
+/// Starts an unsealed frame at the end of `buf`: the header with the key's length and the key.
+/// The value follows, written by the caller; [`end_frame`] then sets the length. Returns where
+/// the frame starts.
+pub fn begin_frame(buf: &mut Vec<u8>, key: Option<&[u8]>) -> usize {
     let key_bytes = key.unwrap_or(&[]);
     let start = buf.len();
-    let length = (LENGTH_COVERED_HEADER + key_bytes.len() + value.len()) as u32;
-    buf.extend_from_slice(&length.to_le_bytes());
-    buf.extend_from_slice(&[0; 4]); // crc, filled below
-    buf.push(MAGIC);
-    buf.push(if key.is_some() { ATTR_HAS_KEY } else { 0 });
-    buf.extend_from_slice(&offset.to_le_bytes());
-    buf.extend_from_slice(&timestamp_ms.to_le_bytes());
-    buf.extend_from_slice(&(key_bytes.len() as u32).to_le_bytes());
+    // Length, crc, offset and timestamp stay zero here: see end_frame and seal.
+    let mut header = [0u8; HEADER_LEN];
+    header[8] = MAGIC;
+    header[9] = if key.is_some() { ATTR_HAS_KEY } else { 0 };
+    header[26..30].copy_from_slice(&(key_bytes.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&header);
     buf.extend_from_slice(key_bytes);
-    buf.extend_from_slice(value);
-    let crc = crc32c::crc32c(&buf[start + 8..]);
-    buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+    start
+}
+
+/// Sets the length of the frame that starts at `start` and runs to the end of `buf`; returns
+/// the frame's size. A frame longer than `u32` can describe gets a wrong length: size checks
+/// refuse such a record before it is ever sealed.
+pub fn end_frame(buf: &mut [u8], start: usize) -> usize {
+    let frame_len = buf.len() - start;
+    let length = (frame_len - 4) as u32;
+    buf[start..start + 4].copy_from_slice(&length.to_le_bytes());
+    frame_len
+}
+
+/// Gives a complete unsealed frame its offset and timestamp and computes its checksum.
+pub fn seal(frame: &mut [u8], offset: u64, timestamp_ms: u64) {
+    frame[10..18].copy_from_slice(&offset.to_le_bytes());
+    frame[18..26].copy_from_slice(&timestamp_ms.to_le_bytes());
+    let crc = crc32c::crc32c(&frame[8..]);
+    frame[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Decodes and verifies the frame at the start of `buf`.

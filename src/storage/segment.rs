@@ -243,12 +243,67 @@ impl LogSegment {
     /// says where and why; never returns data past it.
     pub fn scan(
         &self,
+        position: u64,
+        expected_offset: u64,
+        visit: impl FnMut(&ScannedFrame) -> bool,
+    ) -> Result<ScanOutcome> {
+        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, visit)
+    }
+
+    /// The first frame that starts at or after byte `position`, as `(offset, position)`;
+    /// `None` when no frame of this segment does. One index lookup and a scan of about one
+    /// index interval.
+    ///
+    /// # Errors
+    /// `Corrupt` when a frame on the way does not verify; `Io`.
+    pub fn first_frame_from(&self, position: u64) -> Result<Option<(u64, u64)>> {
+        let entry = self.index.lookup_position(position)?;
+        self.find_frame(entry, |frame| frame.position >= position)
+    }
+
+    /// Where the frame holding `offset` starts, `None` when this segment does not hold it.
+    /// One index lookup and a scan of about one index interval.
+    ///
+    /// # Errors
+    /// `Corrupt` when a frame on the way does not verify; `Io`.
+    pub fn position_of(&self, offset: u64) -> Result<Option<u64>> {
+        let entry = self.index.lookup(offset)?;
+        let found = self.find_frame(entry, |frame| frame.offset >= offset)?;
+        Ok(found
+            .filter(|&(o, _)| o == offset)
+            .map(|(_, position)| position))
+    }
+
+    /// The first frame from `entry` on that `is_it` accepts, as `(offset, position)`.
+    fn find_frame(
+        &self,
+        entry: IndexEntry,
+        is_it: impl Fn(&ScannedFrame) -> bool,
+    ) -> Result<Option<(u64, u64)>> {
+        let mut found = None;
+        let chunk = 2 * self.index_interval_bytes as usize;
+        let outcome = self.scan_in_chunks(entry.position, entry.offset, chunk, |frame| {
+            if is_it(frame) {
+                found = Some((frame.offset, frame.position));
+            }
+            found.is_none()
+        })?;
+        match outcome.stopped {
+            Some(stop) => Err(Error::corrupt(&self.log_path, stop.position, stop.reason)),
+            None => Ok(found),
+        }
+    }
+
+    /// [`LogSegment::scan`], reading `chunk` bytes at a time (more for a larger frame).
+    fn scan_in_chunks(
+        &self,
         mut position: u64,
         mut expected_offset: u64,
+        chunk: usize,
         mut visit: impl FnMut(&ScannedFrame) -> bool,
     ) -> Result<ScanOutcome> {
         let mut buf = AlignedBuf::default();
-        let mut want = SCAN_CHUNK;
+        let mut want = chunk;
         let mut last_timestamp_ms = None;
         while position < self.size {
             let chunk = self.read_into(&mut buf, position, want)?;
