@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use nanokafka::types::encode;
-use nanokafka::{NanoKafka, ProduceRecord};
+use nanokafka::{NanoKafka, RecordBatch};
 
 use crate::harness::{BATCH, POLL_BATCH, VALUE_LEN};
 
@@ -27,14 +27,12 @@ pub fn prefill(broker: &NanoKafka, topic: &str, records: u64, typed: bool) {
     let mut left = records;
     while left > 0 {
         let n = left.min(BATCH as u64);
-        let batch = (0..n)
-            .map(|_| ProduceRecord {
-                key: None,
-                value: value.clone(),
-            })
-            .collect();
+        let mut batch = RecordBatch::with_capacity(n as usize, n as usize * VALUE_LEN);
+        for _ in 0..n {
+            batch.push_raw(None, &value);
+        }
         broker
-            .produce_batch_raw(topic, Some(0), batch)
+            .produce_batch(topic, Some(0), batch)
             .expect("prefill");
         left -= n;
     }

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use nanokafka::storage::record::HEADER_LEN;
-use nanokafka::{FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
+use nanokafka::{FsyncPolicy, NanoKafka, ProduceRecord, RecordBatch, TopicConfig};
 use tempfile::TempDir;
 
 /// Payload bytes of every record, as the issue states the targets.
@@ -105,7 +105,17 @@ pub fn payload() -> Vec<u8> {
     vec![0xa5; VALUE_LEN]
 }
 
-/// One `produce_batch_raw` batch: [`BATCH`] keyless 100-byte records.
+/// One `produce_batch` batch: [`BATCH`] keyless 100-byte records in one `RecordBatch`.
+pub fn record_batch() -> RecordBatch {
+    let value = [0xa5; VALUE_LEN];
+    let mut batch = RecordBatch::with_capacity(BATCH, BATCH * VALUE_LEN);
+    for _ in 0..BATCH {
+        batch.push_raw(None, &value);
+    }
+    batch
+}
+
+/// One `produce_batch_raw` batch: [`BATCH`] keyless 100-byte records, a `Vec` each.
 pub fn produce_batch() -> Vec<ProduceRecord> {
     (0..BATCH)
         .map(|_| ProduceRecord {

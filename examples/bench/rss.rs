@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use nanokafka::NanoKafka;
 
-use crate::harness::{produce_batch, BATCH, VALUE_LEN};
+use crate::harness::{record_batch, BATCH, VALUE_LEN};
 
 /// What the measurement found, in bytes.
 #[derive(Debug, Clone, Copy)]
@@ -48,8 +48,8 @@ pub fn while_producing(broker: &NanoKafka, topic: &str, bytes: u64) -> PeakRss {
     let start = Instant::now();
     for _ in 0..batches {
         broker
-            .produce_batch_raw(topic, Some(0), produce_batch())
-            .expect("produce_batch_raw");
+            .produce_batch(topic, Some(0), record_batch())
+            .expect("produce_batch");
     }
     let records_per_sec = (batches * BATCH as u64) as f64 / start.elapsed().as_secs_f64();
     PeakRss {
