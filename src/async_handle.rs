@@ -66,6 +66,7 @@ enum ProducePath {
 /// Where a topic's records go.
 #[derive(Debug)]
 struct Route {
+    topic: Arc<str>,
     partitions: Vec<Addr<PartitionActor>>,
     /// Their I/O threads' doorbells, rung after each send.
     doorbells: Vec<Arc<Doorbell>>,
@@ -189,7 +190,8 @@ impl AsyncNanoKafka {
                 let limits = (route.partitions.len() as u32, route.max_record_bytes);
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
                 let routes = route_batch(topic, limits, partition, &batch, next)?;
-                append_routed(&route.partitions, &route.doorbells, batch, routes).await
+                let to = (&route.partitions[..], &route.doorbells[..]);
+                append_routed(&route.topic, to, batch, routes).await
             }
             ProducePath::ViaBroker { ask_route } => {
                 let produce = ProduceBatch {
@@ -246,6 +248,7 @@ impl AsyncNanoKafka {
             slot.asking = false;
             slot.learned = learned.map(|route| {
                 Arc::new(Route {
+                    topic: topic.into(),
                     partitions: route.partitions,
                     doorbells: route.doorbells,
                     next_keyless: AtomicU32::new(route.next_keyless),

@@ -27,15 +27,49 @@ use crate::partition::Partition;
 use crate::storage::{AppendInfo, LogConfig, RecordBatch};
 use crate::types::{PartitionStats, Record};
 
-/// Append records. Sent by `TopicActor`. Reply: where they went, once in the OS.
-/// Errors: `PartitionFull`, `Timeout`, `RecordTooLarge`, `PartitionRestarted`,
-/// `PartitionFailed`, `Io` (the actor then restarts).
+/// Append records. Sent with `do_send` by `TopicActor` and the handles' direct route; the
+/// answer goes to `reply`: where they went, once in the OS. Errors: `PartitionFull`,
+/// `Timeout`, `RecordTooLarge`, `PartitionFailed`, `Io` (the actor then restarts). A dropped
+/// `reply` means the actor restarted before answering (or the broker stopped): see
+/// [`append_reply`].
+///
+/// The reply travels in the message rather than through actix's response channel: a produce
+/// may wait (group commit, `Block` backpressure), and answering through our own oneshot
+/// spares a spawned response future and a second channel per produce.
 #[derive(Debug)]
 pub struct Append {
     pub batch: RecordBatch,
+    pub reply: oneshot::Sender<Result<AppendInfo>>,
 }
 impl Message for Append {
-    type Result = Result<AppendInfo>;
+    type Result = ();
+}
+
+/// Sends `batch` to the partition at `addr` and returns the future of its answer.
+pub fn append(
+    addr: &Addr<PartitionActor>,
+    batch: RecordBatch,
+) -> oneshot::Receiver<Result<AppendInfo>> {
+    let (reply, answer) = oneshot::channel();
+    addr.do_send(Append { batch, reply });
+    answer
+}
+
+/// What an [`append`]'s answer means when its sender was dropped unanswered: the actor
+/// restarted (its mailbox is still open) or the broker is gone.
+pub fn append_reply(
+    answer: std::result::Result<Result<AppendInfo>, oneshot::Canceled>,
+    addr: &Addr<PartitionActor>,
+    (topic, partition): (&str, u32),
+) -> Result<AppendInfo> {
+    match answer {
+        Ok(result) => result,
+        Err(oneshot::Canceled) if addr.connected() => Err(Error::PartitionRestarted {
+            topic: topic.to_owned(),
+            partition,
+        }),
+        Err(oneshot::Canceled) => Err(Error::BrokerStopped),
+    }
 }
 
 /// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
@@ -184,6 +218,8 @@ pub struct PartitionActor {
     span: tracing::Span,
     topic: String,
     partition: u32,
+    /// "partition topic/p", for logs (made once: handlers name the actor on every call).
+    label: Arc<str>,
     dir: PathBuf,
     log_config: LogConfig,
     max_size: Option<u64>,
@@ -216,6 +252,7 @@ impl PartitionActor {
             span: tracing::info_span!("partition", topic = %topic, partition),
             topic: topic.to_owned(),
             partition,
+            label: format!("partition {topic}/{partition}").into(),
             dir: settings.data_dir.join(format!("{topic}_{partition}")),
             log_config: LogConfig::for_topic(config, settings.fsync, settings.max_record_bytes),
             max_size: config.max_size,
@@ -235,8 +272,8 @@ impl PartitionActor {
         }
     }
 
-    fn name(&self) -> String {
-        format!("partition {}/{}", self.topic, self.partition)
+    fn name(&self) -> Arc<str> {
+        self.label.clone()
     }
 
     fn open(&mut self, ctx: &mut Context<Self>) {
@@ -345,7 +382,6 @@ impl PartitionActor {
         ctx: &mut Context<Self>,
     ) {
         let (backpressure, pending) = (self.backpressure, self.pending_records);
-        let (topic, partition_id) = (self.topic.clone(), self.partition);
         let queue_empty = self.parked.is_empty();
         let partition = match self.open_partition() {
             Ok(p) => p,
@@ -363,8 +399,8 @@ impl PartitionActor {
             (Some(backlog), Backpressure::Reject) => {
                 let max_size = partition.max_size().unwrap_or_default();
                 let _ = reply.send(Err(Error::PartitionFull {
-                    topic,
-                    partition: partition_id,
+                    topic: self.topic.clone(),
+                    partition: self.partition,
                     backlog,
                     max_size,
                 }));
@@ -529,24 +565,15 @@ impl Supervised for PartitionActor {
     }
 }
 
-/// Replies through a oneshot so the handler may park the request; a panic drops the sender,
-/// which the caller sees as `PartitionRestarted`.
-fn deferred<T: Send + 'static>(
-    rx: oneshot::Receiver<Result<T>>,
-    restarted: Error,
-) -> ResponseFuture<Result<T>> {
-    Box::pin(async move { rx.await.unwrap_or(Err(restarted)) })
-}
-
 impl Handler<Append> for PartitionActor {
-    type Result = ResponseFuture<Result<AppendInfo>>;
+    type Result = ();
 
-    fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
-        let (tx, rx) = oneshot::channel();
         let name = self.name();
-        guarded(self, ctx, &name, |act, ctx| act.produce(msg.batch, tx, ctx));
-        deferred(rx, self.restarted())
+        guarded(self, ctx, &name, |act, ctx| {
+            act.produce(msg.batch, msg.reply, ctx)
+        });
     }
 }
 

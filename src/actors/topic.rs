@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use actix::prelude::*;
-use futures::future::join_all;
+use futures::future::{join_all, Either};
 
 use super::coordinator::{
     Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, GroupCoordinatorActor,
@@ -17,8 +17,8 @@ use super::coordinator::{
 };
 use super::io_thread::{Doorbell, IoThreadHandle};
 use super::partition::{
-    Append, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
-    RegisterGroup,
+    append, append_reply, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag,
+    PartitionActor, RegisterGroup,
 };
 use super::supervise::guarded;
 use super::{BrokerSettings, MAILBOX_CAPACITY};
@@ -64,6 +64,8 @@ pub struct TopicActor {
     /// Parent of every handler's span: names the actor in every event.
     span: tracing::Span,
     name: String,
+    /// The name again, shared with every produce's answer (for its errors).
+    shared_name: Arc<str>,
     settings: Arc<BrokerSettings>,
     partitions: Vec<Addr<PartitionActor>>,
     /// The doorbell of each partition's I/O thread, rung after every `Append`.
@@ -99,6 +101,7 @@ impl TopicActor {
         TopicActor {
             span: tracing::info_span!("topic", topic = %name),
             name: name.to_owned(),
+            shared_name: name.into(),
             settings,
             partitions,
             doorbells,
@@ -147,8 +150,8 @@ impl TopicActor {
         };
         match route(&self.name, limits, partition, &batch, next_keyless) {
             Ok(routes) => Box::pin(append_routed(
-                &self.partitions,
-                &self.doorbells,
+                &self.shared_name,
+                (&self.partitions, &self.doorbells),
                 batch,
                 routes,
             )),
@@ -213,65 +216,62 @@ pub(crate) fn route(
 /// caller's produces reach a partition in the order of its calls even when many are in
 /// flight and the runtime polls their futures in another order.
 pub(crate) fn append_routed(
-    partitions: &[Addr<PartitionActor>],
-    doorbells: &[Arc<Doorbell>],
+    topic: &Arc<str>,
+    (partitions, doorbells): (&[Addr<PartitionActor>], &[Arc<Doorbell>]),
     batch: RecordBatch,
     routes: Routes,
 ) -> impl Future<Output = Result<Vec<Delivery>>> + 'static {
     let total = batch.len();
-    // The batch as it is when all its records go to one partition; else one part per partition.
-    let parts = match routes.simplified() {
-        Routes::All(p) => vec![(p, batch, None)],
-        Routes::Each(each) => batch
-            .split(&each)
-            .into_iter()
-            .map(|(p, part, indexes)| (p, part, Some(indexes)))
-            .collect(),
+    let send = |p: u32, batch: RecordBatch| {
+        let addr = partitions[p as usize].clone();
+        let answer = append(&addr, batch);
+        // After the send, so a spinning I/O thread finds its message when it stops spinning.
+        doorbells[p as usize].ring();
+        let topic = topic.clone();
+        async move { append_reply(answer.await, &addr, (&topic, p)) }
     };
-    let requests: Vec<_> = parts
-        .into_iter()
-        .map(|(p, batch, indexes)| {
-            let request = partitions[p as usize].send(Append { batch });
-            (p, indexes, request)
-        })
-        .collect();
-    // After the sends, so a spinning I/O thread finds its message when it stops spinning.
-    for (p, _, _) in &requests {
-        doorbells[*p as usize].ring();
-    }
-    async move {
-        let placeholder = Delivery {
-            partition: 0,
-            offset: 0,
-        };
-        let mut deliveries = vec![placeholder; total];
-        let replies = join_all(
-            requests
+    match routes.simplified() {
+        // The common case (a pinned batch, a single record, a one-partition topic): the batch
+        // goes as it is.
+        Routes::All(p) => {
+            let answer = send(p, batch);
+            Either::Left(async move {
+                let base = answer.await?.base_offset;
+                Ok((0..total as u64)
+                    .map(|k| Delivery {
+                        partition: p,
+                        offset: base + k,
+                    })
+                    .collect())
+            })
+        }
+        Routes::Each(each) => {
+            let answers: Vec<_> = batch
+                .split(&each)
                 .into_iter()
-                .map(|(p, indexes, request)| async move {
-                    let reply = request.await.map_err(|_| Error::BrokerStopped);
-                    (p, indexes, reply.and_then(|r| r))
-                }),
-        );
-        for (partition, indexes, result) in replies.await {
-            let base = result?.base_offset;
-            let delivery = |k: usize| Delivery {
-                partition,
-                offset: base + k as u64,
-            };
-            match indexes {
-                None => deliveries
-                    .iter_mut()
-                    .enumerate()
-                    .for_each(|(k, d)| *d = delivery(k)),
-                Some(indexes) => {
+                .map(|(p, part, indexes)| {
+                    let answer = send(p, part);
+                    async move { (p, indexes, answer.await) }
+                })
+                .collect();
+            Either::Right(async move {
+                let placeholder = Delivery {
+                    partition: 0,
+                    offset: 0,
+                };
+                let mut deliveries = vec![placeholder; total];
+                for (partition, indexes, result) in join_all(answers).await {
+                    let base = result?.base_offset;
                     for (k, i) in indexes.into_iter().enumerate() {
-                        deliveries[i] = delivery(k);
+                        deliveries[i] = Delivery {
+                            partition,
+                            offset: base + k as u64,
+                        };
                     }
                 }
-            }
+                Ok(deliveries)
+            })
         }
-        Ok(deliveries)
     }
 }
 

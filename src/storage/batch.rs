@@ -1,9 +1,10 @@
 //! [`RecordBatch`]: records to produce, laid out as they will be on disk.
 //!
 //! # Layout
-//! One buffer of [`record`] frames back to back, plus each frame's length. A frame is
-//! complete except for three fields the partition fills in when it appends the batch (see
-//! [`RecordBatch::seal`]): the offset, the timestamp and the CRC, all zero until then.
+//! One buffer of [`record`] frames back to back (each starts with its length, so the buffer
+//! is its own index). A frame is complete except for three fields the partition fills in
+//! when it appends the batch (see [`RecordBatch::seal`]): the offset, the timestamp and the
+//! CRC, all zero until then.
 //!
 //! # Why
 //! A producer pays one copy per record into one buffer, and the partition writes that buffer
@@ -28,8 +29,8 @@ use super::record;
 pub struct RecordBatch {
     /// Unsealed frames, back to back.
     frames: Vec<u8>,
-    /// The size of each frame in `frames`.
-    frame_lens: Vec<u32>,
+    /// Frames in `frames`.
+    count: usize,
     /// The largest key + value in the batch (checked against `max_record_bytes` on append).
     max_record_len: usize,
 }
@@ -43,7 +44,7 @@ impl RecordBatch {
     pub fn with_capacity(records: usize, payload_bytes: usize) -> Self {
         RecordBatch {
             frames: Vec::with_capacity(records * record::HEADER_LEN + payload_bytes),
-            frame_lens: Vec::with_capacity(records),
+            count: 0,
             max_record_len: 0,
         }
     }
@@ -72,18 +73,26 @@ impl RecordBatch {
     }
 
     fn finish_frame(&mut self, start: usize) {
-        let frame_len = record::end_frame(&mut self.frames, start);
-        self.frame_lens.push(frame_len as u32);
-        self.max_record_len = self.max_record_len.max(frame_len - record::HEADER_LEN);
+        let payload_len = self.frames.len() - start - record::HEADER_LEN;
+        self.max_record_len = self.max_record_len.max(payload_len);
+        if payload_len > record::MAX_RECORD_BYTES_LIMIT {
+            // No broker takes it (the batch is refused as `RecordTooLarge`); its length might
+            // not even fit the frame's length field, so it is not kept.
+            self.frames.truncate(start);
+            return;
+        }
+        record::end_frame(&mut self.frames, start);
+        self.count += 1;
     }
 
-    /// Records in the batch.
+    /// Records in the batch (a record too large for any broker is not counted: see
+    /// [`RecordBatch::max_record_len`]).
     pub fn len(&self) -> usize {
-        self.frame_lens.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.frame_lens.is_empty()
+        self.count == 0
     }
 
     /// Bytes the batch takes on disk.
@@ -99,7 +108,7 @@ impl RecordBatch {
     /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.frames.clear();
-        self.frame_lens.clear();
+        self.count = 0;
         self.max_record_len = 0;
     }
 
@@ -115,18 +124,13 @@ impl RecordBatch {
     }
 
     fn frame_slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        let mut start = 0usize;
-        self.frame_lens.iter().map(move |&len| {
-            let frame = &self.frames[start..start + len as usize];
-            start += len as usize;
-            frame
-        })
+        frame_ranges(&self.frames).map(|range| &self.frames[range])
     }
 
     /// Moves `other`'s records to the end of this batch.
     pub fn append(&mut self, other: &RecordBatch) {
         self.frames.extend_from_slice(&other.frames);
-        self.frame_lens.extend_from_slice(&other.frame_lens);
+        self.count += other.count;
         self.max_record_len = self.max_record_len.max(other.max_record_len);
     }
 
@@ -142,7 +146,7 @@ impl RecordBatch {
         for (i, (frame, &route)) in self.frame_slices().zip(routes).enumerate() {
             let (part, indexes) = parts.entry(route).or_default();
             part.frames.extend_from_slice(frame);
-            part.frame_lens.push(frame.len() as u32);
+            part.count += 1;
             part.max_record_len = part.max_record_len.max(frame.len() - record::HEADER_LEN);
             indexes.push(i);
         }
@@ -156,21 +160,38 @@ impl RecordBatch {
     /// computes their checksums: the frames are then ready to be written.
     pub(crate) fn seal(&mut self, base_offset: u64, timestamp_ms: u64) {
         let mut start = 0usize;
-        for (i, &len) in self.frame_lens.iter().enumerate() {
-            let end = start + len as usize;
-            record::seal(
-                &mut self.frames[start..end],
-                base_offset + i as u64,
-                timestamp_ms,
-            );
-            start = end;
+        let mut offset = base_offset;
+        while start < self.frames.len() {
+            let end = start + frame_len_at(&self.frames, start);
+            record::seal(&mut self.frames[start..end], offset, timestamp_ms);
+            (start, offset) = (end, offset + 1);
         }
     }
 
-    /// The frames and their sizes (sealed or not).
-    pub(crate) fn frames(&self) -> (&[u8], &[u32]) {
-        (&self.frames, &self.frame_lens)
+    /// The frames, back to back (sealed or not).
+    pub(crate) fn frames(&self) -> &[u8] {
+        &self.frames
     }
+}
+
+/// The size of the frame that starts at `start` of a buffer of whole frames, from its length
+/// field.
+fn frame_len_at(frames: &[u8], start: usize) -> usize {
+    4 + record::u32_at(frames, start) as usize
+}
+
+/// The byte range of each frame in a buffer of whole frames (as a `RecordBatch` holds, or a
+/// sealed batch about to be written).
+pub(crate) fn frame_ranges(frames: &[u8]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut start = 0usize;
+    std::iter::from_fn(move || {
+        (start < frames.len()).then(|| {
+            let end = start + frame_len_at(frames, start);
+            let range = start..end;
+            start = end;
+            range
+        })
+    })
 }
 
 impl fmt::Debug for RecordBatch {
@@ -209,24 +230,23 @@ mod tests {
     fn sealed_frames_decode_to_the_pushed_records_with_their_offsets() {
         let mut batch = sample();
         batch.seal(40, 1_700_000_000_000);
-        let (frames, lens) = batch.frames();
+        let frames = batch.frames();
         let mut at = 0;
         let expected: [(Option<&[u8]>, &[u8]); 3] = [
             (None, b"first"),
             (Some(b""), b""),
             (Some(b"key"), b"third value"),
         ];
-        for (i, (&len, (key, value))) in lens.iter().zip(expected).enumerate() {
+        for (i, (key, value)) in expected.into_iter().enumerate() {
             match decode(&frames[at..]) {
                 Decoded::Record { record, frame_len } => {
-                    assert_eq!(frame_len, len as usize);
                     assert_eq!(record.offset, 40 + i as u64);
                     assert_eq!(record.timestamp_ms, 1_700_000_000_000);
                     assert_eq!((record.key, record.value), (key, value));
+                    at += frame_len;
                 }
                 other => panic!("frame {i}: {other:?}"),
             }
-            at += len as usize;
         }
         assert_eq!(at, frames.len());
     }
@@ -234,7 +254,7 @@ mod tests {
     #[test]
     fn an_unsealed_frame_does_not_pass_as_a_record() {
         let batch = sample();
-        assert!(matches!(decode(batch.frames().0), Decoded::Invalid { .. }));
+        assert!(matches!(decode(batch.frames()), Decoded::Invalid { .. }));
     }
 
     #[test]
@@ -263,6 +283,18 @@ mod tests {
         });
         assert_eq!(failed, Err("encoder failed"));
         assert_eq!(batch, before);
+    }
+
+    #[test]
+    fn a_record_over_the_hard_limit_is_not_kept_but_refuses_the_batch() {
+        let mut batch = sample();
+        let before = batch.frames().len();
+        batch.push_raw(None, &vec![0; record::MAX_RECORD_BYTES_LIMIT + 1]);
+        assert_eq!((batch.len(), batch.frames().len()), (3, before));
+        assert_eq!(batch.max_record_len(), record::MAX_RECORD_BYTES_LIMIT + 1);
+        let limits =
+            crate::storage::log::check_batch_limits(&batch, record::MAX_RECORD_BYTES_LIMIT);
+        assert!(matches!(limits, Err(crate::Error::RecordTooLarge { .. })));
     }
 
     #[test]

@@ -323,8 +323,8 @@ impl PartitionLog {
             self.roll()?;
         }
         batch.seal(base_offset, timestamp_ms);
-        let (frames, frame_lens) = batch.frames();
-        self.active_mut().append(frames, frame_lens, timestamp_ms)?;
+        self.active_mut()
+            .append(batch.frames(), batch.len() as u64, timestamp_ms)?;
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.active_mut().sync()?;

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::batch::frame_ranges;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::AlignedBuf;
 use super::index::{IndexEntry, OffsetIndex};
@@ -156,9 +157,9 @@ impl LogSegment {
     }
 
     /// Appends already-encoded frames with one `write`, then their index entries.
-    /// `frames` holds records `next_offset..next_offset + count`, each frame's length listed
-    /// in `frame_lens`. On a failed write the file is cut back to its old size.
-    pub fn append(&mut self, frames: &[u8], frame_lens: &[u32], timestamp_ms: u64) -> Result<()> {
+    /// `frames` holds records `next_offset..next_offset + count`, whole frames back to back.
+    /// On a failed write the file is cut back to its old size.
+    pub fn append(&mut self, frames: &[u8], count: u64, timestamp_ms: u64) -> Result<()> {
         let start = self.size;
         if let Err(e) = self.log.write_all_at(frames, start) {
             // A partial write must not be left behind a later, successful one.
@@ -166,20 +167,18 @@ impl LogSegment {
             self.synced_size = self.synced_size.min(start);
             return Err(Error::io("append to segment", &self.log_path, e));
         }
-        let mut position = start;
-        for (i, &len) in frame_lens.iter().enumerate() {
+        for (i, frame) in frame_ranges(frames).enumerate() {
             if self.bytes_since_index >= self.index_interval_bytes {
                 self.index.push(IndexEntry {
                     offset: self.next_offset + i as u64,
-                    position,
+                    position: start + frame.start as u64,
                 });
                 self.bytes_since_index = 0;
             }
-            position += u64::from(len);
-            self.bytes_since_index += u64::from(len);
+            self.bytes_since_index += frame.len() as u64;
         }
-        self.size = position;
-        self.next_offset += frame_lens.len() as u64;
+        self.size = start + frames.len() as u64;
+        self.next_offset += count;
         self.last_timestamp_ms = Some(timestamp_ms);
         // The index is derived data: a failed index write is repaired by the next recovery.
         self.index.write_pending()
