@@ -42,6 +42,10 @@ pub struct AsyncNanoKafka {
     addr: Addr<BrokerActor>,
     /// Topic → how its produces travel; shared by clones.
     routes: Arc<Mutex<HashMap<String, RouteSlot>>>,
+    /// Each caller of this handle waits for a produce's answer before its next produce (the
+    /// blocking handle's): a known route is used at once, as no earlier produce of the same
+    /// caller can still be on its way through the broker.
+    sequential: bool,
 }
 
 /// How one topic's produces travel from this handle.
@@ -76,16 +80,64 @@ struct Route {
     max_record_bytes: usize,
 }
 
+impl Route {
+    fn new(topic: &str, route: TopicRoute) -> Self {
+        Route {
+            topic: topic.into(),
+            partitions: route.partitions,
+            doorbells: route.doorbells,
+            next_keyless: AtomicU32::new(route.next_keyless),
+            max_record_bytes: route.max_record_bytes,
+        }
+    }
+}
+
 impl From<Addr<BrokerActor>> for AsyncNanoKafka {
     fn from(addr: Addr<BrokerActor>) -> Self {
         AsyncNanoKafka {
             addr,
             routes: Arc::default(),
+            sequential: false,
         }
     }
 }
 
 impl AsyncNanoKafka {
+    /// The same handle for callers that never have two produces in flight (see `sequential`).
+    pub(crate) fn for_sequential_callers(&self) -> AsyncNanoKafka {
+        AsyncNanoKafka {
+            sequential: true,
+            ..self.clone()
+        }
+    }
+
+    /// The same handle for any caller (pipelined produces keep their order).
+    pub(crate) fn for_any_caller(&self) -> AsyncNanoKafka {
+        AsyncNanoKafka {
+            sequential: false,
+            ..self.clone()
+        }
+    }
+
+    /// Learns `topic`'s direct route now, so that its first produces need not go through the
+    /// broker (used once a topic is known to exist). A no-op when the route is known or a
+    /// produce of this handle is on its way through the broker.
+    pub(crate) async fn learn_route(&self, topic: &str) {
+        let Ok(route) = self
+            .ask(GetRoute {
+                topic: topic.to_owned(),
+            })
+            .await
+        else {
+            return;
+        };
+        let mut slots = self.slots();
+        let slot = slots.entry(topic.to_owned()).or_default();
+        if slot.direct.is_none() && slot.via_broker == 0 {
+            slot.direct = Some(Arc::new(Route::new(topic, route)));
+        }
+    }
+
     /// The broker actor, for sending [`crate::messages`] directly.
     pub fn addr(&self) -> &Addr<BrokerActor> {
         &self.addr
@@ -109,7 +161,9 @@ impl AsyncNanoKafka {
             topic: topic.to_owned(),
             config,
         })
-        .await
+        .await?;
+        self.learn_route(topic).await;
+        Ok(())
     }
 
     /// Produces a typed record without a key (round-robin over partitions).
@@ -228,8 +282,14 @@ impl AsyncNanoKafka {
     fn produce_path(&self, topic: &str) -> ProducePath {
         let mut slots = self.slots();
         // The common case, a known route, looks up without allocating the key.
-        if let Some(route) = slots.get(topic).and_then(|slot| slot.direct.clone()) {
-            return ProducePath::Direct(route);
+        if let Some(slot) = slots.get(topic) {
+            let usable = match self.sequential {
+                true => slot.direct.as_ref().or(slot.learned.as_ref()),
+                false => slot.direct.as_ref(),
+            };
+            if let Some(route) = usable {
+                return ProducePath::Direct(route.clone());
+            }
         }
         let slot = slots.entry(topic.to_owned()).or_default();
         slot.via_broker += 1;
@@ -246,15 +306,7 @@ impl AsyncNanoKafka {
         slot.via_broker -= 1;
         if asked {
             slot.asking = false;
-            slot.learned = learned.map(|route| {
-                Arc::new(Route {
-                    topic: topic.into(),
-                    partitions: route.partitions,
-                    doorbells: route.doorbells,
-                    next_keyless: AtomicU32::new(route.next_keyless),
-                    max_record_bytes: route.max_record_bytes,
-                })
-            });
+            slot.learned = learned.map(|route| Arc::new(Route::new(topic, route)));
         }
         if slot.via_broker == 0 && slot.learned.is_some() {
             slot.direct = slot.learned.take();

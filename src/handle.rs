@@ -164,6 +164,7 @@ impl NanoKafkaBuilder {
         }
         let data_dir = DataDir::open(&self.data_dir)?;
         let topics = data_dir.topics()?;
+        let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
         let settings = Arc::new(BrokerSettings {
             data_dir: self.data_dir.clone(),
             fsync: self.fsync,
@@ -199,9 +200,14 @@ impl NanoKafkaBuilder {
             .recv()
             .map_err(|_| Error::BrokerStopped)?
             .map_err(|e| Error::io("start an I/O thread", &self.data_dir, e))?;
+        let handle = AsyncNanoKafka::from(addr).for_sequential_callers();
+        // Produces to the topics already there take the direct route from the first one.
+        for name in &topic_names {
+            crate::wait::block_on(handle.learn_route(name));
+        }
         Ok(NanoKafka {
             inner: Arc::new(Inner {
-                handle: AsyncNanoKafka::from(addr),
+                handle,
                 system,
                 thread: Mutex::new(Some(thread)),
                 stopped: AtomicBool::new(false),
@@ -306,7 +312,7 @@ impl NanoKafka {
 
     /// The async face of this broker, for code on actix/tokio threads.
     pub fn async_handle(&self) -> AsyncNanoKafka {
-        self.inner.handle.clone()
+        self.inner.handle.for_any_caller()
     }
 
     /// The broker actor, for actors that send [`crate::messages`].

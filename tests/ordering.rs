@@ -1,14 +1,96 @@
 //! Order per producer (spec §4) under pipelining: one task with hundreds of produces in
-//! flight gets its records appended, and its replies answered, in the order it sent them.
+//! flight gets its records appended, and its replies answered, in the order it sent them;
+//! threads of the blocking handle each keep theirs. Both with the produce route known from
+//! the start (topic created through the handle) and learned on the way (topic created
+//! through the actor face, so the first produces go through the broker).
 
 use futures::StreamExt;
+use nanokafka::messages::CreateTopic;
 use nanokafka::{NanoKafka, TopicConfig};
+
+/// Creates topic "t" through the handle (which learns its route) or, with `behind_the_handle`,
+/// through the broker actor (the handle learns the route only from its first produces).
+fn broker_with_topic(dir: &std::path::Path, behind_the_handle: bool) -> NanoKafka {
+    let broker = NanoKafka::open(dir).unwrap();
+    if behind_the_handle {
+        let create = CreateTopic {
+            topic: "t".into(),
+            config: TopicConfig::default(),
+        };
+        let addr = broker.addr();
+        actix_rt::System::new()
+            .block_on(async move { addr.send(create).await })
+            .unwrap()
+            .unwrap();
+    } else {
+        broker.create_topic("t", TopicConfig::default()).unwrap();
+    }
+    broker
+}
 
 #[test]
 fn pipelined_produces_from_one_task_are_appended_in_call_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = NanoKafka::open(dir.path()).unwrap();
-    broker.create_topic("t", TopicConfig::default()).unwrap();
+    for behind_the_handle in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        pipelined_produces_keep_call_order(&broker_with_topic(dir.path(), behind_the_handle));
+    }
+}
+
+#[test]
+fn each_thread_of_the_blocking_handle_keeps_its_order() {
+    const THREADS: u64 = 4;
+    const PER_THREAD: u64 = 2_000;
+    for behind_the_handle in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = broker_with_topic(dir.path(), behind_the_handle);
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let broker = &broker;
+                scope.spawn(move || {
+                    let mut last = None;
+                    for i in 0..PER_THREAD {
+                        let value = (thread << 32 | i).to_le_bytes().to_vec();
+                        let offset = broker.produce_raw("t", None, value).unwrap().offset;
+                        assert!(last < Some(offset), "offsets grow per thread");
+                        last = Some(offset);
+                    }
+                });
+            }
+        });
+        let values = read_all(&broker, THREADS * PER_THREAD);
+        for thread in 0..THREADS {
+            let mine: Vec<u64> = values
+                .iter()
+                .filter(|v| *v >> 32 == thread)
+                .map(|v| v & 0xffff_ffff)
+                .collect();
+            assert_eq!(mine, (0..PER_THREAD).collect::<Vec<_>>(), "thread {thread}");
+        }
+    }
+}
+
+/// Every value of topic "t", in log order.
+fn read_all(broker: &NanoKafka, count: u64) -> Vec<u64> {
+    broker.join_group("t", "g", "c").unwrap();
+    let mut values = Vec::new();
+    while (values.len() as u64) < count {
+        let batch = broker
+            .poll_batch_raw("t", "g", "c", 1000, std::time::Duration::ZERO)
+            .unwrap();
+        let last = batch.last().expect("records remain");
+        broker
+            .commit("t", "g", last.partition, last.offset)
+            .unwrap();
+        values.extend(
+            batch
+                .into_iter()
+                .map(|r| u64::from_le_bytes(r.value.try_into().unwrap())),
+        );
+    }
+    values
+}
+
+fn pipelined_produces_keep_call_order(broker: &NanoKafka) {
     let handle = broker.async_handle();
     let offsets = actix_rt::System::new().block_on(async move {
         futures::stream::iter(0..5_000u64)
@@ -30,22 +112,7 @@ fn pipelined_produces_from_one_task_are_appended_in_call_order() {
         (0..5_000).collect::<Vec<_>>(),
         "the i-th produce got offset i"
     );
-    broker.join_group("t", "g", "c").unwrap();
-    let mut values = Vec::new();
-    while values.len() < 5_000 {
-        let batch = broker
-            .poll_batch_raw("t", "g", "c", 1000, std::time::Duration::ZERO)
-            .unwrap();
-        let last = batch.last().expect("records remain");
-        broker
-            .commit("t", "g", last.partition, last.offset)
-            .unwrap();
-        values.extend(
-            batch
-                .into_iter()
-                .map(|r| u64::from_le_bytes(r.value.try_into().unwrap())),
-        );
-    }
+    let values = read_all(broker, 5_000);
     assert_eq!(
         values,
         (0..5_000).collect::<Vec<_>>(),
