@@ -296,3 +296,63 @@ fn commits_acknowledged_after_a_failed_sync_survive_a_power_loss() {
         assert!(matches!(offsets.get("g"), Some(1) | Some(2)), "seed {seed}");
     }
 }
+
+/// Without `Always`, a roll seals the old segment on its own thread. A `sync` waits for that
+/// sealing, so everything appended before it (in sealed segments and the new one, whose name
+/// the sealing makes durable) survives a power loss that follows.
+#[test]
+fn a_sync_after_rolls_covers_the_segments_sealed_in_the_background() {
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let policy = FsyncPolicy::Interval(std::time::Duration::from_secs(3600));
+        let (mut log, _offsets) = open(&fs, policy);
+        // About 40 bytes a frame: 400 records roll the 4 KiB segments a few times.
+        for i in 0..400 {
+            let v = value(i);
+            let record = [AppendRecord {
+                key: None,
+                value: &v,
+            }];
+            log.append(&record, NOW).unwrap();
+        }
+        log.sync().unwrap();
+        sim.crash();
+        drop(log);
+        let (mut log, _offsets) = open(&fs, policy);
+        let recovered = read_all(&mut log);
+        assert_eq!(recovered.len(), 400, "seed {seed}: synced records survive");
+        for (i, (offset, v)) in recovered.into_iter().enumerate() {
+            assert_eq!((offset, v), (i as u64, value(i as u64)), "seed {seed}");
+        }
+    }
+}
+
+/// A sealing that cannot sync its segment fails the next `sync` (the owner then reopens, as
+/// after any failed sync), instead of passing unnoticed.
+#[test]
+fn a_failed_background_sealing_fails_the_next_sync() {
+    let sim = SimFs::new(7);
+    let fs: SharedFs = Arc::new(sim.clone());
+    let (mut log, _offsets) = open(&fs, FsyncPolicy::Never);
+    sim.inject(".log", FaultOp::Sync, std::io::ErrorKind::Other, 1);
+    let mut rolled = false;
+    for i in 0.. {
+        let v = value(i);
+        let info = log
+            .append(
+                &[AppendRecord {
+                    key: None,
+                    value: &v,
+                }],
+                NOW,
+            )
+            .unwrap();
+        if log.segment_count() > 1 {
+            rolled = info.base_offset > 0;
+            break;
+        }
+    }
+    assert!(rolled);
+    assert!(matches!(log.sync(), Err(nanokafka::Error::Io { .. })));
+}

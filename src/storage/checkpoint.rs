@@ -1,8 +1,10 @@
 //! The two small per-partition state files besides segments and offsets.
 //!
 //! # `checkpoint` — what recovery may trust
-//! Written atomically (temp file, fsync, rename, fsync dir) at open, at every segment roll and
-//! at clean shutdown. 40 bytes, little-endian:
+//! Written atomically (temp file, fsync, rename, fsync dir) at open, after every segment roll
+//! once the sealed segment and the directory are synced (on a background thread unless
+//! `FsyncPolicy::Always`: see `PartitionLog::roll`), and at clean shutdown. 40 bytes,
+//! little-endian:
 //!
 //! ```text
 //! offset  size  field

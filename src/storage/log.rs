@@ -25,12 +25,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::batch::RecordBatch;
 use super::checkpoint::{Checkpoint, LogStartFile};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
-use super::fs::{self as sfs, SharedFs};
+use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
 use super::fsutil::sync_dir;
 use super::record;
 use super::recovery::{self, RecoveryReport};
@@ -118,6 +119,31 @@ pub fn check_batch_limits(batch: &RecordBatch, max_record_bytes: usize) -> Resul
     Ok(())
 }
 
+/// The sealing of a segment after a roll to `new_base`; see [`PartitionLog::roll`].
+#[derive(Debug, Clone)]
+struct Sealing {
+    fs: SharedFs,
+    dir: PathBuf,
+    sealed: PathBuf,
+    new_base: u64,
+}
+
+impl Sealing {
+    /// Syncs the sealed segment (`file`, data and size), then the directory, then records
+    /// `new_base` as the checkpoint's recovery point.
+    fn run(&self, file: &dyn StorageFile) -> Result<()> {
+        file.sync_all()
+            .map_err(|e| Error::io("sync a sealed segment", &self.sealed, e))?;
+        sync_dir(self.fs.as_ref(), &self.dir)?;
+        Checkpoint {
+            clean: false,
+            recovery_point: self.new_base,
+            ..Checkpoint::default()
+        }
+        .write(self.fs.as_ref(), &self.dir)
+    }
+}
+
 /// What an append wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
@@ -159,6 +185,8 @@ pub struct PartitionLog {
     read_hint: Option<ReadHint>,
     /// Reused encode buffer of [`PartitionLog::append`]: no allocation per append once warm.
     scratch: RecordBatch,
+    /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
+    sealing: Option<std::thread::JoinHandle<Result<()>>>,
 }
 
 impl PartitionLog {
@@ -228,6 +256,7 @@ impl PartitionLog {
             dirty: false,
             read_hint: None,
             scratch: RecordBatch::new(),
+            sealing: None,
         };
         log.log_start_file.store(log_start_offset)?;
         log.enforce_retention(now_ms)?;
@@ -393,6 +422,9 @@ impl PartitionLog {
 
     /// `fdatasync`s the active segment if anything was appended since the last sync.
     pub fn sync(&mut self) -> Result<()> {
+        // A segment created by a roll is durable once the roll's sealing has synced the
+        // directory: synced records in it must not vanish with its name.
+        self.finish_sealing()?;
         if self.dirty {
             self.active_mut().sync()?;
             self.dirty = false;
@@ -400,22 +432,67 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Seals the active segment (synced, so recovery need not scan it) and starts a new one.
+    /// Seals the active segment and starts a new one. Sealing means: the segment is synced,
+    /// then so is the directory (the new segment's name), then the checkpoint's recovery point
+    /// moves to the new segment, so that recovery need not scan the sealed one.
+    ///
+    /// Under `FsyncPolicy::Always` this happens here, before anything is appended to the new
+    /// segment (each append is then acknowledged synced, name included). Otherwise appends
+    /// promise no sync, so the sealing runs on its own thread, like Kafka's flush after a roll:
+    /// syncing 64 MiB would stall the partition for tens of milliseconds. Until it finishes,
+    /// the checkpoint keeps the older recovery point (a crash then scans a little more). At
+    /// most one sealing runs: the next roll, a `sync` and `close` wait for it first.
     fn roll(&mut self) -> Result<()> {
+        self.finish_sealing()?;
         let base = self.log_end_offset();
-        self.active_mut().sync_all()?;
-        self.dirty = false;
+        let sealed = self.active().log_path().to_owned();
         let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
-        sync_dir(self.fs.as_ref(), &self.dir)?;
         self.segments.insert(base, segment);
-        Checkpoint {
-            clean: false,
-            recovery_point: base,
-            ..Checkpoint::default()
-        }
-        .write(self.fs.as_ref(), &self.dir)?;
+        self.dirty = false;
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
+        // Opened here, so that retention deleting the sealed segment meanwhile is harmless.
+        let file = self
+            .fs
+            .open(&sealed, OpenMode::Existing)
+            .map_err(|e| Error::io("open a sealed segment", &sealed, e))?;
+        let sealing = Sealing {
+            fs: self.fs.clone(),
+            dir: self.dir.clone(),
+            sealed,
+            new_base: base,
+        };
+        if self.config.fsync == FsyncPolicy::Always {
+            return sealing.run(file.as_ref());
+        }
+        let (job, file) = (sealing, Arc::new(file));
+        let spawned = std::thread::Builder::new()
+            .name("nanokafka-seal".into())
+            .spawn({
+                let (job, file) = (job.clone(), file.clone());
+                move || job.run(file.as_ref().as_ref())
+            });
+        match spawned {
+            Ok(handle) => self.sealing = Some(handle),
+            // No thread to be had: seal here.
+            Err(_) => job.run(file.as_ref().as_ref())?,
+        }
         Ok(())
+    }
+
+    /// Waits for the last roll's sealing; its failure is this call's.
+    ///
+    /// # Errors
+    /// `Io` when the sealing could not sync or write the checkpoint.
+    fn finish_sealing(&mut self) -> Result<()> {
+        match self.sealing.take().map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Error::io(
+                "seal a rolled segment",
+                &self.dir,
+                std::io::Error::other("the sealing thread panicked"),
+            )),
+        }
     }
 
     /// Reads up to `max_records` records, and up to `max_bytes` of frames (but always at least
@@ -681,6 +758,7 @@ impl PartitionLog {
     /// # Errors
     /// `Io` when the sync or the checkpoint write fails; the next open then scans.
     pub fn close(mut self) -> Result<()> {
+        self.finish_sealing()?;
         self.active_mut().sync_all()?;
         self.dirty = false;
         let log_end = self.log_end_offset();
@@ -691,6 +769,16 @@ impl PartitionLog {
             active_size: self.active().size(),
         }
         .write(self.fs.as_ref(), &self.dir)
+    }
+}
+
+/// A log dropped without `close` (a crash of its actor) still waits for its sealing, so that
+/// a reopen never runs beside a checkpoint being written.
+impl Drop for PartitionLog {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish_sealing() {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "sealing a rolled segment failed");
+        }
     }
 }
 
