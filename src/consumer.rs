@@ -128,7 +128,7 @@ impl<T: DeserializeOwned> Consumer<T> {
             max_records,
             wait: (!timeout.is_zero()).then_some(timeout),
         };
-        self.broker.call_async(|h| h.consumer_poll(poll))
+        self.broker.call_async(|h| h.consumer_poll(poll), timeout)
     }
 
     fn rejoin(&mut self) -> Result<()> {
@@ -162,7 +162,8 @@ impl<T: DeserializeOwned> Consumer<T> {
             partition,
             offset,
         };
-        self.broker.call_async(|h| h.fenced_commit(commit))?;
+        self.broker
+            .call_async(|h| h.fenced_commit(commit), Duration::ZERO)?;
         // Reading on from before the commit would re-deliver committed records.
         let position = self.positions.entry(partition).or_insert(offset + 1);
         *position = (*position).max(offset + 1);

@@ -31,6 +31,7 @@ use crate::storage::fs::SharedFs;
 use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
 use crate::storage::{DataDir, RecordBatch};
 use crate::types::{BrokerStats, Delivery, Record};
+use crate::wait::Patience;
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
 pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -257,12 +258,16 @@ fn refuse_actix_thread() -> Result<()> {
 }
 
 impl Inner {
-    fn block_on<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {
+    fn block_on<T>(
+        &self,
+        request: impl Future<Output = Result<T>>,
+        patience: Patience,
+    ) -> Result<T> {
         refuse_actix_thread()?;
         if self.stopped.load(Ordering::SeqCst) {
             return Err(Error::BrokerStopped);
         }
-        crate::wait::block_on(request)
+        crate::wait::block_on_with(request, patience)
     }
 
     fn shutdown(&self) -> Result<()> {
@@ -321,18 +326,32 @@ impl NanoKafka {
     }
 
     fn call<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {
-        self.inner.block_on(request)
+        self.inner.block_on(request, Patience::Spin)
+    }
+
+    /// As `call`, for a request that may wait `timeout` for data (a long poll).
+    fn call_waiting<T>(
+        &self,
+        request: impl Future<Output = Result<T>>,
+        timeout: Duration,
+    ) -> Result<T> {
+        let patience = match timeout.is_zero() {
+            true => Patience::Spin,
+            false => Patience::Park,
+        };
+        self.inner.block_on(request, patience)
     }
 
     /// Runs one async-handle request to completion on this thread.
     pub(crate) fn call_async<'a, T, F>(
         &'a self,
         request: impl FnOnce(&'a AsyncNanoKafka) -> F,
+        timeout: Duration,
     ) -> Result<T>
     where
         F: Future<Output = Result<T>> + 'a,
     {
-        self.call(request(&self.inner.handle))
+        self.call_waiting(request(&self.inner.handle), timeout)
     }
 
     /// Creates a topic.
@@ -473,10 +492,11 @@ impl NanoKafka {
         member: &str,
         timeout: Duration,
     ) -> Result<Option<Record<T>>> {
-        self.call(
+        self.call_waiting(
             self.inner
                 .handle
                 .poll_timeout(topic, group, member, timeout),
+            timeout,
         )
     }
 
@@ -493,10 +513,11 @@ impl NanoKafka {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<T>>> {
-        self.call(
+        self.call_waiting(
             self.inner
                 .handle
                 .poll_batch(topic, group, member, max_records, timeout),
+            timeout,
         )
     }
 
@@ -513,10 +534,11 @@ impl NanoKafka {
         timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
         let wait = (!timeout.is_zero()).then_some(timeout);
-        self.call(
+        self.call_waiting(
             self.inner
                 .handle
                 .poll_batch_raw(topic, group, member, max_records, wait),
+            timeout,
         )
     }
 

@@ -39,8 +39,23 @@ impl Wake for ThreadWaker {
     }
 }
 
-/// Runs `future` to completion on this thread.
+/// How a caller expects to wait for its reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Patience {
+    /// A round trip (a produce, a commit, a poll that does not wait): spin briefly first.
+    Spin,
+    /// A long poll, which usually waits for data to come: park at once, leaving the cores to
+    /// the threads that must run to produce it.
+    Park,
+}
+
+/// Runs `future` to completion on this thread, spinning first (see [`Patience::Spin`]).
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    block_on_with(future, Patience::Spin)
+}
+
+/// Runs `future` to completion on this thread, waiting between polls as `patience` says.
+pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Output {
     let mut future = pin!(future);
     let signal = Arc::new(ThreadWaker {
         woken: AtomicBool::new(false),
@@ -52,7 +67,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return output;
         }
-        wait(&signal.woken);
+        wait(&signal.woken, patience);
     }
 }
 
@@ -67,13 +82,15 @@ fn max_spinners() -> usize {
 }
 
 /// Returns once `woken` is set (and clears it): spin, then yield, then park. Only
-/// [`max_spinners`] threads spin at a time; the others park at once.
-fn wait(woken: &AtomicBool) {
-    let spinning = SPINNERS
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < max_spinners()).then_some(n + 1)
-        })
-        .is_ok();
+/// [`max_spinners`] threads spin at a time, and only for [`Patience::Spin`]; the others park
+/// at once.
+fn wait(woken: &AtomicBool, patience: Patience) {
+    let spinning = patience == Patience::Spin
+        && SPINNERS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max_spinners()).then_some(n + 1)
+            })
+            .is_ok();
     let mut round = if spinning {
         0
     } else {
@@ -117,6 +134,10 @@ mod tests {
             assert_eq!(block_on(rx), Ok(7));
             sender.join().expect("sender");
         }
+        let (tx, rx) = futures::channel::oneshot::channel();
+        let sender = thread::spawn(move || tx.send(8).expect("receiver alive"));
+        assert_eq!(block_on_with(rx, Patience::Park), Ok(8));
+        sender.join().expect("sender");
         assert_eq!(
             SPINNERS.load(Ordering::Acquire),
             0,
