@@ -10,6 +10,9 @@
 //! |          |                                          | a page-aligned buffer                   |
 //! | `commit` | `OffsetStore::commit` (journal, 1 write) | write temp + fsync + rename + dir fsync |
 //! |          | `OffsetStore::commit` under `Always`     | `write` + `fdatasync`                   |
+//! | `encode` | `RecordBatch::push_raw`, 1000 × 100 B;   | copying the same frames into one `Vec`; |
+//! |          | `RecordBatch::push` of a small struct    | one `Vec` per record (`ProduceRecord`); |
+//! |          |                                          | `rmp_serde::to_vec_named` per record    |
 //!
 //! Targets (from the issue): append ≥ 0.5× raw `BufWriter`; read ≥ 0.5× raw `BufWriter`.
 //!
@@ -28,8 +31,8 @@ use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use nanokafka::storage::fsutil::AlignedBuf;
 use nanokafka::storage::record::HEADER_LEN;
-use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog};
-use nanokafka::FsyncPolicy;
+use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RecordBatch};
+use nanokafka::{FsyncPolicy, ProduceRecord};
 use tempfile::TempDir;
 
 /// Records per `append` / `read` call.
@@ -255,6 +258,79 @@ fn bench_offset_store(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, fsyn
     });
 }
 
+/// A typed payload of about 100 bytes as MessagePack with field names.
+#[derive(serde::Serialize)]
+struct Order<'a> {
+    id: u64,
+    symbol: &'a str,
+    side: &'a str,
+    price: f64,
+    quantity: u32,
+    note: &'a str,
+}
+
+const ORDER: Order<'static> = Order {
+    id: 42,
+    symbol: "NANO",
+    side: "buy",
+    price: 101.25,
+    quantity: 300,
+    note: "a record about a hundred bytes long once encoded",
+};
+
+/// What a producer pays to lay out a batch before it is sent.
+fn encode(c: &mut Criterion) {
+    let value = [0xa5u8; VALUE_LEN];
+    let frame = [0x5au8; FRAME_LEN];
+    let mut group = c.benchmark_group("encode");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.bench_function("record_batch_raw", |b| {
+        b.iter(|| {
+            let mut batch = RecordBatch::with_capacity(BATCH, BATCH * VALUE_LEN);
+            for _ in 0..BATCH {
+                batch.push_raw(None, black_box(&value));
+            }
+            batch
+        })
+    });
+    group.bench_function("record_batch_typed", |b| {
+        b.iter(|| {
+            let mut batch = RecordBatch::with_capacity(BATCH, BATCH * VALUE_LEN);
+            for _ in 0..BATCH {
+                batch.push(black_box(&ORDER)).expect("encode");
+            }
+            batch
+        })
+    });
+    group.bench_function("raw_vec_copy", |b| {
+        b.iter(|| {
+            let mut bytes = Vec::with_capacity(BATCH * FRAME_LEN);
+            for _ in 0..BATCH {
+                bytes.extend_from_slice(black_box(&frame));
+            }
+            bytes
+        })
+    });
+    group.bench_function("vec_per_record", |b| {
+        b.iter(|| {
+            (0..BATCH)
+                .map(|_| ProduceRecord {
+                    key: None,
+                    value: black_box(&value).to_vec(),
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+    group.bench_function("rmp_to_vec_named_per_record", |b| {
+        b.iter(|| {
+            (0..BATCH)
+                .map(|_| rmp_serde::to_vec_named(black_box(&ORDER)).expect("encode"))
+                .collect::<Vec<_>>()
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     // Keeps the whole run near a minute on two shared cores. `commit` goes first: its fsyncs
@@ -263,6 +339,6 @@ criterion_group! {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .sample_size(20);
-    targets = commit, append, read
+    targets = commit, append, read, encode
 }
 criterion_main!(benches);
