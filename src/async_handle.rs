@@ -33,10 +33,12 @@ use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 /// Produces take a direct route: the handle learns a topic's partition actors' addresses
 /// (they survive restarts, and topics are never deleted), runs Kafka's partitioner itself and
 /// sends each partition its records, instead of passing every produce through the broker's
-/// thread. Until it knows them, produces go through the broker, and it switches a topic to
-/// the direct route only when none of its produces through the broker is in flight, so a
-/// caller's produces are appended in the order of its calls, pipelined or not. Every other
-/// request goes through the broker.
+/// thread. It learns the route of each topic it creates (and the blocking handle, of every
+/// topic there when the broker opens). Until it knows a route, produces go through the
+/// broker, and it switches the topic to the direct route only when none of its produces
+/// through the broker is in flight, so a caller's produces are appended in the order of its
+/// calls, pipelined or not. (The blocking handle's callers never have two in flight, so it
+/// switches at once.) Every other request goes through the broker.
 #[derive(Debug, Clone)]
 pub struct AsyncNanoKafka {
     addr: Addr<BrokerActor>,
