@@ -10,7 +10,7 @@ use std::sync::Arc;
 use nanokafka::storage::fs::SharedFs;
 use nanokafka::storage::sim::FaultOp;
 use nanokafka::storage::sim::SimFs;
-use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog};
+use nanokafka::storage::{AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog};
 use nanokafka::FsyncPolicy;
 
 const NOW: u64 = 1_700_000_000_000;
@@ -47,6 +47,18 @@ fn open(fs: &SharedFs, fsync: FsyncPolicy) -> (PartitionLog, OffsetStore) {
         PartitionLog::open_with(fs, dir, config(fsync), NOW).expect("reopen after a power loss");
     let offsets = OffsetStore::open_with(fs, dir, fsync).expect("offsets reopen");
     (log, offsets)
+}
+
+/// Appends record `i` (its value is `value(i)`) on its own.
+fn append_value(log: &mut PartitionLog, i: u64) -> nanokafka::Result<AppendInfo> {
+    let v = value(i);
+    log.append(
+        &[AppendRecord {
+            key: None,
+            value: &v,
+        }],
+        NOW,
+    )
 }
 
 fn read_all(log: &mut PartitionLog) -> Vec<(u64, Vec<u8>)> {
@@ -229,22 +241,12 @@ fn records_acknowledged_after_a_failed_sync_survive_a_power_loss() {
         let sim = SimFs::new(seed);
         let fs: SharedFs = Arc::new(sim.clone());
         let (mut log, _offsets) = open(&fs, FsyncPolicy::Always);
-        let append = |log: &mut PartitionLog, i: u64| {
-            let v = value(i);
-            log.append(
-                &[AppendRecord {
-                    key: None,
-                    value: &v,
-                }],
-                NOW,
-            )
-        };
         for i in 0..5 {
-            append(&mut log, i).unwrap();
+            append_value(&mut log, i).unwrap();
         }
         sim.inject(".log", FaultOp::Sync, std::io::ErrorKind::Other, 1);
         assert!(
-            append(&mut log, 5).is_err(),
+            append_value(&mut log, 5).is_err(),
             "a failed sync is not an acknowledgement"
         );
         // The owner reopens after a failed sync (the partition actor restarts).
@@ -252,7 +254,7 @@ fn records_acknowledged_after_a_failed_sync_survive_a_power_loss() {
         let (mut log, _offsets) = open(&fs, FsyncPolicy::Always);
         let end = log.log_end_offset();
         for i in end..end + 5 {
-            append(&mut log, i).unwrap();
+            append_value(&mut log, i).unwrap();
         }
         let acknowledged = log.log_end_offset();
         drop(log);
@@ -309,12 +311,7 @@ fn a_sync_after_rolls_covers_the_segments_sealed_in_the_background() {
         let (mut log, _offsets) = open(&fs, policy);
         // About 40 bytes a frame: 400 records roll the 4 KiB segments a few times.
         for i in 0..400 {
-            let v = value(i);
-            let record = [AppendRecord {
-                key: None,
-                value: &v,
-            }];
-            log.append(&record, NOW).unwrap();
+            append_value(&mut log, i).unwrap();
         }
         log.sync().unwrap();
         sim.crash();
@@ -338,16 +335,7 @@ fn a_failed_background_sealing_fails_the_next_sync() {
     sim.inject(".log", FaultOp::Sync, std::io::ErrorKind::Other, 1);
     let mut rolled = false;
     for i in 0.. {
-        let v = value(i);
-        let info = log
-            .append(
-                &[AppendRecord {
-                    key: None,
-                    value: &v,
-                }],
-                NOW,
-            )
-            .unwrap();
+        let info = append_value(&mut log, i).unwrap();
         if log.segment_count() > 1 {
             rolled = info.base_offset > 0;
             break;
