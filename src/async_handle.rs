@@ -12,9 +12,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
+use crate::actors::coordinator::FetchedBatch;
 use crate::actors::io_thread::Doorbell;
 use crate::actors::partition::PartitionActor;
-use crate::actors::topic::{append_routed, route as route_batch, CrashTopic, GetRoute, TopicRoute};
+use crate::actors::topic::{
+    append_routed, route as route_batch, ConsumerPollFetched, CrashTopic, GetRoute, PollFetched,
+    TopicRoute,
+};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
@@ -23,7 +27,7 @@ use crate::messages::{
     Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, ProduceBatch, Subscribe, SubscribeOptions,
     Subscription,
 };
-use crate::partition::ProduceRecord;
+use crate::partition::{Fetched, ProduceRecord};
 use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 
@@ -369,7 +373,17 @@ impl AsyncNanoKafka {
     /// # Errors
     /// As [`crate::messages::ConsumerPoll`].
     pub async fn consumer_poll(&self, poll: ConsumerPoll) -> Result<ConsumerBatch> {
-        self.ask(poll).await
+        let batch = self.consumer_poll_fetched(poll).await?;
+        Ok(ConsumerBatch {
+            assignment: batch.assignment,
+            records: batch.fetched.map_or_else(Vec::new, |f| f.to_raw()),
+        })
+    }
+
+    /// [`AsyncNanoKafka::consumer_poll`], the records left in their read buffer (a typed
+    /// consumer decodes them from it).
+    pub(crate) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
+        self.ask(ConsumerPollFetched(poll)).await
     }
 
     /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].
@@ -410,13 +424,29 @@ impl AsyncNanoKafka {
         max_records: usize,
         wait: Option<Duration>,
     ) -> Result<Vec<Record<Vec<u8>>>> {
-        self.ask(Poll {
+        let fetched = self
+            .poll_fetched(topic, group, member, max_records, wait)
+            .await?;
+        Ok(fetched.map_or_else(Vec::new, |f| f.to_raw()))
+    }
+
+    /// A group poll answered with the records in their read buffer: the records are copied
+    /// or decoded here, on the caller's thread, not on the partition's.
+    async fn poll_fetched(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        wait: Option<Duration>,
+    ) -> Result<Option<Fetched>> {
+        self.ask(PollFetched(Poll {
             topic: topic.to_owned(),
             group: group.to_owned(),
             member: member.to_owned(),
             max_records,
             wait,
-        })
+        }))
         .await
     }
 
@@ -463,10 +493,10 @@ impl AsyncNanoKafka {
         timeout: Duration,
     ) -> Result<Vec<Record<T>>> {
         let wait = (!timeout.is_zero()).then_some(timeout);
-        let raw = self
-            .poll_batch_raw(topic, group, member, max_records, wait)
+        let fetched = self
+            .poll_fetched(topic, group, member, max_records, wait)
             .await?;
-        raw.into_iter().map(|r| r.decode(topic)).collect()
+        fetched.map_or_else(|| Ok(Vec::new()), |f| f.decode(topic))
     }
 
     /// Commits `offset` of `partition` for `group` (committed offset = `offset + 1`).

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use crate::actors::coordinator::FetchedBatch;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::handle::NanoKafka;
@@ -107,18 +108,18 @@ impl<T: DeserializeOwned> Consumer<T> {
             self.positions.clear();
         }
         self.assignment = batch.assignment;
-        let records = batch
-            .records
-            .into_iter()
-            .map(|r| r.decode::<T>(&self.topic))
-            .collect::<Result<Vec<_>>>()?;
+        // Decoded straight from the read buffer, on this thread.
+        let records = match batch.fetched {
+            Some(fetched) => fetched.decode::<T>(&self.topic)?,
+            None => Vec::new(),
+        };
         if let Some(last) = records.last() {
             self.positions.insert(last.partition, last.offset + 1);
         }
         Ok(records)
     }
 
-    fn fetch(&self, max_records: usize, timeout: Duration) -> Result<crate::types::ConsumerBatch> {
+    fn fetch(&self, max_records: usize, timeout: Duration) -> Result<FetchedBatch> {
         let poll = ConsumerPoll {
             topic: self.topic.clone(),
             group: self.group.clone(),
@@ -128,7 +129,8 @@ impl<T: DeserializeOwned> Consumer<T> {
             max_records,
             wait: (!timeout.is_zero()).then_some(timeout),
         };
-        self.broker.call_async(|h| h.consumer_poll(poll), timeout)
+        self.broker
+            .call_async(|h| h.consumer_poll_fetched(poll), timeout)
     }
 
     fn rejoin(&mut self) -> Result<()> {

@@ -9,8 +9,12 @@ use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::storage::fs::SharedFs;
+use std::convert::Infallible;
+
+use serde::de::DeserializeOwned;
+
 use crate::storage::{
-    AppendInfo, LogConfig, OffsetStore, PartitionLog, RecordBatch, RecoveryReport,
+    AppendInfo, FetchedRecords, LogConfig, OffsetStore, PartitionLog, RecordBatch, RecoveryReport,
 };
 use crate::types::{PartitionStats, Record};
 
@@ -36,6 +40,60 @@ impl From<&[ProduceRecord]> for RecordBatch {
             batch.push_raw(r.key.as_deref(), &r.value);
         }
         batch
+    }
+}
+
+/// What one fetch read: the records, still in the buffer they were read into (verified).
+/// The poll's caller turns them into what it returns, on its own thread: copies for a raw
+/// poll, values decoded straight from the buffer for a typed one.
+#[derive(Debug)]
+pub struct Fetched {
+    pub partition: u32,
+    pub records: FetchedRecords,
+}
+
+impl Fetched {
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records with their bytes copied out.
+    pub fn to_raw(&self) -> Vec<Record<Vec<u8>>> {
+        let Ok(records) = self.map_records::<_, Infallible>(|_, value| Ok(value.to_vec()));
+        records
+    }
+
+    /// The records with their values decoded as `T` (MessagePack, as typed produces write).
+    ///
+    /// # Errors
+    /// `Decode`, naming the first record that is not a `T`.
+    pub fn decode<T: DeserializeOwned>(&self, topic: &str) -> Result<Vec<Record<T>>> {
+        self.map_records(|offset, value| {
+            rmp_serde::from_slice(value).map_err(|source| Error::Decode {
+                topic: topic.to_owned(),
+                partition: self.partition,
+                offset,
+                source: std::sync::Arc::new(source),
+            })
+        })
+    }
+
+    fn map_records<T, E>(
+        &self,
+        mut value_of: impl FnMut(u64, &[u8]) -> std::result::Result<T, E>,
+    ) -> std::result::Result<Vec<Record<T>>, E> {
+        self.records
+            .iter()
+            .map(|r| {
+                Ok(Record {
+                    partition: self.partition,
+                    offset: r.offset,
+                    timestamp_ms: r.timestamp_ms,
+                    key: r.key.map(<[u8]>::to_vec),
+                    value: value_of(r.offset, r.value)?,
+                })
+            })
+            .collect()
     }
 }
 
@@ -153,24 +211,12 @@ impl Partition {
     ///
     /// # Errors
     /// `OffsetOutOfRange` when `from` is past the log end; `Corrupt`/`Io` from the log.
-    pub fn fetch(
-        &mut self,
-        group: &str,
-        from: Option<u64>,
-        max_records: usize,
-    ) -> Result<Vec<Record<Vec<u8>>>> {
+    pub fn fetch(&mut self, group: &str, from: Option<u64>, max_records: usize) -> Result<Fetched> {
         let position = self.read_position(group, from);
-        let fetched = self.log.read(position, max_records, FETCH_MAX_BYTES)?;
-        Ok(fetched
-            .iter()
-            .map(|r| Record {
-                partition: self.partition,
-                offset: r.offset,
-                timestamp_ms: r.timestamp_ms,
-                key: r.key.map(<[u8]>::to_vec),
-                value: r.value.to_vec(),
-            })
-            .collect())
+        Ok(Fetched {
+            partition: self.partition,
+            records: self.log.read(position, max_records, FETCH_MAX_BYTES)?,
+        })
     }
 
     /// Marks `offset` and everything before it processed by `group` (committed = offset + 1).
@@ -302,12 +348,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut p = open(dir.path(), None);
         produce(&mut p, 3);
-        assert_eq!(p.fetch("g", None, 1).unwrap()[0].offset, 0);
-        assert_eq!(p.fetch("g", None, 1).unwrap()[0].offset, 0);
+        assert_eq!(p.fetch("g", None, 1).unwrap().to_raw()[0].offset, 0);
+        assert_eq!(p.fetch("g", None, 1).unwrap().to_raw()[0].offset, 0);
         p.commit("g", 0).unwrap();
         assert_eq!(
             p.fetch("g", None, 5)
                 .unwrap()
+                .to_raw()
                 .iter()
                 .map(|r| r.offset)
                 .collect::<Vec<_>>(),
@@ -368,6 +415,7 @@ mod tests {
         assert_eq!(
             p.fetch("late", None, 10)
                 .unwrap()
+                .to_raw()
                 .iter()
                 .map(|r| r.offset)
                 .collect::<Vec<_>>(),
@@ -381,7 +429,7 @@ mod tests {
         let mut p = open(dir.path(), None);
         produce(&mut p, 5);
         p.commit("g", 0).unwrap();
-        assert_eq!(p.fetch("g", Some(3), 10).unwrap()[0].offset, 3);
+        assert_eq!(p.fetch("g", Some(3), 10).unwrap().to_raw()[0].offset, 3);
         assert!(p.has_data_for("g", Some(4)));
         assert!(!p.has_data_for("g", Some(5)));
         assert!(matches!(

@@ -17,7 +17,8 @@ use super::supervise::{guarded, RestartBudget};
 use super::BrokerSettings;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
-use crate::types::{ConsumerBatch, GroupStats, Record};
+use crate::partition::Fetched;
+use crate::types::GroupStats;
 
 /// Join (or heartbeat by joining again). Errors: `InvalidConfig` on an assignor mismatch.
 #[derive(Debug)]
@@ -55,7 +56,8 @@ pub struct PollGroup {
     pub wait: Option<Duration>,
 }
 impl Message for PollGroup {
-    type Result = Result<Vec<Record<Vec<u8>>>>;
+    /// The records of the partition that had some, `None` when none had.
+    type Result = Result<Option<Fetched>>;
 }
 
 /// `partition` answered `member`'s poll with records: its next poll starts after it.
@@ -83,7 +85,14 @@ pub struct ConsumerPollGroup {
     pub wait: Option<Duration>,
 }
 impl Message for ConsumerPollGroup {
-    type Result = Result<ConsumerBatch>;
+    type Result = Result<FetchedBatch>;
+}
+
+/// The reply to [`ConsumerPollGroup`]: the member's current assignment and what the poll read.
+#[derive(Debug)]
+pub struct FetchedBatch {
+    pub assignment: Assignment,
+    pub fetched: Option<Fetched>,
 }
 
 /// A commit fenced by generation and ownership, then forwarded to the partition.
@@ -243,7 +252,7 @@ impl Handler<Beat> for GroupCoordinatorActor {
 }
 
 impl Handler<PollGroup> for GroupCoordinatorActor {
-    type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
+    type Result = ResponseFuture<Result<Option<Fetched>>>;
 
     fn handle(&mut self, msg: PollGroup, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "PollGroup").entered();
@@ -277,7 +286,7 @@ impl GroupCoordinatorActor {
         positions: Option<&BTreeMap<u32, u64>>,
         max_records: usize,
         wait: Option<Duration>,
-    ) -> impl Future<Output = Result<Vec<Record<Vec<u8>>>>> + 'static {
+    ) -> impl Future<Output = Result<Option<Fetched>>> + 'static {
         let targets = order
             .iter()
             .map(|&p| {
@@ -288,19 +297,20 @@ impl GroupCoordinatorActor {
         let deadline = wait.map(|w| Instant::now() + w);
         let (coordinator, group) = (ctx.address(), self.group.clone());
         async move {
-            let records = poll_partitions(targets, group, max_records, deadline).await?;
-            if let Some(first) = records.first() {
+            let fetched = poll_partitions(targets, group, max_records, deadline).await?;
+            if let Some(fetched) = &fetched {
                 coordinator.do_send(PollServed {
                     member,
-                    partition: first.partition,
+                    partition: fetched.partition,
                 });
             }
-            Ok(records)
+            Ok(fetched)
         }
     }
 }
 
-/// Fetches from `targets` in order and returns the first non-empty result; when all are
+/// Fetches from `targets` in order and returns the first non-empty result (`None`: all were
+/// empty); when all are
 /// empty and a deadline is set, waits until one has data (woken by its produce) or the
 /// deadline passes, then tries once more. A wait cut short by a partition restart is
 /// reported (`PartitionRestarted`) after that last fetch finds nothing.
@@ -309,7 +319,7 @@ async fn poll_partitions(
     group: String,
     max_records: usize,
     deadline: Option<Instant>,
-) -> Result<Vec<Record<Vec<u8>>>> {
+) -> Result<Option<Fetched>> {
     let mut restarted = None;
     loop {
         // A partition that fails (restarting, corrupt) must not starve the others: its error
@@ -326,7 +336,7 @@ async fn poll_partitions(
                 .await
                 .map_err(|_| Error::BrokerStopped)?
             {
-                Ok(records) if !records.is_empty() => return Ok(records),
+                Ok(fetched) if !fetched.is_empty() => return Ok(Some(fetched)),
                 Ok(_) => {}
                 Err(e) => first_error = first_error.or(Some(e)),
             }
@@ -336,11 +346,11 @@ async fn poll_partitions(
         }
         let remaining = match deadline {
             Some(d) if d > Instant::now() => d - Instant::now(),
-            _ => return Ok(Vec::new()),
+            _ => return Ok(None),
         };
         if targets.is_empty() {
             actix_rt::time::sleep(remaining).await;
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let waits = targets.iter().map(|(partition, from)| {
             let wait = WaitForData {
@@ -356,7 +366,7 @@ async fn poll_partitions(
 }
 
 impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
-    type Result = ResponseFuture<Result<ConsumerBatch>>;
+    type Result = ResponseFuture<Result<FetchedBatch>>;
 
     fn handle(&mut self, msg: ConsumerPollGroup, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ConsumerPollGroup").entered();
@@ -380,9 +390,9 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
             msg.wait,
         );
         Box::pin(async move {
-            Ok(ConsumerBatch {
+            Ok(FetchedBatch {
                 assignment,
-                records: poll.await?,
+                fetched: poll.await?,
             })
         })
     }

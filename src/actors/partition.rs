@@ -23,9 +23,9 @@ use super::BrokerSettings;
 use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
-use crate::partition::Partition;
+use crate::partition::{Fetched, Partition};
 use crate::storage::{AppendInfo, LogConfig, RecordBatch};
-use crate::types::{PartitionStats, Record};
+use crate::types::PartitionStats;
 
 /// Append records. Sent with `do_send` by `TopicActor` and the handles' direct route; the
 /// answer goes to `reply`: where they went, once in the OS. Errors: `PartitionFull`,
@@ -73,6 +73,7 @@ pub fn append_reply(
 }
 
 /// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
+/// Reply: the records in their read buffer (the poll's caller copies or decodes them).
 /// Errors: `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct Fetch {
@@ -82,7 +83,7 @@ pub struct Fetch {
     pub max_records: usize,
 }
 impl Message for Fetch {
-    type Result = Result<Vec<Record<Vec<u8>>>>;
+    type Result = Result<Fetched>;
 }
 
 /// Resolve once `group` has records to read, or after `wait`. Sent by the coordinator for a
@@ -589,7 +590,7 @@ impl Handler<FlushAppends> for PartitionActor {
 }
 
 impl Handler<Fetch> for PartitionActor {
-    type Result = Result<Vec<Record<Vec<u8>>>>;
+    type Result = Result<Fetched>;
 
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();

@@ -12,8 +12,8 @@ use actix::prelude::*;
 use futures::future::{join_all, Either};
 
 use super::coordinator::{
-    Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, GroupCoordinatorActor,
-    Join, Leave, PollGroup,
+    Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, FetchedBatch,
+    GroupCoordinatorActor, Join, Leave, PollGroup,
 };
 use super::io_thread::{Doorbell, IoThreadHandle};
 use super::partition::{
@@ -29,6 +29,7 @@ use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, Lag, LeaveGroup,
     Poll, Produce, ProduceBatch,
 };
+use crate::partition::Fetched;
 use crate::partitioner;
 use crate::storage::data_dir::validate_id;
 use crate::storage::log::check_batch_limits;
@@ -454,19 +455,49 @@ impl Handler<Heartbeat> for TopicActor {
     }
 }
 
-impl Handler<Poll> for TopicActor {
-    type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
+/// [`Poll`] for the handles: the reply is what the poll read, in its buffer, which the caller
+/// copies or decodes on its own thread.
+#[derive(Debug)]
+pub struct PollFetched(pub Poll);
+impl Message for PollFetched {
+    type Result = Result<Option<Fetched>>;
+}
+impl crate::messages::TopicMessage for PollFetched {
+    type Reply = Option<Fetched>;
+    fn topic(&self) -> &str {
+        &self.0.topic
+    }
+}
 
-    fn handle(&mut self, msg: Poll, _: &mut Context<Self>) -> Self::Result {
-        let _span = tracing::debug_span!(parent: &self.span, "Poll").entered();
-        if msg.max_records == 0 {
-            return Box::pin(async {
-                Err(Error::InvalidConfig(
-                    "max_records must be at least 1".into(),
-                ))
-            });
-        }
-        match self.member_group(&msg.group, &msg.member) {
+/// [`ConsumerPoll`] for the handles, answered as [`PollFetched`] is.
+#[derive(Debug)]
+pub struct ConsumerPollFetched(pub ConsumerPoll);
+impl Message for ConsumerPollFetched {
+    type Result = Result<FetchedBatch>;
+}
+impl crate::messages::TopicMessage for ConsumerPollFetched {
+    type Reply = FetchedBatch;
+    fn topic(&self) -> &str {
+        &self.0.topic
+    }
+}
+
+/// `max_records` of a poll must be at least 1.
+fn check_max_records(max_records: usize) -> Result<()> {
+    match max_records {
+        0 => Err(Error::InvalidConfig(
+            "max_records must be at least 1".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+impl TopicActor {
+    /// Hands a poll to its group's coordinator.
+    fn poll_group(&self, msg: Poll) -> ResponseFuture<Result<Option<Fetched>>> {
+        let coordinator = check_max_records(msg.max_records)
+            .and_then(|()| self.member_group(&msg.group, &msg.member));
+        match coordinator {
             Ok(addr) => Box::pin(ask(
                 addr.clone(),
                 PollGroup {
@@ -478,21 +509,12 @@ impl Handler<Poll> for TopicActor {
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
-}
 
-impl Handler<ConsumerPoll> for TopicActor {
-    type Result = ResponseFuture<Result<ConsumerBatch>>;
-
-    fn handle(&mut self, msg: ConsumerPoll, _: &mut Context<Self>) -> Self::Result {
-        let _span = tracing::debug_span!(parent: &self.span, "ConsumerPoll").entered();
-        if msg.max_records == 0 {
-            return Box::pin(async {
-                Err(Error::InvalidConfig(
-                    "max_records must be at least 1".into(),
-                ))
-            });
-        }
-        match self.member_group(&msg.group, &msg.member) {
+    /// Hands a consumer's poll to its group's coordinator.
+    fn consumer_poll_group(&self, msg: ConsumerPoll) -> ResponseFuture<Result<FetchedBatch>> {
+        let coordinator = check_max_records(msg.max_records)
+            .and_then(|()| self.member_group(&msg.group, &msg.member));
+        match coordinator {
             Ok(addr) => Box::pin(ask(
                 addr.clone(),
                 ConsumerPollGroup {
@@ -505,6 +527,52 @@ impl Handler<ConsumerPoll> for TopicActor {
             )),
             Err(e) => Box::pin(async { Err(e) }),
         }
+    }
+}
+
+/// The actor face's poll: the records are copied out here.
+impl Handler<Poll> for TopicActor {
+    type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
+
+    fn handle(&mut self, msg: Poll, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Poll").entered();
+        let poll = self.poll_group(msg);
+        Box::pin(async move { Ok(poll.await?.map_or_else(Vec::new, |f| f.to_raw())) })
+    }
+}
+
+impl Handler<PollFetched> for TopicActor {
+    type Result = ResponseFuture<Result<Option<Fetched>>>;
+
+    fn handle(&mut self, msg: PollFetched, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "PollFetched").entered();
+        self.poll_group(msg.0)
+    }
+}
+
+/// The actor face's consumer poll: the records are copied out here.
+impl Handler<ConsumerPoll> for TopicActor {
+    type Result = ResponseFuture<Result<ConsumerBatch>>;
+
+    fn handle(&mut self, msg: ConsumerPoll, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ConsumerPoll").entered();
+        let poll = self.consumer_poll_group(msg);
+        Box::pin(async move {
+            let batch = poll.await?;
+            Ok(ConsumerBatch {
+                assignment: batch.assignment,
+                records: batch.fetched.map_or_else(Vec::new, |f| f.to_raw()),
+            })
+        })
+    }
+}
+
+impl Handler<ConsumerPollFetched> for TopicActor {
+    type Result = ResponseFuture<Result<FetchedBatch>>;
+
+    fn handle(&mut self, msg: ConsumerPollFetched, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ConsumerPollFetched").entered();
+        self.consumer_poll_group(msg.0)
     }
 }
 
