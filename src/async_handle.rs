@@ -13,8 +13,7 @@ use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::coordinator::FetchedBatch;
-use crate::actors::io_thread::Doorbell;
-use crate::actors::partition::PartitionActor;
+use crate::actors::lane::Lane;
 use crate::actors::topic::{
     append_routed, route as route_batch, ConsumerPollFetched, CrashTopic, GetRoute, PollFetched,
     TopicRoute,
@@ -76,10 +75,8 @@ enum ProducePath {
 /// Where a topic's records go.
 #[derive(Debug)]
 struct Route {
-    topic: Arc<str>,
-    partitions: Vec<Addr<PartitionActor>>,
-    /// Their I/O threads' doorbells, rung after each send.
-    doorbells: Vec<Arc<Doorbell>>,
+    /// Each partition's produce lane (the topic's own: see `actors::lane`).
+    lanes: Vec<Arc<Lane>>,
     /// Round-robin counter for keyless records sent through this handle (and its clones).
     next_keyless: AtomicU32,
     /// The broker's `max_record_bytes`.
@@ -87,11 +84,9 @@ struct Route {
 }
 
 impl Route {
-    fn new(topic: &str, route: TopicRoute) -> Self {
+    fn new(route: TopicRoute) -> Self {
         Route {
-            topic: topic.into(),
-            partitions: route.partitions,
-            doorbells: route.doorbells,
+            lanes: route.lanes,
             next_keyless: AtomicU32::new(route.next_keyless),
             max_record_bytes: route.max_record_bytes,
         }
@@ -140,7 +135,7 @@ impl AsyncNanoKafka {
         let mut slots = self.slots();
         let slot = slots.entry(topic.to_owned()).or_default();
         if slot.direct.is_none() && slot.via_broker == 0 {
-            slot.direct = Some(Arc::new(Route::new(topic, route)));
+            slot.direct = Some(Arc::new(Route::new(route)));
         }
     }
 
@@ -247,11 +242,10 @@ impl AsyncNanoKafka {
         // Nothing is awaited before the records are enqueued: that keeps the call order.
         match self.produce_path(topic) {
             ProducePath::Direct(route) => {
-                let limits = (route.partitions.len() as u32, route.max_record_bytes);
+                let limits = (route.lanes.len() as u32, route.max_record_bytes);
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
                 let routes = route_batch(topic, limits, partition, &batch, next)?;
-                let to = (&route.partitions[..], &route.doorbells[..]);
-                append_routed(&route.topic, to, batch, routes).await
+                append_routed(&route.lanes, batch, routes).await
             }
             ProducePath::ViaBroker { ask_route } => {
                 let produce = ProduceBatch {
@@ -312,7 +306,7 @@ impl AsyncNanoKafka {
         slot.via_broker -= 1;
         if asked {
             slot.asking = false;
-            slot.learned = learned.map(|route| Arc::new(Route::new(topic, route)));
+            slot.learned = learned.map(|route| Arc::new(Route::new(route)));
         }
         if slot.via_broker == 0 && slot.learned.is_some() {
             slot.direct = slot.learned.take();

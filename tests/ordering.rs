@@ -4,6 +4,8 @@
 //! the start (topic created through the handle) and learned on the way (topic created
 //! through the actor face, so the first produces go through the broker).
 
+mod common;
+
 use futures::StreamExt;
 use nanokafka::messages::CreateTopic;
 use nanokafka::{NanoKafka, TopicConfig};
@@ -117,5 +119,73 @@ fn pipelined_produces_keep_call_order(broker: &NanoKafka) {
         values,
         (0..5_000).collect::<Vec<_>>(),
         "the log holds them in call order"
+    );
+}
+
+/// Produces queued in a partition's lane behind one in flight are answered when the
+/// partition restarts under them: each gets its offset or `PartitionRestarted`, none hangs,
+/// and the acknowledged ones are in the log once each, in call order.
+#[test]
+fn pipelined_produces_across_a_partition_restart_are_each_answered_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), false);
+    let handle = broker.async_handle();
+    let crasher = broker.async_handle();
+    let answers = common::within(std::time::Duration::from_secs(60), move || {
+        actix_rt::System::new().block_on(async move {
+            // Produce 1000 signals the crash, which runs beside the produces (a produce that
+            // awaited it first would be called out of order).
+            let (reached, crash_now) = futures::channel::oneshot::channel::<()>();
+            let mut reached = Some(reached);
+            let produces = futures::stream::iter(0..3_000u64)
+                .map(|i| {
+                    if i == 1_000 {
+                        let _ = reached.take().expect("once").send(());
+                    }
+                    let handle = handle.clone();
+                    async move {
+                        let value = i.to_le_bytes().to_vec();
+                        (i, handle.produce_raw("t", None, value).await)
+                    }
+                })
+                .buffered(256)
+                .collect::<Vec<_>>();
+            let crash = async {
+                crash_now.await.expect("signal");
+                crasher.crash_partition("t", 0).await.expect("crash");
+            };
+            futures::join!(produces, crash).0
+        })
+    });
+    let mut acknowledged = Vec::new();
+    let mut last_offset = None;
+    for (i, answer) in answers {
+        match answer {
+            Ok(delivery) => {
+                assert!(
+                    last_offset < Some(delivery.offset),
+                    "offsets follow call order: produce {i} got {} after {last_offset:?}",
+                    delivery.offset
+                );
+                last_offset = Some(delivery.offset);
+                acknowledged.push(i);
+            }
+            Err(nanokafka::Error::PartitionRestarted { .. }) => {}
+            Err(other) => panic!("produce {i}: {other}"),
+        }
+    }
+    assert!(
+        acknowledged.len() > 1_000,
+        "produces after the restart succeed"
+    );
+    let restarts = common::partition_stats(&broker, "t", 0).restarts;
+    assert!(
+        restarts >= 1,
+        "the partition restarted while produces were in flight"
+    );
+    let in_log = read_all(&broker, acknowledged.len() as u64);
+    assert_eq!(
+        in_log, acknowledged,
+        "each acknowledged record once, in call order"
     );
 }

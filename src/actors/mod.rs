@@ -13,6 +13,7 @@
 pub mod broker;
 pub mod coordinator;
 pub mod io_thread;
+pub mod lane;
 pub mod partition;
 pub mod subscription;
 pub mod supervise;

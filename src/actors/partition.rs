@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::channel::oneshot;
 
+use super::lane::AppendReply;
 use super::supervise::{guarded, RestartBudget, RestartDecision};
 use super::BrokerSettings;
 use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
@@ -27,49 +28,22 @@ use crate::partition::{Fetched, Partition};
 use crate::storage::{AppendInfo, LogConfig, RecordBatch};
 use crate::types::PartitionStats;
 
-/// Append records. Sent with `do_send` by `TopicActor` and the handles' direct route; the
-/// answer goes to `reply`: where they went, once in the OS. Errors: `PartitionFull`,
-/// `Timeout`, `RecordTooLarge`, `PartitionFailed`, `Io` (the actor then restarts). A dropped
-/// `reply` means the actor restarted before answering (or the broker stopped): see
-/// [`append_reply`].
+/// Append records. Sent with `do_send` by a [`super::lane::Lane`] (the topic's and the handles'
+/// produces all go through one per partition); the answer goes to `reply`: where they went,
+/// once in the OS. Errors: `PartitionFull`, `Timeout`, `RecordTooLarge`, `PartitionFailed`,
+/// `Io` (the actor then restarts). A reply dropped unanswered (a restart, the broker stopping)
+/// answers `PartitionRestarted` or `BrokerStopped` by itself.
 ///
 /// The reply travels in the message rather than through actix's response channel: a produce
-/// may wait (group commit, `Block` backpressure), and answering through our own oneshot
-/// spares a spawned response future and a second channel per produce.
+/// may wait (group commit, `Block` backpressure), and answering through our own reply spares
+/// a spawned response future and a second channel per produce.
 #[derive(Debug)]
 pub struct Append {
     pub batch: RecordBatch,
-    pub reply: oneshot::Sender<Result<AppendInfo>>,
+    pub reply: AppendReply,
 }
 impl Message for Append {
     type Result = ();
-}
-
-/// Sends `batch` to the partition at `addr` and returns the future of its answer.
-pub fn append(
-    addr: &Addr<PartitionActor>,
-    batch: RecordBatch,
-) -> oneshot::Receiver<Result<AppendInfo>> {
-    let (reply, answer) = oneshot::channel();
-    addr.do_send(Append { batch, reply });
-    answer
-}
-
-/// What an [`append`]'s answer means when its sender was dropped unanswered: the actor
-/// restarted (its mailbox is still open) or the broker is gone.
-pub fn append_reply(
-    answer: std::result::Result<Result<AppendInfo>, oneshot::Canceled>,
-    addr: &Addr<PartitionActor>,
-    (topic, partition): (&str, u32),
-) -> Result<AppendInfo> {
-    match answer {
-        Ok(result) => result,
-        Err(oneshot::Canceled) if addr.connected() => Err(Error::PartitionRestarted {
-            topic: topic.to_owned(),
-            partition,
-        }),
-        Err(oneshot::Canceled) => Err(Error::BrokerStopped),
-    }
 }
 
 /// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
@@ -188,7 +162,7 @@ struct PendingAppend {
     batch: RecordBatch,
     /// Records in `batch` as it came (the flush appends the others to the first).
     count: u64,
-    reply: oneshot::Sender<Result<AppendInfo>>,
+    reply: AppendReply,
 }
 
 /// A group commit waits for at most this many payload bytes (one `write` of ~1 MiB takes
@@ -209,7 +183,7 @@ impl Message for FlushAppends {
 struct ParkedProduce {
     batch: RecordBatch,
     since: Instant,
-    reply: oneshot::Sender<Result<AppendInfo>>,
+    reply: AppendReply,
 }
 
 /// See the module docs.
@@ -376,30 +350,25 @@ impl PartitionActor {
     }
 
     /// Accepts into the group commit, rejects, or parks, per the backpressure rule.
-    fn produce(
-        &mut self,
-        batch: RecordBatch,
-        reply: oneshot::Sender<Result<AppendInfo>>,
-        ctx: &mut Context<Self>,
-    ) {
+    fn produce(&mut self, batch: RecordBatch, reply: AppendReply, ctx: &mut Context<Self>) {
         let (backpressure, pending) = (self.backpressure, self.pending_records);
         let queue_empty = self.parked.is_empty();
         let partition = match self.open_partition() {
             Ok(p) => p,
             Err(e) => {
-                let _ = reply.send(Err(e));
+                reply.send(Err(e));
                 return;
             }
         };
         // Never park or batch what can never be written: it would fail its neighbours.
         if let Err(e) = partition.check(&batch) {
-            let _ = reply.send(Err(e));
+            reply.send(Err(e));
             return;
         }
         match (partition.full(pending), backpressure) {
             (Some(backlog), Backpressure::Reject) => {
                 let max_size = partition.max_size().unwrap_or_default();
-                let _ = reply.send(Err(Error::PartitionFull {
+                reply.send(Err(Error::PartitionFull {
                     topic: self.topic.clone(),
                     partition: self.partition,
                     backlog,
@@ -422,12 +391,7 @@ impl PartitionActor {
     /// Adds a produce to the group commit: flushed once the mailbox is drained (every
     /// produce already waiting shares the write and the sync), or at once when the batch
     /// is large.
-    fn enqueue(
-        &mut self,
-        batch: RecordBatch,
-        reply: oneshot::Sender<Result<AppendInfo>>,
-        ctx: &mut Context<Self>,
-    ) {
+    fn enqueue(&mut self, batch: RecordBatch, reply: AppendReply, ctx: &mut Context<Self>) {
         let count = batch.len() as u64;
         self.pending_records += count;
         self.pending_bytes += batch.size_bytes();
@@ -467,7 +431,7 @@ impl PartitionActor {
                 let mut next = info.base_offset;
                 for p in pending {
                     let count = p.count;
-                    let _ = p.reply.send(Ok(AppendInfo {
+                    p.reply.send(Ok(AppendInfo {
                         base_offset: next,
                         count,
                         timestamp_ms: info.timestamp_ms,
@@ -484,7 +448,7 @@ impl PartitionActor {
                     ctx.stop();
                 }
                 for p in pending {
-                    let _ = p.reply.send(Err(e.clone()));
+                    p.reply.send(Err(e.clone()));
                 }
             }
         }
@@ -515,7 +479,7 @@ impl PartitionActor {
             .is_some_and(|p| p.since.elapsed() >= timeout)
         {
             let parked = self.parked.pop_front().expect("front exists");
-            let _ = parked.reply.send(Err(Error::Timeout {
+            parked.reply.send(Err(Error::Timeout {
                 topic: self.topic.clone(),
                 partition: self.partition,
                 waited_ms: parked.since.elapsed().as_millis() as u64,
@@ -550,7 +514,7 @@ impl Supervised for PartitionActor {
         ) = (0, 0, false);
         let unwritten = self.pending.drain(..).map(|p| p.reply);
         for reply in unwritten.chain(self.parked.drain(..).map(|p| p.reply)) {
-            let _ = reply.send(Err(Error::PartitionRestarted {
+            reply.send(Err(Error::PartitionRestarted {
                 topic: self.topic.clone(),
                 partition: self.partition,
             }));
@@ -700,7 +664,7 @@ impl Handler<ClosePartition> for PartitionActor {
         // Produces accepted before the shutdown are written and acknowledged first.
         self.flush(ctx);
         for parked in self.parked.drain(..) {
-            let _ = parked.reply.send(Err(Error::BrokerStopped));
+            parked.reply.send(Err(Error::BrokerStopped));
         }
         for waiter in self.waiters.drain(..) {
             let _ = waiter.send(Err(Error::BrokerStopped));

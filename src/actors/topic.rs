@@ -15,10 +15,10 @@ use super::coordinator::{
     Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, FetchedBatch,
     GroupCoordinatorActor, Join, Leave, PollGroup,
 };
-use super::io_thread::{Doorbell, IoThreadHandle};
+use super::io_thread::IoThreadHandle;
+use super::lane::Lane;
 use super::partition::{
-    append, append_reply, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag,
-    PartitionActor, RegisterGroup,
+    ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor, RegisterGroup,
 };
 use super::supervise::guarded;
 use super::{BrokerSettings, MAILBOX_CAPACITY};
@@ -65,12 +65,10 @@ pub struct TopicActor {
     /// Parent of every handler's span: names the actor in every event.
     span: tracing::Span,
     name: String,
-    /// The name again, shared with every produce's answer (for its errors).
-    shared_name: Arc<str>,
     settings: Arc<BrokerSettings>,
     partitions: Vec<Addr<PartitionActor>>,
-    /// The doorbell of each partition's I/O thread, rung after every `Append`.
-    doorbells: Vec<Arc<Doorbell>>,
+    /// Each partition's produce lane, shared with the handles (see [`super::lane`]).
+    lanes: Vec<Arc<Lane>>,
     groups: BTreeMap<String, Addr<GroupCoordinatorActor>>,
     /// Next partition for a keyless record.
     next_partition: u32,
@@ -88,8 +86,8 @@ impl TopicActor {
     ) -> Self {
         let placed = (0..config.partitions)
             .map(|p| &io_threads[(first_arbiter + p as usize) % io_threads.len()]);
-        let doorbells = placed.clone().map(|io| io.doorbell.clone()).collect();
-        let partitions = placed
+        let partitions: Vec<_> = placed
+            .clone()
             .zip(0..)
             .map(|(io, p)| {
                 let (name, config, settings) = (name.to_owned(), config.clone(), settings.clone());
@@ -99,13 +97,21 @@ impl TopicActor {
                 })
             })
             .collect();
+        let shared_name: Arc<str> = name.into();
+        let lanes = placed
+            .zip(&partitions)
+            .zip(0..)
+            .map(|((io, addr), p)| {
+                let lane = Lane::new(shared_name.clone(), p, addr.clone(), io.doorbell.clone());
+                Arc::new(lane)
+            })
+            .collect();
         TopicActor {
             span: tracing::info_span!("topic", topic = %name),
             name: name.to_owned(),
-            shared_name: name.into(),
             settings,
             partitions,
-            doorbells,
+            lanes,
             groups: BTreeMap::new(),
             next_partition: 0,
             restarts: 0,
@@ -150,12 +156,7 @@ impl TopicActor {
             next.wrapping_sub(1)
         };
         match route(&self.name, limits, partition, &batch, next_keyless) {
-            Ok(routes) => Box::pin(append_routed(
-                &self.shared_name,
-                (&self.partitions, &self.doorbells),
-                batch,
-                routes,
-            )),
+            Ok(routes) => Box::pin(append_routed(&self.lanes, batch, routes)),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
@@ -209,27 +210,23 @@ pub(crate) fn route(
     }
 }
 
-/// Sends each partition its records (one `Append` per partition, in their original order)
-/// and answers with one delivery per record, in the order given. Shared by the
-/// `TopicActor` and the handles' direct route.
+/// Hands each partition's lane its records (in their original order) and answers with one
+/// delivery per record, in the order given. Shared by the `TopicActor` and the handles'
+/// direct route.
 ///
-/// The `Append`s are enqueued when this is called, not when the future is first polled: a
+/// The records enter the lanes when this is called, not when the future is first polled: a
 /// caller's produces reach a partition in the order of its calls even when many are in
 /// flight and the runtime polls their futures in another order.
 pub(crate) fn append_routed(
-    topic: &Arc<str>,
-    (partitions, doorbells): (&[Addr<PartitionActor>], &[Arc<Doorbell>]),
+    lanes: &[Arc<Lane>],
     batch: RecordBatch,
     routes: Routes,
 ) -> impl Future<Output = Result<Vec<Delivery>>> + 'static {
     let total = batch.len();
     let send = |p: u32, batch: RecordBatch| {
-        let addr = partitions[p as usize].clone();
-        let answer = append(&addr, batch);
-        // After the send, so a spinning I/O thread finds its message when it stops spinning.
-        doorbells[p as usize].ring();
-        let topic = topic.clone();
-        async move { append_reply(answer.await, &addr, (&topic, p)) }
+        let answer = lanes[p as usize].produce(batch);
+        // A lane answers every produce; a dropped answer means the lane went with the broker.
+        async move { answer.await.unwrap_or(Err(Error::BrokerStopped)) }
     };
     match routes.simplified() {
         // The common case (a pinned batch, a single record, a one-partition topic): the batch
@@ -287,8 +284,8 @@ pub struct GetRoute {
 /// The reply to [`GetRoute`].
 #[derive(Debug)]
 pub struct TopicRoute {
-    pub partitions: Vec<Addr<PartitionActor>>,
-    pub doorbells: Vec<Arc<Doorbell>>,
+    /// One per partition.
+    pub lanes: Vec<Arc<Lane>>,
     pub next_keyless: u32,
     /// The broker's `max_record_bytes`, checked before a batch is split.
     pub max_record_bytes: usize,
@@ -309,8 +306,7 @@ impl Handler<GetRoute> for TopicActor {
 
     fn handle(&mut self, _: GetRoute, _: &mut Context<Self>) -> Self::Result {
         Ok(TopicRoute {
-            partitions: self.partitions.clone(),
-            doorbells: self.doorbells.clone(),
+            lanes: self.lanes.clone(),
             max_record_bytes: self.settings.max_record_bytes,
             next_keyless: self.next_partition,
         })

@@ -1,0 +1,216 @@
+//! Produce lanes: every produce to one partition goes through its [`Lane`], which sends it at
+//! once when nothing of the lane is in flight and otherwise queues it behind the produce in
+//! flight. When that one is answered, everything queued meanwhile goes as one `Append`.
+//!
+//! Why: a partition handles a message in about a microsecond, but many small produces in
+//! flight (an actor pipelining, several threads) each paid for an actix message, a reply and a
+//! wake-up of their caller. Coalescing them, as Kafka's producer batches records while a
+//! request is in flight, makes that cost per batch instead of per record.
+//!
+//! Order: a lane is FIFO (queued records follow the ones in flight, `Append`s reach the
+//! partition's mailbox in the order they are sent), so a caller's produces are appended in
+//! the order of its calls. Each produce is answered with its own offsets. A coalesced `Append`
+//! is accepted, parked or refused (`PartitionFull`, `Timeout`) as a whole.
+//!
+//! The lane is driven by the answers themselves: the partition answers an `Append` through
+//! its [`LaneReply`], which hands out the offsets and sends what is queued. A reply dropped
+//! unanswered (a restart, the broker stopping) answers with the error and drives the lane all
+//! the same, so a lane never stalls.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+
+use super::io_thread::Doorbell;
+use super::partition::{Append, PartitionActor};
+use crate::error::{Error, Result};
+use crate::storage::{AppendInfo, RecordBatch};
+
+/// A queue this large (on disk) is sent as another `Append` in flight rather than grown: the
+/// group commit writes at most about this much at once.
+const MAX_QUEUED_BYTES: usize = 1 << 20;
+
+/// One partition's produce lane; see the module docs. Shared by the topic and the handles.
+#[derive(Debug)]
+pub struct Lane {
+    topic: Arc<str>,
+    partition: u32,
+    addr: Addr<PartitionActor>,
+    /// The partition's I/O thread, rung after each `Append`.
+    doorbell: Arc<Doorbell>,
+    state: Mutex<LaneState>,
+}
+
+#[derive(Debug, Default)]
+struct LaneState {
+    /// `Append`s of this lane not answered yet.
+    in_flight: usize,
+    /// Records waiting for the next `Append`, and who waits for them, in order.
+    queued: RecordBatch,
+    waiters: Vec<Waiter>,
+}
+
+/// One produce waiting for its offsets: the next `count` records of an `Append`.
+#[derive(Debug)]
+struct Waiter {
+    count: u64,
+    reply: oneshot::Sender<Result<AppendInfo>>,
+}
+
+impl Lane {
+    pub fn new(
+        topic: Arc<str>,
+        partition: u32,
+        addr: Addr<PartitionActor>,
+        doorbell: Arc<Doorbell>,
+    ) -> Self {
+        Lane {
+            topic,
+            partition,
+            addr,
+            doorbell,
+            state: Mutex::default(),
+        }
+    }
+
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    fn state(&self) -> MutexGuard<'_, LaneState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Produces `batch`: sent now, or queued behind the lane's `Append` in flight. The
+    /// receiver gets where its records went (or the error of the `Append` that carried them).
+    pub fn produce(self: &Arc<Self>, batch: RecordBatch) -> oneshot::Receiver<Result<AppendInfo>> {
+        let (reply, answer) = oneshot::channel();
+        let waiter = Waiter {
+            count: batch.len() as u64,
+            reply,
+        };
+        let mut state = self.state();
+        if state.in_flight == 0 {
+            state.in_flight = 1;
+            drop(state);
+            self.send(batch, vec![waiter]);
+            return answer;
+        }
+        if state.queued.size_bytes() + batch.size_bytes() > MAX_QUEUED_BYTES {
+            // A full queue goes now, as another Append in flight behind the others.
+            state.in_flight += 1;
+            let (full, waiters) = (
+                std::mem::take(&mut state.queued),
+                std::mem::take(&mut state.waiters),
+            );
+            state.queued = batch;
+            state.waiters.push(waiter);
+            drop(state);
+            self.send(full, waiters);
+            return answer;
+        }
+        state.queued.append(&batch);
+        state.waiters.push(waiter);
+        answer
+    }
+
+    /// Sends one `Append` for `waiters`, then rings the partition's thread. Never called with
+    /// the state locked: a failed send answers (and so locks) at once.
+    fn send(self: &Arc<Self>, batch: RecordBatch, waiters: Vec<Waiter>) {
+        let reply = AppendReply::Lane(LaneReply {
+            lane: self.clone(),
+            waiters: Some(waiters),
+        });
+        self.addr.do_send(Append { batch, reply });
+        self.doorbell.ring();
+    }
+
+    /// An `Append` of this lane was answered: each of its produces gets its offsets (or the
+    /// error), then what queued meanwhile goes.
+    fn answered(self: &Arc<Self>, waiters: Vec<Waiter>, result: Result<AppendInfo>) {
+        let mut next = result.as_ref().map_or(0, |info| info.base_offset);
+        for waiter in waiters {
+            let own = result.clone().map(|info| AppendInfo {
+                base_offset: next,
+                count: waiter.count,
+                timestamp_ms: info.timestamp_ms,
+            });
+            next += waiter.count;
+            let _ = waiter.reply.send(own);
+        }
+        let mut state = self.state();
+        if state.waiters.is_empty() {
+            state.in_flight -= 1;
+            return;
+        }
+        let (batch, waiters) = (
+            std::mem::take(&mut state.queued),
+            std::mem::take(&mut state.waiters),
+        );
+        drop(state);
+        self.send(batch, waiters);
+    }
+
+    /// The error for an `Append` dropped unanswered.
+    fn dropped(&self) -> Error {
+        match self.addr.connected() {
+            true => Error::PartitionRestarted {
+                topic: self.topic.to_string(),
+                partition: self.partition,
+            },
+            false => Error::BrokerStopped,
+        }
+    }
+}
+
+/// Where the answer to an `Append` goes.
+#[derive(Debug)]
+pub enum AppendReply {
+    /// One caller waiting on a oneshot.
+    Caller(oneshot::Sender<Result<AppendInfo>>),
+    /// A lane's produces; answering drives the lane.
+    Lane(LaneReply),
+}
+
+impl AppendReply {
+    /// Answers (consumes the reply).
+    pub fn send(self, result: Result<AppendInfo>) {
+        match self {
+            AppendReply::Caller(reply) => {
+                let _ = reply.send(result);
+            }
+            AppendReply::Lane(mut lane) => {
+                if let Some(waiters) = lane.waiters.take() {
+                    lane.lane.answered(waiters, result);
+                }
+            }
+        }
+    }
+
+    /// Nobody waits for the answer any more (a parked produce can then be dropped).
+    pub fn is_canceled(&self) -> bool {
+        match self {
+            AppendReply::Caller(reply) => reply.is_canceled(),
+            // Its answer also drives the lane: always wanted.
+            AppendReply::Lane(_) => false,
+        }
+    }
+}
+
+/// A lane's `Append` answer; see [`AppendReply::Lane`].
+#[derive(Debug)]
+pub struct LaneReply {
+    lane: Arc<Lane>,
+    /// `None` once answered.
+    waiters: Option<Vec<Waiter>>,
+}
+
+impl Drop for LaneReply {
+    fn drop(&mut self) {
+        if let Some(waiters) = self.waiters.take() {
+            let error = self.lane.dropped();
+            self.lane.answered(waiters, Err(error));
+        }
+    }
+}
