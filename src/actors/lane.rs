@@ -13,7 +13,7 @@
 //! is accepted, parked or refused (`PartitionFull`, `Timeout`) as a whole.
 //!
 //! The lane is driven by the answers themselves: the partition answers an `Append` through
-//! its [`LaneReply`], which hands out the offsets and sends what is queued. A reply dropped
+//! its [`AppendReply`], which hands out the offsets and sends what is queued. A reply dropped
 //! unanswered (a restart, the broker stopping) answers with the error and drives the lane all
 //! the same, so a lane never stalls.
 
@@ -74,10 +74,6 @@ impl Lane {
         }
     }
 
-    pub fn partition(&self) -> u32 {
-        self.partition
-    }
-
     fn state(&self) -> MutexGuard<'_, LaneState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -118,10 +114,10 @@ impl Lane {
     /// Sends one `Append` for `waiters`, then rings the partition's thread. Never called with
     /// the state locked: a failed send answers (and so locks) at once.
     fn send(self: &Arc<Self>, batch: RecordBatch, waiters: Vec<Waiter>) {
-        let reply = AppendReply::Lane(LaneReply {
+        let reply = AppendReply {
             lane: self.clone(),
             waiters: Some(waiters),
-        });
+        };
         self.addr.do_send(Append { batch, reply });
         self.doorbell.ring();
     }
@@ -164,49 +160,25 @@ impl Lane {
     }
 }
 
-/// Where the answer to an `Append` goes.
+/// The answer to a lane's `Append`: answering hands each produce its offsets and drives the
+/// lane; dropping it unanswered answers with the error and drives the lane all the same.
 #[derive(Debug)]
-pub enum AppendReply {
-    /// One caller waiting on a oneshot.
-    Caller(oneshot::Sender<Result<AppendInfo>>),
-    /// A lane's produces; answering drives the lane.
-    Lane(LaneReply),
-}
-
-impl AppendReply {
-    /// Answers (consumes the reply).
-    pub fn send(self, result: Result<AppendInfo>) {
-        match self {
-            AppendReply::Caller(reply) => {
-                let _ = reply.send(result);
-            }
-            AppendReply::Lane(mut lane) => {
-                if let Some(waiters) = lane.waiters.take() {
-                    lane.lane.answered(waiters, result);
-                }
-            }
-        }
-    }
-
-    /// Nobody waits for the answer any more (a parked produce can then be dropped).
-    pub fn is_canceled(&self) -> bool {
-        match self {
-            AppendReply::Caller(reply) => reply.is_canceled(),
-            // Its answer also drives the lane: always wanted.
-            AppendReply::Lane(_) => false,
-        }
-    }
-}
-
-/// A lane's `Append` answer; see [`AppendReply::Lane`].
-#[derive(Debug)]
-pub struct LaneReply {
+pub struct AppendReply {
     lane: Arc<Lane>,
     /// `None` once answered.
     waiters: Option<Vec<Waiter>>,
 }
 
-impl Drop for LaneReply {
+impl AppendReply {
+    /// Answers (consumes the reply).
+    pub fn send(mut self, result: Result<AppendInfo>) {
+        if let Some(waiters) = self.waiters.take() {
+            self.lane.answered(waiters, result);
+        }
+    }
+}
+
+impl Drop for AppendReply {
     fn drop(&mut self) {
         if let Some(waiters) = self.waiters.take() {
             let error = self.lane.dropped();

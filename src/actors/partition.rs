@@ -454,13 +454,10 @@ impl PartitionActor {
         }
     }
 
-    /// Admits parked produces, oldest first, while there is room.
+    /// Admits parked produces, oldest first, while there is room. (A parked produce is
+    /// never dropped early: its answer also drives its lane.)
     fn admit_parked(&mut self, ctx: &mut Context<Self>) {
-        while let Some(front) = self.parked.front() {
-            if front.reply.is_canceled() {
-                self.parked.pop_front();
-                continue;
-            }
+        while !self.parked.is_empty() {
             let pending = self.pending_records;
             if !matches!(&self.slot, Slot::Open(p) if p.full(pending).is_none()) {
                 return;
