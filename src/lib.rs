@@ -20,7 +20,8 @@
 //! - [`group`]: consumer-group membership, generations, assignors, liveness.
 //! - [`partitioner`]: Kafka's murmur2 partitioner. [`clock`]: the injectable clock.
 //! - [`actors`]: the actix adapters; [`messages`]: the public actor face.
-//! - [`handle`] / [`async_handle`]: the blocking and async handles; [`consumer`]: the
+//! - [`handle`] / [`async_handle`]: the blocking and async handles (the blocking one waits for
+//!   replies in the private `wait` module: a short spin, then it parks); [`consumer`]: the
 //!   Kafka-style `Consumer<T>` with its own positions and fenced commits.
 //! - [`config`], [`types`], [`error`]: configuration, returned values, the one `Error`.
 

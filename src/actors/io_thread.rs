@@ -6,7 +6,7 @@
 //! ten times what the partition needs to append the record. A producer that sends its next
 //! record right after the last reply finds the I/O thread still spinning and pays no wake-up.
 //!
-//! How: the arbiter's tokio runtime calls [`Doorbell::idle`] each time it is about to park.
+//! How: the arbiter's tokio runtime calls `Doorbell::idle` each time it is about to park.
 //! That spins until the doorbell rings or `idle_spin` has passed. Whoever sends an actor on
 //! this thread a message that should be answered fast (a produce) rings it *after* the
 //! message is enqueued, so the message's own wake-up has already been signalled and the

@@ -4,6 +4,8 @@
 //! - [`broker::BrokerActor`]: root; topic registry, data-dir lock, I/O arbiters.
 //! - [`topic::TopicActor`]: one per topic; routing, partitioner, group registry.
 //! - [`io_thread`]: the I/O arbiters that run the partitions; they spin briefly when idle.
+//! - [`lane`]: each partition's produce lane, which coalesces produces queued behind the one
+//!   in flight into one `Append`.
 //! - [`partition::PartitionActor`]: one per partition, supervised, on an I/O arbiter;
 //!   the single writer of its files.
 //! - [`coordinator::GroupCoordinatorActor`]: one per group, supervised; membership and polls.

@@ -3,7 +3,7 @@
 //! # Layout
 //! One buffer of [`record`] frames back to back (each starts with its length, so the buffer
 //! is its own index). A frame is complete except for three fields the partition fills in
-//! when it appends the batch (see [`RecordBatch::seal`]): the offset, the timestamp and the
+//! when it appends the batch (see `RecordBatch::seal`): the offset, the timestamp and the
 //! CRC, all zero until then.
 //!
 //! # Why

@@ -184,7 +184,7 @@ impl LogSegment {
         self.index.write_pending()
     }
 
-    /// `fdatasync`s the log file. After a failure, see [`LogSegment::redirty_unsynced`].
+    /// `fdatasync`s the log file. After a failure, see `LogSegment::redirty_unsynced`.
     pub fn sync(&mut self) -> Result<()> {
         match self.log.sync_data() {
             Ok(()) => {
