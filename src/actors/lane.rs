@@ -93,7 +93,8 @@ impl Lane {
             self.send(batch, vec![waiter]);
             return answer;
         }
-        if state.queued.size_bytes() + batch.size_bytes() > MAX_QUEUED_BYTES {
+        let full = state.queued.size_bytes() + batch.size_bytes() > MAX_QUEUED_BYTES;
+        if full && !state.waiters.is_empty() {
             // A full queue goes now, as another Append in flight behind the others.
             state.in_flight += 1;
             let (full, waiters) = (
