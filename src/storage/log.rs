@@ -33,7 +33,6 @@ pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
 use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
 use super::fsutil::sync_dir;
-use super::record;
 use super::recovery::{self, RecoveryReport};
 use super::segment::LogSegment;
 use crate::config::{FsyncPolicy, TopicConfig};
@@ -320,7 +319,7 @@ impl PartitionLog {
     /// fails: nothing of the batch is then acknowledged, and after a failed sync the log
     /// must be reopened (its page cache state is unknown).
     pub fn append(&mut self, records: &[AppendRecord<'_>], now_ms: u64) -> Result<AppendInfo> {
-        self.check_batch(records)?;
+        // Sizes are checked once the records are in the batch (`append_batch`).
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         for r in records {
@@ -372,52 +371,14 @@ impl PartitionLog {
         })
     }
 
-    /// As [`PartitionLog::check_batch`], for a [`RecordBatch`].
+    /// Checks a batch against the size limits (see [`check_batch_limits`]) without writing
+    /// anything; returns its size on disk.
     ///
     /// # Errors
-    /// `RecordTooLarge`.
+    /// `RecordTooLarge`, naming the largest record (or the batch's size).
     pub fn check_record_batch(&self, batch: &RecordBatch) -> Result<usize> {
         check_batch_limits(batch, self.config.max_record_bytes)?;
         Ok(batch.size_bytes())
-    }
-
-    /// Checks a batch against the size limits without writing anything; returns its size on
-    /// disk.
-    ///
-    /// # Errors
-    /// `RecordTooLarge` when a record's key + value exceeds the maximum record size or the
-    /// batch exceeds [`MAX_BATCH_BYTES`].
-    pub fn check_batch(&self, records: &[AppendRecord<'_>]) -> Result<usize> {
-        self.check_sizes(
-            records
-                .iter()
-                .map(|r| (r.key.map_or(0, <[u8]>::len), r.value.len())),
-        )
-    }
-
-    /// As [`PartitionLog::check_batch`], from each record's `(key length, value length)`.
-    ///
-    /// # Errors
-    /// `RecordTooLarge`.
-    pub fn check_sizes(&self, sizes: impl IntoIterator<Item = (usize, usize)>) -> Result<usize> {
-        let mut batch_len = 0usize;
-        for (key_len, value_len) in sizes {
-            let size = key_len + value_len;
-            if size > self.config.max_record_bytes {
-                return Err(Error::RecordTooLarge {
-                    size,
-                    max: self.config.max_record_bytes,
-                });
-            }
-            batch_len += record::frame_len(key_len, value_len);
-        }
-        if batch_len > MAX_BATCH_BYTES {
-            return Err(Error::RecordTooLarge {
-                size: batch_len,
-                max: MAX_BATCH_BYTES,
-            });
-        }
-        Ok(batch_len)
     }
 
     /// `fdatasync`s the active segment if anything was appended since the last sync.
