@@ -9,7 +9,7 @@ use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::storage::fs::SharedFs;
-use std::convert::Infallible;
+use crate::storage::record::RecordRef;
 
 use serde::de::DeserializeOwned;
 
@@ -59,41 +59,46 @@ impl Fetched {
 
     /// The records with their bytes copied out.
     pub fn to_raw(&self) -> Vec<Record<Vec<u8>>> {
-        let Ok(records) = self.map_records::<_, Infallible>(|_, value| Ok(value.to_vec()));
-        records
-    }
-
-    /// The records with their values decoded as `T` (MessagePack, as typed produces write).
-    ///
-    /// # Errors
-    /// `Decode`, naming the first record that is not a `T`.
-    pub fn decode<T: DeserializeOwned>(&self, topic: &str) -> Result<Vec<Record<T>>> {
-        self.map_records(|offset, value| {
-            rmp_serde::from_slice(value).map_err(|source| Error::Decode {
-                topic: topic.to_owned(),
-                partition: self.partition,
-                offset,
-                source: std::sync::Arc::new(source),
-            })
-        })
-    }
-
-    fn map_records<T, E>(
-        &self,
-        mut value_of: impl FnMut(u64, &[u8]) -> std::result::Result<T, E>,
-    ) -> std::result::Result<Vec<Record<T>>, E> {
         self.records
             .iter()
-            .map(|r| {
-                Ok(Record {
-                    partition: self.partition,
-                    offset: r.offset,
-                    timestamp_ms: r.timestamp_ms,
-                    key: r.key.map(<[u8]>::to_vec),
-                    value: value_of(r.offset, r.value)?,
-                })
-            })
+            .map(|r| self.record(r, r.value.to_vec()))
             .collect()
+    }
+
+    /// The records with their values decoded as `T` (MessagePack, as typed produces write),
+    /// up to the first that does not decode: the records before it are returned, so one bad
+    /// record never hides good ones. A read that starts at it reports it.
+    ///
+    /// # Errors
+    /// `Decode`, naming the first record, when it is not a `T`.
+    pub fn decode<T: DeserializeOwned>(&self, topic: &str) -> Result<Vec<Record<T>>> {
+        let mut records = Vec::with_capacity(self.records.len());
+        for r in self.records.iter() {
+            let value = match rmp_serde::from_slice(r.value) {
+                Ok(value) => value,
+                Err(source) if records.is_empty() => {
+                    return Err(Error::Decode {
+                        topic: topic.to_owned(),
+                        partition: self.partition,
+                        offset: r.offset,
+                        source: std::sync::Arc::new(source),
+                    })
+                }
+                Err(_) => break,
+            };
+            records.push(self.record(r, value));
+        }
+        Ok(records)
+    }
+
+    fn record<T>(&self, r: RecordRef<'_>, value: T) -> Record<T> {
+        Record {
+            partition: self.partition,
+            offset: r.offset,
+            timestamp_ms: r.timestamp_ms,
+            key: r.key.map(<[u8]>::to_vec),
+            value,
+        }
     }
 }
 

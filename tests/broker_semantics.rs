@@ -492,3 +492,47 @@ fn poll_timeout_wakes_only_for_the_members_own_partitions() {
     );
     assert_eq!(broker.poll::<u64>("t", "g", "b").unwrap().unwrap().value, 7);
 }
+
+#[test]
+fn a_record_that_does_not_decode_is_reported_only_when_it_heads_the_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    for i in 0..10u64 {
+        broker.produce("t", &i).unwrap();
+    }
+    broker.produce_raw("t", None, vec![0xc1]).unwrap(); // 0xc1: never valid MessagePack
+    broker.produce("t", &11u64).unwrap();
+    broker.join_group("t", "g", "m").unwrap();
+
+    // The good records before the bad one come back; none is hidden behind it.
+    let batch = broker
+        .poll_batch::<u64>("t", "g", "m", 100, Duration::ZERO)
+        .unwrap();
+    let offsets: Vec<u64> = batch.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, (0..10).collect::<Vec<_>>());
+    broker.commit("t", "g", 0, 9).unwrap();
+
+    // Now it heads the batch: reported, naming it. Committing it skips it.
+    let err = broker
+        .poll_batch::<u64>("t", "g", "m", 100, Duration::ZERO)
+        .unwrap_err();
+    assert!(matches!(err, Error::Decode { offset: 10, .. }), "{err:?}");
+    broker.commit("t", "g", 0, 10).unwrap();
+    let after = broker.poll::<u64>("t", "g", "m").unwrap().unwrap();
+    assert_eq!((after.offset, after.value), (11, 11));
+
+    // The same for a Consumer: the good prefix, then the error, then past it by a commit.
+    let mut consumer = broker.consumer::<u64>("t", "c", "m").unwrap();
+    let offsets: Vec<u64> = consumer
+        .poll_batch(100, Duration::ZERO)
+        .unwrap()
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(offsets, (0..10).collect::<Vec<_>>());
+    let err = consumer.poll_batch(100, Duration::ZERO).unwrap_err();
+    assert!(matches!(err, Error::Decode { offset: 10, .. }), "{err:?}");
+    consumer.commit_offset(0, 10).unwrap();
+    let after = consumer.poll_batch(100, Duration::ZERO).unwrap();
+    assert_eq!(after.iter().map(|r| r.offset).collect::<Vec<_>>(), [11]);
+}
