@@ -142,6 +142,12 @@ pub enum Error {
         source: Arc<rmp_serde::decode::Error>,
     },
 
+    /// A bug: serving the request panicked. The panic was caught, the actor that panicked
+    /// restarted from its persisted state, and the broker serves on. The request may or may
+    /// not have taken effect (a produce: check before retrying; a poll or commit: retry).
+    #[error("internal error in {actor}: {reason}")]
+    Internal { actor: String, reason: String },
+
     /// The broker was shut down (or its actor system is gone).
     #[error("the broker is stopped")]
     BrokerStopped,

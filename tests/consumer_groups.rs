@@ -369,3 +369,52 @@ fn stats_report_generation_assignment_and_lag_per_partition_after_commits() {
         "commits outlive the member"
     );
 }
+
+// ---- rebalances and parked polls ----
+
+/// A poll parked before a rebalance must not return a partition its member lost meanwhile:
+/// the new owner reads it too, and the record would be processed twice in one generation.
+#[test]
+fn a_poll_parked_across_a_rebalance_returns_only_partitions_its_member_still_owns() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(4));
+    assert_eq!(
+        broker.join_group("t", "g", "m1").unwrap().partitions,
+        [0, 1, 2, 3]
+    );
+    let parked = {
+        let broker = broker.clone();
+        std::thread::spawn(move || {
+            broker.poll_batch::<u64>("t", "g", "m1", 10, Duration::from_secs(20))
+        })
+    };
+    let m2 = broker.join_group("t", "g", "m2").unwrap();
+    assert_eq!((m2.generation, m2.partitions), (2, vec![1, 3]));
+    // m2's partitions get data first; m1's parked poll must not take it.
+    produce_to(&broker, "t", 1, &[1]);
+    produce_to(&broker, "t", 3, &[3]);
+    produce_to(&broker, "t", 2, &[2]);
+    let got = parked.join().unwrap().unwrap();
+    assert!(!got.is_empty(), "partition 2 is m1's and has data");
+    for record in &got {
+        assert!(
+            [0, 2].contains(&record.partition),
+            "m1 was handed partition {} of m2's",
+            record.partition
+        );
+    }
+    let m2_read: Vec<u32> = (0..2)
+        .map(|_| broker.poll::<u64>("t", "g", "m2").unwrap().unwrap())
+        .map(|r| {
+            broker.commit("t", "g", r.partition, r.offset).unwrap();
+            r.partition
+        })
+        .collect();
+    assert_eq!(
+        m2_read
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        [1, 3].into()
+    );
+}

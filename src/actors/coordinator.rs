@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use futures::future::{select_all, FutureExt};
+use futures::channel::oneshot;
+use futures::future::{select, select_all, Either, FutureExt};
 
 use super::partition::{CommitOffset, Fetch, PartitionActor, WaitForData};
-use super::supervise::{guarded, RestartBudget};
+use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget};
 use super::BrokerSettings;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
@@ -109,6 +110,23 @@ impl Message for CommitAsMember {
     type Result = Result<()>;
 }
 
+/// A long poll woke up (data, or a rebalance): is its plan still good? Sent by the poll's own
+/// future to its coordinator. Reply: the new assignment and partition order when the group
+/// rebalanced since `generation` (the poll then reads the new partitions from their
+/// committed offsets), and the signal of the next rebalance to wait on.
+/// Errors: `UnknownMember` (the member left or was evicted meanwhile).
+#[derive(Debug)]
+struct Replan {
+    member: String,
+    generation: u64,
+}
+impl Message for Replan {
+    type Result = Result<(Option<(Assignment, Vec<u32>)>, Rebalanced)>;
+}
+
+/// Resolves when the group rebalances (or its coordinator restarts).
+type Rebalanced = oneshot::Receiver<()>;
+
 /// Generation and assignment (the topic adds lag). Never fails.
 #[derive(Debug)]
 pub struct DescribeGroup;
@@ -128,6 +146,8 @@ impl Message for CrashGroup {
 pub struct GroupCoordinatorActor {
     /// Parent of every handler's span: names the actor in every event.
     span: tracing::Span,
+    /// "group topic/group", for logs and errors (made once).
+    label: String,
     topic: String,
     group: String,
     state: GroupState,
@@ -136,6 +156,10 @@ pub struct GroupCoordinatorActor {
     partitions: Vec<Addr<PartitionActor>>,
     settings: Arc<BrokerSettings>,
     restarts: RestartBudget,
+    /// Long polls waiting for the next rebalance (see [`GroupCoordinatorActor::with_state`]).
+    rebalance_waiters: Vec<oneshot::Sender<()>>,
+    /// The generation the waiters were last told about.
+    announced_generation: u64,
 }
 
 impl GroupCoordinatorActor {
@@ -148,6 +172,7 @@ impl GroupCoordinatorActor {
     ) -> Self {
         GroupCoordinatorActor {
             span: tracing::info_span!("group", topic = %topic, group = %group),
+            label: format!("group {topic}/{group}"),
             topic: topic.to_owned(),
             group: group.to_owned(),
             state: Self::fresh_state(
@@ -161,6 +186,8 @@ impl GroupCoordinatorActor {
             partitions,
             settings,
             restarts: RestartBudget::default(),
+            rebalance_waiters: Vec::new(),
+            announced_generation: 0,
         }
     }
 
@@ -171,16 +198,44 @@ impl GroupCoordinatorActor {
         partitions: u32,
         settings: &BrokerSettings,
     ) -> GroupState {
-        let timeout_ms = settings.session_timeout.as_millis() as u64;
+        // Saturates: `Duration::MAX` means members are never evicted for silence.
+        let timeout_ms = u64::try_from(settings.session_timeout.as_millis()).unwrap_or(u64::MAX);
         GroupState::new(topic, group, partitions, assignor, timeout_ms)
     }
 
     fn name(&self) -> String {
-        format!("group {}/{}", self.topic, self.group)
+        self.label.clone()
     }
 
     fn now_ms(&self) -> u64 {
         self.settings.clock.now_ms()
+    }
+
+    /// Runs `change` on the group state at the current time, then wakes the long polls
+    /// waiting for a rebalance if it rebalanced (a join, a leave, an eviction), so that they
+    /// re-plan instead of serving partitions their member no longer owns.
+    fn with_state<R>(&mut self, change: impl FnOnce(&mut GroupState, u64) -> R) -> R {
+        let now = self.now_ms();
+        let result = change(&mut self.state, now);
+        self.announce_rebalance();
+        result
+    }
+
+    fn announce_rebalance(&mut self) {
+        if self.state.generation() != self.announced_generation {
+            self.announced_generation = self.state.generation();
+            for waiter in self.rebalance_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+
+    /// A signal that resolves at the next rebalance.
+    fn next_rebalance(&mut self) -> Rebalanced {
+        self.rebalance_waiters.retain(|w| !w.is_canceled());
+        let (tx, rx) = oneshot::channel();
+        self.rebalance_waiters.push(tx);
+        rx
     }
 }
 
@@ -193,8 +248,7 @@ impl Actor for GroupCoordinatorActor {
         let every = (self.settings.session_timeout / 4)
             .clamp(Duration::from_millis(10), Duration::from_secs(1));
         ctx.run_interval(every, |act, _| {
-            let now = act.now_ms();
-            act.state.evict_expired(now);
+            act.with_state(|state, now| state.evict_expired(now));
         });
     }
 }
@@ -211,6 +265,9 @@ impl Supervised for GroupCoordinatorActor {
             partitions,
             &self.settings,
         );
+        // Parked polls re-plan and meet `UnknownMember`: their member must rejoin.
+        self.announced_generation = u64::MAX;
+        self.announce_rebalance();
         tracing::warn!(group = %self.name(), "coordinator restarted; members must rejoin");
     }
 }
@@ -218,36 +275,42 @@ impl Supervised for GroupCoordinatorActor {
 impl Handler<Join> for GroupCoordinatorActor {
     type Result = Result<Assignment>;
 
-    fn handle(&mut self, msg: Join, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Join, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Join").entered();
-        if msg.options != self.options {
-            return Err(Error::InvalidConfig(format!(
-                "group {:?} was created with {:?}, not {:?}",
-                self.group, self.options, msg.options
-            )));
-        }
-        let now = self.now_ms();
-        Ok(self.state.join(&msg.member, now))
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            if msg.options != act.options {
+                return Err(Error::InvalidConfig(format!(
+                    "group {:?} was created with {:?}, not {:?}",
+                    act.group, act.options, msg.options
+                )));
+            }
+            Ok(act.with_state(|state, now| state.join(&msg.member, now)))
+        })
     }
 }
 
 impl Handler<Leave> for GroupCoordinatorActor {
     type Result = Result<()>;
 
-    fn handle(&mut self, msg: Leave, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Leave, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Leave").entered();
-        let now = self.now_ms();
-        self.state.leave(&msg.member, now)
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            act.with_state(|state, now| state.leave(&msg.member, now))
+        })
     }
 }
 
 impl Handler<Beat> for GroupCoordinatorActor {
     type Result = Result<Assignment>;
 
-    fn handle(&mut self, msg: Beat, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Beat, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Beat").entered();
-        let now = self.now_ms();
-        self.state.heartbeat(&msg.member, now)
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            act.with_state(|state, now| state.heartbeat(&msg.member, now))
+        })
     }
 }
 
@@ -256,87 +319,138 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
 
     fn handle(&mut self, msg: PollGroup, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "PollGroup").entered();
-        let now = self.now_ms();
-        let order = match self.state.poll_order(&msg.member, now) {
-            Ok(order) => order,
-            Err(e) => return Box::pin(async { Err(e) }),
-        };
-        Box::pin(self.serve_poll(ctx, msg.member, &order, None, msg.max_records, msg.wait))
+        let name = self.name();
+        guarded_future(self, ctx, &name, |act, ctx| {
+            let order = match act.with_state(|state, now| state.poll_order(&msg.member, now)) {
+                Ok(order) => order,
+                Err(e) => return Box::pin(async { Err(e) }),
+            };
+            let poll = act.serve_poll(ctx, msg.member, &order, None, msg.max_records, msg.wait);
+            Box::pin(async move { Ok(poll.await?.0) })
+        })
     }
 }
 
 impl Handler<PollServed> for GroupCoordinatorActor {
     type Result = ();
 
-    fn handle(&mut self, msg: PollServed, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: PollServed, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "PollServed").entered();
-        self.state.served(&msg.member, msg.partition);
+        let name = self.name();
+        guarded(self, ctx, &name, |act, _| {
+            act.state.served(&msg.member, msg.partition)
+        });
     }
+}
+
+impl Handler<Replan> for GroupCoordinatorActor {
+    type Result = Result<(Option<(Assignment, Vec<u32>)>, Rebalanced)>;
+
+    fn handle(&mut self, msg: Replan, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "Replan").entered();
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            let replanned = act.with_state(|state, now| {
+                let order = state.poll_order(&msg.member, now)?;
+                let assignment = state.heartbeat(&msg.member, now)?;
+                Ok::<_, Error>(
+                    (assignment.generation != msg.generation).then_some((assignment, order)),
+                )
+            })?;
+            Ok((replanned, act.next_rebalance()))
+        })
+    }
+}
+
+/// What a poll reads and where it waits; see [`poll_partitions`].
+struct PollPlan {
+    coordinator: Addr<GroupCoordinatorActor>,
+    group: String,
+    member: String,
+    /// Every partition of the topic, to re-target after a rebalance.
+    partitions: Vec<Addr<PartitionActor>>,
+    /// The member's partitions in poll order, each with the reader's own position (`None`:
+    /// the group's committed offset).
+    targets: Vec<(u32, Option<u64>)>,
+    /// The generation the targets belong to.
+    generation: u64,
+    /// Resolves at the next rebalance; set for polls that may wait.
+    rebalanced: Option<Rebalanced>,
 }
 
 impl GroupCoordinatorActor {
     /// A poll of `member`'s partitions in `order`, from `positions` where given (else the
     /// committed offsets). Once it is served, the member's next poll starts after the
     /// partition that answered (`PollServed`, sent before the reply, so it is handled first).
+    /// Resolves to what was read and, when the group rebalanced while the poll waited, the
+    /// member's new assignment.
     fn serve_poll(
-        &self,
+        &mut self,
         ctx: &mut Context<Self>,
         member: String,
         order: &[u32],
         positions: Option<&BTreeMap<u32, u64>>,
         max_records: usize,
         wait: Option<Duration>,
-    ) -> impl Future<Output = Result<Option<Fetched>>> + 'static {
+    ) -> impl Future<Output = Result<(Option<Fetched>, Option<Assignment>)>> + 'static {
         let targets = order
             .iter()
-            .map(|&p| {
-                let from = positions.and_then(|ps| ps.get(&p).copied());
-                (self.partitions[p as usize].clone(), from)
-            })
+            .map(|&p| (p, positions.and_then(|ps| ps.get(&p).copied())))
             .collect();
-        let deadline = wait.map(|w| Instant::now() + w);
-        let (coordinator, group) = (ctx.address(), self.group.clone());
+        // `None` inside: a wait too long to add to the clock, i.e. forever.
+        let deadline = wait.map(|w| Instant::now().checked_add(w));
+        let plan = PollPlan {
+            coordinator: ctx.address(),
+            group: self.group.clone(),
+            member,
+            partitions: self.partitions.clone(),
+            targets,
+            generation: self.state.generation(),
+            rebalanced: wait.map(|_| self.next_rebalance()),
+        };
         async move {
-            let fetched = poll_partitions(targets, group, max_records, deadline).await?;
+            let (member, coordinator) = (plan.member.clone(), plan.coordinator.clone());
+            let (fetched, replanned) = poll_partitions(plan, max_records, deadline).await?;
             if let Some(fetched) = &fetched {
                 coordinator.do_send(PollServed {
                     member,
                     partition: fetched.partition,
                 });
             }
-            Ok(fetched)
+            Ok((fetched, replanned))
         }
     }
 }
 
-/// Fetches from `targets` in order and returns the first non-empty result (`None`: all were
-/// empty); when all are
-/// empty and a deadline is set, waits until one has data (woken by its produce) or the
-/// deadline passes, then tries once more. A wait cut short by a partition restart is
-/// reported (`PartitionRestarted`) after that last fetch finds nothing.
+/// Fetches from the plan's targets in order and returns the first non-empty result (`None`:
+/// all were empty); when all are empty and a deadline is set, waits until one has data
+/// (woken by its produce), the group rebalances, or the deadline passes, then re-plans
+/// (after a rebalance: the member's new partitions, from their committed offsets) and tries
+/// again. A wait cut short by a partition restart is reported (`PartitionRestarted`) after
+/// the next fetch finds nothing.
 async fn poll_partitions(
-    targets: Vec<(Addr<PartitionActor>, Option<u64>)>,
-    group: String,
+    mut plan: PollPlan,
     max_records: usize,
-    deadline: Option<Instant>,
-) -> Result<Option<Fetched>> {
+    deadline: Option<Option<Instant>>,
+) -> Result<(Option<Fetched>, Option<Assignment>)> {
     let mut restarted = None;
+    let mut replanned = None;
     loop {
         // A partition that fails (restarting, corrupt) must not starve the others: its error
         // is returned only when no other partition has data.
         let mut first_error = None;
-        for (partition, from) in &targets {
+        for &(p, from) in &plan.targets {
             let fetch = Fetch {
-                group: group.clone(),
-                from: *from,
+                group: plan.group.clone(),
+                from,
                 max_records,
             };
-            match partition
+            match plan.partitions[p as usize]
                 .send(fetch)
                 .await
                 .map_err(|_| Error::BrokerStopped)?
             {
-                Ok(fetched) if !fetched.is_empty() => return Ok(Some(fetched)),
+                Ok(fetched) if !fetched.is_empty() => return Ok((Some(fetched), replanned)),
                 Ok(_) => {}
                 Err(e) => first_error = first_error.or(Some(e)),
             }
@@ -345,23 +459,54 @@ async fn poll_partitions(
             return Err(e);
         }
         let remaining = match deadline {
-            Some(d) if d > Instant::now() => d - Instant::now(),
-            _ => return Ok(None),
+            None => return Ok((None, replanned)),
+            Some(None) => Duration::MAX,
+            Some(Some(d)) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left,
+                _ => return Ok((None, replanned)),
+            },
         };
-        if targets.is_empty() {
-            actix_rt::time::sleep(remaining).await;
-            return Ok(None);
-        }
-        let waits = targets.iter().map(|(partition, from)| {
+        let waits = plan.targets.iter().map(|&(p, from)| {
             let wait = WaitForData {
-                group: group.clone(),
-                from: *from,
+                group: plan.group.clone(),
+                from,
                 wait: remaining,
             };
             let woken_by_error = |reply: Result<Result<()>, MailboxError>| reply.ok()?.err();
-            partition.send(wait).map(woken_by_error).boxed_local()
+            plan.partitions[p as usize]
+                .send(wait)
+                .map(woken_by_error)
+                .boxed_local()
         });
-        (restarted, _, _) = select_all(waits).await;
+        let data = match plan.targets.is_empty() {
+            true => futures::future::pending().boxed_local(),
+            false => select_all(waits).map(|(woken, _, _)| woken).boxed_local(),
+        };
+        let rebalanced = plan.rebalanced.take().map_or_else(
+            || futures::future::pending().boxed_local(),
+            |r| r.map(drop).boxed_local(),
+        );
+        match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
+            Ok(Either::Left((woken_by_error, _))) => restarted = woken_by_error,
+            Ok(Either::Right(((), _))) => {}
+            Err(_deadline) => return Ok((None, replanned)),
+        }
+        let replan = Replan {
+            member: plan.member.clone(),
+            generation: plan.generation,
+        };
+        let (changed, next) = plan
+            .coordinator
+            .send(replan)
+            .await
+            .map_err(|_| Error::BrokerStopped)??;
+        plan.rebalanced = Some(next);
+        if let Some((assignment, order)) = changed {
+            // Positions belong to the old generation: read from the committed offsets.
+            plan.targets = order.into_iter().map(|p| (p, None)).collect();
+            plan.generation = assignment.generation;
+            replanned = Some(assignment);
+        }
     }
 }
 
@@ -370,29 +515,32 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
 
     fn handle(&mut self, msg: ConsumerPollGroup, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ConsumerPollGroup").entered();
-        let now = self.now_ms();
-        let (order, assignment) = match self
-            .state
-            .poll_order(&msg.member, now)
-            .and_then(|order| Ok((order, self.state.heartbeat(&msg.member, now)?)))
-        {
-            Ok(found) => found,
-            Err(e) => return Box::pin(async { Err(e) }),
-        };
-        // Positions from an older generation are stale: resume at the committed offsets.
-        let positions = (msg.generation == assignment.generation).then_some(&msg.positions);
-        let poll = self.serve_poll(
-            ctx,
-            msg.member,
-            &order,
-            positions,
-            msg.max_records,
-            msg.wait,
-        );
-        Box::pin(async move {
-            Ok(FetchedBatch {
-                assignment,
-                fetched: poll.await?,
+        let name = self.name();
+        guarded_future(self, ctx, &name, |act, ctx| {
+            let planned = act.with_state(|state, now| {
+                let order = state.poll_order(&msg.member, now)?;
+                Ok::<_, Error>((order, state.heartbeat(&msg.member, now)?))
+            });
+            let (order, assignment) = match planned {
+                Ok(found) => found,
+                Err(e) => return Box::pin(async { Err(e) }),
+            };
+            // Positions from an older generation are stale: resume at the committed offsets.
+            let positions = (msg.generation == assignment.generation).then_some(&msg.positions);
+            let poll = act.serve_poll(
+                ctx,
+                msg.member,
+                &order,
+                positions,
+                msg.max_records,
+                msg.wait,
+            );
+            Box::pin(async move {
+                let (fetched, replanned) = poll.await?;
+                Ok(FetchedBatch {
+                    assignment: replanned.unwrap_or(assignment),
+                    fetched,
+                })
             })
         })
     }
@@ -401,25 +549,27 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
 impl Handler<CommitAsMember> for GroupCoordinatorActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: CommitAsMember, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: CommitAsMember, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CommitAsMember").entered();
-        let now = self.now_ms();
-        let fenced = self
-            .state
-            .check_fenced(&msg.member, msg.generation, Some(msg.partition), now);
-        if let Err(e) = fenced {
-            return Box::pin(async { Err(e) });
-        }
-        let partition = self.partitions[msg.partition as usize].clone();
-        let commit = CommitOffset {
-            group: self.group.clone(),
-            offset: msg.offset,
-        };
-        Box::pin(async move {
-            partition
-                .send(commit)
-                .await
-                .map_err(|_| Error::BrokerStopped)?
+        let name = self.name();
+        guarded_future(self, ctx, &name, |act, _| {
+            let fenced = act.with_state(|state, now| {
+                state.check_fenced(&msg.member, msg.generation, Some(msg.partition), now)
+            });
+            if let Err(e) = fenced {
+                return Box::pin(async { Err(e) });
+            }
+            let partition = act.partitions[msg.partition as usize].clone();
+            let commit = CommitOffset {
+                group: act.group.clone(),
+                offset: msg.offset,
+            };
+            Box::pin(async move {
+                partition
+                    .send(commit)
+                    .await
+                    .map_err(|_| Error::BrokerStopped)?
+            })
         })
     }
 }

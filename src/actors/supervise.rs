@@ -4,10 +4,14 @@
 
 use std::any::Any;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use actix::{Actor, ActorContext, Context};
+use actix::{Actor, ActorContext, Context, ResponseFuture};
+use futures::FutureExt;
+
+use crate::error::{Error, Result};
 
 /// Runs a handler body; on a panic, logs it, stops the context (the `Supervisor` restarts
 /// the actor, whose `started` reloads from disk) and returns `None`.
@@ -31,6 +35,61 @@ where
             ctx.stop();
             None
         }
+    }
+}
+
+/// [`guarded`] for a handler that replies with a `Result`: a panic answers
+/// [`Error::Internal`] naming the actor (which restarts).
+pub fn guarded_reply<A, T>(
+    act: &mut A,
+    ctx: &mut Context<A>,
+    name: &str,
+    body: impl FnOnce(&mut A, &mut Context<A>) -> Result<T>,
+) -> Result<T>
+where
+    A: Actor<Context = Context<A>>,
+{
+    guarded(act, ctx, name, body).unwrap_or_else(|| Err(internal(name, "handler panicked")))
+}
+
+/// [`guarded`] for a handler that replies with a future: a panic in the handler restarts the
+/// actor, and one in the future (which owns no actor state, so nothing needs restarting)
+/// answers [`Error::Internal`] too, instead of unwinding through the arbiter's task.
+pub fn guarded_future<A, T>(
+    act: &mut A,
+    ctx: &mut Context<A>,
+    name: &str,
+    body: impl FnOnce(&mut A, &mut Context<A>) -> ResponseFuture<Result<T>>,
+) -> ResponseFuture<Result<T>>
+where
+    A: Actor<Context = Context<A>>,
+    T: 'static,
+{
+    let name = name.to_owned();
+    match guarded(act, ctx, &name, body) {
+        Some(reply) => Box::pin(catch_future_panic(name, reply)),
+        None => Box::pin(async move { Err(internal(&name, "handler panicked")) }),
+    }
+}
+
+/// Runs `future`; a panic inside it becomes [`Error::Internal`] naming `name`.
+pub fn catch_future_panic<T>(
+    name: String,
+    future: impl Future<Output = Result<T>>,
+) -> impl Future<Output = Result<T>> {
+    AssertUnwindSafe(future).catch_unwind().map(move |answer| {
+        answer.unwrap_or_else(|panic| {
+            let message = panic_message(&panic).to_owned();
+            tracing::error!(actor = %name, panic = %message, "a reply future panicked");
+            Err(internal(&name, &message))
+        })
+    })
+}
+
+fn internal(actor: &str, reason: &str) -> Error {
+    Error::Internal {
+        actor: actor.to_owned(),
+        reason: reason.to_owned(),
     }
 }
 
