@@ -28,7 +28,7 @@ use crate::group::{Assignment, GroupOptions};
 use crate::messages::Shutdown;
 use crate::partition::ProduceRecord;
 use crate::storage::fs::SharedFs;
-use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
+use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use crate::storage::{DataDir, RecordBatch};
 use crate::types::{BrokerStats, Delivery, Record};
 use crate::wait::Patience;
@@ -40,6 +40,12 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(45);
 /// How long an idle I/O thread waits for work before it sleeps; see
 /// [`NanoKafkaBuilder::idle_spin`].
 pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
+/// The longest `idle_spin` accepted. A spinning I/O thread notices its timers (interval
+/// fsyncs, block timeouts, long-poll deadlines) only when the spin ends, so they may fire
+/// this much late; a spin that pays for itself is tens of microseconds anyway.
+pub const MAX_IDLE_SPIN: Duration = Duration::from_millis(1);
+/// Kafka's `socket.request.max.bytes` (100 MiB): the default largest produce request.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 100 << 20;
 /// The seed's data directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
 
@@ -51,6 +57,7 @@ pub struct NanoKafkaBuilder {
     block_timeout: Duration,
     session_timeout: Duration,
     max_record_bytes: usize,
+    max_request_bytes: usize,
     io_threads: usize,
     idle_spin: Duration,
     clock: SharedClock,
@@ -65,6 +72,7 @@ impl Default for NanoKafkaBuilder {
             block_timeout: DEFAULT_BLOCK_TIMEOUT,
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             // One I/O thread per core (at most 4): a partition's fsync blocks only its thread.
             io_threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
             idle_spin: DEFAULT_IDLE_SPIN,
@@ -105,6 +113,15 @@ impl NanoKafkaBuilder {
         self
     }
 
+    /// The largest produce request, in bytes of record frames (each record's key and value
+    /// plus 30 bytes): a `produce_batch` / `produce_batch_raw` / `ProduceBatch` above it is
+    /// refused with `Error::RequestTooLarge` before anything is written (default 100 MiB,
+    /// Kafka's `socket.request.max.bytes`; at least `max_record_bytes`, at most 1 GiB).
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
     /// Threads that run partition actors (default: one per core, at most 4).
     pub fn io_threads(mut self, threads: usize) -> Self {
         self.io_threads = threads;
@@ -115,7 +132,8 @@ impl NanoKafkaBuilder {
     /// (default 20 µs; zero never spins). Waking a sleeping thread costs tens of microseconds
     /// on a virtual machine, so a caller producing one record at a time goes several times
     /// faster with the spin; the price is at most this much CPU each time a thread runs out
-    /// of work. See `actors::io_thread`.
+    /// of work, and timers on that thread may fire up to this much late. At most
+    /// [`MAX_IDLE_SPIN`] (1 ms). See `actors::io_thread`.
     pub fn idle_spin(mut self, spin: Duration) -> Self {
         self.idle_spin = spin;
         self
@@ -139,7 +157,9 @@ impl NanoKafkaBuilder {
     /// Locks the data directory, loads its topics and starts the actors.
     ///
     /// # Errors
-    /// `InvalidConfig` for a zero timeout, thread count or record size; `DataDirLocked`;
+    /// `InvalidConfig` for a zero timeout, thread count or record size, a request size
+    /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`];
+    /// `DataDirLocked`;
     /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
     /// `BlockingInActorContext` on an actix thread.
     pub fn build(self) -> Result<NanoKafka> {
@@ -155,6 +175,20 @@ impl NanoKafkaBuilder {
         }
         if self.io_threads == 0 {
             return Err(Error::InvalidConfig("io_threads must be at least 1".into()));
+        }
+        if self.idle_spin > MAX_IDLE_SPIN {
+            return Err(Error::InvalidConfig(format!(
+                "idle_spin must be at most {MAX_IDLE_SPIN:?}, got {:?}",
+                self.idle_spin
+            )));
+        }
+        if self.max_request_bytes < self.max_record_bytes
+            || self.max_request_bytes > MAX_BATCH_BYTES
+        {
+            return Err(Error::InvalidConfig(format!(
+                "max_request_bytes must be {}..={MAX_BATCH_BYTES} (at least max_record_bytes), got {}",
+                self.max_record_bytes, self.max_request_bytes
+            )));
         }
         if let FsyncPolicy::Interval(every) = self.fsync {
             if every.is_zero() {
@@ -172,6 +206,7 @@ impl NanoKafkaBuilder {
             block_timeout: self.block_timeout,
             session_timeout: self.session_timeout,
             max_record_bytes: self.max_record_bytes,
+            max_request_bytes: self.max_request_bytes,
             clock: self.clock,
             fs: self.fs,
         });
@@ -180,6 +215,7 @@ impl NanoKafkaBuilder {
         let thread = std::thread::Builder::new()
             .name("nanokafka-broker".into())
             .spawn(move || {
+                crate::actors::io_thread::mark_broker_thread();
                 let system = actix_rt::System::new();
                 let started = system.block_on(async move {
                     let arbiters = start_io_threads(io_threads, idle_spin)?;
@@ -270,32 +306,62 @@ impl Inner {
         crate::wait::block_on_with(request, patience)
     }
 
-    fn shutdown(&self) -> Result<()> {
-        if self.stopped.swap(true, Ordering::SeqCst) {
-            return Ok(());
-        }
-        // On an actix thread we cannot wait for the clean close: stop the system; the
-        // partitions reopen with a scan next time, nothing acknowledged is lost.
-        // Whatever the close gives, the System is stopped and its thread joined below, so
-        // the lock is always released.
-        let closed = match refuse_actix_thread() {
-            Ok(()) => futures::executor::block_on(self.handle.addr().send(Shutdown))
-                .unwrap_or(Err(Error::BrokerStopped)),
-            Err(e) => Err(e),
-        };
+    /// The blocking shutdown: asks the broker to close every partition, then stops its
+    /// System and waits for its thread. Called once, on a thread that may block.
+    fn close(&self) -> Result<()> {
+        let closed = futures::executor::block_on(self.handle.addr().send(Shutdown))
+            .unwrap_or(Err(Error::BrokerStopped));
         self.system.stop();
         let thread = self.thread.lock().map(|mut t| t.take()).unwrap_or(None);
-        if let (Some(thread), Ok(())) = (thread, refuse_actix_thread()) {
+        if let Some(thread) = thread {
             let _ = thread.join();
         }
         closed
     }
+
+    fn shutdown(&self) -> Result<()> {
+        // Refused before anything changes: an error means nothing happened.
+        refuse_actix_thread()?;
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.close()
+    }
 }
 
 impl Drop for Inner {
+    /// The last handle is gone: shut down cleanly and release the lock before returning,
+    /// even on an actix/tokio thread, where the blocking close runs on a helper thread while
+    /// this one waits (a drop cannot be async). Only on one of the broker's own threads,
+    /// which the close itself needs, is the System merely stopped: the partitions then
+    /// reopen with a scan, losing nothing acknowledged.
     fn drop(&mut self) {
-        if let Err(e) = self.shutdown() {
-            tracing::warn!(error = %e, "broker shutdown on drop was not clean");
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let closed = if crate::actors::io_thread::on_broker_thread() {
+            self.system.stop();
+            Err(Error::BlockingInActorContext)
+        } else if refuse_actix_thread().is_err() {
+            std::thread::scope(|scope| {
+                let helper = std::thread::Builder::new()
+                    .name("nanokafka-close".into())
+                    .spawn_scoped(scope, || self.close());
+                match helper {
+                    Ok(helper) => helper.join().unwrap_or(Err(Error::BrokerStopped)),
+                    Err(_) => {
+                        self.system.stop();
+                        Err(Error::BlockingInActorContext)
+                    }
+                }
+            })
+        } else {
+            self.close()
+        };
+        match closed {
+            // Already shut down through the actor face: nothing was left to close.
+            Ok(()) | Err(Error::BrokerStopped) => {}
+            Err(e) => tracing::warn!(error = %e, "broker shutdown on drop was not clean"),
         }
     }
 }
@@ -577,11 +643,13 @@ impl NanoKafka {
     }
 
     /// Syncs and closes every partition (clean-shutdown checkpoints), stops the actors and
-    /// releases the data-directory lock. Idempotent; later calls fail with `BrokerStopped`.
+    /// releases the data-directory lock before it returns. Idempotent; later calls fail with
+    /// `BrokerStopped`. Dropping the last handle does the same, on any thread.
     ///
     /// # Errors
     /// `Io` when a partition could not be closed cleanly (it is scanned on the next open);
-    /// `BlockingInActorContext` on an actix thread (the system is stopped anyway).
+    /// `BlockingInActorContext` on an actix/tokio thread, where nothing is done (drop the
+    /// handles there, or shut down from a plain thread).
     pub fn shutdown(&self) -> Result<()> {
         self.inner.shutdown()
     }

@@ -218,6 +218,48 @@ fn the_lock_is_released_by_shutdown_and_by_dropping_the_last_handle() {
     });
 }
 
+/// Whether the partition's `checkpoint` records a clean shutdown (byte 5 of its documented
+/// layout, after the `NKCP` magic and the version).
+fn closed_cleanly(partition_dir: &Path) -> bool {
+    let checkpoint = std::fs::read(partition_dir.join("checkpoint")).unwrap();
+    assert_eq!(&checkpoint[..4], b"NKCP");
+    checkpoint[5] == 1
+}
+
+/// Code inside `#[actix::main]` or a tokio test may hold the last handle. Dropping it there
+/// must still close the partitions cleanly and release the lock before the drop returns, so
+/// the next open neither scans nor finds the directory locked; a `Shutdown` message sent
+/// first changes nothing.
+#[test]
+fn dropping_the_last_handle_inside_a_runtime_closes_cleanly_before_it_returns() {
+    common::within(WATCHDOG, || {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..5u64 {
+            let broker = NanoKafka::open(dir.path()).unwrap();
+            if round == 0 {
+                broker.create_topic("t", TopicConfig::default()).unwrap();
+            }
+            broker.produce("t", &round).unwrap();
+            let send_shutdown_first = round % 2 == 1;
+            actix_rt::System::new().block_on(async move {
+                if send_shutdown_first {
+                    let addr = broker.addr();
+                    addr.send(nanokafka::messages::Shutdown)
+                        .await
+                        .unwrap()
+                        .unwrap();
+                }
+                drop(broker);
+            });
+            assert!(closed_cleanly(&dir.path().join("t_0")), "round {round}");
+            // At once: the lock is already free.
+            let reopened = NanoKafka::open(dir.path()).unwrap();
+            assert_eq!(common::log_end(&reopened, "t", 0), round + 1);
+            reopened.shutdown().unwrap();
+        }
+    });
+}
+
 /// Selects the child mode of this test binary (see [`kill_9_child`]) and names its data dir.
 const CHILD_DIR_ENV: &str = "NANOKAFKA_KILL9_CHILD_DIR";
 const KILL9_TOPIC: &str = "kill9";

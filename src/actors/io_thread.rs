@@ -57,6 +57,22 @@ impl Doorbell {
     }
 }
 
+thread_local! {
+    /// Set on the threads the broker runs on (its System thread and the I/O threads).
+    static BROKER_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as one the broker runs on (see [`on_broker_thread`]).
+pub fn mark_broker_thread() {
+    BROKER_THREAD.with(|flag| flag.set(true));
+}
+
+/// Whether this thread is one the broker itself runs on: code here must never wait for the
+/// broker (it would wait for itself).
+pub fn on_broker_thread() -> bool {
+    BROKER_THREAD.with(std::cell::Cell::get)
+}
+
 /// One I/O thread: its arbiter and its doorbell. Stopping is the owner's job.
 #[derive(Debug)]
 pub struct IoThread {
@@ -83,6 +99,7 @@ impl IoThread {
                 .on_thread_park(move || bell.idle())
                 .build()
         })?;
+        arbiter.spawn_fn(mark_broker_thread);
         Ok(IoThread { arbiter, doorbell })
     }
 
