@@ -16,7 +16,7 @@ use crate::actors::coordinator::FetchedBatch;
 use crate::actors::lane::Lane;
 use crate::actors::topic::{
     append_routed, route as route_batch, ConsumerPollFetched, CrashTopic, GetRoute, PollFetched,
-    TopicRoute,
+    RequestLimits, TopicRoute,
 };
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -79,8 +79,8 @@ struct Route {
     lanes: Vec<Arc<Lane>>,
     /// Round-robin counter for keyless records sent through this handle (and its clones).
     next_keyless: AtomicU32,
-    /// The broker's `max_record_bytes`.
-    max_record_bytes: usize,
+    /// The broker's size limits.
+    limits: RequestLimits,
 }
 
 impl Route {
@@ -88,7 +88,7 @@ impl Route {
         Route {
             lanes: route.lanes,
             next_keyless: AtomicU32::new(route.next_keyless),
-            max_record_bytes: route.max_record_bytes,
+            limits: route.limits,
         }
     }
 }
@@ -242,7 +242,7 @@ impl AsyncNanoKafka {
         // Nothing is awaited before the records are enqueued: that keeps the call order.
         match self.produce_path(topic) {
             ProducePath::Direct(route) => {
-                let limits = (route.lanes.len() as u32, route.max_record_bytes);
+                let limits = (route.lanes.len() as u32, route.limits);
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
                 let routes = route_batch(topic, limits, partition, &batch, next)?;
                 append_routed(&route.lanes, batch, routes).await

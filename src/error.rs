@@ -165,6 +165,11 @@ pub enum Error {
     #[error("record of {size} bytes exceeds the maximum record size of {max} bytes")]
     RecordTooLarge { size: usize, max: usize },
 
+    /// A produce request (a batch of several records) larger than the configured maximum
+    /// request size (`NanoKafka::builder().max_request_bytes`). Nothing was written.
+    #[error("produce request of {size} bytes exceeds the maximum request size of {max} bytes")]
+    RequestTooLarge { size: usize, max: usize },
+
     /// An offset outside `[log_start_offset, log_end_offset)` where one inside is required.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset})")]
     OffsetOutOfRange {

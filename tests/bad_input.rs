@@ -30,6 +30,8 @@ macro_rules! case {
 }
 
 const MAX_RECORD_BYTES: usize = 1024;
+/// Small enough that a batch of records each within `MAX_RECORD_BYTES` can exceed it.
+const MAX_REQUEST_BYTES: usize = 8 * MAX_RECORD_BYTES;
 
 /// Every path under `root`, to show that nothing was created (or escaped to) on disk.
 fn files(root: &Path) -> BTreeSet<PathBuf> {
@@ -267,6 +269,22 @@ fn cases() -> Vec<Case> {
             Error::RecordTooLarge { size: 2000, .. }
         ),
         case!(
+            "RecordBatch over the request size, each record within the record size",
+            |b| b.produce_batch("t", Some(0), batch(&[&[0u8; 1000][..]; 10])),
+            Error::RequestTooLarge {
+                max: MAX_REQUEST_BYTES,
+                ..
+            }
+        ),
+        case!(
+            "raw batch over the request size, spread over partitions",
+            |b| b.produce_batch_raw("t", None, vec![raw(&[0; 1000]).remove(0); 10]),
+            Error::RequestTooLarge {
+                max: MAX_REQUEST_BYTES,
+                ..
+            }
+        ),
+        case!(
             "RecordBatch to partition 2 of 2",
             |b| b.produce_batch("t", Some(2), batch(&[b"x"])),
             Error::UnknownPartition { partition: 2, .. }
@@ -323,6 +341,7 @@ fn every_bad_input_gets_its_error_and_changes_nothing() {
     let broker = NanoKafka::builder()
         .data_dir(dir.path().join("data"))
         .max_record_bytes(MAX_RECORD_BYTES)
+        .max_request_bytes(MAX_REQUEST_BYTES)
         .build()
         .unwrap();
     broker
@@ -458,6 +477,7 @@ fn a_blocking_call_inside_an_actix_system_is_refused_without_deadlock() {
                 ("poll", inside.poll::<u64>("t", "g", "m").map(drop)),
                 ("stats", inside.stats().map(drop)),
                 ("open", NanoKafka::open(&other_dir).map(drop)),
+                ("shutdown", inside.shutdown()),
             ]
         });
         tx.send(results).unwrap();
@@ -482,5 +502,106 @@ fn a_blocking_call_inside_an_actix_system_is_refused_without_deadlock() {
     );
     broker
         .produce("t", &1u64)
-        .expect("still serving plain threads");
+        .expect("still serving plain threads: the refused shutdown stopped nothing");
+}
+
+#[test]
+fn builder_values_out_of_range_are_invalid_config_and_start_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let builder = || NanoKafka::builder().data_dir(dir.path().join("data"));
+    let refused: Vec<(&str, Result<NanoKafka>)> = vec![
+        (
+            "idle_spin of an hour",
+            builder().idle_spin(Duration::from_secs(3600)).build(),
+        ),
+        ("idle_spin MAX", builder().idle_spin(Duration::MAX).build()),
+        (
+            "max_request_bytes 0",
+            builder().max_request_bytes(0).build(),
+        ),
+        (
+            "max_request_bytes below max_record_bytes",
+            builder()
+                .max_record_bytes(4096)
+                .max_request_bytes(1024)
+                .build(),
+        ),
+        (
+            "max_request_bytes 2 GiB",
+            builder().max_request_bytes(2 << 30).build(),
+        ),
+    ];
+    for (what, result) in refused {
+        assert!(
+            matches!(result, Err(Error::InvalidConfig(_))),
+            "{what}: {:?}",
+            result.map(drop)
+        );
+    }
+    assert!(
+        !dir.path().join("data").exists(),
+        "a refused build creates nothing"
+    );
+}
+
+/// "Wait forever" is `Duration::MAX`. Every wait a caller passes is added to a clock reading
+/// somewhere; none of them may overflow and take an actor (or the broker) down.
+#[test]
+fn duration_max_means_wait_forever_and_stops_no_actor() {
+    common::within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = NanoKafka::builder()
+            .data_dir(dir.path())
+            .block_timeout(Duration::MAX)
+            .session_timeout(Duration::MAX)
+            .build()
+            .unwrap();
+        broker
+            .create_topic("t", TopicConfig::default().max_size(1))
+            .unwrap();
+        broker.join_group("t", "g", "m").unwrap();
+
+        // A long poll parked "forever" is answered by the next produce.
+        let poller = {
+            let broker = broker.clone();
+            std::thread::spawn(move || broker.poll_timeout::<u64>("t", "g", "m", Duration::MAX))
+        };
+        broker.produce("t", &1u64).unwrap();
+        let polled = poller
+            .join()
+            .unwrap()
+            .unwrap()
+            .expect("the produce wakes the poll");
+        assert_eq!(polled.value, 1);
+        let batch = broker
+            .poll_batch::<u64>("t", "g", "m", 10, Duration::MAX)
+            .unwrap();
+        assert_eq!(batch.len(), 1, "data present: no wait at all");
+
+        // Backpressure with an unbounded block timeout: parked until a commit frees room.
+        let producer = {
+            let broker = broker.clone();
+            std::thread::spawn(move || broker.produce("t", &2u64))
+        };
+        broker.commit("t", "g", 0, 0).unwrap();
+        assert_eq!(producer.join().unwrap().unwrap().offset, 1);
+
+        // A consumer waiting forever on a partition with data returns it at once.
+        let mut consumer = broker.consumer::<u64>("t", "g2", "c").unwrap();
+        let values: Vec<u64> = consumer
+            .poll_batch(10, Duration::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.value)
+            .collect();
+        assert_eq!(values, [1, 2]);
+
+        // Nothing stopped: the broker, the topic, the coordinators and the partition answer.
+        assert_eq!(broker.heartbeat("t", "g", "m").unwrap().partitions, [0]);
+        assert_eq!(broker.lag("t", "g").unwrap()[&0], 1);
+        let stats = broker.stats().unwrap();
+        assert_eq!(stats.topics["t"].partitions[0].log_end_offset, 2);
+        assert_eq!(stats.topics["t"].partitions[0].restarts, 0);
+        assert_eq!(stats.restarts, 0);
+    });
 }

@@ -38,6 +38,16 @@ use crate::storage::fs::SharedFs;
 /// about a million requests in flight to one actor to reach it (actix's default is 16).
 pub const MAILBOX_CAPACITY: usize = 1 << 20;
 
+impl BrokerSettings {
+    /// The size limits a produce request is checked against before anything is sent.
+    pub fn limits(&self) -> topic::RequestLimits {
+        topic::RequestLimits {
+            max_record_bytes: self.max_record_bytes,
+            max_request_bytes: self.max_request_bytes,
+        }
+    }
+}
+
 /// Broker-wide settings every actor reads (from `NanoKafka::builder()`).
 #[derive(Debug, Clone)]
 pub struct BrokerSettings {
@@ -48,6 +58,8 @@ pub struct BrokerSettings {
     /// A member silent for longer is evicted.
     pub session_timeout: Duration,
     pub max_record_bytes: usize,
+    /// The most bytes of record frames one produce request may carry.
+    pub max_request_bytes: usize,
     pub clock: SharedClock,
     /// Where partition files live: the OS, or a simulated disk in fault tests.
     pub fs: SharedFs,

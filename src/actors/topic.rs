@@ -149,7 +149,7 @@ impl TopicActor {
         partition: Option<u32>,
         batch: RecordBatch,
     ) -> ResponseFuture<Result<Vec<Delivery>>> {
-        let limits = (self.partitions.len() as u32, self.settings.max_record_bytes);
+        let limits = (self.partitions.len() as u32, self.settings.limits());
         let next = &mut self.next_partition;
         let next_keyless = || {
             *next = next.wrapping_add(1);
@@ -183,20 +183,48 @@ impl Routes {
     }
 }
 
+/// The sizes a produce request may have (from the builder's `max_record_bytes` and
+/// `max_request_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    pub max_record_bytes: usize,
+    pub max_request_bytes: usize,
+}
+
+impl RequestLimits {
+    /// Checks a produce request: each record within `max_record_bytes`, and the request's
+    /// frames within `max_request_bytes` (a request of one record is bounded by the record
+    /// limit alone).
+    ///
+    /// # Errors
+    /// `RecordTooLarge`, `RequestTooLarge`.
+    pub fn check(&self, batch: &RecordBatch) -> Result<()> {
+        check_batch_limits(batch, self.max_record_bytes)?;
+        if batch.len() > 1 && batch.size_bytes() > self.max_request_bytes {
+            return Err(Error::RequestTooLarge {
+                size: batch.size_bytes(),
+                max: self.max_request_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// The partition of each record of a topic with `count` partitions: `explicit`, or by key
 /// (murmur2), or round-robin by `next_keyless`. The batch's sizes are checked first, so a
 /// batch spread over partitions is refused whole, before any part is written.
 ///
 /// # Errors
-/// `RecordTooLarge`; `UnknownPartition` for an explicit partition the topic does not have.
+/// `RecordTooLarge`, `RequestTooLarge`; `UnknownPartition` for an explicit partition the
+/// topic does not have.
 pub(crate) fn route(
     topic: &str,
-    (count, max_record_bytes): (u32, usize),
+    (count, limits): (u32, RequestLimits),
     explicit: Option<u32>,
     batch: &RecordBatch,
     next_keyless: impl FnMut() -> u32,
 ) -> Result<Routes> {
-    check_batch_limits(batch, max_record_bytes)?;
+    limits.check(batch)?;
     match explicit {
         Some(p) if p >= count => Err(Error::UnknownPartition {
             topic: topic.to_owned(),
@@ -287,8 +315,8 @@ pub struct TopicRoute {
     /// One per partition.
     pub lanes: Vec<Arc<Lane>>,
     pub next_keyless: u32,
-    /// The broker's `max_record_bytes`, checked before a batch is split.
-    pub max_record_bytes: usize,
+    /// The broker's size limits, checked before a batch is split.
+    pub limits: RequestLimits,
 }
 
 impl Message for GetRoute {
@@ -307,7 +335,7 @@ impl Handler<GetRoute> for TopicActor {
     fn handle(&mut self, _: GetRoute, _: &mut Context<Self>) -> Self::Result {
         Ok(TopicRoute {
             lanes: self.lanes.clone(),
-            max_record_bytes: self.settings.max_record_bytes,
+            limits: self.settings.limits(),
             next_keyless: self.next_partition,
         })
     }
