@@ -149,6 +149,54 @@ fn block_times_out_without_a_commit_and_appends_nothing() {
     assert_eq!(broker.poll::<u64>("t", "g", "m").unwrap().unwrap().value, 2);
 }
 
+/// Produces pipelined behind a parked one wait in the partition's lane; the block timeout
+/// still counts from each produce's call, not from when the lane passes it on.
+#[test]
+fn a_produce_queued_behind_a_parked_one_times_out_after_one_block_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let block_timeout = Duration::from_secs(1);
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .block_timeout(block_timeout)
+        .build()
+        .unwrap();
+    full_blocking_topic(&broker);
+    let handle = broker.async_handle();
+    let waited = std::thread::spawn(move || {
+        actix_rt::System::new().block_on(async move {
+            let start = Instant::now();
+            let timed = |value: u64| {
+                let handle = handle.clone();
+                async move { (handle.produce("t", &value).await, start.elapsed()) }
+            };
+            // Polled in order: the first is sent and parks, the second queues behind it.
+            let (first, second) = futures::join!(timed(1), timed(2));
+            vec![first, second]
+        })
+    })
+    .join()
+    .unwrap();
+    for (i, (result, elapsed)) in waited.into_iter().enumerate() {
+        assert!(
+            matches!(result, Err(Error::Timeout { .. })),
+            "produce {i}: {result:?}"
+        );
+        assert!(
+            elapsed >= block_timeout,
+            "produce {i} waited only {elapsed:?}"
+        );
+        assert!(
+            elapsed < block_timeout * 8 / 5,
+            "produce {i} waited {elapsed:?}, well over one block timeout"
+        );
+    }
+    assert_eq!(
+        log_end(&broker, "t", 0),
+        1,
+        "nothing timed out was appended"
+    );
+}
+
 // ---- retention ----
 
 #[test]

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use super::io_thread::{IoThread, IoThreadHandle};
 use super::subscription::{Subscription, SubscriptionActor};
-use super::supervise::guarded;
+use super::supervise::{catch_future_panic, guarded, guarded_future, guarded_reply};
 use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::async_handle::AsyncNanoKafka;
@@ -145,13 +145,16 @@ impl Handler<CrashBroker> for BrokerActor {
 impl Handler<CreateTopic> for BrokerActor {
     type Result = Result<()>;
 
-    fn handle(&mut self, msg: CreateTopic, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: CreateTopic, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CreateTopic").entered();
-        let data_dir = self.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
-        data_dir.create_topic(&msg.topic, &msg.config)?;
-        tracing::info!(topic = %msg.topic, config = ?msg.config, "created topic");
-        self.start_topic(&msg.topic, &msg.config);
-        Ok(())
+        let name = "broker".to_owned();
+        guarded_reply(self, ctx, &name, |act, _| {
+            let data_dir = act.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
+            data_dir.create_topic(&msg.topic, &msg.config)?;
+            tracing::info!(topic = %msg.topic, config = ?msg.config, "created topic");
+            act.start_topic(&msg.topic, &msg.config);
+            Ok(())
+        })
     }
 }
 
@@ -164,17 +167,20 @@ where
 {
     type Result = ResponseFuture<Result<M::Reply>>;
 
-    fn handle(&mut self, msg: M, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: M, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "forward").entered();
-        match self.topic(msg.topic()) {
-            Ok(addr) => {
-                // Enqueued here, in this mailbox's order, so a caller's requests reach the
-                // topic in the order they were sent however the futures are polled.
-                let request = addr.send(msg);
-                Box::pin(async move { request.await.map_err(|_| Error::BrokerStopped)? })
+        let name = "broker".to_owned();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.topic(msg.topic()) {
+                Ok(addr) => {
+                    // Enqueued here, in this mailbox's order, so a caller's requests reach the
+                    // topic in the order they were sent however the futures are polled.
+                    let request = addr.send(msg);
+                    Box::pin(async move { request.await.map_err(|_| Error::BrokerStopped)? })
+                }
+                Err(e) => Box::pin(async { Err(e) }),
             }
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+        })
     }
 }
 
@@ -192,7 +198,7 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             });
         }
         let bus = AsyncNanoKafka::from(ctx.address());
-        Box::pin(async move {
+        Box::pin(catch_future_panic("broker".to_owned(), async move {
             let assignment = bus
                 .join_group_with(&msg.topic, &msg.group, &msg.member, options.group)
                 .await?;
@@ -204,43 +210,47 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
                 msg.recipient,
                 options,
             ))
-        })
+        }))
     }
 }
 
 impl Handler<CrashGroupCoordinator> for BrokerActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: CrashGroupCoordinator, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: CrashGroupCoordinator, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CrashGroupCoordinator").entered();
-        match self.topic(&msg.topic) {
+        let name = "broker".to_owned();
+        guarded_future(self, ctx, &name, |act, _| match act.topic(&msg.topic) {
             Ok(addr) => Box::pin(async move {
                 let crash = CrashCoordinator { group: msg.group };
                 addr.send(crash).await.map_err(|_| Error::BrokerStopped)?
             }),
             Err(e) => Box::pin(async { Err(e) }),
-        }
+        })
     }
 }
 
 impl Handler<GetStats> for BrokerActor {
     type Result = ResponseFuture<Result<BrokerStats>>;
 
-    fn handle(&mut self, _: GetStats, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: GetStats, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GetStats").entered();
-        let topics = self.topics.clone();
-        let restarts = self.restarts;
-        Box::pin(async move {
-            let mut stats = BrokerStats {
-                restarts,
-                ..BrokerStats::default()
-            };
-            for (name, addr) in topics {
-                if let Ok(topic) = addr.send(DescribeTopic).await {
-                    stats.topics.insert(name, topic);
+        let name = "broker".to_owned();
+        guarded_future(self, ctx, &name, |act, _| {
+            let topics = act.topics.clone();
+            let restarts = act.restarts;
+            Box::pin(async move {
+                let mut stats = BrokerStats {
+                    restarts,
+                    ..BrokerStats::default()
+                };
+                for (name, addr) in topics {
+                    if let Ok(topic) = addr.send(DescribeTopic).await {
+                        stats.topics.insert(name, topic);
+                    }
                 }
-            }
-            Ok(stats)
+                Ok(stats)
+            })
         })
     }
 }

@@ -13,7 +13,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::future::{select, select_all, Either, FutureExt};
 
-use super::partition::{CommitOffset, Fetch, PartitionActor, WaitForData};
+use super::partition::{CommitOffset, Fetch, PartitionRef, WaitForData};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget};
 use super::BrokerSettings;
 use crate::error::{Error, Result};
@@ -153,7 +153,7 @@ pub struct GroupCoordinatorActor {
     state: GroupState,
     /// Fixed by the first join; later joins must agree.
     options: GroupOptions,
-    partitions: Vec<Addr<PartitionActor>>,
+    partitions: Vec<PartitionRef>,
     settings: Arc<BrokerSettings>,
     restarts: RestartBudget,
     /// Long polls waiting for the next rebalance (see [`GroupCoordinatorActor::with_state`]).
@@ -167,7 +167,7 @@ impl GroupCoordinatorActor {
         topic: &str,
         group: &str,
         options: GroupOptions,
-        partitions: Vec<Addr<PartitionActor>>,
+        partitions: Vec<PartitionRef>,
         settings: Arc<BrokerSettings>,
     ) -> Self {
         GroupCoordinatorActor {
@@ -368,14 +368,14 @@ struct PollPlan {
     group: String,
     member: String,
     /// Every partition of the topic, to re-target after a rebalance.
-    partitions: Vec<Addr<PartitionActor>>,
+    partitions: Vec<PartitionRef>,
     /// The member's partitions in poll order, each with the reader's own position (`None`:
     /// the group's committed offset).
     targets: Vec<(u32, Option<u64>)>,
     /// The generation the targets belong to.
     generation: u64,
-    /// Resolves at the next rebalance; set for polls that may wait.
-    rebalanced: Option<Rebalanced>,
+    /// Resolves at the next rebalance after the plan was made.
+    rebalanced: Rebalanced,
 }
 
 impl GroupCoordinatorActor {
@@ -406,7 +406,7 @@ impl GroupCoordinatorActor {
             partitions: self.partitions.clone(),
             targets,
             generation: self.state.generation(),
-            rebalanced: wait.map(|_| self.next_rebalance()),
+            rebalanced: self.next_rebalance(),
         };
         async move {
             let (member, coordinator) = (plan.member.clone(), plan.coordinator.clone());
@@ -424,10 +424,11 @@ impl GroupCoordinatorActor {
 
 /// Fetches from the plan's targets in order and returns the first non-empty result (`None`:
 /// all were empty); when all are empty and a deadline is set, waits until one has data
-/// (woken by its produce), the group rebalances, or the deadline passes, then re-plans
-/// (after a rebalance: the member's new partitions, from their committed offsets) and tries
-/// again. A wait cut short by a partition restart is reported (`PartitionRestarted`) after
-/// the next fetch finds nothing.
+/// (woken by its produce), the group rebalances, or the deadline passes, then re-plans and
+/// tries again. Records read in a generation that has since ended are not returned: after a
+/// rebalance the poll re-plans (the member's new partitions, from their committed offsets;
+/// a fetch moves no offset, so nothing is lost). A wait cut short by a partition restart is
+/// reported (`PartitionRestarted`) after the next fetch finds nothing.
 async fn poll_partitions(
     mut plan: PollPlan,
     max_records: usize,
@@ -435,7 +436,7 @@ async fn poll_partitions(
 ) -> Result<(Option<Fetched>, Option<Assignment>)> {
     let mut restarted = None;
     let mut replanned = None;
-    loop {
+    'fetch: loop {
         // A partition that fails (restarting, corrupt) must not starve the others: its error
         // is returned only when no other partition has data.
         let mut first_error = None;
@@ -450,7 +451,13 @@ async fn poll_partitions(
                 .await
                 .map_err(|_| Error::BrokerStopped)?
             {
-                Ok(fetched) if !fetched.is_empty() => return Ok((Some(fetched), replanned)),
+                Ok(fetched) if !fetched.is_empty() => {
+                    if plan.rebalance_seen() {
+                        plan.replan(&mut replanned).await?;
+                        continue 'fetch;
+                    }
+                    return Ok((Some(fetched), replanned));
+                }
                 Ok(_) => {}
                 Err(e) => first_error = first_error.or(Some(e)),
             }
@@ -482,31 +489,43 @@ async fn poll_partitions(
             true => futures::future::pending().boxed_local(),
             false => select_all(waits).map(|(woken, _, _)| woken).boxed_local(),
         };
-        let rebalanced = plan.rebalanced.take().map_or_else(
-            || futures::future::pending().boxed_local(),
-            |r| r.map(drop).boxed_local(),
-        );
+        let rebalanced = (&mut plan.rebalanced).map(drop);
         match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
             Ok(Either::Left((woken_by_error, _))) => restarted = woken_by_error,
             Ok(Either::Right(((), _))) => {}
             Err(_deadline) => return Ok((None, replanned)),
         }
+        plan.replan(&mut replanned).await?;
+    }
+}
+
+impl PollPlan {
+    /// Whether the group rebalanced since the plan was made (a closed signal counts: the
+    /// coordinator is gone, and the re-plan reports it).
+    fn rebalance_seen(&mut self) -> bool {
+        !matches!(self.rebalanced.try_recv(), Ok(None))
+    }
+
+    /// Asks the coordinator whether the plan still holds; after a rebalance, re-targets the
+    /// member's new partitions from their committed offsets (positions belong to the old
+    /// generation) and records the new assignment in `replanned`.
+    async fn replan(&mut self, replanned: &mut Option<Assignment>) -> Result<()> {
         let replan = Replan {
-            member: plan.member.clone(),
-            generation: plan.generation,
+            member: self.member.clone(),
+            generation: self.generation,
         };
-        let (changed, next) = plan
+        let (changed, next) = self
             .coordinator
             .send(replan)
             .await
             .map_err(|_| Error::BrokerStopped)??;
-        plan.rebalanced = Some(next);
+        self.rebalanced = next;
         if let Some((assignment, order)) = changed {
-            // Positions belong to the old generation: read from the committed offsets.
-            plan.targets = order.into_iter().map(|p| (p, None)).collect();
-            plan.generation = assignment.generation;
-            replanned = Some(assignment);
+            self.targets = order.into_iter().map(|p| (p, None)).collect();
+            self.generation = assignment.generation;
+            *replanned = Some(assignment);
         }
+        Ok(())
     }
 }
 

@@ -18,12 +18,11 @@
 //! the same, so a lane never stalls.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
-use actix::prelude::*;
 use futures::channel::oneshot;
 
-use super::io_thread::Doorbell;
-use super::partition::{Append, PartitionActor};
+use super::partition::{Append, PartitionRef};
 use crate::error::{Error, Result};
 use crate::storage::{AppendInfo, RecordBatch};
 
@@ -36,9 +35,8 @@ const MAX_QUEUED_BYTES: usize = 1 << 20;
 pub struct Lane {
     topic: Arc<str>,
     partition: u32,
-    addr: Addr<PartitionActor>,
-    /// The partition's I/O thread, rung after each `Append`.
-    doorbell: Arc<Doorbell>,
+    /// The partition's actor (each `Append` rings its I/O thread).
+    addr: PartitionRef,
     state: Mutex<LaneState>,
 }
 
@@ -49,6 +47,9 @@ struct LaneState {
     /// Records waiting for the next `Append`, and who waits for them, in order.
     queued: RecordBatch,
     waiters: Vec<Waiter>,
+    /// When the first of `waiters` was queued: the block timeout of the `Append` that carries
+    /// them counts from there.
+    queued_since: Option<Instant>,
 }
 
 /// One produce waiting for its offsets: the next `count` records of an `Append`.
@@ -59,17 +60,11 @@ struct Waiter {
 }
 
 impl Lane {
-    pub fn new(
-        topic: Arc<str>,
-        partition: u32,
-        addr: Addr<PartitionActor>,
-        doorbell: Arc<Doorbell>,
-    ) -> Self {
+    pub fn new(topic: Arc<str>, partition: u32, addr: PartitionRef) -> Self {
         Lane {
             topic,
             partition,
             addr,
-            doorbell,
             state: Mutex::default(),
         }
     }
@@ -90,37 +85,43 @@ impl Lane {
         if state.in_flight == 0 {
             state.in_flight = 1;
             drop(state);
-            self.send(batch, vec![waiter]);
+            self.send(batch, vec![waiter], None);
             return answer;
         }
         let full = state.queued.size_bytes() + batch.size_bytes() > MAX_QUEUED_BYTES;
         if full && !state.waiters.is_empty() {
             // A full queue goes now, as another Append in flight behind the others.
             state.in_flight += 1;
-            let (full, waiters) = (
+            let (full, waiters, since) = (
                 std::mem::take(&mut state.queued),
                 std::mem::take(&mut state.waiters),
+                state.queued_since.replace(Instant::now()),
             );
             state.queued = batch;
             state.waiters.push(waiter);
             drop(state);
-            self.send(full, waiters);
+            self.send(full, waiters, since);
             return answer;
         }
         state.queued.append(&batch);
         state.waiters.push(waiter);
+        state.queued_since.get_or_insert_with(Instant::now);
         answer
     }
 
-    /// Sends one `Append` for `waiters`, then rings the partition's thread. Never called with
-    /// the state locked: a failed send answers (and so locks) at once.
-    fn send(self: &Arc<Self>, batch: RecordBatch, waiters: Vec<Waiter>) {
+    /// Sends one `Append` for `waiters` (queued since `since`, if they waited), ringing the
+    /// partition's thread. Never called with the state locked: a failed send answers (and so
+    /// locks) at once.
+    fn send(self: &Arc<Self>, batch: RecordBatch, waiters: Vec<Waiter>, since: Option<Instant>) {
         let reply = AppendReply {
             lane: self.clone(),
             waiters: Some(waiters),
         };
-        self.addr.do_send(Append { batch, reply });
-        self.doorbell.ring();
+        self.addr.do_send(Append {
+            batch,
+            reply,
+            since,
+        });
     }
 
     /// An `Append` of this lane was answered: each of its produces gets its offsets (or the
@@ -141,12 +142,13 @@ impl Lane {
             state.in_flight -= 1;
             return;
         }
-        let (batch, waiters) = (
+        let (batch, waiters, since) = (
             std::mem::take(&mut state.queued),
             std::mem::take(&mut state.waiters),
+            state.queued_since.take(),
         );
         drop(state);
-        self.send(batch, waiters);
+        self.send(batch, waiters, since);
     }
 
     /// The error for an `Append` dropped unanswered.

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::channel::oneshot;
 
+use super::io_thread::Doorbell;
 use super::lane::AppendReply;
-use super::supervise::{guarded, RestartBudget, RestartDecision};
+use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget, RestartDecision};
 use super::BrokerSettings;
 use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
@@ -41,9 +42,68 @@ use crate::types::PartitionStats;
 pub struct Append {
     pub batch: RecordBatch,
     pub reply: AppendReply,
+    /// When the oldest produce in `batch` was called, if it waited in its lane first: a
+    /// parked `Append` times out `block_timeout` after that, not after its arrival here.
+    /// `None`: sent at once, so its arrival is the call.
+    pub since: Option<Instant>,
 }
 impl Message for Append {
     type Result = ();
+}
+
+/// A partition actor's address and its I/O thread's doorbell. Every message goes through
+/// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
+/// spins while idle then handles it at once instead of when its spin ends.
+#[derive(Debug, Clone)]
+pub struct PartitionRef {
+    addr: Addr<PartitionActor>,
+    doorbell: Arc<Doorbell>,
+}
+
+impl PartitionRef {
+    pub fn new(addr: Addr<PartitionActor>, doorbell: Arc<Doorbell>) -> Self {
+        PartitionRef { addr, doorbell }
+    }
+
+    /// Sends `msg` (enqueued before this returns) and rings the doorbell.
+    pub fn send<M>(&self, msg: M) -> Request<PartitionActor, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        PartitionActor: Handler<M>,
+    {
+        let request = self.addr.send(msg);
+        self.doorbell.ring();
+        request
+    }
+
+    /// Sends `msg` without waiting for room or a reply, and rings the doorbell.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        PartitionActor: Handler<M>,
+    {
+        self.addr.do_send(msg);
+        self.doorbell.ring();
+    }
+
+    /// Sends `msg` now (see [`PartitionRef::send`]) and flattens a closed mailbox into
+    /// `BrokerStopped`.
+    pub fn ask<M, T>(&self, msg: M) -> impl std::future::Future<Output = Result<T>> + 'static
+    where
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+        PartitionActor: Handler<M>,
+    {
+        let request = self.send(msg);
+        async move { request.await.map_err(|_| Error::BrokerStopped)? }
+    }
+
+    /// Whether the actor's mailbox is still open (false once the broker stopped).
+    pub fn connected(&self) -> bool {
+        self.addr.connected()
+    }
 }
 
 /// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
@@ -349,8 +409,15 @@ impl PartitionActor {
         }
     }
 
-    /// Accepts into the group commit, rejects, or parks, per the backpressure rule.
-    fn produce(&mut self, batch: RecordBatch, reply: AppendReply, ctx: &mut Context<Self>) {
+    /// Accepts into the group commit, rejects, or parks, per the backpressure rule. A parked
+    /// produce times out `block_timeout` after `since` (its call).
+    fn produce(
+        &mut self,
+        batch: RecordBatch,
+        reply: AppendReply,
+        since: Instant,
+        ctx: &mut Context<Self>,
+    ) {
         let (backpressure, pending) = (self.backpressure, self.pending_records);
         let queue_empty = self.parked.is_empty();
         let partition = match self.open_partition() {
@@ -378,12 +445,13 @@ impl PartitionActor {
             (None, _) if queue_empty => self.enqueue(batch, reply, ctx),
             _ => {
                 // Full, or others are already waiting (keep them in order): park.
+                let left = self.settings.block_timeout.saturating_sub(since.elapsed());
                 self.parked.push_back(ParkedProduce {
                     batch,
-                    since: Instant::now(),
+                    since,
                     reply,
                 });
-                ctx.run_later(self.settings.block_timeout, |act, _| act.expire_parked());
+                ctx.run_later(left, |act, _| act.expire_parked());
             }
         }
     }
@@ -470,16 +538,16 @@ impl PartitionActor {
     /// Answers `Timeout` to every parked produce that has waited its block timeout.
     fn expire_parked(&mut self) {
         let timeout = self.settings.block_timeout;
-        while self
-            .parked
-            .front()
-            .is_some_and(|p| p.since.elapsed() >= timeout)
-        {
-            let parked = self.parked.pop_front().expect("front exists");
+        let (expired, waiting) = std::mem::take(&mut self.parked)
+            .into_iter()
+            .partition(|p| p.since.elapsed() >= timeout);
+        self.parked = waiting;
+        for parked in expired {
+            let waited = parked.since.elapsed();
             parked.reply.send(Err(Error::Timeout {
                 topic: self.topic.clone(),
                 partition: self.partition,
-                waited_ms: parked.since.elapsed().as_millis() as u64,
+                waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
             }));
         }
     }
@@ -533,8 +601,9 @@ impl Handler<Append> for PartitionActor {
     fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
         let name = self.name();
+        let since = msg.since.unwrap_or_else(Instant::now);
         guarded(self, ctx, &name, |act, ctx| {
-            act.produce(msg.batch, msg.reply, ctx)
+            act.produce(msg.batch, msg.reply, since, ctx)
         });
     }
 }
@@ -567,24 +636,27 @@ impl Handler<Fetch> for PartitionActor {
 impl Handler<WaitForData> for PartitionActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: WaitForData, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: WaitForData, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "WaitForData").entered();
-        let ready = match &self.slot {
-            Slot::Open(p) => p.has_data_for(&msg.group, msg.from),
-            _ => true, // let the poll fetch now and meet the error
-        };
-        if ready {
-            return Box::pin(async { Ok(()) });
-        }
-        self.waiters.retain(|w| !w.is_canceled());
-        let (tx, rx) = oneshot::channel();
-        self.waiters.push(tx);
-        let restarted = self.restarted();
-        Box::pin(async move {
-            match actix_rt::time::timeout(msg.wait, rx).await {
-                Ok(answer) => answer.unwrap_or(Err(restarted)),
-                Err(_deadline) => Ok(()),
+        let name = self.name().to_string();
+        guarded_future(self, ctx, &name, |act, _| {
+            let ready = match &act.slot {
+                Slot::Open(p) => p.has_data_for(&msg.group, msg.from),
+                _ => true, // let the poll fetch now and meet the error
+            };
+            if ready {
+                return Box::pin(async { Ok(()) });
             }
+            act.waiters.retain(|w| !w.is_canceled());
+            let (tx, rx) = oneshot::channel();
+            act.waiters.push(tx);
+            let restarted = act.restarted();
+            Box::pin(async move {
+                match actix_rt::time::timeout(msg.wait, rx).await {
+                    Ok(answer) => answer.unwrap_or(Err(restarted)),
+                    Err(_deadline) => Ok(()),
+                }
+            })
         })
     }
 }
@@ -612,26 +684,32 @@ impl Handler<CommitOffset> for PartitionActor {
 impl Handler<GroupLag> for PartitionActor {
     type Result = Result<Option<u64>>;
 
-    fn handle(&mut self, msg: GroupLag, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: GroupLag, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
-        let p = self.open_partition()?;
-        let from_start = || p.log_end_offset() - p.position(&msg.group);
-        Ok(p.lag(&msg.group)
-            .or_else(|| msg.group_exists.then(from_start)))
+        let name = self.name().to_string();
+        guarded_reply(self, ctx, &name, |act, _| {
+            let p = act.open_partition()?;
+            let from_start = || p.log_end_offset() - p.position(&msg.group);
+            Ok(p.lag(&msg.group)
+                .or_else(|| msg.group_exists.then(from_start)))
+        })
     }
 }
 
 impl Handler<RegisterGroup> for PartitionActor {
     type Result = ();
 
-    fn handle(&mut self, msg: RegisterGroup, _: &mut Context<Self>) {
+    fn handle(&mut self, msg: RegisterGroup, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "RegisterGroup").entered();
-        if let Slot::Open(p) = &mut self.slot {
-            if let Err(e) = p.register_group(&msg.group, msg.start) {
-                tracing::warn!(group = %msg.group, error = %e, "cannot register group; retried on reopen");
+        let name = self.name();
+        guarded(self, ctx, &name, |act, _| {
+            if let Slot::Open(p) = &mut act.slot {
+                if let Err(e) = p.register_group(&msg.group, msg.start) {
+                    tracing::warn!(group = %msg.group, error = %e, "cannot register group; retried on reopen");
+                }
             }
-        }
-        self.registered.insert(msg.group, msg.start);
+            act.registered.insert(msg.group, msg.start);
+        });
     }
 }
 
@@ -658,18 +736,21 @@ impl Handler<ClosePartition> for PartitionActor {
 
     fn handle(&mut self, _: ClosePartition, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ClosePartition").entered();
-        // Produces accepted before the shutdown are written and acknowledged first.
-        self.flush(ctx);
-        for parked in self.parked.drain(..) {
-            parked.reply.send(Err(Error::BrokerStopped));
-        }
-        for waiter in self.waiters.drain(..) {
-            let _ = waiter.send(Err(Error::BrokerStopped));
-        }
-        match std::mem::replace(&mut self.slot, Slot::Closed) {
-            Slot::Open(p) => p.close(),
-            _ => Ok(()),
-        }
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, ctx| {
+            // Produces accepted before the shutdown are written and acknowledged first.
+            act.flush(ctx);
+            for parked in act.parked.drain(..) {
+                parked.reply.send(Err(Error::BrokerStopped));
+            }
+            for waiter in act.waiters.drain(..) {
+                let _ = waiter.send(Err(Error::BrokerStopped));
+            }
+            match std::mem::replace(&mut act.slot, Slot::Closed) {
+                Slot::Open(p) => p.close(),
+                _ => Ok(()),
+            }
+        })
     }
 }
 

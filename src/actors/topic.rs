@@ -18,9 +18,10 @@ use super::coordinator::{
 use super::io_thread::IoThreadHandle;
 use super::lane::Lane;
 use super::partition::{
-    ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor, RegisterGroup,
+    ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor, PartitionRef,
+    RegisterGroup,
 };
-use super::supervise::guarded;
+use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -65,8 +66,10 @@ pub struct TopicActor {
     /// Parent of every handler's span: names the actor in every event.
     span: tracing::Span,
     name: String,
+    /// "topic <name>", for logs and errors (made once).
+    label: String,
     settings: Arc<BrokerSettings>,
-    partitions: Vec<Addr<PartitionActor>>,
+    partitions: Vec<PartitionRef>,
     /// Each partition's produce lane, shared with the handles (see [`super::lane`]).
     lanes: Vec<Arc<Lane>>,
     groups: BTreeMap<String, Addr<GroupCoordinatorActor>>,
@@ -84,31 +87,27 @@ impl TopicActor {
         io_threads: &[IoThreadHandle],
         first_arbiter: usize,
     ) -> Self {
-        let placed = (0..config.partitions)
-            .map(|p| &io_threads[(first_arbiter + p as usize) % io_threads.len()]);
-        let partitions: Vec<_> = placed
-            .clone()
-            .zip(0..)
-            .map(|(io, p)| {
+        let partitions: Vec<PartitionRef> = (0..config.partitions)
+            .map(|p| {
+                let io = &io_threads[(first_arbiter + p as usize) % io_threads.len()];
                 let (name, config, settings) = (name.to_owned(), config.clone(), settings.clone());
-                Supervisor::start_in_arbiter(&io.arbiter, move |ctx| {
+                let addr = Supervisor::start_in_arbiter(&io.arbiter, move |ctx| {
                     ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
                     PartitionActor::new(&name, p, &config, settings)
-                })
+                });
+                PartitionRef::new(addr, io.doorbell.clone())
             })
             .collect();
         let shared_name: Arc<str> = name.into();
-        let lanes = placed
-            .zip(&partitions)
+        let lanes = partitions
+            .iter()
             .zip(0..)
-            .map(|((io, addr), p)| {
-                let lane = Lane::new(shared_name.clone(), p, addr.clone(), io.doorbell.clone());
-                Arc::new(lane)
-            })
+            .map(|(partition, p)| Arc::new(Lane::new(shared_name.clone(), p, partition.clone())))
             .collect();
         TopicActor {
             span: tracing::info_span!("topic", topic = %name),
             name: name.to_owned(),
+            label: format!("topic {name}"),
             settings,
             partitions,
             lanes,
@@ -118,7 +117,7 @@ impl TopicActor {
         }
     }
 
-    fn partition(&self, partition: u32) -> Result<&Addr<PartitionActor>> {
+    fn partition(&self, partition: u32) -> Result<&PartitionRef> {
         self.partitions
             .get(partition as usize)
             .ok_or_else(|| Error::UnknownPartition {
@@ -396,86 +395,104 @@ where
 impl Handler<Produce> for TopicActor {
     type Result = ResponseFuture<Result<Vec<Delivery>>>;
 
-    fn handle(&mut self, msg: Produce, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Produce, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Produce").entered();
-        self.produce(msg.partition, RecordBatch::from(&msg.records[..]))
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            act.produce(msg.partition, RecordBatch::from(&msg.records[..]))
+        })
     }
 }
 
 impl Handler<ProduceBatch> for TopicActor {
     type Result = ResponseFuture<Result<Vec<Delivery>>>;
 
-    fn handle(&mut self, msg: ProduceBatch, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ProduceBatch, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ProduceBatch").entered();
-        self.produce(msg.partition, msg.batch)
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            act.produce(msg.partition, msg.batch)
+        })
     }
 }
 
 impl Handler<JoinGroup> for TopicActor {
     type Result = ResponseFuture<Result<Assignment>>;
 
-    fn handle(&mut self, msg: JoinGroup, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: JoinGroup, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "JoinGroup").entered();
-        if let Err(e) =
-            validate_id("group", &msg.group).and_then(|()| validate_id("member", &msg.member))
-        {
-            return Box::pin(async { Err(e) });
-        }
-        let coordinator = match self.groups.get(&msg.group) {
-            Some(addr) => addr.clone(),
-            None => {
-                let (topic, group, partitions, settings) = (
-                    self.name.clone(),
-                    msg.group.clone(),
-                    self.partitions.clone(),
-                    self.settings.clone(),
-                );
-                let options = msg.options;
-                let addr = Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
-                    ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-                    GroupCoordinatorActor::new(&topic, &group, options, partitions, settings)
-                });
-                for partition in &self.partitions {
-                    partition.do_send(RegisterGroup {
-                        group: msg.group.clone(),
-                        start: msg.options.start,
-                    });
-                }
-                self.groups.insert(msg.group.clone(), addr.clone());
-                addr
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            if let Err(e) =
+                validate_id("group", &msg.group).and_then(|()| validate_id("member", &msg.member))
+            {
+                return Box::pin(async { Err(e) });
             }
-        };
-        Box::pin(ask(
-            coordinator,
-            Join {
-                member: msg.member,
-                options: msg.options,
-            },
-        ))
+            let coordinator = match act.groups.get(&msg.group) {
+                Some(addr) => addr.clone(),
+                None => {
+                    let (topic, group, partitions, settings) = (
+                        act.name.clone(),
+                        msg.group.clone(),
+                        act.partitions.clone(),
+                        act.settings.clone(),
+                    );
+                    let options = msg.options;
+                    let addr =
+                        Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
+                            ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+                            GroupCoordinatorActor::new(
+                                &topic, &group, options, partitions, settings,
+                            )
+                        });
+                    for partition in &act.partitions {
+                        partition.do_send(RegisterGroup {
+                            group: msg.group.clone(),
+                            start: msg.options.start,
+                        });
+                    }
+                    act.groups.insert(msg.group.clone(), addr.clone());
+                    addr
+                }
+            };
+            Box::pin(ask(
+                coordinator,
+                Join {
+                    member: msg.member,
+                    options: msg.options,
+                },
+            ))
+        })
     }
 }
 
 impl Handler<LeaveGroup> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: LeaveGroup, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: LeaveGroup, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "LeaveGroup").entered();
-        match self.member_group(&msg.group, &msg.member) {
-            Ok(addr) => Box::pin(ask(addr.clone(), Leave { member: msg.member })),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.member_group(&msg.group, &msg.member) {
+                Ok(addr) => Box::pin(ask(addr.clone(), Leave { member: msg.member })),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
     }
 }
 
 impl Handler<Heartbeat> for TopicActor {
     type Result = ResponseFuture<Result<Assignment>>;
 
-    fn handle(&mut self, msg: Heartbeat, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Heartbeat, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Heartbeat").entered();
-        match self.member_group(&msg.group, &msg.member) {
-            Ok(addr) => Box::pin(ask(addr.clone(), Beat { member: msg.member })),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.member_group(&msg.group, &msg.member) {
+                Ok(addr) => Box::pin(ask(addr.clone(), Beat { member: msg.member })),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
     }
 }
 
@@ -558,19 +575,23 @@ impl TopicActor {
 impl Handler<Poll> for TopicActor {
     type Result = ResponseFuture<Result<Vec<Record<Vec<u8>>>>>;
 
-    fn handle(&mut self, msg: Poll, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Poll, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Poll").entered();
-        let poll = self.poll_group(msg);
-        Box::pin(async move { Ok(poll.await?.map_or_else(Vec::new, |f| f.to_raw())) })
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            let poll = act.poll_group(msg);
+            Box::pin(async move { Ok(poll.await?.map_or_else(Vec::new, |f| f.to_raw())) })
+        })
     }
 }
 
 impl Handler<PollFetched> for TopicActor {
     type Result = ResponseFuture<Result<Option<Fetched>>>;
 
-    fn handle(&mut self, msg: PollFetched, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: PollFetched, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "PollFetched").entered();
-        self.poll_group(msg.0)
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| act.poll_group(msg.0))
     }
 }
 
@@ -578,14 +599,17 @@ impl Handler<PollFetched> for TopicActor {
 impl Handler<ConsumerPoll> for TopicActor {
     type Result = ResponseFuture<Result<ConsumerBatch>>;
 
-    fn handle(&mut self, msg: ConsumerPoll, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ConsumerPoll, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ConsumerPoll").entered();
-        let poll = self.consumer_poll_group(msg);
-        Box::pin(async move {
-            let batch = poll.await?;
-            Ok(ConsumerBatch {
-                assignment: batch.assignment,
-                records: batch.fetched.map_or_else(Vec::new, |f| f.to_raw()),
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            let poll = act.consumer_poll_group(msg);
+            Box::pin(async move {
+                let batch = poll.await?;
+                Ok(ConsumerBatch {
+                    assignment: batch.assignment,
+                    records: batch.fetched.map_or_else(Vec::new, |f| f.to_raw()),
+                })
             })
         })
     }
@@ -594,86 +618,90 @@ impl Handler<ConsumerPoll> for TopicActor {
 impl Handler<ConsumerPollFetched> for TopicActor {
     type Result = ResponseFuture<Result<FetchedBatch>>;
 
-    fn handle(&mut self, msg: ConsumerPollFetched, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ConsumerPollFetched, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ConsumerPollFetched").entered();
-        self.consumer_poll_group(msg.0)
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| act.consumer_poll_group(msg.0))
     }
 }
 
 impl Handler<FencedCommit> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: FencedCommit, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: FencedCommit, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "FencedCommit").entered();
-        let target = self
-            .partition(msg.partition)
-            .and_then(|_| self.member_group(&msg.group, &msg.member));
-        match target {
-            Ok(addr) => Box::pin(ask(
-                addr.clone(),
-                CommitAsMember {
-                    member: msg.member,
-                    generation: msg.generation,
-                    partition: msg.partition,
-                    offset: msg.offset,
-                },
-            )),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            let target = act
+                .partition(msg.partition)
+                .and_then(|_| act.member_group(&msg.group, &msg.member));
+            match target {
+                Ok(addr) => Box::pin(ask(
+                    addr.clone(),
+                    CommitAsMember {
+                        member: msg.member,
+                        generation: msg.generation,
+                        partition: msg.partition,
+                        offset: msg.offset,
+                    },
+                )),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
     }
 }
 
 impl Handler<Commit> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: Commit, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Commit, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Commit").entered();
-        let target = self
-            .group(&msg.group)
-            .and_then(|_| self.partition(msg.partition));
-        match target {
-            Ok(addr) => Box::pin(ask(
-                addr.clone(),
-                CommitOffset {
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            let target = act
+                .group(&msg.group)
+                .and_then(|_| act.partition(msg.partition));
+            match target {
+                Ok(addr) => Box::pin(addr.ask(CommitOffset {
                     group: msg.group,
                     offset: msg.offset,
-                },
-            )),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+                })),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
     }
 }
 
 impl Handler<Lag> for TopicActor {
     type Result = ResponseFuture<Result<BTreeMap<u32, u64>>>;
 
-    fn handle(&mut self, msg: Lag, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Lag, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Lag").entered();
-        let group_exists = self.groups.contains_key(&msg.group);
-        let (topic, partitions) = (self.name.clone(), self.partitions.clone());
-        Box::pin(async move {
-            let asks = partitions.iter().map(|addr| {
-                ask(
-                    addr.clone(),
-                    GroupLag {
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            let group_exists = act.groups.contains_key(&msg.group);
+            let (topic, partitions) = (act.name.clone(), act.partitions.clone());
+            Box::pin(async move {
+                let asks = partitions.iter().map(|addr| {
+                    addr.ask(GroupLag {
                         group: msg.group.clone(),
                         group_exists,
-                    },
-                )
-            });
-            let mut lag = BTreeMap::new();
-            for (p, result) in join_all(asks).await.into_iter().enumerate() {
-                if let Some(l) = result? {
-                    lag.insert(p as u32, l);
-                }
-            }
-            if lag.is_empty() {
-                return Err(Error::UnknownGroup {
-                    topic,
-                    group: msg.group,
+                    })
                 });
-            }
-            Ok(lag)
+                let mut lag = BTreeMap::new();
+                for (p, result) in join_all(asks).await.into_iter().enumerate() {
+                    if let Some(l) = result? {
+                        lag.insert(p as u32, l);
+                    }
+                }
+                if lag.is_empty() {
+                    return Err(Error::UnknownGroup {
+                        topic,
+                        group: msg.group,
+                    });
+                }
+                Ok(lag)
+            })
         })
     }
 }
@@ -681,21 +709,25 @@ impl Handler<Lag> for TopicActor {
 impl Handler<CrashPartition> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: CrashPartition, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: CrashPartition, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CrashPartition").entered();
-        match self.partition(msg.partition) {
-            Ok(addr) => Box::pin(ask(addr.clone(), Crash)),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.partition(msg.partition) {
+                Ok(addr) => Box::pin(addr.ask(Crash)),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
     }
 }
 
 impl Handler<CrashCoordinator> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, msg: CrashCoordinator, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: CrashCoordinator, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CrashCoordinator").entered();
-        match self.group(&msg.group) {
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| match act.group(&msg.group) {
             Ok(addr) => {
                 let addr = addr.clone();
                 Box::pin(async move {
@@ -705,7 +737,7 @@ impl Handler<CrashCoordinator> for TopicActor {
                 })
             }
             Err(e) => Box::pin(async { Err(e) }),
-        }
+        })
     }
 }
 
@@ -749,12 +781,15 @@ impl Handler<DescribeTopic> for TopicActor {
 impl Handler<CloseTopic> for TopicActor {
     type Result = ResponseFuture<Result<()>>;
 
-    fn handle(&mut self, _: CloseTopic, _: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, _: CloseTopic, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CloseTopic").entered();
-        let partitions = self.partitions.clone();
-        Box::pin(async move {
-            let closes = join_all(partitions.into_iter().map(|p| ask(p, ClosePartition))).await;
-            closes.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            let partitions = act.partitions.clone();
+            Box::pin(async move {
+                let closes = join_all(partitions.iter().map(|p| p.ask(ClosePartition))).await;
+                closes.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+            })
         })
     }
 }
