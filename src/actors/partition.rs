@@ -615,7 +615,7 @@ impl Handler<GroupLag> for PartitionActor {
     fn handle(&mut self, msg: GroupLag, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
         let p = self.open_partition()?;
-        let from_start = || p.log_end_offset() - p.position(&msg.group);
+        let from_start = || p.log_end_offset().saturating_sub(p.position(&msg.group));
         Ok(p.lag(&msg.group)
             .or_else(|| msg.group_exists.then(from_start)))
     }
