@@ -431,3 +431,141 @@ fn a_commit_that_outlived_its_records_is_clamped_to_the_log_end_and_skips_nothin
     assert!(clamped > 0, "no seed kept a commit above the log end");
     eprintln!("{clamped} of 20 power losses kept a commit above the log end");
 }
+
+/// fsyncgate on the sealing thread: when the background sync of a rolled segment fails, its
+/// unsynced records (B) may be in pages the kernel marked clean. Unless the sealing writes
+/// them again before it reports, the reopen's own sync "succeeds" without persisting them,
+/// and a power loss after later records (C, D) were synced leaves a hole where B was.
+#[test]
+fn records_of_a_segment_whose_background_sealing_failed_survive_a_later_power_loss() {
+    let policy = FsyncPolicy::Interval(std::time::Duration::from_secs(3600));
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let (mut log, _offsets) = open(&fs, policy);
+        // A, synced.
+        append_value(&mut log, 0).unwrap();
+        log.sync().unwrap();
+        // B: about 3 KiB more in the first segment, not synced.
+        let b: Vec<Vec<u8>> = (1..60).map(value).collect();
+        let batch: Vec<AppendRecord<'_>> = b
+            .iter()
+            .map(|v| AppendRecord {
+                key: None,
+                value: v,
+            })
+            .collect();
+        log.append(&batch, NOW).unwrap();
+        assert_eq!(log.segment_count(), 1);
+        let (first_segment, _) = nanokafka::storage::segment::file_names(0);
+        sim.inject(&first_segment, FaultOp::Sync, std::io::ErrorKind::Other, 1);
+        // C does not fit: the first segment is sealed in the background, and fails.
+        let c = vec![b'c'; 2000];
+        log.append(
+            &[AppendRecord {
+                key: None,
+                value: &c,
+            }],
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(log.segment_count(), 2, "C rolled the log");
+        assert!(log.sync().is_err(), "the failed sealing fails the sync");
+        // The owner reopens after a failed sync.
+        drop(log);
+        let (mut log, _offsets) = open(&fs, policy);
+        assert_eq!(
+            log.log_end_offset(),
+            61,
+            "seed {seed}: A, B and C are in the OS"
+        );
+        // D, synced: everything before it was acknowledged synced by this sync.
+        append_value(&mut log, 61).unwrap();
+        log.sync().unwrap();
+        drop(log);
+        sim.crash();
+        let (mut log, _offsets) = open(&fs, policy);
+        let recovered: Vec<u64> = read_all(&mut log).into_iter().map(|(o, _)| o).collect();
+        assert_eq!(
+            recovered,
+            (0..62).collect::<Vec<u64>>(),
+            "seed {seed}: records lost after a sync that succeeded"
+        );
+    }
+}
+
+/// The same rule when the failed sync is recovery's own: records a crashed process left
+/// unsynced are validated and synced on open; if that sync fails the open fails, and the next
+/// open's sync must not be trusted on pages the failure may have marked clean, or a power
+/// loss after later synced records leaves a hole (and cuts those records with it).
+#[test]
+fn records_survive_a_power_loss_after_a_failed_sync_during_recovery() {
+    let policy = FsyncPolicy::Never;
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let (mut log, _offsets) = open(&fs, policy);
+        for i in 0..20 {
+            append_value(&mut log, i).unwrap();
+        }
+        // A process crash: the records are in the OS, none synced.
+        drop(log);
+        sim.inject(".log", FaultOp::Sync, std::io::ErrorKind::Other, 1);
+        let failed = PartitionLog::open_with(&fs, Path::new(DIR), config(policy), NOW);
+        assert!(
+            failed.is_err(),
+            "seed {seed}: recovery's failed sync fails the open"
+        );
+        drop(failed);
+        let (mut log, _offsets) = open(&fs, policy);
+        assert_eq!(log.log_end_offset(), 20, "seed {seed}");
+        for i in 20..25 {
+            append_value(&mut log, i).unwrap();
+        }
+        log.sync().unwrap();
+        drop(log);
+        sim.crash();
+        let (mut log, _offsets) = open(&fs, policy);
+        assert_eq!(
+            read_all(&mut log).len(),
+            25,
+            "seed {seed}: records lost after a sync that succeeded"
+        );
+    }
+}
+
+/// The offsets journal's first sync after a restart covers entries the previous process
+/// wrote: if it fails, those too must be written again, not only this process's.
+#[test]
+fn commits_of_a_previous_process_survive_a_failed_sync_and_a_power_loss() {
+    let policy = FsyncPolicy::Never;
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let dir = Path::new(DIR);
+        let mut offsets = OffsetStore::open_with(&fs, dir, policy).unwrap();
+        offsets.commit("g", 1).unwrap();
+        // A process crash: the entry is in the OS, not synced.
+        drop(offsets);
+        let mut offsets = OffsetStore::open_with(&fs, dir, policy).unwrap();
+        offsets.commit("h", 2).unwrap();
+        sim.inject(
+            "offsets.journal",
+            FaultOp::Sync,
+            std::io::ErrorKind::Other,
+            1,
+        );
+        assert!(offsets.sync().is_err());
+        offsets.commit("k", 3).unwrap();
+        offsets.sync().unwrap();
+        drop(offsets);
+        sim.crash();
+        let offsets = OffsetStore::open_with(&fs, dir, policy).unwrap();
+        let all: Vec<(&str, u64)> = offsets.all().collect();
+        assert_eq!(
+            all,
+            [("g", 1), ("h", 2), ("k", 3)],
+            "seed {seed}: commits lost after a sync that succeeded"
+        );
+    }
+}

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
-use super::fsutil::{sync_dir, write_atomically};
+use super::fsutil::{rewrite_unsynced, sync_dir, write_atomically};
 use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 
@@ -51,7 +51,8 @@ pub struct OffsetStore {
     fs: SharedFs,
     committed: BTreeMap<String, u64>,
     journal_len: u64,
-    /// `journal_len` at the last successful sync.
+    /// `journal_len` at the last successful sync by this process; what a failed sync writes
+    /// again from. 0 at open: entries a previous process wrote may never have been synced.
     synced_len: u64,
     fsync: FsyncPolicy,
     dirty: bool,
@@ -100,7 +101,7 @@ impl OffsetStore {
             fs: fs.clone(),
             committed,
             journal_len: valid_len as u64,
-            synced_len: valid_len as u64,
+            synced_len: 0,
             fsync,
             dirty: false,
             scratch: Vec::new(),
@@ -158,8 +159,7 @@ impl OffsetStore {
     }
 
     /// `fdatasync`s the journal. After a failure the unsynced entries are written again, so
-    /// their pages are dirty and the next sync persists them (see `LogSegment::sync` on
-    /// fsyncgate).
+    /// their pages are dirty and the next sync persists them (see [`rewrite_unsynced`]).
     fn sync_journal(&mut self) -> Result<()> {
         match self.file.sync_data() {
             Ok(()) => {
@@ -167,19 +167,12 @@ impl OffsetStore {
                 Ok(())
             }
             Err(e) => {
-                let (from, len) = (
+                rewrite_unsynced(
+                    self.file.as_ref(),
+                    &self.path,
                     self.synced_len,
-                    (self.journal_len - self.synced_len) as usize,
+                    self.journal_len,
                 );
-                let mut unsynced = vec![0u8; len];
-                let rewritten = self
-                    .file
-                    .read_exact_at(&mut unsynced, from)
-                    .and_then(|()| self.file.set_len(from))
-                    .and_then(|()| self.file.write_all_at(&unsynced, from));
-                if let Err(e) = rewritten {
-                    tracing::error!(path = %self.path.display(), error = %e, "cannot rewrite unsynced commits after a failed sync");
-                }
                 Err(Error::io("fdatasync offsets journal", &self.path, e))
             }
         }
