@@ -23,15 +23,31 @@ pub fn write_atomically_via(
     path: &Path,
     bytes: &[u8],
 ) -> Result<()> {
-    let file = fs
-        .open(tmp, OpenMode::Truncate)
-        .map_err(|e| Error::io("create", tmp, e))?;
-    file.write_all_at(bytes, 0)
-        .map_err(|e| Error::io("write", tmp, e))?;
-    file.sync_all().map_err(|e| Error::io("fsync", tmp, e))?;
+    write_synced(fs, tmp, bytes)?;
     fs.rename(tmp, path)
         .map_err(|e| Error::io("rename", path, e))?;
     sync_dir(fs, path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Creates `path` (replacing any file of that name) holding `bytes`, fsynced, and returns it
+/// open. The first step of an atomic replace; a failure leaves a file nothing trusts (it is
+/// never renamed, and recovery removes `*.tmp` leftovers), so a failed fsync here needs no
+/// rewrite.
+///
+/// # Errors
+/// `Io` naming the step and `path`.
+pub fn write_synced(
+    fs: &dyn FileSystem,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Box<dyn StorageFile>> {
+    let file = fs
+        .open(path, OpenMode::Truncate)
+        .map_err(|e| Error::io("create", path, e))?;
+    file.write_all_at(bytes, 0)
+        .map_err(|e| Error::io("write", path, e))?;
+    file.sync_all().map_err(|e| Error::io("fsync", path, e))?;
+    Ok(file)
 }
 
 /// Bytes rewritten per step by [`rewrite_unsynced`]: bounds its buffer however much is unsynced.
