@@ -72,6 +72,11 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 pub const MAX_PARTITIONS: u32 = 10_000;
 /// Below this a segment would hold a handful of records and every append would roll.
 pub const MIN_SEGMENT_BYTES: u64 = 4096;
+/// Kafka's maximum `segment.bytes` (`i32::MAX`). Index entries store a frame's byte position
+/// in a `u32`, so a segment must stay addressable by one: a segment rolls before a batch that
+/// would take it past `segment_bytes` (or holds that one batch alone), so with this cap every
+/// frame starts below 2 GiB.
+pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
 
 impl Default for TopicConfig {
     fn default() -> Self {
@@ -124,7 +129,8 @@ impl TopicConfig {
         self
     }
 
-    /// Sets the size at which segment files roll.
+    /// Sets the size at which segment files roll ([`MIN_SEGMENT_BYTES`] to
+    /// [`MAX_SEGMENT_BYTES`]).
     pub fn segment_bytes(mut self, bytes: u64) -> Self {
         self.segment_bytes = bytes;
         self
@@ -153,9 +159,9 @@ impl TopicConfig {
                 )));
             }
         }
-        if self.segment_bytes < MIN_SEGMENT_BYTES {
+        if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
             return Err(Error::InvalidConfig(format!(
-                "segment_bytes must be at least {MIN_SEGMENT_BYTES}, got {}",
+                "segment_bytes must be {MIN_SEGMENT_BYTES}..={MAX_SEGMENT_BYTES}, got {}",
                 self.segment_bytes
             )));
         }
@@ -202,6 +208,21 @@ mod tests {
         assert!(TopicConfig::default().segment_bytes(10).validate().is_err());
         assert!(validate_max_record_bytes(0).is_err());
         assert!(validate_max_record_bytes(MAX_RECORD_BYTES_LIMIT + 1).is_err());
+    }
+
+    #[test]
+    fn segment_bytes_above_what_a_u32_index_position_can_address_is_rejected() {
+        assert!(TopicConfig::default()
+            .segment_bytes(MAX_SEGMENT_BYTES)
+            .validate()
+            .is_ok());
+        for too_large in [MAX_SEGMENT_BYTES + 1, 1 << 32, u64::MAX] {
+            let rejected = TopicConfig::default().segment_bytes(too_large).validate();
+            assert!(
+                matches!(&rejected, Err(Error::InvalidConfig(m)) if m.contains("segment_bytes")),
+                "{too_large}: {rejected:?}"
+            );
+        }
     }
 
     #[test]

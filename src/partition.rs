@@ -129,7 +129,8 @@ impl Partition {
         now_ms: u64,
     ) -> Result<(Self, RecoveryReport)> {
         let (log, report) = PartitionLog::open_with(fs, dir, log_config, now_ms)?;
-        let offsets = OffsetStore::open_with(fs, dir, log_config.fsync)?;
+        let mut offsets = OffsetStore::open_with(fs, dir, log_config.fsync)?;
+        clamp_commits_to(&mut offsets, log.log_end_offset(), dir)?;
         let partition = Partition {
             topic: topic.to_owned(),
             partition,
@@ -162,17 +163,25 @@ impl Partition {
     }
 
     /// The offset `group` reads next: its commit, or the log start if it has none or fell
-    /// behind retention.
+    /// behind retention; never past the log end (see [`clamp_commits_to`]).
     pub fn position(&self, group: &str) -> u64 {
         let start = self.log.log_start_offset();
-        self.offsets.get(group).map_or(start, |c| c.max(start))
+        self.offsets
+            .get(group)
+            .map_or(start, |c| self.within_log(c))
+    }
+
+    /// `committed` brought into `[log start, log end]`: below the start, retention removed
+    /// the records; above the end, the log lost a tail the commit had covered.
+    fn within_log(&self, committed: u64) -> u64 {
+        committed.clamp(self.log.log_start_offset(), self.log.log_end_offset())
     }
 
     /// Records not yet committed by the slowest group (retained records when no group
     /// reads here).
     pub fn backlog(&self) -> u64 {
         let start = self.log.log_start_offset();
-        let slowest_commit = self.offsets.all().map(|(_, c)| c.max(start)).min();
+        let slowest_commit = self.offsets.all().map(|(_, c)| self.within_log(c)).min();
         let uncommitted_group = self
             .registered
             .iter()
@@ -200,6 +209,7 @@ impl Partition {
     /// Where a read for `group` starts: `from` when the reader keeps its own position
     /// (clamped to the log start, like every read), else the group's committed offset.
     fn read_position(&self, group: &str, from: Option<u64>) -> u64 {
+        // An own position past the log end stays there: the read refuses it as out of range.
         from.map_or_else(
             || self.position(group),
             |o| o.max(self.log.log_start_offset()),
@@ -263,8 +273,11 @@ impl Partition {
     /// `log end - position(group)`, or `None` when the group neither committed here nor was
     /// registered.
     pub fn lag(&self, group: &str) -> Option<u64> {
-        (self.offsets.get(group).is_some() || self.registered.contains(group))
-            .then(|| self.log.log_end_offset() - self.position(group))
+        (self.offsets.get(group).is_some() || self.registered.contains(group)).then(|| {
+            self.log
+                .log_end_offset()
+                .saturating_sub(self.position(group))
+        })
     }
 
     /// Applies time retention as of `now_ms` (size and count retention run on every append).
@@ -317,6 +330,33 @@ impl Partition {
     pub fn topic(&self) -> &str {
         &self.topic
     }
+}
+
+/// Brings every committed offset above `log_end` down to it, persistently, and logs each.
+///
+/// A commit above the log end is one that outlived the records it covered: the journal and
+/// the log are written back independently under `FsyncPolicy::Interval` and `Never`, so a
+/// power loss can keep the one and lose the other's tail, and recovery may cut a torn tail.
+/// Left as it is, the group would read nothing until the log grew past its old commit and
+/// then skip every record produced up to it, and `log end - commit` would underflow. Stored
+/// at the log end, the group reads every record produced from now on.
+///
+/// # Errors
+/// `Io` when a clamped commit cannot be written.
+fn clamp_commits_to(offsets: &mut OffsetStore, log_end: u64, dir: &Path) -> Result<()> {
+    let above: Vec<(String, u64)> = offsets
+        .all()
+        .filter(|&(_, committed)| committed > log_end)
+        .map(|(group, committed)| (group.to_owned(), committed))
+        .collect();
+    for (group, committed) in above {
+        tracing::warn!(
+            dir = %dir.display(), %group, committed, log_end,
+            "committed offset above the log end (the log lost its tail); clamped to the log end"
+        );
+        offsets.commit(&group, log_end)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -344,3 +344,228 @@ fn a_failed_background_sealing_fails_the_next_sync() {
     assert!(rolled);
     assert!(matches!(log.sync(), Err(nanokafka::Error::Io { .. })));
 }
+
+/// A broker whose partitions live on `sim`, in `dir` (topic configs stay on the OS).
+fn sim_broker(dir: &Path, sim: &SimFs, fsync: FsyncPolicy) -> nanokafka::NanoKafka {
+    let fs: SharedFs = Arc::new(sim.clone());
+    nanokafka::NanoKafka::builder()
+        .data_dir(dir)
+        .fsync(fsync)
+        .file_system(fs)
+        .build()
+        .unwrap()
+}
+
+/// Under `Never` (or `Interval`) the offsets journal and the log are written back
+/// independently, so a power loss can keep a commit while losing the records it covered. The commit is then above the
+/// log end: the group's lag must stay sane (no underflow, no crashed partition), and the
+/// records produced after the reopen, at offsets the commit claimed, must reach the group.
+#[test]
+fn a_commit_that_outlived_its_records_is_clamped_to_the_log_end_and_skips_nothing_later() {
+    use std::time::Duration;
+    const TOPIC: &str = "clamp";
+    let mut clamped = 0;
+    for seed in 1..=20 {
+        let dir = tempfile::tempdir().unwrap();
+        let sim = SimFs::new(seed);
+        {
+            let broker = sim_broker(dir.path(), &sim, FsyncPolicy::Never);
+            broker.create_topic(TOPIC, Default::default()).unwrap();
+            for value in 0..10u64 {
+                broker.produce(TOPIC, &value).unwrap();
+            }
+            broker.join_group(TOPIC, "g", "m").unwrap();
+            let batch = broker
+                .poll_batch::<u64>(TOPIC, "g", "m", 100, Duration::ZERO)
+                .unwrap();
+            assert_eq!(batch.len(), 10, "seed {seed}");
+            broker.commit(TOPIC, "g", 0, 9).unwrap();
+            // The shutdown syncs the journal, but the log's pages never reach the disk (as
+            // when the OS wrote the journal back first), then the power goes out.
+            sim.inject(".log", FaultOp::Sync, std::io::ErrorKind::Other, usize::MAX);
+            let _ = broker.shutdown();
+        }
+        sim.crash();
+        let partition_dir = dir.path().join(format!("{TOPIC}_0"));
+        let fs: SharedFs = Arc::new(sim.clone());
+        let journal_commit = OffsetStore::open_with(&fs, &partition_dir, FsyncPolicy::Never)
+            .unwrap()
+            .get("g");
+
+        let broker = sim_broker(dir.path(), &sim, FsyncPolicy::Never);
+        let stats = broker.stats().unwrap().topics[TOPIC].partitions[0].clone();
+        let log_end = stats.log_end_offset;
+        if journal_commit.is_none_or(|c| c <= log_end) {
+            continue;
+        }
+        clamped += 1;
+        broker.join_group(TOPIC, "g", "m").unwrap();
+        let lag = broker.lag(TOPIC, "g").expect("lag of a clamped group");
+        assert_eq!(lag.get(&0), Some(&0), "seed {seed}");
+        // Past the old commit: a commit clamped only in memory would skip offsets up to it.
+        for value in 100..115u64 {
+            broker.produce(TOPIC, &value).unwrap();
+        }
+        assert_eq!(broker.lag(TOPIC, "g").unwrap().get(&0), Some(&15));
+        let batch = broker
+            .poll_batch::<u64>(TOPIC, "g", "m", 100, Duration::ZERO)
+            .unwrap();
+        let got: Vec<(u64, u64)> = batch.iter().map(|r| (r.offset, r.value)).collect();
+        let expected: Vec<(u64, u64)> = (0..15).map(|i| (log_end + i, 100 + i)).collect();
+        assert_eq!(
+            got, expected,
+            "seed {seed}: records after the reopen skipped"
+        );
+        assert_eq!(
+            stats.committed.get("g"),
+            Some(&log_end),
+            "seed {seed}: commit {journal_commit:?} above log end {log_end} not clamped"
+        );
+        broker.shutdown().unwrap();
+        drop(broker);
+        // The clamp was persisted: it holds after another reopen too.
+        let broker = sim_broker(dir.path(), &sim, FsyncPolicy::Never);
+        let stats = broker.stats().unwrap().topics[TOPIC].partitions[0].clone();
+        assert_eq!(stats.committed.get("g"), Some(&log_end), "seed {seed}");
+    }
+    assert!(clamped > 0, "no seed kept a commit above the log end");
+    eprintln!("{clamped} of 20 power losses kept a commit above the log end");
+}
+
+/// fsyncgate on the sealing thread: when the background sync of a rolled segment fails, its
+/// unsynced records (B) may be in pages the kernel marked clean. Unless the sealing writes
+/// them again before it reports, the reopen's own sync "succeeds" without persisting them,
+/// and a power loss after later records (C, D) were synced leaves a hole where B was.
+#[test]
+fn records_of_a_segment_whose_background_sealing_failed_survive_a_later_power_loss() {
+    let policy = FsyncPolicy::Interval(std::time::Duration::from_secs(3600));
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let (mut log, _offsets) = open(&fs, policy);
+        // A, synced.
+        append_value(&mut log, 0).unwrap();
+        log.sync().unwrap();
+        // B: about 3 KiB more in the first segment, not synced.
+        let b: Vec<Vec<u8>> = (1..60).map(value).collect();
+        let batch: Vec<AppendRecord<'_>> = b
+            .iter()
+            .map(|v| AppendRecord {
+                key: None,
+                value: v,
+            })
+            .collect();
+        log.append(&batch, NOW).unwrap();
+        assert_eq!(log.segment_count(), 1);
+        let (first_segment, _) = nanokafka::storage::segment::file_names(0);
+        sim.inject(&first_segment, FaultOp::Sync, std::io::ErrorKind::Other, 1);
+        // C does not fit: the first segment is sealed in the background, and fails.
+        let c = vec![b'c'; 2000];
+        log.append(
+            &[AppendRecord {
+                key: None,
+                value: &c,
+            }],
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(log.segment_count(), 2, "C rolled the log");
+        assert!(log.sync().is_err(), "the failed sealing fails the sync");
+        // The owner reopens after a failed sync.
+        drop(log);
+        let (mut log, _offsets) = open(&fs, policy);
+        assert_eq!(
+            log.log_end_offset(),
+            61,
+            "seed {seed}: A, B and C are in the OS"
+        );
+        // D, synced: everything before it was acknowledged synced by this sync.
+        append_value(&mut log, 61).unwrap();
+        log.sync().unwrap();
+        drop(log);
+        sim.crash();
+        let (mut log, _offsets) = open(&fs, policy);
+        let recovered: Vec<u64> = read_all(&mut log).into_iter().map(|(o, _)| o).collect();
+        assert_eq!(
+            recovered,
+            (0..62).collect::<Vec<u64>>(),
+            "seed {seed}: records lost after a sync that succeeded"
+        );
+    }
+}
+
+/// The same rule when the failed sync is recovery's own: records a crashed process left
+/// unsynced are validated and synced on open; if that sync fails the open fails, and the next
+/// open's sync must not be trusted on pages the failure may have marked clean, or a power
+/// loss after later synced records leaves a hole (and cuts those records with it).
+#[test]
+fn records_survive_a_power_loss_after_a_failed_sync_during_recovery() {
+    let policy = FsyncPolicy::Never;
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let (mut log, _offsets) = open(&fs, policy);
+        for i in 0..20 {
+            append_value(&mut log, i).unwrap();
+        }
+        // A process crash: the records are in the OS, none synced.
+        drop(log);
+        sim.inject(".log", FaultOp::Sync, std::io::ErrorKind::Other, 1);
+        let failed = PartitionLog::open_with(&fs, Path::new(DIR), config(policy), NOW);
+        assert!(
+            failed.is_err(),
+            "seed {seed}: recovery's failed sync fails the open"
+        );
+        drop(failed);
+        let (mut log, _offsets) = open(&fs, policy);
+        assert_eq!(log.log_end_offset(), 20, "seed {seed}");
+        for i in 20..25 {
+            append_value(&mut log, i).unwrap();
+        }
+        log.sync().unwrap();
+        drop(log);
+        sim.crash();
+        let (mut log, _offsets) = open(&fs, policy);
+        assert_eq!(
+            read_all(&mut log).len(),
+            25,
+            "seed {seed}: records lost after a sync that succeeded"
+        );
+    }
+}
+
+/// The offsets journal's first sync after a restart covers entries the previous process
+/// wrote: if it fails, those too must be written again, not only this process's.
+#[test]
+fn commits_of_a_previous_process_survive_a_failed_sync_and_a_power_loss() {
+    let policy = FsyncPolicy::Never;
+    for seed in 1..=20 {
+        let sim = SimFs::new(seed);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let dir = Path::new(DIR);
+        let mut offsets = OffsetStore::open_with(&fs, dir, policy).unwrap();
+        offsets.commit("g", 1).unwrap();
+        // A process crash: the entry is in the OS, not synced.
+        drop(offsets);
+        let mut offsets = OffsetStore::open_with(&fs, dir, policy).unwrap();
+        offsets.commit("h", 2).unwrap();
+        sim.inject(
+            "offsets.journal",
+            FaultOp::Sync,
+            std::io::ErrorKind::Other,
+            1,
+        );
+        assert!(offsets.sync().is_err());
+        offsets.commit("k", 3).unwrap();
+        offsets.sync().unwrap();
+        drop(offsets);
+        sim.crash();
+        let offsets = OffsetStore::open_with(&fs, dir, policy).unwrap();
+        let all: Vec<(&str, u64)> = offsets.all().collect();
+        assert_eq!(
+            all,
+            [("g", 1), ("h", 2), ("k", 3)],
+            "seed {seed}: commits lost after a sync that succeeded"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::fs::{with_suffix, FileSystem, OpenMode};
+use super::fs::{with_suffix, FileSystem, OpenMode, StorageFile};
 use crate::error::{Error, Result};
 
 /// Suffix of a file being written for an atomic replace; leftovers are removed on open.
@@ -23,15 +23,64 @@ pub fn write_atomically_via(
     path: &Path,
     bytes: &[u8],
 ) -> Result<()> {
-    let file = fs
-        .open(tmp, OpenMode::Truncate)
-        .map_err(|e| Error::io("create", tmp, e))?;
-    file.write_all_at(bytes, 0)
-        .map_err(|e| Error::io("write", tmp, e))?;
-    file.sync_all().map_err(|e| Error::io("fsync", tmp, e))?;
+    write_synced(fs, tmp, bytes)?;
     fs.rename(tmp, path)
         .map_err(|e| Error::io("rename", path, e))?;
     sync_dir(fs, path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Creates `path` (replacing any file of that name) holding `bytes`, fsynced, and returns it
+/// open. The first step of an atomic replace; a failure leaves a file nothing trusts (it is
+/// never renamed, and recovery removes `*.tmp` leftovers), so a failed fsync here needs no
+/// rewrite.
+///
+/// # Errors
+/// `Io` naming the step and `path`.
+pub fn write_synced(
+    fs: &dyn FileSystem,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Box<dyn StorageFile>> {
+    let file = fs
+        .open(path, OpenMode::Truncate)
+        .map_err(|e| Error::io("create", path, e))?;
+    file.write_all_at(bytes, 0)
+        .map_err(|e| Error::io("write", path, e))?;
+    file.sync_all().map_err(|e| Error::io("fsync", path, e))?;
+    Ok(file)
+}
+
+/// Bytes rewritten per step by [`rewrite_unsynced`]: bounds its buffer however much is unsynced.
+const REWRITE_CHUNK: u64 = 1 << 20;
+
+/// After a failed sync of `file`, writes its bytes `[from, to)` again, in place, so that the
+/// next sync really persists them. Every caller whose sync fails calls it before reporting
+/// the failure, with `from` the size its last successful sync proved durable.
+///
+/// Why: the kernel may have marked the pages of a failed `fsync`/`fdatasync` clean without
+/// writing them (fsyncgate, Rebello et al. ATC'20). No later sync would then write them, yet
+/// one would succeed, and a power loss would leave a hole before every byte written after.
+/// Writing the same bytes again makes their pages dirty. The bytes are rewritten in place,
+/// never cut first, so the rewrite cannot lose what was durable, even when `from` is 0.
+/// Best effort: a failure is logged, and the owner's reopen validates the file.
+pub fn rewrite_unsynced(file: &dyn StorageFile, path: &Path, from: u64, to: u64) {
+    let mut buf = Vec::new();
+    let mut at = from;
+    while at < to {
+        let len = (to - at).min(REWRITE_CHUNK) as usize;
+        buf.resize(len, 0);
+        let rewritten = file
+            .read_exact_at(&mut buf, at)
+            .and_then(|()| file.write_all_at(&buf, at));
+        if let Err(e) = rewritten {
+            tracing::error!(
+                path = %path.display(), position = at, error = %e,
+                "cannot rewrite unsynced bytes after a failed sync"
+            );
+            return;
+        }
+        at += len as u64;
+    }
 }
 
 /// Makes a directory's entries (created, renamed, deleted files) durable.

@@ -32,7 +32,7 @@ use super::checkpoint::{Checkpoint, LogStartFile};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
 use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
-use super::fsutil::sync_dir;
+use super::fsutil::{rewrite_unsynced, sync_dir};
 use super::recovery::{self, RecoveryReport};
 use super::segment::LogSegment;
 use crate::config::{FsyncPolicy, TopicConfig};
@@ -124,15 +124,23 @@ struct Sealing {
     fs: SharedFs,
     dir: PathBuf,
     sealed: PathBuf,
+    /// The sealed segment's synced size and size at the roll: bytes in between were never
+    /// proven durable, and are written again if the sync fails.
+    synced_size: u64,
+    size: u64,
     new_base: u64,
 }
 
 impl Sealing {
     /// Syncs the sealed segment (`file`, data and size), then the directory, then records
-    /// `new_base` as the checkpoint's recovery point.
+    /// `new_base` as the checkpoint's recovery point. A failed sync first writes the unsynced
+    /// bytes again (see [`rewrite_unsynced`]), as the active segment's does: the owner reopens
+    /// after the failure, and recovery's sync must persist them for real.
     fn run(&self, file: &dyn StorageFile) -> Result<()> {
-        file.sync_all()
-            .map_err(|e| Error::io("sync a sealed segment", &self.sealed, e))?;
+        if let Err(e) = file.sync_all() {
+            rewrite_unsynced(file, &self.sealed, self.synced_size, self.size);
+            return Err(Error::io("sync a sealed segment", &self.sealed, e));
+        }
         sync_dir(self.fs.as_ref(), &self.dir)?;
         Checkpoint {
             clean: false,
@@ -406,7 +414,12 @@ impl PartitionLog {
     fn roll(&mut self) -> Result<()> {
         self.finish_sealing()?;
         let base = self.log_end_offset();
-        let sealed = self.active().log_path().to_owned();
+        let active = self.active();
+        let (sealed, synced_size, size) = (
+            active.log_path().to_owned(),
+            active.synced_size(),
+            active.size(),
+        );
         let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
         self.segments.insert(base, segment);
         self.dirty = false;
@@ -420,6 +433,8 @@ impl PartitionLog {
             fs: self.fs.clone(),
             dir: self.dir.clone(),
             sealed,
+            synced_size,
+            size,
             new_base: base,
         };
         if self.config.fsync == FsyncPolicy::Always {

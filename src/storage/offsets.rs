@@ -4,8 +4,11 @@
 //! # Why a journal
 //! Commits can be as frequent as records, so a commit must cost one small `write`, not a file
 //! rewrite. Each commit appends one entry; the last entry of a group wins. On open the journal
-//! is replayed and, when it has grown past [`COMPACT_RATIO`] times its live content, rewritten
-//! with one entry per group (temp file, fsync, rename). The alternative, write-temp + rename
+//! is replayed. On open and after a commit, once it has grown past [`COMPACT_RATIO`] times its
+//! live content, it is rewritten with one entry per group (temp file, fsync, rename). A
+//! compaction is an optimisation: when it fails, the uncompacted journal stays valid and in
+//! use, the failure is logged (never returned for the commit that took effect, never failing
+//! the open), and it is retried later. The alternative, write-temp + rename
 //! per commit, costs an fsync of the file and of the directory per commit to be crash-safe
 //! (`cargo bench --bench storage -- commit` compares the two).
 //!
@@ -30,8 +33,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
-use super::fsutil::{sync_dir, write_atomically};
+use super::fs::{self as sfs, with_suffix, OpenMode, SharedFs, StorageFile};
+use super::fsutil::{rewrite_unsynced, sync_dir, write_synced, TMP_SUFFIX};
 use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 
@@ -40,6 +43,10 @@ pub const JOURNAL_FILE: &str = "offsets.journal";
 pub const COMPACT_RATIO: u64 = 64;
 /// ...and at least this large, so small journals are never rewritten.
 pub const COMPACT_MIN_BYTES: u64 = 1 << 20;
+/// After a failed compaction the journal grows by this much before the next attempt: a disk
+/// that keeps failing (full, say) costs one temp-file write per 128 KiB of commits, not one
+/// per commit.
+pub const COMPACT_RETRY_BYTES: u64 = COMPACT_MIN_BYTES / 8;
 /// Bytes of an entry besides the group id.
 const ENTRY_OVERHEAD: usize = 4 + 4 + 2 + 8;
 
@@ -51,10 +58,18 @@ pub struct OffsetStore {
     fs: SharedFs,
     committed: BTreeMap<String, u64>,
     journal_len: u64,
-    /// `journal_len` at the last successful sync.
+    /// `journal_len` at the last successful sync by this process; what a failed sync writes
+    /// again from. 0 at open: entries a previous process wrote may never have been synced.
     synced_len: u64,
     fsync: FsyncPolicy,
     dirty: bool,
+    /// A compaction renamed its file over the journal but could not sync the directory: the
+    /// next sync does that first, or a power loss could bring back the old journal without
+    /// the commits written since.
+    rename_unsynced: bool,
+    /// No compaction below this journal length: set after a failed one (see
+    /// [`COMPACT_RETRY_BYTES`]).
+    compact_retry_len: u64,
     scratch: Vec<u8>,
 }
 
@@ -100,14 +115,15 @@ impl OffsetStore {
             fs: fs.clone(),
             committed,
             journal_len: valid_len as u64,
-            synced_len: valid_len as u64,
+            synced_len: 0,
             fsync,
             dirty: false,
+            rename_unsynced: false,
+            compact_retry_len: 0,
             scratch: Vec::new(),
         };
-        if store.needs_compaction() {
-            store.compact()?;
-        }
+        // The journal as it is serves: a compaction that fails does not fail the open.
+        store.compact_if_due();
         Ok(store)
     }
 
@@ -142,15 +158,17 @@ impl OffsetStore {
             self.dirty = true;
         }
         self.committed.insert(group.to_owned(), committed_offset);
-        if self.needs_compaction() {
-            self.compact()?;
-        }
+        // The commit took effect whatever the compaction does.
+        self.compact_if_due();
         Ok(())
     }
 
     /// `fdatasync`s the journal if a commit was written since the last sync.
+    ///
+    /// # Errors
+    /// `Io` when the sync (or a compaction's pending directory sync) fails.
     pub fn sync(&mut self) -> Result<()> {
-        if self.dirty {
+        if self.dirty || self.rename_unsynced {
             self.sync_journal()?;
             self.dirty = false;
         }
@@ -158,28 +176,24 @@ impl OffsetStore {
     }
 
     /// `fdatasync`s the journal. After a failure the unsynced entries are written again, so
-    /// their pages are dirty and the next sync persists them (see `LogSegment::sync` on
-    /// fsyncgate).
+    /// their pages are dirty and the next sync persists them (see [`rewrite_unsynced`]).
     fn sync_journal(&mut self) -> Result<()> {
+        if self.rename_unsynced {
+            sync_dir(self.fs.as_ref(), self.dir())?;
+            self.rename_unsynced = false;
+        }
         match self.file.sync_data() {
             Ok(()) => {
                 self.synced_len = self.journal_len;
                 Ok(())
             }
             Err(e) => {
-                let (from, len) = (
+                rewrite_unsynced(
+                    self.file.as_ref(),
+                    &self.path,
                     self.synced_len,
-                    (self.journal_len - self.synced_len) as usize,
+                    self.journal_len,
                 );
-                let mut unsynced = vec![0u8; len];
-                let rewritten = self
-                    .file
-                    .read_exact_at(&mut unsynced, from)
-                    .and_then(|()| self.file.set_len(from))
-                    .and_then(|()| self.file.write_all_at(&unsynced, from));
-                if let Err(e) = rewritten {
-                    tracing::error!(path = %self.path.display(), error = %e, "cannot rewrite unsynced commits after a failed sync");
-                }
                 Err(Error::io("fdatasync offsets journal", &self.path, e))
             }
         }
@@ -192,25 +206,53 @@ impl OffsetStore {
             .sum()
     }
 
-    fn needs_compaction(&self) -> bool {
-        self.journal_len >= COMPACT_MIN_BYTES && self.journal_len > COMPACT_RATIO * self.live_len()
+    fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 
-    /// Rewrites the journal with one entry per group, atomically.
+    fn needs_compaction(&self) -> bool {
+        self.journal_len >= COMPACT_MIN_BYTES.max(self.compact_retry_len)
+            && self.journal_len > COMPACT_RATIO * self.live_len()
+    }
+
+    /// Compacts when the journal is due for it. A failure is logged, never returned: the
+    /// uncompacted journal is valid, and the compaction is tried again once the journal has
+    /// grown by [`COMPACT_RETRY_BYTES`] (or at the next open).
+    fn compact_if_due(&mut self) {
+        if !self.needs_compaction() {
+            return;
+        }
+        if let Err(e) = self.compact() {
+            self.compact_retry_len = self.journal_len + COMPACT_RETRY_BYTES;
+            tracing::warn!(
+                path = %self.path.display(), error = %e, retry_at_bytes = self.compact_retry_len,
+                "cannot compact the offsets journal; it stays valid as it is, will retry"
+            );
+        }
+    }
+
+    /// Rewrites the journal with one entry per group: temp file, fsync, rename, directory
+    /// sync. The temp file's handle becomes the journal's, so once the rename is done every
+    /// later commit goes to the compacted file, whatever fails after.
     fn compact(&mut self) -> Result<()> {
         let mut bytes = Vec::with_capacity(self.live_len() as usize);
         for (group, &offset) in &self.committed {
             encode_entry(&mut bytes, group, offset);
         }
-        write_atomically(self.fs.as_ref(), &self.path, &bytes)?;
-        self.file = self
-            .fs
-            .open(&self.path, OpenMode::Existing)
-            .map_err(|e| Error::io("reopen offsets journal", &self.path, e))?;
+        let tmp = with_suffix(&self.path, TMP_SUFFIX);
+        let file = write_synced(self.fs.as_ref(), &tmp, &bytes)?;
+        self.fs
+            .rename(&tmp, &self.path)
+            .map_err(|e| Error::io("rename", &self.path, e))?;
         tracing::debug!(path = %self.path.display(), from = self.journal_len, to = bytes.len(), "compacted offsets journal");
+        self.file = file;
         self.journal_len = bytes.len() as u64;
         self.synced_len = self.journal_len;
         self.dirty = false;
+        self.compact_retry_len = 0;
+        self.rename_unsynced = true;
+        sync_dir(self.fs.as_ref(), self.dir())?;
+        self.rename_unsynced = false;
         Ok(())
     }
 }
@@ -329,5 +371,95 @@ mod tests {
         for (group, offset) in expected {
             assert_eq!(store.get(group), Some(offset));
         }
+    }
+
+    use crate::storage::fs::FileSystem;
+    use crate::storage::sim::{FaultOp, SimFs};
+
+    const SIM_DIR: &str = "/sim/topic_0";
+
+    fn sim_store(sim: &SimFs) -> Result<OffsetStore> {
+        let fs: SharedFs = std::sync::Arc::new(sim.clone());
+        OffsetStore::open_with(&fs, Path::new(SIM_DIR), FsyncPolicy::Never)
+    }
+
+    fn journal_len(sim: &SimFs) -> u64 {
+        sim.contents(&Path::new(SIM_DIR).join(JOURNAL_FILE))
+            .unwrap()
+            .len() as u64
+    }
+
+    /// Commits of one group until the journal holds `bytes`.
+    fn commit_until(store: &mut OffsetStore, sim: &SimFs, bytes: u64, next: &mut u64) {
+        while store.journal_len < bytes {
+            store
+                .commit("g", *next)
+                .expect("a commit whose entry was written succeeds");
+            *next += 1;
+        }
+        assert_eq!(store.journal_len, journal_len(sim));
+    }
+
+    #[test]
+    fn a_failed_compaction_does_not_fail_the_commit_it_follows_and_is_retried_later() {
+        let sim = SimFs::new(1);
+        let mut store = sim_store(&sim).unwrap();
+        let tmp = format!("{JOURNAL_FILE}{}", crate::storage::fsutil::TMP_SUFFIX);
+        sim.inject(&tmp, FaultOp::Write, std::io::ErrorKind::StorageFull, 1);
+        let mut next = 0;
+        commit_until(&mut store, &sim, COMPACT_MIN_BYTES, &mut next);
+        assert_eq!(sim.stats().faults_fired, 1, "the compaction was attempted");
+        assert_eq!(store.get("g"), Some(next - 1));
+        assert!(journal_len(&sim) >= COMPACT_MIN_BYTES, "not compacted yet");
+        // A later commit compacts once the journal has grown a little more.
+        let before = journal_len(&sim);
+        while journal_len(&sim) >= before {
+            assert!(
+                store.journal_len < COMPACT_MIN_BYTES + 2 * COMPACT_RETRY_BYTES,
+                "compaction never retried"
+            );
+            store.commit("g", next).unwrap();
+            next += 1;
+        }
+        assert!(journal_len(&sim) < COMPACT_MIN_BYTES);
+        drop(store);
+        assert_eq!(sim_store(&sim).unwrap().get("g"), Some(next - 1));
+    }
+
+    #[test]
+    fn a_failed_compaction_at_open_leaves_the_uncompacted_journal_in_use() {
+        let sim = SimFs::new(2);
+        let mut store = sim_store(&sim).unwrap();
+        let mut next = 0;
+        // Just below the size that compacts, then one more entry behind the store's back, so
+        // that the next open is the one to compact.
+        commit_until(
+            &mut store,
+            &sim,
+            COMPACT_MIN_BYTES - ENTRY_OVERHEAD as u64,
+            &mut next,
+        );
+        drop(store);
+        let path = Path::new(SIM_DIR).join(JOURNAL_FILE);
+        let mut entry = Vec::new();
+        encode_entry(&mut entry, "g", next);
+        let len = journal_len(&sim);
+        sim.open(&path, OpenMode::Existing)
+            .unwrap()
+            .write_all_at(&entry, len)
+            .unwrap();
+        assert!(len + entry.len() as u64 >= COMPACT_MIN_BYTES);
+        let tmp = format!("{JOURNAL_FILE}{}", crate::storage::fsutil::TMP_SUFFIX);
+        sim.inject(&tmp, FaultOp::Sync, std::io::ErrorKind::Other, 1);
+        let mut store = sim_store(&sim).expect("the uncompacted journal is valid");
+        assert_eq!(sim.stats().faults_fired, 1, "the compaction was attempted");
+        assert_eq!(store.get("g"), Some(next));
+        store.commit("g", next + 1).unwrap();
+        drop(store);
+        assert_eq!(sim_store(&sim).unwrap().get("g"), Some(next + 1));
+        assert!(
+            journal_len(&sim) < COMPACT_MIN_BYTES,
+            "compacted by a later open"
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::batch::frame_ranges;
 use super::fs::{OpenMode, SharedFs, StorageFile};
-use super::fsutil::AlignedBuf;
+use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
 use super::record::{self, Decoded, HEADER_LEN};
 use crate::error::{Error, Result};
@@ -64,7 +64,10 @@ pub struct LogSegment {
     index: OffsetIndex,
     /// Bytes of frames in the file (the file is never longer once opened).
     size: u64,
-    /// `size` at the last successful sync (at open: all of it, recovery syncs what it keeps).
+    /// `size` at the last successful sync of this segment by this process; what a failed
+    /// sync writes again from. 0 at open: a previous process may have left unsynced pages (or
+    /// pages a failed sync marked clean) anywhere in the file, so the first failed sync, be it
+    /// recovery's, rewrites all of it.
     synced_size: u64,
     /// Offset the next appended record gets: base_offset + records in this segment, as far
     /// as is known (a sealed segment loaded after a clean shutdown learns it from its tail).
@@ -129,7 +132,7 @@ impl LogSegment {
             fs: fs.clone(),
             index,
             size,
-            synced_size: size,
+            synced_size: 0,
             next_offset: base_offset,
             last_timestamp_ms: None,
             bytes_since_index: 0,
@@ -148,6 +151,10 @@ impl LogSegment {
     }
     pub fn size(&self) -> u64 {
         self.size
+    }
+    /// What the last successful sync proved durable (see the field).
+    pub fn synced_size(&self) -> u64 {
+        self.synced_size
     }
     pub fn log_path(&self) -> &Path {
         &self.log_path
@@ -198,22 +205,14 @@ impl LogSegment {
         }
     }
 
-    /// After a failed sync the kernel may have marked the written pages clean without
-    /// persisting them (fsyncgate, Rebello et al. ATC'20): no later sync would write them,
-    /// and a power loss would leave a hole before every record written after. Writing the
-    /// unsynced bytes again makes their pages dirty, so the next sync persists them. Best
-    /// effort: if this fails too, the owner's reopen validates the file.
+    /// After a failed sync: see [`rewrite_unsynced`].
     fn redirty_unsynced(&mut self) {
-        let (from, len) = (self.synced_size, (self.size - self.synced_size) as usize);
-        let mut unsynced = vec![0u8; len];
-        let rewritten = self
-            .log
-            .read_exact_at(&mut unsynced, from)
-            .and_then(|()| self.log.set_len(from))
-            .and_then(|()| self.log.write_all_at(&unsynced, from));
-        if let Err(e) = rewritten {
-            tracing::error!(path = %self.log_path.display(), error = %e, "cannot rewrite unsynced bytes after a failed sync");
-        }
+        rewrite_unsynced(
+            self.log.as_ref(),
+            &self.log_path,
+            self.synced_size,
+            self.size,
+        );
     }
 
     /// Where to start scanning for `offset`: the index entry at or before it.
