@@ -726,6 +726,31 @@ fn damage_at_the_end_of_the_active_segment_below_the_recovery_point_is_kept_and_
     assert_eq!(log.read(290, 100, 1 << 20).unwrap().next_offset(), 299);
 }
 
+#[test]
+fn time_retention_steps_over_a_damaged_record_and_the_partition_opens() {
+    let retention_ms = 5_000;
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            ms: Some(retention_ms),
+            ..RetentionPolicy::default()
+        },
+        ..big_segments()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::open(dir.path(), cfg, NOW).unwrap().0;
+    append_batch(&mut log, 0..600, NOW);
+    append_batch(&mut log, 600..700, NOW + 1_000);
+    log.close().unwrap();
+    let first = segment_files(dir.path()).remove(0);
+    let position = frame_starts(&first)[10];
+    flip_byte(&first, position + HEADER_LEN + 2);
+
+    // Records 0..600 are expired, 600.. are not: retention must pass the damaged record 10.
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg, NOW + 5_500).unwrap();
+    assert_eq!(log.log_start_offset(), 600);
+    assert_eq!(read_all(&mut log, 0), expected(600..700));
+}
+
 /// Produces records `range` (values as in `value`) to partition 0 of `topic` in one request.
 fn produce_range(broker: &NanoKafka, topic: &str, range: std::ops::Range<u64>) {
     let records = range

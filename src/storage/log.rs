@@ -258,7 +258,12 @@ impl PartitionLog {
             sealing: None,
         };
         log.log_start_file.store(log_start_offset)?;
-        log.enforce_retention(now_ms)?;
+        // Retention deletes old records; failing to do it now must not keep the partition
+        // from opening (it would fail the same way on every restart). It is retried after the
+        // next append.
+        if let Err(e) = log.enforce_retention(now_ms) {
+            tracing::warn!(dir = %dir.display(), error = %e, "retention failed at open; will retry");
+        }
         // Make the names of files this open created (segment, log start) durable.
         sync_dir(fs.as_ref(), dir)?;
         Checkpoint {
@@ -589,7 +594,8 @@ impl PartitionLog {
     }
 
     /// The first offset at or after `from` whose record is not older than `cutoff_ms`
-    /// (`log_end` when all are). Timestamps are non-decreasing, so it is a scan forward.
+    /// (`log_end` when all are). Timestamps are non-decreasing, so it is a scan forward. A
+    /// damaged record's timestamp is unknown: it counts as expired (the scan steps over it).
     fn first_offset_not_before(&mut self, cutoff_ms: u64, from: u64) -> Result<u64> {
         let log_end = self.log_end_offset();
         if from >= log_end || self.last_timestamp_ms < cutoff_ms {
@@ -675,6 +681,7 @@ impl PartitionLog {
     }
 
     /// Visits verified frames from `from` onwards, across segments, until `visit` says stop.
+    /// Damage is stepped over (logged), never visited: the records after it are.
     fn scan_from(
         &self,
         from: u64,
@@ -692,7 +699,7 @@ impl PartitionLog {
                 segment.lookup(base)?
             };
             let mut stopped_early = false;
-            let outcome = segment.scan(entry.position, entry.offset, |frame| {
+            let outcome = segment.scan_over_damage(entry.position, entry.offset, |frame| {
                 if frame.offset < from {
                     return true;
                 }
@@ -700,12 +707,12 @@ impl PartitionLog {
                 stopped_early = !go_on;
                 go_on
             })?;
-            if let Some(stop) = outcome.stopped {
-                return Err(Error::corrupt(
-                    segment.log_path(),
-                    stop.position,
-                    stop.reason,
-                ));
+            for damage in &outcome.damaged {
+                tracing::warn!(
+                    path = %segment.log_path().display(), position = damage.position,
+                    first_offset = damage.first_offset, resumed_at = ?damage.resumed_at,
+                    cause = %damage.reason, "retention stepped over damaged records"
+                );
             }
             if stopped_early {
                 return Ok(());
