@@ -802,3 +802,35 @@ fn a_broker_keeps_synced_records_around_damage_found_after_a_clean_open() {
     }
     assert_eq!(got, expected(1..1100));
 }
+
+#[test]
+fn a_broker_partition_with_time_retention_and_a_damaged_record_opens_and_retention_passes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = nanokafka::clock::ManualClock::new(NOW);
+    let open = || {
+        NanoKafka::builder()
+            .data_dir(dir.path())
+            .clock(std::sync::Arc::new(clock.clone()))
+            .build()
+            .unwrap()
+    };
+    let broker = open();
+    let topic = TopicConfig::default().retention_ms(5_000);
+    broker.create_topic("t", topic).unwrap();
+    produce_range(&broker, "t", 0..600);
+    clock.advance(1_000);
+    produce_range(&broker, "t", 600..700);
+    broker.shutdown().unwrap();
+    drop(broker);
+    let segment = dir.path().join("t_0").join("00000000000000000000.log");
+    let position = frame_starts(&segment)[10];
+    flip_byte(&segment, position + HEADER_LEN + 2);
+
+    // Records 0..600 are now expired, 600.. are not; record 10 is damaged.
+    clock.set(NOW + 5_500);
+    let broker = open();
+    let stats = common::partition_stats(&broker, "t", 0);
+    assert_eq!(stats.failed, None, "{stats:?}");
+    assert_eq!(stats.restarts, 0);
+    assert_eq!((stats.log_start_offset, stats.log_end_offset), (600, 700));
+}
