@@ -273,24 +273,16 @@ fn a_flipped_byte_in_a_sealed_segment_after_a_clean_shutdown_is_an_error_on_read
         .collect();
     assert_eq!(got, expected(bad - 5..bad));
     assert_eq!(fetched.next_offset(), bad);
-    // The bad record, and any read that would have to pass it, is an error naming it.
-    for offset in [bad, bad + 1] {
-        match log.read(offset, 1, 1 << 20) {
-            Err(Error::Corrupt {
-                path, position: p, ..
-            }) => {
-                assert_eq!((path.as_path(), p), (sealed.as_path(), position));
-            }
-            other => panic!("read from {offset}: expected Corrupt, got {other:?}"),
-        }
-    }
+    // The bad record is an error naming it.
+    assert_corrupt_at(&mut log, bad, sealed, position);
     let fetched = log.read(0, 1000, 1 << 20).unwrap();
     assert_eq!(fetched.next_offset(), bad);
-    // Past the next index entry, and in later segments, reads are unaffected.
-    assert_eq!(
-        read_all(&mut log, last_indexed).len() as u64,
-        1200 - last_indexed
-    );
+    // A read of a later record steps over the damage (the index, not rebuilt, has no entry
+    // after it before the next interval), as do reads in later segments.
+    for offset in [bad + 1, bad + 2, last_indexed - 1, last_indexed] {
+        assert_eq!(first_read(&mut log, offset), offset);
+    }
+    assert_eq!(read_all(&mut log, bad + 1), expected(bad + 1..1200));
 }
 
 #[test]
@@ -833,4 +825,21 @@ fn a_broker_partition_with_time_retention_and_a_damaged_record_opens_and_retenti
     assert_eq!(stats.failed, None, "{stats:?}");
     assert_eq!(stats.restarts, 0);
     assert_eq!((stats.log_start_offset, stats.log_end_offset), (600, 700));
+}
+
+#[test]
+fn a_read_steps_over_damage_at_the_start_of_a_segment_that_the_open_did_not_see() {
+    let (dir, log) = log_with(1200, big_segments());
+    log.close().unwrap();
+    let first = segment_files(dir.path()).remove(0);
+    flip_byte(&first, HEADER_LEN + 1); // record 0, before the first index entry
+
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert_eq!(
+        report.segments_scanned, 0,
+        "the clean open does not look there"
+    );
+    assert_corrupt_at(&mut log, 0, &first, 0);
+    assert_eq!(first_read(&mut log, 1), 1);
+    assert_eq!(read_all(&mut log, 1), expected(1..1200));
 }

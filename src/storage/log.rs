@@ -469,8 +469,9 @@ impl PartitionLog {
     /// # Errors
     /// `OffsetOutOfRange` when `offset` is beyond the log end; `Corrupt` when a frame on disk
     /// does not verify (never returned as data); `Io` on a failed read. A read that meets a bad
-    /// frame after good ones returns the good ones; the read that starts at the bad frame (or
-    /// must pass it) fails, naming its file and position.
+    /// frame after good ones returns the good ones; the read of a damaged record fails, naming
+    /// the bad frame's file and position. A read of a later record steps over the damage to
+    /// the next valid frame (`LogSegment::resync`), so records after damage stay readable.
     pub fn read(
         &mut self,
         offset: u64,
@@ -507,35 +508,55 @@ impl PartitionLog {
                     .map_or(log_end, |(&b, _)| b);
                 continue;
             }
-            let from = match self.read_hint {
+            let mut from = match self.read_hint {
                 Some(h) if h.offset == offset && h.base_offset == base => h.position,
                 _ => segment.lookup(offset)?.position,
             };
-            let (records, end_position) = match read_segment(
-                segment,
-                from,
-                offset,
-                max_records,
-                max_bytes,
-            )? {
-                SegmentRead::Done {
-                    records,
-                    end_position,
-                } => (records, end_position),
-                SegmentRead::BadIndexEntry(reason) => {
-                    tracing::warn!(
-                        path = %segment.log_path().display(), position = from, %reason,
-                        "index entry does not match the log; scanning the segment from its start"
-                    );
-                    match read_segment(segment, 0, offset, max_records, max_bytes)? {
-                        SegmentRead::Done {
-                            records,
-                            end_position,
-                        } => (records, end_position),
-                        SegmentRead::BadIndexEntry(reason) => {
-                            return Err(Error::corrupt(segment.log_path(), 0, reason))
-                        }
+            let path = segment.log_path();
+            let mut fell_back = false;
+            let (records, end_position) = loop {
+                let (position, expected, reason) = match read_segment(
+                    segment,
+                    from,
+                    offset,
+                    max_records,
+                    max_bytes,
+                )? {
+                    SegmentRead::Done {
+                        records,
+                        end_position,
+                    } => break (records, end_position),
+                    SegmentRead::BadIndexEntry(reason) if from != 0 && !fell_back => {
+                        tracing::warn!(
+                            path = %path.display(), position = from, %reason,
+                            "index entry does not match the log; scanning the segment from its start"
+                        );
+                        (from, fell_back) = (0, true);
+                        continue;
                     }
+                    // From the segment's start, the first frame is bad: damage at byte 0.
+                    SegmentRead::BadIndexEntry(reason) if from == 0 => (0, base, reason),
+                    SegmentRead::BadIndexEntry(reason) => {
+                        return Err(Error::corrupt(path, from, reason))
+                    }
+                    SegmentRead::PastDamage {
+                        position,
+                        expected,
+                        reason,
+                    } => (position, expected, reason),
+                };
+                // Damage below the offset asked for: resume at the next valid frame if it is
+                // at or before that offset (else the offset is one of the damaged ones).
+                match segment.resync(position, expected)? {
+                    Some((resumed, at)) if expected < offset && resumed <= offset => {
+                        tracing::warn!(
+                            path = %path.display(), position, first_offset = expected,
+                            resumed_at = resumed, cause = %reason,
+                            "read stepped over damaged records"
+                        );
+                        from = at;
+                    }
+                    _ => return Err(Error::corrupt(path, position, reason)),
                 }
             };
             self.read_hint = Some(ReadHint {
