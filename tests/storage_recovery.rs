@@ -843,3 +843,34 @@ fn a_read_steps_over_damage_at_the_start_of_a_segment_that_the_open_did_not_see(
     assert_eq!(first_read(&mut log, 1), 1);
     assert_eq!(read_all(&mut log, 1), expected(1..1200));
 }
+
+#[test]
+fn bytes_retention_steps_over_a_damaged_record() {
+    // Bytes retention alone, and with count retention putting the log start on the damaged
+    // record (so that finding where the log start is means stepping over the damage too).
+    for records in [None, Some(1190)] {
+        let (dir, log) = log_with(1200, big_segments());
+        log.close().unwrap();
+        let segments = segment_files(dir.path());
+        let first = &segments[0];
+        let total: u64 = segments.iter().map(|s| len_of(s)).sum();
+        let starts = frame_starts(first);
+        flip_byte(first, starts[10] + HEADER_LEN + 2);
+        // The cut falls after the damaged record 10, before the segment's first index entry,
+        // so finding it means scanning past the damage.
+        let cut_at = 2000;
+        let keep = starts.iter().position(|&s| s >= cut_at).unwrap() as u64;
+        assert!(keep > 11 && starts[keep as usize] < 4096);
+        let cfg = LogConfig {
+            retention: RetentionPolicy {
+                records,
+                bytes: Some(total - cut_at),
+                ..RetentionPolicy::default()
+            },
+            ..big_segments()
+        };
+        let (mut log, _) = reopen(dir.path(), cfg);
+        assert_eq!(log.log_start_offset(), keep, "records: {records:?}");
+        assert_eq!(read_all(&mut log, 0), expected(keep..1200));
+    }
+}
