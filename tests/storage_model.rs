@@ -224,9 +224,11 @@ fn check_read(
     }
 }
 
-/// Drops the log without `close`, cuts its active segment as `cut` says and reopens it.
-/// Returns the offset the log must now end at: the records wholly before the cut.
-fn crash_and_cut(dir: &Path, cut: Cut) -> u64 {
+/// Cuts the active segment of a crashed log as `cut` says, as a power loss could: never below
+/// the frame of `recovery_point` (every record below it was synced, and recovery keeps what
+/// is there, see `recovery`). Returns the offset the log must now end at: the records wholly
+/// before the cut.
+fn crash_and_cut(dir: &Path, cut: Cut, recovery_point: u64) -> u64 {
     let active = segment_files(dir).pop().unwrap();
     let bytes = fs::read(&active).unwrap();
     let ends = frame_ends(&bytes);
@@ -237,6 +239,10 @@ fn crash_and_cut(dir: &Path, cut: Cut) -> u64 {
         Cut::FrameBoundary(n) => boundaries[n as usize % boundaries.len()],
         Cut::Byte(n) => u64::from(n) % (bytes.len() as u64 + 1),
     };
+    let synced = recovery_point
+        .checked_sub(base_of(&active))
+        .map_or(0, |frames| boundaries[frames as usize]);
+    let position = position.max(synced);
     fs::OpenOptions::new()
         .write(true)
         .open(&active)
@@ -254,6 +260,8 @@ fn run(params: Params, ops: &[Op]) {
     let mut clock = NOW;
     let mut model = Model::default();
     let mut log = Some(PartitionLog::open(dir.path(), config, clock).unwrap().0);
+    // The log end at the last open: the records below it are synced (see `crash_and_cut`).
+    let mut opened_at_end = 0;
     for op in ops {
         let current = log.as_mut().unwrap();
         match op {
@@ -288,6 +296,7 @@ fn run(params: Params, ops: &[Op]) {
                 let (reopened, report) = PartitionLog::open(dir.path(), config, clock).unwrap();
                 assert!(report.clean_shutdown, "{report:?}");
                 assert_eq!(report.segments_scanned, 0);
+                opened_at_end = reopened.log_end_offset();
                 log = Some(reopened);
                 model.enforce_retention(clock, retention);
             }
@@ -299,16 +308,20 @@ fn run(params: Params, ops: &[Op]) {
                     "a crash loses nothing: {report:?}"
                 );
                 assert!(report.gaps.is_empty());
+                opened_at_end = reopened.log_end_offset();
                 log = Some(reopened);
                 model.enforce_retention(clock, retention);
             }
             Op::CrashAndCut(cut) => {
                 drop(log.take());
-                let survivors_end = crash_and_cut(dir.path(), *cut);
+                let active_base = base_of(segment_files(dir.path()).last().unwrap());
+                let survivors_end = crash_and_cut(dir.path(), *cut, opened_at_end.max(active_base));
                 let (reopened, report) = PartitionLog::open(dir.path(), config, clock).unwrap();
                 assert!(survivors_end <= model.log_end());
                 assert_eq!(reopened.log_end_offset(), survivors_end, "{report:?}");
                 assert!(report.gaps.is_empty());
+                assert!(report.corrupt_kept.is_empty(), "{report:?}");
+                opened_at_end = reopened.log_end_offset();
                 // The cut records were never synced: the model forgets them.
                 model.records.truncate(survivors_end as usize);
                 model.log_start = model.log_start.min(survivors_end);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{base_of, segment_files};
+use common::{base_of, log_end, segment_files};
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use nanokafka::storage::recovery::{Gap, RecoveryReport};
 use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RetentionPolicy};
-use nanokafka::{Error, FsyncPolicy};
+use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
 
 const NOW: u64 = 1_700_000_000_000;
 /// Bytes of a frame before its key (the record format's header).
@@ -273,24 +273,16 @@ fn a_flipped_byte_in_a_sealed_segment_after_a_clean_shutdown_is_an_error_on_read
         .collect();
     assert_eq!(got, expected(bad - 5..bad));
     assert_eq!(fetched.next_offset(), bad);
-    // The bad record, and any read that would have to pass it, is an error naming it.
-    for offset in [bad, bad + 1] {
-        match log.read(offset, 1, 1 << 20) {
-            Err(Error::Corrupt {
-                path, position: p, ..
-            }) => {
-                assert_eq!((path.as_path(), p), (sealed.as_path(), position));
-            }
-            other => panic!("read from {offset}: expected Corrupt, got {other:?}"),
-        }
-    }
+    // The bad record is an error naming it.
+    assert_corrupt_at(&mut log, bad, sealed, position);
     let fetched = log.read(0, 1000, 1 << 20).unwrap();
     assert_eq!(fetched.next_offset(), bad);
-    // Past the next index entry, and in later segments, reads are unaffected.
-    assert_eq!(
-        read_all(&mut log, last_indexed).len() as u64,
-        1200 - last_indexed
-    );
+    // A read of a later record steps over the damage (the index, not rebuilt, has no entry
+    // after it before the next interval), as do reads in later segments.
+    for offset in [bad + 1, bad + 2, last_indexed - 1, last_indexed] {
+        assert_eq!(first_read(&mut log, offset), offset);
+    }
+    assert_eq!(read_all(&mut log, bad + 1), expected(bad + 1..1200));
 }
 
 #[test]
@@ -311,11 +303,11 @@ fn a_flipped_byte_in_a_sealed_segments_tail_is_reported_and_kept_not_cut() {
         report.truncations.is_empty(),
         "a synced segment is never cut"
     );
-    assert_eq!(report.corrupt_sealed.len(), 1);
+    assert_eq!(report.corrupt_kept.len(), 1);
     assert_eq!(
         (
-            report.corrupt_sealed[0].path.as_path(),
-            report.corrupt_sealed[0].position
+            report.corrupt_kept[0].path.as_path(),
+            report.corrupt_kept[0].position
         ),
         (sealed.as_path(), position)
     );
@@ -582,4 +574,303 @@ fn a_segment_named_beyond_the_largest_offset_is_ignored_not_a_panic() {
     let (mut log, _) = reopen(dir.path(), config());
     assert_eq!(read_all(&mut log, 0), expected(0..10));
     append_n(&mut log, 10, 1);
+}
+
+fn always() -> LogConfig {
+    LogConfig {
+        fsync: FsyncPolicy::Always,
+        ..LogConfig::default()
+    }
+}
+
+/// Appends records `range` as one batch (one sync under `Always`), stamped `now_ms`.
+fn append_batch(log: &mut PartitionLog, range: std::ops::Range<u64>, now_ms: u64) {
+    let values: Vec<Vec<u8>> = range.clone().map(value).collect();
+    let records: Vec<AppendRecord<'_>> = values
+        .iter()
+        .map(|v| AppendRecord {
+            key: None,
+            value: v,
+        })
+        .collect();
+    assert_eq!(
+        log.append(&records, now_ms).unwrap().base_offset,
+        range.start
+    );
+}
+
+fn assert_corrupt_at(log: &mut PartitionLog, offset: u64, path: &Path, position: u64) {
+    match log.read(offset, 1, 1 << 20) {
+        Err(Error::Corrupt {
+            path: p,
+            position: at,
+            ..
+        }) => assert_eq!((p.as_path(), at), (path, position), "read of {offset}"),
+        other => panic!("read of {offset}: expected Corrupt, got {other:?}"),
+    }
+}
+
+/// `(path, position, first damaged offset, offset recovery resumed at)` of kept damage.
+fn kept(report: &RecoveryReport) -> Vec<(PathBuf, u64, u64, Option<u64>)> {
+    report
+        .corrupt_kept
+        .iter()
+        .map(|d| (d.path.clone(), d.position, d.first_offset, d.resumed_at))
+        .collect()
+}
+
+#[test]
+fn damage_below_the_recovery_point_is_kept_reported_and_later_records_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = reopen(dir.path(), always()).0;
+    append_batch(&mut log, 0..1000, NOW);
+    log.close().unwrap();
+    let segment = segment_files(dir.path()).remove(0);
+    flip_byte(&segment, HEADER_LEN + 2); // inside the first record's value
+                                         // The clean-shutdown marker spares the scan: the damage goes unnoticed here.
+    let mut log = reopen(dir.path(), always()).0;
+    append_batch(&mut log, 1000..1100, NOW); // acknowledged and synced
+    drop(log); // a crash
+
+    let (mut log, report) = reopen(dir.path(), always());
+    assert!(report.truncations.is_empty(), "{report:?}");
+    assert_eq!(kept(&report), vec![(segment.clone(), 0, 0, Some(1))]);
+    assert_eq!(log.log_end_offset(), 1100);
+    assert_corrupt_at(&mut log, 0, &segment, 0);
+    assert_eq!(read_all(&mut log, 1), expected(1..1100));
+    for offset in [1, 2, 500, 1099] {
+        assert_eq!(first_read(&mut log, offset), offset);
+    }
+}
+
+#[test]
+fn damage_in_a_sealed_segment_leaves_the_records_after_it_readable() {
+    // A flipped value byte (the frame's length still leads to the next frame) and a flipped
+    // length byte (the next frame must be searched for).
+    for (what, flip_at) in [("value", HEADER_LEN + 3), ("length", 1)] {
+        let (dir, log) = log_with(1200, big_segments());
+        log.close().unwrap();
+        let segments = segment_files(dir.path());
+        let sealed = &segments[0];
+        let next_base = base_of(&segments[1]);
+        let bad = 10u64;
+        let position = frame_starts(sealed)[bad as usize];
+        flip_byte(sealed, position + flip_at);
+        fs::remove_file(index_of(sealed)).unwrap(); // the open rebuilds the index
+
+        let (mut log, report) = reopen(dir.path(), big_segments());
+        assert!(report.truncations.is_empty(), "{what}: {report:?}");
+        assert_eq!(
+            kept(&report),
+            vec![(sealed.clone(), position, bad, Some(bad + 1))],
+            "{what}"
+        );
+        assert!(report.gaps.is_empty(), "{what}");
+        assert_eq!(log.log_end_offset(), 1200);
+        assert_eq!(log.read(0, 1000, 1 << 20).unwrap().next_offset(), bad);
+        assert_corrupt_at(&mut log, bad, sealed, position);
+        for offset in [bad + 1, bad + 2, next_base - 1] {
+            assert_eq!(first_read(&mut log, offset), offset, "{what}");
+        }
+        assert_eq!(
+            read_all(&mut log, bad + 1),
+            expected(bad + 1..1200),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn damage_at_the_end_of_the_active_segment_below_the_recovery_point_is_kept_and_appends_follow_it()
+{
+    let (dir, log) = log_with(300, big_segments());
+    log.close().unwrap();
+    let active = segment_files(dir.path()).pop().unwrap();
+    assert_eq!(
+        segment_files(dir.path()).len(),
+        1,
+        "appends must not roll here"
+    );
+    let old_len = len_of(&active);
+    let last = *frame_starts(&active).last().unwrap();
+    flip_byte(&active, last + HEADER_LEN + 1); // the last record, synced before the shutdown
+
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert!(report.truncations.is_empty(), "{report:?}");
+    assert_eq!(kept(&report), vec![(active.clone(), last, 299, None)]);
+    assert_eq!(len_of(&active), old_len, "the damaged bytes stay on disk");
+    assert_eq!(
+        log.log_end_offset(),
+        300,
+        "the recovery point is the log end"
+    );
+    assert_corrupt_at(&mut log, 299, &active, last);
+    append_n(&mut log, 300, 3);
+    assert_eq!(read_all(&mut log, 300), expected(300..303));
+    drop(log);
+
+    // After a crash the appends behind the damage are found again.
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert!(report.truncations.is_empty(), "{report:?}");
+    assert_eq!(kept(&report), vec![(active.clone(), last, 299, Some(300))]);
+    assert_eq!(log.log_end_offset(), 303);
+    assert_eq!(read_all(&mut log, 300), expected(300..303));
+    assert_eq!(log.read(290, 100, 1 << 20).unwrap().next_offset(), 299);
+}
+
+#[test]
+fn time_retention_steps_over_a_damaged_record_and_the_partition_opens() {
+    let retention_ms = 5_000;
+    let cfg = LogConfig {
+        retention: RetentionPolicy {
+            ms: Some(retention_ms),
+            ..RetentionPolicy::default()
+        },
+        ..big_segments()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::open(dir.path(), cfg, NOW).unwrap().0;
+    append_batch(&mut log, 0..600, NOW);
+    append_batch(&mut log, 600..700, NOW + 1_000);
+    log.close().unwrap();
+    let first = segment_files(dir.path()).remove(0);
+    let position = frame_starts(&first)[10];
+    flip_byte(&first, position + HEADER_LEN + 2);
+
+    // Records 0..600 are expired, 600.. are not: retention must pass the damaged record 10.
+    let (mut log, _) = PartitionLog::open(dir.path(), cfg, NOW + 5_500).unwrap();
+    assert_eq!(log.log_start_offset(), 600);
+    assert_eq!(read_all(&mut log, 0), expected(600..700));
+}
+
+/// Produces records `range` (values as in `value`) to partition 0 of `topic` in one request.
+fn produce_range(broker: &NanoKafka, topic: &str, range: std::ops::Range<u64>) {
+    let records = range
+        .map(|i| ProduceRecord {
+            key: None,
+            value: value(i),
+        })
+        .collect();
+    broker.produce_batch_raw(topic, Some(0), records).unwrap();
+}
+
+#[test]
+fn a_broker_keeps_synced_records_around_damage_found_after_a_clean_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        NanoKafka::builder()
+            .data_dir(dir.path())
+            .fsync(FsyncPolicy::Always)
+            .build()
+            .unwrap()
+    };
+    let broker = open();
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    produce_range(&broker, "t", 0..1000);
+    broker.shutdown().unwrap();
+    drop(broker);
+    flip_byte(
+        &dir.path().join("t_0").join("00000000000000000000.log"),
+        HEADER_LEN + 2,
+    );
+    let broker = open();
+    produce_range(&broker, "t", 1000..1100);
+    broker.crash_partition("t", 0).unwrap();
+
+    assert_eq!(log_end(&broker, "t", 0), 1100);
+    broker.join_group("t", "g", "m").unwrap();
+    let zero = std::time::Duration::ZERO;
+    match broker.poll_batch_raw("t", "g", "m", 10, zero) {
+        Err(Error::Corrupt { position: 0, .. }) => {}
+        other => panic!("offset 0: expected Corrupt, got {other:?}"),
+    }
+    broker.commit("t", "g", 0, 0).unwrap(); // skip the damaged record
+    let mut got = Vec::new();
+    loop {
+        let batch = broker.poll_batch_raw("t", "g", "m", 500, zero).unwrap();
+        let Some(last) = batch.last() else { break };
+        broker.commit("t", "g", 0, last.offset).unwrap();
+        got.extend(batch.into_iter().map(|r| (r.offset, r.value)));
+    }
+    assert_eq!(got, expected(1..1100));
+}
+
+#[test]
+fn a_broker_partition_with_time_retention_and_a_damaged_record_opens_and_retention_passes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = nanokafka::clock::ManualClock::new(NOW);
+    let open = || {
+        NanoKafka::builder()
+            .data_dir(dir.path())
+            .clock(std::sync::Arc::new(clock.clone()))
+            .build()
+            .unwrap()
+    };
+    let broker = open();
+    let topic = TopicConfig::default().retention_ms(5_000);
+    broker.create_topic("t", topic).unwrap();
+    produce_range(&broker, "t", 0..600);
+    clock.advance(1_000);
+    produce_range(&broker, "t", 600..700);
+    broker.shutdown().unwrap();
+    drop(broker);
+    let segment = dir.path().join("t_0").join("00000000000000000000.log");
+    let position = frame_starts(&segment)[10];
+    flip_byte(&segment, position + HEADER_LEN + 2);
+
+    // Records 0..600 are now expired, 600.. are not; record 10 is damaged.
+    clock.set(NOW + 5_500);
+    let broker = open();
+    let stats = common::partition_stats(&broker, "t", 0);
+    assert_eq!(stats.failed, None, "{stats:?}");
+    assert_eq!(stats.restarts, 0);
+    assert_eq!((stats.log_start_offset, stats.log_end_offset), (600, 700));
+}
+
+#[test]
+fn a_read_steps_over_damage_at_the_start_of_a_segment_that_the_open_did_not_see() {
+    let (dir, log) = log_with(1200, big_segments());
+    log.close().unwrap();
+    let first = segment_files(dir.path()).remove(0);
+    flip_byte(&first, HEADER_LEN + 1); // record 0, before the first index entry
+
+    let (mut log, report) = reopen(dir.path(), big_segments());
+    assert_eq!(
+        report.segments_scanned, 0,
+        "the clean open does not look there"
+    );
+    assert_corrupt_at(&mut log, 0, &first, 0);
+    assert_eq!(first_read(&mut log, 1), 1);
+    assert_eq!(read_all(&mut log, 1), expected(1..1200));
+}
+
+#[test]
+fn bytes_retention_steps_over_a_damaged_record() {
+    // Bytes retention alone, and with count retention putting the log start on the damaged
+    // record (so that finding where the log start is means stepping over the damage too).
+    for records in [None, Some(1190)] {
+        let (dir, log) = log_with(1200, big_segments());
+        log.close().unwrap();
+        let segments = segment_files(dir.path());
+        let first = &segments[0];
+        let total: u64 = segments.iter().map(|s| len_of(s)).sum();
+        let starts = frame_starts(first);
+        flip_byte(first, starts[10] + HEADER_LEN + 2);
+        // The cut falls after the damaged record 10, before the segment's first index entry,
+        // so finding it means scanning past the damage.
+        let cut_at = 2000;
+        let keep = starts.iter().position(|&s| s >= cut_at).unwrap() as u64;
+        assert!(keep > 11 && starts[keep as usize] < 4096);
+        let cfg = LogConfig {
+            retention: RetentionPolicy {
+                records,
+                bytes: Some(total - cut_at),
+                ..RetentionPolicy::default()
+            },
+            ..big_segments()
+        };
+        let (mut log, _) = reopen(dir.path(), cfg);
+        assert_eq!(log.log_start_offset(), keep, "records: {records:?}");
+        assert_eq!(read_all(&mut log, 0), expected(keep..1200));
+    }
 }

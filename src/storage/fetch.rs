@@ -4,7 +4,9 @@
 //! sequential read stopped), reads a page-aligned chunk sized from the segment's average
 //! frame, verifies every frame's CRC and offset, and returns the records as one buffer of
 //! verified frames. A frame that does not verify is `Error::Corrupt`, never data; the records
-//! before it are still returned.
+//! before it are still returned. A read of a later offset that must pass it (damage recovery
+//! did not see, before the next index entry) gets [`SegmentRead::PastDamage`] and resumes
+//! after the damage (`LogSegment::resync`); only reads that meet damage pay for that.
 
 use super::fsutil::AlignedBuf;
 use super::log::INDEX_INTERVAL_BYTES;
@@ -59,6 +61,13 @@ pub(super) enum SegmentRead {
     /// The scan's first frame did not verify or was past the offset: the index entry it came
     /// from is wrong. The caller scans the segment from byte 0 instead.
     BadIndexEntry(String),
+    /// No record collected: the frame at `position`, which should have held `expected` (an
+    /// offset below the one asked for), does not verify. The caller may resume after it.
+    PastDamage {
+        position: u64,
+        expected: u64,
+        reason: String,
+    },
 }
 
 /// Reads records from `offset` out of `segment`, starting the scan at byte `from` (an index
@@ -75,6 +84,8 @@ pub(super) fn read_segment(
     let full_want = max_bytes.min(MAX_READ_CHUNK) + READ_SLACK;
     let mut want = likely_read_len(segment, max_records).min(full_want);
     let mut first_frame = true;
+    // The offset the next frame should hold, while frames below `offset` are skipped.
+    let mut skipped_to: Option<u64> = None;
     loop {
         let asked = want;
         let mut straddles = false;
@@ -102,7 +113,7 @@ pub(super) fn read_segment(
                     if first_frame {
                         return Ok(SegmentRead::BadIndexEntry(reason));
                     }
-                    return Err(Error::corrupt(path, position, reason));
+                    return damage(path, position, skipped_to, offset, reason);
                 }
                 Decoded::Invalid { reason } if first_frame => {
                     return Ok(SegmentRead::BadIndexEntry(reason))
@@ -110,7 +121,9 @@ pub(super) fn read_segment(
                 // The records before a bad frame are good: return them. The next read starts
                 // at the bad frame and reports it.
                 Decoded::Invalid { .. } if !frames.is_empty() => break,
-                Decoded::Invalid { reason } => return Err(Error::corrupt(path, position, reason)),
+                Decoded::Invalid { reason } => {
+                    return damage(path, position, skipped_to, offset, reason)
+                }
             };
             if first_frame && record.offset > offset {
                 return Ok(SegmentRead::BadIndexEntry(format!(
@@ -120,6 +133,7 @@ pub(super) fn read_segment(
             }
             first_frame = false;
             if record.offset < offset {
+                skipped_to = Some(record.offset + 1);
                 at += frame_len;
                 continue;
             }
@@ -167,6 +181,26 @@ pub(super) fn read_segment(
             }
             return Err(Error::corrupt(path, from, reason));
         }
+    }
+}
+
+/// A bad frame at `position` met before any record was collected: `PastDamage` when it
+/// should have held an offset below `offset` (the frame before it held `skipped_to - 1`), so
+/// that the read may resume after it; otherwise `Corrupt`: it is the record asked for.
+fn damage(
+    path: &std::path::Path,
+    position: u64,
+    skipped_to: Option<u64>,
+    offset: u64,
+    reason: String,
+) -> Result<SegmentRead> {
+    match skipped_to {
+        Some(expected) if expected < offset => Ok(SegmentRead::PastDamage {
+            position,
+            expected,
+            reason,
+        }),
+        _ => Err(Error::corrupt(path, position, reason)),
     }
 }
 

@@ -266,7 +266,12 @@ impl PartitionLog {
             sealing: None,
         };
         log.log_start_file.store(log_start_offset)?;
-        log.enforce_retention(now_ms)?;
+        // Retention deletes old records; failing to do it now must not keep the partition
+        // from opening (it would fail the same way on every restart). It is retried after the
+        // next append.
+        if let Err(e) = log.enforce_retention(now_ms) {
+            tracing::warn!(dir = %dir.display(), error = %e, "retention failed at open; will retry");
+        }
         // Make the names of files this open created (segment, log start) durable.
         sync_dir(fs.as_ref(), dir)?;
         Checkpoint {
@@ -479,8 +484,9 @@ impl PartitionLog {
     /// # Errors
     /// `OffsetOutOfRange` when `offset` is beyond the log end; `Corrupt` when a frame on disk
     /// does not verify (never returned as data); `Io` on a failed read. A read that meets a bad
-    /// frame after good ones returns the good ones; the read that starts at the bad frame (or
-    /// must pass it) fails, naming its file and position.
+    /// frame after good ones returns the good ones; the read of a damaged record fails, naming
+    /// the bad frame's file and position. A read of a later record steps over the damage to
+    /// the next valid frame (`LogSegment::resync`), so records after damage stay readable.
     pub fn read(
         &mut self,
         offset: u64,
@@ -517,35 +523,55 @@ impl PartitionLog {
                     .map_or(log_end, |(&b, _)| b);
                 continue;
             }
-            let from = match self.read_hint {
+            let mut from = match self.read_hint {
                 Some(h) if h.offset == offset && h.base_offset == base => h.position,
                 _ => segment.lookup(offset)?.position,
             };
-            let (records, end_position) = match read_segment(
-                segment,
-                from,
-                offset,
-                max_records,
-                max_bytes,
-            )? {
-                SegmentRead::Done {
-                    records,
-                    end_position,
-                } => (records, end_position),
-                SegmentRead::BadIndexEntry(reason) => {
-                    tracing::warn!(
-                        path = %segment.log_path().display(), position = from, %reason,
-                        "index entry does not match the log; scanning the segment from its start"
-                    );
-                    match read_segment(segment, 0, offset, max_records, max_bytes)? {
-                        SegmentRead::Done {
-                            records,
-                            end_position,
-                        } => (records, end_position),
-                        SegmentRead::BadIndexEntry(reason) => {
-                            return Err(Error::corrupt(segment.log_path(), 0, reason))
-                        }
+            let path = segment.log_path();
+            let mut fell_back = false;
+            let (records, end_position) = loop {
+                let (position, expected, reason) = match read_segment(
+                    segment,
+                    from,
+                    offset,
+                    max_records,
+                    max_bytes,
+                )? {
+                    SegmentRead::Done {
+                        records,
+                        end_position,
+                    } => break (records, end_position),
+                    SegmentRead::BadIndexEntry(reason) if from != 0 && !fell_back => {
+                        tracing::warn!(
+                            path = %path.display(), position = from, %reason,
+                            "index entry does not match the log; scanning the segment from its start"
+                        );
+                        (from, fell_back) = (0, true);
+                        continue;
                     }
+                    // From the segment's start, the first frame is bad: damage at byte 0.
+                    SegmentRead::BadIndexEntry(reason) if from == 0 => (0, base, reason),
+                    SegmentRead::BadIndexEntry(reason) => {
+                        return Err(Error::corrupt(path, from, reason))
+                    }
+                    SegmentRead::PastDamage {
+                        position,
+                        expected,
+                        reason,
+                    } => (position, expected, reason),
+                };
+                // Damage below the offset asked for: resume at the next valid frame if it is
+                // at or before that offset (else the offset is one of the damaged ones).
+                match segment.resync(position, expected)? {
+                    Some((resumed, at)) if expected < offset && resumed <= offset => {
+                        tracing::warn!(
+                            path = %path.display(), position, first_offset = expected,
+                            resumed_at = resumed, cause = %reason,
+                            "read stepped over damaged records"
+                        );
+                        from = at;
+                    }
+                    _ => return Err(Error::corrupt(path, position, reason)),
                 }
             };
             self.read_hint = Some(ReadHint {
@@ -604,7 +630,8 @@ impl PartitionLog {
     }
 
     /// The first offset at or after `from` whose record is not older than `cutoff_ms`
-    /// (`log_end` when all are). Timestamps are non-decreasing, so it is a scan forward.
+    /// (`log_end` when all are). Timestamps are non-decreasing, so it is a scan forward. A
+    /// damaged record's timestamp is unknown: it counts as expired (the scan steps over it).
     fn first_offset_not_before(&mut self, cutoff_ms: u64, from: u64) -> Result<u64> {
         let log_end = self.log_end_offset();
         if from >= log_end || self.last_timestamp_ms < cutoff_ms {
@@ -690,6 +717,7 @@ impl PartitionLog {
     }
 
     /// Visits verified frames from `from` onwards, across segments, until `visit` says stop.
+    /// Damage is stepped over (logged), never visited: the records after it are.
     fn scan_from(
         &self,
         from: u64,
@@ -707,7 +735,7 @@ impl PartitionLog {
                 segment.lookup(base)?
             };
             let mut stopped_early = false;
-            let outcome = segment.scan(entry.position, entry.offset, |frame| {
+            let outcome = segment.scan_over_damage(entry.position, entry.offset, |frame| {
                 if frame.offset < from {
                     return true;
                 }
@@ -715,12 +743,12 @@ impl PartitionLog {
                 stopped_early = !go_on;
                 go_on
             })?;
-            if let Some(stop) = outcome.stopped {
-                return Err(Error::corrupt(
-                    segment.log_path(),
-                    stop.position,
-                    stop.reason,
-                ));
+            for damage in &outcome.damaged {
+                tracing::warn!(
+                    path = %segment.log_path().display(), position = damage.position,
+                    first_offset = damage.first_offset, resumed_at = ?damage.resumed_at,
+                    cause = %damage.reason, "retention stepped over damaged records"
+                );
             }
             if stopped_early {
                 return Ok(());

@@ -27,8 +27,9 @@
 //! A frame is written with a single `write` together with the rest of its batch. After a crash
 //! the last frame may be cut anywhere (a torn tail: `length` promises more bytes than the file
 //! holds), or the file may end in zeros or garbage (a zero `length` is below the minimum and
-//! fails). Recovery keeps every frame up to the first one that does not decode and cuts the
-//! rest (see `recovery`).
+//! fails). Recovery cuts that unsynced tail at its first frame that does not decode; a bad
+//! frame below the recovery point (synced, so media damage) is kept and stepped over, and
+//! reads of it fail (see `recovery`).
 
 /// Bytes before the key: length, crc, magic, attributes, offset, timestamp, key_len.
 pub const HEADER_LEN: usize = 30;

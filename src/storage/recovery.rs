@@ -8,14 +8,28 @@
 //! 3. [`plan`] reads the checkpoint and decides which segments to trust: after a clean
 //!    shutdown, all of them; otherwise those wholly below the recovery point.
 //! 4. [`load_segments`] opens every segment. A trusted one gets the cheap tail check (its last
-//!    index entry and the frames after it). An untrusted one, or the log's last segment when
-//!    its tail check fails, is validated record by record: its index is rebuilt and the file
-//!    is cut at the first torn or invalid frame (a torn write can only be there). Every cut is
-//!    logged with file, position, bytes cut and cause. A trusted *sealed* segment was synced
-//!    before the recovery point moved past it, so a bad frame there is media corruption, not
-//!    a torn write: its index is rebuilt but nothing is cut (the records after the bad frame
-//!    are kept); reads of the bad frame fail with `Error::Corrupt` and it is reported in
-//!    `RecoveryReport::corrupt_sealed`.
+//!    index entry and the frames after it). An untrusted one, or a trusted one whose tail
+//!    check fails, is validated record by record ([`validate_segment`]): its index is rebuilt.
+//!
+//!    **Recovery never cuts below the recovery point.** Every record below it was synced
+//!    (the checkpoint proves it), so a bad frame there is media corruption, not a torn write:
+//!    it is kept on disk, logged with file, position and cause, and reported in
+//!    `RecoveryReport::corrupt_kept`; reads of it fail with `Error::Corrupt`. The scan then
+//!    resynchronises (`LogSegment::resync`: the bad frame's length field, else a search for
+//!    the next frame with a valid CRC and a higher offset) and goes on; the frame it resumes
+//!    at is indexed, so the records after the damage stay readable. In a trusted sealed
+//!    segment every frame is below the recovery point; in the segment holding the recovery
+//!    point, those before it. Only the unsynced tail, the frames from the recovery point on,
+//!    is cut at its first torn or invalid frame (a torn write can only be there); every cut
+//!    is logged with file, position, bytes cut and cause. Without a checkpoint nothing is
+//!    known synced, and the first bad frame of each segment is cut.
+//!
+//!    When no valid frame follows kept damage, its bytes stay and the segment's next offset
+//!    is what is known: the next segment's base for a sealed segment; for the last one the
+//!    recovery point (offsets up to it were acknowledged, and must not be handed out again),
+//!    but no more than the damaged bytes can hold (a checkpoint is not trusted to invent
+//!    millions of records). Appends then go after the damaged bytes, and the first of them
+//!    gets an index entry.
 //! 5. [`find_gaps`] reports offsets missing between segments (a segment deleted by hand).
 //!    Reads skip a gap to the next offset that exists, as Kafka's fetch does.
 //!
@@ -27,6 +41,7 @@ use std::path::{Path, PathBuf};
 use super::checkpoint::Checkpoint;
 use super::fs::{FileSystem, OpenMode, SharedFs};
 use super::fsutil::TMP_SUFFIX;
+use super::record::HEADER_LEN;
 use super::segment::{file_names, LogSegment};
 use crate::error::{Error, Result};
 
@@ -41,6 +56,21 @@ pub struct Truncation {
     /// Byte position the file was cut to.
     pub position: u64,
     pub bytes_cut: u64,
+    pub reason: String,
+}
+
+/// A damaged range recovery kept (below the recovery point: never cut).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptDamage {
+    pub path: PathBuf,
+    /// Where the first bad frame starts.
+    pub position: u64,
+    /// Damaged bytes: up to the frame recovery resumed at, or to the end of the file.
+    pub len: u64,
+    /// The first damaged offset (reads of it fail with `Error::Corrupt`).
+    pub first_offset: u64,
+    /// The offset of the valid frame after the damage; `None` when none follows.
+    pub resumed_at: Option<u64>,
     pub reason: String,
 }
 
@@ -62,8 +92,9 @@ pub struct RecoveryReport {
     pub truncations: Vec<Truncation>,
     pub indexes_rebuilt: Vec<PathBuf>,
     pub gaps: Vec<Gap>,
-    /// Frames that do not verify in trusted sealed segments: kept, never served.
-    pub corrupt_sealed: Vec<Truncation>,
+    /// Damage below the recovery point (frames that do not verify, synced before): kept on
+    /// disk, never served, and stepped over by scans.
+    pub corrupt_kept: Vec<KeptDamage>,
     pub leftovers_removed: Vec<PathBuf>,
     /// `(recovered log end, recovery point)` when the log ends below an offset that was
     /// known durable: synced records are missing (deleted by hand, or a disk that lied).
@@ -212,30 +243,51 @@ pub fn load_segments(
         } else {
             segment.load_tail()?.err()
         };
-        match (why_scan, next_base) {
-            (None, _) => {}
-            (Some(why), Some(next_base)) if trusted => {
-                rebuild_sealed_index(&mut segment, next_base, &why, report)?
-            }
-            (Some(why), _) => validate_segment(&mut segment, &why, report)?,
+        // What the checkpoint proves synced: all of a trusted sealed segment; otherwise the
+        // offsets below the recovery point (none without a checkpoint).
+        let synced_below = match next_base {
+            Some(_) if trusted => u64::MAX,
+            _ => plan.recovery_point.unwrap_or(0),
+        };
+        if let Some(why) = why_scan {
+            validate_segment(&mut segment, &why, synced_below, next_base, report)?;
         }
         segments.insert(base, segment);
     }
     Ok(segments)
 }
 
-/// Validates one segment record by record, rebuilding its index and cutting it at the first
-/// frame that does not verify.
+/// Validates one segment record by record and rebuilds its index. Damage at offsets below
+/// `synced_below` is kept and reported (see the module docs); the file is cut at the first
+/// bad frame from `synced_below` on. `next_base` is the next segment's base, if any.
 pub fn validate_segment(
     segment: &mut LogSegment,
     why: &str,
+    synced_below: u64,
+    next_base: Option<u64>,
     report: &mut RecoveryReport,
 ) -> Result<()> {
-    tracing::debug!(path = %segment.log_path().display(), why, "validating segment");
+    tracing::info!(path = %segment.log_path().display(), why, "validating segment");
     let size_before = segment.size();
-    let outcome = segment.rebuild_index()?;
+    let outcome = segment.rebuild_index(synced_below)?;
     report.segments_scanned += 1;
     report.indexes_rebuilt.push(segment.index_path().to_owned());
+    for damage in &outcome.damaged {
+        let kept = KeptDamage {
+            path: segment.log_path().to_owned(),
+            position: damage.position,
+            len: damage.end - damage.position,
+            first_offset: damage.first_offset,
+            resumed_at: damage.resumed_at,
+            reason: damage.reason.clone(),
+        };
+        tracing::error!(
+            path = %kept.path.display(), position = kept.position, bytes = kept.len,
+            first_offset = kept.first_offset, resumed_at = ?kept.resumed_at, cause = %kept.reason,
+            "damaged records below the recovery point (synced); kept on disk, reads of them fail"
+        );
+        report.corrupt_kept.push(kept);
+    }
     if let Some(stop) = outcome.stopped {
         segment.truncate_to(stop.position)?;
         let truncation = Truncation {
@@ -252,39 +304,21 @@ pub fn validate_segment(
             "truncated segment to its last valid record"
         );
         report.truncations.push(truncation);
+    } else if let Some(damage) = outcome.damaged.last().filter(|d| d.resumed_at.is_none()) {
+        // Nothing valid after the damage: the segment ends where it is known to end. For the
+        // last segment, the recovery point, but no more records than the damaged bytes can
+        // hold (a frame has at least a header).
+        let known = next_base.unwrap_or_else(|| {
+            let most = (damage.end - damage.position).div_ceil(HEADER_LEN as u64);
+            synced_below.min(damage.first_offset + most)
+        });
+        tracing::warn!(
+            path = %segment.log_path().display(), position = damage.position,
+            next_offset = known, "no valid record after the damage; the segment ends at the next known offset"
+        );
+        segment.set_next_offset(known);
     }
     segment.sync_all()
-}
-
-/// Rebuilds the index of a trusted sealed segment without cutting anything: a bad frame is
-/// reported (and refused on read), the records after it are kept.
-fn rebuild_sealed_index(
-    segment: &mut LogSegment,
-    next_base: u64,
-    why: &str,
-    report: &mut RecoveryReport,
-) -> Result<()> {
-    tracing::warn!(path = %segment.log_path().display(), why, "rebuilding the index of a sealed segment");
-    let outcome = segment.rebuild_index()?;
-    report.segments_scanned += 1;
-    report.indexes_rebuilt.push(segment.index_path().to_owned());
-    if let Some(stop) = outcome.stopped {
-        let damage = Truncation {
-            path: segment.log_path().to_owned(),
-            position: stop.position,
-            bytes_cut: 0,
-            reason: stop.reason,
-        };
-        tracing::error!(
-            path = %damage.path.display(), position = damage.position, cause = %damage.reason,
-            "corrupt frame in a synced segment; kept on disk, reads of it fail"
-        );
-        report.corrupt_sealed.push(damage);
-        // The frames after the damage are unreadable by a scan from the index; the segment
-        // still ends where the next one begins.
-        segment.set_next_offset(next_base);
-    }
-    Ok(())
 }
 
 /// Pass 5: offsets missing between consecutive segments.

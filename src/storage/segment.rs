@@ -4,6 +4,14 @@
 //! `base_offset`. A segment is only ever appended to while it is the active (last) one, and
 //! only ever truncated by recovery. Its in-memory state is its size and the offset its next
 //! record will get; everything else is on disk.
+//!
+//! # Damage
+//! A frame that does not verify is never served. Scans either stop at it (the unsynced tail
+//! recovery cuts) or step over it ([`LogSegment::resync`]): first to where the bad frame's
+//! own length field says the next frame starts, if a valid frame with an offset at least the
+//! expected one starts there, otherwise to the next byte position where such a frame decodes
+//! with a valid CRC. The offsets in between are damaged; the frame found is indexed (see
+//! [`LogSegment::rebuild_index`]), so lookups of later offsets start after the damage.
 
 use std::path::{Path, PathBuf};
 
@@ -11,7 +19,7 @@ use super::batch::frame_ranges;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
-use super::record::{self, Decoded, HEADER_LEN};
+use super::record::{self, u32_at, u64_at, Decoded, HEADER_LEN, MAGIC, MAX_FRAME_LEN};
 use crate::error::{Error, Result};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
@@ -32,6 +40,22 @@ pub struct ScannedFrame {
     pub timestamp_ms: u64,
     pub position: u64,
     pub frame_len: u64,
+    /// The scan stepped over damage right before this frame.
+    pub after_damage: bool,
+}
+
+/// Bytes a scan stepped over: a frame that did not verify, up to the next valid one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedRange {
+    /// Where the bad frame starts.
+    pub position: u64,
+    /// Where the next valid frame starts, or the end of the file when none does.
+    pub end: u64,
+    /// The offset the bad frame should have held: the first damaged one.
+    pub first_offset: u64,
+    /// The offset of the valid frame at `end`; `None` when no valid frame follows.
+    pub resumed_at: Option<u64>,
+    pub reason: String,
 }
 
 /// Why a scan stopped before the end of the file.
@@ -52,6 +76,8 @@ pub struct ScanOutcome {
     pub last_timestamp_ms: Option<u64>,
     /// Set when invalid or torn bytes follow `valid_len`.
     pub stopped: Option<ScanStop>,
+    /// Damage the scan stepped over, in file order (only scans told to step over damage).
+    pub damaged: Vec<DamagedRange>,
 }
 
 /// A `.log` file and its index.
@@ -245,34 +271,47 @@ impl LogSegment {
         expected_offset: u64,
         visit: impl FnMut(&ScannedFrame) -> bool,
     ) -> Result<ScanOutcome> {
-        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, visit)
+        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, 0, visit)
     }
 
-    /// The first frame that starts at or after byte `position`, as `(offset, position)`;
+    /// As [`LogSegment::scan`], but steps over every damaged range (see the module docs)
+    /// instead of stopping at it; `ScanOutcome::damaged` lists them. For scans that must reach
+    /// the records after damage (retention, which counts damaged records as expired).
+    pub fn scan_over_damage(
+        &self,
+        position: u64,
+        expected_offset: u64,
+        visit: impl FnMut(&ScannedFrame) -> bool,
+    ) -> Result<ScanOutcome> {
+        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, u64::MAX, visit)
+    }
+
+    /// The first valid frame that starts at or after byte `position`, as `(offset, position)`;
     /// `None` when no frame of this segment does. One index lookup and a scan of about one
-    /// index interval.
+    /// index interval; damage on the way is stepped over (bytes retention drops it anyway).
     ///
     /// # Errors
-    /// `Corrupt` when a frame on the way does not verify; `Io`.
+    /// `Io`.
     pub fn first_frame_from(&self, position: u64) -> Result<Option<(u64, u64)>> {
         let entry = self.index.lookup_position(position)?;
         self.find_frame(entry, |frame| frame.position >= position)
     }
 
-    /// Where the frame holding `offset` starts, `None` when this segment does not hold it.
-    /// One index lookup and a scan of about one index interval.
+    /// Where the first valid frame holding `offset` or a later one starts: the frame holding
+    /// `offset`, or, when that record is damaged, the first valid frame after the damage.
+    /// `None` when no such frame is in this segment. One index lookup and a scan of about one
+    /// index interval.
     ///
     /// # Errors
-    /// `Corrupt` when a frame on the way does not verify; `Io`.
+    /// `Io`.
     pub fn position_of(&self, offset: u64) -> Result<Option<u64>> {
         let entry = self.index.lookup(offset)?;
         let found = self.find_frame(entry, |frame| frame.offset >= offset)?;
-        Ok(found
-            .filter(|&(o, _)| o == offset)
-            .map(|(_, position)| position))
+        Ok(found.map(|(_, position)| position))
     }
 
-    /// The first frame from `entry` on that `is_it` accepts, as `(offset, position)`.
+    /// The first valid frame from `entry` on that `is_it` accepts, as `(offset, position)`,
+    /// stepping over damage.
     fn find_frame(
         &self,
         entry: IndexEntry,
@@ -280,29 +319,133 @@ impl LogSegment {
     ) -> Result<Option<(u64, u64)>> {
         let mut found = None;
         let chunk = 2 * self.index_interval_bytes as usize;
-        let outcome = self.scan_in_chunks(entry.position, entry.offset, chunk, |frame| {
-            if is_it(frame) {
-                found = Some((frame.offset, frame.position));
-            }
-            found.is_none()
-        })?;
-        match outcome.stopped {
-            Some(stop) => Err(Error::corrupt(&self.log_path, stop.position, stop.reason)),
-            None => Ok(found),
+        let outcome =
+            self.scan_in_chunks(entry.position, entry.offset, chunk, u64::MAX, |frame| {
+                if is_it(frame) {
+                    found = Some((frame.offset, frame.position));
+                }
+                found.is_none()
+            })?;
+        for damage in &outcome.damaged {
+            tracing::warn!(
+                path = %self.log_path.display(), position = damage.position,
+                first_offset = damage.first_offset, cause = %damage.reason,
+                "stepped over damaged records looking for a frame"
+            );
         }
+        Ok(found)
     }
 
-    /// [`LogSegment::scan`], reading `chunk` bytes at a time (more for a larger frame).
+    /// Whether `offset` can be a record of this segment: at or above its base, and within
+    /// what the index's `u32` relative offsets can hold.
+    fn holds_offset(&self, offset: u64) -> bool {
+        offset
+            .checked_sub(self.base_offset)
+            .is_some_and(|relative| relative <= u64::from(u32::MAX))
+    }
+
+    /// The length of the frame whose header starts `bytes`, when that header could be one
+    /// this code wrote for an offset of at least `min_offset` (its CRC not yet checked). A
+    /// cheap filter, so that searching damaged bytes rarely computes a CRC.
+    fn plausible_frame(&self, bytes: &[u8], min_offset: u64) -> Option<usize> {
+        if bytes.len() < HEADER_LEN {
+            return None;
+        }
+        let length = u32_at(bytes, 0) as usize;
+        let offset = u64_at(bytes, 10);
+        let plausible = (HEADER_LEN - 4..=MAX_FRAME_LEN).contains(&length)
+            && bytes[8] == MAGIC
+            && bytes[9] <= 1
+            && offset >= min_offset
+            && self.holds_offset(offset);
+        plausible.then_some(4 + length)
+    }
+
+    /// The offset of the valid frame at `position`, if one with an offset of at least
+    /// `min_offset` starts there.
+    fn valid_frame_at(&self, position: u64, min_offset: u64) -> Result<Option<u64>> {
+        let mut buf = AlignedBuf::default();
+        let header = self.read_into(&mut buf, position, HEADER_LEN)?;
+        let Some(frame_len) = self.plausible_frame(header, min_offset) else {
+            return Ok(None);
+        };
+        if position + frame_len as u64 > self.size {
+            return Ok(None);
+        }
+        let frame = self.read_into(&mut buf, position, frame_len)?;
+        Ok(match record::decode(frame) {
+            Decoded::Record { record, .. } if record.offset >= min_offset => Some(record.offset),
+            _ => None,
+        })
+    }
+
+    /// Where scanning resumes after the bad frame at `position`, which should have held
+    /// `min_offset`: the first valid frame after it holding `min_offset` or a later offset,
+    /// as `(offset, position)`; `None` when no valid frame follows.
+    ///
+    /// The bad frame's own length field is tried first (a flipped bit in a key or value
+    /// leaves it intact, and the next frame starts where it says); failing that, every later
+    /// byte position is tried. Only a frame with a verified CRC and an offset no lower than
+    /// the one expected is accepted, so stale or garbage bytes are not taken for records.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn resync(&self, position: u64, min_offset: u64) -> Result<Option<(u64, u64)>> {
+        let mut buf = AlignedBuf::default();
+        let header = self.read_into(&mut buf, position, 4)?;
+        if header.len() == 4 {
+            let length = u64::from(u32_at(header, 0));
+            let next = position + 4 + length;
+            if (HEADER_LEN as u64 - 4..=MAX_FRAME_LEN as u64).contains(&length) && next < self.size
+            {
+                if let Some(offset) = self.valid_frame_at(next, min_offset)? {
+                    return Ok(Some((offset, next)));
+                }
+            }
+        }
+        let mut from = position + 1;
+        while from + HEADER_LEN as u64 <= self.size {
+            let chunk = self.read_into(&mut buf, from, SCAN_CHUNK)?;
+            let mut i = 0usize;
+            while i + HEADER_LEN <= chunk.len() {
+                if let Some(frame_len) = self.plausible_frame(&chunk[i..], min_offset) {
+                    let at = from + i as u64;
+                    let offset = match chunk.get(i..i + frame_len).map(record::decode) {
+                        Some(Decoded::Record { record, .. }) if record.offset >= min_offset => {
+                            Some(record.offset)
+                        }
+                        Some(_) => None,
+                        // The frame runs past this chunk: read it on its own.
+                        None => self.valid_frame_at(at, min_offset)?,
+                    };
+                    if let Some(offset) = offset {
+                        return Ok(Some((offset, at)));
+                    }
+                }
+                i += 1;
+            }
+            // The next chunk starts at the first position whose header did not fit in this one.
+            from += i as u64;
+        }
+        Ok(None)
+    }
+
+    /// [`LogSegment::scan`], reading `chunk` bytes at a time (more for a larger frame). A bad
+    /// frame that should have held an offset below `step_over_below` is stepped over with
+    /// [`LogSegment::resync`] (and listed in `ScanOutcome::damaged`); any other stops the scan.
     fn scan_in_chunks(
         &self,
         mut position: u64,
         mut expected_offset: u64,
-        chunk: usize,
+        chunk_len: usize,
+        step_over_below: u64,
         mut visit: impl FnMut(&ScannedFrame) -> bool,
     ) -> Result<ScanOutcome> {
         let mut buf = AlignedBuf::default();
-        let mut want = chunk;
+        let mut want = chunk_len;
         let mut last_timestamp_ms = None;
+        let mut damaged = Vec::new();
+        let mut after_damage = false;
         while position < self.size {
             let chunk = self.read_into(&mut buf, position, want)?;
             let mut at = 0usize;
@@ -310,6 +453,25 @@ impl LogSegment {
             while at < chunk.len() {
                 match record::decode(&chunk[at..]) {
                     Decoded::Record { record, frame_len } => {
+                        let here = position + at as u64;
+                        if record.offset > expected_offset
+                            && expected_offset < step_over_below
+                            && self.holds_offset(record.offset)
+                        {
+                            // Records are missing but the bytes verify: resume right here.
+                            damaged.push(DamagedRange {
+                                position: here,
+                                end: here,
+                                first_offset: expected_offset,
+                                resumed_at: Some(record.offset),
+                                reason: format!(
+                                    "offset {} where {expected_offset} was expected",
+                                    record.offset
+                                ),
+                            });
+                            expected_offset = record.offset;
+                            after_damage = true;
+                        }
                         if record.offset != expected_offset {
                             stop = Some(format!(
                                 "offset {} where {expected_offset} was expected",
@@ -320,9 +482,11 @@ impl LogSegment {
                         let frame = ScannedFrame {
                             offset: record.offset,
                             timestamp_ms: record.timestamp_ms,
-                            position: position + at as u64,
+                            position: here,
                             frame_len: frame_len as u64,
+                            after_damage,
                         };
+                        after_damage = false;
                         at += frame_len;
                         expected_offset += 1;
                         last_timestamp_ms = Some(record.timestamp_ms);
@@ -332,6 +496,7 @@ impl LogSegment {
                                 next_offset: expected_offset,
                                 last_timestamp_ms,
                                 stopped: None,
+                                damaged,
                             });
                         }
                     }
@@ -356,20 +521,45 @@ impl LogSegment {
                 }
             }
             position += at as u64;
-            if let Some(reason) = stop {
+            let Some(reason) = stop else { continue };
+            if expected_offset >= step_over_below {
                 return Ok(ScanOutcome {
                     valid_len: position,
                     next_offset: expected_offset,
                     last_timestamp_ms,
                     stopped: Some(ScanStop { position, reason }),
+                    damaged,
                 });
             }
+            let resumed = self.resync(position, expected_offset)?;
+            damaged.push(DamagedRange {
+                position,
+                end: resumed.map_or(self.size, |(_, at)| at),
+                first_offset: expected_offset,
+                resumed_at: resumed.map(|(offset, _)| offset),
+                reason,
+            });
+            match resumed {
+                Some((offset, at)) => {
+                    (position, expected_offset) = (at, offset);
+                    after_damage = true;
+                    want = chunk_len;
+                }
+                // Nothing valid follows: the rest of the file is the damaged range.
+                None => break,
+            }
         }
+        // `valid_len` is where the last valid frame ends, not the end of trailing damage.
+        let valid_len = match damaged.last() {
+            Some(d) if d.resumed_at.is_none() => d.position,
+            _ => position,
+        };
         Ok(ScanOutcome {
-            valid_len: position,
+            valid_len,
             next_offset: expected_offset,
             last_timestamp_ms,
             stopped: None,
+            damaged,
         })
     }
 
@@ -406,24 +596,30 @@ impl LogSegment {
         Ok(Ok(()))
     }
 
-    /// Rewrites the index from a scan of the whole log and learns `next_offset`, stopping at
-    /// the first frame that does not verify. Cuts nothing: see [`LogSegment::truncate_to`].
-    pub fn rebuild_index(&mut self) -> Result<ScanOutcome> {
+    /// Rewrites the index from a scan of the whole log and learns `next_offset`. A bad frame
+    /// that should have held an offset below `step_over_below` is stepped over (the frame
+    /// the scan resumes at always gets an index entry, so that lookups of the offsets after
+    /// the damage start past it); the scan stops at any other. Cuts nothing: see
+    /// [`LogSegment::truncate_to`]. When nothing valid follows the last damage, `next_offset`
+    /// is the first damaged offset and the next append gets an index entry, so that it can
+    /// be found behind the damage; the caller may set a better known `next_offset`.
+    pub fn rebuild_index(&mut self, step_over_below: u64) -> Result<ScanOutcome> {
         self.index.clear()?;
         let interval = self.index_interval_bytes;
         let mut since_entry = 0u64;
         let mut entries = Vec::new();
-        let outcome = self.scan(0, self.base_offset, |frame| {
-            if since_entry >= interval {
-                entries.push(IndexEntry {
-                    offset: frame.offset,
-                    position: frame.position,
-                });
-                since_entry = 0;
-            }
-            since_entry += frame.frame_len;
-            true
-        })?;
+        let outcome =
+            self.scan_in_chunks(0, self.base_offset, SCAN_CHUNK, step_over_below, |frame| {
+                if since_entry >= interval || frame.after_damage {
+                    entries.push(IndexEntry {
+                        offset: frame.offset,
+                        position: frame.position,
+                    });
+                    since_entry = 0;
+                }
+                since_entry += frame.frame_len;
+                true
+            })?;
         for entry in entries {
             self.index.push(entry);
         }
@@ -431,6 +627,13 @@ impl LogSegment {
         self.next_offset = outcome.next_offset;
         self.last_timestamp_ms = outcome.last_timestamp_ms;
         self.bytes_since_index = since_entry;
+        if outcome
+            .damaged
+            .last()
+            .is_some_and(|d| d.resumed_at.is_none())
+        {
+            self.bytes_since_index = interval;
+        }
         Ok(outcome)
     }
 
