@@ -179,7 +179,9 @@ pub struct PooledFile {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding a lock leaves plain data behind (a count, an optional file).
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl PooledFs {
@@ -598,7 +600,11 @@ mod tests {
             .collect();
         for round in 0..3 {
             for (i, f) in files.iter().enumerate() {
-                assert_eq!(read_all(f.as_ref()), format!("file {i}").into_bytes(), "round {round}");
+                assert_eq!(
+                    read_all(f.as_ref()),
+                    format!("file {i}").into_bytes(),
+                    "round {round}"
+                );
                 assert!(fs.open_files() <= 2);
             }
         }
@@ -643,7 +649,9 @@ mod tests {
         let path = dir.path().join("seg");
         let a = fs.open(&path, OpenMode::Truncate).unwrap();
         a.write_all_at(b"sealed", 0).unwrap();
-        let other = fs.open(&dir.path().join("other"), OpenMode::Truncate).unwrap();
+        let other = fs
+            .open(&dir.path().join("other"), OpenMode::Truncate)
+            .unwrap();
         other.size().unwrap(); // `a` is evicted now
         fs.remove_file(&path).unwrap();
         assert!(!path.exists());
@@ -668,12 +676,18 @@ mod tests {
         new.write_all_at(b"new", 0).unwrap();
         fs.rename(&tmp, &target).unwrap();
         // Force both out of the pool and back.
-        let filler = fs.open(&dir.path().join("filler"), OpenMode::Truncate).unwrap();
+        let filler = fs
+            .open(&dir.path().join("filler"), OpenMode::Truncate)
+            .unwrap();
         filler.size().unwrap();
         new.write_all_at(b"!", 3).unwrap();
         filler.size().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new!");
-        assert_eq!(read_all(old.as_ref()), b"old", "the replaced inode, not the new file");
+        assert_eq!(
+            read_all(old.as_ref()),
+            b"old",
+            "the replaced inode, not the new file"
+        );
         assert_eq!(read_all(new.as_ref()), b"new!");
     }
 
@@ -685,7 +699,9 @@ mod tests {
         let a = fs.open(path, OpenMode::CreateIfMissing).unwrap();
         fs.sync_dir(Path::new("/d")).unwrap();
         a.write_all_at(b"written before the eviction", 0).unwrap();
-        let b = fs.open(Path::new("/d/b"), OpenMode::CreateIfMissing).unwrap();
+        let b = fs
+            .open(Path::new("/d/b"), OpenMode::CreateIfMissing)
+            .unwrap();
         b.size().unwrap(); // `a` is evicted
         a.sync_data().unwrap(); // through a new handle
         sim.crash();
@@ -695,9 +711,7 @@ mod tests {
     #[test]
     fn out_of_descriptors_names_the_budget_and_the_limit() {
         let (_dir, fs) = pooled(77);
-        let e = fs
-            .pool
-            .explain(io::Error::from_raw_os_error(libc::EMFILE));
+        let e = fs.pool.explain(io::Error::from_raw_os_error(libc::EMFILE));
         let message = e.to_string();
         assert!(message.contains("max_open_files"), "{message}");
         assert!(message.contains("77"), "{message}");
@@ -745,7 +759,9 @@ mod tests {
                         let f = &files[round % FILES_PER_THREAD];
                         f.write_all_at(&[t as u8; 8], (round / FILES_PER_THREAD * 8) as u64)
                             .unwrap();
-                        shared.write_all_at(&[t as u8], (round * THREADS + t) as u64).unwrap();
+                        shared
+                            .write_all_at(&[t as u8], (round * THREADS + t) as u64)
+                            .unwrap();
                         if round % 7 == 0 {
                             f.sync_data().unwrap();
                         }
