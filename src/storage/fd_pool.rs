@@ -40,16 +40,20 @@
 //! before a reopen is still reported to the new descriptor's first sync when no descriptor
 //! saw it yet (Linux since 4.16, `errseq_t`).
 //!
+//! Descriptors that live for one call only (`read` of a whole small file, `list`,
+//! `sync_dir`) count in the budget too while they are open: many partitions syncing their
+//! directories at once (sealing threads) must not run the process out either.
+//!
 //! # What is outside the budget
-//! Short-lived descriptors opened and closed within one call (`read` of a whole small file,
-//! `sync_dir`), the data-dir lock, topic configs, and the runtime's own (epoll, eventfd,
-//! sockets). Hence the default budget is half the process's soft limit.
+//! The data-dir lock, topic configs, and the runtime's own descriptors (epoll, eventfd,
+//! sockets), and the application's. Hence the default budget is half the process's soft
+//! limit.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::fs::{FileSystem, OpenMode, SharedFs, StorageFile};
@@ -139,6 +143,9 @@ struct Pool {
     /// For error messages.
     soft_limit: Option<u64>,
     state: Mutex<PoolState>,
+    /// Handles being dropped: their descriptor is closed before the count goes down, so
+    /// meanwhile an evictor that finds nothing must wait for it rather than overflow.
+    closing: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -148,6 +155,8 @@ struct PoolState {
     open: usize,
     /// The largest `open` seen (tests check the budget with it).
     peak: usize,
+    /// Of `open`: descriptors of one call (`read`, `list`, `sync_dir`), not in the ring.
+    transient: usize,
     /// CLOCK ring: the slots that hold (or are about to hold) a descriptor. May also hold
     /// dropped slots and closed ones: both are removed when the hand meets them.
     ring: Vec<Weak<Slot>>,
@@ -195,6 +204,7 @@ impl PooledFs {
                 budget: max_open_files.max(1),
                 soft_limit: soft_nofile_limit(),
                 state: Mutex::new(PoolState::default()),
+                closing: AtomicUsize::new(0),
             }),
         }
     }
@@ -238,6 +248,16 @@ impl PooledFs {
         Ok(held)
     }
 
+    /// Runs `op`, which opens a descriptor and closes it before returning (reading a whole
+    /// file, listing or syncing a directory), with that descriptor counted in the budget: a
+    /// thousand partitions syncing their directories at once must not run the process out.
+    fn transient<T>(&self, op: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        self.pool.acquire(None);
+        let result = op();
+        self.pool.release_transient();
+        result.map_err(|e| self.pool.explain(e))
+    }
+
     fn forget_path(&self, path: &Path) -> Vec<Weak<Slot>> {
         lock(&self.pool.state)
             .by_path
@@ -254,19 +274,23 @@ fn unpin(held: &[(Arc<Slot>, bool)]) {
 }
 
 impl Pool {
-    /// Counts one more descriptor for `slot`, evicting another slot's first when the budget
-    /// is reached, and puts `slot` on the clock ring. The caller opens the file next and
-    /// calls [`Pool::release`] if that fails.
-    fn acquire(&self, slot: &Arc<Slot>) {
+    /// Counts one more descriptor, evicting a slot's first when the budget is reached. For
+    /// `Some(slot)` it puts `slot` on the clock ring: the caller opens the file next and calls
+    /// [`Pool::release`] if that fails. `None` is a transient descriptor (see
+    /// [`PooledFs::transient`]), given back with [`Pool::release_transient`].
+    fn acquire(&self, slot: Option<&Arc<Slot>>) {
         loop {
             let mut state = lock(&self.state);
             let mut victim = None;
             let room = state.open < self.budget || {
-                let (evicted, busy) = state.evict_one();
+                let (evicted, in_use) = state.evict_one();
                 victim = evicted;
-                // Nothing evictable and nobody busy: every open file is pinned. Their
+                // Nothing evictable, now or soon: every open file is pinned. Their
                 // descriptors cannot be given back; going over the budget is the only way on.
-                victim.is_some() || !busy
+                victim.is_some()
+                    || (!in_use
+                        && state.transient == 0
+                        && self.closing.load(Ordering::Acquire) == 0)
             };
             if room {
                 if victim.is_none() && state.open >= self.budget {
@@ -278,15 +302,19 @@ impl Pool {
                 }
                 state.open += 1;
                 state.peak = state.peak.max(state.open);
-                state.ring.push(Arc::downgrade(slot));
+                match slot {
+                    Some(slot) => state.ring.push(Arc::downgrade(slot)),
+                    None => state.transient += 1,
+                }
                 drop(state);
                 // Closed outside the global lock; the count already excludes it.
                 drop(victim);
                 return;
             }
             drop(state);
-            // Every candidate is in the middle of an I/O call on another thread; one will
-            // finish and become evictable.
+            // Every candidate was used since the hand last passed or is in the middle of an
+            // I/O call on another thread (or a transient descriptor is open, or a handle is
+            // being dropped): one will finish, or stay idle, and give its descriptor back.
             std::thread::yield_now();
         }
     }
@@ -296,6 +324,12 @@ impl Pool {
     fn release(&self) {
         let mut state = lock(&self.state);
         state.open = state.open.saturating_sub(1);
+    }
+
+    fn release_transient(&self) {
+        let mut state = lock(&self.state);
+        state.open = state.open.saturating_sub(1);
+        state.transient = state.transient.saturating_sub(1);
     }
 
     /// Opens `file`'s path again if its descriptor was evicted. The caller holds the slot.
@@ -319,7 +353,7 @@ impl Pool {
         slot: &Arc<Slot>,
         open: impl FnOnce() -> io::Result<Box<dyn StorageFile>>,
     ) -> io::Result<Box<dyn StorageFile>> {
-        self.acquire(slot);
+        self.acquire(Some(slot));
         open().map_err(|e| {
             self.release();
             self.explain(e)
@@ -345,9 +379,10 @@ impl Pool {
 impl PoolState {
     /// One turn of the clock: takes the descriptor of the first slot that is open, idle since
     /// the hand last passed, not pinned and not locked by another thread. Returns it (to be
-    /// closed outside the lock) and whether a locked slot was skipped.
+    /// closed outside the lock) and whether a slot that is not pinned was skipped (used
+    /// again meanwhile, or locked): trying again later can succeed.
     fn evict_one(&mut self) -> (Option<Box<dyn StorageFile>>, bool) {
-        let mut busy = false;
+        let mut in_use = false;
         // Two turns: the first may only clear "recently used" bits.
         let mut steps = 2 * self.ring.len() + 1;
         while steps > 0 && !self.ring.is_empty() {
@@ -360,6 +395,7 @@ impl PoolState {
             };
             steps -= 1;
             if slot.referenced.swap(false, Ordering::Relaxed) {
+                in_use = true;
                 self.hand += 1;
                 continue;
             }
@@ -367,7 +403,7 @@ impl PoolState {
                 Ok(file) => file,
                 Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(std::sync::TryLockError::WouldBlock) => {
-                    busy = true;
+                    in_use = true;
                     self.hand += 1;
                     continue;
                 }
@@ -382,10 +418,10 @@ impl PoolState {
             self.ring.swap_remove(self.hand);
             if let Some(evicted) = evicted {
                 self.open -= 1;
-                return (Some(evicted), busy);
+                return (Some(evicted), in_use);
             }
         }
-        (None, busy)
+        (None, in_use)
     }
 
     /// Drops ring entries of dropped slots once they outnumber the live ones, so the ring of
@@ -411,6 +447,7 @@ impl PooledFile {
 
 impl Drop for PooledFile {
     fn drop(&mut self) {
+        self.pool.closing.fetch_add(1, Ordering::AcqRel);
         let (closed, path) = {
             let mut file = lock(&self.slot.file);
             (file.open.take(), file.path.clone())
@@ -429,6 +466,7 @@ impl Drop for PooledFile {
             }
         }
         state.compact_ring();
+        self.pool.closing.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -465,10 +503,14 @@ impl FileSystem for PooledFs {
                 pinned: false,
             }),
         });
-        let opened = self
-            .pool
-            .open_counted(&slot, || self.inner.open(path, mode))?;
-        lock(&slot.file).open = Some(opened);
+        // Locked while it opens: an evictor must not take the slot for a stale ring entry
+        // (open, but not yet holding its file) and drop it from the ring.
+        let mut file = lock(&slot.file);
+        file.open = Some(
+            self.pool
+                .open_counted(&slot, || self.inner.open(path, mode))?,
+        );
+        drop(file);
         lock(&self.pool.state)
             .by_path
             .entry(path.to_owned())
@@ -482,7 +524,7 @@ impl FileSystem for PooledFs {
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.inner.read(path).map_err(|e| self.pool.explain(e))
+        self.transient(|| self.inner.read(path))
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -540,11 +582,11 @@ impl FileSystem for PooledFs {
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(dir).map_err(|e| self.pool.explain(e))
+        self.transient(|| self.inner.list(dir))
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir).map_err(|e| self.pool.explain(e))
+        self.transient(|| self.inner.sync_dir(dir))
     }
 }
 
@@ -729,8 +771,8 @@ mod tests {
         }
     }
 
-    /// Threads that share a small budget (and one file) neither deadlock, nor lose a write,
-    /// nor exceed the budget.
+    /// Threads that share a small budget (and one file, and directory syncs) neither
+    /// deadlock, nor lose a write, nor exceed the budget.
     #[test]
     fn concurrent_users_share_the_budget() {
         const THREADS: usize = 6;
@@ -764,6 +806,10 @@ mod tests {
                             .unwrap();
                         if round % 7 == 0 {
                             f.sync_data().unwrap();
+                        }
+                        if round % 11 == 0 {
+                            // A transient descriptor, counted in the same budget.
+                            fs.sync_dir(&dir).unwrap();
                         }
                     }
                     for f in &files {
