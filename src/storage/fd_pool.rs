@@ -21,6 +21,7 @@
 //!   its victims and skips a busy one, so two threads evicting each other's files cannot
 //!   deadlock. Every open slot that is locked is in the middle of one I/O call (no slot op
 //!   opens another file), so when all candidates are busy the evictor yields and retries.
+//!   Only when every open file is pinned (below) does an open go over the budget.
 //! - The first open uses the caller's [`OpenMode`] (it may create or truncate); a reopen is
 //!   always [`OpenMode::Existing`]: a file is never truncated, or created empty, twice.
 //! - A file removed, or renamed, through the pool while handles to it are alive: those
@@ -36,18 +37,18 @@
 //! on Linux `fsync`/`fdatasync` through any descriptor of the inode writes all of them,
 //! including bytes written through an earlier, since-closed descriptor. So an eviction
 //! between a write and its sync loses nothing. ([`super::sim::SimFs`] models the same: its
-//! unsynced writes belong to the file, not to a handle.) A writeback error that happened
-//! before a reopen is still reported to the new descriptor's first sync when no descriptor
-//! saw it yet (Linux since 4.16, `errseq_t`).
+//! unsynced writes belong to the file, not to a handle.) A writeback error that no
+//! descriptor has seen yet is reported to the first sync through a descriptor opened after it
+//! on current kernels (`errseq_t`); the engine treats any failed sync as fatal for the
+//! partition anyway.
 //!
-//! Descriptors that live for one call only (`read` of a whole small file, `list`,
-//! `sync_dir`) count in the budget too while they are open: many partitions syncing their
-//! directories at once (sealing threads) must not run the process out either.
-//!
-//! # What is outside the budget
-//! The data-dir lock, topic configs, and the runtime's own descriptors (epoll, eventfd,
-//! sockets), and the application's. Hence the default budget is half the process's soft
-//! limit.
+//! # What the budget counts
+//! Every descriptor opened through the pool, including those that live for one call only
+//! (`read` of a whole small file, `list`, `sync_dir`) while they are open: many partitions
+//! syncing their directories at once (sealing threads) must not run the process out either.
+//! Outside it: the data-dir lock, topic configs, the runtime's own descriptors (epoll,
+//! eventfd, sockets) and the application's. Hence the default budget is half the process's
+//! soft limit.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -132,7 +133,7 @@ impl std::error::Error for DescriptorLimit {
 }
 
 /// A [`FileSystem`] whose open files share a budget of descriptors; see the module docs.
-/// Clones are not needed: share it as a [`SharedFs`].
+/// Share one per broker as a [`SharedFs`].
 pub struct PooledFs {
     inner: SharedFs,
     pool: Arc<Pool>,
