@@ -27,6 +27,9 @@ use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::Shutdown;
 use crate::partition::ProduceRecord;
+use crate::storage::fd_pool::{
+    default_max_open_files, soft_nofile_limit, PooledFs, MIN_OPEN_FILES,
+};
 use crate::storage::fs::SharedFs;
 use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use crate::storage::{DataDir, RecordBatch};
@@ -62,6 +65,8 @@ pub struct NanoKafkaBuilder {
     idle_spin: Duration,
     clock: SharedClock,
     fs: SharedFs,
+    /// `None`: derived from the process's descriptor limit at `build`.
+    max_open_files: Option<usize>,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -78,6 +83,7 @@ impl Default for NanoKafkaBuilder {
             idle_spin: DEFAULT_IDLE_SPIN,
             clock: Arc::new(SystemClock),
             fs: crate::storage::fs::os(),
+            max_open_files: None,
         }
     }
 }
@@ -148,9 +154,22 @@ impl NanoKafkaBuilder {
 
     /// The file layer under the partitions' files (default: the OS). Fault-injection tests
     /// pass a [`crate::storage::sim::SimFs`]; the data-dir lock and topic configs always use
-    /// the OS.
+    /// the OS. Either way the broker wraps it in the descriptor budget of
+    /// [`NanoKafkaBuilder::max_open_files`].
     pub fn file_system(mut self, fs: SharedFs) -> Self {
         self.fs = fs;
+        self
+    }
+
+    /// How many partition files may hold an open descriptor at once, over the whole broker
+    /// (like RocksDB's `max_open_files`). Files beyond it are closed while idle and reopened
+    /// on their next use, so the number of partitions is not bounded by `ulimit -n`.
+    ///
+    /// Default: half the process's soft `RLIMIT_NOFILE` at `build` (the other half is
+    /// headroom for the data-dir lock, topic configs, the runtime and the application),
+    /// at least 16 and at most 65,536. At least 16 (`InvalidConfig` below).
+    pub fn max_open_files(mut self, files: usize) -> Self {
+        self.max_open_files = Some(files);
         self
     }
 
@@ -158,8 +177,8 @@ impl NanoKafkaBuilder {
     ///
     /// # Errors
     /// `InvalidConfig` for a zero timeout, thread count or record size, a request size
-    /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`];
-    /// `DataDirLocked`;
+    /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`],
+    /// `max_open_files` below 16; `DataDirLocked`;
     /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
     /// `BlockingInActorContext` on an actix thread.
     pub fn build(self) -> Result<NanoKafka> {
@@ -197,6 +216,25 @@ impl NanoKafkaBuilder {
                 ));
             }
         }
+        let max_open_files = match self.max_open_files {
+            Some(files) if files < MIN_OPEN_FILES => {
+                return Err(Error::InvalidConfig(format!(
+                    "max_open_files must be at least {MIN_OPEN_FILES} (got {files})"
+                )))
+            }
+            Some(files) => {
+                if let Some(soft) = soft_nofile_limit().filter(|&soft| files as u64 >= soft) {
+                    tracing::warn!(
+                        max_open_files = files,
+                        soft_limit = soft,
+                        "max_open_files is not below the process's descriptor limit (ulimit -n): \
+                         opens may fail with EMFILE"
+                    );
+                }
+                files
+            }
+            None => default_max_open_files(),
+        };
         let data_dir = DataDir::open(&self.data_dir)?;
         let topics = data_dir.topics()?;
         let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
@@ -208,7 +246,8 @@ impl NanoKafkaBuilder {
             max_record_bytes: self.max_record_bytes,
             max_request_bytes: self.max_request_bytes,
             clock: self.clock,
-            fs: self.fs,
+            // Every partition file goes through one budget of descriptors.
+            fs: Arc::new(PooledFs::new(self.fs, max_open_files)),
         });
         let (io_threads, idle_spin) = (self.io_threads, self.idle_spin);
         let (started_tx, started_rx) = std::sync::mpsc::channel();

@@ -27,12 +27,14 @@
 //! - [`offsets`]: [`OffsetStore`], each group's committed offset in a partition.
 //! - [`data_dir`]: [`DataDir`], the directory lock, topic configs and names.
 //! - [`fs`]: the file layer every byte goes through (`FileSystem`, `StorageFile`, the OS);
-//!   [`sim`]: a simulated disk for power-loss and I/O-fault tests.
+//!   [`sim`]: a simulated disk for power-loss and I/O-fault tests; [`fd_pool`]: the
+//!   broker-wide budget of open descriptors (`max_open_files`) over either.
 //! - [`fsutil`]: atomic file replacement, directory sync, aligned buffers.
 
 pub mod batch;
 pub mod checkpoint;
 pub mod data_dir;
+pub mod fd_pool;
 pub mod fetch;
 pub mod fs;
 pub mod fsutil;

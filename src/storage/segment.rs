@@ -658,7 +658,10 @@ impl LogSegment {
     /// Deletes both files.
     pub fn delete(self) -> Result<()> {
         let index_path = self.index.path().to_owned();
+        // Both handles closed first: a handle alive across the removal of its file is kept
+        // open (and reopened if its descriptor was pooled away) so it can still reach it.
         drop(self.log);
+        drop(self.index);
         self.fs
             .remove_file(&self.log_path)
             .map_err(|e| Error::io("delete segment", &self.log_path, e))?;
