@@ -20,7 +20,7 @@ use crate::actors::coordinator::FetchedBatch;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::handle::NanoKafka;
-use crate::messages::{ConsumerPoll, FencedCommit};
+use crate::messages::{ConsumerPoll, FencedCommit, LeaveGroup};
 use crate::types::Record;
 
 /// A group member with its own positions. See the module docs.
@@ -213,9 +213,18 @@ impl<T: DeserializeOwned> Consumer<T> {
 impl<T> Drop for Consumer<T> {
     /// Leaves the group, so its partitions go to the other members at once instead of after
     /// the session timeout.
+    /// Dropped on an actix/tokio thread, where it must not block, it sends the leave without
+    /// waiting for the answer (it is still handled before any later request of this thread).
     fn drop(&mut self) {
-        let _ = self
+        let left = self
             .broker
             .leave_group(&self.topic, &self.group, &self.member);
+        if let Err(Error::BlockingInActorContext) = left {
+            self.broker.addr().do_send(LeaveGroup {
+                topic: std::mem::take(&mut self.topic),
+                group: std::mem::take(&mut self.group),
+                member: std::mem::take(&mut self.member),
+            });
+        }
     }
 }

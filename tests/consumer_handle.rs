@@ -115,6 +115,23 @@ fn dropping_a_consumer_rebalances_the_group() {
     );
 }
 
+/// A consumer dropped inside an actix/tokio runtime, where the blocking leave is refused,
+/// still leaves its group (the leave is sent without waiting).
+#[test]
+fn dropping_a_consumer_inside_a_runtime_still_leaves_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    let b = broker.consumer::<u64>("t", "g", "b").unwrap();
+    let shared = a.heartbeat().unwrap().clone();
+    std::thread::spawn(move || actix_rt::System::new().block_on(async move { drop(b) }))
+        .join()
+        .unwrap();
+    let alone = a.heartbeat().unwrap().clone();
+    assert_eq!(alone.generation, shared.generation + 1);
+    assert_eq!(alone.partitions, vec![0, 1]);
+}
+
 #[test]
 fn seek_moves_the_position_back_and_forward_and_refuses_unassigned_partitions() {
     let dir = tempfile::tempdir().unwrap();
