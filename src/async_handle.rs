@@ -13,11 +13,8 @@ use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::coordinator::FetchedBatch;
-use crate::actors::lane::Lane;
-use crate::actors::topic::{
-    append_routed, route as route_batch, ConsumerPollFetched, CrashTopic, GetRoute, PollFetched,
-    RequestLimits, TopicRoute,
-};
+use crate::actors::lane::{append_routed, Lane};
+use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetched, TopicRoute};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
@@ -27,6 +24,7 @@ use crate::messages::{
     Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
+use crate::routing::{route as route_batch, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 

@@ -10,7 +10,6 @@
 //! `PartitionNotAssigned`) and changes nothing, so a consumer that lost a partition in a
 //! rebalance cannot overwrite its new owner's progress. Dropping the handle leaves the group.
 
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use serde::de::DeserializeOwned;
 
 use crate::actors::coordinator::FetchedBatch;
 use crate::error::{Error, Result};
-use crate::group::{Assignment, GroupOptions};
+use crate::group::{Assignment, GroupOptions, Positions};
 use crate::handle::NanoKafka;
 use crate::messages::{ConsumerPoll, FencedCommit, LeaveGroup};
 use crate::types::Record;
@@ -32,8 +31,8 @@ pub struct Consumer<T> {
     member: String,
     options: GroupOptions,
     assignment: Assignment,
-    /// Partition → the next offset to read, for partitions read in this generation.
-    positions: BTreeMap<u32, u64>,
+    /// The next offset to read per partition read in this generation.
+    positions: Positions,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -70,8 +69,8 @@ impl NanoKafka {
             group: group.to_owned(),
             member: member.to_owned(),
             options,
+            positions: Positions::new(assignment.generation),
             assignment,
-            positions: BTreeMap::new(),
             payload: PhantomData,
         })
     }
@@ -86,7 +85,7 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// The next offset this consumer reads in `partition`, if it has read there in this
     /// generation (otherwise it reads from the committed offset).
     pub fn position(&self, partition: u32) -> Option<u64> {
-        self.positions.get(&partition).copied()
+        self.positions.get(partition)
     }
 
     /// Up to `max_records` consecutive records of one assigned partition from this
@@ -104,9 +103,7 @@ impl<T: DeserializeOwned> Consumer<T> {
             }
             other => other?,
         };
-        if batch.assignment.generation != self.assignment.generation {
-            self.positions.clear();
-        }
+        self.positions.enter(batch.assignment.generation);
         self.assignment = batch.assignment;
         // Decoded straight from the read buffer, on this thread.
         let records = match batch.fetched {
@@ -114,7 +111,7 @@ impl<T: DeserializeOwned> Consumer<T> {
             None => Vec::new(),
         };
         if let Some(last) = records.last() {
-            self.positions.insert(last.partition, last.offset + 1);
+            self.positions.delivered(last.partition, last.offset);
         }
         Ok(records)
     }
@@ -124,8 +121,8 @@ impl<T: DeserializeOwned> Consumer<T> {
             topic: self.topic.clone(),
             group: self.group.clone(),
             member: self.member.clone(),
-            generation: self.assignment.generation,
-            positions: self.positions.clone(),
+            generation: self.positions.generation(),
+            positions: self.positions.all().clone(),
             max_records,
             wait: (!timeout.is_zero()).then_some(timeout),
         };
@@ -137,7 +134,7 @@ impl<T: DeserializeOwned> Consumer<T> {
         self.assignment =
             self.broker
                 .join_group_with(&self.topic, &self.group, &self.member, self.options)?;
-        self.positions.clear();
+        self.positions = Positions::new(self.assignment.generation);
         Ok(())
     }
 
@@ -166,9 +163,7 @@ impl<T: DeserializeOwned> Consumer<T> {
         };
         self.broker
             .call_async(|h| h.fenced_commit(commit), Duration::ZERO)?;
-        // Reading on from before the commit would re-deliver committed records.
-        let position = self.positions.entry(partition).or_insert(offset + 1);
-        *position = (*position).max(offset + 1);
+        self.positions.committed(partition, offset);
         Ok(())
     }
 
@@ -190,7 +185,7 @@ impl<T: DeserializeOwned> Consumer<T> {
                 generation: self.assignment.generation,
             });
         }
-        self.positions.insert(partition, offset);
+        self.positions.seek(partition, offset);
         Ok(())
     }
 
@@ -202,9 +197,7 @@ impl<T: DeserializeOwned> Consumer<T> {
         let assignment = self
             .broker
             .heartbeat(&self.topic, &self.group, &self.member)?;
-        if assignment.generation != self.assignment.generation {
-            self.positions.clear();
-        }
+        self.positions.enter(assignment.generation);
         self.assignment = assignment;
         Ok(&self.assignment)
     }

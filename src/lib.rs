@@ -38,6 +38,7 @@ pub mod handle;
 pub mod messages;
 pub mod partition;
 pub mod partitioner;
+mod routing;
 pub mod types;
 mod wait;
 

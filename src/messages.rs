@@ -10,12 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use actix::{Message, Recipient};
+use actix::{Message, MessageResponse, Recipient};
 use serde::de::DeserializeOwned;
-
-pub use crate::actors::subscription::{
-    Ack, Delivered, SubscribeOptions, Subscription, Unsubscribe,
-};
 
 use crate::config::TopicConfig;
 use crate::error::Result;
@@ -237,4 +233,82 @@ pub struct Shutdown;
 
 impl Message for Shutdown {
     type Result = Result<()>;
+}
+
+// ---- push subscriptions ----
+
+/// A batch of consecutive records of one partition, pushed to a subscriber. Reply with an
+/// [`Ack`] (return `Ack::Commit` from the handler, or a future that resolves to it).
+#[derive(Debug)]
+pub struct Delivered<T> {
+    pub topic: String,
+    pub group: String,
+    /// The group generation the batch was read in; its commit is fenced by it.
+    pub generation: u64,
+    pub records: Vec<Record<T>>,
+}
+
+impl<T: 'static> Message for Delivered<T> {
+    type Result = Ack;
+}
+
+/// The subscriber's answer to a [`Delivered`] batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, MessageResponse)]
+pub enum Ack {
+    /// The batch is processed: commit its last offset.
+    Commit,
+    /// Do not commit: the batch is re-delivered after the next rebalance or restart unless a
+    /// later commit of the same partition covers it.
+    Defer,
+}
+
+/// How a subscription behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubscribeOptions {
+    /// The group's options, as for a join.
+    pub group: GroupOptions,
+    /// Batches delivered but not yet answered (default 4).
+    pub max_in_flight: usize,
+    /// Records per batch at most (default 100).
+    pub max_batch: usize,
+    /// How long one poll waits for data (default 1 s). The poll is a sign of life too, so
+    /// keep it well below the session timeout.
+    pub poll_wait: Duration,
+}
+
+impl Default for SubscribeOptions {
+    fn default() -> Self {
+        SubscribeOptions {
+            group: GroupOptions::default(),
+            max_in_flight: 4,
+            max_batch: 100,
+            poll_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Ends a subscription: it leaves its group and stops. Fire-and-forget.
+#[derive(Debug)]
+pub struct Unsubscribe;
+
+impl Message for Unsubscribe {
+    type Result = ();
+}
+
+/// A running subscription. Dropping it does not end the subscription; the subscriber's
+/// mailbox closing does, or [`Subscription::unsubscribe`].
+#[derive(Debug, Clone)]
+pub struct Subscription {
+    stop: Recipient<Unsubscribe>,
+}
+
+impl Subscription {
+    pub(crate) fn new(stop: Recipient<Unsubscribe>) -> Self {
+        Subscription { stop }
+    }
+
+    /// Leaves the group and stops pushing.
+    pub fn unsubscribe(&self) {
+        self.stop.do_send(Unsubscribe);
+    }
 }

@@ -11,14 +11,15 @@ use futures::future::join_all;
 use serde::de::DeserializeOwned;
 
 use super::io_thread::{IoThread, IoThreadHandle};
-use super::subscription::{Subscription, SubscriptionActor};
+use super::subscription::{BrokerRequests, SubscriptionActor};
 use super::supervise::{catch_future_panic, guarded, guarded_future, guarded_reply};
 use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
-use crate::async_handle::AsyncNanoKafka;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::messages::{CreateTopic, GetStats, Shutdown, Subscribe, TopicMessage};
+use crate::messages::{
+    CreateTopic, GetStats, JoinGroup, Shutdown, Subscribe, Subscription, TopicMessage,
+};
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
 
@@ -197,16 +198,26 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
                 )))
             });
         }
-        let bus = AsyncNanoKafka::from(ctx.address());
+        let address = ctx.address();
+        let broker = BrokerRequests {
+            poll: address.clone().recipient(),
+            commit: address.clone().recipient(),
+            join: address.clone().recipient(),
+            leave: address.recipient(),
+        };
+        let join = JoinGroup {
+            topic: msg.topic,
+            group: msg.group,
+            member: msg.member,
+            options: options.group,
+        };
+        let joined = broker.join.send(join.clone());
         Box::pin(catch_future_panic("broker".to_owned(), async move {
-            let assignment = bus
-                .join_group_with(&msg.topic, &msg.group, &msg.member, options.group)
-                .await?;
-            let names = (msg.topic.as_str(), msg.group.as_str(), msg.member.as_str());
+            let assignment = joined.await.map_err(|_| Error::BrokerStopped)??;
             Ok(SubscriptionActor::start(
-                bus.clone(),
-                names,
-                assignment.generation,
+                broker,
+                join,
+                &assignment,
                 msg.recipient,
                 options,
             ))

@@ -20,23 +20,51 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use actix::{Message, Recipient};
 use futures::channel::oneshot;
 
-use super::partition::{Append, PartitionRef};
+use futures::future::{join_all, Either};
+
+use super::io_thread::Doorbell;
 use crate::error::{Error, Result};
+use crate::routing::Routes;
 use crate::storage::{AppendInfo, RecordBatch};
+use crate::types::Delivery;
 
 /// A queue this large (on disk) is sent as another `Append` in flight rather than grown: the
 /// group commit writes at most about this much at once.
 const MAX_QUEUED_BYTES: usize = 1 << 20;
+
+/// Append records. Sent with `do_send` by a [`Lane`] (the topic's and the handles'
+/// produces all go through one per partition); the answer goes to `reply`: where they went,
+/// once in the OS. Errors: `PartitionFull`, `Timeout`, `RecordTooLarge`, `PartitionFailed`,
+/// `Io` (the actor then restarts). A reply dropped unanswered (a restart, the broker stopping)
+/// answers `PartitionRestarted` or `BrokerStopped` by itself.
+///
+/// The reply travels in the message rather than through actix's response channel: a produce
+/// may wait (group commit, `Block` backpressure), and answering through our own reply spares
+/// a spawned response future and a second channel per produce.
+#[derive(Debug)]
+pub struct Append {
+    pub batch: RecordBatch,
+    pub reply: AppendReply,
+    /// When the oldest produce in `batch` was called, if it waited in its lane first: a
+    /// parked `Append` times out `block_timeout` after that, not after its arrival here.
+    /// `None`: sent at once, so its arrival is the call.
+    pub since: Option<Instant>,
+}
+impl Message for Append {
+    type Result = ();
+}
 
 /// One partition's produce lane; see the module docs. Shared by the topic and the handles.
 #[derive(Debug)]
 pub struct Lane {
     topic: Arc<str>,
     partition: u32,
-    /// The partition's actor (each `Append` rings its I/O thread).
-    addr: PartitionRef,
+    /// The partition's actor, and its I/O thread's doorbell, rung after each `Append`.
+    addr: Recipient<Append>,
+    doorbell: Arc<Doorbell>,
     state: Mutex<LaneState>,
 }
 
@@ -60,11 +88,17 @@ struct Waiter {
 }
 
 impl Lane {
-    pub fn new(topic: Arc<str>, partition: u32, addr: PartitionRef) -> Self {
+    pub fn new(
+        topic: Arc<str>,
+        partition: u32,
+        addr: Recipient<Append>,
+        doorbell: Arc<Doorbell>,
+    ) -> Self {
         Lane {
             topic,
             partition,
             addr,
+            doorbell,
             state: Mutex::default(),
         }
     }
@@ -122,6 +156,7 @@ impl Lane {
             reply,
             since,
         });
+        self.doorbell.ring();
     }
 
     /// An `Append` of this lane was answered: each of its produces gets its offsets (or the
@@ -186,6 +221,69 @@ impl Drop for AppendReply {
         if let Some(waiters) = self.waiters.take() {
             let error = self.lane.dropped();
             self.lane.answered(waiters, Err(error));
+        }
+    }
+}
+
+/// Hands each partition's lane its records (in their original order) and answers with one
+/// delivery per record, in the order given. Shared by the `TopicActor` and the handles'
+/// direct route.
+///
+/// The records enter the lanes when this is called, not when the future is first polled: a
+/// caller's produces reach a partition in the order of its calls even when many are in
+/// flight and the runtime polls their futures in another order.
+pub fn append_routed(
+    lanes: &[Arc<Lane>],
+    batch: RecordBatch,
+    routes: Routes,
+) -> impl std::future::Future<Output = Result<Vec<Delivery>>> + 'static {
+    let total = batch.len();
+    let send = |p: u32, batch: RecordBatch| {
+        let answer = lanes[p as usize].produce(batch);
+        // A lane answers every produce; a dropped answer means the lane went with the broker.
+        async move { answer.await.unwrap_or(Err(Error::BrokerStopped)) }
+    };
+    match routes.simplified() {
+        // The common case (a pinned batch, a single record, a one-partition topic): the batch
+        // goes as it is.
+        Routes::All(p) => {
+            let answer = send(p, batch);
+            Either::Left(async move {
+                let base = answer.await?.base_offset;
+                Ok((0..total as u64)
+                    .map(|k| Delivery {
+                        partition: p,
+                        offset: base + k,
+                    })
+                    .collect())
+            })
+        }
+        Routes::Each(each) => {
+            let answers: Vec<_> = batch
+                .split(&each)
+                .into_iter()
+                .map(|(p, part, indexes)| {
+                    let answer = send(p, part);
+                    async move { (p, indexes, answer.await) }
+                })
+                .collect();
+            Either::Right(async move {
+                let placeholder = Delivery {
+                    partition: 0,
+                    offset: 0,
+                };
+                let mut deliveries = vec![placeholder; total];
+                for (partition, indexes, result) in join_all(answers).await {
+                    let base = result?.base_offset;
+                    for (k, i) in indexes.into_iter().enumerate() {
+                        deliveries[i] = Delivery {
+                            partition,
+                            offset: base + k as u64,
+                        };
+                    }
+                }
+                Ok(deliveries)
+            })
         }
     }
 }

@@ -40,8 +40,8 @@ pub const MAILBOX_CAPACITY: usize = 1 << 20;
 
 impl BrokerSettings {
     /// The size limits a produce request is checked against before anything is sent.
-    pub fn limits(&self) -> topic::RequestLimits {
-        topic::RequestLimits {
+    pub fn limits(&self) -> crate::routing::RequestLimits {
+        crate::routing::RequestLimits {
             max_record_bytes: self.max_record_bytes,
             max_request_bytes: self.max_request_bytes,
         }

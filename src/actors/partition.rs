@@ -19,7 +19,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 
 use super::io_thread::Doorbell;
-use super::lane::AppendReply;
+use super::lane::{Append, AppendReply};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget, RestartDecision};
 use super::BrokerSettings;
 use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
@@ -28,28 +28,6 @@ use crate::group::StartFrom;
 use crate::partition::{Fetched, Partition};
 use crate::storage::{AppendInfo, LogConfig, RecordBatch};
 use crate::types::PartitionStats;
-
-/// Append records. Sent with `do_send` by a [`super::lane::Lane`] (the topic's and the handles'
-/// produces all go through one per partition); the answer goes to `reply`: where they went,
-/// once in the OS. Errors: `PartitionFull`, `Timeout`, `RecordTooLarge`, `PartitionFailed`,
-/// `Io` (the actor then restarts). A reply dropped unanswered (a restart, the broker stopping)
-/// answers `PartitionRestarted` or `BrokerStopped` by itself.
-///
-/// The reply travels in the message rather than through actix's response channel: a produce
-/// may wait (group commit, `Block` backpressure), and answering through our own reply spares
-/// a spawned response future and a second channel per produce.
-#[derive(Debug)]
-pub struct Append {
-    pub batch: RecordBatch,
-    pub reply: AppendReply,
-    /// When the oldest produce in `batch` was called, if it waited in its lane first: a
-    /// parked `Append` times out `block_timeout` after that, not after its arrival here.
-    /// `None`: sent at once, so its arrival is the call.
-    pub since: Option<Instant>,
-}
-impl Message for Append {
-    type Result = ();
-}
 
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
 /// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
@@ -98,6 +76,11 @@ impl PartitionRef {
     {
         let request = self.send(msg);
         async move { request.await.map_err(|_| Error::BrokerStopped)? }
+    }
+
+    /// Where a produce lane sends its `Append`s, and the doorbell it rings after each.
+    pub fn lane_target(&self) -> (Recipient<Append>, Arc<Doorbell>) {
+        (self.addr.clone().recipient(), self.doorbell.clone())
     }
 
     /// Whether the actor's mailbox is still open (false once the broker stopped).

@@ -1,11 +1,12 @@
 //! `SubscriptionActor<T>`: pushes a topic's records to a subscribing actor as typed
 //! [`Delivered<T>`] messages, as a member of a consumer group.
 //!
-//! It is a `Consumer` that runs by itself: it polls with its own positions (the same
-//! `ConsumerPoll` the `Consumer` handle sends), decodes each batch and `send`s it to the
-//! subscriber's `Recipient`. At most `max_in_flight` batches are unanswered at once: when the
-//! subscriber is slow the actor stops polling, records stay in the log, the topic's backlog
-//! grows and producers meet `max_size` backpressure. Nothing is sent with `do_send`.
+//! It is a `Consumer` that runs by itself: it polls with its own [`Positions`] (the same
+//! consumer poll the `Consumer` handle sends), decodes each batch from the buffer it was read
+//! into and `send`s it to the subscriber's `Recipient`. At most `max_in_flight` batches are
+//! unanswered at once: when the subscriber is slow the actor stops polling, records stay in
+//! the log, the topic's backlog grows and producers meet `max_size` backpressure. Nothing is
+//! sent with `do_send`.
 //!
 //! The subscriber answers each batch with an [`Ack`]: `Commit` commits the batch (fenced by
 //! the generation it was delivered in), `Defer` leaves it uncommitted. After a rebalance, an
@@ -17,87 +18,42 @@
 //! the actor logs the error and retries every second; commit past it (or fix the producer)
 //! to move on. The subscription ends when the subscriber's mailbox closes or on
 //! [`Subscription::unsubscribe`]; it then leaves the group.
+//!
+//! It reaches the broker through [`BrokerRequests`] (recipients of the broker's messages),
+//! not through a handle, so the actor layer never depends on the client layer above it.
 
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use actix::prelude::*;
 use serde::de::DeserializeOwned;
 
-use crate::async_handle::AsyncNanoKafka;
-use crate::error::Error;
-use crate::group::GroupOptions;
-use crate::messages::{ConsumerPoll, FencedCommit};
-use crate::types::{ConsumerBatch, Record};
+use super::topic::ConsumerPollFetched;
+use crate::error::{Error, Result};
+use crate::group::{Assignment, Positions};
+use crate::messages::{
+    Ack, ConsumerPoll, Delivered, FencedCommit, JoinGroup, LeaveGroup, SubscribeOptions,
+    Subscription, Unsubscribe,
+};
 
-/// A batch of consecutive records of one partition, pushed to a subscriber. Reply with an
-/// [`Ack`] (return `Ack::Commit` from the handler, or a future that resolves to it).
-#[derive(Debug)]
-pub struct Delivered<T> {
-    pub topic: String,
-    pub group: String,
-    /// The group generation the batch was read in; its commit is fenced by it.
-    pub generation: u64,
-    pub records: Vec<Record<T>>,
-}
+use super::coordinator::FetchedBatch;
 
-impl<T: 'static> Message for Delivered<T> {
-    type Result = Ack;
-}
-
-/// The subscriber's answer to a [`Delivered`] batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, MessageResponse)]
-pub enum Ack {
-    /// The batch is processed: commit its last offset.
-    Commit,
-    /// Do not commit: the batch is re-delivered after the next rebalance or restart unless a
-    /// later commit of the same partition covers it.
-    Defer,
-}
-
-/// How a subscription behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubscribeOptions {
-    /// The group's options, as for a join.
-    pub group: GroupOptions,
-    /// Batches delivered but not yet answered (default 4).
-    pub max_in_flight: usize,
-    /// Records per batch at most (default 100).
-    pub max_batch: usize,
-    /// How long one poll waits for data (default 1 s). The poll is a sign of life too, so
-    /// keep it well below the session timeout.
-    pub poll_wait: Duration,
-}
-
-impl Default for SubscribeOptions {
-    fn default() -> Self {
-        SubscribeOptions {
-            group: GroupOptions::default(),
-            max_in_flight: 4,
-            max_batch: 100,
-            poll_wait: Duration::from_secs(1),
-        }
-    }
-}
-
-/// Ends a subscription: it leaves its group and stops. Fire-and-forget.
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub struct Unsubscribe;
-
-/// A running subscription. Dropping it does not end the subscription; the subscriber's
-/// mailbox closing does, or [`Subscription::unsubscribe`].
+/// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
-pub struct Subscription {
-    stop: Recipient<Unsubscribe>,
+pub struct BrokerRequests {
+    pub poll: Recipient<ConsumerPollFetched>,
+    pub commit: Recipient<FencedCommit>,
+    pub join: Recipient<JoinGroup>,
+    pub leave: Recipient<LeaveGroup>,
 }
 
-impl Subscription {
-    /// Leaves the group and stops pushing.
-    pub fn unsubscribe(&self) {
-        self.stop.do_send(Unsubscribe);
-    }
+/// Sends `msg` and flattens a closed mailbox into `BrokerStopped`.
+async fn ask<M, T>(to: Recipient<M>, msg: M) -> Result<T>
+where
+    M: Message<Result = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    to.send(msg).await.map_err(|_| Error::BrokerStopped)?
 }
 
 /// Retry delay after a failed poll (a partition restarting, a poison record).
@@ -106,14 +62,11 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// See the module docs.
 pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     span: tracing::Span,
-    bus: AsyncNanoKafka,
-    topic: String,
-    group: String,
-    member: String,
+    broker: BrokerRequests,
+    join: JoinGroup,
     options: SubscribeOptions,
     recipient: Recipient<Delivered<T>>,
-    generation: u64,
-    positions: BTreeMap<u32, u64>,
+    positions: Positions,
     in_flight: usize,
     polling: bool,
     payload: PhantomData<fn() -> T>,
@@ -122,41 +75,39 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
 impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for SubscriptionActor<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubscriptionActor")
-            .field("topic", &self.topic)
-            .field("group", &self.group)
-            .field("member", &self.member)
-            .field("generation", &self.generation)
+            .field("join", &self.join)
+            .field("positions", &self.positions)
             .field("in_flight", &self.in_flight)
             .finish_non_exhaustive()
     }
 }
 
 impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
-    /// Starts a subscription for a member that has already joined at `generation`.
+    /// Starts a subscription for a member that has already joined (`join`) with `assignment`.
     pub(crate) fn start(
-        bus: AsyncNanoKafka,
-        (topic, group, member): (&str, &str, &str),
-        generation: u64,
+        broker: BrokerRequests,
+        join: JoinGroup,
+        assignment: &Assignment,
         recipient: Recipient<Delivered<T>>,
         options: SubscribeOptions,
     ) -> Subscription {
         let actor = SubscriptionActor {
-            span: tracing::info_span!("subscription", topic, group, member),
-            bus,
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
+            span: tracing::info_span!(
+                "subscription",
+                topic = %join.topic,
+                group = %join.group,
+                member = %join.member
+            ),
+            broker,
+            join,
             options,
             recipient,
-            generation,
-            positions: BTreeMap::new(),
+            positions: Positions::new(assignment.generation),
             in_flight: 0,
             polling: false,
             payload: PhantomData,
         };
-        Subscription {
-            stop: actor.start().recipient(),
-        }
+        Subscription::new(actor.start().recipient())
     }
 
     /// Polls again if there is a credit and no poll is running.
@@ -165,17 +116,16 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             return;
         }
         self.polling = true;
-        let poll = ConsumerPoll {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            member: self.member.clone(),
-            generation: self.generation,
-            positions: self.positions.clone(),
+        let poll = ConsumerPollFetched(ConsumerPoll {
+            topic: self.join.topic.clone(),
+            group: self.join.group.clone(),
+            member: self.join.member.clone(),
+            generation: self.positions.generation(),
+            positions: self.positions.all().clone(),
             max_records: self.options.max_batch,
             wait: Some(self.options.poll_wait),
-        };
-        let bus = self.bus.clone();
-        let request = async move { bus.consumer_poll(poll).await };
+        });
+        let request = ask(self.broker.poll.clone(), poll);
         ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
             act.polling = false;
             match polled {
@@ -194,39 +144,34 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 
     /// Sends a polled batch to the subscriber, holding a credit until it answers.
-    fn deliver(&mut self, batch: ConsumerBatch, ctx: &mut Context<Self>) {
-        if batch.assignment.generation != self.generation {
-            // A rebalance: what this member reads now starts at the committed offsets.
-            self.positions.clear();
-            self.generation = batch.assignment.generation;
-        }
-        let mut records = Vec::with_capacity(batch.records.len());
-        for raw in batch.records {
-            match raw.decode::<T>(&self.topic) {
-                Ok(record) => records.push(record),
-                Err(e) => {
-                    let _span = self.span.clone().entered();
-                    tracing::error!(error = %e, "record does not decode; its partition is stalled until it is committed past");
-                    self.polling = true; // hold polling for the retry delay
-                    ctx.run_later(RETRY_AFTER, |act, ctx| {
-                        act.polling = false;
-                        act.pump(ctx);
-                    });
-                    break;
-                }
+    fn deliver(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
+        // A rebalance: what this member reads now starts at the committed offsets.
+        self.positions.enter(batch.assignment.generation);
+        let Some(fetched) = batch.fetched else { return };
+        let records = match fetched.decode::<T>(&self.join.topic) {
+            Ok(records) => records,
+            Err(e) => {
+                let _span = self.span.clone().entered();
+                tracing::error!(error = %e, "record does not decode; its partition is stalled until it is committed past");
+                self.polling = true; // hold polling for the retry delay
+                ctx.run_later(RETRY_AFTER, |act, ctx| {
+                    act.polling = false;
+                    act.pump(ctx);
+                });
+                return;
             }
-        }
+        };
         let Some(last) = records.last() else { return };
         let (partition, offset) = (last.partition, last.offset);
-        self.positions.insert(partition, offset + 1);
+        self.positions.delivered(partition, offset);
         self.in_flight += 1;
+        let generation = self.positions.generation();
         let delivered = Delivered {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            generation: self.generation,
+            topic: self.join.topic.clone(),
+            group: self.join.group.clone(),
+            generation,
             records,
         };
-        let generation = self.generation;
         ctx.spawn(
             self.recipient
                 .send(delivered)
@@ -246,15 +191,14 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
 
     fn commit(&mut self, generation: u64, partition: u32, offset: u64, ctx: &mut Context<Self>) {
         let commit = FencedCommit {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            member: self.member.clone(),
+            topic: self.join.topic.clone(),
+            group: self.join.group.clone(),
+            member: self.join.member.clone(),
             generation,
             partition,
             offset,
         };
-        let bus = self.bus.clone();
-        let request = async move { bus.fenced_commit(commit).await };
+        let request = ask(self.broker.commit.clone(), commit);
         ctx.spawn(request.into_actor(self).map(|result, act, _| {
             if let Err(e) = result {
                 // Fenced after a rebalance: the new owner re-reads from the last commit.
@@ -265,14 +209,10 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 
     fn rejoin(&mut self, ctx: &mut Context<Self>) {
-        let bus = self.bus.clone();
-        let (topic, group, member) = (self.topic.clone(), self.group.clone(), self.member.clone());
-        let options = self.options.group;
-        let join = async move { bus.join_group_with(&topic, &group, &member, options).await };
+        let join = ask(self.broker.join.clone(), self.join.clone());
         ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
             Ok(assignment) => {
-                act.positions.clear();
-                act.generation = assignment.generation;
+                act.positions = Positions::new(assignment.generation);
                 act.pump(ctx);
             }
             Err(e) => {
@@ -285,10 +225,13 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
 
     /// Leaves the group, then stops.
     fn leave(&mut self, ctx: &mut Context<Self>) {
-        let bus = self.bus.clone();
-        let (topic, group, member) = (self.topic.clone(), self.group.clone(), self.member.clone());
-        let leave = async move { bus.leave_group(&topic, &group, &member).await };
-        ctx.wait(leave.into_actor(self).map(|_, _, ctx| ctx.stop()));
+        let leave = LeaveGroup {
+            topic: self.join.topic.clone(),
+            group: self.join.group.clone(),
+            member: self.join.member.clone(),
+        };
+        let request = ask(self.broker.leave.clone(), leave);
+        ctx.wait(request.into_actor(self).map(|_, _, ctx| ctx.stop()));
     }
 }
 
@@ -297,7 +240,10 @@ impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let _span = self.span.clone().entered();
-        tracing::info!(generation = self.generation, "subscription started");
+        tracing::info!(
+            generation = self.positions.generation(),
+            "subscription started"
+        );
         self.pump(ctx);
     }
 }

@@ -5,18 +5,17 @@
 //! lost and queued requests are served after the restart.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 
 use actix::prelude::*;
-use futures::future::{join_all, Either};
+use futures::future::join_all;
 
 use super::coordinator::{
     Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, FetchedBatch,
     GroupCoordinatorActor, Join, Leave, PollGroup,
 };
 use super::io_thread::IoThreadHandle;
-use super::lane::Lane;
+use super::lane::{append_routed, Lane};
 use super::partition::{
     ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor, PartitionRef,
     RegisterGroup,
@@ -31,9 +30,8 @@ use crate::messages::{
     Poll, Produce, ProduceBatch,
 };
 use crate::partition::Fetched;
-use crate::partitioner;
+use crate::routing::{route, RequestLimits};
 use crate::storage::data_dir::validate_id;
-use crate::storage::log::check_batch_limits;
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 
@@ -102,7 +100,10 @@ impl TopicActor {
         let lanes = partitions
             .iter()
             .zip(0..)
-            .map(|(partition, p)| Arc::new(Lane::new(shared_name.clone(), p, partition.clone())))
+            .map(|(partition, p)| {
+                let (addr, doorbell) = partition.lane_target();
+                Arc::new(Lane::new(shared_name.clone(), p, addr, doorbell))
+            })
             .collect();
         TopicActor {
             span: tracing::info_span!("topic", topic = %name),
@@ -157,145 +158,6 @@ impl TopicActor {
         match route(&self.name, limits, partition, &batch, next_keyless) {
             Ok(routes) => Box::pin(append_routed(&self.lanes, batch, routes)),
             Err(e) => Box::pin(async { Err(e) }),
-        }
-    }
-}
-
-/// Where the records of a batch go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Routes {
-    /// Every record to this partition.
-    All(u32),
-    /// One partition per record.
-    Each(Vec<u32>),
-}
-
-impl Routes {
-    /// `All` when every record goes to the same partition (then the batch is not split).
-    fn simplified(self) -> Routes {
-        match self {
-            Routes::Each(each) if each.windows(2).all(|w| w[0] == w[1]) => each
-                .first()
-                .map_or(Routes::Each(Vec::new()), |&p| Routes::All(p)),
-            other => other,
-        }
-    }
-}
-
-/// The sizes a produce request may have (from the builder's `max_record_bytes` and
-/// `max_request_bytes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestLimits {
-    pub max_record_bytes: usize,
-    pub max_request_bytes: usize,
-}
-
-impl RequestLimits {
-    /// Checks a produce request: each record within `max_record_bytes`, and the request's
-    /// frames within `max_request_bytes` (a request of one record is bounded by the record
-    /// limit alone).
-    ///
-    /// # Errors
-    /// `RecordTooLarge`, `RequestTooLarge`.
-    pub fn check(&self, batch: &RecordBatch) -> Result<()> {
-        check_batch_limits(batch, self.max_record_bytes)?;
-        if batch.len() > 1 && batch.size_bytes() > self.max_request_bytes {
-            return Err(Error::RequestTooLarge {
-                size: batch.size_bytes(),
-                max: self.max_request_bytes,
-            });
-        }
-        Ok(())
-    }
-}
-
-/// The partition of each record of a topic with `count` partitions: `explicit`, or by key
-/// (murmur2), or round-robin by `next_keyless`. The batch's sizes are checked first, so a
-/// batch spread over partitions is refused whole, before any part is written.
-///
-/// # Errors
-/// `RecordTooLarge`, `RequestTooLarge`; `UnknownPartition` for an explicit partition the
-/// topic does not have.
-pub(crate) fn route(
-    topic: &str,
-    (count, limits): (u32, RequestLimits),
-    explicit: Option<u32>,
-    batch: &RecordBatch,
-    next_keyless: impl FnMut() -> u32,
-) -> Result<Routes> {
-    limits.check(batch)?;
-    match explicit {
-        Some(p) if p >= count => Err(Error::UnknownPartition {
-            topic: topic.to_owned(),
-            partition: p,
-        }),
-        Some(p) => Ok(Routes::All(p)),
-        None => {
-            let keys = batch.records().map(|r| r.key);
-            Ok(Routes::Each(partitioner::assign(keys, count, next_keyless)))
-        }
-    }
-}
-
-/// Hands each partition's lane its records (in their original order) and answers with one
-/// delivery per record, in the order given. Shared by the `TopicActor` and the handles'
-/// direct route.
-///
-/// The records enter the lanes when this is called, not when the future is first polled: a
-/// caller's produces reach a partition in the order of its calls even when many are in
-/// flight and the runtime polls their futures in another order.
-pub(crate) fn append_routed(
-    lanes: &[Arc<Lane>],
-    batch: RecordBatch,
-    routes: Routes,
-) -> impl Future<Output = Result<Vec<Delivery>>> + 'static {
-    let total = batch.len();
-    let send = |p: u32, batch: RecordBatch| {
-        let answer = lanes[p as usize].produce(batch);
-        // A lane answers every produce; a dropped answer means the lane went with the broker.
-        async move { answer.await.unwrap_or(Err(Error::BrokerStopped)) }
-    };
-    match routes.simplified() {
-        // The common case (a pinned batch, a single record, a one-partition topic): the batch
-        // goes as it is.
-        Routes::All(p) => {
-            let answer = send(p, batch);
-            Either::Left(async move {
-                let base = answer.await?.base_offset;
-                Ok((0..total as u64)
-                    .map(|k| Delivery {
-                        partition: p,
-                        offset: base + k,
-                    })
-                    .collect())
-            })
-        }
-        Routes::Each(each) => {
-            let answers: Vec<_> = batch
-                .split(&each)
-                .into_iter()
-                .map(|(p, part, indexes)| {
-                    let answer = send(p, part);
-                    async move { (p, indexes, answer.await) }
-                })
-                .collect();
-            Either::Right(async move {
-                let placeholder = Delivery {
-                    partition: 0,
-                    offset: 0,
-                };
-                let mut deliveries = vec![placeholder; total];
-                for (partition, indexes, result) in join_all(answers).await {
-                    let base = result?.base_offset;
-                    for (k, i) in indexes.into_iter().enumerate() {
-                        deliveries[i] = Delivery {
-                            partition,
-                            offset: base + k as u64,
-                        };
-                    }
-                }
-                Ok(deliveries)
-            })
         }
     }
 }

@@ -11,6 +11,7 @@
 //!   offsets are (they live with the partitions).
 
 pub mod assignor;
+mod positions;
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 pub use assignor::{Assignor, PartitionsByMember};
+pub use positions::Positions;
 
 /// Where a group with no committed offset starts reading a partition (Kafka's
 /// `auto.offset.reset`).

@@ -1,0 +1,139 @@
+//! Where produced records go: the size limits a produce request is checked against, and the
+//! partition of each record (explicit, by key with Kafka's murmur2 partitioner, or
+//! round-robin). Plain Rust: the topic actor and the handles' direct route both call it.
+
+use crate::error::{Error, Result};
+use crate::partitioner;
+use crate::storage::log::check_batch_limits;
+use crate::storage::RecordBatch;
+
+/// Where the records of a batch go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routes {
+    /// Every record to this partition.
+    All(u32),
+    /// One partition per record.
+    Each(Vec<u32>),
+}
+
+impl Routes {
+    /// `All` when every record goes to the same partition (then the batch is not split).
+    pub fn simplified(self) -> Routes {
+        match self {
+            Routes::Each(each) if each.windows(2).all(|w| w[0] == w[1]) => each
+                .first()
+                .map_or(Routes::Each(Vec::new()), |&p| Routes::All(p)),
+            other => other,
+        }
+    }
+}
+
+/// The sizes a produce request may have (from the builder's `max_record_bytes` and
+/// `max_request_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestLimits {
+    pub max_record_bytes: usize,
+    pub max_request_bytes: usize,
+}
+
+impl RequestLimits {
+    /// Checks a produce request: each record within `max_record_bytes`, and the request's
+    /// frames within `max_request_bytes` (a request of one record is bounded by the record
+    /// limit alone).
+    ///
+    /// # Errors
+    /// `RecordTooLarge`, `RequestTooLarge`.
+    pub fn check(&self, batch: &RecordBatch) -> Result<()> {
+        check_batch_limits(batch, self.max_record_bytes)?;
+        if batch.len() > 1 && batch.size_bytes() > self.max_request_bytes {
+            return Err(Error::RequestTooLarge {
+                size: batch.size_bytes(),
+                max: self.max_request_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The partition of each record of a topic with `count` partitions: `explicit`, or by key
+/// (murmur2), or round-robin by `next_keyless`. The batch's sizes are checked first, so a
+/// batch spread over partitions is refused whole, before any part is written.
+///
+/// # Errors
+/// `RecordTooLarge`, `RequestTooLarge`; `UnknownPartition` for an explicit partition the
+/// topic does not have.
+pub fn route(
+    topic: &str,
+    (count, limits): (u32, RequestLimits),
+    explicit: Option<u32>,
+    batch: &RecordBatch,
+    next_keyless: impl FnMut() -> u32,
+) -> Result<Routes> {
+    limits.check(batch)?;
+    match explicit {
+        Some(p) if p >= count => Err(Error::UnknownPartition {
+            topic: topic.to_owned(),
+            partition: p,
+        }),
+        Some(p) => Ok(Routes::All(p)),
+        None => {
+            let keys = batch.records().map(|r| r.key);
+            Ok(Routes::Each(partitioner::assign(keys, count, next_keyless)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: RequestLimits = RequestLimits {
+        max_record_bytes: 100,
+        max_request_bytes: 300,
+    };
+
+    fn batch(keys: &[Option<&[u8]>], value_len: usize) -> RecordBatch {
+        let mut batch = RecordBatch::new();
+        for key in keys {
+            batch.push_raw(*key, &vec![0; value_len]);
+        }
+        batch
+    }
+
+    #[test]
+    fn keyed_records_follow_the_partitioner_and_keyless_ones_the_counter() {
+        let b = batch(&[Some(b"21"), None, None], 1);
+        let mut next = 5u32;
+        let routes = route("t", (4, LIMITS), None, &b, || {
+            next += 1;
+            next - 1
+        })
+        .unwrap();
+        let by_key = partitioner::partition_for_key(b"21", 4);
+        assert_eq!(routes, Routes::Each(vec![by_key, 5 % 4, 6 % 4]));
+        assert_eq!(Routes::Each(vec![2, 2]).simplified(), Routes::All(2));
+    }
+
+    #[test]
+    fn a_request_over_a_limit_or_to_a_missing_partition_is_refused_whole() {
+        let none = || 0;
+        assert!(matches!(
+            route("t", (2, LIMITS), Some(0), &batch(&[None], 101), none),
+            Err(Error::RecordTooLarge { size: 101, .. })
+        ));
+        assert!(matches!(
+            route("t", (2, LIMITS), Some(0), &batch(&[None; 4], 90), none),
+            Err(Error::RequestTooLarge { max: 300, .. })
+        ));
+        assert!(matches!(
+            route("t", (2, LIMITS), Some(2), &batch(&[None], 1), none),
+            Err(Error::UnknownPartition { partition: 2, .. })
+        ));
+        // One record is bounded by the record limit alone.
+        let tight = RequestLimits {
+            max_record_bytes: 100,
+            max_request_bytes: 100,
+        };
+        assert!(route("t", (1, tight), None, &batch(&[None], 100), none).is_ok());
+    }
+}
