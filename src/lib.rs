@@ -38,6 +38,7 @@ pub mod handle;
 pub mod messages;
 pub mod partition;
 pub mod partitioner;
+mod produce_queue;
 mod routing;
 pub mod types;
 mod wait;

@@ -327,8 +327,9 @@ impl Partition {
         }
     }
 
-    pub fn topic(&self) -> &str {
-        &self.topic
+    /// The topic's name and this partition's number.
+    pub fn id(&self) -> (&str, u32) {
+        (&self.topic, self.partition)
     }
 }
 

@@ -216,6 +216,12 @@ impl AppendReply {
     }
 }
 
+impl crate::produce_queue::AppendAnswer for AppendReply {
+    fn answer(self, result: Result<AppendInfo>) {
+        self.send(result);
+    }
+}
+
 impl Drop for AppendReply {
     fn drop(&mut self) {
         if let Some(waiters) = self.waiters.take() {

@@ -10,7 +10,7 @@
 //! Every reply travels through a oneshot channel answered by this actor, so a parked request
 //! is answered exactly once: by the append, by its deadline timer, or by a restart.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,11 +22,12 @@ use super::io_thread::Doorbell;
 use super::lane::{Append, AppendReply};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget, RestartDecision};
 use super::BrokerSettings;
-use crate::config::{Backpressure, FsyncPolicy, TopicConfig};
+use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::partition::{Fetched, Partition};
-use crate::storage::{AppendInfo, LogConfig, RecordBatch};
+use crate::produce_queue::{Offered, ProduceQueue};
+use crate::storage::{LogConfig, RecordBatch};
 use crate::types::PartitionStats;
 
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
@@ -200,33 +201,12 @@ impl Slot {
     }
 }
 
-#[derive(Debug)]
-struct PendingAppend {
-    batch: RecordBatch,
-    /// Records in `batch` as it came (the flush appends the others to the first).
-    count: u64,
-    reply: AppendReply,
-}
-
-/// A group commit waits for at most this many payload bytes (one `write` of ~1 MiB takes
-/// ~0.1 ms here)...
-const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
-/// ...or this many produce requests, so a mailbox that never drains cannot delay a flush.
-const GROUP_COMMIT_MAX_REQUESTS: usize = 1024;
-
 /// Write the group commit. Sent by the actor to itself, so it runs once the mailbox is
 /// drained.
 #[derive(Debug)]
 struct FlushAppends;
 impl Message for FlushAppends {
     type Result = ();
-}
-
-#[derive(Debug)]
-struct ParkedProduce {
-    batch: RecordBatch,
-    since: Instant,
-    reply: AppendReply,
 }
 
 /// See the module docs.
@@ -241,17 +221,14 @@ pub struct PartitionActor {
     dir: PathBuf,
     log_config: LogConfig,
     max_size: Option<u64>,
-    backpressure: Backpressure,
     retention_ms: Option<u64>,
     settings: Arc<BrokerSettings>,
     slot: Slot,
     /// Outlives restarts so backpressure keeps counting groups that have not committed yet.
     registered: BTreeMap<String, StartFrom>,
-    parked: VecDeque<ParkedProduce>,
-    /// The group commit: produces accepted and not yet written.
-    pending: Vec<PendingAppend>,
-    pending_records: u64,
-    pending_bytes: usize,
+    /// The group commit and the parked produces.
+    produces: ProduceQueue<AppendReply>,
+    /// A `FlushAppends` is in the mailbox.
     flush_scheduled: bool,
     waiters: Vec<oneshot::Sender<Result<()>>>,
     restarts: RestartBudget,
@@ -274,15 +251,11 @@ impl PartitionActor {
             dir: settings.data_dir.join(format!("{topic}_{partition}")),
             log_config: LogConfig::for_topic(config, settings.fsync, settings.max_record_bytes),
             max_size: config.max_size,
-            backpressure: config.backpressure,
             retention_ms: config.retention_ms,
+            produces: ProduceQueue::new(config.backpressure, settings.block_timeout),
             settings,
             slot: Slot::Opening,
             registered: BTreeMap::new(),
-            parked: VecDeque::new(),
-            pending: Vec::new(),
-            pending_records: 0,
-            pending_bytes: 0,
             flush_scheduled: false,
             waiters: Vec::new(),
             restarts: RestartBudget::default(),
@@ -392,8 +365,9 @@ impl PartitionActor {
         }
     }
 
-    /// Accepts into the group commit, rejects, or parks, per the backpressure rule. A parked
-    /// produce times out `block_timeout` after `since` (its call).
+    /// Offers a produce to the queue and does what it asks: flush now or once the mailbox is
+    /// drained (every produce already waiting shares the write and the sync), or wake up
+    /// when a parked one may time out.
     fn produce(
         &mut self,
         batch: RecordBatch,
@@ -401,137 +375,66 @@ impl PartitionActor {
         since: Instant,
         ctx: &mut Context<Self>,
     ) {
-        let (backpressure, pending) = (self.backpressure, self.pending_records);
-        let queue_empty = self.parked.is_empty();
-        let partition = match self.open_partition() {
-            Ok(p) => p,
-            Err(e) => {
-                reply.send(Err(e));
-                return;
-            }
+        let partition = match &self.slot {
+            Slot::Open(p) => p,
+            other => return reply.send(Err(other.unavailable(&self.topic, self.partition))),
         };
-        // Never park or batch what can never be written: it would fail its neighbours.
-        if let Err(e) = partition.check(&batch) {
-            reply.send(Err(e));
-            return;
-        }
-        match (partition.full(pending), backpressure) {
-            (Some(backlog), Backpressure::Reject) => {
-                let max_size = partition.max_size().unwrap_or_default();
-                reply.send(Err(Error::PartitionFull {
-                    topic: self.topic.clone(),
-                    partition: self.partition,
-                    backlog,
-                    max_size,
-                }));
-            }
-            (None, _) if queue_empty => self.enqueue(batch, reply, ctx),
-            _ => {
-                // Full, or others are already waiting (keep them in order): park.
-                let left = self.settings.block_timeout.saturating_sub(since.elapsed());
-                self.parked.push_back(ParkedProduce {
-                    batch,
-                    since,
-                    reply,
+        match self.produces.offer(partition, batch, reply, since) {
+            Offered::Pending { flush_now: true } => self.flush(ctx),
+            Offered::Pending { flush_now: false } => self.schedule_flush(ctx),
+            Offered::Parked { wake_in } => {
+                ctx.run_later(wake_in, |act, _| {
+                    act.produces
+                        .expire((&act.topic, act.partition), Instant::now())
                 });
-                ctx.run_later(left, |act, _| act.expire_parked());
             }
+            Offered::Answered => {}
         }
     }
 
-    /// Adds a produce to the group commit: flushed once the mailbox is drained (every
-    /// produce already waiting shares the write and the sync), or at once when the batch
-    /// is large.
-    fn enqueue(&mut self, batch: RecordBatch, reply: AppendReply, ctx: &mut Context<Self>) {
-        let count = batch.len() as u64;
-        self.pending_records += count;
-        self.pending_bytes += batch.size_bytes();
-        self.pending.push(PendingAppend {
-            batch,
-            count,
-            reply,
-        });
-        if self.pending_bytes >= GROUP_COMMIT_MAX_BYTES
-            || self.pending.len() >= GROUP_COMMIT_MAX_REQUESTS
-        {
-            self.flush(ctx);
-        } else if !self.flush_scheduled {
+    fn schedule_flush(&mut self, ctx: &mut Context<Self>) {
+        if !self.flush_scheduled {
             self.flush_scheduled = true;
             ctx.notify(FlushAppends);
         }
     }
 
-    /// Writes every pending produce with one append (one `write`, one sync under `Always`)
-    /// and answers each with its own offsets.
+    /// Writes the group commit; wakes the long polls when records were written, restarts
+    /// the actor after an I/O error (the file's state is then unknown: reload it).
     fn flush(&mut self, ctx: &mut Context<Self>) {
-        let mut pending = std::mem::take(&mut self.pending);
-        (self.pending_records, self.pending_bytes) = (0, 0);
-        let Some((first, rest)) = pending.split_first_mut() else {
-            return;
-        };
-        // One buffer for the group: the others' frames go after the first's.
-        for other in rest.iter() {
-            first.batch.append(&other.batch);
-        }
         let now = self.settings.clock.now_ms();
-        let result = self
-            .open_partition()
-            .and_then(|p| p.append(&mut first.batch, now));
-        match result {
-            Ok(info) => {
-                let mut next = info.base_offset;
-                for p in pending {
-                    let count = p.count;
-                    p.reply.send(Ok(AppendInfo {
-                        base_offset: next,
-                        count,
-                        timestamp_ms: info.timestamp_ms,
-                    }));
-                    next += count;
-                }
+        let partition = match &mut self.slot {
+            Slot::Open(p) => Ok(&mut **p),
+            other => Err(other.unavailable(&self.topic, self.partition)),
+        };
+        let flushed = self.produces.flush(partition, now);
+        self.after_write(flushed, ctx);
+    }
+
+    fn after_write(&mut self, written: Result<bool>, ctx: &mut Context<Self>) {
+        match written {
+            Ok(true) => {
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.send(Ok(()));
                 }
             }
-            Err(e) => {
-                if matches!(e, Error::Io { .. }) {
-                    // The file's state after a failed write or sync is unknown: reload it.
-                    ctx.stop();
-                }
-                for p in pending {
-                    p.reply.send(Err(e.clone()));
-                }
-            }
+            Ok(false) => {}
+            Err(Error::Io { .. }) => ctx.stop(),
+            Err(_) => {}
         }
     }
 
-    /// Admits parked produces, oldest first, while there is room. (A parked produce is
-    /// never dropped early: its answer also drives its lane.)
+    /// Admits parked produces, oldest first, while there is room (after a commit or time
+    /// retention freed some).
     fn admit_parked(&mut self, ctx: &mut Context<Self>) {
-        while !self.parked.is_empty() {
-            let pending = self.pending_records;
-            if !matches!(&self.slot, Slot::Open(p) if p.full(pending).is_none()) {
-                return;
-            }
-            let parked = self.parked.pop_front().expect("front exists");
-            self.enqueue(parked.batch, parked.reply, ctx);
-        }
-    }
-
-    /// Answers `Timeout` to every parked produce that has waited its block timeout.
-    fn expire_parked(&mut self) {
-        let timeout = self.settings.block_timeout;
-        let (expired, waiting) = std::mem::take(&mut self.parked)
-            .into_iter()
-            .partition(|p| p.since.elapsed() >= timeout);
-        self.parked = waiting;
-        for parked in expired {
-            let waited = parked.since.elapsed();
-            parked.reply.send(Err(Error::Timeout {
-                topic: self.topic.clone(),
-                partition: self.partition,
-                waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
-            }));
+        let now = self.settings.clock.now_ms();
+        let Slot::Open(p) = &mut self.slot else {
+            return;
+        };
+        match self.produces.admit_parked(p, now) {
+            Ok(true) => self.schedule_flush(ctx),
+            Ok(false) => {}
+            Err(e) => self.after_write(Err(e), ctx),
         }
     }
 }
@@ -555,18 +458,12 @@ impl Supervised for PartitionActor {
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
         // A restart drops the context's queued items, the scheduled flush among them.
-        (
-            self.pending_records,
-            self.pending_bytes,
-            self.flush_scheduled,
-        ) = (0, 0, false);
-        let unwritten = self.pending.drain(..).map(|p| p.reply);
-        for reply in unwritten.chain(self.parked.drain(..).map(|p| p.reply)) {
-            reply.send(Err(Error::PartitionRestarted {
-                topic: self.topic.clone(),
-                partition: self.partition,
-            }));
-        }
+        self.flush_scheduled = false;
+        let (topic, partition) = (self.topic.clone(), self.partition);
+        self.produces.fail_all(|| Error::PartitionRestarted {
+            topic: topic.clone(),
+            partition,
+        });
         // The long polls fetch once more (another partition may have data) and then report
         // the restart; merely waking them would park them again on the reopened partition
         // for the rest of their wait, since the first reopen is immediate.
@@ -723,9 +620,7 @@ impl Handler<ClosePartition> for PartitionActor {
         guarded_reply(self, ctx, &name, |act, ctx| {
             // Produces accepted before the shutdown are written and acknowledged first.
             act.flush(ctx);
-            for parked in act.parked.drain(..) {
-                parked.reply.send(Err(Error::BrokerStopped));
-            }
+            act.produces.fail_all(|| Error::BrokerStopped);
             for waiter in act.waiters.drain(..) {
                 let _ = waiter.send(Err(Error::BrokerStopped));
             }

@@ -1,0 +1,356 @@
+//! [`ProduceQueue`]: what a partition has accepted and not yet written (the group commit),
+//! and what `Backpressure::Block` parked, with the rules that move produces between them.
+//! Plain Rust: the `PartitionActor` owns one, feeds it produces and the clock, and
+//! schedules the flush and the expiry timers it asks for.
+//!
+//! # Rules
+//! * A produce that can never be written (a record over the size limit) is refused at once:
+//!   parked or batched, it would fail its neighbours too.
+//! * Backlog at `max_size`: `Reject` answers `PartitionFull`; `Block` parks the produce, as
+//!   does any produce arriving while others are parked (they keep their order).
+//! * Otherwise it joins the group commit: every produce accepted before the next flush shares
+//!   one `write` (and one `fdatasync` under `FsyncPolicy::Always`). The owner flushes once its
+//!   mailbox is drained, or at once past [`GROUP_COMMIT_MAX_BYTES`] or
+//!   [`GROUP_COMMIT_MAX_REQUESTS`].
+//! * Room freed by a commit or by retention admits parked produces, oldest first.
+//! * A parked produce that waited `block_timeout` since its call is answered `Timeout` and
+//!   never written.
+//!
+//! Every produce is answered exactly once, through its [`AppendAnswer`].
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::config::Backpressure;
+use crate::error::{Error, Result};
+use crate::partition::Partition;
+use crate::storage::{AppendInfo, RecordBatch};
+
+/// A group commit waits for at most this many bytes (one `write` of ~1 MiB takes ~0.1 ms)...
+pub const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
+/// ...or this many produce requests, so a mailbox that never drains cannot delay a flush.
+pub const GROUP_COMMIT_MAX_REQUESTS: usize = 1024;
+
+/// Where a produce's answer goes (a lane's reply in the broker).
+pub trait AppendAnswer {
+    fn answer(self, result: Result<AppendInfo>);
+}
+
+#[derive(Debug)]
+struct Queued<R> {
+    batch: RecordBatch,
+    /// Records in `batch` as it came (a flush appends the others to the first).
+    count: u64,
+    /// When the produce was called (the block timeout counts from there).
+    since: Instant,
+    reply: R,
+}
+
+/// What became of an offered produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// In the group commit; `flush_now` when it is large enough to write at once.
+    Pending { flush_now: bool },
+    /// Parked; call [`ProduceQueue::expire`] after `wake_in`.
+    Parked { wake_in: Duration },
+    /// Refused, and answered.
+    Answered,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct ProduceQueue<R> {
+    backpressure: Backpressure,
+    block_timeout: Duration,
+    /// The group commit: accepted, not yet written.
+    pending: Vec<Queued<R>>,
+    pending_records: u64,
+    pending_bytes: usize,
+    parked: VecDeque<Queued<R>>,
+}
+
+impl<R: AppendAnswer> ProduceQueue<R> {
+    pub fn new(backpressure: Backpressure, block_timeout: Duration) -> Self {
+        ProduceQueue {
+            backpressure,
+            block_timeout,
+            pending: Vec::new(),
+            pending_records: 0,
+            pending_bytes: 0,
+            parked: VecDeque::new(),
+        }
+    }
+
+    /// Whether produces wait in the group commit.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Accepts `batch` into the group commit, refuses it, or parks it, per the rules.
+    pub fn offer(
+        &mut self,
+        partition: &Partition,
+        batch: RecordBatch,
+        reply: R,
+        since: Instant,
+    ) -> Offered {
+        if let Err(e) = partition.check(&batch) {
+            reply.answer(Err(e));
+            return Offered::Answered;
+        }
+        match (partition.full(self.pending_records), self.backpressure) {
+            (Some(backlog), Backpressure::Reject) => {
+                let (topic, number) = partition.id();
+                reply.answer(Err(Error::PartitionFull {
+                    topic: topic.to_owned(),
+                    partition: number,
+                    backlog,
+                    max_size: partition.max_size().unwrap_or_default(),
+                }));
+                Offered::Answered
+            }
+            (None, _) if self.parked.is_empty() => Offered::Pending {
+                flush_now: self.push_pending(Queued::new(batch, since, reply)),
+            },
+            _ => {
+                self.parked.push_back(Queued::new(batch, since, reply));
+                Offered::Parked {
+                    wake_in: self.block_timeout.saturating_sub(since.elapsed()),
+                }
+            }
+        }
+    }
+
+    /// Adds to the group commit; whether it should be written at once.
+    fn push_pending(&mut self, queued: Queued<R>) -> bool {
+        self.pending_records += queued.count;
+        self.pending_bytes += queued.batch.size_bytes();
+        self.pending.push(queued);
+        self.pending_bytes >= GROUP_COMMIT_MAX_BYTES
+            || self.pending.len() >= GROUP_COMMIT_MAX_REQUESTS
+    }
+
+    /// Writes the group commit with one append and answers each produce with its own
+    /// offsets; `Ok(true)` when records were written. `partition` is the open partition, or
+    /// why there is none.
+    ///
+    /// # Errors
+    /// The append's error, also answered to every produce of the group; after an `Io`
+    /// error the owner must reopen the partition (the file's state is unknown).
+    pub fn flush(&mut self, partition: Result<&mut Partition>, now_ms: u64) -> Result<bool> {
+        let mut pending = std::mem::take(&mut self.pending);
+        (self.pending_records, self.pending_bytes) = (0, 0);
+        let Some((first, rest)) = pending.split_first_mut() else {
+            return Ok(false);
+        };
+        // One buffer for the group: the others' frames go after the first's.
+        for other in rest.iter() {
+            first.batch.append(&other.batch);
+        }
+        match partition.and_then(|p| p.append(&mut first.batch, now_ms)) {
+            Ok(info) => {
+                let mut next = info.base_offset;
+                for queued in pending {
+                    queued.reply.answer(Ok(AppendInfo {
+                        base_offset: next,
+                        count: queued.count,
+                        timestamp_ms: info.timestamp_ms,
+                    }));
+                    next += queued.count;
+                }
+                Ok(true)
+            }
+            Err(e) => {
+                for queued in pending {
+                    queued.reply.answer(Err(e.clone()));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves parked produces into the group commit, oldest first, while there is room;
+    /// writes at once whenever the group commit grows large. Returns whether produces wait in
+    /// the group commit (the owner schedules a flush).
+    ///
+    /// # Errors
+    /// As [`ProduceQueue::flush`].
+    pub fn admit_parked(&mut self, partition: &mut Partition, now_ms: u64) -> Result<bool> {
+        while !self.parked.is_empty() && partition.full(self.pending_records).is_none() {
+            let parked = self.parked.pop_front().expect("not empty");
+            if self.push_pending(parked) {
+                self.flush(Ok(&mut *partition), now_ms)?;
+            }
+        }
+        Ok(self.has_pending())
+    }
+
+    /// Answers `Timeout` to every parked produce that has waited its block timeout (as of
+    /// `now`); the others keep their place.
+    pub fn expire(&mut self, (topic, partition): (&str, u32), now: Instant) {
+        let timeout = self.block_timeout;
+        let (expired, waiting) = std::mem::take(&mut self.parked)
+            .into_iter()
+            .partition(|p: &Queued<R>| now.saturating_duration_since(p.since) >= timeout);
+        self.parked = waiting;
+        for parked in expired {
+            let waited = now.saturating_duration_since(parked.since);
+            parked.reply.answer(Err(Error::Timeout {
+                topic: topic.to_owned(),
+                partition,
+                waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+            }));
+        }
+    }
+
+    /// Answers every produce not written yet, pending or parked, with `error()` (a restart,
+    /// a shutdown).
+    pub fn fail_all(&mut self, error: impl Fn() -> Error) {
+        (self.pending_records, self.pending_bytes) = (0, 0);
+        for queued in self.pending.drain(..).chain(self.parked.drain(..)) {
+            queued.reply.answer(Err(error()));
+        }
+    }
+}
+
+impl<R> Queued<R> {
+    fn new(batch: RecordBatch, since: Instant, reply: R) -> Self {
+        Queued {
+            count: batch.len() as u64,
+            batch,
+            since,
+            reply,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::storage::LogConfig;
+
+    const NOW: u64 = 1_700_000_000_000;
+
+    /// Answers land in a channel the test reads.
+    struct Probe(mpsc::Sender<Result<AppendInfo>>);
+    impl AppendAnswer for Probe {
+        fn answer(self, result: Result<AppendInfo>) {
+            self.0.send(result).unwrap();
+        }
+    }
+
+    fn open(dir: &Path, max_size: Option<u64>) -> Partition {
+        let fs = crate::storage::fs::os();
+        Partition::open(&fs, dir, ("t", 0), LogConfig::default(), max_size, NOW)
+            .unwrap()
+            .0
+    }
+
+    fn batch(n: usize) -> RecordBatch {
+        let mut batch = RecordBatch::new();
+        for i in 0..n {
+            batch.push_raw(None, &[i as u8]);
+        }
+        batch
+    }
+
+    #[test]
+    fn a_group_commit_writes_once_and_answers_each_produce_with_its_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
+        let (tx, rx) = mpsc::channel();
+        for n in [2, 3] {
+            let offered = q.offer(&p, batch(n), Probe(tx.clone()), Instant::now());
+            assert_eq!(offered, Offered::Pending { flush_now: false });
+        }
+        assert_eq!(q.flush(Ok(&mut p), NOW).unwrap(), true);
+        let answers: Vec<(u64, u64)> = rx
+            .try_iter()
+            .map(|a| a.map(|i| (i.base_offset, i.count)).unwrap())
+            .collect();
+        assert_eq!(answers, [(0, 2), (2, 3)]);
+        assert_eq!(p.log_end_offset(), 5);
+        assert_eq!(q.flush(Ok(&mut p), NOW).unwrap(), false, "nothing left");
+    }
+
+    #[test]
+    fn reject_refuses_and_block_parks_in_order_until_a_commit_admits_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(2));
+        let (tx, rx) = mpsc::channel();
+        let mut reject = ProduceQueue::new(Backpressure::Reject, Duration::from_secs(1));
+        reject.offer(&p, batch(2), Probe(tx.clone()), Instant::now());
+        reject.flush(Ok(&mut p), NOW).unwrap();
+        assert_eq!(
+            reject.offer(&p, batch(1), Probe(tx.clone()), Instant::now()),
+            Offered::Answered
+        );
+        let _written = rx.recv().unwrap().unwrap();
+        assert!(matches!(
+            rx.recv().unwrap(),
+            Err(Error::PartitionFull { backlog: 2, .. })
+        ));
+
+        let mut block = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        for _ in 0..2 {
+            let offered = block.offer(&p, batch(1), Probe(tx.clone()), Instant::now());
+            assert!(matches!(offered, Offered::Parked { .. }), "{offered:?}");
+        }
+        assert_eq!(
+            block.admit_parked(&mut p, NOW).unwrap(),
+            false,
+            "still full"
+        );
+        p.commit("g", 1).unwrap(); // backlog 0: room for two
+        assert_eq!(block.admit_parked(&mut p, NOW).unwrap(), true);
+        block.flush(Ok(&mut p), NOW).unwrap();
+        let offsets: Vec<u64> = rx.try_iter().map(|a| a.unwrap().base_offset).collect();
+        assert_eq!(offsets, [2, 3], "parked produces keep their order");
+    }
+
+    #[test]
+    fn a_parked_produce_times_out_one_block_timeout_after_its_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut batch(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let timeout = Duration::from_secs(10);
+        let mut q = ProduceQueue::new(Backpressure::Block, timeout);
+        let called = Instant::now();
+        let earlier = called.checked_sub(Duration::from_secs(4)).unwrap_or(called);
+        match q.offer(&p, batch(1), Probe(tx.clone()), earlier) {
+            Offered::Parked { wake_in } => assert!(wake_in <= Duration::from_secs(6)),
+            other => panic!("{other:?}"),
+        }
+        q.offer(&p, batch(1), Probe(tx), called);
+        q.expire(("t", 0), earlier + timeout);
+        assert!(matches!(rx.try_recv(), Ok(Err(Error::Timeout { .. }))));
+        assert!(rx.try_recv().is_err(), "the later produce waits on");
+        q.fail_all(|| Error::BrokerStopped);
+        assert!(matches!(rx.try_recv(), Ok(Err(Error::BrokerStopped))));
+        assert_eq!(p.log_end_offset(), 1, "nothing parked was written");
+    }
+
+    #[test]
+    fn a_record_too_large_is_refused_before_it_is_parked_or_batched() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = open(dir.path(), None);
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
+        let mut huge = RecordBatch::new();
+        huge.push_raw(None, &vec![0; (1 << 20) + 1]);
+        assert_eq!(
+            q.offer(&p, huge, Probe(tx), Instant::now()),
+            Offered::Answered
+        );
+        assert!(matches!(
+            rx.recv().unwrap(),
+            Err(Error::RecordTooLarge { .. })
+        ));
+        assert!(!q.has_pending());
+    }
+}
