@@ -1,4 +1,4 @@
-//! The seed's example: a producer thread and a consumer thread on a 2-partition topic.
+//! The basic demo: a producer thread and a consumer thread on a 2-partition topic.
 //! The producer sends 10 keyed messages; the consumer polls, prints and commits each one,
 //! and the program ends once all 10 are consumed.
 //!
@@ -15,8 +15,8 @@ fn main() -> Result<(), nanokafka::Error> {
     tracing_subscriber::fmt()
         .with_env_filter("nanokafka=warn")
         .init();
-    // A fresh directory per run keeps the demo repeatable; pass a fixed path (the seed's
-    // `data`) to see a restart pick up where the last run stopped.
+    // A fresh directory per run keeps the demo repeatable; pass a fixed path (such as
+    // `data`, the builder's default) to see a restart pick up where the last run stopped.
     let dir = tempfile::tempdir().expect("temporary directory");
     let broker = NanoKafka::open(dir.path())?;
     broker.create_topic("events", TopicConfig::default().partitions(2))?;

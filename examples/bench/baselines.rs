@@ -1,4 +1,4 @@
-//! The same-run baselines: what this machine does without NanoKafka.
+//! The same-run baselines: what the host does without NanoKafka.
 //!
 //! - raw append: 130-byte frames (30 B header + 100 B payload) one at a time into a 64 KiB
 //!   `BufWriter<File>`, flushed every 1000 records so the bytes are in the OS, as an append
@@ -7,7 +7,7 @@
 //! - a crossbeam channel handing fresh 100-byte `Vec`s from one thread to another (the
 //!   floor for any design that crosses threads per record).
 //!
-//! The Redis Streams peer is not a baseline of the machine but another broker: see `peer`.
+//! The Redis Streams peer is not a baseline of the host but another broker: see `peer`.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -8,7 +8,7 @@ use nanokafka::storage::record::HEADER_LEN;
 use nanokafka::{FsyncPolicy, NanoKafka, ProduceRecord, RecordBatch, TopicConfig};
 use tempfile::TempDir;
 
-/// Payload bytes of every record, as the issue states the targets.
+/// Payload bytes of every record: the record size the targets are stated for.
 pub const VALUE_LEN: usize = 100;
 /// Bytes a keyless record takes on disk: what the raw baselines write per record.
 pub const FRAME_LEN: usize = HEADER_LEN + VALUE_LEN;

@@ -1,9 +1,10 @@
 //! `cargo run --release --example bench`: NanoKafka's figures beside same-run baselines.
 //!
-//! This machine is shared and noisy, so every figure is printed next to a baseline measured
-//! in the same run, and the targets of the issue are judged on those ratios where they are
-//! stated as ratios. Progress goes to stderr; stdout gets a Markdown table, a summary line,
-//! and, as its last line, one JSON object with every figure.
+//! Absolute figures drift between runs on a shared or virtual host, so every figure is printed
+//! next to a baseline measured in the same run, and a target stated as a ratio is judged on
+//! that ratio (the targets and the latest figures: `benches/README.md`). Progress goes to
+//! stderr; stdout gets a Markdown table, a summary line, and, as its last line, one JSON
+//! object with every figure.
 //!
 //! Environment (all optional):
 //! - `NANOKAFKA_BENCH_SECS`: seconds per throughput measurement (default 3);
@@ -40,7 +41,7 @@ use serde_json::json;
 use harness::{Progress, Settings, TempBroker};
 use report::{Figure, Row, Target};
 
-/// Producer threads of the `FsyncPolicy::Always` measurement (the issue's figure).
+/// Producer threads of the `FsyncPolicy::Always` measurement (its target is stated for 8).
 const ALWAYS_PRODUCERS: usize = 8;
 /// The fixed rate of the end-to-end latency measurement, records per second.
 const LATENCY_RATE: u32 = 2_000;

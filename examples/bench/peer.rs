@@ -11,7 +11,7 @@
 //!
 //! The streams are capped with `MAXLEN ~` at about what the broker's topics keep under their
 //! retention, so a long run holds Redis's memory as the broker's disk use is held. The server
-//! is killed when [`RedisServer`] drops, on a panic too. Anything that goes wrong here (no
+//! is killed when [`RedisServer`] drops, on a panic too. Anything that goes wrong with the peer (no
 //! `redis-server`, a failed start, a lost connection) is returned as an error for the report
 //! to show as a skipped row, never a panic.
 

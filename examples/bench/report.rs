@@ -10,7 +10,7 @@ pub struct Baseline {
     pub value: f64,
 }
 
-/// What the issue asks of a figure.
+/// The target a figure is held to (the list: `benches/README.md`).
 #[derive(Debug, Clone, Copy)]
 pub enum Target {
     /// `value / baseline >= x`.
