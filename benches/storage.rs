@@ -14,7 +14,7 @@
 //! |          | `RecordBatch::push` of a small struct    | one `Vec` per record (`ProduceRecord`); |
 //! |          |                                          | `rmp_serde::to_vec_named` per record    |
 //!
-//! Targets (from the issue): append ≥ 0.5× raw `BufWriter`; read ≥ 0.5× raw `BufWriter`.
+//! Targets: append ≥ 0.5× raw `BufWriter`; read ≥ 0.5× raw `BufWriter`.
 //!
 //! Run `cargo bench --bench storage` (or `-- commit` for one group); medians are in
 //! `target/criterion/<group>/<bench>/new/estimates.json`. `cargo test --bench storage` runs

@@ -1,6 +1,6 @@
-//! `Consumer<T>`: a Kafka-style consumer handle beside the seed's flat calls.
+//! `Consumer<T>`: a Kafka-style consumer handle beside the flat `poll` / `commit` calls.
 //!
-//! The seed's `poll` re-delivers from the committed offset until a commit. A `Consumer`
+//! The flat `poll` re-delivers from the committed offset until a commit. A `Consumer`
 //! instead keeps an in-memory position per partition, like Kafka's `KafkaConsumer`:
 //! `poll_batch` advances it, so nothing is re-delivered inside a generation. Reading resumes
 //! from the committed offsets after a rebalance (a new generation), after the member was

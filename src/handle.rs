@@ -1,4 +1,4 @@
-//! `NanoKafka`: the blocking, thread-safe handle (the seed's API, spec §3).
+//! `NanoKafka`: the blocking, thread-safe handle, for plain threads.
 //!
 //! It owns an actix System on a background thread (`nanokafka-broker`) plus the I/O
 //! arbiters; each call sends one message and blocks the calling thread for the reply. Called
@@ -49,7 +49,7 @@ pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
 pub const MAX_IDLE_SPIN: Duration = Duration::from_millis(1);
 /// Kafka's `socket.request.max.bytes` (100 MiB): the default largest produce request.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 100 << 20;
-/// The seed's data directory.
+/// The default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
 
 /// Configures and starts a broker. See [`NanoKafka::builder`].

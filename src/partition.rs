@@ -1,4 +1,4 @@
-//! `Partition`: one partition's log and committed offsets, with the rules of spec §4 that
+//! `Partition`: one partition's log and committed offsets, with the rules that
 //! need both (fetch at a group's committed offset, commit range checks, lag, backlog for
 //! backpressure). Plain Rust: the `PartitionActor` owns one and adds waiting and parking.
 

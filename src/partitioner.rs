@@ -62,7 +62,7 @@ mod tests {
 
     #[test]
     fn matches_kafkas_test_vectors() {
-        // From the spec (and Kafka's UtilsTest).
+        // Kafka's own test vectors (UtilsTest).
         assert_eq!(murmur2(b"21"), -973_932_308);
         assert_eq!(murmur2(b"foobar"), -790_332_482);
         assert_eq!(murmur2(b"abc"), 479_470_107);

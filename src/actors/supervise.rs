@@ -1,5 +1,6 @@
 //! What supervision needs beyond actix's `Supervisor`: catching a handler's panic so the
-//! actor restarts (actix alone would leave it dead, see shared/actix-notes.md), and a restart
+//! actor restarts (actix alone leaves an actor whose handler panicked dead for good: its
+//! arbiter catches the panic at the task boundary and the mailbox closes), and a restart
 //! budget with backoff so a crash loop ends in a clear failure instead of a spin.
 
 use std::any::Any;

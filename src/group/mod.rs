@@ -25,7 +25,7 @@ pub use positions::Positions;
 /// `auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum StartFrom {
-    /// The log start offset: everything retained (the seed's behaviour). The default.
+    /// The log start offset: everything retained. The default.
     #[default]
     Earliest,
     /// The log end offset when the group is created: only records produced after it. The
