@@ -154,7 +154,10 @@ impl AsyncNanoKafka {
             .map_err(|_| Error::BrokerStopped)?
     }
 
-    /// Creates a topic. # Errors: `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`.
+    /// Creates a topic with `config`; it exists on disk when this returns.
+    ///
+    /// # Errors
+    /// `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`, `BrokerStopped`.
     pub async fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
         self.ask(CreateTopic {
             topic: topic.to_owned(),
@@ -166,6 +169,7 @@ impl AsyncNanoKafka {
     }
 
     /// Produces a typed record without a key (round-robin over partitions).
+    ///
     /// # Errors
     /// As [`crate::messages::Produce`], plus `Encode`.
     pub async fn produce<T: Serialize + ?Sized>(&self, topic: &str, value: &T) -> Result<Delivery> {
@@ -175,6 +179,7 @@ impl AsyncNanoKafka {
     }
 
     /// Produces a typed record with a key (Kafka's partitioner picks the partition).
+    ///
     /// # Errors
     /// As [`crate::messages::Produce`], plus `Encode`.
     pub async fn produce_keyed<T: Serialize + ?Sized>(
@@ -189,6 +194,7 @@ impl AsyncNanoKafka {
     }
 
     /// Produces payload bytes unchanged (the raw-bytes path, for interop).
+    ///
     /// # Errors
     /// As [`crate::messages::Produce`].
     pub async fn produce_raw(
@@ -212,6 +218,7 @@ impl AsyncNanoKafka {
     /// A batch spread over several partitions is not atomic across them.
     /// [`AsyncNanoKafka::produce_batch`] is faster: the records are copied into one buffer
     /// here.
+    ///
     /// # Errors
     /// As [`crate::messages::Produce`].
     pub async fn produce_batch_raw(
@@ -229,6 +236,7 @@ impl AsyncNanoKafka {
     /// `partition` they all go there; else each goes by its key, or round-robin. Replies
     /// with one delivery per record, in order. A batch spread over several partitions is not
     /// atomic across them.
+    ///
     /// # Errors
     /// As [`crate::messages::Produce`].
     pub async fn produce_batch(
@@ -312,6 +320,7 @@ impl AsyncNanoKafka {
     }
 
     /// Joins `group` with the default round-robin assignor.
+    ///
     /// # Errors
     /// `InvalidId`, `UnknownTopic`, `InvalidConfig` (the group uses another assignor).
     pub async fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
@@ -321,6 +330,7 @@ impl AsyncNanoKafka {
 
     /// Joins `group` with [`GroupOptions`] (or just an [`crate::Assignor`]); the first member's
     /// options are the group's.
+    ///
     /// # Errors
     /// As [`AsyncNanoKafka::join_group`].
     pub async fn join_group_with(
@@ -341,6 +351,7 @@ impl AsyncNanoKafka {
 
     /// Subscribes `recipient` (an actor) to `topic` as `member` of `group`: records are
     /// pushed as typed [`Delivered<T>`] batches and committed by its [`crate::messages::Ack`].
+    ///
     /// # Errors
     /// As [`crate::messages::Subscribe`].
     pub async fn subscribe<T: DeserializeOwned + Send + 'static>(
@@ -362,6 +373,7 @@ impl AsyncNanoKafka {
     }
 
     /// The `Consumer` handle's poll; see [`crate::messages::ConsumerPoll`].
+    ///
     /// # Errors
     /// As [`crate::messages::ConsumerPoll`].
     pub async fn consumer_poll(&self, poll: ConsumerPoll) -> Result<ConsumerBatch> {
@@ -379,13 +391,17 @@ impl AsyncNanoKafka {
     }
 
     /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].
+    ///
     /// # Errors
     /// As [`crate::messages::FencedCommit`].
     pub async fn fenced_commit(&self, commit: FencedCommit) -> Result<()> {
         self.ask(commit).await
     }
 
-    /// Leaves `group` (a rebalance). # Errors: `UnknownMember`.
+    /// Leaves `group` (a rebalance).
+    ///
+    /// # Errors
+    /// `UnknownMember`, `UnknownTopic`, `BrokerStopped`.
     pub async fn leave_group(&self, topic: &str, group: &str, member: &str) -> Result<()> {
         self.ask(LeaveGroup {
             topic: topic.to_owned(),
@@ -395,7 +411,10 @@ impl AsyncNanoKafka {
         .await
     }
 
-    /// A sign of life; returns the current assignment. # Errors: `UnknownMember`.
+    /// A sign of life; returns the member's current assignment.
+    ///
+    /// # Errors
+    /// `UnknownMember` (evicted or never joined: join again), `UnknownTopic`, `BrokerStopped`.
     pub async fn heartbeat(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
         self.ask(Heartbeat {
             topic: topic.to_owned(),
@@ -405,7 +424,9 @@ impl AsyncNanoKafka {
         .await
     }
 
-    /// Up to `max_records` raw records from one partition, waiting up to `wait` for data.
+    /// Up to `max_records` consecutive records of one partition from the committed offset,
+    /// payloads as stored (the raw-bytes path), waiting up to `timeout` for the first.
+    ///
     /// # Errors
     /// As [`crate::messages::Poll`].
     pub async fn poll_batch_raw(
@@ -414,8 +435,9 @@ impl AsyncNanoKafka {
         group: &str,
         member: &str,
         max_records: usize,
-        wait: Option<Duration>,
+        timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
+        let wait = (!timeout.is_zero()).then_some(timeout);
         let fetched = self
             .poll_fetched(topic, group, member, max_records, wait)
             .await?;
@@ -443,7 +465,10 @@ impl AsyncNanoKafka {
     }
 
     /// The record at the group's committed offset of one of the member's partitions, or
-    /// `None` at once. # Errors: as [`crate::messages::Poll`], plus `Decode`.
+    /// `None` at once. Without a commit, the next poll returns the same record.
+    ///
+    /// # Errors
+    /// As [`crate::messages::Poll`], plus `Decode` (commit its offset to skip it).
     pub async fn poll<T: DeserializeOwned>(
         &self,
         topic: &str,
@@ -457,6 +482,7 @@ impl AsyncNanoKafka {
     }
 
     /// As [`AsyncNanoKafka::poll`], waiting up to `timeout` for a record.
+    ///
     /// # Errors
     /// As [`AsyncNanoKafka::poll`].
     pub async fn poll_timeout<T: DeserializeOwned>(
@@ -474,6 +500,7 @@ impl AsyncNanoKafka {
 
     /// Up to `max_records` consecutive typed records of one partition from the committed
     /// offset, waiting up to `timeout` for the first.
+    ///
     /// # Errors
     /// As [`AsyncNanoKafka::poll`]; `InvalidConfig` when `max_records` is 0.
     pub async fn poll_batch<T: DeserializeOwned>(
@@ -492,6 +519,7 @@ impl AsyncNanoKafka {
     }
 
     /// Commits `offset` of `partition` for `group` (committed offset = `offset + 1`).
+    ///
     /// # Errors
     /// `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange`, `Io`.
     pub async fn commit(
@@ -510,7 +538,10 @@ impl AsyncNanoKafka {
         .await
     }
 
-    /// Per-partition lag of `group`. # Errors: `UnknownTopic`, `UnknownGroup`.
+    /// Per-partition lag of `group`: `log end - max(committed, log start)`.
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `UnknownGroup`, `BrokerStopped`.
     pub async fn lag(&self, topic: &str, group: &str) -> Result<BTreeMap<u32, u64>> {
         self.ask(Lag {
             topic: topic.to_owned(),
@@ -520,6 +551,7 @@ impl AsyncNanoKafka {
     }
 
     /// Partitions, groups, lag and restarts of every topic.
+    ///
     /// # Errors
     /// `BrokerStopped`.
     pub async fn stats(&self) -> Result<BrokerStats> {
@@ -527,6 +559,7 @@ impl AsyncNanoKafka {
     }
 
     /// Fault injection: crash a partition's actor (it restarts from disk).
+    ///
     /// # Errors
     /// `UnknownTopic`, `UnknownPartition`.
     pub async fn crash_partition(&self, topic: &str, partition: u32) -> Result<()> {
@@ -538,6 +571,7 @@ impl AsyncNanoKafka {
     }
 
     /// Fault injection: crash a topic's actor (it restarts with its state).
+    ///
     /// # Errors
     /// `UnknownTopic`.
     pub async fn crash_topic(&self, topic: &str) -> Result<()> {
@@ -548,6 +582,7 @@ impl AsyncNanoKafka {
     }
 
     /// Fault injection: crash the broker actor (it restarts with its state).
+    ///
     /// # Errors
     /// `BrokerStopped`.
     pub async fn crash_broker(&self) -> Result<()> {
@@ -555,6 +590,7 @@ impl AsyncNanoKafka {
     }
 
     /// Fault injection: crash a group's coordinator (memberships reset).
+    ///
     /// # Errors
     /// `UnknownTopic`, `UnknownGroup`.
     pub async fn crash_group_coordinator(&self, topic: &str, group: &str) -> Result<()> {

@@ -155,7 +155,8 @@ impl NanoKafkaBuilder {
     /// The file layer under the partitions' files (default: the OS). Fault-injection tests
     /// pass a [`crate::storage::sim::SimFs`]; the data-dir lock and topic configs always use
     /// the OS. Either way the broker wraps it in the descriptor budget of
-    /// [`NanoKafkaBuilder::max_open_files`].
+    /// [`NanoKafkaBuilder::max_open_files`]. For tests (`test-support` feature).
+    #[cfg(feature = "test-support")]
     pub fn file_system(mut self, fs: SharedFs) -> Self {
         self.fs = fs;
         self
@@ -459,27 +460,26 @@ impl NanoKafka {
         self.call_waiting(request(&self.inner.handle), timeout)
     }
 
-    /// Creates a topic.
+    /// [`AsyncNanoKafka::create_topic`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::create_topic`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
         self.call(self.inner.handle.create_topic(topic, config))
     }
 
-    /// Produces a typed record without a key (round-robin over partitions).
+    /// [`AsyncNanoKafka::produce`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownTopic`, `Encode`, `RecordTooLarge`, `PartitionFull`, `Timeout`,
-    /// `PartitionRestarted`, `PartitionFailed`, `Io`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::produce`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn produce<T: Serialize + ?Sized>(&self, topic: &str, value: &T) -> Result<Delivery> {
         self.call(self.inner.handle.produce(topic, value))
     }
 
-    /// Produces a typed record with a key: `toPositive(murmur2(key)) % partitions`.
+    /// [`AsyncNanoKafka::produce_keyed`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::produce`].
+    /// As [`AsyncNanoKafka::produce_keyed`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn produce_keyed<T: Serialize + ?Sized>(
         &self,
         topic: &str,
@@ -489,18 +489,18 @@ impl NanoKafka {
         self.call(self.inner.handle.produce_keyed(topic, key, value))
     }
 
-    /// Produces payload bytes unchanged (the raw-bytes path).
+    /// [`AsyncNanoKafka::produce_raw`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::produce`].
+    /// As [`AsyncNanoKafka::produce_raw`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn produce_raw(&self, topic: &str, key: Option<&[u8]>, value: Vec<u8>) -> Result<Delivery> {
         self.call(self.inner.handle.produce_raw(topic, key, value))
     }
 
-    /// Produces many raw records in one request; see [`AsyncNanoKafka::produce_batch_raw`].
+    /// [`AsyncNanoKafka::produce_batch_raw`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::produce`]; `UnknownPartition`.
+    /// As [`AsyncNanoKafka::produce_batch_raw`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn produce_batch_raw(
         &self,
         topic: &str,
@@ -514,11 +514,10 @@ impl NanoKafka {
         )
     }
 
-    /// Produces a [`RecordBatch`] in one request; see [`AsyncNanoKafka::produce_batch`].
-    /// The fast way to produce many records: they are written as the batch holds them.
+    /// [`AsyncNanoKafka::produce_batch`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::produce`]; `UnknownPartition`.
+    /// As [`AsyncNanoKafka::produce_batch`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn produce_batch(
         &self,
         topic: &str,
@@ -528,19 +527,18 @@ impl NanoKafka {
         self.call(self.inner.handle.produce_batch(topic, partition, batch))
     }
 
-    /// Joins a consumer group (round-robin assignor); joining again is a heartbeat.
+    /// [`AsyncNanoKafka::join_group`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownTopic`, `InvalidId`, `InvalidConfig`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::join_group`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
         self.call(self.inner.handle.join_group(topic, group, member))
     }
 
-    /// Joins a consumer group with [`GroupOptions`] (or just an [`crate::Assignor`]): the first
-    /// member's options are the group's.
+    /// [`AsyncNanoKafka::join_group_with`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::join_group`]; `InvalidConfig` when they differ from the group's.
+    /// As [`AsyncNanoKafka::join_group_with`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn join_group_with(
         &self,
         topic: &str,
@@ -555,28 +553,26 @@ impl NanoKafka {
         )
     }
 
-    /// Leaves a consumer group (a rebalance).
+    /// [`AsyncNanoKafka::leave_group`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownMember`, `UnknownTopic`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::leave_group`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn leave_group(&self, topic: &str, group: &str, member: &str) -> Result<()> {
         self.call(self.inner.handle.leave_group(topic, group, member))
     }
 
-    /// A sign of life; returns the member's current assignment.
+    /// [`AsyncNanoKafka::heartbeat`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownMember` (evicted: join again), `UnknownTopic`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::heartbeat`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn heartbeat(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
         self.call(self.inner.handle.heartbeat(topic, group, member))
     }
 
-    /// The record at the group's committed offset of one of the member's partitions, or
-    /// `None` at once. Without a commit, the next poll returns the same record.
+    /// [`AsyncNanoKafka::poll`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownMember`, `UnknownTopic`, `Decode` (commit its offset to skip it), `Corrupt`,
-    /// `PartitionRestarted`, `PartitionFailed`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::poll`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn poll<T: DeserializeOwned>(
         &self,
         topic: &str,
@@ -586,10 +582,10 @@ impl NanoKafka {
         self.call(self.inner.handle.poll(topic, group, member))
     }
 
-    /// As [`NanoKafka::poll`], waiting up to `timeout` for a record (woken by the produce).
+    /// [`AsyncNanoKafka::poll_timeout`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::poll`].
+    /// As [`AsyncNanoKafka::poll_timeout`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn poll_timeout<T: DeserializeOwned>(
         &self,
         topic: &str,
@@ -605,11 +601,10 @@ impl NanoKafka {
         )
     }
 
-    /// Up to `max_records` consecutive records of one partition from the committed offset,
-    /// waiting up to `timeout` for the first.
+    /// [`AsyncNanoKafka::poll_batch`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::poll`]; `InvalidConfig` when `max_records` is 0.
+    /// As [`AsyncNanoKafka::poll_batch`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn poll_batch<T: DeserializeOwned>(
         &self,
         topic: &str,
@@ -626,10 +621,10 @@ impl NanoKafka {
         )
     }
 
-    /// As [`NanoKafka::poll_batch`], payloads as stored (the raw-bytes path).
+    /// [`AsyncNanoKafka::poll_batch_raw`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// As [`NanoKafka::poll_batch`], without `Decode`.
+    /// As [`AsyncNanoKafka::poll_batch_raw`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn poll_batch_raw(
         &self,
         topic: &str,
@@ -638,45 +633,42 @@ impl NanoKafka {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
-        let wait = (!timeout.is_zero()).then_some(timeout);
         self.call_waiting(
             self.inner
                 .handle
-                .poll_batch_raw(topic, group, member, max_records, wait),
+                .poll_batch_raw(topic, group, member, max_records, timeout),
             timeout,
         )
     }
 
-    /// Marks `offset` and everything before it in `partition` processed by `group`.
+    /// [`AsyncNanoKafka::commit`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange`, `UnknownTopic`, `Io`,
-    /// `BrokerStopped`.
+    /// As [`AsyncNanoKafka::commit`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn commit(&self, topic: &str, group: &str, partition: u32, offset: u64) -> Result<()> {
         self.call(self.inner.handle.commit(topic, group, partition, offset))
     }
 
-    /// Per-partition lag: `log end - max(committed, log start)`.
+    /// [`AsyncNanoKafka::lag`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownGroup`, `UnknownTopic`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::lag`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn lag(&self, topic: &str, group: &str) -> Result<BTreeMap<u32, u64>> {
         self.call(self.inner.handle.lag(topic, group))
     }
 
-    /// Partitions (log start/end, bytes, segments, commits, restarts) and groups
-    /// (generation, assignment, lag) of every topic.
+    /// [`AsyncNanoKafka::stats`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `BrokerStopped`.
+    /// As [`AsyncNanoKafka::stats`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn stats(&self) -> Result<BrokerStats> {
         self.call(self.inner.handle.stats())
     }
 
-    /// Fault injection: makes a partition's actor panic; it restarts and reloads from disk.
+    /// [`AsyncNanoKafka::crash_partition`], blocking this thread until it answers.
     ///
     /// # Errors
-    /// `UnknownTopic`, `UnknownPartition`, `BrokerStopped`.
+    /// As [`AsyncNanoKafka::crash_partition`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn crash_partition(&self, topic: &str, partition: u32) -> Result<()> {
         self.call(self.inner.handle.crash_partition(topic, partition))
     }

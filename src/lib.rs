@@ -2,53 +2,70 @@
 //!
 //! # Architecture
 //! Topics are split into partitions; each partition is an append-only, checksummed, segmented
-//! log on disk with the committed offsets of every consumer group beside it. The storage
-//! layer is plain Rust (no actix): it is what makes records durable, ordered, bounded in
-//! memory and recoverable after a crash.
-//!
-//! Around it, a thin actor layer (actix): a `BrokerActor` supervises one `TopicActor` per
+//! log on disk with the committed offsets of every consumer group beside it. Around the
+//! storage, a thin actor layer (actix): a `BrokerActor` supervises one `TopicActor` per
 //! topic, which starts one `PartitionActor` per partition (the single owner of its files)
 //! and one `GroupCoordinatorActor` per consumer group. Two handles front it: the blocking
-//! [`NanoKafka`] for plain threads and [`AsyncNanoKafka`] for code already on actix/tokio.
+//! [`NanoKafka`] for plain threads and [`AsyncNanoKafka`] for code already on actix/tokio;
+//! actors can also send the typed [`messages`] to the broker's `Addr<BrokerActor>`.
 //! `actors.md` at the crate root maps every actor and message.
 //!
-//! # Modules, bottom up
-//! - [`storage`]: the partition log, its on-disk formats, recovery, retention, the offsets
-//!   store and the data directory (start with its module docs for the layout on disk).
-//! - [`partition`]: a partition's log + offsets under the rules of spec §4 (fetch at the
-//!   committed offset, commit checks, lag, backlog).
-//! - [`group`]: consumer-group membership, generations, assignors, liveness.
-//! - [`partitioner`]: Kafka's murmur2 partitioner. [`clock`]: the injectable clock.
-//! - [`actors`]: the actix adapters; [`messages`]: the public actor face.
-//! - [`handle`] / [`async_handle`]: the blocking and async handles (the blocking one waits for
-//!   replies in the private `wait` module: a short spin, then it parks); [`consumer`]: the
-//!   Kafka-style `Consumer<T>` with its own positions and fenced commits.
-//! - [`config`], [`types`], [`error`]: configuration, returned values, the one `Error`.
+//! # Layers, bottom up (each module uses only the ones below it)
+//! 1. `storage`: plain Rust, no actix: the partition log, its on-disk formats, recovery,
+//!    retention, the offsets store, the data directory, the file layer. It is what makes
+//!    records durable, ordered, bounded in memory and recoverable after a crash.
+//! 2. Domain rules, plain Rust with unit tests: `config` (topic configuration), `partition`
+//!    (a partition's log and offsets: fetch at the committed offset, commit checks, lag,
+//!    backlog), `produce_queue` (backpressure admission and the group commit), `group`
+//!    (membership, generations, assignors, liveness, a member's own positions), `routing`
+//!    and `partitioner` (where a produced record goes), `types` (what the API returns),
+//!    [`clock`].
+//! 3. `actors`: the actix adapters; each handler decodes a message, calls the domain and
+//!    replies. [`messages`] is the actor face they serve.
+//! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
+//!    wrapper over the async handle that waits in `wait`), `consumer` ([`Consumer`]).
+//!
+//! The modules are private; what a user needs is re-exported here and in [`messages`]. The
+//! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for
+//! fault tests) to tests, benchmarks and the fuzz targets.
 
-pub mod config;
-pub mod consumer;
-pub mod error;
-pub mod storage;
-
-pub mod actors;
-pub mod async_handle;
+mod actors;
+mod async_handle;
 pub mod clock;
-pub mod group;
-pub mod handle;
+mod config;
+mod consumer;
+mod error;
+mod group;
+mod handle;
 pub mod messages;
-pub mod partition;
-pub mod partitioner;
+mod partition;
+mod partitioner;
 mod produce_queue;
 mod routing;
-pub mod types;
+#[cfg(not(feature = "test-support"))]
+mod storage;
+/// The storage engine, for tests, benchmarks and fuzzing (`test-support` feature).
+#[cfg(feature = "test-support")]
+pub mod storage;
+mod types;
 mod wait;
 
+pub use actors::broker::BrokerActor;
+pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
-pub use config::{Backpressure, FsyncPolicy, TopicConfig};
+pub use config::{
+    Backpressure, FsyncPolicy, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+};
 pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
-pub use handle::{NanoKafka, NanoKafkaBuilder};
+pub use handle::{
+    NanoKafka, NanoKafkaBuilder, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_IDLE_SPIN,
+};
 pub use partition::ProduceRecord;
+pub use partitioner::partition_for_key;
 pub use storage::RecordBatch;
-pub use types::{BrokerStats, Delivery, GroupStats, PartitionStats, Record, TopicStats};
+pub use types::{
+    encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, PartitionStats, Record, TopicStats,
+};

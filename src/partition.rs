@@ -5,7 +5,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::config::FsyncPolicy;
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::storage::fs::SharedFs;
@@ -295,10 +294,6 @@ impl Partition {
     pub fn sync(&mut self) -> Result<()> {
         self.log.sync()?;
         self.offsets.sync()
-    }
-
-    pub fn fsync_policy(&self) -> FsyncPolicy {
-        self.log.config().fsync
     }
 
     /// Clean shutdown: sync everything and write the clean-shutdown checkpoint.

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use nanokafka::types::encode;
+use nanokafka::encode;
 use nanokafka::{NanoKafka, RecordBatch};
 
 use crate::harness::{BATCH, POLL_BATCH, VALUE_LEN};

@@ -83,11 +83,6 @@ impl PartitionRef {
     pub fn lane_target(&self) -> (Recipient<Append>, Arc<Doorbell>) {
         (self.addr.clone().recipient(), self.doorbell.clone())
     }
-
-    /// Whether the actor's mailbox is still open (false once the broker stopped).
-    pub fn connected(&self) -> bool {
-        self.addr.connected()
-    }
 }
 
 /// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
