@@ -101,6 +101,19 @@ impl Fetched {
     }
 }
 
+/// Where a group reads next in a log spanning `[log_start, log_end)`: its committed offset,
+/// brought into `[log start, log end]` (below the start, retention removed the records; above
+/// the end, the log lost a tail the commit had covered); the log start without a commit.
+pub fn read_position(committed: Option<u64>, (log_start, log_end): (u64, u64)) -> u64 {
+    committed.map_or(log_start, |c| c.clamp(log_start, log_end))
+}
+
+/// A group's lag: `log end - max(committed, log start)` (0 past the end), the one formula
+/// behind `lag()`, `stats()` and backpressure.
+pub fn lag(committed: Option<u64>, (log_start, log_end): (u64, u64)) -> u64 {
+    log_end - read_position(committed, (log_start, log_end))
+}
+
 /// One partition's log and offsets.
 #[derive(Debug)]
 pub struct Partition {
@@ -164,23 +177,24 @@ impl Partition {
     /// The offset `group` reads next: its commit, or the log start if it has none or fell
     /// behind retention; never past the log end (see [`clamp_commits_to`]).
     pub fn position(&self, group: &str) -> u64 {
-        let start = self.log.log_start_offset();
-        self.offsets
-            .get(group)
-            .map_or(start, |c| self.within_log(c))
+        read_position(self.offsets.get(group), self.log_bounds())
     }
 
-    /// `committed` brought into `[log start, log end]`: below the start, retention removed
-    /// the records; above the end, the log lost a tail the commit had covered.
-    fn within_log(&self, committed: u64) -> u64 {
-        committed.clamp(self.log.log_start_offset(), self.log.log_end_offset())
+    /// `(log start, log end)`.
+    fn log_bounds(&self) -> (u64, u64) {
+        (self.log.log_start_offset(), self.log.log_end_offset())
     }
 
     /// Records not yet committed by the slowest group (retained records when no group
     /// reads here).
     pub fn backlog(&self) -> u64 {
         let start = self.log.log_start_offset();
-        let slowest_commit = self.offsets.all().map(|(_, c)| self.within_log(c)).min();
+        let bounds = self.log_bounds();
+        let slowest_commit = self
+            .offsets
+            .all()
+            .map(|(_, c)| read_position(Some(c), bounds))
+            .min();
         let uncommitted_group = self
             .registered
             .iter()
@@ -269,14 +283,13 @@ impl Partition {
         }
     }
 
-    /// `log end - position(group)`, or `None` when the group neither committed here nor was
-    /// registered.
-    pub fn lag(&self, group: &str) -> Option<u64> {
-        (self.offsets.get(group).is_some() || self.registered.contains(group)).then(|| {
-            self.log
-                .log_end_offset()
-                .saturating_sub(self.position(group))
-        })
+    /// `group`'s lag here (see [`lag`]), or `None` when the group neither committed here, nor
+    /// was registered, nor `has_coordinator` on the topic (a group with one reads from the
+    /// log start until it commits).
+    pub fn lag(&self, group: &str, has_coordinator: bool) -> Option<u64> {
+        let committed = self.offsets.get(group);
+        (committed.is_some() || has_coordinator || self.registered.contains(group))
+            .then(|| lag(committed, self.log_bounds()))
     }
 
     /// Applies time retention as of `now_ms` (size and count retention run on every append).
@@ -401,7 +414,7 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![1, 2]
         );
-        assert_eq!(p.lag("g"), Some(2));
+        assert_eq!(p.lag("g", false), Some(2));
     }
 
     #[test]
@@ -413,9 +426,9 @@ mod tests {
             p.commit("g", 2),
             Err(Error::OffsetOutOfRange { offset: 2, .. })
         ));
-        assert_eq!(p.lag("g"), None);
+        assert_eq!(p.lag("g", false), None);
         p.commit("g", 1).unwrap();
-        assert_eq!(p.lag("g"), Some(0));
+        assert_eq!(p.lag("g", false), Some(0));
     }
 
     #[test]
@@ -488,6 +501,6 @@ mod tests {
         drop(p);
         let p = open(dir.path(), None);
         assert_eq!(p.position("g"), 3);
-        assert_eq!(p.lag("g"), Some(1));
+        assert_eq!(p.lag("g", false), Some(1));
     }
 }

@@ -563,10 +563,7 @@ impl Handler<GroupLag> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
         let name = self.name().to_string();
         guarded_reply(self, ctx, &name, |act, _| {
-            let p = act.open_partition()?;
-            let from_start = || p.log_end_offset().saturating_sub(p.position(&msg.group));
-            Ok(p.lag(&msg.group)
-                .or_else(|| msg.group_exists.then(from_start)))
+            Ok(act.open_partition()?.lag(&msg.group, msg.group_exists))
         })
     }
 }

@@ -29,7 +29,7 @@ use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, Lag, LeaveGroup,
     Poll, Produce, ProduceBatch,
 };
-use crate::partition::Fetched;
+use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
 use crate::storage::data_dir::validate_id;
 use crate::storage::RecordBatch;
@@ -623,15 +623,9 @@ impl Handler<DescribeTopic> for TopicActor {
                     continue;
                 };
                 for p in &stats.partitions {
-                    let position = p
-                        .committed
-                        .get(&name)
-                        .copied()
-                        .unwrap_or(0)
-                        .max(p.log_start_offset);
-                    group
-                        .lag
-                        .insert(p.partition, p.log_end_offset.saturating_sub(position));
+                    let committed = p.committed.get(&name).copied();
+                    let bounds = (p.log_start_offset, p.log_end_offset);
+                    group.lag.insert(p.partition, lag(committed, bounds));
                 }
                 stats.groups.insert(name, group);
             }
