@@ -289,7 +289,7 @@ impl PartitionActor {
             partition,
             label: format!("partition {topic}/{partition}").into(),
             dir: settings.data_dir.join(format!("{topic}_{partition}")),
-            log_config: LogConfig::for_topic(config, settings.fsync, settings.max_record_bytes),
+            log_config: config.log_config(settings.fsync, settings.max_record_bytes),
             max_size: config.max_size,
             backpressure: config.backpressure,
             retention_ms: config.retention_ms,
