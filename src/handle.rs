@@ -167,7 +167,7 @@ impl NanoKafkaBuilder {
     ///
     /// Default: half the process's soft `RLIMIT_NOFILE` at `build` (the other half is
     /// headroom for the data-dir lock, topic configs, the runtime and the application),
-    /// at least 16 and at most 65,536. At least 16 (`InvalidConfig` below).
+    /// at least 16 and at most 65,536. At least 16 (`InvalidArgument` below).
     pub fn max_open_files(mut self, files: usize) -> Self {
         self.max_open_files = Some(files);
         self
@@ -176,7 +176,7 @@ impl NanoKafkaBuilder {
     /// Locks the data directory, loads its topics and starts the actors.
     ///
     /// # Errors
-    /// `InvalidConfig` for a zero timeout, thread count or record size, a request size
+    /// `InvalidArgument` for a zero timeout, thread count or record size, a request size
     /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`],
     /// `max_open_files` below 16; `DataDirLocked`;
     /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
@@ -545,7 +545,7 @@ impl NanoKafka {
     /// Joins a consumer group (round-robin assignor); joining again is a heartbeat.
     ///
     /// # Errors
-    /// `UnknownTopic`, `InvalidId`, `InvalidConfig`, `BrokerStopped`.
+    /// `UnknownTopic`, `InvalidId`, `GroupOptionsMismatch`, `BrokerStopped`.
     pub fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
         self.call(self.inner.handle.join_group(topic, group, member))
     }
@@ -554,7 +554,7 @@ impl NanoKafka {
     /// member's options are the group's.
     ///
     /// # Errors
-    /// As [`NanoKafka::join_group`]; `InvalidConfig` when they differ from the group's.
+    /// As [`NanoKafka::join_group`]; `GroupOptionsMismatch` when they differ from the group's.
     pub fn join_group_with(
         &self,
         topic: &str,
@@ -623,7 +623,7 @@ impl NanoKafka {
     /// waiting up to `timeout` for the first.
     ///
     /// # Errors
-    /// As [`NanoKafka::poll`]; `InvalidConfig` when `max_records` is 0.
+    /// As [`NanoKafka::poll`]; `InvalidArgument` when `max_records` is 0.
     pub fn poll_batch<T: DeserializeOwned>(
         &self,
         topic: &str,

@@ -21,7 +21,7 @@ use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
 use crate::partition::Fetched;
 use crate::types::GroupStats;
 
-/// Join (or heartbeat by joining again). Errors: `InvalidConfig` on an assignor mismatch.
+/// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.
 #[derive(Debug)]
 pub struct Join {
     pub member: String,
