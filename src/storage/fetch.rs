@@ -5,7 +5,7 @@
 //! frame, verifies every frame's CRC and offset, and returns the records as one buffer of
 //! verified frames. A frame that does not verify is `StorageError::Corrupt`, never data; the records
 //! before it are still returned. A read of a later offset that must pass it (damage recovery
-//! did not see, before the next index entry) gets [`SegmentRead::PastDamage`] and resumes
+//! did not see, before the next index entry) gets `SegmentRead::PastDamage` and resumes
 //! after the damage (`LogSegment::resync`); only reads that meet damage pay for that.
 
 use super::error::{Result, StorageError};
