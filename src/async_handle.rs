@@ -322,7 +322,7 @@ impl AsyncNanoKafka {
     /// Joins `group` with the default round-robin assignor.
     ///
     /// # Errors
-    /// `InvalidId`, `UnknownTopic`, `InvalidConfig` (the group uses another assignor).
+    /// `InvalidId`, `UnknownTopic`, `GroupOptionsMismatch` (the group uses other options).
     pub async fn join_group(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
         self.join_group_with(topic, group, member, GroupOptions::default())
             .await
@@ -502,7 +502,7 @@ impl AsyncNanoKafka {
     /// offset, waiting up to `timeout` for the first.
     ///
     /// # Errors
-    /// As [`AsyncNanoKafka::poll`]; `InvalidConfig` when `max_records` is 0.
+    /// As [`AsyncNanoKafka::poll`]; `InvalidArgument` when `max_records` is 0.
     pub async fn poll_batch<T: DeserializeOwned>(
         &self,
         topic: &str,

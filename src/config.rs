@@ -1,36 +1,17 @@
-//! Configuration types shared by the storage layer and the broker. Plain data, no actix.
-
-use std::time::Duration;
+//! Configuration: a topic's settings and how they are persisted, the checks of values callers
+//! choose (the maximum record size, group and member ids), and the translation of a topic's
+//! settings into the storage layer's [`LogConfig`]. Plain data, no actix.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::storage::log::{LogConfig, RetentionPolicy};
+pub use crate::storage::log::{DEFAULT_SEGMENT_BYTES, MAX_SEGMENT_BYTES};
+pub use crate::storage::policy::FsyncPolicy;
 use crate::storage::record::MAX_RECORD_BYTES_LIMIT;
+use crate::storage::{DataDir, StorageError};
 
-/// When appended bytes are forced to stable storage (spec §5).
-///
-/// Whatever the policy, an append returns only after its bytes are handed to the operating
-/// system in one `write` call, so an acknowledged record survives a process crash (`kill -9`,
-/// a panic). The policy decides what survives a power loss or a kernel crash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FsyncPolicy {
-    /// Leave write-back to the OS (Linux: dirty pages usually reach disk within ~30 s).
-    Never,
-    /// `fdatasync` dirty partitions at this interval: a power loss can cost at most the
-    /// last interval of acknowledged records. The default is `Interval(1 s)`.
-    Interval(Duration),
-    /// `fdatasync` before acknowledging: nothing acknowledged is lost even on power loss.
-    Always,
-}
-
-impl Default for FsyncPolicy {
-    /// `Interval(1 s)`: a process crash loses nothing, a power loss at most ~1 s of records.
-    fn default() -> Self {
-        FsyncPolicy::Interval(Duration::from_secs(1))
-    }
-}
-
-/// What a producer meets when a partition's backlog reaches `max_size` (spec §4).
+/// What a producer meets when a partition's backlog reaches `max_size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Backpressure {
     /// Park the produce until a commit frees room or the block timeout passes.
@@ -64,19 +45,14 @@ pub struct TopicConfig {
     pub segment_bytes: u64,
 }
 
-/// Kafka's default segment size is 1 GiB; 64 MiB keeps deletion by retention fine-grained and
-/// a crash scan of the active segment short (~10 ms), at the cost of more files.
-pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 /// Partition directories are named `<topic>_<partition>`: with a 249-byte topic name, four
 /// digits are what fit in a 255-byte file name.
 pub const MAX_PARTITIONS: u32 = 10_000;
 /// Below this a segment would hold a handful of records and every append would roll.
 pub const MIN_SEGMENT_BYTES: u64 = 4096;
-/// Kafka's maximum `segment.bytes` (`i32::MAX`). Index entries store a frame's byte position
-/// in a `u32`, so a segment must stay addressable by one: a segment rolls before a batch that
-/// would take it past `segment_bytes` (or holds that one batch alone), so with this cap every
-/// frame starts below 2 GiB.
-pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
+/// Group and member ids are not paths, but they are written into every commit entry: keep
+/// them short and printable.
+pub const MAX_ID_LEN: usize = 249;
 
 impl Default for TopicConfig {
     fn default() -> Self {
@@ -141,11 +117,12 @@ impl TopicConfig {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first bad field.
     pub fn validate(&self) -> Result<()> {
+        let invalid = |field, reason| Err(Error::InvalidConfig { field, reason });
         if self.partitions == 0 || self.partitions > MAX_PARTITIONS {
-            return Err(Error::InvalidConfig(format!(
-                "partitions must be 1..={MAX_PARTITIONS}, got {}",
-                self.partitions
-            )));
+            return invalid(
+                "partitions",
+                format!("must be 1..={MAX_PARTITIONS}, got {}", self.partitions),
+            );
         }
         for (field, value) in [
             ("max_size", self.max_size),
@@ -154,37 +131,130 @@ impl TopicConfig {
             ("retention_ms", self.retention_ms),
         ] {
             if value == Some(0) {
-                return Err(Error::InvalidConfig(format!(
-                    "{field} must be at least 1 when set, got 0"
-                )));
+                return invalid(field, "must be at least 1 when set, got 0".to_owned());
             }
         }
         if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
-            return Err(Error::InvalidConfig(format!(
-                "segment_bytes must be {MIN_SEGMENT_BYTES}..={MAX_SEGMENT_BYTES}, got {}",
-                self.segment_bytes
-            )));
+            return invalid(
+                "segment_bytes",
+                format!(
+                    "must be {MIN_SEGMENT_BYTES}..={MAX_SEGMENT_BYTES}, got {}",
+                    self.segment_bytes
+                ),
+            );
         }
         Ok(())
     }
+
+    /// The settings of the log of each of the topic's partitions.
+    pub fn log_config(&self, fsync: FsyncPolicy, max_record_bytes: usize) -> LogConfig {
+        LogConfig {
+            segment_bytes: self.segment_bytes,
+            max_record_bytes,
+            fsync,
+            retention: RetentionPolicy {
+                records: self.retention_size,
+                bytes: self.retention_bytes,
+                ms: self.retention_ms,
+            },
+        }
+    }
+
+    /// The bytes persisted in `<data_dir>/<topic>.json`: the config as pretty JSON, field
+    /// names as in this struct.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("TopicConfig serializes")
+    }
+
+    /// Parses and checks a config persisted by [`TopicConfig::to_json`] (missing fields take
+    /// their defaults); `path` is the file it came from.
+    ///
+    /// # Errors
+    /// `Corrupt` when the bytes do not parse or the values cannot work.
+    pub fn from_json(path: &std::path::Path, bytes: &[u8]) -> Result<Self> {
+        let config: TopicConfig = serde_json::from_slice(bytes).map_err(|e| {
+            StorageError::corrupt(path, e.column() as u64, format!("topic config: {e}"))
+        })?;
+        config
+            .validate()
+            .map_err(|e| StorageError::corrupt(path, 0, format!("topic config: {e}")))?;
+        Ok(config)
+    }
+}
+
+/// Creates `topic` in the data directory with `config`: checks the name and the config, then
+/// creates the partition directories and persists the config.
+///
+/// # Errors
+/// `InvalidTopicName`, `InvalidConfig` (nothing created), `TopicExists`, `Io`.
+pub fn create_topic(data_dir: &DataDir, topic: &str, config: &TopicConfig) -> Result<()> {
+    crate::storage::data_dir::validate_topic_name(topic)?;
+    config.validate()?;
+    data_dir.create_topic(topic, config.partitions, &config.to_json())?;
+    Ok(())
+}
+
+/// Every topic of the data directory with its config, sorted by name.
+///
+/// # Errors
+/// `Io` when the directory or a config cannot be read; `Corrupt` when a config does not parse
+/// or holds values that cannot work.
+pub fn load_topics(data_dir: &DataDir) -> Result<Vec<(String, TopicConfig)>> {
+    data_dir
+        .topics()?
+        .into_iter()
+        .map(|topic| {
+            Ok((
+                topic.name,
+                TopicConfig::from_json(&topic.path, &topic.config)?,
+            ))
+        })
+        .collect()
 }
 
 /// Checks a maximum record size against the format's hard limit.
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] when `bytes` is 0 or above [`MAX_RECORD_BYTES_LIMIT`].
+/// [`Error::InvalidArgument`] when `bytes` is 0 or above [`MAX_RECORD_BYTES_LIMIT`].
 pub fn validate_max_record_bytes(bytes: usize) -> Result<()> {
     if bytes == 0 || bytes > MAX_RECORD_BYTES_LIMIT {
-        return Err(Error::InvalidConfig(format!(
-            "max record size must be 1..={MAX_RECORD_BYTES_LIMIT} bytes, got {bytes}"
-        )));
+        return Err(Error::InvalidArgument {
+            name: "max_record_bytes",
+            reason: format!("must be 1..={MAX_RECORD_BYTES_LIMIT} bytes, got {bytes}"),
+        });
     }
     Ok(())
+}
+
+/// Checks a group or member id (`kind` says which): 1 to [`MAX_ID_LEN`] bytes, no control
+/// characters.
+///
+/// # Errors
+/// [`Error::InvalidId`] saying what is wrong.
+pub fn validate_id(kind: &'static str, id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        Some("must not be empty")
+    } else if id.len() > MAX_ID_LEN {
+        Some("longer than 249 bytes")
+    } else if id.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::InvalidId {
+            kind,
+            id: id.to_owned(),
+            reason,
+        }),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
 
     #[test]
     fn default_matches_the_spec() {
@@ -219,7 +289,13 @@ mod tests {
         for too_large in [MAX_SEGMENT_BYTES + 1, 1 << 32, u64::MAX] {
             let rejected = TopicConfig::default().segment_bytes(too_large).validate();
             assert!(
-                matches!(&rejected, Err(Error::InvalidConfig(m)) if m.contains("segment_bytes")),
+                matches!(
+                    &rejected,
+                    Err(Error::InvalidConfig {
+                        field: "segment_bytes",
+                        ..
+                    })
+                ),
                 "{too_large}: {rejected:?}"
             );
         }
@@ -230,5 +306,136 @@ mod tests {
         let c = TopicConfig::default().partitions(3).retention_ms(5000);
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn ids_must_be_printable_and_short() {
+        assert!(validate_id("group", "group-1 ü").is_ok());
+        for bad in ["", "a\nb"] {
+            assert!(matches!(
+                validate_id("group", bad),
+                Err(Error::InvalidId { kind: "group", .. })
+            ));
+        }
+        assert!(validate_id("member", &"m".repeat(250)).is_err());
+    }
+
+    /// The exact bytes this version writes for a topic config: data directories written by
+    /// earlier versions hold these, and must keep opening.
+    const STORED_JSON: &str = r#"{
+  "partitions": 3,
+  "max_size": 1000,
+  "retention_size": null,
+  "retention_bytes": 4096,
+  "retention_ms": 5000,
+  "backpressure": "Reject",
+  "segment_bytes": 1048576
+}"#;
+
+    fn stored_config() -> TopicConfig {
+        TopicConfig::default()
+            .partitions(3)
+            .max_size(1000)
+            .retention_bytes(4096)
+            .retention_ms(5000)
+            .backpressure(Backpressure::Reject)
+            .segment_bytes(1 << 20)
+    }
+
+    #[test]
+    fn the_persisted_format_is_unchanged() {
+        assert_eq!(
+            String::from_utf8(stored_config().to_json()).unwrap(),
+            STORED_JSON
+        );
+        let path = std::path::Path::new("t.json");
+        assert_eq!(
+            TopicConfig::from_json(path, STORED_JSON.as_bytes()).unwrap(),
+            stored_config()
+        );
+        // Fields added later are missing from older files: they take their defaults.
+        let old = TopicConfig::from_json(path, br#"{"partitions": 2}"#).unwrap();
+        assert_eq!(old, TopicConfig::default().partitions(2));
+    }
+
+    #[test]
+    fn a_config_that_does_not_parse_or_cannot_work_is_corrupt() {
+        let path = std::path::Path::new("t.json");
+        for bad in [&b"{\"partitions\": "[..], br#"{"partitions": 0}"#] {
+            assert!(
+                matches!(
+                    TopicConfig::from_json(path, bad),
+                    Err(Error::Corrupt { ref path, .. }) if path.ends_with("t.json")
+                ),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn topics_round_trip_through_the_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let config = stored_config();
+        create_topic(&data, "orders", &config).unwrap();
+        assert!(data.partition_dir("orders", 2).is_dir());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("orders.json")).unwrap(),
+            STORED_JSON
+        );
+        assert!(matches!(
+            create_topic(&data, "orders", &config),
+            Err(Error::TopicExists { .. })
+        ));
+        assert!(matches!(
+            create_topic(&data, "zero", &TopicConfig::default().partitions(0)),
+            Err(Error::InvalidConfig {
+                field: "partitions",
+                ..
+            })
+        ));
+        assert!(
+            !dir.path().join("zero_0").exists(),
+            "a refused topic must create nothing"
+        );
+        drop(data);
+        let data = DataDir::open(dir.path()).unwrap();
+        assert_eq!(
+            load_topics(&data).unwrap(),
+            vec![("orders".to_owned(), config)]
+        );
+    }
+
+    #[test]
+    fn a_topic_config_that_does_not_parse_fails_the_load_naming_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("t.json"), b"not json").unwrap();
+        match load_topics(&data) {
+            Err(Error::Corrupt { path, .. }) => assert_eq!(path, dir.path().join("t.json")),
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn log_config_carries_the_topics_settings() {
+        let log = stored_config().log_config(FsyncPolicy::Always, 100);
+        assert_eq!(log.segment_bytes, 1 << 20);
+        assert_eq!(log.max_record_bytes, 100);
+        assert_eq!(log.fsync, FsyncPolicy::Always);
+        assert_eq!(
+            log.retention,
+            RetentionPolicy {
+                records: None,
+                bytes: Some(4096),
+                ms: Some(5000)
+            }
+        );
+        // The log's own default matches a default topic's.
+        assert_eq!(
+            TopicConfig::default().log_config(FsyncPolicy::default(), DEFAULT_MAX_RECORD_BYTES),
+            LogConfig::default()
+        );
     }
 }

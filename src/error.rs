@@ -1,18 +1,25 @@
-//! The crate's one error type (spec §7).
+//! The crate's error type.
 //!
 //! Variants are the cases a caller would branch on; each carries the context needed to act on
 //! it (a path, a position, the offending value) and keeps its `#[source]`. Sources are held in
 //! `Arc`s so an `Error` is `Clone`: one failed group-commit write answers every request that
-//! shared it.
+//! shared it. The storage layer's [`StorageError`] converts into the variants of the same
+//! names (`Io`, `Corrupt`, ...), source included.
 
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::group::GroupOptions;
+use crate::storage::StorageError;
+
 /// Everything that can go wrong in NanoKafka.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// An operating-system call failed. `op` names what was being done.
+    /// An operating-system call failed; `op` names what was being done, `path` to which file.
+    /// A partition whose write or sync failed restarts from what is on disk; other calls can
+    /// be retried once the cause (a full disk, a permission, the descriptor limit) is fixed.
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,
@@ -21,7 +28,9 @@ pub enum Error {
         source: Arc<io::Error>,
     },
 
-    /// Bytes on disk failed validation (checksum, framing, offsets). Never served as data.
+    /// Bytes on disk failed validation (checksum, framing, offsets, a topic config that does
+    /// not parse). They are never served as data; records before and after the damage stay
+    /// readable. Commit past the damaged offsets to skip them, or restore the file.
     #[error("corrupt data in {path} at byte {position}: {reason}")]
     Corrupt {
         path: PathBuf,
@@ -29,15 +38,18 @@ pub enum Error {
         reason: String,
     },
 
-    /// Another process (or another `NanoKafka` in this one) holds the data directory.
+    /// Another process (or another `NanoKafka` in this one) holds the data directory. Stop
+    /// it, or use another directory.
     #[error("data directory {path} is locked by another broker ({holder})")]
     DataDirLocked { path: PathBuf, holder: String },
 
-    /// A topic name outside `[A-Za-z0-9._-]{1,249}`, or `.`/`..`.
+    /// A topic name outside `[A-Za-z0-9._-]{1,249}`, or `.`/`..`. Nothing was created;
+    /// choose another name.
     #[error("invalid topic name {name:?}: {reason}")]
     InvalidTopicName { name: String, reason: &'static str },
 
-    /// A group or member id that is empty, too long or has control characters.
+    /// A group or member id (`kind`) that is empty, longer than 249 bytes or has control
+    /// characters. Nothing changed; choose another id.
     #[error("invalid {kind} id {id:?}: {reason}")]
     InvalidId {
         kind: &'static str,
@@ -45,15 +57,15 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// `create_topic` of a topic that exists.
+    /// `create_topic` of a topic that exists. Nothing changed.
     #[error("topic {topic:?} already exists")]
     TopicExists { topic: String },
 
-    /// No topic of that name.
+    /// No topic of that name: create it first.
     #[error("unknown topic {topic:?}")]
     UnknownTopic { topic: String },
 
-    /// The topic has no partition of that number.
+    /// The topic has no partition of that number (partitions are `0..partitions`).
     #[error("topic {topic:?} has no partition {partition}")]
     UnknownPartition { topic: String, partition: u32 },
 
@@ -96,7 +108,8 @@ pub enum Error {
         generation: u64,
     },
 
-    /// A blocked produce waited its whole block timeout for room.
+    /// A blocked produce waited its whole block timeout for room. Nothing was written; retry
+    /// later, or let the consumers catch up.
     #[error("timed out after {waited_ms} ms waiting for room in {topic}/{partition}")]
     Timeout {
         topic: String,
@@ -104,7 +117,8 @@ pub enum Error {
         waited_ms: u64,
     },
 
-    /// `Backpressure::Reject` and the partition's backlog reached `max_size`.
+    /// `Backpressure::Reject` and the partition's backlog reached `max_size`. Nothing was
+    /// written; retry once the consumers committed.
     #[error("partition {topic}/{partition} is full: backlog {backlog} >= max_size {max_size}")]
     PartitionFull {
         topic: String,
@@ -127,7 +141,7 @@ pub enum Error {
         reason: String,
     },
 
-    /// A payload could not be encoded with rmp-serde.
+    /// A payload could not be encoded with rmp-serde. Nothing was written.
     #[error("cannot encode payload: {0}")]
     Encode(#[source] Arc<rmp_serde::encode::Error>),
 
@@ -148,7 +162,8 @@ pub enum Error {
     #[error("internal error in {actor}: {reason}")]
     Internal { actor: String, reason: String },
 
-    /// The broker was shut down (or its actor system is gone).
+    /// The broker was shut down (or its actor system is gone). Nothing more will be served;
+    /// open a new one.
     #[error("the broker is stopped")]
     BrokerStopped,
 
@@ -157,11 +172,32 @@ pub enum Error {
     #[error("blocking NanoKafka call on an actix thread; use AsyncNanoKafka or messages instead")]
     BlockingInActorContext,
 
-    /// A configuration value that cannot work (0 partitions, 0 retention, ...).
-    #[error("invalid config: {0}")]
-    InvalidConfig(String),
+    /// A `TopicConfig` field (`field`) whose value cannot work: 0 partitions, a retention
+    /// of 0, a segment size out of range. Nothing was created; fix the field.
+    #[error("invalid topic config: {field} {reason}")]
+    InvalidConfig { field: &'static str, reason: String },
 
-    /// A record larger than the configured maximum record size.
+    /// A call or builder argument (`name`) whose value cannot work: `max_records` 0, a zero
+    /// timeout, a request size below the record size, `idle_spin` too large,
+    /// `max_open_files` too small, a subscription's zero `max_in_flight`. Nothing was done;
+    /// fix the argument.
+    #[error("invalid argument {name}: {reason}")]
+    InvalidArgument { name: &'static str, reason: String },
+
+    /// A join (or subscription, or consumer) with other [`GroupOptions`] than the ones the
+    /// group was created with by its first member. Nothing changed; join with `existing`, or
+    /// use another group.
+    #[error(
+        "group {group:?} on topic {topic:?} uses {existing:?}, the join asked for {requested:?}"
+    )]
+    GroupOptionsMismatch {
+        topic: String,
+        group: String,
+        existing: GroupOptions,
+        requested: GroupOptions,
+    },
+
+    /// A record larger than the configured maximum record size. Nothing was written.
     #[error("record of {size} bytes exceeds the maximum record size of {max} bytes")]
     RecordTooLarge { size: usize, max: usize },
 
@@ -171,6 +207,7 @@ pub enum Error {
     RequestTooLarge { size: usize, max: usize },
 
     /// An offset outside `[log_start_offset, log_end_offset)` where one inside is required.
+    /// Nothing changed; use an offset in the range.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset})")]
     OffsetOutOfRange {
         offset: u64,
@@ -191,16 +228,86 @@ impl Error {
             source: Arc::new(source),
         }
     }
+}
 
-    pub(crate) fn corrupt(
-        path: impl Into<PathBuf>,
-        position: u64,
-        reason: impl Into<String>,
-    ) -> Self {
-        Error::Corrupt {
-            path: path.into(),
-            position,
-            reason: reason.into(),
+/// Storage errors become the variants of the same names, sources kept.
+impl From<StorageError> for Error {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::Io { op, path, source } => Error::Io { op, path, source },
+            StorageError::Corrupt {
+                path,
+                position,
+                reason,
+            } => Error::Corrupt {
+                path,
+                position,
+                reason,
+            },
+            StorageError::DataDirLocked { path, holder } => Error::DataDirLocked { path, holder },
+            StorageError::InvalidTopicName { name, reason } => {
+                Error::InvalidTopicName { name, reason }
+            }
+            StorageError::TopicExists { topic } => Error::TopicExists { topic },
+            StorageError::RecordTooLarge { size, max } => Error::RecordTooLarge { size, max },
+            StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset,
+            } => Error::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset,
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_storage_io_error_keeps_its_source_chain() {
+        let cause = io::Error::new(io::ErrorKind::StorageFull, "no space left");
+        let error = Error::from(StorageError::io("append to segment", "/d/0.log", cause));
+        let Error::Io { op, ref path, .. } = error else {
+            panic!("expected Io, got {error:?}");
+        };
+        assert_eq!(
+            (op, path.as_path()),
+            ("append to segment", "/d/0.log".as_ref())
+        );
+        let source = std::error::Error::source(&error).expect("the io::Error");
+        let source = source
+            .downcast_ref::<Arc<io::Error>>()
+            .expect("the io::Error, shared");
+        assert_eq!(source.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(
+            error.to_string(),
+            "append to segment /d/0.log: no space left"
+        );
+    }
+
+    #[test]
+    fn storage_variants_map_to_the_same_names() {
+        let corrupt = Error::from(StorageError::corrupt("/d/0.log", 42, "crc32c mismatch"));
+        assert!(matches!(
+            corrupt,
+            Error::Corrupt { position: 42, ref reason, .. } if reason == "crc32c mismatch"
+        ));
+        let too_large = Error::from(StorageError::RecordTooLarge { size: 9, max: 8 });
+        assert!(matches!(
+            too_large,
+            Error::RecordTooLarge { size: 9, max: 8 }
+        ));
+        let range = Error::from(StorageError::OffsetOutOfRange {
+            offset: 5,
+            log_start_offset: 0,
+            log_end_offset: 3,
+        });
+        assert!(matches!(range, Error::OffsetOutOfRange { offset: 5, .. }));
+        let exists = Error::from(StorageError::TopicExists { topic: "t".into() });
+        assert!(matches!(exists, Error::TopicExists { ref topic } if topic == "t"));
     }
 }

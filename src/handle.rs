@@ -168,7 +168,7 @@ impl NanoKafkaBuilder {
     ///
     /// Default: half the process's soft `RLIMIT_NOFILE` at `build` (the other half is
     /// headroom for the data-dir lock, topic configs, the runtime and the application),
-    /// at least 16 and at most 65,536. At least 16 (`InvalidConfig` below).
+    /// at least 16 and at most 65,536. At least 16 (`InvalidArgument` below).
     pub fn max_open_files(mut self, files: usize) -> Self {
         self.max_open_files = Some(files);
         self
@@ -177,7 +177,7 @@ impl NanoKafkaBuilder {
     /// Locks the data directory, loads its topics and starts the actors.
     ///
     /// # Errors
-    /// `InvalidConfig` for a zero timeout, thread count or record size, a request size
+    /// `InvalidArgument` for a zero timeout, thread count or record size, a request size
     /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`],
     /// `max_open_files` below 16; `DataDirLocked`;
     /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
@@ -190,38 +190,52 @@ impl NanoKafkaBuilder {
             ("session_timeout", self.session_timeout),
         ] {
             if value.is_zero() {
-                return Err(Error::InvalidConfig(format!("{name} must be above zero")));
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: "must be above zero".into(),
+                });
             }
         }
         if self.io_threads == 0 {
-            return Err(Error::InvalidConfig("io_threads must be at least 1".into()));
+            return Err(Error::InvalidArgument {
+                name: "io_threads",
+                reason: "must be at least 1".into(),
+            });
         }
         if self.idle_spin > MAX_IDLE_SPIN {
-            return Err(Error::InvalidConfig(format!(
-                "idle_spin must be at most {MAX_IDLE_SPIN:?}, got {:?}",
-                self.idle_spin
-            )));
+            return Err(Error::InvalidArgument {
+                name: "idle_spin",
+                reason: format!(
+                    "must be at most {MAX_IDLE_SPIN:?}, got {:?}",
+                    self.idle_spin
+                ),
+            });
         }
         if self.max_request_bytes < self.max_record_bytes
             || self.max_request_bytes > MAX_BATCH_BYTES
         {
-            return Err(Error::InvalidConfig(format!(
-                "max_request_bytes must be {}..={MAX_BATCH_BYTES} (at least max_record_bytes), got {}",
-                self.max_record_bytes, self.max_request_bytes
-            )));
+            return Err(Error::InvalidArgument {
+                name: "max_request_bytes",
+                reason: format!(
+                    "must be {}..={MAX_BATCH_BYTES} (at least max_record_bytes), got {}",
+                    self.max_record_bytes, self.max_request_bytes
+                ),
+            });
         }
         if let FsyncPolicy::Interval(every) = self.fsync {
             if every.is_zero() {
-                return Err(Error::InvalidConfig(
-                    "FsyncPolicy::Interval must be above zero".into(),
-                ));
+                return Err(Error::InvalidArgument {
+                    name: "fsync",
+                    reason: "FsyncPolicy::Interval must be above zero".into(),
+                });
             }
         }
         let max_open_files = match self.max_open_files {
             Some(files) if files < MIN_OPEN_FILES => {
-                return Err(Error::InvalidConfig(format!(
-                    "max_open_files must be at least {MIN_OPEN_FILES} (got {files})"
-                )))
+                return Err(Error::InvalidArgument {
+                    name: "max_open_files",
+                    reason: format!("must be at least {MIN_OPEN_FILES} (got {files})"),
+                })
             }
             Some(files) => {
                 if let Some(soft) = soft_nofile_limit().filter(|&soft| files as u64 >= soft) {
@@ -237,7 +251,7 @@ impl NanoKafkaBuilder {
             None => default_max_open_files(),
         };
         let data_dir = DataDir::open(&self.data_dir)?;
-        let topics = data_dir.topics()?;
+        let topics = crate::config::load_topics(&data_dir)?;
         let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
         let settings = Arc::new(BrokerSettings {
             data_dir: self.data_dir.clone(),

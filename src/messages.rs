@@ -79,8 +79,8 @@ topic_message!(ProduceBatch => Vec<Delivery>);
 
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options
-/// are refused. Reply: the member's [`Assignment`]. Errors: `InvalidId`, `InvalidConfig`
-/// (options mismatch).
+/// are refused. Reply: the member's [`Assignment`]. Errors: `InvalidId`,
+/// `GroupOptionsMismatch`.
 #[derive(Debug, Clone)]
 pub struct JoinGroup {
     pub topic: String,
@@ -193,7 +193,7 @@ topic_message!(CrashPartition => ());
 /// Subscribe an actor to a topic as member `member` of `group`: records are pushed to
 /// `recipient` as [`Delivered<T>`] batches, at most `options.max_in_flight` unanswered, and
 /// the subscriber's [`Ack`] commits them. Reply: a [`Subscription`] once the member joined.
-/// Errors: as [`JoinGroup`]; `InvalidConfig` for a zero `max_in_flight`, `max_batch` or
+/// Errors: as [`JoinGroup`]; `InvalidArgument` for a zero `max_in_flight`, `max_batch` or
 /// `poll_wait`. See `actors::subscription` for the delivery rules.
 pub struct Subscribe<T: DeserializeOwned + Send + 'static> {
     pub topic: String,

@@ -163,7 +163,7 @@ impl Partition {
     /// # Errors
     /// As [`PartitionLog::append`].
     pub fn append(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
-        self.log.append_batch(batch, now_ms)
+        Ok(self.log.append_batch(batch, now_ms)?)
     }
 
     /// Checks a batch against the size limits without writing anything.
@@ -171,7 +171,8 @@ impl Partition {
     /// # Errors
     /// `RecordTooLarge`.
     pub fn check(&self, batch: &RecordBatch) -> Result<()> {
-        self.log.check_record_batch(batch).map(|_| ())
+        self.log.check_record_batch(batch)?;
+        Ok(())
     }
 
     /// The offset `group` reads next: its commit, or the log start if it has none or fell
@@ -261,7 +262,7 @@ impl Partition {
                 log_end_offset,
             });
         }
-        self.offsets.commit(group, offset + 1)
+        Ok(self.offsets.commit(group, offset + 1)?)
     }
 
     /// Records `group` as reading this topic. Without a commit here, it starts at the log
@@ -279,7 +280,7 @@ impl Partition {
                 self.registered.insert(group.to_owned());
                 Ok(())
             }
-            StartFrom::Latest => self.offsets.commit(group, self.log.log_end_offset()),
+            StartFrom::Latest => Ok(self.offsets.commit(group, self.log.log_end_offset())?),
         }
     }
 
@@ -297,7 +298,7 @@ impl Partition {
     /// # Errors
     /// As [`PartitionLog::enforce_retention`].
     pub fn enforce_retention(&mut self, now_ms: u64) -> Result<()> {
-        self.log.enforce_retention(now_ms)
+        Ok(self.log.enforce_retention(now_ms)?)
     }
 
     /// Syncs the log and the offsets (the `FsyncPolicy::Interval` timer).
@@ -306,7 +307,7 @@ impl Partition {
     /// `Io`: after a failed sync the partition must be reopened.
     pub fn sync(&mut self) -> Result<()> {
         self.log.sync()?;
-        self.offsets.sync()
+        Ok(self.offsets.sync()?)
     }
 
     /// Clean shutdown: sync everything and write the clean-shutdown checkpoint.
@@ -315,7 +316,7 @@ impl Partition {
     /// `Io`; the next open then scans the active segment.
     pub fn close(mut self) -> Result<()> {
         self.offsets.sync()?;
-        self.log.close()
+        Ok(self.log.close()?)
     }
 
     pub fn stats(&self) -> PartitionStats {

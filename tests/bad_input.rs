@@ -116,7 +116,10 @@ fn cases() -> Vec<Case> {
         case!(
             "0 partitions",
             |b| b.create_topic("new", TopicConfig::default().partitions(0)),
-            Error::InvalidConfig(_)
+            Error::InvalidConfig {
+                field: "partitions",
+                ..
+            }
         ),
         case!("existing topic", |b| b.create_topic("t", TopicConfig::default().partitions(5)), Error::TopicExists { ref topic } if topic == "t"),
         // Unknown topic, whatever the call.
@@ -293,12 +296,18 @@ fn cases() -> Vec<Case> {
         case!(
             "poll_batch max 0",
             |b| b.poll_batch::<u64>("t", "g", "m", 0, Duration::ZERO),
-            Error::InvalidConfig(_)
+            Error::InvalidArgument {
+                name: "max_records",
+                ..
+            }
         ),
         case!(
             "poll_batch_raw max 0",
             |b| b.poll_batch_raw("t", "g", "m", 0, Duration::ZERO),
-            Error::InvalidConfig(_)
+            Error::InvalidArgument {
+                name: "max_records",
+                ..
+            }
         ),
         // Group and member ids.
         case!(
@@ -330,7 +339,7 @@ fn cases() -> Vec<Case> {
         case!(
             "assignor mismatch",
             |b| b.join_group_with("t", "g", "m2", Assignor::Range),
-            Error::InvalidConfig(_)
+            Error::GroupOptionsMismatch { .. }
         ),
     ]
 }
@@ -506,7 +515,7 @@ fn a_blocking_call_inside_an_actix_system_is_refused_without_deadlock() {
 }
 
 #[test]
-fn builder_values_out_of_range_are_invalid_config_and_start_nothing() {
+fn builder_values_out_of_range_are_invalid_arguments_and_start_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let builder = || NanoKafka::builder().data_dir(dir.path().join("data"));
     let refused: Vec<(&str, Result<NanoKafka>)> = vec![
@@ -533,7 +542,9 @@ fn builder_values_out_of_range_are_invalid_config_and_start_nothing() {
     ];
     for (what, result) in refused {
         assert!(
-            matches!(result, Err(Error::InvalidConfig(_))),
+            // Each case is named after the argument it gets wrong.
+            matches!(result, Err(Error::InvalidArgument { name, .. })
+                if Some(name) == what.split(' ').next()),
             "{what}: {:?}",
             result.map(drop)
         );

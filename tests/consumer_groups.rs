@@ -306,7 +306,8 @@ fn joining_an_existing_group_with_other_options_is_invalid_config() {
     for (group, options) in mismatches {
         let joined = broker.join_group_with("t", group, "b", options);
         assert!(
-            matches!(joined, Err(Error::InvalidConfig(_))),
+            matches!(joined, Err(Error::GroupOptionsMismatch { existing, requested, .. })
+                if requested == options && existing != options),
             "{group} with {options:?}: {joined:?}"
         );
         let stats = group_stats(&broker, group);
@@ -318,7 +319,7 @@ fn joining_an_existing_group_with_other_options_is_invalid_config() {
     }
     assert!(matches!(
         broker.consumer::<u64>("t", "late", "b"),
-        Err(Error::InvalidConfig(_))
+        Err(Error::GroupOptionsMismatch { .. })
     ));
     // The same options join fine.
     assert_eq!(

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use nanokafka::storage::fs::SharedFs;
 use nanokafka::storage::sim::FaultOp;
 use nanokafka::storage::sim::SimFs;
-use nanokafka::storage::{AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog};
+use nanokafka::storage::{
+    AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog, StorageError,
+};
 use nanokafka::FsyncPolicy;
 
 const NOW: u64 = 1_700_000_000_000;
@@ -50,7 +52,7 @@ fn open(fs: &SharedFs, fsync: FsyncPolicy) -> (PartitionLog, OffsetStore) {
 }
 
 /// Appends record `i` (its value is `value(i)`) on its own.
-fn append_value(log: &mut PartitionLog, i: u64) -> nanokafka::Result<AppendInfo> {
+fn append_value(log: &mut PartitionLog, i: u64) -> Result<AppendInfo, StorageError> {
     let v = value(i);
     log.append(
         &[AppendRecord {
@@ -342,7 +344,7 @@ fn a_failed_background_sealing_fails_the_next_sync() {
         }
     }
     assert!(rolled);
-    assert!(matches!(log.sync(), Err(nanokafka::Error::Io { .. })));
+    assert!(matches!(log.sync(), Err(StorageError::Io { .. })));
 }
 
 /// A broker whose partitions live on `sim`, in `dir` (topic configs stay on the OS).

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy};
-use nanokafka::{Error, FsyncPolicy};
+use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
+use nanokafka::FsyncPolicy;
 
 const NOW: u64 = 1_700_000_000_000;
 
@@ -152,7 +152,7 @@ fn a_read_past_the_log_end_is_out_of_range() {
     append_n(&mut log, 0, 3);
     assert!(matches!(
         log.read(4, 1, 100),
-        Err(Error::OffsetOutOfRange {
+        Err(StorageError::OffsetOutOfRange {
             offset: 4,
             log_end_offset: 3,
             ..
@@ -183,7 +183,7 @@ fn an_oversized_record_is_refused_and_changes_nothing() {
     ];
     assert!(matches!(
         log.append(&batch, NOW),
-        Err(Error::RecordTooLarge { size: 11, max: 10 })
+        Err(StorageError::RecordTooLarge { size: 11, max: 10 })
     ));
     assert_eq!(log.log_end_offset(), 0);
     assert_eq!(log.size_bytes(), 0);

@@ -11,8 +11,8 @@ use common::{base_of, segment_files};
 use std::fs;
 use std::path::Path;
 
-use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy};
-use nanokafka::{Error, FsyncPolicy};
+use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
+use nanokafka::FsyncPolicy;
 use proptest::prelude::*;
 
 const NOW: u64 = 1_700_000_000_000;
@@ -140,7 +140,7 @@ fn fetch(
     offset: u64,
     max_records: usize,
     max_bytes: usize,
-) -> Result<(Vec<Fetched>, u64), Error> {
+) -> Result<(Vec<Fetched>, u64), StorageError> {
     let fetched = log.read(offset, max_records, max_bytes)?;
     let records = fetched
         .iter()
@@ -186,7 +186,7 @@ fn check_read(
     let result = fetch(log, offset, max_records, max_bytes);
     if offset > model.log_end() {
         assert!(
-            matches!(result, Err(Error::OffsetOutOfRange { .. })),
+            matches!(result, Err(StorageError::OffsetOutOfRange { .. })),
             "{result:?}"
         );
         return;

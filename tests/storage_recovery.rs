@@ -11,7 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use nanokafka::storage::recovery::{Gap, RecoveryReport};
-use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RetentionPolicy};
+use nanokafka::storage::{
+    AppendRecord, LogConfig, OffsetStore, PartitionLog, RetentionPolicy, StorageError,
+};
 use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
 
 const NOW: u64 = 1_700_000_000_000;
@@ -321,7 +323,7 @@ fn a_flipped_byte_in_a_sealed_segments_tail_is_reported_and_kept_not_cut() {
     assert_eq!(log.read(0, 100_000, 1 << 20).unwrap().next_offset(), bad);
     assert!(matches!(
         log.read(bad, 1, 1 << 20),
-        Err(Error::Corrupt { .. })
+        Err(StorageError::Corrupt { .. })
     ));
     assert_eq!(read_all(&mut log, next_base), expected(next_base..1200));
 }
@@ -601,7 +603,7 @@ fn append_batch(log: &mut PartitionLog, range: std::ops::Range<u64>, now_ms: u64
 
 fn assert_corrupt_at(log: &mut PartitionLog, offset: u64, path: &Path, position: u64) {
     match log.read(offset, 1, 1 << 20) {
-        Err(Error::Corrupt {
+        Err(StorageError::Corrupt {
             path: p,
             position: at,
             ..

@@ -232,7 +232,10 @@ fn a_subscription_with_zero_credits_or_batch_is_refused() {
             let refused = bus
                 .subscribe(TOPIC, "g", "m", recorder.recipient(), bad)
                 .await;
-            assert!(matches!(refused, Err(Error::InvalidConfig(_))), "{bad:?}");
+            assert!(
+                matches!(refused, Err(Error::InvalidArgument { .. })),
+                "{bad:?}"
+            );
         }
         // Nothing joined.
         assert!(matches!(

@@ -8,10 +8,10 @@
 //! The invariants:
 //! * `record::decode` never panics, and a frame it accepts re-encodes to the very bytes it
 //!   was decoded from (nothing in a frame is ignored or reinterpreted).
-//! * `PartitionLog::open` of any directory never panics; it succeeds or returns an `Error`.
+//! * `PartitionLog::open` of any directory never panics; it succeeds or returns a `StorageError`.
 //!   Every record `read` then serves is verified data: offsets contiguous within a read, and
 //!   the record is one that was written there (byte-identical), never bytes whose CRC fails.
-//!   A read that cannot serve verified data fails with `Error::Corrupt`. The log accepts an
+//!   A read that cannot serve verified data fails with `StorageError::Corrupt`. The log accepts an
 //!   append afterwards and serves it, also after a clean close and reopen.
 //! * `OffsetStore::open` of any journal never panics, keeps exactly the entries before the
 //!   first bad one, and a commit made afterwards survives a reopen.
@@ -24,8 +24,9 @@ use nanokafka::storage::checkpoint::{Checkpoint, LogStartFile, CHECKPOINT_FILE, 
 use nanokafka::storage::fs::OsFs;
 use nanokafka::storage::offsets::JOURNAL_FILE;
 use nanokafka::storage::record::{self, Decoded, RecordRef};
+use nanokafka::storage::StorageError;
 use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog};
-use nanokafka::{Error, FsyncPolicy};
+use nanokafka::FsyncPolicy;
 
 /// The clock every open and append of these checks uses.
 pub const NOW: u64 = 1_700_000_000_000;
@@ -178,7 +179,7 @@ pub fn check_partition(
     config: LogConfig,
     written: Written<'_>,
     plan: ReadPlan,
-) -> Result<BTreeMap<u64, Vec<u8>>, Error> {
+) -> Result<BTreeMap<u64, Vec<u8>>, StorageError> {
     let (mut log, report) = PartitionLog::open(dir, config, NOW)?;
     let served = read_everything(&mut log, plan);
     for (&offset, frame) in &served {
@@ -235,7 +236,7 @@ fn read_everything(log: &mut PartitionLog, plan: ReadPlan) -> BTreeMap<u64, Vec<
     while offset < end {
         let fetched = match log.read(offset, plan.max_records, plan.max_bytes) {
             Ok(fetched) => fetched,
-            Err(Error::Corrupt { .. }) => {
+            Err(StorageError::Corrupt { .. }) => {
                 offset += 1;
                 continue;
             }

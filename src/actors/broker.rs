@@ -151,7 +151,7 @@ impl Handler<CreateTopic> for BrokerActor {
         let name = "broker".to_owned();
         guarded_reply(self, ctx, &name, |act, _| {
             let data_dir = act.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
-            data_dir.create_topic(&msg.topic, &msg.config)?;
+            crate::config::create_topic(data_dir, &msg.topic, &msg.config)?;
             tracing::info!(topic = %msg.topic, config = ?msg.config, "created topic");
             act.start_topic(&msg.topic, &msg.config);
             Ok(())
@@ -191,11 +191,17 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
     fn handle(&mut self, msg: Subscribe<T>, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Subscribe").entered();
         let options = msg.options;
-        if options.max_in_flight == 0 || options.max_batch == 0 || options.poll_wait.is_zero() {
+        let zero = [
+            ("max_in_flight", options.max_in_flight == 0),
+            ("max_batch", options.max_batch == 0),
+            ("poll_wait", options.poll_wait.is_zero()),
+        ];
+        if let Some(&(name, _)) = zero.iter().find(|(_, zero)| *zero) {
             return Box::pin(async move {
-                Err(Error::InvalidConfig(format!(
-                    "a subscription needs max_in_flight, max_batch and poll_wait above zero, got {options:?}"
-                )))
+                Err(Error::InvalidArgument {
+                    name,
+                    reason: format!("a subscription needs it above zero, got {options:?}"),
+                })
             });
         }
         let address = ctx.address();

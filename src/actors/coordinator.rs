@@ -21,7 +21,7 @@ use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
 use crate::partition::Fetched;
 use crate::types::GroupStats;
 
-/// Join (or heartbeat by joining again). Errors: `InvalidConfig` on an assignor mismatch.
+/// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.
 #[derive(Debug)]
 pub struct Join {
     pub member: String,
@@ -280,10 +280,12 @@ impl Handler<Join> for GroupCoordinatorActor {
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
             if msg.options != act.options {
-                return Err(Error::InvalidConfig(format!(
-                    "group {:?} was created with {:?}, not {:?}",
-                    act.group, act.options, msg.options
-                )));
+                return Err(Error::GroupOptionsMismatch {
+                    topic: act.topic.clone(),
+                    group: act.group.clone(),
+                    existing: act.options,
+                    requested: msg.options,
+                });
             }
             Ok(act.with_state(|state, now| state.join(&msg.member, now)))
         })

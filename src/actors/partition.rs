@@ -244,7 +244,7 @@ impl PartitionActor {
             partition,
             label: format!("partition {topic}/{partition}").into(),
             dir: settings.data_dir.join(format!("{topic}_{partition}")),
-            log_config: LogConfig::for_topic(config, settings.fsync, settings.max_record_bytes),
+            log_config: config.log_config(settings.fsync, settings.max_record_bytes),
             max_size: config.max_size,
             retention_ms: config.retention_ms,
             produces: ProduceQueue::new(config.backpressure, settings.block_timeout),

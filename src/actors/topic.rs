@@ -22,6 +22,7 @@ use super::partition::{
 };
 use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
+use crate::config::validate_id;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::Assignment;
@@ -31,7 +32,6 @@ use crate::messages::{
 };
 use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
-use crate::storage::data_dir::validate_id;
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 
@@ -388,9 +388,10 @@ impl crate::messages::TopicMessage for ConsumerPollFetched {
 /// `max_records` of a poll must be at least 1.
 fn check_max_records(max_records: usize) -> Result<()> {
     match max_records {
-        0 => Err(Error::InvalidConfig(
-            "max_records must be at least 1".into(),
-        )),
+        0 => Err(Error::InvalidArgument {
+            name: "max_records",
+            reason: "must be at least 1".into(),
+        }),
         _ => Ok(()),
     }
 }

@@ -13,8 +13,42 @@
 
 use std::fmt;
 
-use super::log::AppendRecord;
+use super::error::{Result, StorageError};
 use super::record;
+
+/// The largest batch one append may write: frame positions are `u32` in the index, and a
+/// segment rolls before a batch that does not fit, so a segment stays below 2 GiB.
+pub const MAX_BATCH_BYTES: usize = 1 << 30;
+/// The default maximum key + value size of one record (Kafka's `max.message.bytes`).
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 1 << 20;
+
+/// A record to append. The log assigns its offset and timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendRecord<'a> {
+    pub key: Option<&'a [u8]>,
+    pub value: &'a [u8],
+}
+
+/// Checks a batch against the size limits: each record's key + value at most
+/// `max_record_bytes`, the whole batch at most [`MAX_BATCH_BYTES`] on disk.
+///
+/// # Errors
+/// `RecordTooLarge`, naming the largest record (or the batch's size).
+pub fn check_batch_limits(batch: &RecordBatch, max_record_bytes: usize) -> Result<()> {
+    if batch.max_record_len() > max_record_bytes {
+        return Err(StorageError::RecordTooLarge {
+            size: batch.max_record_len(),
+            max: max_record_bytes,
+        });
+    }
+    if batch.size_bytes() > MAX_BATCH_BYTES {
+        return Err(StorageError::RecordTooLarge {
+            size: batch.size_bytes(),
+            max: MAX_BATCH_BYTES,
+        });
+    }
+    Ok(())
+}
 
 /// Records to produce, as unsealed frames; see the module docs.
 ///
@@ -61,8 +95,8 @@ impl RecordBatch {
     pub(crate) fn push_with<E>(
         &mut self,
         key: Option<&[u8]>,
-        write_value: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
-    ) -> Result<(), E> {
+        write_value: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
         let start = record::begin_frame(&mut self.frames, key);
         if let Err(e) = write_value(&mut self.frames) {
             self.frames.truncate(start);
@@ -277,7 +311,7 @@ mod tests {
     fn a_failed_value_writer_leaves_the_batch_unchanged() {
         let mut batch = sample();
         let before = batch.clone();
-        let failed: Result<(), &str> = batch.push_with(Some(b"k"), |buf| {
+        let failed: std::result::Result<(), &str> = batch.push_with(Some(b"k"), |buf| {
             buf.extend_from_slice(b"half");
             Err("encoder failed")
         });
@@ -292,9 +326,8 @@ mod tests {
         batch.push_raw(None, &vec![0; record::MAX_RECORD_BYTES_LIMIT + 1]);
         assert_eq!((batch.len(), batch.frames().len()), (3, before));
         assert_eq!(batch.max_record_len(), record::MAX_RECORD_BYTES_LIMIT + 1);
-        let limits =
-            crate::storage::log::check_batch_limits(&batch, record::MAX_RECORD_BYTES_LIMIT);
-        assert!(matches!(limits, Err(crate::Error::RecordTooLarge { .. })));
+        let limits = check_batch_limits(&batch, record::MAX_RECORD_BYTES_LIMIT);
+        assert!(matches!(limits, Err(StorageError::RecordTooLarge { .. })));
     }
 
     #[test]

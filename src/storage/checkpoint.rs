@@ -41,10 +41,10 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
+use super::error::{Result, StorageError};
 use super::fs::{FileSystem, OpenMode, StorageFile};
 use super::fsutil::write_atomically;
 use super::record::{u32_at, u64_at};
-use crate::error::{Error, Result};
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const LOG_START_FILE: &str = "log_start_offset";
@@ -70,7 +70,7 @@ impl Checkpoint {
         let bytes = match fs.read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("read checkpoint", path, e)),
+            Err(e) => return Err(StorageError::io("read checkpoint", path, e)),
         };
         let valid = bytes.len() == CHECKPOINT_LEN
             && &bytes[0..4] == CHECKPOINT_MAGIC
@@ -116,7 +116,7 @@ impl LogStartFile {
         let path = dir.join(LOG_START_FILE);
         let file = fs
             .open(&path, OpenMode::CreateIfMissing)
-            .map_err(|e| Error::io("open", &path, e))?;
+            .map_err(|e| StorageError::io("open", &path, e))?;
         let mut bytes = [0u8; 16];
         let stored = match file.read_exact_at(&mut bytes, 0) {
             Ok(())
@@ -130,7 +130,7 @@ impl LogStartFile {
                 None
             }
             Err(e) if e.kind() == ErrorKind::UnexpectedEof => None,
-            Err(e) => return Err(Error::io("read", &path, e)),
+            Err(e) => return Err(StorageError::io("read", &path, e)),
         };
         Ok((LogStartFile { path, file }, stored))
     }
@@ -144,7 +144,7 @@ impl LogStartFile {
         bytes[12..16].copy_from_slice(LOG_START_MAGIC);
         self.file
             .write_all_at(&bytes, 0)
-            .map_err(|e| Error::io("write", &self.path, e))
+            .map_err(|e| StorageError::io("write", &self.path, e))
     }
 }
 

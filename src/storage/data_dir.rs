@@ -1,21 +1,21 @@
 //! `DataDir`: the broker's directory: its lock, its topics' configs, and the names that become
-//! paths (validated before any path is built, spec §7).
+//! paths (validated before any path is built, so a name can never reach outside the
+//! directory).
+//!
+//! A topic's config is stored as opaque bytes in `<topic>.json`: what they mean (the JSON of
+//! `nanokafka::TopicConfig`) is the business of the layer above.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use super::error::{Result, StorageError};
 use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
-use crate::config::TopicConfig;
-use crate::error::{Error, Result};
 
 pub const LOCK_FILE: &str = ".lock";
 /// Kafka's limit: a topic name plus `_<partition>` must fit a 255-byte file name.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
-/// Group and member ids are not paths, but they are written into every commit entry: keep
-/// them short and printable.
-pub const MAX_ID_LEN: usize = 249;
 const TOPIC_CONFIG_SUFFIX: &str = ".json";
 /// The temporary file a topic config is written through. Not `<topic>.json.tmp`: with a
 /// 249-byte topic name that is 258 bytes, over the 255-byte file-name limit. One fixed name
@@ -27,7 +27,7 @@ const TOPIC_CONFIG_TMP: &str = ".topic-config.tmp";
 /// path component.
 ///
 /// # Errors
-/// [`Error::InvalidTopicName`] saying what is wrong.
+/// [`StorageError::InvalidTopicName`] saying what is wrong.
 pub fn validate_topic_name(name: &str) -> Result<()> {
     let reason = if name.is_empty() {
         Some("must not be empty")
@@ -44,32 +44,8 @@ pub fn validate_topic_name(name: &str) -> Result<()> {
         None
     };
     match reason {
-        Some(reason) => Err(Error::InvalidTopicName {
+        Some(reason) => Err(StorageError::InvalidTopicName {
             name: name.to_owned(),
-            reason,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Checks a group or member id: 1 to 249 bytes, no control characters.
-///
-/// # Errors
-/// [`Error::InvalidId`] saying what is wrong.
-pub fn validate_id(kind: &'static str, id: &str) -> Result<()> {
-    let reason = if id.is_empty() {
-        Some("must not be empty")
-    } else if id.len() > MAX_ID_LEN {
-        Some("longer than 249 bytes")
-    } else if id.chars().any(char::is_control) {
-        Some("must not contain control characters")
-    } else {
-        None
-    };
-    match reason {
-        Some(reason) => Err(Error::InvalidId {
-            kind,
-            id: id.to_owned(),
             reason,
         }),
         None => Ok(()),
@@ -93,7 +69,8 @@ impl DataDir {
     /// path is a file, or read-only).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_owned();
-        fs::create_dir_all(&path).map_err(|e| Error::io("create data directory", &path, e))?;
+        fs::create_dir_all(&path)
+            .map_err(|e| StorageError::io("create data directory", &path, e))?;
         let lock_path = path.join(LOCK_FILE);
         let mut lock = OpenOptions::new()
             .read(true)
@@ -101,7 +78,7 @@ impl DataDir {
             .create(true)
             .truncate(false)
             .open(&lock_path)
-            .map_err(|e| Error::io("open lock file", &lock_path, e))?;
+            .map_err(|e| StorageError::io("open lock file", &lock_path, e))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -111,16 +88,18 @@ impl DataDir {
                     "" => "unknown holder".to_owned(),
                     pid => format!("pid {pid}"),
                 };
-                return Err(Error::DataDirLocked { path, holder });
+                return Err(StorageError::DataDirLocked { path, holder });
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("lock", &lock_path, e)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(StorageError::io("lock", &lock_path, e))
+            }
         }
         // Record who holds it, for the error message a second broker will show.
         let record_pid = lock
             .set_len(0)
             .and_then(|()| lock.rewind())
             .and_then(|()| write!(lock, "{}", std::process::id()));
-        record_pid.map_err(|e| Error::io("write lock file", &lock_path, e))?;
+        record_pid.map_err(|e| StorageError::io("write lock file", &lock_path, e))?;
         Ok(DataDir { path, _lock: lock })
     }
 
@@ -137,17 +116,17 @@ impl DataDir {
         self.path.join(format!("{topic}{TOPIC_CONFIG_SUFFIX}"))
     }
 
-    /// Every topic with a config file, sorted by name.
+    /// Every topic with a config file, sorted by name, with the config's bytes.
     ///
     /// # Errors
-    /// `Io` when the directory or a config cannot be read; `Corrupt` when a config does not
-    /// parse.
-    pub fn topics(&self) -> Result<Vec<(String, TopicConfig)>> {
+    /// `Io` when the directory or a config cannot be read.
+    pub fn topics(&self) -> Result<Vec<StoredTopic>> {
         let entries = fs::read_dir(&self.path)
-            .map_err(|e| Error::io("list data directory", &self.path, e))?;
+            .map_err(|e| StorageError::io("list data directory", &self.path, e))?;
         let mut topics = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| Error::io("list data directory", &self.path, e))?;
+            let entry =
+                entry.map_err(|e| StorageError::io("list data directory", &self.path, e))?;
             let Ok(file_name) = entry.file_name().into_string() else {
                 continue;
             };
@@ -158,48 +137,56 @@ impl DataDir {
                 continue;
             }
             let path = entry.path();
-            let text = fs::read(&path).map_err(|e| Error::io("read topic config", &path, e))?;
-            let config: TopicConfig = serde_json::from_slice(&text).map_err(|e| {
-                Error::corrupt(&path, e.column() as u64, format!("topic config: {e}"))
-            })?;
-            config
-                .validate()
-                .map_err(|e| Error::corrupt(&path, 0, format!("topic config: {e}")))?;
-            topics.push((topic.to_owned(), config));
+            let config =
+                fs::read(&path).map_err(|e| StorageError::io("read topic config", &path, e))?;
+            topics.push(StoredTopic {
+                name: topic.to_owned(),
+                path,
+                config,
+            });
         }
-        topics.sort_by(|a, b| a.0.cmp(&b.0));
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(topics)
     }
 
-    /// Creates the partition directories, then the config file (atomically, last: a topic
-    /// exists once its config does). Partition directories left by a creation that crashed
-    /// before its config was written are reused.
+    /// Creates the directories of `partitions` partitions, then the config file holding
+    /// `config` (atomically, last: a topic exists once its config does). Partition
+    /// directories left by a creation that crashed before its config was written are reused.
+    /// The caller has checked the config itself.
     ///
     /// # Errors
-    /// `InvalidTopicName`/`InvalidConfig` (nothing created), `TopicExists`, `Io`.
-    pub fn create_topic(&self, topic: &str, config: &TopicConfig) -> Result<()> {
+    /// `InvalidTopicName` (nothing created), `TopicExists`, `Io`.
+    pub fn create_topic(&self, topic: &str, partitions: u32, config: &[u8]) -> Result<()> {
         validate_topic_name(topic)?;
-        config.validate()?;
         let config_path = self.config_path(topic);
         if config_path.exists() {
-            return Err(Error::TopicExists {
+            return Err(StorageError::TopicExists {
                 topic: topic.to_owned(),
             });
         }
-        for partition in 0..config.partitions {
+        for partition in 0..partitions {
             let dir = self.partition_dir(topic, partition);
             fs::create_dir_all(&dir)
-                .map_err(|e| Error::io("create partition directory", &dir, e))?;
+                .map_err(|e| StorageError::io("create partition directory", &dir, e))?;
         }
         sync_dir(&OsFs, &self.path)?;
-        let json = serde_json::to_vec_pretty(config).expect("TopicConfig serializes");
         write_atomically_via(
             &OsFs,
             &self.path.join(TOPIC_CONFIG_TMP),
             &config_path,
-            &json,
+            config,
         )
     }
+}
+
+/// A topic found in the data directory by [`DataDir::topics`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTopic {
+    pub name: String,
+    /// The config file, `<data_dir>/<name>.json` (for errors about its content).
+    pub path: PathBuf,
+    /// The config file's bytes, as given to [`DataDir::create_topic`].
+    pub config: Vec<u8>,
 }
 
 #[cfg(test)]
@@ -215,7 +202,7 @@ mod tests {
             assert!(
                 matches!(
                     validate_topic_name(bad),
-                    Err(Error::InvalidTopicName { .. })
+                    Err(StorageError::InvalidTopicName { .. })
                 ),
                 "{bad}"
             );
@@ -223,19 +210,11 @@ mod tests {
     }
 
     #[test]
-    fn ids_must_be_printable_and_short() {
-        assert!(validate_id("group", "group-1 ü").is_ok());
-        assert!(validate_id("group", "").is_err());
-        assert!(validate_id("group", "a\nb").is_err());
-        assert!(validate_id("member", &"m".repeat(250)).is_err());
-    }
-
-    #[test]
     fn a_second_open_is_refused_until_the_first_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let first = DataDir::open(dir.path()).unwrap();
         match DataDir::open(dir.path()) {
-            Err(Error::DataDirLocked { path, holder }) => {
+            Err(StorageError::DataDirLocked { path, holder }) => {
                 assert_eq!(path, dir.path());
                 assert_eq!(holder, format!("pid {}", std::process::id()));
             }
@@ -249,24 +228,23 @@ mod tests {
     fn topics_persist_and_duplicates_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let data = DataDir::open(dir.path()).unwrap();
-        let config = TopicConfig::default().partitions(2).retention_size(10);
-        data.create_topic("orders", &config).unwrap();
+        data.create_topic("orders", 2, b"config of orders").unwrap();
         assert!(data.partition_dir("orders", 1).is_dir());
         assert!(matches!(
-            data.create_topic("orders", &config),
-            Err(Error::TopicExists { .. })
+            data.create_topic("orders", 2, b"again"),
+            Err(StorageError::TopicExists { .. })
         ));
-        assert!(data.create_topic("bad/name", &config).is_err());
-        assert!(data
-            .create_topic("zero", &TopicConfig::default().partitions(0))
-            .is_err());
-        assert!(
-            !dir.path().join("zero_0").exists(),
-            "a refused topic must create nothing"
-        );
+        assert!(matches!(
+            data.create_topic("bad/name", 1, b""),
+            Err(StorageError::InvalidTopicName { .. })
+        ));
         drop(data);
         let data = DataDir::open(dir.path()).unwrap();
-        assert_eq!(data.topics().unwrap(), vec![("orders".to_owned(), config)]);
+        let topics = data.topics().unwrap();
+        assert_eq!(topics.len(), 1);
+        assert_eq!(topics[0].name, "orders");
+        assert_eq!(topics[0].path, dir.path().join("orders.json"));
+        assert_eq!(topics[0].config, b"config of orders");
     }
 
     #[test]
@@ -274,13 +252,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let data = DataDir::open(dir.path()).unwrap();
         let name = "x".repeat(MAX_TOPIC_NAME_LEN);
-        data.create_topic(&name, &TopicConfig::default()).unwrap();
-        // So does the longest partition directory name (made by hand: 10,000 are slow).
-        let last = data.partition_dir(&name, crate::config::MAX_PARTITIONS - 1);
+        data.create_topic(&name, 1, b"{}").unwrap();
+        // So does the longest partition directory name: four digits (made by hand, creating
+        // 10,000 is slow).
+        let last = data.partition_dir(&name, 9999);
         fs::create_dir(&last).unwrap();
         drop(data);
         let data = DataDir::open(dir.path()).unwrap();
-        assert_eq!(data.topics().unwrap(), vec![(name, TopicConfig::default())]);
+        let names: Vec<String> = data.topics().unwrap().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, vec![name]);
     }
 
     #[test]
@@ -288,6 +268,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, b"x").unwrap();
-        assert!(matches!(DataDir::open(&file), Err(Error::Io { .. })));
+        assert!(matches!(DataDir::open(&file), Err(StorageError::Io { .. })));
     }
 }

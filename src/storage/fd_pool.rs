@@ -96,7 +96,10 @@ pub fn default_max_open_files() -> usize {
             .unwrap_or(MAX_DEFAULT_OPEN_FILES)
             .clamp(MIN_OPEN_FILES, MAX_DEFAULT_OPEN_FILES),
         Ok(None) => MAX_DEFAULT_OPEN_FILES,
-        Err(_) => FALLBACK_OPEN_FILES,
+        Err(e) => {
+            tracing::warn!(error = %e, fallback = FALLBACK_OPEN_FILES, "cannot read the descriptor limit");
+            FALLBACK_OPEN_FILES
+        }
     }
 }
 

@@ -3,16 +3,16 @@
 //! A read starts at an index entry at or before the wanted offset (or where the previous
 //! sequential read stopped), reads a page-aligned chunk sized from the segment's average
 //! frame, verifies every frame's CRC and offset, and returns the records as one buffer of
-//! verified frames. A frame that does not verify is `Error::Corrupt`, never data; the records
+//! verified frames. A frame that does not verify is `StorageError::Corrupt`, never data; the records
 //! before it are still returned. A read of a later offset that must pass it (damage recovery
-//! did not see, before the next index entry) gets [`SegmentRead::PastDamage`] and resumes
+//! did not see, before the next index entry) gets `SegmentRead::PastDamage` and resumes
 //! after the damage (`LogSegment::resync`); only reads that meet damage pay for that.
 
+use super::error::{Result, StorageError};
 use super::fsutil::AlignedBuf;
-use super::log::INDEX_INTERVAL_BYTES;
+use super::index::INDEX_INTERVAL_BYTES;
 use super::record::{self, Decoded, RecordRef, HEADER_LEN};
 use super::segment::LogSegment;
-use crate::error::{Error, Result};
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
@@ -142,7 +142,7 @@ pub(super) fn read_segment(
                     break;
                 }
                 let reason = format!("offset {} where {next_offset} was expected", record.offset);
-                return Err(Error::corrupt(path, position, reason));
+                return Err(StorageError::corrupt(path, position, reason));
             }
             if !frames.is_empty() && bytes + frame_len > max_bytes {
                 break;
@@ -179,7 +179,7 @@ pub(super) fn read_segment(
                 // The start position itself is at or past the end: a bad index entry.
                 return Ok(SegmentRead::BadIndexEntry(reason));
             }
-            return Err(Error::corrupt(path, from, reason));
+            return Err(StorageError::corrupt(path, from, reason));
         }
     }
 }
@@ -200,7 +200,7 @@ fn damage(
             expected,
             reason,
         }),
-        _ => Err(Error::corrupt(path, position, reason)),
+        _ => Err(StorageError::corrupt(path, position, reason)),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The file layer under the storage engine: every byte the engine reads or writes goes
 //! through [`FileSystem`] and [`StorageFile`], so tests can swap the operating system for
 //! [`super::sim::SimFs`], which loses unsynced writes, tears the last one, and fails writes or
-//! syncs on demand (power loss and I/O faults, spec §5).
+//! syncs on demand (power loss and I/O faults).
 //!
 //! The contract is POSIX's, reduced to what the engine uses: positional reads and writes,
 //! `set_len`, `fdatasync`/`fsync` of a file, `fsync` of a directory to make its entries

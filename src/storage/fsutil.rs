@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use super::error::{Result, StorageError};
 use super::fs::{with_suffix, FileSystem, OpenMode, StorageFile};
-use crate::error::{Error, Result};
 
 /// Suffix of a file being written for an atomic replace; leftovers are removed on open.
 pub const TMP_SUFFIX: &str = ".tmp";
@@ -25,7 +25,7 @@ pub fn write_atomically_via(
 ) -> Result<()> {
     write_synced(fs, tmp, bytes)?;
     fs.rename(tmp, path)
-        .map_err(|e| Error::io("rename", path, e))?;
+        .map_err(|e| StorageError::io("rename", path, e))?;
     sync_dir(fs, path.parent().unwrap_or(Path::new(".")))
 }
 
@@ -43,10 +43,11 @@ pub fn write_synced(
 ) -> Result<Box<dyn StorageFile>> {
     let file = fs
         .open(path, OpenMode::Truncate)
-        .map_err(|e| Error::io("create", path, e))?;
+        .map_err(|e| StorageError::io("create", path, e))?;
     file.write_all_at(bytes, 0)
-        .map_err(|e| Error::io("write", path, e))?;
-    file.sync_all().map_err(|e| Error::io("fsync", path, e))?;
+        .map_err(|e| StorageError::io("write", path, e))?;
+    file.sync_all()
+        .map_err(|e| StorageError::io("fsync", path, e))?;
     Ok(file)
 }
 
@@ -86,7 +87,7 @@ pub fn rewrite_unsynced(file: &dyn StorageFile, path: &Path, from: u64, to: u64)
 /// Makes a directory's entries (created, renamed, deleted files) durable.
 pub fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     fs.sync_dir(dir)
-        .map_err(|e| Error::io("fsync directory", dir, e))
+        .map_err(|e| StorageError::io("fsync directory", dir, e))
 }
 
 /// Page size assumed for buffer alignment (x86-64 and most ARM64 Linux kernels).
@@ -94,8 +95,9 @@ const PAGE: usize = 4096;
 
 /// A reusable read buffer whose data starts on a page boundary.
 ///
-/// Reads into a buffer that starts mid-page are ~4x slower on this machine's kernel (see
-/// shared/actix-notes.md), and glibc hands large `Vec`s out 16 bytes into a page. The buffer
+/// Reads into a buffer that starts mid-page were ~4x slower than into a page-aligned one in
+/// our measurements (Linux, `pread` of large reads), and glibc hands large `Vec`s out 16
+/// bytes into a page. The buffer
 /// over-allocates one page and starts its slice at the first aligned byte: no `unsafe`.
 #[derive(Debug, Default)]
 pub struct AlignedBuf {

@@ -27,95 +27,62 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::batch::RecordBatch;
+/// The size limits an append enforces, where the frame format defines them.
+pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
+use super::batch::{AppendRecord, RecordBatch};
 use super::checkpoint::{Checkpoint, LogStartFile};
+use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
 use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
+use super::index::INDEX_INTERVAL_BYTES;
+use super::policy::FsyncPolicy;
 use super::recovery::{self, RecoveryReport};
 use super::segment::LogSegment;
-use crate::config::{FsyncPolicy, TopicConfig};
-use crate::error::{Error, Result};
 
-/// An index entry every 4 KiB of frames: a lookup then scans at most ~4 KiB, and the index
-/// costs 8 bytes per 4 KiB of log (0.2%), like Kafka's `index.interval.bytes`.
-pub const INDEX_INTERVAL_BYTES: u64 = 4096;
-/// The largest batch one append may write: frame positions are `u32` in the index, and a
-/// segment rolls before a batch that does not fit, so a segment stays below 2 GiB.
-pub const MAX_BATCH_BYTES: usize = 1 << 30;
-/// The default maximum key + value size of one record (Kafka's `max.message.bytes`).
-pub const DEFAULT_MAX_RECORD_BYTES: usize = 1 << 20;
+/// Kafka's default segment size is 1 GiB; 64 MiB keeps deletion by retention fine-grained and
+/// a crash scan of the active segment short (~10 ms), at the cost of more files.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+/// The largest `segment_bytes` (Kafka's maximum, `i32::MAX`). Index entries store a frame's
+/// byte position in a `u32`, so a segment must stay addressable by one: a segment rolls before
+/// a batch that would take it past `segment_bytes` (or holds that one batch alone), so with
+/// this cap every frame starts below 2 GiB.
+pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
 
-/// How much a partition keeps (spec §4). `None` everywhere keeps everything.
+/// How much a partition keeps. `None` everywhere keeps everything.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetentionPolicy {
+    /// Keep at most this many records.
     pub records: Option<u64>,
+    /// Keep at most this many bytes of record frames.
     pub bytes: Option<u64>,
+    /// Keep records for at most this many milliseconds after they were appended.
     pub ms: Option<u64>,
 }
 
 /// Everything a `PartitionLog` needs to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
+    /// A segment rolls once it reaches this size (at most [`MAX_SEGMENT_BYTES`]).
     pub segment_bytes: u64,
+    /// The largest key + value of one record an append takes.
     pub max_record_bytes: usize,
     pub fsync: FsyncPolicy,
     pub retention: RetentionPolicy,
 }
 
 impl Default for LogConfig {
+    /// [`DEFAULT_SEGMENT_BYTES`] segments, [`DEFAULT_MAX_RECORD_BYTES`] records, the default
+    /// fsync policy, no retention.
     fn default() -> Self {
-        LogConfig::for_topic(
-            &TopicConfig::default(),
-            FsyncPolicy::default(),
-            DEFAULT_MAX_RECORD_BYTES,
-        )
-    }
-}
-
-impl LogConfig {
-    /// The log settings of a topic's partitions.
-    pub fn for_topic(topic: &TopicConfig, fsync: FsyncPolicy, max_record_bytes: usize) -> Self {
         LogConfig {
-            segment_bytes: topic.segment_bytes,
-            max_record_bytes,
-            fsync,
-            retention: RetentionPolicy {
-                records: topic.retention_size,
-                bytes: topic.retention_bytes,
-                ms: topic.retention_ms,
-            },
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            fsync: FsyncPolicy::default(),
+            retention: RetentionPolicy::default(),
         }
     }
-}
-
-/// A record to append. The log assigns its offset and timestamp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AppendRecord<'a> {
-    pub key: Option<&'a [u8]>,
-    pub value: &'a [u8],
-}
-
-/// Checks a batch against the size limits: each record's key + value at most
-/// `max_record_bytes`, the whole batch at most [`MAX_BATCH_BYTES`] on disk.
-///
-/// # Errors
-/// `RecordTooLarge`.
-pub fn check_batch_limits(batch: &RecordBatch, max_record_bytes: usize) -> Result<()> {
-    if batch.max_record_len() > max_record_bytes {
-        return Err(Error::RecordTooLarge {
-            size: batch.max_record_len(),
-            max: max_record_bytes,
-        });
-    }
-    if batch.size_bytes() > MAX_BATCH_BYTES {
-        return Err(Error::RecordTooLarge {
-            size: batch.size_bytes(),
-            max: MAX_BATCH_BYTES,
-        });
-    }
-    Ok(())
 }
 
 /// The sealing of a segment after a roll to `new_base`; see [`PartitionLog::roll`].
@@ -139,7 +106,7 @@ impl Sealing {
     fn run(&self, file: &dyn StorageFile) -> Result<()> {
         if let Err(e) = file.sync_all() {
             rewrite_unsynced(file, &self.sealed, self.synced_size, self.size);
-            return Err(Error::io("sync a sealed segment", &self.sealed, e));
+            return Err(StorageError::io("sync a sealed segment", &self.sealed, e));
         }
         sync_dir(self.fs.as_ref(), &self.dir)?;
         Checkpoint {
@@ -201,8 +168,8 @@ impl PartitionLog {
     /// [`recovery`], then applies retention as of `now_ms`.
     ///
     /// # Errors
-    /// `Error::Io` when the directory cannot be read or written; `Error::Corrupt` never: a bad
-    /// tail is cut and reported instead.
+    /// `Io` when the directory cannot be read or written; `Corrupt` never: a bad tail is cut
+    /// and reported instead.
     pub fn open(dir: &Path, config: LogConfig, now_ms: u64) -> Result<(Self, RecoveryReport)> {
         Self::open_with(&sfs::os(), dir, config, now_ms)
     }
@@ -218,7 +185,7 @@ impl PartitionLog {
         now_ms: u64,
     ) -> Result<(Self, RecoveryReport)> {
         fs.create_dir_all(dir)
-            .map_err(|e| Error::io("create partition directory", dir, e))?;
+            .map_err(|e| StorageError::io("create partition directory", dir, e))?;
         let recovery::Loaded {
             mut segments,
             report,
@@ -433,7 +400,7 @@ impl PartitionLog {
         let file = self
             .fs
             .open(&sealed, OpenMode::Existing)
-            .map_err(|e| Error::io("open a sealed segment", &sealed, e))?;
+            .map_err(|e| StorageError::io("open a sealed segment", &sealed, e))?;
         let sealing = Sealing {
             fs: self.fs.clone(),
             dir: self.dir.clone(),
@@ -468,11 +435,18 @@ impl PartitionLog {
         match self.sealing.take().map(std::thread::JoinHandle::join) {
             None => Ok(()),
             Some(Ok(result)) => result,
-            Some(Err(_)) => Err(Error::io(
-                "seal a rolled segment",
-                &self.dir,
-                std::io::Error::other("the sealing thread panicked"),
-            )),
+            Some(Err(panic)) => {
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                Err(StorageError::io(
+                    "seal a rolled segment",
+                    &self.dir,
+                    std::io::Error::other(format!("the sealing thread panicked: {message}")),
+                ))
+            }
         }
     }
 
@@ -495,7 +469,7 @@ impl PartitionLog {
     ) -> Result<FetchedRecords> {
         let log_end = self.log_end_offset();
         if offset > log_end {
-            return Err(Error::OffsetOutOfRange {
+            return Err(StorageError::OffsetOutOfRange {
                 offset,
                 log_start_offset: self.log_start_offset,
                 log_end_offset: log_end,
@@ -552,7 +526,7 @@ impl PartitionLog {
                     // From the segment's start, the first frame is bad: damage at byte 0.
                     SegmentRead::BadIndexEntry(reason) if from == 0 => (0, base, reason),
                     SegmentRead::BadIndexEntry(reason) => {
-                        return Err(Error::corrupt(path, from, reason))
+                        return Err(StorageError::corrupt(path, from, reason))
                     }
                     SegmentRead::PastDamage {
                         position,
@@ -571,7 +545,7 @@ impl PartitionLog {
                         );
                         from = at;
                     }
-                    _ => return Err(Error::corrupt(path, position, reason)),
+                    _ => return Err(StorageError::corrupt(path, position, reason)),
                 }
             };
             self.read_hint = Some(ReadHint {

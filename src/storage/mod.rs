@@ -1,6 +1,6 @@
 //! The storage engine: plain Rust, no actix. Actors own these types and call them.
 //!
-//! # Layout of a data directory (spec §6)
+//! # Layout of a data directory
 //!
 //! ```text
 //! data/
@@ -30,10 +30,21 @@
 //!   [`sim`]: a simulated disk for power-loss and I/O-fault tests; [`fd_pool`]: the
 //!   broker-wide budget of open descriptors (`max_open_files`) over either.
 //! - [`fsutil`]: atomic file replacement, directory sync, aligned buffers.
+//! - [`error`]: [`StorageError`], what every storage function fails with; [`policy`]:
+//!   [`FsyncPolicy`], when appended bytes are made durable.
+//!
+//! # Layering
+//! Storage depends on nothing else in the crate (no configuration, no actix, no crate-level
+//! error): the broker above turns its settings into a [`LogConfig`], stores its topic configs
+//! through [`DataDir`] as opaque bytes, and converts [`StorageError`] into its own error.
+//! Inside, the imports between modules form no cycle: `record`, `fs`, `error` and `policy`
+//! import no other storage module; `log` is at the top, over `fetch`, `recovery`,
+//! `checkpoint`, `segment`, `index` and `batch`.
 
 pub mod batch;
 pub mod checkpoint;
 pub mod data_dir;
+pub mod error;
 pub mod fd_pool;
 pub mod fetch;
 pub mod fs;
@@ -41,13 +52,16 @@ pub mod fsutil;
 pub mod index;
 pub mod log;
 pub mod offsets;
+pub mod policy;
 pub mod record;
 pub mod recovery;
 pub mod segment;
 pub mod sim;
 
-pub use batch::RecordBatch;
+pub use batch::{AppendRecord, RecordBatch};
 pub use data_dir::DataDir;
-pub use log::{AppendInfo, AppendRecord, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};
+pub use error::StorageError;
+pub use log::{AppendInfo, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};
 pub use offsets::OffsetStore;
+pub use policy::FsyncPolicy;
 pub use recovery::RecoveryReport;

@@ -33,10 +33,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::error::{Result, StorageError};
 use super::fs::{self as sfs, with_suffix, OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir, write_synced, TMP_SUFFIX};
-use crate::config::FsyncPolicy;
-use crate::error::{Error, Result};
+use super::policy::FsyncPolicy;
 
 pub const JOURNAL_FILE: &str = "offsets.journal";
 /// Compact once the journal is this many times larger than one entry per group...
@@ -92,7 +92,7 @@ impl OffsetStore {
         let bytes = match fs.read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io("read offsets journal", &path, e)),
+            Err(e) => return Err(StorageError::io("read offsets journal", &path, e)),
         };
         let (committed, valid_len) = replay(&bytes);
         if valid_len < bytes.len() {
@@ -103,12 +103,12 @@ impl OffsetStore {
         }
         let file = fs
             .open(&path, OpenMode::CreateIfMissing)
-            .map_err(|e| Error::io("open offsets journal", &path, e))?;
+            .map_err(|e| StorageError::io("open offsets journal", &path, e))?;
         // A journal just created is lost with its directory entry unless the directory is
         // synced: every commit in it, however well synced, would go with it.
         sync_dir(fs.as_ref(), dir)?;
         file.set_len(valid_len as u64)
-            .map_err(|e| Error::io("truncate offsets journal", &path, e))?;
+            .map_err(|e| StorageError::io("truncate offsets journal", &path, e))?;
         let mut store = OffsetStore {
             path,
             file,
@@ -149,7 +149,7 @@ impl OffsetStore {
             // Cut a partial entry so the next one is not appended behind garbage.
             let _ = self.file.set_len(self.journal_len);
             self.synced_len = self.synced_len.min(self.journal_len);
-            return Err(Error::io("append to offsets journal", &self.path, e));
+            return Err(StorageError::io("append to offsets journal", &self.path, e));
         }
         self.journal_len += self.scratch.len() as u64;
         if self.fsync == FsyncPolicy::Always {
@@ -194,7 +194,7 @@ impl OffsetStore {
                     self.synced_len,
                     self.journal_len,
                 );
-                Err(Error::io("fdatasync offsets journal", &self.path, e))
+                Err(StorageError::io("fdatasync offsets journal", &self.path, e))
             }
         }
     }
@@ -243,7 +243,7 @@ impl OffsetStore {
         let file = write_synced(self.fs.as_ref(), &tmp, &bytes)?;
         self.fs
             .rename(&tmp, &self.path)
-            .map_err(|e| Error::io("rename", &self.path, e))?;
+            .map_err(|e| StorageError::io("rename", &self.path, e))?;
         tracing::debug!(path = %self.path.display(), from = self.journal_len, to = bytes.len(), "compacted offsets journal");
         self.file = file;
         self.journal_len = bytes.len() as u64;

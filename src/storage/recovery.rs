@@ -14,7 +14,7 @@
 //!    **Recovery never cuts below the recovery point.** Every record below it was synced
 //!    (the checkpoint proves it), so a bad frame there is media corruption, not a torn write:
 //!    it is kept on disk, logged with file, position and cause, and reported in
-//!    `RecoveryReport::corrupt_kept`; reads of it fail with `Error::Corrupt`. The scan then
+//!    `RecoveryReport::corrupt_kept`; reads of it fail with `StorageError::Corrupt`. The scan then
 //!    resynchronises (`LogSegment::resync`: the bad frame's length field, else a search for
 //!    the next frame with a valid CRC and a higher offset) and goes on; the frame it resumes
 //!    at is indexed, so the records after the damage stay readable. In a trusted sealed
@@ -33,17 +33,17 @@
 //! 5. [`find_gaps`] reports offsets missing between segments (a segment deleted by hand).
 //!    Reads skip a gap to the next offset that exists, as Kafka's fetch does.
 //!
-//! Nothing here panics: every failure is an `Error` naming the file.
+//! Nothing here panics: every failure is a `StorageError` naming the file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
+use super::error::{Result, StorageError};
 use super::fs::{FileSystem, OpenMode, SharedFs};
 use super::fsutil::TMP_SUFFIX;
 use super::record::HEADER_LEN;
 use super::segment::{file_names, LogSegment};
-use crate::error::{Error, Result};
 
 /// Offsets are Kafka's signed 64-bit ones: no segment this code writes starts above this,
 /// and a base this low leaves room for every `u32` relative offset without overflow.
@@ -67,7 +67,7 @@ pub struct KeptDamage {
     pub position: u64,
     /// Damaged bytes: up to the frame recovery resumed at, or to the end of the file.
     pub len: u64,
-    /// The first damaged offset (reads of it fail with `Error::Corrupt`).
+    /// The first damaged offset (reads of it fail with `StorageError::Corrupt`).
     pub first_offset: u64,
     /// The offset of the valid frame after the damage; `None` when none follows.
     pub resumed_at: Option<u64>,
@@ -151,7 +151,7 @@ pub fn remove_leftovers(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<PathBuf>>
             .is_some_and(|stem| !fs.exists(&dir.join(format!("{stem}.log"))));
         if name.ends_with(TMP_SUFFIX) || orphan_index {
             fs.remove_file(&path)
-                .map_err(|e| Error::io("remove leftover", &path, e))?;
+                .map_err(|e| StorageError::io("remove leftover", &path, e))?;
             tracing::info!(path = %path.display(), "removed leftover file");
             removed.push(path);
         }
@@ -203,7 +203,7 @@ pub fn plan(fs: &dyn FileSystem, dir: &Path, bases: &[u64]) -> Result<Plan> {
             let path = dir.join(file_names(base).0);
             fs.open(&path, OpenMode::Existing)
                 .and_then(|f| f.size())
-                .map_err(|e| Error::io("stat segment", &path, e))?
+                .map_err(|e| StorageError::io("stat segment", &path, e))?
         }
         None => 0,
     };
@@ -343,5 +343,5 @@ pub fn find_gaps(dir: &Path, segments: &BTreeMap<u64, LogSegment>) -> Vec<Gap> {
 
 fn file_names_in(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<String>> {
     fs.list(dir)
-        .map_err(|e| Error::io("list directory", dir, e))
+        .map_err(|e| StorageError::io("list directory", dir, e))
 }

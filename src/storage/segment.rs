@@ -16,11 +16,11 @@
 use std::path::{Path, PathBuf};
 
 use super::batch::frame_ranges;
+use super::error::{Result, StorageError};
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
 use super::record::{self, u32_at, u64_at, Decoded, HEADER_LEN, MAGIC, MAX_FRAME_LEN};
-use crate::error::{Error, Result};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
 const SCAN_CHUNK: usize = 256 << 10;
@@ -117,7 +117,7 @@ impl LogSegment {
         let log_path = dir.join(log_name);
         let log = fs
             .open(&log_path, OpenMode::Truncate)
-            .map_err(|e| Error::io("create segment", &log_path, e))?;
+            .map_err(|e| StorageError::io("create segment", &log_path, e))?;
         let index = OffsetIndex::create(fs.as_ref(), &dir.join(index_name), base_offset)?;
         Ok(LogSegment {
             base_offset,
@@ -146,10 +146,10 @@ impl LogSegment {
         let log_path = dir.join(log_name);
         let log = fs
             .open(&log_path, OpenMode::Existing)
-            .map_err(|e| Error::io("open segment", &log_path, e))?;
+            .map_err(|e| StorageError::io("open segment", &log_path, e))?;
         let size = log
             .size()
-            .map_err(|e| Error::io("stat segment", &log_path, e))?;
+            .map_err(|e| StorageError::io("stat segment", &log_path, e))?;
         let index = OffsetIndex::open(fs.as_ref(), &dir.join(index_name), base_offset)?;
         Ok(LogSegment {
             base_offset,
@@ -198,7 +198,7 @@ impl LogSegment {
             // A partial write must not be left behind a later, successful one.
             let _ = self.log.set_len(start);
             self.synced_size = self.synced_size.min(start);
-            return Err(Error::io("append to segment", &self.log_path, e));
+            return Err(StorageError::io("append to segment", &self.log_path, e));
         }
         for (i, frame) in frame_ranges(frames).enumerate() {
             if self.bytes_since_index >= self.index_interval_bytes {
@@ -226,7 +226,7 @@ impl LogSegment {
             }
             Err(e) => {
                 self.redirty_unsynced();
-                Err(Error::io("fdatasync segment", &self.log_path, e))
+                Err(StorageError::io("fdatasync segment", &self.log_path, e))
             }
         }
     }
@@ -257,7 +257,7 @@ impl LogSegment {
         let slice = buf.prepare(len);
         self.log
             .read_exact_at(slice, position)
-            .map_err(|e| Error::io("read segment", &self.log_path, e))?;
+            .map_err(|e| StorageError::io("read segment", &self.log_path, e))?;
         Ok(buf.as_slice())
     }
 
@@ -643,7 +643,7 @@ impl LogSegment {
         if len < self.size {
             self.log
                 .set_len(len)
-                .map_err(|e| Error::io("truncate segment", &self.log_path, e))?;
+                .map_err(|e| StorageError::io("truncate segment", &self.log_path, e))?;
             self.size = len;
             self.synced_size = self.synced_size.min(len);
         }
@@ -664,10 +664,10 @@ impl LogSegment {
         drop(self.index);
         self.fs
             .remove_file(&self.log_path)
-            .map_err(|e| Error::io("delete segment", &self.log_path, e))?;
+            .map_err(|e| StorageError::io("delete segment", &self.log_path, e))?;
         match self.fs.remove_file(&index_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io("delete index", index_path, e))
+                Err(StorageError::io("delete index", index_path, e))
             }
             _ => Ok(()),
         }
@@ -682,7 +682,7 @@ impl LogSegment {
             }
             Err(e) => {
                 self.redirty_unsynced();
-                Err(Error::io("fsync segment", &self.log_path, e))
+                Err(StorageError::io("fsync segment", &self.log_path, e))
             }
         }
     }

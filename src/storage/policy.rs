@@ -1,0 +1,28 @@
+//! [`FsyncPolicy`]: when appended bytes (records, commits) are forced to stable storage.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// When appended bytes are forced to stable storage.
+///
+/// Whatever the policy, an append returns only after its bytes are handed to the operating
+/// system in one `write` call, so an acknowledged record survives a process crash (`kill -9`,
+/// a panic). The policy decides what survives a power loss or a kernel crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FsyncPolicy {
+    /// Leave write-back to the OS (Linux: dirty pages usually reach disk within ~30 s).
+    Never,
+    /// `fdatasync` dirty partitions at this interval: a power loss can cost at most the
+    /// last interval of acknowledged records. The default is `Interval(1 s)`.
+    Interval(Duration),
+    /// `fdatasync` before acknowledging: nothing acknowledged is lost even on power loss.
+    Always,
+}
+
+impl Default for FsyncPolicy {
+    /// `Interval(1 s)`: a process crash loses nothing, a power loss at most ~1 s of records.
+    fn default() -> Self {
+        FsyncPolicy::Interval(Duration::from_secs(1))
+    }
+}
