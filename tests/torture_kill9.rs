@@ -20,6 +20,7 @@
 //! - no reordering: per partition, each thread's (round, seq) increases with the offset;
 //! - commits hold: the committed offset is at least every acknowledged commit's offset + 1.
 
+#[path = "common/watchdog.rs"]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

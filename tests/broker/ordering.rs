@@ -4,7 +4,7 @@
 //! the start (topic created through the handle) and learned on the way (topic created
 //! through the actor face, so the first produces go through the broker).
 
-mod common;
+use crate::common;
 
 use futures::StreamExt;
 use nanokafka::messages::CreateTopic;

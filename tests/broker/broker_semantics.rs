@@ -2,12 +2,10 @@
 //! rebalances, session timeouts, lag. Backpressure, retention and payloads are in
 //! `broker_semantics_flow.rs`. Each test owns a fresh data directory.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{broker_with_topic, drain, log_end, partition_stats, produce_to};
+use crate::common::{broker_with_topic, drain, log_end, partition_stats, produce_to};
 use nanokafka::clock::ManualClock;
 use nanokafka::partitioner::partition_for_key;
 use nanokafka::{Assignor, Error, NanoKafka, TopicConfig};

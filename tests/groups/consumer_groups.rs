@@ -4,13 +4,11 @@
 //! positions, seeks and fenced commits are in `consumer_handle.rs`. Each test owns a fresh
 //! data directory.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{broker_with_topic, produce_to};
+use crate::common::{broker_with_topic, produce_to};
 use nanokafka::clock::ManualClock;
 use nanokafka::{
     Assignor, Consumer, Error, GroupOptions, GroupStats, NanoKafka, Record, StartFrom, TopicConfig,

@@ -2,14 +2,12 @@
 //! bad call against one broker and compares `stats()` and the files on disk before and after
 //! it; the cases that need a broker of their own (stopped, locked, no actix thread) follow.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::log_end;
+use crate::common::{self, log_end};
 use nanokafka::{Assignor, Error, NanoKafka, ProduceRecord, RecordBatch, Result, TopicConfig};
 
 /// One bad call and the error it must get.

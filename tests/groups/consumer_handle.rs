@@ -4,11 +4,11 @@
 //! by generation and ownership. Liveness, assignors, start positions and stats are in
 //! `consumer_groups.rs`. Each test owns a fresh data directory.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{broker_with_topic, produce_to};
+use crate::common::{broker_with_topic, produce_to};
 use nanokafka::{Consumer, Error, NanoKafka, Record, TopicConfig};
 
 fn committed(broker: &NanoKafka, group: &str, partition: u32) -> Option<u64> {
