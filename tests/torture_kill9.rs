@@ -1,5 +1,5 @@
-//! kill -9 torture, Jepsen-queue style (spec §5: an acknowledged produce or commit survives
-//! kill -9, whatever the `FsyncPolicy`).
+//! kill -9 torture, Jepsen-queue style: an acknowledged produce or commit survives kill -9,
+//! whatever the `FsyncPolicy`.
 //!
 //! A child process (this test binary, re-executed in the mode [`torture_child`]) produces
 //! from four threads onto a 3-partition topic and commits from a consumer thread, printing

@@ -1,6 +1,6 @@
-//! Reopening a broker's data directory, black-box: after `shutdown()`, after dropping the
-//! last handle, and after a `kill -9` of the process that held it (spec §5). Topics and their
-//! configs, records, log start offsets and committed offsets come back; memberships do not.
+//! Reopening a broker's data directory, black-box: after `shutdown()`, after dropping the last
+//! handle, and after a `kill -9` of the process that held it. Topics and their configs, records,
+//! log start offsets and committed offsets come back; memberships do not.
 
 use crate::common;
 

@@ -1,6 +1,6 @@
-//! Spec §4 through the blocking API: partitioning, poll and commit, long polls, groups and
-//! rebalances, session timeouts, lag. Backpressure, retention and payloads are in
-//! `broker_semantics_flow.rs`. Each test owns a fresh data directory.
+//! The broker's semantics through the blocking API: partitioning, poll and commit, long polls,
+//! groups and rebalances, session timeouts, lag. Backpressure, retention and payloads are in the
+//! `broker_semantics_flow` module. Each test owns a fresh data directory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

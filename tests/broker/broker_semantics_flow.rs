@@ -1,5 +1,5 @@
-//! Spec §4 through the blocking API, continued: backpressure, retention through the broker,
-//! and payloads (typed, raw, undecodable). Each test owns a fresh data directory.
+//! The broker's semantics through the blocking API, continued: backpressure, retention through the
+//! broker, and payloads (typed, raw, undecodable). Each test owns a fresh data directory.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};

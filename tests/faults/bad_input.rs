@@ -1,6 +1,6 @@
-//! Spec §7: every bad input gets its named error and changes nothing. The table runs each
-//! bad call against one broker and compares `stats()` and the files on disk before and after
-//! it; the cases that need a broker of their own (stopped, locked, no actix thread) follow.
+//! Every bad input gets its named error and changes nothing. The table runs each bad call against
+//! one broker and compares `stats()` and the files on disk before and after it; the cases that need
+//! a broker of their own (stopped, locked, no actix thread) follow.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

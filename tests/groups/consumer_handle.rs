@@ -1,8 +1,8 @@
-//! The `Consumer<T>` handle, black-box: in-memory positions (no redelivery inside a
-//! generation), where reading resumes (committed offsets after a rebalance, a new consumer,
-//! a coordinator restart; the seek offset after a seek), leaving on drop, and commits fenced
-//! by generation and ownership. Liveness, assignors, start positions and stats are in
-//! `consumer_groups.rs`. Each test owns a fresh data directory.
+//! The `Consumer<T>` handle, black-box: in-memory positions (no redelivery inside a generation),
+//! where reading resumes (committed offsets after a rebalance, a new consumer, a coordinator
+//! restart; the seek offset after a seek), leaving on drop, and commits fenced by generation and
+//! ownership. Liveness, assignors, start positions and stats are in the `consumer_groups` module.
+//! Each test owns a fresh data directory.
 
 use crate::common;
 
