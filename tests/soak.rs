@@ -1,6 +1,6 @@
 //! Soak: 8 producer threads and a group of 2 consumers for `NANOKAFKA_SOAK_SECS` seconds
-//! (default 60), sampling the process's resident memory. Spec §5: memory does not grow with
-//! the log. Ignored by default (it runs for a minute); run it with
+//! (default 60), sampling the process's resident memory: memory must not grow with the log.
+//! Ignored by default (it runs for a minute); run it with
 //! `cargo test --release --test soak -- --ignored --nocapture`.
 //!
 //! The bookkeeping is constant-size so it cannot mask a leak: each producer thread keys its

@@ -1,5 +1,5 @@
-//! kill -9 torture, Jepsen-queue style (spec §5: an acknowledged produce or commit survives
-//! kill -9, whatever the `FsyncPolicy`).
+//! kill -9 torture, Jepsen-queue style: an acknowledged produce or commit survives kill -9,
+//! whatever the `FsyncPolicy`.
 //!
 //! A child process (this test binary, re-executed in the mode [`torture_child`]) produces
 //! from four threads onto a 3-partition topic and commits from a consumer thread, printing
@@ -20,6 +20,7 @@
 //! - no reordering: per partition, each thread's (round, seq) increases with the offset;
 //! - commits hold: the committed offset is at least every acknowledged commit's offset + 1.
 
+#[path = "common/watchdog.rs"]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,7 +4,7 @@
 //! Every test runs its body under a watchdog: a request left hanging by a restart fails the
 //! test after [`WATCHDOG`] instead of blocking the run.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;

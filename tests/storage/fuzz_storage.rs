@@ -9,7 +9,7 @@
 //! deleted, cut; checkpoint and log start rewritten with valid CRCs but lying values). Shrunk
 //! failures are frozen below as named tests.
 
-#[path = "../fuzz/src/lib.rs"]
+#[path = "../../fuzz/src/lib.rs"]
 mod oracle;
 
 use std::fs;

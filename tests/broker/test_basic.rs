@@ -1,4 +1,4 @@
-//! The seed's `test_basic.py`: produce, join, poll, commit, lag.
+//! One of the original three tests: produce, join, poll, commit, lag.
 
 use nanokafka::{NanoKafka, TopicConfig};
 

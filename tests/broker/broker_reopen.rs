@@ -1,8 +1,8 @@
-//! Reopening a broker's data directory, black-box: after `shutdown()`, after dropping the
-//! last handle, and after a `kill -9` of the process that held it (spec §5). Topics and their
-//! configs, records, log start offsets and committed offsets come back; memberships do not.
+//! Reopening a broker's data directory, black-box: after `shutdown()`, after dropping the last
+//! handle, and after a `kill -9` of the process that held it. Topics and their configs, records,
+//! log start offsets and committed offsets come back; memberships do not.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -301,7 +301,12 @@ impl Drop for KillOnDrop {
 /// returns the (offset, value) pairs it acknowledged.
 fn produce_in_child_then_kill(dir: &Path, acks: usize) -> Vec<(u64, u64)> {
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["kill_9_child", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "broker_reopen::kill_9_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
         .env(CHILD_DIR_ENV, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -1,5 +1,5 @@
-//! The seed's `test_retention.py`, with the assertions the seed left implicit: retention
-//! keeps exactly `retention_size` records and a group behind it continues from the start.
+//! One of the original three tests, with every assertion made explicit: retention keeps exactly
+//! `retention_size` records and a group behind it continues from the start.
 
 use nanokafka::{NanoKafka, TopicConfig};
 

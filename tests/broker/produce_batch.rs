@@ -2,8 +2,6 @@
 //! produces (pinned, by key, round-robin), answered with one delivery per record in order, and
 //! read back as they were written. Also the actor face's `ProduceBatch` message.
 
-mod common;
-
 use std::time::Duration;
 
 use actix::System;
@@ -12,7 +10,7 @@ use nanokafka::partitioner::partition_for_key;
 use nanokafka::{NanoKafka, RecordBatch, TopicConfig};
 use serde::{Deserialize, Serialize};
 
-use common::{broker_with_topic, log_end};
+use crate::common::{broker_with_topic, log_end};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Order {

@@ -1,13 +1,11 @@
-//! Spec §4 through the blocking API: partitioning, poll and commit, long polls, groups and
-//! rebalances, session timeouts, lag. Backpressure, retention and payloads are in
-//! `broker_semantics_flow.rs`. Each test owns a fresh data directory.
-
-mod common;
+//! The broker's semantics through the blocking API: partitioning, poll and commit, long polls,
+//! groups and rebalances, session timeouts, lag. Backpressure, retention and payloads are in the
+//! `broker_semantics_flow` module. Each test owns a fresh data directory.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{broker_with_topic, drain, log_end, partition_stats, produce_to};
+use crate::common::{broker_with_topic, drain, log_end, partition_stats, produce_to};
 use nanokafka::clock::ManualClock;
 use nanokafka::partitioner::partition_for_key;
 use nanokafka::{Assignor, Error, NanoKafka, TopicConfig};

@@ -4,9 +4,7 @@
 //!
 //! Shrunk failures are frozen below as named tests that replay the exact sequence.
 
-mod common;
-
-use common::{base_of, segment_files};
+use crate::common::{base_of, segment_files};
 
 use std::fs;
 use std::path::Path;

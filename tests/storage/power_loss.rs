@@ -1,8 +1,8 @@
-//! Simulated power loss (spec §5): a partition log and its offsets store run on `SimFs`, a
-//! disk that loses unsynced writes and tears the last one at a random byte when it "loses
-//! power". Over many seeds: with `FsyncPolicy::Always` nothing acknowledged is lost; with
-//! `Never` (syncs only when the owner calls `sync`, as the `Interval` timer does) the log
-//! reopens to a valid prefix that holds at least everything synced.
+//! Simulated power loss: a partition log and its offsets store run on `SimFs`, a disk that loses
+//! unsynced writes and tears the last one at a random byte when it "loses power". Over many seeds:
+//! with `FsyncPolicy::Always` nothing acknowledged is lost; with `Never` (syncs only when the owner
+//! calls `sync`, as the `Interval` timer does) the log reopens to a valid prefix that holds at
+//! least everything synced.
 
 use std::path::Path;
 use std::sync::Arc;

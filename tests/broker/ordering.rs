@@ -1,10 +1,10 @@
-//! Order per producer (spec §4) under pipelining: one task with hundreds of produces in
-//! flight gets its records appended, and its replies answered, in the order it sent them;
-//! threads of the blocking handle each keep theirs. Both with the produce route known from
-//! the start (topic created through the handle) and learned on the way (topic created
-//! through the actor face, so the first produces go through the broker).
+//! Order per producer under pipelining: one task with hundreds of produces in flight gets its
+//! records appended, and its replies answered, in the order it sent them; threads of the blocking
+//! handle each keep theirs. Both with the produce route known from the start (topic created through
+//! the handle) and learned on the way (topic created through the actor face, so the first produces
+//! go through the broker).
 
-mod common;
+use crate::common;
 
 use futures::StreamExt;
 use nanokafka::messages::CreateTopic;

@@ -1,15 +1,13 @@
-//! Spec §7: every bad input gets its named error and changes nothing. The table runs each
-//! bad call against one broker and compares `stats()` and the files on disk before and after
-//! it; the cases that need a broker of their own (stopped, locked, no actix thread) follow.
-
-mod common;
+//! Every bad input gets its named error and changes nothing. The table runs each bad call against
+//! one broker and compares `stats()` and the files on disk before and after it; the cases that need
+//! a broker of their own (stopped, locked, no actix thread) follow.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::log_end;
+use crate::common::{self, log_end};
 use nanokafka::{Assignor, Error, NanoKafka, ProduceRecord, RecordBatch, Result, TopicConfig};
 
 /// One bad call and the error it must get.

@@ -1,6 +1,6 @@
-//! Spec §7, bad input from the environment rather than from the arguments: a data dir the
-//! process may not write, and a `shutdown()` racing other threads' produces and polls. Each
-//! gets a clear error, never a hang, and loses nothing acknowledged.
+//! Bad input from the environment rather than from the arguments: a data dir the process may not
+//! write, and a `shutdown()` racing other threads' produces and polls. Each gets a clear error,
+//! never a hang, and loses nothing acknowledged.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

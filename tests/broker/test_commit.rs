@@ -1,4 +1,4 @@
-//! The seed's `test_commit_behavior.py`: without a commit, a poll returns the same record.
+//! One of the original three tests: without a commit, a poll returns the same record.
 
 use nanokafka::{NanoKafka, TopicConfig};
 

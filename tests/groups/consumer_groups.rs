@@ -1,16 +1,13 @@
-//! Consumer groups in depth, black-box through the blocking API: liveness (heartbeats,
-//! session timeouts on an injected clock, eviction and rejoin), the sticky assignor, where
-//! a new group starts (`StartFrom`), and what `stats()` reports. The `Consumer<T>` handle's
-//! positions, seeks and fenced commits are in `consumer_handle.rs`. Each test owns a fresh
-//! data directory.
-
-mod common;
+//! Consumer groups in depth, black-box through the blocking API: liveness (heartbeats, session
+//! timeouts on an injected clock, eviction and rejoin), the sticky assignor, where a new group
+//! starts (`StartFrom`), and what `stats()` reports. The `Consumer<T>` handle's positions, seeks
+//! and fenced commits are in the `consumer_handle` module. Each test owns a fresh data directory.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{broker_with_topic, produce_to};
+use crate::common::{broker_with_topic, produce_to};
 use nanokafka::clock::ManualClock;
 use nanokafka::{
     Assignor, Consumer, Error, GroupOptions, GroupStats, NanoKafka, Record, StartFrom, TopicConfig,

@@ -1,14 +1,14 @@
-//! The `Consumer<T>` handle, black-box: in-memory positions (no redelivery inside a
-//! generation), where reading resumes (committed offsets after a rebalance, a new consumer,
-//! a coordinator restart; the seek offset after a seek), leaving on drop, and commits fenced
-//! by generation and ownership. Liveness, assignors, start positions and stats are in
-//! `consumer_groups.rs`. Each test owns a fresh data directory.
+//! The `Consumer<T>` handle, black-box: in-memory positions (no redelivery inside a generation),
+//! where reading resumes (committed offsets after a rebalance, a new consumer, a coordinator
+//! restart; the seek offset after a seek), leaving on drop, and commits fenced by generation and
+//! ownership. Liveness, assignors, start positions and stats are in the `consumer_groups` module.
+//! Each test owns a fresh data directory.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{broker_with_topic, produce_to};
+use crate::common::{broker_with_topic, produce_to};
 use nanokafka::{Consumer, Error, NanoKafka, Record, TopicConfig};
 
 fn committed(broker: &NanoKafka, group: &str, partition: u32) -> Option<u64> {

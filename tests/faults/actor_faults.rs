@@ -1,7 +1,7 @@
-//! Actor faults under load (the reliability issue): while producer threads and a consumer
-//! run, a panic is injected into each actor kind in turn (broker, topic, partition, group
-//! coordinator). Every call gets a reply or an error (a watchdog fails the test on a hang),
-//! nothing acknowledged is lost, and each restart is counted.
+//! Actor faults under load: while producer threads and a consumer run, a panic is injected into
+//! each actor kind in turn (broker, topic, partition, group coordinator). Every call gets a reply
+//! or an error (a watchdog fails the test on a hang), nothing acknowledged is lost, and each
+//! restart is counted.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

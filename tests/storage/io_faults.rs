@@ -1,8 +1,8 @@
-//! I/O faults under a running broker (spec §5): partition files live on a simulated disk
-//! (`SimFs`) that fails writes or syncs on demand. A produce that meets a fault gets an
-//! error and is never acknowledged; the partition restarts and recovers from what is on disk
-//! (a failed sync is never retried and trusted); the other partitions keep serving; and
-//! nothing acknowledged is lost, even by a power loss afterwards.
+//! I/O faults under a running broker: partition files live on a simulated disk (`SimFs`) that fails
+//! writes or syncs on demand. A produce that meets a fault gets an error and is never acknowledged;
+//! the partition restarts and recovers from what is on disk (a failed sync is never retried and
+//! trusted); the other partitions keep serving; and nothing acknowledged is lost, even by a power
+//! loss afterwards.
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;

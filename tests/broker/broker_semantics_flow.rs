@@ -1,12 +1,10 @@
-//! Spec §4 through the blocking API, continued: backpressure, retention through the broker,
-//! and payloads (typed, raw, undecodable). Each test owns a fresh data directory.
-
-mod common;
+//! The broker's semantics through the blocking API, continued: backpressure, retention through the
+//! broker, and payloads (typed, raw, undecodable). Each test owns a fresh data directory.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use common::{broker_with_topic, drain, log_end, partition_stats};
+use crate::common::{broker_with_topic, drain, log_end, partition_stats};
 use nanokafka::{Backpressure, Error, NanoKafka, TopicConfig};
 use serde::{Deserialize, Serialize};
 

@@ -2,9 +2,7 @@
 //! closed cleanly, its files are damaged by hand, and `PartitionLog::open` must report what
 //! it found and did, and read back exactly the records that survive.
 
-mod common;
-
-use common::{base_of, log_end, segment_files};
+use crate::common::{self, base_of, log_end, segment_files};
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;

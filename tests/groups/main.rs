@@ -1,0 +1,8 @@
+//! Consumer groups: membership, rebalances and assignors, the `Consumer` handle, and push
+//! subscriptions. One test binary; each former test file is a module of it.
+
+mod common;
+
+mod consumer_groups;
+mod consumer_handle;
+mod subscriptions;
