@@ -182,7 +182,7 @@ fn torture_child() {
                     let partition = (seq % u64::from(PARTITIONS)) as u32;
                     let record = ProduceRecord {
                         key: None,
-                        value: nanokafka::types::encode(&value).unwrap(),
+                        value: nanokafka::encode(&value).unwrap(),
                     };
                     broker
                         .produce_batch_raw(TOPIC, Some(partition), vec![record])

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{broker_with_topic, drain, log_end, partition_stats, produce_to};
 use nanokafka::clock::ManualClock;
-use nanokafka::partitioner::partition_for_key;
+use nanokafka::partition_for_key;
 use nanokafka::{Assignor, Error, NanoKafka, TopicConfig};
 
 // ---- produce: where records land ----

@@ -327,7 +327,7 @@ fn decoding_as_the_wrong_type_names_the_record_and_committing_it_skips_it() {
             Some(bad.partition),
             vec![nanokafka::ProduceRecord {
                 key: None,
-                value: nanokafka::types::encode(&42u64).unwrap(),
+                value: nanokafka::encode(&42u64).unwrap(),
             }],
         )
         .unwrap();

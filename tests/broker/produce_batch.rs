@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix::System;
 use nanokafka::messages::ProduceBatch;
-use nanokafka::partitioner::partition_for_key;
+use nanokafka::partition_for_key;
 use nanokafka::{NanoKafka, RecordBatch, TopicConfig};
 use serde::{Deserialize, Serialize};
 

@@ -16,7 +16,7 @@ pub fn produce_to(broker: &NanoKafka, topic: &str, partition: u32, values: &[u64
     for value in values {
         let record = nanokafka::ProduceRecord {
             key: None,
-            value: nanokafka::types::encode(value).unwrap(),
+            value: nanokafka::encode(value).unwrap(),
         };
         broker
             .produce_batch_raw(topic, Some(partition), vec![record])

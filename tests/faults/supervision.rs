@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nanokafka::actors::supervise::MAX_RESTARTS;
-use nanokafka::partitioner::partition_for_key;
+use nanokafka::MAX_RESTARTS;
+use nanokafka::partition_for_key;
 use nanokafka::{Delivery, Error, NanoKafka, PartitionStats, ProduceRecord, TopicConfig};
 
 const TOPIC: &str = "events";
@@ -422,7 +422,7 @@ fn a_partition_crashing_beyond_its_budget_fails_alone() {
 
         let one = |value: u64| ProduceRecord {
             key: None,
-            value: nanokafka::types::encode(&value).unwrap(),
+            value: nanokafka::encode(&value).unwrap(),
         };
         let on_0 = broker.produce_batch_raw(TOPIC, Some(0), vec![one(1)]);
         assert!(

@@ -31,7 +31,7 @@ fn produce_retrying(broker: &NanoKafka, partition: u32, value: u64) -> u64 {
     for _ in 0..1000 {
         let record = nanokafka::ProduceRecord {
             key: None,
-            value: nanokafka::types::encode(&value).unwrap(),
+            value: nanokafka::encode(&value).unwrap(),
         };
         match broker.produce_batch_raw(TOPIC, Some(partition), vec![record]) {
             Ok(d) => return d[0].offset,
@@ -83,7 +83,7 @@ fn a_write_fault_fails_only_that_produce_and_the_partition_recovers() {
         sim.inject("faults_0", FaultOp::Write, kind, 1);
         let record = nanokafka::ProduceRecord {
             key: None,
-            value: nanokafka::types::encode(&999u64).unwrap(),
+            value: nanokafka::encode(&999u64).unwrap(),
         };
         let failed = broker.produce_batch_raw(TOPIC, Some(0), vec![record]);
         assert!(
@@ -133,7 +133,7 @@ fn a_sync_fault_under_always_is_fatal_for_the_partition_and_nothing_acknowledged
             sim.inject("faults_0", FaultOp::Sync, ErrorKind::Other, 1);
             let record = nanokafka::ProduceRecord {
                 key: None,
-                value: nanokafka::types::encode(&999u64).unwrap(),
+                value: nanokafka::encode(&999u64).unwrap(),
             };
             let failed = broker.produce_batch_raw(TOPIC, Some(0), vec![record]);
             assert!(
