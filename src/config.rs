@@ -5,11 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::storage::log::{LogConfig, RetentionPolicy};
 pub use crate::storage::log::{DEFAULT_SEGMENT_BYTES, MAX_SEGMENT_BYTES};
-pub use crate::storage::policy::FsyncPolicy;
 use crate::storage::record::MAX_RECORD_BYTES_LIMIT;
+pub use crate::storage::FsyncPolicy;
 use crate::storage::{DataDir, StorageError};
+use crate::storage::{LogConfig, RetentionPolicy};
 
 /// What a producer meets when a partition's backlog reaches `max_size`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -257,7 +257,7 @@ mod tests {
     use crate::storage::log::DEFAULT_MAX_RECORD_BYTES;
 
     #[test]
-    fn default_matches_the_spec() {
+    fn the_default_is_one_partition_unbounded_and_blocking() {
         let c = TopicConfig::default();
         assert_eq!(c.partitions, 1);
         assert_eq!(c.max_size, None);

@@ -267,14 +267,14 @@ mod tests {
             let offered = q.offer(&p, batch(n), Probe(tx.clone()), Instant::now());
             assert_eq!(offered, Offered::Pending { flush_now: false });
         }
-        assert_eq!(q.flush(Ok(&mut p), NOW).unwrap(), true);
+        assert!(q.flush(Ok(&mut p), NOW).unwrap());
         let answers: Vec<(u64, u64)> = rx
             .try_iter()
             .map(|a| a.map(|i| (i.base_offset, i.count)).unwrap())
             .collect();
         assert_eq!(answers, [(0, 2), (2, 3)]);
         assert_eq!(p.log_end_offset(), 5);
-        assert_eq!(q.flush(Ok(&mut p), NOW).unwrap(), false, "nothing left");
+        assert!(!q.flush(Ok(&mut p), NOW).unwrap(), "nothing left");
     }
 
     #[test]
@@ -300,13 +300,9 @@ mod tests {
             let offered = block.offer(&p, batch(1), Probe(tx.clone()), Instant::now());
             assert!(matches!(offered, Offered::Parked { .. }), "{offered:?}");
         }
-        assert_eq!(
-            block.admit_parked(&mut p, NOW).unwrap(),
-            false,
-            "still full"
-        );
+        assert!(!block.admit_parked(&mut p, NOW).unwrap(), "still full");
         p.commit("g", 1).unwrap(); // backlog 0: room for two
-        assert_eq!(block.admit_parked(&mut p, NOW).unwrap(), true);
+        assert!(block.admit_parked(&mut p, NOW).unwrap());
         block.flush(Ok(&mut p), NOW).unwrap();
         let offsets: Vec<u64> = rx.try_iter().map(|a| a.unwrap().base_offset).collect();
         assert_eq!(offsets, [2, 3], "parked produces keep their order");

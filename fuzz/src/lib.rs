@@ -1,7 +1,7 @@
 //! The invariants every byte NanoKafka reads back from disk must satisfy, as plain functions.
 //!
 //! Two drivers feed them: the `cargo fuzz` targets in `fuzz_targets/` (coverage-guided, run by
-//! hand) and the proptest fallback `tests/fuzz_storage.rs` (run in CI), which includes this
+//! hand) and the proptest fallback `tests/storage/fuzz_storage.rs` (run in CI), which includes this
 //! file with `#[path]` so both check exactly the same things. It depends on nothing but
 //! `nanokafka`'s public API, `std` and `tempfile`.
 //!

@@ -103,6 +103,7 @@ impl DataDir {
         Ok(DataDir { path, _lock: lock })
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -213,16 +213,19 @@ impl PooledFs {
         }
     }
 
+    #[cfg(test)]
     /// The budget.
     pub fn max_open_files(&self) -> usize {
         self.pool.budget
     }
 
+    #[cfg(test)]
     /// Descriptors the pooled files hold now.
     pub fn open_files(&self) -> usize {
         lock(&self.pool.state).open
     }
 
+    #[cfg(test)]
     /// The most descriptors the pooled files ever held at once.
     pub fn peak_open_files(&self) -> usize {
         lock(&self.pool.state).peak

@@ -97,6 +97,7 @@ impl OffsetIndex {
         &self.path
     }
 
+    #[cfg(test)]
     /// The last entry, if any.
     pub fn last_entry(&self) -> Option<IndexEntry> {
         self.last

@@ -27,14 +27,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::batch::RecordBatch;
 /// The size limits an append enforces, where the frame format defines them.
 pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
-use super::batch::{AppendRecord, RecordBatch};
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
-use super::fs::{self as sfs, OpenMode, SharedFs, StorageFile};
+use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
 use super::index::INDEX_INTERVAL_BYTES;
 use super::policy::FsyncPolicy;
@@ -157,13 +157,12 @@ pub struct PartitionLog {
     /// Appended since the last sync.
     dirty: bool,
     read_hint: Option<ReadHint>,
-    /// Reused encode buffer of [`PartitionLog::append`]: no allocation per append once warm.
-    scratch: RecordBatch,
     /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
 }
 
 impl PartitionLog {
+    #[cfg(any(test, feature = "test-support"))]
     /// Opens (creating if needed) the partition log in `dir`, recovering it as described in
     /// [`recovery`], then applies retention as of `now_ms`.
     ///
@@ -171,7 +170,7 @@ impl PartitionLog {
     /// `Io` when the directory cannot be read or written; `Corrupt` never: a bad tail is cut
     /// and reported instead.
     pub fn open(dir: &Path, config: LogConfig, now_ms: u64) -> Result<(Self, RecoveryReport)> {
-        Self::open_with(&sfs::os(), dir, config, now_ms)
+        Self::open_with(&super::fs::os(), dir, config, now_ms)
     }
 
     /// As [`PartitionLog::open`], on the file system `fs` (tests pass a simulated one).
@@ -229,7 +228,6 @@ impl PartitionLog {
             last_timestamp_ms,
             dirty: false,
             read_hint: None,
-            scratch: RecordBatch::new(),
             sealing: None,
         };
         log.log_start_file.store(log_start_offset)?;
@@ -250,9 +248,11 @@ impl PartitionLog {
         Ok((log, report))
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+    #[cfg(any(test, feature = "test-support"))]
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
@@ -271,6 +271,7 @@ impl PartitionLog {
     pub fn segment_count(&self) -> usize {
         self.segments.len()
     }
+    #[cfg(any(test, feature = "test-support"))]
     /// Records appended since the last sync (relevant under `Interval` and `Never`).
     pub fn is_dirty(&self) -> bool {
         self.dirty
@@ -290,6 +291,7 @@ impl PartitionLog {
             .expect("a log always has a segment")
     }
 
+    #[cfg(any(test, feature = "test-support"))]
     /// Appends `records` as one batch stamped `max(now_ms, last timestamp)`, then applies
     /// retention. Returns once the bytes are in the OS (and synced under `Always`).
     ///
@@ -298,16 +300,14 @@ impl PartitionLog {
     /// record size or the batch exceeds [`MAX_BATCH_BYTES`]; `Io` when the write or sync
     /// fails: nothing of the batch is then acknowledged, and after a failed sync the log
     /// must be reopened (its page cache state is unknown).
-    pub fn append(&mut self, records: &[AppendRecord<'_>], now_ms: u64) -> Result<AppendInfo> {
+    pub fn append(
+        &mut self,
+        records: &[super::batch::AppendRecord<'_>],
+        now_ms: u64,
+    ) -> Result<AppendInfo> {
         // Sizes are checked once the records are in the batch (`append_batch`).
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        for r in records {
-            scratch.push_raw(r.key, r.value);
-        }
-        let appended = self.append_batch(&mut scratch, now_ms);
-        self.scratch = scratch;
-        appended
+        let mut batch: RecordBatch = records.iter().copied().collect();
+        self.append_batch(&mut batch, now_ms)
     }
 
     /// As [`PartitionLog::append`], for records already laid out as frames: the batch is
@@ -763,6 +763,7 @@ impl Drop for PartitionLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::batch::AppendRecord;
 
     /// Reads are first sized from the segment's average frame; frames far larger than the
     /// average must still come back exactly as `max_records` and `max_bytes` allow.

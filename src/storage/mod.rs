@@ -56,9 +56,12 @@ pub mod policy;
 pub mod record;
 pub mod recovery;
 pub mod segment;
+#[cfg(any(test, feature = "test-support"))]
 pub mod sim;
 
-pub use batch::{AppendRecord, RecordBatch};
+#[cfg(any(test, feature = "test-support"))]
+pub use batch::AppendRecord;
+pub use batch::RecordBatch;
 pub use data_dir::DataDir;
 pub use error::StorageError;
 pub use log::{AppendInfo, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};

@@ -34,7 +34,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::error::{Result, StorageError};
-use super::fs::{self as sfs, with_suffix, OpenMode, SharedFs, StorageFile};
+use super::fs::{with_suffix, OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir, write_synced, TMP_SUFFIX};
 use super::policy::FsyncPolicy;
 
@@ -74,13 +74,14 @@ pub struct OffsetStore {
 }
 
 impl OffsetStore {
+    #[cfg(any(test, feature = "test-support"))]
     /// Opens (creating) `dir/offsets.journal`, replays it, cuts a torn tail and compacts it
     /// when it is mostly superseded entries.
     ///
     /// # Errors
     /// `Io` when the file cannot be read, cut or rewritten.
     pub fn open(dir: &Path, fsync: FsyncPolicy) -> Result<Self> {
-        Self::open_with(&sfs::os(), dir, fsync)
+        Self::open_with(&super::fs::os(), dir, fsync)
     }
 
     /// As [`OffsetStore::open`], on the file system `fs`.

@@ -69,11 +69,13 @@ pub enum Decoded<'a> {
     Invalid { reason: String },
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// The size of the frame for a record with these key and value lengths.
 pub fn frame_len(key_len: usize, value_len: usize) -> usize {
     HEADER_LEN + key_len + value_len
 }
 
+#[cfg(any(test, feature = "test-support"))]
 /// Appends one frame to `buf`.
 ///
 /// The caller has checked `key.len() + value.len() <= MAX_RECORD_BYTES_LIMIT`.

@@ -68,13 +68,11 @@ pub struct ScanStop {
 /// What a full scan found.
 #[derive(Debug)]
 pub struct ScanOutcome {
-    /// Position after the last valid frame.
-    pub valid_len: u64,
     /// Offset the next record would get.
     pub next_offset: u64,
     /// Timestamp of the last valid frame scanned, if any.
     pub last_timestamp_ms: Option<u64>,
-    /// Set when invalid or torn bytes follow `valid_len`.
+    /// Set when invalid or torn bytes follow the last valid frame.
     pub stopped: Option<ScanStop>,
     /// Damage the scan stepped over, in file order (only scans told to step over damage).
     pub damaged: Vec<DamagedRange>,
@@ -492,7 +490,6 @@ impl LogSegment {
                         last_timestamp_ms = Some(record.timestamp_ms);
                         if !visit(&frame) {
                             return Ok(ScanOutcome {
-                                valid_len: position + at as u64,
                                 next_offset: expected_offset,
                                 last_timestamp_ms,
                                 stopped: None,
@@ -524,7 +521,6 @@ impl LogSegment {
             let Some(reason) = stop else { continue };
             if expected_offset >= step_over_below {
                 return Ok(ScanOutcome {
-                    valid_len: position,
                     next_offset: expected_offset,
                     last_timestamp_ms,
                     stopped: Some(ScanStop { position, reason }),
@@ -549,13 +545,7 @@ impl LogSegment {
                 None => break,
             }
         }
-        // `valid_len` is where the last valid frame ends, not the end of trailing damage.
-        let valid_len = match damaged.last() {
-            Some(d) if d.resumed_at.is_none() => d.position,
-            _ => position,
-        };
         Ok(ScanOutcome {
-            valid_len,
             next_offset: expected_offset,
             last_timestamp_ms,
             stopped: None,

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use actix::System;
-use nanokafka::GroupOptions;
-use nanokafka::messages::{Commit, JoinGroup, Lag, Poll, Produce};
 use nanokafka::encode;
+use nanokafka::messages::{Commit, JoinGroup, Lag, Poll, Produce};
+use nanokafka::GroupOptions;
 use nanokafka::{NanoKafka, ProduceRecord, Record, TopicConfig};
 
 #[test]

@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nanokafka::MAX_RESTARTS;
 use nanokafka::partition_for_key;
+use nanokafka::MAX_RESTARTS;
 use nanokafka::{Delivery, Error, NanoKafka, PartitionStats, ProduceRecord, TopicConfig};
 
 const TOPIC: &str = "events";
