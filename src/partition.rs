@@ -166,13 +166,9 @@ impl Partition {
         Ok(self.log.append_batch(batch, now_ms)?)
     }
 
-    /// Checks a batch against the size limits without writing anything.
-    ///
-    /// # Errors
-    /// `RecordTooLarge`.
-    pub fn check(&self, batch: &RecordBatch) -> Result<()> {
-        self.log.check_record_batch(batch)?;
-        Ok(())
+    /// The largest key + value one record may have here.
+    pub fn max_record_bytes(&self) -> usize {
+        self.log.max_record_bytes()
     }
 
     /// The offset `group` reads next: its commit, or the log start if it has none or fell

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crate::config::Backpressure;
 use crate::error::{Error, Result};
 use crate::partition::Partition;
+use crate::storage::log::check_batch_limits;
 use crate::storage::{AppendInfo, RecordBatch};
 
 /// A group commit waits for at most this many bytes (one `write` of ~1 MiB takes ~0.1 ms)...
@@ -94,8 +95,8 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         reply: R,
         since: Instant,
     ) -> Offered {
-        if let Err(e) = partition.check(&batch) {
-            reply.answer(Err(e));
+        if let Err(e) = check_batch_limits(&batch, partition.max_record_bytes()) {
+            reply.answer(Err(e.into()));
             return Offered::Answered;
         }
         match (partition.full(self.pending_records), self.backpressure) {

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::partition::{Fetched, Partition};
 use crate::produce_queue::{Offered, ProduceQueue};
+use crate::storage::data_dir::partition_dir;
 use crate::storage::{LogConfig, RecordBatch};
 use crate::types::PartitionStats;
 
@@ -243,7 +244,7 @@ impl PartitionActor {
             topic: topic.to_owned(),
             partition,
             label: format!("partition {topic}/{partition}").into(),
-            dir: settings.data_dir.join(format!("{topic}_{partition}")),
+            dir: partition_dir(&settings.data_dir, topic, partition),
             log_config: config.log_config(settings.fsync, settings.max_record_bytes),
             max_size: config.max_size,
             retention_ms: config.retention_ms,

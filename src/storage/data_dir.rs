@@ -52,6 +52,12 @@ pub fn validate_topic_name(name: &str) -> Result<()> {
     }
 }
 
+/// The directory of partition `partition` of `topic` in `data_dir`: `<topic>_<partition>`
+/// (the one place the name is made).
+pub fn partition_dir(data_dir: &Path, topic: &str, partition: u32) -> PathBuf {
+    data_dir.join(format!("{topic}_{partition}"))
+}
+
 /// An open, locked data directory.
 #[derive(Debug)]
 pub struct DataDir {
@@ -110,7 +116,7 @@ impl DataDir {
 
     /// The directory of one partition: `<data_dir>/<topic>_<partition>`.
     pub fn partition_dir(&self, topic: &str, partition: u32) -> PathBuf {
-        self.path.join(format!("{topic}_{partition}"))
+        partition_dir(&self.path, topic, partition)
     }
 
     fn config_path(&self, topic: &str) -> PathBuf {

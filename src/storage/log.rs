@@ -318,7 +318,8 @@ impl PartitionLog {
     pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         let base_offset = self.log_end_offset();
         let timestamp_ms = now_ms.max(self.last_timestamp_ms);
-        let batch_len = self.check_record_batch(batch)?;
+        check_batch_limits(batch, self.config.max_record_bytes)?;
+        let batch_len = batch.size_bytes();
         if batch.is_empty() {
             return Ok(AppendInfo {
                 base_offset,
@@ -351,14 +352,9 @@ impl PartitionLog {
         })
     }
 
-    /// Checks a batch against the size limits (see [`check_batch_limits`]) without writing
-    /// anything; returns its size on disk.
-    ///
-    /// # Errors
-    /// `RecordTooLarge`, naming the largest record (or the batch's size).
-    pub fn check_record_batch(&self, batch: &RecordBatch) -> Result<usize> {
-        check_batch_limits(batch, self.config.max_record_bytes)?;
-        Ok(batch.size_bytes())
+    /// The largest key + value one record may have here.
+    pub fn max_record_bytes(&self) -> usize {
+        self.config.max_record_bytes
     }
 
     /// `fdatasync`s the active segment if anything was appended since the last sync.
