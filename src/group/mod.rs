@@ -11,6 +11,7 @@
 //!   offsets are (they live with the partitions).
 
 pub mod assignor;
+pub(crate) mod options;
 mod positions;
 
 use std::collections::BTreeMap;
@@ -19,45 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 pub use assignor::{Assignor, PartitionsByMember};
+pub use options::{GroupOptions, StartFrom};
 pub use positions::Positions;
-
-/// Where a group with no committed offset starts reading a partition (Kafka's
-/// `auto.offset.reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum StartFrom {
-    /// The log start offset: everything retained. The default.
-    #[default]
-    Earliest,
-    /// The log end offset when the group is created: only records produced after it. The
-    /// position is stored as the group's committed offset, so a restart before the first
-    /// commit does not skip the records produced in between.
-    Latest,
-}
-
-/// How a group behaves, fixed by its first member's join.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct GroupOptions {
-    pub assignor: Assignor,
-    pub start: StartFrom,
-}
-
-impl GroupOptions {
-    pub fn assignor(mut self, assignor: Assignor) -> Self {
-        self.assignor = assignor;
-        self
-    }
-
-    pub fn start(mut self, start: StartFrom) -> Self {
-        self.start = start;
-        self
-    }
-}
-
-impl From<Assignor> for GroupOptions {
-    fn from(assignor: Assignor) -> Self {
-        GroupOptions::default().assignor(assignor)
-    }
-}
 
 /// A member's share of its group, as of one generation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
