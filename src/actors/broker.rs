@@ -39,6 +39,8 @@ impl Message for CrashGroupCoordinator {
 pub struct BrokerActor {
     /// Parent of every handler's span: names the actor in every event.
     span: tracing::Span,
+    /// "broker", for errors (shared, not allocated per request).
+    label: Arc<str>,
     settings: Arc<BrokerSettings>,
     /// `None` after shutdown: the lock is released.
     data_dir: Option<DataDir>,
@@ -61,6 +63,7 @@ impl BrokerActor {
     ) -> Self {
         BrokerActor {
             span: tracing::info_span!("broker", data_dir = %settings.data_dir.display()),
+            label: Arc::from("broker"),
             settings,
             data_dir: Some(data_dir),
             initial_topics,
@@ -148,7 +151,7 @@ impl Handler<CreateTopic> for BrokerActor {
 
     fn handle(&mut self, msg: CreateTopic, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CreateTopic").entered();
-        let name = "broker".to_owned();
+        let name = self.label.clone();
         guarded_reply(self, ctx, &name, |act, _| {
             let data_dir = act.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
             crate::config::create_topic(data_dir, &msg.topic, &msg.config)?;
@@ -170,7 +173,7 @@ where
 
     fn handle(&mut self, msg: M, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "forward").entered();
-        let name = "broker".to_owned();
+        let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
             match act.topic(msg.topic()) {
                 Ok(addr) => {
@@ -218,7 +221,7 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             options: options.group,
         };
         let joined = broker.join.send(join.clone());
-        Box::pin(catch_future_panic("broker".to_owned(), async move {
+        Box::pin(catch_future_panic(self.label.clone(), async move {
             let assignment = joined.await.map_err(|_| Error::BrokerStopped)??;
             Ok(SubscriptionActor::start(
                 broker,
@@ -236,7 +239,7 @@ impl Handler<CrashGroupCoordinator> for BrokerActor {
 
     fn handle(&mut self, msg: CrashGroupCoordinator, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CrashGroupCoordinator").entered();
-        let name = "broker".to_owned();
+        let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| match act.topic(&msg.topic) {
             Ok(addr) => Box::pin(async move {
                 let crash = CrashCoordinator { group: msg.group };
@@ -252,7 +255,7 @@ impl Handler<GetStats> for BrokerActor {
 
     fn handle(&mut self, _: GetStats, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GetStats").entered();
-        let name = "broker".to_owned();
+        let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
             let topics = act.topics.clone();
             let restarts = act.restarts;

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -147,7 +148,7 @@ pub struct GroupCoordinatorActor {
     /// Parent of every handler's span: names the actor in every event.
     span: tracing::Span,
     /// "group topic/group", for logs and errors (made once).
-    label: String,
+    label: Arc<str>,
     topic: String,
     group: String,
     state: GroupState,
@@ -158,8 +159,9 @@ pub struct GroupCoordinatorActor {
     restarts: RestartBudget,
     /// Long polls waiting for the next rebalance (see [`GroupCoordinatorActor::with_state`]).
     rebalance_waiters: Vec<oneshot::Sender<()>>,
-    /// The generation the waiters were last told about.
-    announced_generation: u64,
+    /// The generation the waiters were last told about, also read by the polls in flight
+    /// (a poll that fetched in a generation that has since ended does not return it).
+    announced_generation: Arc<AtomicU64>,
 }
 
 impl GroupCoordinatorActor {
@@ -172,7 +174,7 @@ impl GroupCoordinatorActor {
     ) -> Self {
         GroupCoordinatorActor {
             span: tracing::info_span!("group", topic = %topic, group = %group),
-            label: format!("group {topic}/{group}"),
+            label: format!("group {topic}/{group}").into(),
             topic: topic.to_owned(),
             group: group.to_owned(),
             state: Self::fresh_state(
@@ -187,7 +189,7 @@ impl GroupCoordinatorActor {
             settings,
             restarts: RestartBudget::default(),
             rebalance_waiters: Vec::new(),
-            announced_generation: 0,
+            announced_generation: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -203,7 +205,7 @@ impl GroupCoordinatorActor {
         GroupState::new(topic, group, partitions, assignor, timeout_ms)
     }
 
-    fn name(&self) -> String {
+    fn name(&self) -> Arc<str> {
         self.label.clone()
     }
 
@@ -222,8 +224,8 @@ impl GroupCoordinatorActor {
     }
 
     fn announce_rebalance(&mut self) {
-        if self.state.generation() != self.announced_generation {
-            self.announced_generation = self.state.generation();
+        let generation = self.state.generation();
+        if self.announced_generation.swap(generation, Ordering::AcqRel) != generation {
             for waiter in self.rebalance_waiters.drain(..) {
                 let _ = waiter.send(());
             }
@@ -266,7 +268,7 @@ impl Supervised for GroupCoordinatorActor {
             &self.settings,
         );
         // Parked polls re-plan and meet `UnknownMember`: their member must rejoin.
-        self.announced_generation = u64::MAX;
+        self.announced_generation.store(u64::MAX, Ordering::Release);
         self.announce_rebalance();
         tracing::warn!(group = %self.name(), "coordinator restarted; members must rejoin");
     }
@@ -376,8 +378,10 @@ struct PollPlan {
     targets: Vec<(u32, Option<u64>)>,
     /// The generation the targets belong to.
     generation: u64,
-    /// Resolves at the next rebalance after the plan was made.
-    rebalanced: Rebalanced,
+    /// The group's generation now (the coordinator's `announced_generation`).
+    current: Arc<AtomicU64>,
+    /// Resolves at the next rebalance after the plan was made; set for polls that may wait.
+    rebalanced: Option<Rebalanced>,
 }
 
 impl GroupCoordinatorActor {
@@ -408,7 +412,8 @@ impl GroupCoordinatorActor {
             partitions: self.partitions.clone(),
             targets,
             generation: self.state.generation(),
-            rebalanced: self.next_rebalance(),
+            current: self.announced_generation.clone(),
+            rebalanced: wait.map(|_| self.next_rebalance()),
         };
         async move {
             let (member, coordinator) = (plan.member.clone(), plan.coordinator.clone());
@@ -491,7 +496,10 @@ async fn poll_partitions(
             true => futures::future::pending().boxed_local(),
             false => select_all(waits).map(|(woken, _, _)| woken).boxed_local(),
         };
-        let rebalanced = (&mut plan.rebalanced).map(drop);
+        let rebalanced = match plan.rebalanced.as_mut() {
+            Some(signal) => signal.map(drop).boxed_local(),
+            None => futures::future::pending().boxed_local(),
+        };
         match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
             Ok(Either::Left((woken_by_error, _))) => restarted = woken_by_error,
             Ok(Either::Right(((), _))) => {}
@@ -502,10 +510,9 @@ async fn poll_partitions(
 }
 
 impl PollPlan {
-    /// Whether the group rebalanced since the plan was made (a closed signal counts: the
-    /// coordinator is gone, and the re-plan reports it).
-    fn rebalance_seen(&mut self) -> bool {
-        !matches!(self.rebalanced.try_recv(), Ok(None))
+    /// Whether the group rebalanced since the plan was made.
+    fn rebalance_seen(&self) -> bool {
+        self.current.load(Ordering::Acquire) != self.generation
     }
 
     /// Asks the coordinator whether the plan still holds; after a rebalance, re-targets the
@@ -521,7 +528,7 @@ impl PollPlan {
             .send(replan)
             .await
             .map_err(|_| Error::BrokerStopped)??;
-        self.rebalanced = next;
+        self.rebalanced = Some(next);
         if let Some((assignment, order)) = changed {
             self.targets = order.into_iter().map(|p| (p, None)).collect();
             self.generation = assignment.generation;

@@ -514,7 +514,7 @@ impl Handler<WaitForData> for PartitionActor {
 
     fn handle(&mut self, msg: WaitForData, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "WaitForData").entered();
-        let name = self.name().to_string();
+        let name = self.name();
         guarded_future(self, ctx, &name, |act, _| {
             let ready = match &act.slot {
                 Slot::Open(p) => p.has_data_for(&msg.group, msg.from),
@@ -562,7 +562,7 @@ impl Handler<GroupLag> for PartitionActor {
 
     fn handle(&mut self, msg: GroupLag, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
-        let name = self.name().to_string();
+        let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
             Ok(act.open_partition()?.lag(&msg.group, msg.group_exists))
         })

@@ -7,6 +7,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::{Actor, ActorContext, Context, ResponseFuture};
@@ -59,14 +60,14 @@ where
 pub fn guarded_future<A, T>(
     act: &mut A,
     ctx: &mut Context<A>,
-    name: &str,
+    name: &Arc<str>,
     body: impl FnOnce(&mut A, &mut Context<A>) -> ResponseFuture<Result<T>>,
 ) -> ResponseFuture<Result<T>>
 where
     A: Actor<Context = Context<A>>,
     T: 'static,
 {
-    let name = name.to_owned();
+    let name = name.clone();
     match guarded(act, ctx, &name, body) {
         Some(reply) => Box::pin(catch_future_panic(name, reply)),
         None => Box::pin(async move { Err(internal(&name, "handler panicked")) }),
@@ -75,7 +76,7 @@ where
 
 /// Runs `future`; a panic inside it becomes [`Error::Internal`] naming `name`.
 pub fn catch_future_panic<T>(
-    name: String,
+    name: Arc<str>,
     future: impl Future<Output = Result<T>>,
 ) -> impl Future<Output = Result<T>> {
     AssertUnwindSafe(future).catch_unwind().map(move |answer| {

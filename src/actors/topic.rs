@@ -65,7 +65,7 @@ pub struct TopicActor {
     span: tracing::Span,
     name: String,
     /// "topic <name>", for logs and errors (made once).
-    label: String,
+    label: Arc<str>,
     settings: Arc<BrokerSettings>,
     partitions: Vec<PartitionRef>,
     /// Each partition's produce lane, shared with the handles (see [`super::lane`]).
@@ -108,7 +108,7 @@ impl TopicActor {
         TopicActor {
             span: tracing::info_span!("topic", topic = %name),
             name: name.to_owned(),
-            label: format!("topic {name}"),
+            label: format!("topic {name}").into(),
             settings,
             partitions,
             lanes,
@@ -235,7 +235,7 @@ impl Handler<CrashTopic> for TopicActor {
 
     fn handle(&mut self, _: CrashTopic, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CrashTopic").entered();
-        let name = format!("topic {}", self.name);
+        let name = self.label.clone();
         guarded(self, ctx, &name, |_, _| {
             panic!("injected fault (CrashTopic)")
         });
