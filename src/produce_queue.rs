@@ -42,8 +42,8 @@ struct Queued<R> {
     batch: RecordBatch,
     /// Records in `batch` as it came (a flush appends the others to the first).
     count: u64,
-    /// When the produce was called (the block timeout counts from there).
-    since: Instant,
+    /// When the produce was called (the block timeout counts from there); set once parked.
+    since: Option<Instant>,
     reply: R,
 }
 
@@ -87,13 +87,15 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         !self.pending.is_empty()
     }
 
-    /// Accepts `batch` into the group commit, refuses it, or parks it, per the rules.
+    /// Accepts `batch` into the group commit, refuses it, or parks it, per the rules. `since`
+    /// is when the produce was called, if earlier than now (it waited in a lane); the clock is
+    /// read only when the produce is parked.
     pub fn offer(
         &mut self,
         partition: &Partition,
         batch: RecordBatch,
         reply: R,
-        since: Instant,
+        since: Option<Instant>,
     ) -> Offered {
         if let Err(e) = check_batch_limits(&batch, partition.max_record_bytes()) {
             reply.answer(Err(e.into()));
@@ -114,7 +116,9 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 flush_now: self.push_pending(Queued::new(batch, since, reply)),
             },
             _ => {
-                self.parked.push_back(Queued::new(batch, since, reply));
+                let since = since.unwrap_or_else(Instant::now);
+                self.parked
+                    .push_back(Queued::new(batch, Some(since), reply));
                 Offered::Parked {
                     wake_in: self.block_timeout.saturating_sub(since.elapsed()),
                 }
@@ -192,10 +196,10 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         let timeout = self.block_timeout;
         let (expired, waiting) = std::mem::take(&mut self.parked)
             .into_iter()
-            .partition(|p: &Queued<R>| now.saturating_duration_since(p.since) >= timeout);
+            .partition(|p: &Queued<R>| p.waited(now) >= timeout);
         self.parked = waiting;
         for parked in expired {
-            let waited = now.saturating_duration_since(parked.since);
+            let waited = parked.waited(now);
             parked.reply.answer(Err(Error::Timeout {
                 topic: topic.to_owned(),
                 partition,
@@ -215,7 +219,13 @@ impl<R: AppendAnswer> ProduceQueue<R> {
 }
 
 impl<R> Queued<R> {
-    fn new(batch: RecordBatch, since: Instant, reply: R) -> Self {
+    /// How long a parked produce has waited as of `now`.
+    fn waited(&self, now: Instant) -> Duration {
+        self.since
+            .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
+    }
+
+    fn new(batch: RecordBatch, since: Option<Instant>, reply: R) -> Self {
         Queued {
             count: batch.len() as u64,
             batch,
@@ -265,7 +275,7 @@ mod tests {
         let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
         let (tx, rx) = mpsc::channel();
         for n in [2, 3] {
-            let offered = q.offer(&p, batch(n), Probe(tx.clone()), Instant::now());
+            let offered = q.offer(&p, batch(n), Probe(tx.clone()), None);
             assert_eq!(offered, Offered::Pending { flush_now: false });
         }
         assert!(q.flush(Ok(&mut p), NOW).unwrap());
@@ -284,10 +294,10 @@ mod tests {
         let mut p = open(dir.path(), Some(2));
         let (tx, rx) = mpsc::channel();
         let mut reject = ProduceQueue::new(Backpressure::Reject, Duration::from_secs(1));
-        reject.offer(&p, batch(2), Probe(tx.clone()), Instant::now());
+        reject.offer(&p, batch(2), Probe(tx.clone()), None);
         reject.flush(Ok(&mut p), NOW).unwrap();
         assert_eq!(
-            reject.offer(&p, batch(1), Probe(tx.clone()), Instant::now()),
+            reject.offer(&p, batch(1), Probe(tx.clone()), None),
             Offered::Answered
         );
         let _written = rx.recv().unwrap().unwrap();
@@ -298,7 +308,7 @@ mod tests {
 
         let mut block = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
         for _ in 0..2 {
-            let offered = block.offer(&p, batch(1), Probe(tx.clone()), Instant::now());
+            let offered = block.offer(&p, batch(1), Probe(tx.clone()), None);
             assert!(matches!(offered, Offered::Parked { .. }), "{offered:?}");
         }
         assert!(!block.admit_parked(&mut p, NOW).unwrap(), "still full");
@@ -319,11 +329,11 @@ mod tests {
         let mut q = ProduceQueue::new(Backpressure::Block, timeout);
         let called = Instant::now();
         let earlier = called.checked_sub(Duration::from_secs(4)).unwrap_or(called);
-        match q.offer(&p, batch(1), Probe(tx.clone()), earlier) {
+        match q.offer(&p, batch(1), Probe(tx.clone()), Some(earlier)) {
             Offered::Parked { wake_in } => assert!(wake_in <= Duration::from_secs(6)),
             other => panic!("{other:?}"),
         }
-        q.offer(&p, batch(1), Probe(tx), called);
+        q.offer(&p, batch(1), Probe(tx), Some(called));
         q.expire(("t", 0), earlier + timeout);
         assert!(matches!(rx.try_recv(), Ok(Err(Error::Timeout { .. }))));
         assert!(rx.try_recv().is_err(), "the later produce waits on");
@@ -340,10 +350,7 @@ mod tests {
         let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
         let mut huge = RecordBatch::new();
         huge.push_raw(None, &vec![0; (1 << 20) + 1]);
-        assert_eq!(
-            q.offer(&p, huge, Probe(tx), Instant::now()),
-            Offered::Answered
-        );
+        assert_eq!(q.offer(&p, huge, Probe(tx), None), Offered::Answered);
         assert!(matches!(
             rx.recv().unwrap(),
             Err(Error::RecordTooLarge { .. })

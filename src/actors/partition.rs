@@ -368,7 +368,7 @@ impl PartitionActor {
         &mut self,
         batch: RecordBatch,
         reply: AppendReply,
-        since: Instant,
+        since: Option<Instant>,
         ctx: &mut Context<Self>,
     ) {
         let partition = match &self.slot {
@@ -477,9 +477,8 @@ impl Handler<Append> for PartitionActor {
     fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
         let name = self.name();
-        let since = msg.since.unwrap_or_else(Instant::now);
         guarded(self, ctx, &name, |act, ctx| {
-            act.produce(msg.batch, msg.reply, since, ctx)
+            act.produce(msg.batch, msg.reply, msg.since, ctx)
         });
     }
 }
