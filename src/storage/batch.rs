@@ -75,9 +75,15 @@ impl RecordBatch {
     }
 
     /// A batch with room for `records` records of `payload_bytes` key and value bytes in all.
+    /// The room reserved is at most [`MAX_BATCH_BYTES`], the largest batch any broker takes,
+    /// whatever the arguments say.
     pub fn with_capacity(records: usize, payload_bytes: usize) -> Self {
+        let bytes = records
+            .saturating_mul(record::HEADER_LEN)
+            .saturating_add(payload_bytes)
+            .min(MAX_BATCH_BYTES);
         RecordBatch {
-            frames: Vec::with_capacity(records * record::HEADER_LEN + payload_bytes),
+            frames: Vec::with_capacity(bytes),
             count: 0,
             max_record_len: 0,
         }
@@ -328,6 +334,13 @@ mod tests {
         assert_eq!(batch.max_record_len(), record::MAX_RECORD_BYTES_LIMIT + 1);
         let limits = check_batch_limits(&batch, record::MAX_RECORD_BYTES_LIMIT);
         assert!(matches!(limits, Err(StorageError::RecordTooLarge { .. })));
+    }
+
+    #[test]
+    fn an_absurd_capacity_is_a_bounded_reservation_not_a_panic() {
+        let batch = RecordBatch::with_capacity(usize::MAX, usize::MAX);
+        assert!(batch.is_empty());
+        assert!(batch.frames.capacity() <= MAX_BATCH_BYTES);
     }
 
     #[test]
