@@ -11,26 +11,26 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::harness::{payload, BATCH, FRAME_LEN};
+use crate::harness::{payload, Meter, Rate, Usage, BATCH, FRAME_LEN};
 
 /// Flushes written to one file before it is replaced by a fresh one, outside the timed part:
 /// 256 × 130 kB ≈ 33 MB keeps the disk from filling (as `benches/storage.rs` does).
 const FLUSHES_PER_FILE: u64 = 256;
 
 /// Raw appends per second; with `sync`, `fdatasync` after every [`BATCH`] records.
-pub fn raw_append(budget: Duration, sync: bool) -> f64 {
+pub fn raw_append(budget: Duration, sync: bool) -> Rate {
     let dir = tempfile::tempdir().expect("temp dir");
     let frame = [0x5au8; FRAME_LEN];
-    let mut timed = Duration::ZERO;
+    let mut timed = Usage::default();
     let mut records = 0u64;
     let mut file_no = 0u32;
-    while timed < budget {
+    while timed.wall < budget {
         let path = dir.path().join(format!("raw-{file_no}.log"));
         file_no += 1;
         let mut writer = BufWriter::with_capacity(64 << 10, File::create(&path).expect("create"));
-        let start = Instant::now();
+        let meter = Meter::start();
         for _ in 0..FLUSHES_PER_FILE {
             for _ in 0..BATCH {
                 writer
@@ -42,19 +42,19 @@ pub fn raw_append(budget: Duration, sync: bool) -> f64 {
                 writer.get_ref().sync_data().expect("fdatasync");
             }
             records += BATCH as u64;
-            if sync && start.elapsed() + timed >= budget {
+            if sync && meter.elapsed() + timed.wall >= budget {
                 break;
             }
         }
-        timed += start.elapsed();
+        timed += meter.usage();
         drop(writer);
         std::fs::remove_file(&path).expect("remove raw file");
     }
-    records as f64 / timed.as_secs_f64()
+    Rate::of(records, timed)
 }
 
 /// Messages per second through a bounded crossbeam channel, a fresh 100-byte `Vec` each.
-pub fn crossbeam_channel(budget: Duration) -> f64 {
+pub fn crossbeam_channel(budget: Duration) -> Rate {
     let (tx, rx) = crossbeam_channel::bounded::<Vec<u8>>(1024);
     let receiver = std::thread::spawn(move || {
         let mut bytes = 0usize;
@@ -66,9 +66,9 @@ pub fn crossbeam_channel(budget: Duration) -> f64 {
         std::hint::black_box(bytes);
         count
     });
-    let start = Instant::now();
+    let meter = Meter::start();
     let mut sent = 0u64;
-    while start.elapsed() < budget {
+    while meter.elapsed() < budget {
         for _ in 0..BATCH {
             tx.send(payload()).expect("send");
         }
@@ -77,5 +77,5 @@ pub fn crossbeam_channel(budget: Duration) -> f64 {
     drop(tx);
     let received = receiver.join().expect("receiver thread");
     assert_eq!(sent, received);
-    received as f64 / start.elapsed().as_secs_f64()
+    meter.rate(received)
 }

@@ -2,12 +2,12 @@
 //! (`poll_batch_raw`, then a commit to move on, since a raw poll re-delivers until one) and the
 //! `Consumer<T>` handle (its own positions, no commit needed; payloads decoded as `String`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nanokafka::encode;
 use nanokafka::{NanoKafka, RecordBatch};
 
-use crate::harness::{BATCH, POLL_BATCH, VALUE_LEN};
+use crate::harness::{Meter, Rate, BATCH, POLL_BATCH, VALUE_LEN};
 
 /// Records put in a topic before it is consumed: more than one measurement reads at the rates
 /// seen so far, and a measurement that runs out stops early (still ~1 s of reading).
@@ -39,13 +39,13 @@ pub fn prefill(broker: &NanoKafka, topic: &str, records: u64, typed: bool) {
 }
 
 /// `poll_batch_raw` of [`POLL_BATCH`] records, then a commit of the last one, until the
-/// topic is drained or `budget` has passed. Records per second.
-pub fn poll_batch_raw(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+/// topic is drained or `budget` has passed.
+pub fn poll_batch_raw(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
     let (group, member) = ("bench-raw", "member-0");
     broker.join_group(topic, group, member).expect("join");
-    let start = Instant::now();
+    let meter = Meter::start();
     let mut consumed = 0u64;
-    while start.elapsed() < budget {
+    while meter.elapsed() < budget {
         let records = broker
             .poll_batch_raw(topic, group, member, POLL_BATCH, Duration::ZERO)
             .expect("poll_batch_raw");
@@ -55,18 +55,18 @@ pub fn poll_batch_raw(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 
             .expect("commit");
         consumed += records.len() as u64;
     }
-    consumed as f64 / start.elapsed().as_secs_f64()
+    meter.rate(consumed)
 }
 
 /// `Consumer<String>::poll_batch` of [`POLL_BATCH`] records until the topic is drained or
-/// `budget` has passed. Records per second.
-pub fn consumer_poll_batch(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+/// `budget` has passed.
+pub fn consumer_poll_batch(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
     let mut consumer = broker
         .consumer::<String>(topic, "bench-consumer", "member-0")
         .expect("consumer");
-    let start = Instant::now();
+    let meter = Meter::start();
     let mut consumed = 0u64;
-    while start.elapsed() < budget {
+    while meter.elapsed() < budget {
         let records = consumer
             .poll_batch(POLL_BATCH, Duration::ZERO)
             .expect("poll_batch");
@@ -75,5 +75,5 @@ pub fn consumer_poll_batch(broker: &NanoKafka, topic: &str, budget: Duration) ->
         }
         consumed += records.len() as u64;
     }
-    consumed as f64 / start.elapsed().as_secs_f64()
+    meter.rate(consumed)
 }

@@ -1,11 +1,15 @@
 //! What every measurement shares: the settings read from the environment, the record shape,
-//! a timed loop, a fresh broker, and progress lines on stderr.
+//! the meter (wall-clock and process CPU time of a measured interval), a timed loop, a fresh
+//! broker, and progress lines on stderr.
+//!
+//! CPU time is the whole process's (user + system, every thread: `getrusage(RUSAGE_SELF)`), so
+//! a figure's CPU per record includes the broker's threads as well as the caller's.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use nanokafka::storage::record::HEADER_LEN;
-use nanokafka::{FsyncPolicy, NanoKafka, ProduceRecord, RecordBatch, TopicConfig};
+use nanokafka::{FsyncPolicy, NanoKafka, ProduceRecord, RecordBatch, TopicConfig, MAX_PARTITIONS};
 use tempfile::TempDir;
 
 /// Payload bytes of every record: the record size the targets are stated for.
@@ -33,6 +37,9 @@ pub struct Settings {
     /// `NANOKAFKA_BENCH_RSS_BYTES`: payload bytes produced while peak RSS is watched
     /// (default 2 GiB).
     pub rss_bytes: u64,
+    /// `NANOKAFKA_BENCH_SCALE_PARTITIONS`: partitions of the scale rows' topic (default
+    /// [`MAX_PARTITIONS`], 10,000).
+    pub scale_partitions: u32,
 }
 
 impl Settings {
@@ -41,7 +48,15 @@ impl Settings {
             measure: Duration::from_secs_f64(env_f64("NANOKAFKA_BENCH_SECS", 3.0)),
             open_bytes: env_f64("NANOKAFKA_BENCH_OPEN_BYTES", GIB as f64) as u64,
             rss_bytes: env_f64("NANOKAFKA_BENCH_RSS_BYTES", 2.0 * GIB as f64) as u64,
+            scale_partitions: env_f64("NANOKAFKA_BENCH_SCALE_PARTITIONS", MAX_PARTITIONS as f64)
+                as u32,
         }
+    }
+
+    /// How long the idle row watches a parked broker: 5 s, shorter in a quick run
+    /// (twice the throughput budget).
+    pub fn idle(&self) -> Duration {
+        (self.measure * 2).min(Duration::from_secs(5))
     }
 }
 
@@ -89,15 +104,109 @@ impl Progress {
     }
 }
 
-/// Calls `round` until `budget` has passed; each call returns the records it handled.
-/// Returns records per second over the whole run.
-pub fn rate_for(budget: Duration, mut round: impl FnMut() -> u64) -> f64 {
-    let start = Instant::now();
-    let mut records = 0u64;
-    while start.elapsed() < budget {
-        records += round();
+/// The process's CPU time so far: user + system, every thread (`getrusage(RUSAGE_SELF)`).
+pub fn cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage only writes the struct it is given, and RUSAGE_SELF is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
+    // SAFETY: zeroed is a valid rusage (plain integers), and getrusage succeeded.
+    let usage = unsafe { usage.assume_init() };
+    let time =
+        |t: libc::timeval| Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// Wall-clock and process CPU time spent over one or more measured intervals.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub wall: Duration,
+    pub cpu: Duration,
+}
+
+impl Usage {
+    /// The process's CPU time as a percentage of one core.
+    pub fn core_percent(&self) -> f64 {
+        100.0 * self.cpu.as_secs_f64() / self.wall.as_secs_f64()
     }
-    records as f64 / start.elapsed().as_secs_f64()
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.wall += other.wall;
+        self.cpu += other.cpu;
+    }
+}
+
+/// A measured interval in progress: started with [`Meter::start`], read with [`Meter::usage`].
+#[derive(Debug, Clone, Copy)]
+pub struct Meter {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Meter {
+    pub fn start() -> Self {
+        Meter {
+            wall: Instant::now(),
+            cpu: cpu_time(),
+        }
+    }
+
+    /// Wall-clock time since [`Meter::start`].
+    pub fn elapsed(&self) -> Duration {
+        self.wall.elapsed()
+    }
+
+    /// Wall and CPU time since [`Meter::start`].
+    pub fn usage(&self) -> Usage {
+        Usage {
+            wall: self.wall.elapsed(),
+            cpu: cpu_time().saturating_sub(self.cpu),
+        }
+    }
+
+    /// Records per second and CPU per record since [`Meter::start`].
+    pub fn rate(&self, records: u64) -> Rate {
+        Rate::of(records, self.usage())
+    }
+}
+
+/// A throughput figure: records per second, and the process's CPU time per record over the
+/// same interval.
+#[derive(Debug, Clone, Copy)]
+pub struct Rate {
+    pub per_sec: f64,
+    pub cpu_us_per_record: f64,
+}
+
+impl Rate {
+    pub fn of(records: u64, usage: Usage) -> Self {
+        Rate {
+            per_sec: records as f64 / usage.wall.as_secs_f64(),
+            cpu_us_per_record: usage.cpu.as_secs_f64() * 1e6 / records.max(1) as f64,
+        }
+    }
+}
+
+/// Runs `run`, which returns the records it handled, and meters exactly that call.
+pub fn measured(run: impl FnOnce() -> u64) -> Rate {
+    let meter = Meter::start();
+    let records = run();
+    meter.rate(records)
+}
+
+/// Calls `round` until `budget` has passed; each call returns the records it handled.
+/// Returns the rate and CPU per record over the whole run.
+pub fn rate_for(budget: Duration, mut round: impl FnMut() -> u64) -> Rate {
+    measured(|| {
+        let start = Instant::now();
+        let mut records = 0u64;
+        while start.elapsed() < budget {
+            records += round();
+        }
+        records
+    })
 }
 
 /// A 100-byte payload.
@@ -144,7 +253,14 @@ impl TempBroker {
 
     /// Creates a one-partition topic whose disk use is bounded by [`RETENTION_BYTES`].
     pub fn topic<'a>(&self, name: &'a str) -> &'a str {
-        let config = TopicConfig::default().retention_bytes(RETENTION_BYTES);
+        self.partitioned(name, 1)
+    }
+
+    /// Creates a topic of `partitions`, each bounded by [`RETENTION_BYTES`].
+    pub fn partitioned<'a>(&self, name: &'a str, partitions: u32) -> &'a str {
+        let config = TopicConfig::default()
+            .retention_bytes(RETENTION_BYTES)
+            .partitions(partitions);
         self.broker
             .create_topic(name, config)
             .expect("create topic");

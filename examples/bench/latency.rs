@@ -2,35 +2,40 @@
 //! seconds, stamped with the nanoseconds since a shared `Instant`; a consumer thread
 //! long-polls and records, per record, how long after its stamp it was handed over.
 //! The baseline sends the same stamps through a crossbeam channel at the same rate.
+//! Both also report the process's CPU time per record over the run: what holding a steady
+//! trickle costs (spinning waits included), not what a saturated pipe does.
 
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use nanokafka::NanoKafka;
 
-use crate::harness::{POLL_BATCH, VALUE_LEN};
+use crate::harness::{Meter, Usage, POLL_BATCH, VALUE_LEN};
 
 /// How long a consumer poll waits for data: it is woken by the next produce, so this only
 /// bounds how late it notices the end of the run.
 const LONG_POLL: Duration = Duration::from_millis(100);
 
-/// p50, p99 and p99.9 in microseconds, and how many records were measured.
+/// p50, p99 and p99.9 in microseconds, how many records were measured, and the process's CPU
+/// time per record over the run.
 #[derive(Debug, Clone, Copy)]
 pub struct Percentiles {
     pub p50_us: f64,
     pub p99_us: f64,
     pub p999_us: f64,
     pub samples: u64,
+    pub cpu_us_per_record: f64,
 }
 
 impl Percentiles {
-    fn of(histogram: &Histogram<u64>) -> Self {
+    fn of(histogram: &Histogram<u64>, usage: Usage) -> Self {
         let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1e3;
         Percentiles {
             p50_us: us(0.50),
             p99_us: us(0.99),
             p999_us: us(0.999),
             samples: histogram.len(),
+            cpu_us_per_record: usage.cpu.as_secs_f64() * 1e6 / histogram.len().max(1) as f64,
         }
     }
 }
@@ -63,6 +68,7 @@ fn paced(rate: u32, duration: Duration, mut send: impl FnMut(u64)) -> u64 {
 pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Percentiles {
     let (group, member) = ("bench-latency", "member-0");
     broker.join_group(topic, group, member).expect("join");
+    let meter = Meter::start();
     let base = Instant::now();
     let (sent, histogram) = std::thread::scope(|scope| {
         let producer = scope.spawn(|| {
@@ -98,13 +104,15 @@ pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration
         }
         (producer.join().expect("producer thread"), histogram)
     });
+    let usage = meter.usage();
     assert_eq!(histogram.len(), sent, "every record consumed once");
-    Percentiles::of(&histogram)
+    Percentiles::of(&histogram, usage)
 }
 
 /// The same paced stamps through a crossbeam channel, the receiver blocked in `recv`.
 pub fn channel_e2e(rate: u32, duration: Duration) -> Percentiles {
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let meter = Meter::start();
     let base = Instant::now();
     let receiver = std::thread::spawn(move || {
         let mut histogram = histogram();
@@ -122,5 +130,6 @@ pub fn channel_e2e(rate: u32, duration: Duration) -> Percentiles {
         tx.send(value).expect("send");
     });
     drop(tx);
-    Percentiles::of(&receiver.join().expect("receiver thread"))
+    let histogram = receiver.join().expect("receiver thread");
+    Percentiles::of(&histogram, meter.usage())
 }

@@ -4,34 +4,47 @@
 //! next to a baseline measured in the same run, and a target stated as a ratio is judged on
 //! that ratio (the targets and the latest figures: `benches/README.md`). Progress goes to
 //! stderr; stdout gets a Markdown table, a summary line, and, as its last line, one JSON
-//! object with every figure.
+//! object with every figure. Every throughput row also shows the process's CPU time (user +
+//! system, all threads) per record over exactly its measured interval.
+//!
+//! Beyond throughput and latency: a busy-neighbour row (one producer while another thread
+//! spins), four partitions from one and from four threads, an idle row (CPU of a broker whose
+//! consumers are parked in long polls) and scale rows (a topic of 10,000 partitions: create,
+//! reopen, RSS per idle partition, open descriptors).
 //!
 //! Environment (all optional):
 //! - `NANOKAFKA_BENCH_SECS`: seconds per throughput measurement (default 3);
 //! - `NANOKAFKA_BENCH_OPEN_BYTES`: size of the partition whose open is timed (default 1 GiB);
-//! - `NANOKAFKA_BENCH_RSS_BYTES`: payload bytes produced for the peak-RSS figure (default 2 GiB).
+//! - `NANOKAFKA_BENCH_RSS_BYTES`: payload bytes produced for the peak-RSS figure (default 2 GiB);
+//! - `NANOKAFKA_BENCH_SCALE_PARTITIONS`: partitions of the scale rows' topic (default 10,000,
+//!   the maximum).
+//!
+//! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
 //!
 //! A quick run: `NANOKAFKA_BENCH_SECS=0.5 NANOKAFKA_BENCH_OPEN_BYTES=1e8
-//! NANOKAFKA_BENCH_RSS_BYTES=1e8 cargo run --release --example bench`.
+//! NANOKAFKA_BENCH_RSS_BYTES=1e8 NANOKAFKA_BENCH_SCALE_PARTITIONS=1000 cargo run --release
+//! --example bench`.
 //!
 //! If `redis-server` is on PATH, a private instance on a loopback port is the peer: Redis
 //! Streams `XADD` (one at a time and pipelined) and `XREADGROUP` + `XACK`, each beside the
 //! NanoKafka figure it compares to. Without it (or if it fails to start) the peer rows are
 //! reported as skipped, with the reason.
 //!
-//! Layout: `harness` (settings, timed loop, temp brokers), `baselines` (raw append, fdatasync,
-//! crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`, `open`, `rss`, and
-//! `report` (the table and the JSON line).
+//! Layout: `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
+//! append, fdatasync, crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`,
+//! `idle`, `open`, `rss`, `scale`, and `report` (the table, the targets and the JSON line).
 
 mod baselines;
 mod consume;
 mod harness;
+mod idle;
 mod latency;
 mod open;
 mod peer;
 mod produce;
 mod report;
 mod rss;
+mod scale;
 
 use std::time::Duration;
 
@@ -57,7 +70,7 @@ fn main() {
     } else {
         1
     };
-    let mut progress = Progress::new(16 + peer_steps);
+    let mut progress = Progress::new(21 + peer_steps);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -92,6 +105,13 @@ fn main() {
     let one = produce::blocking_threads(broker, never.topic("one-thread"), 1, budget);
     progress.step("produce: four blocking threads, produce_raw");
     let four = produce::blocking_threads(broker, never.topic("four-threads"), 4, budget);
+    progress.step("produce: one blocking thread beside a thread spinning on an atomic flag");
+    let neighbour = produce::with_busy_neighbour(broker, never.topic("busy-neighbour"), budget);
+    progress.step("produce: one blocking thread, keyless, over 4 partitions");
+    let one_of_four = produce::blocking_threads(broker, never.partitioned("one-4p", 4), 1, budget);
+    progress.step("produce: four blocking threads, keyless, over 4 partitions");
+    let four_of_four =
+        produce::blocking_threads(broker, never.partitioned("four-4p", 4), 4, budget);
     progress.step("produce: pipelined AsyncNanoKafka::produce_raw from an actix System");
     let pipelined = produce::pipelined(broker, never.topic("pipelined"), budget);
     progress.step("produce: produce_batch (RecordBatch), 1000 x 100 B per call");
@@ -138,6 +158,17 @@ fn main() {
     progress.step("latency baseline: the same stamps through a crossbeam channel");
     let e2e_channel = latency::channel_e2e(LATENCY_RATE, latency_run);
 
+    let idle_for = settings.idle();
+    progress.step(&format!(
+        "idle: {} consumers parked in long polls on {} partitions, {:.1} s",
+        idle::CONSUMERS,
+        idle::PARTITIONS,
+        idle_for.as_secs_f64()
+    ));
+    let idle_broker = TempBroker::start(FsyncPolicy::default());
+    let idle = idle::parked_polls(&idle_broker.broker, idle_for);
+    drop(idle_broker);
+
     progress.step(&format!(
         "open: build a {:.0} MB partition, time a crash open and a clean open",
         settings.open_bytes as f64 / MB
@@ -165,101 +196,121 @@ fn main() {
         progress.note("could not reset VmHWM: the peak is the whole run's");
     }
 
+    progress.step(&format!(
+        "scale: create, fill and reopen a topic of {} partitions",
+        settings.scale_partitions
+    ));
+    let scaled = scale::many_partitions(settings.scale_partitions);
+
     let raw_label = "raw BufWriter append";
     let chan_label = "crossbeam channel";
     rows.push(Row::Section(
         "produce (FsyncPolicy::Never, 1 partition, 100 B)",
     ));
     rows.push(Row::Figure(
-        Figure::new(
-            "produce_one_thread",
-            "1 blocking thread, produce_raw",
-            one,
-            "rec/s",
-        )
-        .vs(chan_label, channel)
-        .target(Target::AtLeast(80e3)),
+        Figure::rate("produce_one_thread", "1 blocking thread, produce_raw", one)
+            .vs(chan_label, channel.per_sec)
+            .target(Target::AtLeast(80e3)),
     ));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "produce_four_threads",
             "4 blocking threads, produce_raw",
             four,
-            "rec/s",
         )
-        .vs(chan_label, channel)
+        .vs(chan_label, channel.per_sec)
         .target(Target::AtLeast(150e3)),
     ));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "produce_pipelined",
             "pipelined async, 256 in flight, produce_raw",
             pipelined,
-            "rec/s",
         )
-        .vs(chan_label, channel)
+        .vs(chan_label, channel.per_sec)
         .target(Target::AtLeast(1e6)),
     ));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "produce_batch",
             "produce_batch (RecordBatch), 1000 x 100 B",
             batch,
-            "rec/s",
         )
-        .vs(raw_label, raw)
+        .vs(raw_label, raw.per_sec)
         .target(Target::RatioAtLeast(0.5)),
     ));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "produce_batch_raw",
             "produce_batch_raw (1000 Vecs), 1000 x 100 B (context)",
             batch_raw,
-            "rec/s",
         )
-        .vs(raw_label, raw),
+        .vs(raw_label, raw.per_sec),
+    ));
+    let one_label = "1 thread, 1 partition, quiet";
+    rows.push(Row::Section(
+        "produce: neighbours and partitions (FsyncPolicy::Never, 100 B, keyless)",
+    ));
+    rows.push(Row::Figure(
+        Figure::rate(
+            "produce_busy_neighbour",
+            "1 blocking thread, 1 partition, another thread spinning (its CPU counted)",
+            neighbour,
+        )
+        .vs(one_label, one.per_sec)
+        .target(Target::RatioAtLeast(0.3)),
+    ));
+    rows.push(Row::Figure(
+        Figure::rate(
+            "produce_one_thread_4_partitions",
+            "1 blocking thread over 4 partitions",
+            one_of_four,
+        )
+        .vs(one_label, one.per_sec)
+        .target(Target::RatioAtLeast(0.7)),
+    ));
+    rows.push(Row::Figure(
+        Figure::rate(
+            "produce_four_threads_4_partitions",
+            "4 blocking threads over 4 partitions",
+            four_of_four,
+        )
+        .vs(one_label, one.per_sec)
+        .target(Target::RatioAbove(1.0)),
     ));
     rows.push(Row::Section("consume (pre-filled, page cache hot)"));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "consume_poll_batch_raw",
             "poll_batch_raw 500 + commit",
             poll_raw,
-            "rec/s",
         )
-        .vs(raw_label, raw)
+        .vs(raw_label, raw.per_sec)
         .target(Target::RatioAtLeast(0.25)),
     ));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "consume_consumer_poll_batch",
             "Consumer<String>::poll_batch 500",
             poll_typed,
-            "rec/s",
         )
-        .vs(raw_label, raw)
+        .vs(raw_label, raw.per_sec)
         .target(Target::RatioAtLeast(0.25)),
     ));
     rows.push(Row::Section("FsyncPolicy::Always, 8 producer threads"));
     let sync_label = "raw append + fdatasync/1000";
     rows.push(Row::Figure(
-        Figure::new(
-            "always_8_threads",
-            "8 threads, produce_raw",
-            always_single,
-            "rec/s",
-        )
-        .vs(sync_label, raw_sync)
-        .target(Target::RatioAtLeast(0.3)),
+        Figure::rate("always_8_threads", "8 threads, produce_raw", always_single)
+            .vs(sync_label, raw_sync.per_sec)
+            .target(Target::RatioAtLeast(0.3)),
     ));
     rows.push(Row::Figure(
-        Figure::new(
+        Figure::rate(
             "always_8_threads_batch",
             "8 threads, produce_batch of 1000 (context)",
             always_batch,
-            "rec/s",
         )
-        .vs(sync_label, raw_sync),
+        .vs(sync_label, raw_sync.per_sec),
     ));
     rows.push(Row::Section(
         "end-to-end latency at 2,000 rec/s (FsyncPolicy default)",
@@ -282,7 +333,8 @@ fn main() {
             ours,
             "us",
         )
-        .vs("crossbeam channel, same pacing", theirs);
+        .vs("crossbeam channel, same pacing", theirs)
+        .cpu(e2e.cpu_us_per_record);
         if let Some(limit) = at_most {
             figure = figure.target(Target::AtMost(limit));
         }
@@ -317,6 +369,21 @@ fn main() {
         .vs(read_label, full_read_ms)
         .target(Target::AtMost(2000.0)),
     ));
+    rows.push(Row::Section(
+        "idle: 32 partitions, 4 consumers parked in 30 s long polls, nothing produced",
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "idle_cpu",
+            format!(
+                "process CPU over {:.1} s, % of one core",
+                idle.wall.as_secs_f64()
+            ),
+            idle.core_percent(),
+            "%",
+        )
+        .target(Target::AtMost(1.0)),
+    ));
     rows.push(Row::Section("memory"));
     rows.push(Row::Figure(
         Figure::new(
@@ -332,26 +399,69 @@ fn main() {
         .vs("RSS before producing", peak.before as f64 / MB)
         .target(Target::AtMost(150.0)),
     ));
-    rows.push(Row::Section("baselines"));
+    let n = scaled.partitions;
+    rows.push(Row::Section(
+        "scale: one topic of many partitions, one record each (FsyncPolicy::Never)",
+    ));
     rows.push(Row::Figure(Figure::new(
+        "scale_create",
+        format!(
+            "create a topic of {n} partitions ({:.0} ms in all)",
+            scaled.create.as_secs_f64() * 1e3
+        ),
+        scaled.create.as_secs_f64() * 1e3 / f64::from(n),
+        "ms/partition",
+    )));
+    rows.push(Row::Figure(
+        Figure::new(
+            "scale_reopen",
+            format!("reopen after a clean shutdown until stats() shows all {n} open"),
+            scaled.reopen.as_secs_f64() * 1e3,
+            "ms",
+        )
+        .target(Target::AtMost(1000.0)),
+    ));
+    rows.push(Row::Figure(Figure::new(
+        "scale_rss_per_partition",
+        format!(
+            "RSS per idle partition after the reopen ({:.0} MB; empty broker {:.0} MB)",
+            scaled.reopened_rss as f64 / MB,
+            scaled.empty_rss as f64 / MB
+        ),
+        scaled.reopened_rss.saturating_sub(scaled.empty_rss) as f64 / 1e3 / f64::from(n),
+        "kB",
+    )));
+    rows.push(Row::Figure(
+        Figure::new(
+            "scale_open_fds",
+            format!("open file descriptors after the reopen ({n} partitions)"),
+            scaled.fds_reopened as f64,
+            "fds",
+        )
+        .vs("before the broker started", scaled.fds_before as f64),
+    ));
+    rows.push(Row::Section("baselines"));
+    rows.push(Row::Figure(Figure::rate(
         "baseline_raw_append",
         raw_label,
         raw,
-        "rec/s",
     )));
-    rows.push(Row::Figure(Figure::new(
+    rows.push(Row::Figure(Figure::rate(
         "baseline_raw_fdatasync",
         sync_label,
         raw_sync,
-        "rec/s",
     )));
-    rows.push(Row::Figure(Figure::new(
+    rows.push(Row::Figure(Figure::rate(
         "baseline_crossbeam",
         chan_label,
         channel,
-        "rec/s",
     )));
-    rows.extend(peer_rows(redis, one, pipelined, poll_raw));
+    rows.extend(peer_rows(
+        redis,
+        one.per_sec,
+        pipelined.per_sec,
+        poll_raw.per_sec,
+    ));
 
     report::print_table(&rows);
     let settings_json = json!({
@@ -361,6 +471,8 @@ fn main() {
         "open_bytes": opened.log_bytes,
         "rss_payload_bytes": peak.payload_bytes,
         "rss_hwm_reset": peak.reset,
+        "idle_secs": idle.wall.as_secs_f64(),
+        "scale_partitions": scaled.partitions,
     });
     println!("{}", report::json_line(&rows, settings_json));
 }

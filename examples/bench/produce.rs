@@ -1,13 +1,21 @@
 //! Produce throughput through the broker: blocking threads, pipelined async from inside an
 //! actix System, the batch API, and `FsyncPolicy::Always` with eight producer threads.
-//! Every function returns records per second and uses a fresh one-partition topic.
+//! Every function returns records per second and the process's CPU per record over the same
+//! interval ([`Rate`]), and uses a fresh topic (one partition unless the caller made more).
+//!
+//! [`with_busy_neighbour`] runs the one-thread measurement while another thread of the process
+//! spins: what a producer gets when a neighbour hogs a core of the 2-core host (the broker's
+//! threads and the producer share the other), compared with the quiet one-thread rate.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use nanokafka::NanoKafka;
 
-use crate::harness::{payload, produce_batch, rate_for, record_batch, BATCH};
+use crate::harness::{
+    measured, payload, produce_batch, rate_for, record_batch, Meter, Rate, BATCH,
+};
 
 /// Futures in flight in the pipelined measurement (its ≥ 1 M/s target is stated for 256).
 const IN_FLIGHT: usize = 256;
@@ -15,60 +23,62 @@ const IN_FLIGHT: usize = 256;
 const PIPELINE_ROUND: usize = 10_000;
 
 /// `threads` blocking threads, each calling `produce_raw` with one 100-byte record at a time.
-pub fn blocking_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> f64 {
-    let start = Instant::now();
-    let total: u64 = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut produced = 0u64;
-                    while start.elapsed() < budget {
-                        broker
-                            .produce_raw(topic, None, payload())
-                            .expect("produce_raw");
-                        produced += 1;
-                    }
-                    produced
+pub fn blocking_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Rate {
+    measured(|| {
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut produced = 0u64;
+                        while start.elapsed() < budget {
+                            broker
+                                .produce_raw(topic, None, payload())
+                                .expect("produce_raw");
+                            produced += 1;
+                        }
+                        produced
+                    })
                 })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("producer thread"))
-            .sum()
-    });
-    total as f64 / start.elapsed().as_secs_f64()
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("producer thread"))
+                .sum()
+        })
+    })
 }
 
 /// `threads` blocking threads, each calling `produce_batch` with a [`BATCH`]-record batch.
-pub fn batch_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> f64 {
-    let start = Instant::now();
-    let total: u64 = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut produced = 0u64;
-                    while start.elapsed() < budget {
-                        broker
-                            .produce_batch(topic, Some(0), record_batch())
-                            .expect("produce_batch");
-                        produced += BATCH as u64;
-                    }
-                    produced
+pub fn batch_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Rate {
+    measured(|| {
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut produced = 0u64;
+                        while start.elapsed() < budget {
+                            broker
+                                .produce_batch(topic, Some(0), record_batch())
+                                .expect("produce_batch");
+                            produced += BATCH as u64;
+                        }
+                        produced
+                    })
                 })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("producer thread"))
-            .sum()
-    });
-    total as f64 / start.elapsed().as_secs_f64()
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("producer thread"))
+                .sum()
+        })
+    })
 }
 
 /// One blocking thread, [`BATCH`] × 100 B per `produce_batch` call. Building the
 /// `RecordBatch` is part of the timed loop, as it is for a caller.
-pub fn batch(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+pub fn batch(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
     rate_for(budget, || {
         let deliveries = broker
             .produce_batch(topic, Some(0), record_batch())
@@ -79,7 +89,7 @@ pub fn batch(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
 
 /// As [`batch`], through `produce_batch_raw`: 1000 small `Vec`s built per call, then copied
 /// into one batch by the handle.
-pub fn batch_raw(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+pub fn batch_raw(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
     rate_for(budget, || {
         let deliveries = broker
             .produce_batch_raw(topic, Some(0), produce_batch())
@@ -92,15 +102,15 @@ pub fn batch_raw(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
 /// System on its own thread (the broker runs in its own System, as an application's would
 /// not, but a message crosses threads either way: the partitions live on I/O arbiters).
 /// Replies come back in order; the offsets are checked to be consecutive.
-pub fn pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
+pub fn pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
     let handle = broker.async_handle();
     let topic = topic.to_owned();
     std::thread::spawn(move || {
         actix_rt::System::new().block_on(async move {
-            let start = Instant::now();
+            let meter = Meter::start();
             let mut produced = 0u64;
             let mut last_offset = None;
-            while start.elapsed() < budget {
+            while meter.elapsed() < budget {
                 let mut replies = futures::stream::iter(0..PIPELINE_ROUND)
                     .map(|_| handle.produce_raw(&topic, None, payload()))
                     .buffered(IN_FLIGHT);
@@ -113,9 +123,25 @@ pub fn pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> f64 {
                     produced += 1;
                 }
             }
-            produced as f64 / start.elapsed().as_secs_f64()
+            meter.rate(produced)
         })
     })
     .join()
     .expect("actix thread")
+}
+
+/// [`blocking_threads`] with one thread while another thread of the process spins on an atomic
+/// flag until the measurement is over. The CPU per record includes the spinner's core.
+pub fn with_busy_neighbour(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        let rate = blocking_threads(broker, topic, 1, budget);
+        stop.store(true, Ordering::Relaxed);
+        rate
+    })
 }

@@ -1,7 +1,10 @@
 //! Figures, the targets they are held to, and the two outputs: a readable table and one JSON
-//! line (always the last line of stdout).
+//! line (always the last line of stdout). A throughput figure also carries the process's CPU
+//! time per record over its interval (the "CPU µs/rec" column, `cpu_us_per_record` in JSON).
 
 use serde_json::{json, Map, Value};
+
+use crate::harness::Rate;
 
 /// A same-run measurement a figure is compared with.
 #[derive(Debug, Clone)]
@@ -15,6 +18,8 @@ pub struct Baseline {
 pub enum Target {
     /// `value / baseline >= x`.
     RatioAtLeast(f64),
+    /// `value / baseline > x`.
+    RatioAbove(f64),
     /// `value >= x` in the figure's unit.
     AtLeast(f64),
     /// `value <= x` in the figure's unit.
@@ -31,6 +36,8 @@ pub struct Figure {
     pub unit: &'static str,
     pub baseline: Option<Baseline>,
     pub target: Option<Target>,
+    /// The process's CPU time per record over the measured interval, in microseconds.
+    pub cpu_us_per_record: Option<f64>,
 }
 
 impl Figure {
@@ -47,7 +54,18 @@ impl Figure {
             unit,
             baseline: None,
             target: None,
+            cpu_us_per_record: None,
         }
+    }
+
+    /// A throughput figure in records per second, with its CPU per record.
+    pub fn rate(key: &'static str, label: impl Into<String>, rate: Rate) -> Self {
+        Figure::new(key, label, rate.per_sec, "rec/s").cpu(rate.cpu_us_per_record)
+    }
+
+    pub fn cpu(mut self, us_per_record: f64) -> Self {
+        self.cpu_us_per_record = Some(us_per_record);
+        self
     }
 
     pub fn vs(mut self, label: impl Into<String>, value: f64) -> Self {
@@ -73,6 +91,7 @@ impl Figure {
     pub fn met(&self) -> Option<bool> {
         match self.target? {
             Target::RatioAtLeast(x) => self.ratio().map(|r| r >= x),
+            Target::RatioAbove(x) => self.ratio().map(|r| r > x),
             Target::AtLeast(x) => Some(self.value >= x),
             Target::AtMost(x) => Some(self.value <= x),
         }
@@ -82,6 +101,7 @@ impl Figure {
         match self.target {
             None => "-".into(),
             Some(Target::RatioAtLeast(x)) => format!(">= {x}x baseline"),
+            Some(Target::RatioAbove(x)) => format!("> {x}x baseline"),
             Some(Target::AtLeast(x)) => format!(">= {} {}", human(x), self.unit),
             Some(Target::AtMost(x)) => format!("<= {} {}", human(x), self.unit),
         }
@@ -115,24 +135,25 @@ pub enum Row {
 
 /// Prints the Markdown table, then a one-line summary of the targets.
 pub fn print_table(rows: &[Row]) {
-    println!("| measurement | result | baseline (same run) | ratio | target | met |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| measurement | result | CPU µs/rec | baseline (same run) | ratio | target | met |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for row in rows {
         match row {
-            Row::Section(title) => println!("| **{title}** | | | | | |"),
-            Row::Skipped { key, why } => println!("| {key} | skipped: {why} | | | | |"),
+            Row::Section(title) => println!("| **{title}** | | | | | | |"),
+            Row::Skipped { key, why } => println!("| {key} | skipped: {why} | | | | | |"),
             Row::Figure(f) => {
                 let baseline = f.baseline.as_ref().map_or("-".to_string(), |b| {
                     format!("{}: {} {}", b.label, human(b.value), f.unit)
                 });
                 let ratio = f.ratio().map_or("-".to_string(), |r| format!("{r:.3}"));
+                let cpu = f.cpu_us_per_record.map_or("-".to_string(), human);
                 let met = match f.met() {
                     None => "",
                     Some(true) => "yes",
                     Some(false) => "**NO**",
                 };
                 println!(
-                    "| {} | {} {} | {baseline} | {ratio} | {} | {met} |",
+                    "| {} | {} {} | {cpu} | {baseline} | {ratio} | {} | {met} |",
                     f.label,
                     human(f.value),
                     f.unit,
@@ -183,6 +204,9 @@ pub fn json_line(rows: &[Row], settings: Value) -> String {
                     "value": f.value,
                     "unit": f.unit,
                 });
+                if let Some(cpu) = f.cpu_us_per_record {
+                    entry["cpu_us_per_record"] = json!(cpu);
+                }
                 if let Some(b) = &f.baseline {
                     entry["baseline"] = json!({ "label": b.label, "value": b.value });
                     entry["ratio"] = json!(f.ratio());

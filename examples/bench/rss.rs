@@ -23,7 +23,7 @@ pub struct PeakRss {
 }
 
 /// A `kB` field of `/proc/self/status`, in bytes.
-fn status_bytes(field: &str) -> u64 {
+pub fn status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
     status
         .lines()
