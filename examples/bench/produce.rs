@@ -24,33 +24,27 @@ const PIPELINE_ROUND: usize = 10_000;
 
 /// `threads` blocking threads, each calling `produce_raw` with one 100-byte record at a time.
 pub fn blocking_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Rate {
-    measured(|| {
-        let start = Instant::now();
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut produced = 0u64;
-                        while start.elapsed() < budget {
-                            broker
-                                .produce_raw(topic, None, payload())
-                                .expect("produce_raw");
-                            produced += 1;
-                        }
-                        produced
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("producer thread"))
-                .sum()
-        })
+    threaded(threads, budget, || {
+        broker
+            .produce_raw(topic, None, payload())
+            .expect("produce_raw");
+        1
     })
 }
 
 /// `threads` blocking threads, each calling `produce_batch` with a [`BATCH`]-record batch.
 pub fn batch_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Rate {
+    threaded(threads, budget, || {
+        broker
+            .produce_batch(topic, Some(0), record_batch())
+            .expect("produce_batch");
+        BATCH as u64
+    })
+}
+
+/// `threads` threads each repeating `produce` (which returns the records it produced) until
+/// `budget` has passed; the rate of all of them together.
+fn threaded(threads: usize, budget: Duration, produce: impl Fn() -> u64 + Sync) -> Rate {
     measured(|| {
         let start = Instant::now();
         std::thread::scope(|scope| {
@@ -59,10 +53,7 @@ pub fn batch_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Du
                     scope.spawn(|| {
                         let mut produced = 0u64;
                         while start.elapsed() < budget {
-                            broker
-                                .produce_batch(topic, Some(0), record_batch())
-                                .expect("produce_batch");
-                            produced += BATCH as u64;
+                            produced += produce();
                         }
                         produced
                     })
