@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::storage::batch::MAX_RECORD_BYTES_LIMIT;
+pub use crate::storage::format::TimestampType;
 pub use crate::storage::log::{DEFAULT_SEGMENT_BYTES, MAX_SEGMENT_BYTES};
-use crate::storage::record::MAX_RECORD_BYTES_LIMIT;
 pub use crate::storage::FsyncPolicy;
 use crate::storage::{DataDir, StorageError};
 use crate::storage::{LogConfig, RetentionPolicy};
@@ -35,7 +36,8 @@ pub struct TopicConfig {
     pub max_size: Option<u64>,
     /// Keep at most this many records per partition.
     pub retention_size: Option<u64>,
-    /// Keep at most this many bytes of record frames per partition.
+    /// Keep at most this many bytes of record batches per partition (whole batches: the log
+    /// start moves to the first batch that fits).
     pub retention_bytes: Option<u64>,
     /// Keep records for at most this many milliseconds after they were appended.
     pub retention_ms: Option<u64>,
@@ -43,6 +45,10 @@ pub struct TopicConfig {
     pub backpressure: Backpressure,
     /// A segment file is rolled once it reaches this size.
     pub segment_bytes: u64,
+    /// Whose clock a record's timestamp comes from (Kafka's `message.timestamp.type`):
+    /// the producer's (`CreateTime`, the default) or the broker's at the append
+    /// (`LogAppendTime`).
+    pub timestamp_type: TimestampType,
 }
 
 /// Partition directories are named `<topic>_<partition>`: with a 249-byte topic name, four
@@ -64,6 +70,7 @@ impl Default for TopicConfig {
             retention_ms: None,
             backpressure: Backpressure::Block,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
+            timestamp_type: TimestampType::CreateTime,
         }
     }
 }
@@ -112,6 +119,12 @@ impl TopicConfig {
         self
     }
 
+    /// Sets whose clock record timestamps come from (see [`TimestampType`]).
+    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
+        self.timestamp_type = timestamp_type;
+        self
+    }
+
     /// Checks that every value can work.
     ///
     /// # Errors
@@ -157,6 +170,7 @@ impl TopicConfig {
                 bytes: self.retention_bytes,
                 ms: self.retention_ms,
             },
+            timestamp_type: self.timestamp_type,
         }
     }
 
@@ -329,7 +343,8 @@ mod tests {
   "retention_bytes": 4096,
   "retention_ms": 5000,
   "backpressure": "Reject",
-  "segment_bytes": 1048576
+  "segment_bytes": 1048576,
+  "timestamp_type": "CreateTime"
 }"#;
 
     fn stored_config() -> TopicConfig {

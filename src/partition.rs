@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
+use crate::storage::fetch::RecordRef;
 use crate::storage::fs::SharedFs;
-use crate::storage::record::RecordRef;
 
 use serde::de::DeserializeOwned;
 

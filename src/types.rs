@@ -73,7 +73,7 @@ impl RecordBatch {
     }
 
     fn push_typed<T: Serialize + ?Sized>(&mut self, key: Option<&[u8]>, value: &T) -> Result<()> {
-        self.push_with(key, |buf| rmp_serde::encode::write_named(buf, value))
+        self.push_with(key, &[], |buf| rmp_serde::encode::write_named(buf, value))
             .map_err(|e| Error::Encode(std::sync::Arc::new(e)))
     }
 }

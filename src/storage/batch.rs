@@ -1,26 +1,34 @@
-//! [`RecordBatch`]: records to produce, laid out as they will be on disk.
+//! [`RecordBatch`]: records to produce, laid out as the Kafka batch they will be on disk.
 //!
 //! # Layout
-//! One buffer of [`record`] frames back to back (each starts with its length, so the buffer
-//! is its own index). A frame is complete except for three fields the partition fills in
-//! when it appends the batch (see `RecordBatch::seal`): the offset, the timestamp and the
-//! CRC, all zero until then.
+//! One buffer: room for the 61-byte batch header, then the records in Kafka's record format
+//! ([`super::format`]) with offset deltas `0, 1, ...` and timestamp delta 0. When the
+//! partition appends the batch it writes the header in place (`RecordBatch::seal`: base
+//! offset, timestamps, counts, CRC) and writes the buffer as it is.
 //!
 //! # Why
 //! A producer pays one copy per record into one buffer, and the partition writes that buffer
-//! as it is after sealing the frames in place: one allocation per batch instead of one or two
-//! per record, and no re-encoding on the partition's thread.
+//! after filling in 61 bytes: one allocation per batch instead of one or two per record, and
+//! no re-encoding on the partition's thread. Two batches coalesced into one append (while a
+//! sync is in flight) become one Kafka batch: the second's records are re-encoded with their
+//! new offset deltas.
 
 use std::fmt;
 
 use super::error::{Result, StorageError};
-use super::record;
+use super::format::{self, NativeSeal, TimestampType, HEADER_LEN};
 
 /// The largest batch one append may write: frame positions are `u32` in the index, and a
 /// segment rolls before a batch that does not fit, so a segment stays below 2 GiB.
-pub const MAX_BATCH_BYTES: usize = 1 << 30;
-/// The default maximum key + value size of one record (Kafka's `max.message.bytes`).
+pub const MAX_BATCH_BYTES: usize = format::MAX_BATCH_LEN;
+/// The default maximum size of one record (key, value and headers; Kafka's
+/// `max.message.bytes`).
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 1 << 20;
+/// The largest key + value + headers a record may carry, whatever the configuration says.
+pub const MAX_RECORD_BYTES_LIMIT: usize = 64 << 20;
+
+/// A header of a record to produce: a key and an optional value, as Kafka has them.
+pub type HeaderRef<'a> = (&'a [u8], Option<&'a [u8]>);
 
 /// A record to append. The log assigns its offset and timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +37,7 @@ pub struct AppendRecord<'a> {
     pub value: &'a [u8],
 }
 
-/// Checks a batch against the size limits: each record's key + value at most
+/// Checks a batch against the size limits: each record's key, value and headers at most
 /// `max_record_bytes`, the whole batch at most [`MAX_BATCH_BYTES`] on disk.
 ///
 /// # Errors
@@ -50,7 +58,7 @@ pub fn check_batch_limits(batch: &RecordBatch, max_record_bytes: usize) -> Resul
     Ok(())
 }
 
-/// Records to produce, as unsealed frames; see the module docs.
+/// Records to produce, as one unsealed Kafka batch; see the module docs.
 ///
 /// ```
 /// use nanokafka::RecordBatch;
@@ -59,15 +67,46 @@ pub fn check_batch_limits(batch: &RecordBatch, max_record_bytes: usize) -> Resul
 /// batch.push_raw(Some(b"user-7"), b"two");
 /// assert_eq!(batch.len(), 2);
 /// ```
-#[derive(Clone, Default, PartialEq, Eq)]
 pub struct RecordBatch {
-    /// Unsealed frames, back to back.
-    frames: Vec<u8>,
-    /// Frames in `frames`.
+    /// Room for the header, then the records.
+    buf: Vec<u8>,
+    /// Records in `buf`.
     count: usize,
-    /// The largest key + value in the batch (checked against `max_record_bytes` on append).
+    /// The largest key + value + headers in the batch (checked against `max_record_bytes`).
     max_record_len: usize,
+    /// A typed value being serialised, before it is copied into its record (reused).
+    scratch: Vec<u8>,
 }
+
+impl Default for RecordBatch {
+    fn default() -> Self {
+        RecordBatch {
+            buf: vec![0; HEADER_LEN],
+            count: 0,
+            max_record_len: 0,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Clone for RecordBatch {
+    fn clone(&self) -> Self {
+        RecordBatch {
+            buf: self.buf.clone(),
+            count: self.count,
+            max_record_len: self.max_record_len,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl PartialEq for RecordBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.buf[HEADER_LEN..] == other.buf[HEADER_LEN..] && self.count == other.count
+    }
+}
+
+impl Eq for RecordBatch {}
 
 impl RecordBatch {
     pub fn new() -> Self {
@@ -79,49 +118,65 @@ impl RecordBatch {
     /// whatever the arguments say.
     pub fn with_capacity(records: usize, payload_bytes: usize) -> Self {
         let bytes = records
-            .saturating_mul(record::HEADER_LEN)
+            .saturating_mul(8)
             .saturating_add(payload_bytes)
+            .saturating_add(HEADER_LEN)
             .min(MAX_BATCH_BYTES);
+        let mut buf = Vec::with_capacity(bytes);
+        buf.resize(HEADER_LEN, 0);
         RecordBatch {
-            frames: Vec::with_capacity(bytes),
-            count: 0,
-            max_record_len: 0,
+            buf,
+            ..RecordBatch::default()
         }
     }
 
     /// Adds a record of raw bytes. Sizes are checked when the batch is produced.
     pub fn push_raw(&mut self, key: Option<&[u8]>, value: &[u8]) {
-        let start = record::begin_frame(&mut self.frames, key);
-        self.frames.extend_from_slice(value);
-        self.finish_frame(start);
+        self.push_record(key, value, &[]);
     }
 
-    /// Adds a record whose value `write_value` appends to the buffer it is given. When it fails,
-    /// the partial frame is removed and the batch is as it was.
+    /// Adds a record of raw bytes with headers (`(key, value)`; a `None` value is Kafka's
+    /// null header value). Sizes are checked when the batch is produced.
+    pub fn push_raw_with_headers(
+        &mut self,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[HeaderRef<'_>],
+    ) {
+        self.push_record(key, value, headers);
+    }
+
+    /// Adds a record whose value `write_value` appends to the buffer it is given. When it
+    /// fails, the batch is as it was.
     pub(crate) fn push_with<E>(
         &mut self,
         key: Option<&[u8]>,
+        headers: &[HeaderRef<'_>],
         write_value: impl FnOnce(&mut Vec<u8>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        let start = record::begin_frame(&mut self.frames, key);
-        if let Err(e) = write_value(&mut self.frames) {
-            self.frames.truncate(start);
-            return Err(e);
+        let mut value = std::mem::take(&mut self.scratch);
+        value.clear();
+        let written = write_value(&mut value);
+        if written.is_ok() {
+            self.push_record(key, &value, headers);
         }
-        self.finish_frame(start);
-        Ok(())
+        self.scratch = value;
+        written
     }
 
-    fn finish_frame(&mut self, start: usize) {
-        let payload_len = self.frames.len() - start - record::HEADER_LEN;
+    fn push_record(&mut self, key: Option<&[u8]>, value: &[u8], headers: &[HeaderRef<'_>]) {
+        let payload_len = key.map_or(0, <[u8]>::len)
+            + value.len()
+            + headers
+                .iter()
+                .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
+                .sum::<usize>();
         self.max_record_len = self.max_record_len.max(payload_len);
-        if payload_len > record::MAX_RECORD_BYTES_LIMIT {
-            // No broker takes it (the batch is refused as `RecordTooLarge`); its length might
-            // not even fit the frame's length field, so it is not kept.
-            self.frames.truncate(start);
+        if payload_len > MAX_RECORD_BYTES_LIMIT {
+            // No broker takes it (the batch is refused as `RecordTooLarge`), so it is not kept.
             return;
         }
-        record::end_frame(&mut self.frames, start);
+        format::encode_record(&mut self.buf, self.count as u32, key, value, headers);
         self.count += 1;
     }
 
@@ -135,42 +190,49 @@ impl RecordBatch {
         self.count == 0
     }
 
-    /// Bytes the batch takes on disk.
+    /// Bytes the batch takes on disk, header included.
     pub fn size_bytes(&self) -> usize {
-        self.frames.len()
+        self.buf.len()
     }
 
-    /// The largest key + value of one record in the batch.
+    /// The largest key + value + headers of one record in the batch.
     pub fn max_record_len(&self) -> usize {
         self.max_record_len
     }
 
     /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
-        self.frames.clear();
+        self.buf.truncate(HEADER_LEN);
         self.count = 0;
         self.max_record_len = 0;
     }
 
     /// The records, in order.
     pub fn records(&self) -> impl Iterator<Item = AppendRecord<'_>> + '_ {
-        self.frame_slices().map(|frame| {
-            let view = record::view_verified(frame);
-            AppendRecord {
-                key: view.key,
-                value: view.value,
-            }
+        self.views().map(|view| AppendRecord {
+            key: view.key,
+            value: view.value.unwrap_or_default(),
         })
     }
 
-    fn frame_slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        frame_ranges(&self.frames).map(|range| &self.frames[range])
+    /// Each record as parsed from the buffer (every record in it was encoded by this type).
+    pub(crate) fn views(&self) -> impl Iterator<Item = format::RecordView<'_>> + '_ {
+        let mut at = HEADER_LEN;
+        std::iter::from_fn(move || {
+            let view = format::parse_record(self.buf.get(at..)?).ok()?;
+            at += view.encoded_len;
+            Some(view)
+        })
     }
 
-    /// Moves `other`'s records to the end of this batch.
+    /// Moves `other`'s records to the end of this batch (re-encoded with their new offset
+    /// deltas).
     pub fn append(&mut self, other: &RecordBatch) {
-        self.frames.extend_from_slice(&other.frames);
-        self.count += other.count;
+        self.buf.reserve(other.buf.len() - HEADER_LEN);
+        for view in other.views() {
+            format::reencode_record(&mut self.buf, &view, self.count as u32);
+            self.count += 1;
+        }
         self.max_record_len = self.max_record_len.max(other.max_record_len);
     }
 
@@ -183,11 +245,11 @@ impl RecordBatch {
         assert_eq!(routes.len(), self.len(), "one route per record");
         let mut parts: std::collections::BTreeMap<u32, (RecordBatch, Vec<usize>)> =
             std::collections::BTreeMap::new();
-        for (i, (frame, &route)) in self.frame_slices().zip(routes).enumerate() {
+        for (i, (view, &route)) in self.views().zip(routes).enumerate() {
             let (part, indexes) = parts.entry(route).or_default();
-            part.frames.extend_from_slice(frame);
+            format::reencode_record(&mut part.buf, &view, part.count as u32);
             part.count += 1;
-            part.max_record_len = part.max_record_len.max(frame.len() - record::HEADER_LEN);
+            part.max_record_len = part.max_record_len.max(view.payload_len());
             indexes.push(i);
         }
         parts
@@ -196,49 +258,36 @@ impl RecordBatch {
             .collect()
     }
 
-    /// Gives the records offsets `base_offset`, `base_offset + 1`, … and `timestamp_ms`, and
-    /// computes their checksums: the frames are then ready to be written.
-    pub(crate) fn seal(&mut self, base_offset: u64, timestamp_ms: u64) {
-        let mut start = 0usize;
-        let mut offset = base_offset;
-        while start < self.frames.len() {
-            let end = start + frame_len_at(&self.frames, start);
-            record::seal(&mut self.frames[start..end], offset, timestamp_ms);
-            (start, offset) = (end, offset + 1);
-        }
+    /// Writes the batch header: the records get offsets `base_offset, base_offset + 1, ...`
+    /// and `timestamp_ms`; the batch is then ready to be written.
+    pub(crate) fn seal(
+        &mut self,
+        base_offset: u64,
+        timestamp_ms: u64,
+        timestamp_type: TimestampType,
+    ) {
+        format::seal_native(
+            &mut self.buf,
+            NativeSeal {
+                base_offset,
+                records_count: self.count as u32,
+                timestamp_ms: i64::try_from(timestamp_ms).unwrap_or(i64::MAX),
+                timestamp_type,
+            },
+        );
     }
 
-    /// The frames, back to back (sealed or not).
-    pub(crate) fn frames(&self) -> &[u8] {
-        &self.frames
+    /// The batch's bytes: the header (once sealed) and the records.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf
     }
-}
-
-/// The size of the frame that starts at `start` of a buffer of whole frames, from its length
-/// field.
-fn frame_len_at(frames: &[u8], start: usize) -> usize {
-    4 + record::u32_at(frames, start) as usize
-}
-
-/// The byte range of each frame in a buffer of whole frames (as a `RecordBatch` holds, or a
-/// sealed batch about to be written).
-pub(crate) fn frame_ranges(frames: &[u8]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let mut start = 0usize;
-    std::iter::from_fn(move || {
-        (start < frames.len()).then(|| {
-            let end = start + frame_len_at(frames, start);
-            let range = start..end;
-            start = end;
-            range
-        })
-    })
 }
 
 impl fmt::Debug for RecordBatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecordBatch")
             .field("records", &self.len())
-            .field("bytes", &self.frames.len())
+            .field("bytes", &self.buf.len())
             .finish()
     }
 }
@@ -256,7 +305,7 @@ impl<'a> FromIterator<AppendRecord<'a>> for RecordBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::record::{decode, Decoded};
+    use crate::storage::format::{decode, records_section, validate_records, Decoded};
 
     fn sample() -> RecordBatch {
         let mut batch = RecordBatch::new();
@@ -267,34 +316,47 @@ mod tests {
     }
 
     #[test]
-    fn sealed_frames_decode_to_the_pushed_records_with_their_offsets() {
+    fn a_sealed_batch_decodes_to_the_pushed_records_with_their_offsets() {
         let mut batch = sample();
-        batch.seal(40, 1_700_000_000_000);
-        let frames = batch.frames();
-        let mut at = 0;
+        batch.seal(40, 1_700_000_000_000, TimestampType::CreateTime);
+        let bytes = batch.bytes();
+        let Decoded::Batch(header) = decode(bytes) else {
+            panic!("{:?}", decode(bytes))
+        };
+        assert_eq!((header.base_offset, header.last_offset()), (40, 42));
+        assert_eq!(header.batch_len, bytes.len());
+        assert_eq!(header.record_timestamp(0), 1_700_000_000_000);
+        let mut scratch = Vec::new();
+        let section = records_section(bytes, &header, 1 << 20, &mut scratch).unwrap();
+        let mut seen = Vec::new();
+        validate_records(section, &header, |r| seen.push((r.key, r.value.unwrap()))).unwrap();
         let expected: [(Option<&[u8]>, &[u8]); 3] = [
             (None, b"first"),
             (Some(b""), b""),
             (Some(b"key"), b"third value"),
         ];
-        for (i, (key, value)) in expected.into_iter().enumerate() {
-            match decode(&frames[at..]) {
-                Decoded::Record { record, frame_len } => {
-                    assert_eq!(record.offset, 40 + i as u64);
-                    assert_eq!(record.timestamp_ms, 1_700_000_000_000);
-                    assert_eq!((record.key, record.value), (key, value));
-                    at += frame_len;
-                }
-                other => panic!("frame {i}: {other:?}"),
-            }
-        }
-        assert_eq!(at, frames.len());
+        assert_eq!(seen, expected);
     }
 
     #[test]
-    fn an_unsealed_frame_does_not_pass_as_a_record() {
+    fn an_unsealed_batch_does_not_pass_as_one() {
         let batch = sample();
-        assert!(matches!(decode(batch.frames()), Decoded::Invalid { .. }));
+        assert!(matches!(decode(batch.bytes()), Decoded::Invalid { .. }));
+    }
+
+    #[test]
+    fn headers_are_kept_through_append_and_split() {
+        let mut batch = RecordBatch::new();
+        batch.push_raw_with_headers(Some(b"k"), b"v", &[(b"trace", Some(b"t1")), (b"n", None)]);
+        let mut both = sample();
+        both.append(&batch);
+        let last = both.views().last().unwrap();
+        assert_eq!(last.offset_delta, 3);
+        let headers: Vec<_> = last.headers.iter().collect();
+        assert_eq!(headers, [(&b"trace"[..], Some(&b"t1"[..])), (b"n", None)]);
+        let (_, part, _) = both.split(&[0, 0, 0, 1]).pop().unwrap();
+        assert_eq!(part.views().next().unwrap().headers.len(), 2);
+        assert_eq!(part.max_record_len(), 1 + 1 + 5 + 2 + 1);
     }
 
     #[test]
@@ -317,7 +379,7 @@ mod tests {
     fn a_failed_value_writer_leaves_the_batch_unchanged() {
         let mut batch = sample();
         let before = batch.clone();
-        let failed: std::result::Result<(), &str> = batch.push_with(Some(b"k"), |buf| {
+        let failed: std::result::Result<(), &str> = batch.push_with(Some(b"k"), &[], |buf| {
             buf.extend_from_slice(b"half");
             Err("encoder failed")
         });
@@ -328,11 +390,11 @@ mod tests {
     #[test]
     fn a_record_over_the_hard_limit_is_not_kept_but_refuses_the_batch() {
         let mut batch = sample();
-        let before = batch.frames().len();
-        batch.push_raw(None, &vec![0; record::MAX_RECORD_BYTES_LIMIT + 1]);
-        assert_eq!((batch.len(), batch.frames().len()), (3, before));
-        assert_eq!(batch.max_record_len(), record::MAX_RECORD_BYTES_LIMIT + 1);
-        let limits = check_batch_limits(&batch, record::MAX_RECORD_BYTES_LIMIT);
+        let before = batch.bytes().len();
+        batch.push_raw(None, &vec![0; MAX_RECORD_BYTES_LIMIT + 1]);
+        assert_eq!((batch.len(), batch.bytes().len()), (3, before));
+        assert_eq!(batch.max_record_len(), MAX_RECORD_BYTES_LIMIT + 1);
+        let limits = check_batch_limits(&batch, MAX_RECORD_BYTES_LIMIT);
         assert!(matches!(limits, Err(StorageError::RecordTooLarge { .. })));
     }
 
@@ -340,7 +402,7 @@ mod tests {
     fn an_absurd_capacity_is_a_bounded_reservation_not_a_panic() {
         let batch = RecordBatch::with_capacity(usize::MAX, usize::MAX);
         assert!(batch.is_empty());
-        assert!(batch.frames.capacity() <= MAX_BATCH_BYTES);
+        assert!(batch.buf.capacity() <= MAX_BATCH_BYTES);
     }
 
     #[test]

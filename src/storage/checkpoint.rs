@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use super::error::{Result, StorageError};
 use super::fs::{FileSystem, OpenMode, StorageFile};
 use super::fsutil::write_atomically;
-use super::record::{u32_at, u64_at};
+use super::fsutil::{u32_at, u64_at};
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const LOG_START_FILE: &str = "log_start_offset";

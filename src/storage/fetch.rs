@@ -2,39 +2,81 @@
 //!
 //! A read starts at an index entry at or before the wanted offset (or where the previous
 //! sequential read stopped), reads a page-aligned chunk sized from the segment's average
-//! frame, verifies every frame's CRC and offset, and returns the records as one buffer of
-//! verified frames. A frame that does not verify is `StorageError::Corrupt`, never data; the records
-//! before it are still returned. A read of a later offset that must pass it (damage recovery
-//! did not see, before the next index entry) gets `SegmentRead::PastDamage` and resumes
-//! after the damage (`LogSegment::resync`); only reads that meet damage pay for that.
+//! record, verifies every batch's CRC and offsets, parses its records (decompressing a
+//! compressed batch, within [`MAX_DECOMPRESSED_BYTES`]) and returns them in one buffer. A batch
+//! that does not verify is `StorageError::Corrupt`, never data; the records before it are
+//! still returned. Records below the offset asked for are skipped, also inside a batch (the
+//! log start, a committed offset or a count limit can fall inside one). A read of a later
+//! offset that must pass damage (damage recovery did not see, before the next index entry)
+//! gets `SegmentRead::PastDamage` and resumes after it (`LogSegment::resync`); only reads
+//! that meet damage pay for that.
 
+use super::compression::Compression;
 use super::error::{Result, StorageError};
+use super::format::{self, BatchHeader, Decoded, Headers, HEADER_LEN};
 use super::fsutil::AlignedBuf;
 use super::index::INDEX_INTERVAL_BYTES;
-use super::record::{self, Decoded, RecordRef, HEADER_LEN};
 use super::segment::LogSegment;
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
 /// The most one read asks of the disk at once, whatever `max_bytes` says: bounds the memory a
-/// single fetch can take.
+/// single fetch can take (a batch larger than this is still read whole).
 const MAX_READ_CHUNK: usize = 16 << 20;
+/// The largest records section a compressed batch may decompress to. Appends refuse a batch
+/// that decompresses to more, so on a read more is damage (or a decompression bomb), reported
+/// as `Corrupt` without allocating beyond it.
+pub const MAX_DECOMPRESSED_BYTES: usize = 128 << 20;
 
-/// Records returned by [`super::PartitionLog::read`]: one buffer of verified frames.
+/// A record borrowed from a read buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    pub offset: u64,
+    /// Milliseconds since the Unix epoch; 0 when the producer sent none (Kafka's -1).
+    pub timestamp_ms: u64,
+    pub key: Option<&'a [u8]>,
+    /// The value; empty for a null value (a Kafka tombstone).
+    pub value: &'a [u8],
+    pub headers: Headers<'a>,
+}
+
+/// Where a record of a read lies: in the read buffer, or in a decompressed section.
+#[derive(Debug, Clone, Copy)]
+struct RecordLoc {
+    /// 0: the read buffer; `n`: `sections[n - 1]`.
+    source: u32,
+    start: u32,
+    len: u32,
+    offset: u64,
+    timestamp_ms: u64,
+}
+
+/// Records returned by [`super::PartitionLog::read`]: verified batches in one buffer, and
+/// where each record returned lies.
 #[derive(Debug, Default)]
 pub struct FetchedRecords {
     pub(super) buf: AlignedBuf,
-    /// `(start, len)` of each frame in `buf`.
-    pub(super) frames: Vec<(usize, usize)>,
+    /// The records sections of compressed batches, decompressed.
+    sections: Vec<Vec<u8>>,
+    records: Vec<RecordLoc>,
+    /// `(start, len)` in `buf` of each batch the records came from.
+    batches: Vec<(usize, usize)>,
     pub(super) next_offset: u64,
 }
 
 impl FetchedRecords {
+    /// A read that found nothing: the next one starts at `next_offset`.
+    pub(super) fn empty(next_offset: u64) -> Self {
+        FetchedRecords {
+            next_offset,
+            ..FetchedRecords::default()
+        }
+    }
     pub fn len(&self) -> usize {
-        self.frames.len()
+        self.records.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
+        self.records.is_empty()
     }
     /// The offset to read next: after the last record returned (or where an empty read
     /// stopped).
@@ -43,31 +85,129 @@ impl FetchedRecords {
     }
     /// The records, in offset order.
     pub fn iter(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
+        self.records.iter().filter_map(move |loc| {
+            let source = match loc.source {
+                0 => self.buf.as_slice(),
+                n => self.sections[n as usize - 1].as_slice(),
+            };
+            let bytes = &source[loc.start as usize..(loc.start + loc.len) as usize];
+            // Parsed once already when the read collected it: this cannot fail.
+            let view = format::parse_record(bytes).ok()?;
+            Some(RecordRef {
+                offset: loc.offset,
+                timestamp_ms: loc.timestamp_ms,
+                key: view.key,
+                value: view.value.unwrap_or_default(),
+                headers: view.headers,
+            })
+        })
+    }
+    /// The whole batches the records came from, as stored (what a Kafka fetch returns: the
+    /// first may hold records below the offset asked for, the last records after the last
+    /// one returned).
+    pub fn batches(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let bytes = self.buf.as_slice();
-        // Every frame was verified when the buffer was filled, and the buffer is private.
-        self.frames
+        self.batches
             .iter()
-            .map(move |&(start, len)| record::view_verified(&bytes[start..start + len]))
+            .map(move |&(start, len)| &bytes[start..start + len])
     }
 }
 
 /// What reading one segment gave.
 pub(super) enum SegmentRead {
-    /// Records, and the byte position after the last one.
+    /// Records, and the byte position where the next sequential read starts (after the last
+    /// batch read whole, or at the batch a read stopped inside).
     Done {
         records: FetchedRecords,
         end_position: u64,
     },
-    /// The scan's first frame did not verify or was past the offset: the index entry it came
+    /// The scan's first batch did not verify or was past the offset: the index entry it came
     /// from is wrong. The caller scans the segment from byte 0 instead.
     BadIndexEntry(String),
-    /// No record collected: the frame at `position`, which should have held `expected` (an
+    /// No record collected: the batch at `position`, which should have held `expected` (an
     /// offset below the one asked for), does not verify. The caller may resume after it.
     PastDamage {
         position: u64,
         expected: u64,
         reason: String,
     },
+}
+
+/// Gathers the records of one read, batch by batch.
+struct Collector {
+    max_records: usize,
+    max_bytes: usize,
+    bytes: usize,
+    out: FetchedRecords,
+}
+
+impl Collector {
+    fn is_full(&self) -> bool {
+        self.out.records.len() >= self.max_records
+    }
+
+    /// Takes the records at or above `self.out.next_offset` from the verified batch at `at` of
+    /// `chunk`, until the read is full. Returns whether every record of the batch from there
+    /// on was taken.
+    ///
+    /// # Errors
+    /// The reason, when the records section does not parse or decompress.
+    fn take(
+        &mut self,
+        chunk: &[u8],
+        at: usize,
+        header: &BatchHeader,
+    ) -> std::result::Result<bool, String> {
+        let batch = &chunk[at..at + header.batch_len];
+        let mut section = Vec::new();
+        let compressed = header.compression()? != Compression::None;
+        let (records, source, base) = if compressed {
+            format::records_section(batch, header, MAX_DECOMPRESSED_BYTES, &mut section)?;
+            let source = self.out.sections.len() as u32 + 1;
+            (section.as_slice(), source, 0)
+        } else {
+            (&batch[HEADER_LEN..], 0, at + HEADER_LEN)
+        };
+        let before = self.out.records.len();
+        let mut whole = true;
+        let mut start = base;
+        let (max_records, max_bytes) = (self.max_records, self.max_bytes);
+        let (out, bytes) = (&mut self.out, &mut self.bytes);
+        format::validate_records(records, header, |record| {
+            let len = record.encoded_len;
+            let offset = header.base_offset + u64::from(record.offset_delta);
+            let record_start = start;
+            start += len;
+            if offset < out.next_offset || !whole {
+                return;
+            }
+            if out.records.len() >= max_records
+                || (!out.records.is_empty() && *bytes + len > max_bytes)
+            {
+                whole = false;
+                return;
+            }
+            out.records.push(RecordLoc {
+                source,
+                start: record_start as u32,
+                len: len as u32,
+                offset,
+                timestamp_ms: header.record_timestamp(record.timestamp_delta).max(0) as u64,
+            });
+            *bytes += len;
+            out.next_offset = offset + 1;
+        })?;
+        if self.out.records.len() > before {
+            self.out.batches.push((at, header.batch_len));
+            if compressed {
+                self.out.sections.push(section);
+            }
+        }
+        if whole {
+            self.out.next_offset = header.next_offset();
+        }
+        Ok(whole)
+    }
 }
 
 /// Reads records from `offset` out of `segment`, starting the scan at byte `from` (an index
@@ -80,28 +220,33 @@ pub(super) fn read_segment(
     max_bytes: usize,
 ) -> Result<SegmentRead> {
     let path = segment.log_path();
-    let mut buf = AlignedBuf::default();
     let full_want = max_bytes.min(MAX_READ_CHUNK) + READ_SLACK;
     let mut want = likely_read_len(segment, max_records).min(full_want);
     let mut first_frame = true;
-    // The offset the next frame should hold, while frames below `offset` are skipped.
+    // The offset the next batch should start at, while batches below `offset` are skipped.
     let mut skipped_to: Option<u64> = None;
+    let mut buf = AlignedBuf::default();
     loop {
         let asked = want;
         let mut straddles = false;
-        let chunk = segment.read_into(&mut buf, from, want)?;
-        let chunk_len = chunk.len();
-        let mut frames = Vec::new();
-        let (mut at, mut bytes) = (0usize, 0usize);
-        let mut next_offset = offset;
-        while at < chunk_len && frames.len() < max_records {
+        let chunk_len = segment.read_into(&mut buf, from, want)?.len();
+        let mut collector = Collector {
+            max_records,
+            max_bytes,
+            bytes: 0,
+            out: FetchedRecords::empty(offset),
+        };
+        let (mut at, mut end_at) = (0usize, 0usize);
+        while at < chunk_len && !collector.is_full() {
+            let chunk = buf.as_slice();
             let position = from + at as u64;
-            let (record, frame_len) = match record::decode(&chunk[at..]) {
-                Decoded::Record { record, frame_len } => (record, frame_len),
-                Decoded::Incomplete { frame_len } => {
-                    let needed = frame_len.unwrap_or(HEADER_LEN);
-                    if position + needed as u64 <= segment.size() || !frames.is_empty() {
-                        // The frame straddles the chunk (or runs past the end of the segment,
+            let collected = !collector.out.records.is_empty();
+            let header = match format::decode(&chunk[at..]) {
+                Decoded::Batch(header) => header,
+                Decoded::Incomplete { batch_len } => {
+                    let needed = batch_len.unwrap_or(HEADER_LEN);
+                    if position + needed as u64 <= segment.size() || collected {
+                        // The batch straddles the chunk (or runs past the end of the segment,
                         // reported by the read that starts at it): read again from it if
                         // nothing was collected, else return what was.
                         want = want.max(needed);
@@ -109,7 +254,7 @@ pub(super) fn read_segment(
                         break;
                     }
                     let reason =
-                        format!("frame of {needed} bytes runs past the end of the segment");
+                        format!("batch of {needed} bytes runs past the end of the segment");
                     if first_frame {
                         return Ok(SegmentRead::BadIndexEntry(reason));
                     }
@@ -118,43 +263,55 @@ pub(super) fn read_segment(
                 Decoded::Invalid { reason } if first_frame => {
                     return Ok(SegmentRead::BadIndexEntry(reason))
                 }
-                // The records before a bad frame are good: return them. The next read starts
-                // at the bad frame and reports it.
-                Decoded::Invalid { .. } if !frames.is_empty() => break,
+                // The records before a bad batch are good: return them. The next read starts
+                // at the bad batch and reports it.
+                Decoded::Invalid { .. } if collected => break,
                 Decoded::Invalid { reason } => {
                     return damage(path, position, skipped_to, offset, reason)
                 }
             };
-            if first_frame && record.offset > offset {
+            if first_frame && header.base_offset > offset {
                 return Ok(SegmentRead::BadIndexEntry(format!(
-                    "frame holds offset {} but the index promised at most {offset}",
-                    record.offset
+                    "batch starts at offset {} but the index promised at most {offset}",
+                    header.base_offset
                 )));
             }
             first_frame = false;
-            if record.offset < offset {
-                skipped_to = Some(record.offset + 1);
-                at += frame_len;
+            if header.next_offset() <= offset || header.is_control() {
+                // Records below the offset asked for; or a transaction marker, which holds
+                // no data.
+                skipped_to = Some(header.next_offset());
+                at += header.batch_len;
+                end_at = at;
+                if header.is_control() && !collected {
+                    collector.out.next_offset = collector.out.next_offset.max(header.next_offset());
+                }
                 continue;
             }
-            if record.offset != next_offset {
-                if !frames.is_empty() {
+            let expected = collector.out.next_offset;
+            if header.base_offset > expected || (collected && header.base_offset != expected) {
+                if collected {
                     break;
                 }
-                let reason = format!("offset {} where {next_offset} was expected", record.offset);
+                let reason = format!(
+                    "batch starts at offset {} where {expected} was expected",
+                    header.base_offset
+                );
                 return Err(StorageError::corrupt(path, position, reason));
             }
-            if !frames.is_empty() && bytes + frame_len > max_bytes {
-                break;
+            match collector.take(chunk, at, &header) {
+                Ok(true) => {
+                    at += header.batch_len;
+                    end_at = at;
+                }
+                Ok(false) => break,
+                Err(_) if collected => break,
+                Err(reason) => return Err(StorageError::corrupt(path, position, reason)),
             }
-            frames.push((at, frame_len));
-            bytes += frame_len;
-            at += frame_len;
-            next_offset += 1;
         }
         if asked < full_want
             && chunk_len == asked
-            && frames.len() < max_records
+            && !collector.is_full()
             && (at >= chunk_len || straddles)
         {
             // The estimated read ran out before `max_records` or `max_bytes` did: read again
@@ -162,14 +319,12 @@ pub(super) fn read_segment(
             want = want.max(full_want);
             continue;
         }
-        if !frames.is_empty() {
+        if !collector.out.records.is_empty() {
+            let mut records = collector.out;
+            records.buf = buf;
             return Ok(SegmentRead::Done {
-                records: FetchedRecords {
-                    buf,
-                    frames,
-                    next_offset,
-                },
-                end_position: from + at as u64,
+                records,
+                end_position: from + end_at as u64,
             });
         }
         from += at as u64;

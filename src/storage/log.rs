@@ -34,6 +34,7 @@ use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{read_segment, SegmentRead};
+use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
 use super::index::INDEX_INTERVAL_BYTES;
@@ -70,6 +71,9 @@ pub struct LogConfig {
     pub max_record_bytes: usize,
     pub fsync: FsyncPolicy,
     pub retention: RetentionPolicy,
+    /// How native appends stamp their batches, and whether a client's batch keeps its
+    /// timestamps (CreateTime) or gets the append time (LogAppendTime).
+    pub timestamp_type: TimestampType,
 }
 
 impl Default for LogConfig {
@@ -81,6 +85,7 @@ impl Default for LogConfig {
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             fsync: FsyncPolicy::default(),
             retention: RetentionPolicy::default(),
+            timestamp_type: TimestampType::default(),
         }
     }
 }
@@ -331,9 +336,10 @@ impl PartitionLog {
         if active.size() > 0 && active.size() + batch_len as u64 > self.config.segment_bytes {
             self.roll()?;
         }
-        batch.seal(base_offset, timestamp_ms);
+        batch.seal(base_offset, timestamp_ms, self.config.timestamp_type);
+        let next_offset = base_offset + batch.len() as u64;
         self.active_mut()
-            .append(batch.frames(), batch.len() as u64, timestamp_ms)?;
+            .append(batch.bytes(), next_offset, timestamp_ms)?;
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.active_mut().sync()?;
@@ -474,10 +480,7 @@ impl PartitionLog {
         let mut offset = offset.max(self.log_start_offset);
         loop {
             if offset >= log_end || max_records == 0 {
-                return Ok(FetchedRecords {
-                    next_offset: offset,
-                    ..FetchedRecords::default()
-                });
+                return Ok(FetchedRecords::empty(offset));
             }
             let (&base, segment) = self
                 .segments
@@ -615,7 +618,7 @@ impl PartitionLog {
         let mut found = None;
         self.scan_from(from, |frame| {
             if frame.timestamp_ms >= cutoff_ms {
-                found = Some((frame.offset, frame.timestamp_ms));
+                found = Some((frame.offset.max(from), frame.timestamp_ms));
             }
             found.is_none()
         })?;
@@ -706,7 +709,7 @@ impl PartitionLog {
             };
             let mut stopped_early = false;
             let outcome = segment.scan_over_damage(entry.position, entry.offset, |frame| {
-                if frame.offset < from {
+                if frame.next_offset <= from {
                     return true;
                 }
                 let go_on = visit(frame);

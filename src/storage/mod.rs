@@ -43,17 +43,18 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod compression;
 pub mod data_dir;
 pub mod error;
 pub mod fd_pool;
 pub mod fetch;
+pub mod format;
 pub mod fs;
 pub mod fsutil;
 pub mod index;
 pub mod log;
 pub mod offsets;
 pub mod policy;
-pub mod record;
 pub mod recovery;
 pub mod segment;
 #[cfg(any(test, feature = "test-support"))]

@@ -40,9 +40,9 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
 use super::error::{Result, StorageError};
+use super::format::HEADER_LEN;
 use super::fs::{FileSystem, OpenMode, SharedFs};
 use super::fsutil::TMP_SUFFIX;
-use super::record::HEADER_LEN;
 use super::segment::{file_names, LogSegment};
 
 /// Offsets are Kafka's signed 64-bit ones: no segment this code writes starts above this,

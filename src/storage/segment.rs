@@ -1,7 +1,8 @@
 //! One segment of a partition log: `<base_offset:020>.log` plus its `.index`.
 //!
-//! The `.log` file is frames back to back (format: [`super::record`]), offsets contiguous from
-//! `base_offset`. A segment is only ever appended to while it is the active (last) one, and
+//! The `.log` file is Kafka record batches back to back (format: [`super::format`]), offsets
+//! contiguous from `base_offset`. In this module a "frame" is one batch: the unit that is
+//! written, checksummed, indexed, scanned and cut as a whole. A segment is only ever appended to while it is the active (last) one, and
 //! only ever truncated by recovery. Its in-memory state is its size and the offset its next
 //! record will get; everything else is on disk.
 //!
@@ -15,12 +16,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::batch::frame_ranges;
 use super::error::{Result, StorageError};
+use super::format::{self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN};
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
-use super::record::{self, u32_at, u64_at, Decoded, HEADER_LEN, MAGIC, MAX_FRAME_LEN};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
 const SCAN_CHUNK: usize = 256 << 10;
@@ -33,15 +33,34 @@ pub fn file_names(base_offset: u64) -> (String, String) {
     )
 }
 
-/// A frame found by [`LogSegment::scan`].
+/// A batch found by [`LogSegment::scan`].
 #[derive(Debug, Clone, Copy)]
 pub struct ScannedFrame {
+    /// The batch's first offset.
     pub offset: u64,
+    /// The offset after the batch's last record.
+    pub next_offset: u64,
+    /// The batch's largest timestamp (0 for none).
     pub timestamp_ms: u64,
     pub position: u64,
     pub frame_len: u64,
-    /// The scan stepped over damage right before this frame.
+    /// The scan stepped over damage right before this batch.
     pub after_damage: bool,
+    pub header: BatchHeader,
+}
+
+impl ScannedFrame {
+    fn new(header: BatchHeader, position: u64, after_damage: bool) -> Self {
+        ScannedFrame {
+            offset: header.base_offset,
+            next_offset: header.next_offset(),
+            timestamp_ms: header.max_timestamp.max(0) as u64,
+            position,
+            frame_len: header.batch_len as u64,
+            after_damage,
+            header,
+        }
+    }
 }
 
 /// Bytes a scan stepped over: a frame that did not verify, up to the next valid one.
@@ -70,7 +89,7 @@ pub struct ScanStop {
 pub struct ScanOutcome {
     /// Offset the next record would get.
     pub next_offset: u64,
-    /// Timestamp of the last valid frame scanned, if any.
+    /// The largest timestamp of the valid batches scanned, if any.
     pub last_timestamp_ms: Option<u64>,
     /// Set when invalid or torn bytes follow the last valid frame.
     pub stopped: Option<ScanStop>,
@@ -96,7 +115,7 @@ pub struct LogSegment {
     /// Offset the next appended record gets: base_offset + records in this segment, as far
     /// as is known (a sealed segment loaded after a clean shutdown learns it from its tail).
     next_offset: u64,
-    /// Timestamp of the last record, when known.
+    /// The largest record timestamp, when known.
     last_timestamp_ms: Option<u64>,
     /// Frame bytes appended since the last index entry.
     bytes_since_index: u64,
@@ -187,30 +206,36 @@ impl LogSegment {
         self.index.path()
     }
 
-    /// Appends already-encoded frames with one `write`, then their index entries.
-    /// `frames` holds records `next_offset..next_offset + count`, whole frames back to back.
-    /// On a failed write the file is cut back to its old size.
-    pub fn append(&mut self, frames: &[u8], count: u64, timestamp_ms: u64) -> Result<()> {
+    /// Appends one verified batch holding records `next_offset..next_offset_after` with one
+    /// `write`, then its index entry when one is due. On a failed write the file is cut back
+    /// to its old size.
+    pub fn append(
+        &mut self,
+        batch: &[u8],
+        next_offset_after: u64,
+        max_timestamp_ms: u64,
+    ) -> Result<()> {
         let start = self.size;
-        if let Err(e) = self.log.write_all_at(frames, start) {
+        if let Err(e) = self.log.write_all_at(batch, start) {
             // A partial write must not be left behind a later, successful one.
             let _ = self.log.set_len(start);
             self.synced_size = self.synced_size.min(start);
             return Err(StorageError::io("append to segment", &self.log_path, e));
         }
-        for (i, frame) in frame_ranges(frames).enumerate() {
-            if self.bytes_since_index >= self.index_interval_bytes {
-                self.index.push(IndexEntry {
-                    offset: self.next_offset + i as u64,
-                    position: start + frame.start as u64,
-                });
-                self.bytes_since_index = 0;
-            }
-            self.bytes_since_index += frame.len() as u64;
+        if self.bytes_since_index >= self.index_interval_bytes {
+            self.index.push(IndexEntry {
+                offset: self.next_offset,
+                position: start,
+            });
+            self.bytes_since_index = 0;
         }
-        self.size = start + frames.len() as u64;
-        self.next_offset += count;
-        self.last_timestamp_ms = Some(timestamp_ms);
+        self.bytes_since_index += batch.len() as u64;
+        self.size = start + batch.len() as u64;
+        self.next_offset = next_offset_after;
+        self.last_timestamp_ms = Some(
+            self.last_timestamp_ms
+                .map_or(max_timestamp_ms, |t| t.max(max_timestamp_ms)),
+        );
         // The index is derived data: a failed index write is repaired by the next recovery.
         self.index.write_pending()
     }
@@ -295,8 +320,8 @@ impl LogSegment {
         self.find_frame(entry, |frame| frame.position >= position)
     }
 
-    /// Where the first valid frame holding `offset` or a later one starts: the frame holding
-    /// `offset`, or, when that record is damaged, the first valid frame after the damage.
+    /// Where the first valid batch holding `offset` or a later one starts: the batch holding
+    /// `offset`, or, when that batch is damaged, the first valid batch after the damage.
     /// `None` when no such frame is in this segment. One index lookup and a scan of about one
     /// index interval.
     ///
@@ -304,7 +329,7 @@ impl LogSegment {
     /// `Io`.
     pub fn position_of(&self, offset: u64) -> Result<Option<u64>> {
         let entry = self.index.lookup(offset)?;
-        let found = self.find_frame(entry, |frame| frame.offset >= offset)?;
+        let found = self.find_frame(entry, |frame| frame.next_offset > offset)?;
         Ok(found.map(|(_, position)| position))
     }
 
@@ -342,24 +367,19 @@ impl LogSegment {
             .is_some_and(|relative| relative <= u64::from(u32::MAX))
     }
 
-    /// The length of the frame whose header starts `bytes`, when that header could be one
-    /// this code wrote for an offset of at least `min_offset` (its CRC not yet checked). A
+    /// The length of the batch whose header starts `bytes`, when that header could be one of
+    /// this segment holding an offset of at least `min_offset` (its CRC not yet checked). A
     /// cheap filter, so that searching damaged bytes rarely computes a CRC.
     fn plausible_frame(&self, bytes: &[u8], min_offset: u64) -> Option<usize> {
-        if bytes.len() < HEADER_LEN {
-            return None;
-        }
-        let length = u32_at(bytes, 0) as usize;
-        let offset = u64_at(bytes, 10);
-        let plausible = (HEADER_LEN - 4..=MAX_FRAME_LEN).contains(&length)
-            && bytes[8] == MAGIC
-            && bytes[9] <= 1
-            && offset >= min_offset
-            && self.holds_offset(offset);
-        plausible.then_some(4 + length)
+        let header = BatchHeader::parse(bytes)?;
+        let plausible = (HEADER_LEN..=MAX_BATCH_LEN).contains(&header.batch_len)
+            && bytes[16] == MAGIC
+            && header.base_offset >= min_offset
+            && self.holds_offset(header.base_offset);
+        plausible.then_some(header.batch_len)
     }
 
-    /// The offset of the valid frame at `position`, if one with an offset of at least
+    /// The offset of the valid batch at `position`, if one with an offset of at least
     /// `min_offset` starts there.
     fn valid_frame_at(&self, position: u64, min_offset: u64) -> Result<Option<u64>> {
         let mut buf = AlignedBuf::default();
@@ -371,8 +391,8 @@ impl LogSegment {
             return Ok(None);
         }
         let frame = self.read_into(&mut buf, position, frame_len)?;
-        Ok(match record::decode(frame) {
-            Decoded::Record { record, .. } if record.offset >= min_offset => Some(record.offset),
+        Ok(match format::decode(frame) {
+            Decoded::Batch(header) if header.base_offset >= min_offset => Some(header.base_offset),
             _ => None,
         })
     }
@@ -390,11 +410,12 @@ impl LogSegment {
     /// `Io`.
     pub fn resync(&self, position: u64, min_offset: u64) -> Result<Option<(u64, u64)>> {
         let mut buf = AlignedBuf::default();
-        let header = self.read_into(&mut buf, position, 4)?;
-        if header.len() == 4 {
-            let length = u64::from(u32_at(header, 0));
-            let next = position + 4 + length;
-            if (HEADER_LEN as u64 - 4..=MAX_FRAME_LEN as u64).contains(&length) && next < self.size
+        let header = self.read_into(&mut buf, position, LOG_OVERHEAD)?;
+        if header.len() == LOG_OVERHEAD {
+            let length = u64::from(u32::from_be_bytes(header[8..12].try_into().expect("4")));
+            let next = position + LOG_OVERHEAD as u64 + length;
+            if (HEADER_LEN as u64..=MAX_BATCH_LEN as u64).contains(&(length + LOG_OVERHEAD as u64))
+                && next < self.size
             {
                 if let Some(offset) = self.valid_frame_at(next, min_offset)? {
                     return Ok(Some((offset, next)));
@@ -408,9 +429,9 @@ impl LogSegment {
             while i + HEADER_LEN <= chunk.len() {
                 if let Some(frame_len) = self.plausible_frame(&chunk[i..], min_offset) {
                     let at = from + i as u64;
-                    let offset = match chunk.get(i..i + frame_len).map(record::decode) {
-                        Some(Decoded::Record { record, .. }) if record.offset >= min_offset => {
-                            Some(record.offset)
+                    let offset = match chunk.get(i..i + frame_len).map(format::decode) {
+                        Some(Decoded::Batch(header)) if header.base_offset >= min_offset => {
+                            Some(header.base_offset)
                         }
                         Some(_) => None,
                         // The frame runs past this chunk: read it on its own.
@@ -449,45 +470,41 @@ impl LogSegment {
             let mut at = 0usize;
             let mut stop = None;
             while at < chunk.len() {
-                match record::decode(&chunk[at..]) {
-                    Decoded::Record { record, frame_len } => {
+                match format::decode(&chunk[at..]) {
+                    Decoded::Batch(header) => {
                         let here = position + at as u64;
-                        if record.offset > expected_offset
+                        let offset = header.base_offset;
+                        if offset > expected_offset
                             && expected_offset < step_over_below
-                            && self.holds_offset(record.offset)
+                            && self.holds_offset(offset)
                         {
                             // Records are missing but the bytes verify: resume right here.
                             damaged.push(DamagedRange {
                                 position: here,
                                 end: here,
                                 first_offset: expected_offset,
-                                resumed_at: Some(record.offset),
+                                resumed_at: Some(offset),
                                 reason: format!(
-                                    "offset {} where {expected_offset} was expected",
-                                    record.offset
+                                    "offset {offset} where {expected_offset} was expected"
                                 ),
                             });
-                            expected_offset = record.offset;
+                            expected_offset = offset;
                             after_damage = true;
                         }
-                        if record.offset != expected_offset {
+                        if offset != expected_offset {
                             stop = Some(format!(
-                                "offset {} where {expected_offset} was expected",
-                                record.offset
+                                "offset {offset} where {expected_offset} was expected"
                             ));
                             break;
                         }
-                        let frame = ScannedFrame {
-                            offset: record.offset,
-                            timestamp_ms: record.timestamp_ms,
-                            position: here,
-                            frame_len: frame_len as u64,
-                            after_damage,
-                        };
+                        let frame = ScannedFrame::new(header, here, after_damage);
                         after_damage = false;
-                        at += frame_len;
-                        expected_offset += 1;
-                        last_timestamp_ms = Some(record.timestamp_ms);
+                        at += header.batch_len;
+                        expected_offset = frame.next_offset;
+                        last_timestamp_ms = Some(
+                            last_timestamp_ms
+                                .map_or(frame.timestamp_ms, |t: u64| t.max(frame.timestamp_ms)),
+                        );
                         if !visit(&frame) {
                             return Ok(ScanOutcome {
                                 next_offset: expected_offset,
@@ -497,7 +514,9 @@ impl LogSegment {
                             });
                         }
                     }
-                    Decoded::Incomplete { frame_len } => {
+                    Decoded::Incomplete {
+                        batch_len: frame_len,
+                    } => {
                         let frame_end = position + (at + frame_len.unwrap_or(HEADER_LEN)) as u64;
                         if frame_end > self.size {
                             stop = Some(format!(

@@ -1,0 +1,772 @@
+//! The bytes of a segment: Kafka's RecordBatch v2 (magic 2), exactly as Kafka writes them.
+//!
+//! A segment file is a sequence of batches back to back; any decoder of Kafka's log format
+//! reads it. A batch is what one append wrote: a native produce (uncompressed, written by
+//! [`super::batch::RecordBatch`]) or a Kafka client's batch stored as it was sent.
+//!
+//! # Batch header (61 bytes, integers big-endian)
+//!
+//! ```text
+//! offset  size  field
+//!      0     8  base_offset            offset of the batch's first record
+//!      8     4  batch_length           bytes after this field (the batch is 12 + batch_length)
+//!     12     4  partition_leader_epoch always 0 here (one broker, never a new leader)
+//!     16     1  magic                  2
+//!     17     4  crc                    CRC-32C (Castagnoli) of bytes [21, end of batch)
+//!     21     2  attributes             bits 0-2 compression (0 none, 1 gzip, 2 snappy, 3 lz4,
+//!                                      4 zstd), bit 3 timestamp type (1 = LogAppendTime),
+//!                                      bit 4 transactional, bit 5 control, bit 6 delete horizon
+//!     23     4  last_offset_delta      last record's offset - base_offset
+//!     27     8  base_timestamp         first record's timestamp (ms since the Unix epoch)
+//!     35     8  max_timestamp          largest record timestamp (the append time under
+//!                                      LogAppendTime)
+//!     43     8  producer_id            -1 without an idempotent producer
+//!     51     2  producer_epoch         -1 without one
+//!     53     4  base_sequence          first record's sequence number, -1 without one
+//!     57     4  records_count          records in the batch
+//!     61     -  records                compressed as one stream when bits 0-2 are not 0
+//! ```
+//!
+//! The CRC covers everything from the attributes on, so base offset, length, leader epoch and
+//! magic are outside it: the broker patches the first and the third without recomputing it,
+//! which is why a client's batch can be stored byte for byte as it was sent.
+//!
+//! # Record (inside the records section; varints are zigzag, as in protobuf)
+//!
+//! ```text
+//! length           varint    bytes after this field
+//! attributes       int8      0 (unused)
+//! timestamp_delta  varlong   timestamp - base_timestamp
+//! offset_delta     varint    offset - base_offset
+//! key_length       varint    -1 for no key
+//! key              bytes
+//! value_length     varint    -1 for a null value (a tombstone)
+//! value            bytes
+//! header_count     varint
+//! headers          header_count times: key_length varint, key (UTF-8), value_length
+//!                  varint (-1 for null), value
+//! ```
+//!
+//! # Invariants (checked by [`decode`] and [`validate_records`])
+//! * The CRC verifies, the magic is 2, the length is within [`MAX_BATCH_LEN`].
+//! * `last_offset_delta = records_count - 1`, the records' offset deltas are `0, 1, ...`:
+//!   offsets inside a batch are contiguous, and batches follow each other without gaps.
+//! * The record section parses to exactly `records_count` records with no bytes left over.
+
+use super::compression::{self, Compression};
+
+/// The batch format this code writes and reads.
+pub const MAGIC: u8 = 2;
+/// Bytes of the batch header, before the records.
+pub const HEADER_LEN: usize = 61;
+/// Bytes before the length field's count starts: base offset and batch length.
+pub const LOG_OVERHEAD: usize = 12;
+/// The first byte the CRC covers (the attributes).
+const CRC_START: usize = 21;
+/// The largest batch this code writes or accepts on disk (1 GiB): positions in the index are
+/// `u32`, and a segment rolls before a batch that does not fit.
+pub const MAX_BATCH_LEN: usize = 1 << 30;
+/// A header-only batch length: what `batch_length` is at least.
+const MIN_LENGTH_FIELD: usize = HEADER_LEN - LOG_OVERHEAD;
+
+/// `producer_id`, `producer_epoch` and `base_sequence` of a batch from no idempotent producer.
+pub const NO_PRODUCER_ID: i64 = -1;
+pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub const NO_SEQUENCE: i32 = -1;
+
+const ATTR_COMPRESSION: i16 = 0b111;
+const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
+const ATTR_TRANSACTIONAL: i16 = 1 << 4;
+const ATTR_CONTROL: i16 = 1 << 5;
+
+/// How the timestamps of a batch's records were assigned (Kafka's `message.timestamp.type`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum TimestampType {
+    /// The producer's clock: each record keeps the timestamp it was produced with. Native
+    /// produces are stamped when the broker appends them (the producer is in the process).
+    #[default]
+    CreateTime,
+    /// The broker's clock at the append: every record of the batch gets the batch's
+    /// `max_timestamp`, whatever the producer sent.
+    LogAppendTime,
+}
+
+/// The fixed fields of a batch, as read from its first [`HEADER_LEN`] bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: u64,
+    /// The whole batch's size in bytes, header included.
+    pub batch_len: usize,
+    pub leader_epoch: i32,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: u32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: u32,
+}
+
+impl BatchHeader {
+    /// Reads the header fields at the start of `bytes` (at least [`HEADER_LEN`] long), with no
+    /// check at all; `None` when a field is out of the range this code can represent (a
+    /// negative base offset, offset delta or count).
+    pub fn parse(bytes: &[u8]) -> Option<BatchHeader> {
+        if bytes.len() < HEADER_LEN {
+            return None;
+        }
+        let length = i32_at(bytes, 8);
+        Some(BatchHeader {
+            base_offset: u64::try_from(i64_at(bytes, 0)).ok()?,
+            batch_len: LOG_OVERHEAD + usize::try_from(length).ok()?,
+            leader_epoch: i32_at(bytes, 12),
+            crc: u32::from_be_bytes(bytes[17..21].try_into().expect("4 bytes")),
+            attributes: i16::from_be_bytes(bytes[21..23].try_into().expect("2 bytes")),
+            last_offset_delta: u32::try_from(i32_at(bytes, 23)).ok()?,
+            base_timestamp: i64_at(bytes, 27),
+            max_timestamp: i64_at(bytes, 35),
+            producer_id: i64_at(bytes, 43),
+            producer_epoch: i16::from_be_bytes(bytes[51..53].try_into().expect("2 bytes")),
+            base_sequence: i32_at(bytes, 53),
+            records_count: u32::try_from(i32_at(bytes, 57)).ok()?,
+        })
+    }
+
+    /// The offset of the batch's last record.
+    pub fn last_offset(&self) -> u64 {
+        self.base_offset + u64::from(self.last_offset_delta)
+    }
+
+    /// The offset after the batch.
+    pub fn next_offset(&self) -> u64 {
+        self.last_offset() + 1
+    }
+
+    /// The codec of the records section.
+    ///
+    /// # Errors
+    /// The reason, for codec ids Kafka does not define.
+    pub fn compression(&self) -> Result<Compression, String> {
+        Compression::from_attributes(self.attributes)
+    }
+
+    pub fn timestamp_type(&self) -> TimestampType {
+        if self.attributes & ATTR_LOG_APPEND_TIME != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+
+    /// A control batch (a transaction marker): it takes offsets but holds no data records.
+    pub fn is_control(&self) -> bool {
+        self.attributes & ATTR_CONTROL != 0
+    }
+
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+
+    /// The timestamp of the record with `timestamp_delta`: the batch's `max_timestamp` under
+    /// LogAppendTime (as Kafka's clients read it), else `base_timestamp + delta`.
+    pub fn record_timestamp(&self, timestamp_delta: i64) -> i64 {
+        match self.timestamp_type() {
+            TimestampType::LogAppendTime => self.max_timestamp,
+            TimestampType::CreateTime => self.base_timestamp.wrapping_add(timestamp_delta),
+        }
+    }
+}
+
+/// What [`decode`] found at the start of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// A batch of `header.batch_len` bytes whose CRC and header verify.
+    Batch(BatchHeader),
+    /// The buffer ends inside a batch; `batch_len` is known once the length field is in the
+    /// buffer. At the end of a file this is a torn tail.
+    Incomplete { batch_len: Option<usize> },
+    /// The bytes are not a valid batch.
+    Invalid { reason: String },
+}
+
+/// Decodes and verifies the header and CRC of the batch at the start of `buf` (the records
+/// are not parsed: see [`validate_records`]).
+pub fn decode(buf: &[u8]) -> Decoded {
+    if buf.len() < LOG_OVERHEAD {
+        return Decoded::Incomplete { batch_len: None };
+    }
+    let length = i32_at(buf, 8);
+    let Some(batch_len) = usize::try_from(length)
+        .ok()
+        .filter(|l| (MIN_LENGTH_FIELD..=MAX_BATCH_LEN - LOG_OVERHEAD).contains(l))
+        .map(|l| l + LOG_OVERHEAD)
+    else {
+        return Decoded::Invalid {
+            reason: format!(
+                "batch length {length} outside [{MIN_LENGTH_FIELD}, {}]",
+                MAX_BATCH_LEN - LOG_OVERHEAD
+            ),
+        };
+    };
+    if buf.len() <= 16 {
+        return Decoded::Incomplete {
+            batch_len: Some(batch_len),
+        };
+    }
+    if buf[16] != MAGIC {
+        return Decoded::Invalid {
+            reason: format!(
+                "magic {} where {MAGIC} (RecordBatch v2) was expected",
+                buf[16]
+            ),
+        };
+    }
+    if buf.len() < batch_len {
+        return Decoded::Incomplete {
+            batch_len: Some(batch_len),
+        };
+    }
+    let batch = &buf[..batch_len];
+    let header = BatchHeader::parse(batch);
+    let computed = crc32c::crc32c(&batch[CRC_START..]);
+    let Some(header) = header else {
+        return Decoded::Invalid {
+            reason: "negative base offset, offset delta or record count".into(),
+        };
+    };
+    if header.crc != computed {
+        return Decoded::Invalid {
+            reason: format!(
+                "crc32c mismatch: stored {:#010x}, computed {computed:#010x}",
+                header.crc
+            ),
+        };
+    }
+    if let Err(reason) = check_header(&header) {
+        return Decoded::Invalid { reason };
+    }
+    Decoded::Batch(header)
+}
+
+/// The header rules beyond the CRC: a codec Kafka defines, a record count matching the
+/// offsets, and offsets that fit Kafka's signed 64 bits.
+fn check_header(header: &BatchHeader) -> Result<(), String> {
+    header.compression()?;
+    if header.records_count == 0 || header.records_count - 1 != header.last_offset_delta {
+        return Err(format!(
+            "{} records but a last offset delta of {}",
+            header.records_count, header.last_offset_delta
+        ));
+    }
+    if header
+        .base_offset
+        .checked_add(u64::from(header.last_offset_delta))
+        > Some(i64::MAX as u64)
+    {
+        return Err(format!("base offset {} out of range", header.base_offset));
+    }
+    Ok(())
+}
+
+/// One record, borrowed from a records section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub timestamp_delta: i64,
+    pub offset_delta: u32,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: Headers<'a>,
+    /// Bytes of the record, its length field included.
+    pub encoded_len: usize,
+}
+
+impl RecordView<'_> {
+    /// Key, value and header bytes: what a record's size limit counts.
+    pub fn payload_len(&self) -> usize {
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
+            .sum();
+        self.key.map_or(0, <[u8]>::len) + self.value.map_or(0, <[u8]>::len) + headers
+    }
+}
+
+/// A record's headers, still encoded: iterate them with [`Headers::iter`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Headers<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> Headers<'a> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// `(key, value)` of each header, in order. The bytes were checked when the record was
+    /// parsed, so this never fails.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> + 'a {
+        let mut cursor = Cursor::new(self.bytes);
+        (0..self.count).map_while(move |_| {
+            let key = cursor.bytes().ok()??;
+            let value = cursor.bytes().ok()?;
+            Some((key, value))
+        })
+    }
+}
+
+/// Parses the record at the start of `section`.
+///
+/// # Errors
+/// The reason, when the bytes are not a record (or one whose offset delta is negative).
+pub fn parse_record(section: &[u8]) -> Result<RecordView<'_>, String> {
+    let mut outer = Cursor::new(section);
+    let length = outer.varint()?;
+    let length = usize::try_from(length).map_err(|_| format!("record length {length}"))?;
+    let body = outer.take(length)?;
+    let encoded_len = outer.at;
+    let mut c = Cursor::new(body);
+    let _attributes = c.take(1)?;
+    let timestamp_delta = c.varlong()?;
+    let offset_delta = c.varint()?;
+    let offset_delta =
+        u32::try_from(offset_delta).map_err(|_| format!("offset delta {offset_delta}"))?;
+    let key = c.bytes()?;
+    let value = c.bytes()?;
+    let count = c.varint()?;
+    let count = usize::try_from(count).map_err(|_| format!("header count {count}"))?;
+    let headers_start = c.at;
+    for _ in 0..count {
+        if c.bytes()?.is_none() {
+            return Err("a header without a key".into());
+        }
+        c.bytes()?;
+    }
+    let headers = Headers {
+        count,
+        bytes: &body[headers_start..c.at],
+    };
+    if c.at != body.len() {
+        return Err(format!(
+            "record length {length} but its fields end at {}",
+            c.at
+        ));
+    }
+    Ok(RecordView {
+        timestamp_delta,
+        offset_delta,
+        key,
+        value,
+        headers,
+        encoded_len,
+    })
+}
+
+/// The records section of a verified batch: the bytes after the header, decompressed into
+/// `scratch` (at most `limit` bytes) when the batch is compressed.
+///
+/// # Errors
+/// The reason, when the codec is unknown or decompression fails or would exceed `limit`.
+pub fn records_section<'a>(
+    batch: &'a [u8],
+    header: &BatchHeader,
+    limit: usize,
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], String> {
+    let raw = &batch[HEADER_LEN..header.batch_len];
+    match header.compression()? {
+        Compression::None => Ok(raw),
+        codec => {
+            compression::decompress(codec, raw, limit, scratch)?;
+            Ok(scratch.as_slice())
+        }
+    }
+}
+
+/// Walks the `records_count` records of a records section, checking each; calls `visit` with
+/// each. Used on appends of client batches and by every read.
+///
+/// # Errors
+/// The reason, when a record does not parse, its offset delta is not its index, or bytes
+/// are left over.
+pub fn validate_records<'a>(
+    section: &'a [u8],
+    header: &BatchHeader,
+    mut visit: impl FnMut(&RecordView<'a>),
+) -> Result<(), String> {
+    let mut at = 0usize;
+    for i in 0..header.records_count {
+        let record = parse_record(&section[at..]).map_err(|e| format!("record {i}: {e}"))?;
+        if record.offset_delta != i {
+            return Err(format!(
+                "record {i} has offset delta {}",
+                record.offset_delta
+            ));
+        }
+        at += record.encoded_len;
+        visit(&record);
+    }
+    if at != section.len() {
+        return Err(format!(
+            "{} bytes after the last of {} records",
+            section.len() - at,
+            header.records_count
+        ));
+    }
+    Ok(())
+}
+
+/// The fields a native batch's header gets when it is sealed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeSeal {
+    pub base_offset: u64,
+    pub records_count: u32,
+    pub timestamp_ms: i64,
+    pub timestamp_type: TimestampType,
+}
+
+/// Writes the header of an uncompressed batch into `batch[..HEADER_LEN]`, whose records
+/// (offset deltas from 0, timestamp deltas 0) fill the rest, and computes its CRC.
+pub fn seal_native(batch: &mut [u8], seal: NativeSeal) {
+    let length = (batch.len() - LOG_OVERHEAD) as i32;
+    let attributes = match seal.timestamp_type {
+        TimestampType::CreateTime => 0i16,
+        TimestampType::LogAppendTime => ATTR_LOG_APPEND_TIME,
+    };
+    let h = &mut batch[..HEADER_LEN];
+    h[0..8].copy_from_slice(&(seal.base_offset as i64).to_be_bytes());
+    h[8..12].copy_from_slice(&length.to_be_bytes());
+    h[12..16].copy_from_slice(&0i32.to_be_bytes());
+    h[16] = MAGIC;
+    h[21..23].copy_from_slice(&attributes.to_be_bytes());
+    h[23..27].copy_from_slice(&(seal.records_count as i32 - 1).to_be_bytes());
+    h[27..35].copy_from_slice(&seal.timestamp_ms.to_be_bytes());
+    h[35..43].copy_from_slice(&seal.timestamp_ms.to_be_bytes());
+    h[43..51].copy_from_slice(&NO_PRODUCER_ID.to_be_bytes());
+    h[51..53].copy_from_slice(&NO_PRODUCER_EPOCH.to_be_bytes());
+    h[53..57].copy_from_slice(&NO_SEQUENCE.to_be_bytes());
+    h[57..61].copy_from_slice(&(seal.records_count as i32).to_be_bytes());
+    update_crc(batch);
+}
+
+/// Gives a client's batch the offset it is stored at and leader epoch 0: fields outside the
+/// CRC, so the batch's other bytes stay as sent.
+pub fn assign_base_offset(batch: &mut [u8], base_offset: u64) {
+    batch[0..8].copy_from_slice(&(base_offset as i64).to_be_bytes());
+    batch[12..16].copy_from_slice(&0i32.to_be_bytes());
+}
+
+/// Marks a batch LogAppendTime with `append_time_ms` as its max timestamp (the timestamp
+/// every record then reads with), and recomputes the CRC, as Kafka does for such topics.
+pub fn set_log_append_time(batch: &mut [u8], append_time_ms: i64) {
+    let attributes = i16::from_be_bytes(batch[21..23].try_into().expect("2 bytes"));
+    batch[21..23].copy_from_slice(&(attributes | ATTR_LOG_APPEND_TIME).to_be_bytes());
+    batch[35..43].copy_from_slice(&append_time_ms.to_be_bytes());
+    update_crc(batch);
+}
+
+fn update_crc(batch: &mut [u8]) {
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// The size of a record with these fields, its length field included.
+pub fn record_len(
+    offset_delta: u32,
+    key: Option<&[u8]>,
+    value_len: usize,
+    headers: &[(&[u8], Option<&[u8]>)],
+) -> usize {
+    let body = record_body_len(offset_delta, key, value_len, headers);
+    varint_len(body as i64) + body
+}
+
+fn record_body_len(
+    offset_delta: u32,
+    key: Option<&[u8]>,
+    value_len: usize,
+    headers: &[(&[u8], Option<&[u8]>)],
+) -> usize {
+    1 + 1 // attributes, timestamp delta 0
+        + varint_len(i64::from(offset_delta))
+        + bytes_len(key.map(<[u8]>::len))
+        + bytes_len(Some(value_len))
+        + varint_len(headers.len() as i64)
+        + headers
+            .iter()
+            .map(|(k, v)| bytes_len(Some(k.len())) + bytes_len(v.map(<[u8]>::len)))
+            .sum::<usize>()
+}
+
+/// Appends a record with timestamp delta 0 (native records are stamped by their batch) to
+/// `buf`.
+pub fn encode_record(
+    buf: &mut Vec<u8>,
+    offset_delta: u32,
+    key: Option<&[u8]>,
+    value: &[u8],
+    headers: &[(&[u8], Option<&[u8]>)],
+) {
+    let body = record_body_len(offset_delta, key, value.len(), headers);
+    put_varint(buf, body as i64);
+    buf.push(0); // attributes
+    buf.push(0); // timestamp delta 0
+    put_varint(buf, i64::from(offset_delta));
+    put_bytes(buf, key);
+    put_bytes(buf, Some(value));
+    put_varint(buf, headers.len() as i64);
+    for (k, v) in headers {
+        put_bytes(buf, Some(k));
+        put_bytes(buf, *v);
+    }
+}
+
+/// Appends `record` (parsed from another section) to `buf` with a new offset delta.
+pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta: u32) {
+    let headers: Vec<(&[u8], Option<&[u8]>)> = record.headers.iter().collect();
+    encode_record(
+        buf,
+        offset_delta,
+        record.key,
+        record.value.unwrap_or_default(),
+        &headers,
+    );
+}
+
+fn bytes_len(len: Option<usize>) -> usize {
+    match len {
+        None => 1,
+        Some(n) => varint_len(n as i64) + n,
+    }
+}
+
+fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
+    match bytes {
+        None => put_varint(buf, -1),
+        Some(b) => {
+            put_varint(buf, b.len() as i64);
+            buf.extend_from_slice(b);
+        }
+    }
+}
+
+/// Bytes of `v` as a zigzag varint.
+pub fn varint_len(v: i64) -> usize {
+    let mut z = zigzag(v);
+    let mut n = 1;
+    while z >= 0x80 {
+        z >>= 7;
+        n += 1;
+    }
+    n
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Appends `v` as a zigzag varint.
+pub fn put_varint(buf: &mut Vec<u8>, v: i64) {
+    let mut z = zigzag(v);
+    while z >= 0x80 {
+        buf.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    buf.push(z as u8);
+}
+
+/// A reader of varint-encoded fields that fails instead of panicking.
+struct Cursor<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, at: 0 }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.buf.len())
+            .ok_or_else(|| format!("{n} bytes wanted, {} left", self.buf.len() - self.at))?;
+        let bytes = &self.buf[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+
+    /// A zigzag varint of at most `max_bytes` bytes.
+    fn zigzag(&mut self, max_bytes: usize) -> Result<i64, String> {
+        let mut z = 0u64;
+        for i in 0..max_bytes {
+            let b = *self.buf.get(self.at).ok_or("varint runs past the end")?;
+            self.at += 1;
+            z |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(((z >> 1) as i64) ^ -((z & 1) as i64));
+            }
+        }
+        Err(format!("varint longer than {max_bytes} bytes"))
+    }
+
+    fn varint(&mut self) -> Result<i64, String> {
+        let v = self.zigzag(5)?;
+        i32::try_from(v)
+            .map(i64::from)
+            .map_err(|_| format!("varint {v} out of the 32-bit range"))
+    }
+
+    fn varlong(&mut self) -> Result<i64, String> {
+        self.zigzag(10)
+    }
+
+    /// A length-prefixed byte string; `None` for length -1.
+    fn bytes(&mut self) -> Result<Option<&'a [u8]>, String> {
+        match self.varint()? {
+            -1 => Ok(None),
+            n if n < 0 => Err(format!("length {n}")),
+            n => self.take(n as usize).map(Some),
+        }
+    }
+}
+
+fn i32_at(buf: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn i64_at(buf: &[u8], at: usize) -> i64 {
+    i64::from_be_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn native_batch(base_offset: u64, records: &[(Option<&[u8]>, &[u8])]) -> Vec<u8> {
+        let mut buf = vec![0u8; HEADER_LEN];
+        for (i, (key, value)) in records.iter().enumerate() {
+            encode_record(&mut buf, i as u32, *key, value, &[(b"h", None)]);
+        }
+        seal_native(
+            &mut buf,
+            NativeSeal {
+                base_offset,
+                records_count: records.len() as u32,
+                timestamp_ms: 1_700_000_000_000,
+                timestamp_type: TimestampType::CreateTime,
+            },
+        );
+        buf
+    }
+
+    #[test]
+    fn a_sealed_native_batch_decodes_with_its_records() {
+        let batch = native_batch(
+            40,
+            &[(None, b"first"), (Some(b""), b""), (Some(b"k"), b"v3")],
+        );
+        let Decoded::Batch(header) = decode(&batch) else {
+            panic!("{:?}", decode(&batch))
+        };
+        assert_eq!((header.base_offset, header.last_offset()), (40, 42));
+        assert_eq!(header.batch_len, batch.len());
+        assert_eq!(header.max_timestamp, 1_700_000_000_000);
+        let mut scratch = Vec::new();
+        let section = records_section(&batch, &header, 1 << 20, &mut scratch).unwrap();
+        let mut seen = Vec::new();
+        validate_records(section, &header, |r| {
+            seen.push((r.key, r.value, r.headers.iter().collect::<Vec<_>>()))
+        })
+        .unwrap();
+        assert_eq!(seen[0].0, None);
+        assert_eq!(
+            seen[1],
+            (Some(&b""[..]), Some(&b""[..]), vec![(&b"h"[..], None)])
+        );
+        assert_eq!(seen[2].1, Some(&b"v3"[..]));
+    }
+
+    #[test]
+    fn every_flipped_byte_under_the_crc_is_detected() {
+        let batch = native_batch(7, &[(Some(b"k"), b"some value bytes")]);
+        for i in CRC_START..batch.len() {
+            let mut bad = batch.clone();
+            bad[i] ^= 0x40;
+            assert!(
+                !matches!(decode(&bad), Decoded::Batch(_)),
+                "flip at byte {i} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cut_batch_is_incomplete_and_zeros_are_invalid() {
+        let batch = native_batch(1, &[(None, b"abcdef")]);
+        for cut in 0..batch.len() {
+            assert!(
+                matches!(decode(&batch[..cut]), Decoded::Incomplete { .. }),
+                "cut at {cut}"
+            );
+        }
+        assert!(matches!(decode(&[0u8; 64]), Decoded::Invalid { .. }));
+    }
+
+    #[test]
+    fn varints_round_trip_at_their_edges() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            8191,
+            i32::MAX as i64,
+            i32::MIN as i64,
+        ] {
+            let mut buf = Vec::new();
+            put_varint(&mut buf, v);
+            assert_eq!(buf.len(), varint_len(v));
+            assert_eq!(Cursor::new(&buf).varint(), Ok(v));
+        }
+        let mut long = Vec::new();
+        put_varint(&mut long, i64::MIN);
+        assert_eq!(Cursor::new(&long).varlong(), Ok(i64::MIN));
+        assert!(Cursor::new(&long).varint().is_err());
+        assert!(Cursor::new(&[0x80; 11]).varlong().is_err());
+    }
+
+    #[test]
+    fn record_len_is_what_encode_record_writes() {
+        let headers: [(&[u8], Option<&[u8]>); 2] = [(b"trace", Some(b"abc")), (b"n", None)];
+        for (delta, key, value) in [(0u32, None, 0usize), (300, Some(&b"key"[..]), 200)] {
+            let mut buf = Vec::new();
+            encode_record(&mut buf, delta, key, &vec![7; value], &headers);
+            assert_eq!(buf.len(), record_len(delta, key, value, &headers));
+            let record = parse_record(&buf).unwrap();
+            assert_eq!((record.offset_delta, record.key), (delta, key));
+            assert_eq!(record.headers.len(), 2);
+        }
+    }
+
+    #[test]
+    fn garbage_records_are_errors_not_panics() {
+        for bad in [
+            &[][..],
+            &[2, 0],
+            &[0x7f, 0, 0, 0],
+            &[10, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0],
+        ] {
+            assert!(parse_record(bad).is_err(), "{bad:?}");
+        }
+    }
+}
