@@ -26,7 +26,7 @@ use crate::messages::{
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::{route as route_batch, RequestLimits};
 use crate::storage::RecordBatch;
-use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
+use crate::types::{BrokerStats, ConsumerBatch, Delivery, Header, Record};
 
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
@@ -205,6 +205,39 @@ impl AsyncNanoKafka {
     ) -> Result<Delivery> {
         let mut batch = RecordBatch::with_capacity(1, key.map_or(0, <[u8]>::len) + value.len());
         batch.push_raw(key, &value);
+        self.produce_one(topic, batch).await
+    }
+
+    /// Produces a typed record with headers, and a key when given (Kafka's partitioner then
+    /// picks the partition; without one, round-robin).
+    ///
+    /// # Errors
+    /// As [`crate::messages::Produce`], plus `Encode`.
+    pub async fn produce_with_headers<T: Serialize + ?Sized>(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: &T,
+        headers: &[Header],
+    ) -> Result<Delivery> {
+        let mut batch = RecordBatch::new();
+        batch.push_with_headers(key, value, headers)?;
+        self.produce_one(topic, batch).await
+    }
+
+    /// Produces payload bytes unchanged, with headers.
+    ///
+    /// # Errors
+    /// As [`crate::messages::Produce`].
+    pub async fn produce_raw_with_headers(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[Header],
+    ) -> Result<Delivery> {
+        let mut batch = RecordBatch::new();
+        batch.push_raw_with_headers(key, value, headers);
         self.produce_one(topic, batch).await
     }
 

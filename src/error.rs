@@ -43,6 +43,27 @@ pub enum Error {
     #[error("data directory {path} is locked by another broker ({holder})")]
     DataDirLocked { path: PathBuf, holder: String },
 
+    /// A data directory written in a format this version does not read: an earlier
+    /// NanoKafka's one-frame-per-record segments (no `format` file), or another format.
+    /// Nothing was changed; open it with the version that wrote it, or use a new directory.
+    #[error("data directory {path} is in an unsupported format: {found}")]
+    UnsupportedFormat { path: PathBuf, found: String },
+
+    /// A Kafka record batch the log does not store: a bad CRC, a record that does not
+    /// parse, a transactional or control batch, a decompressed size over the limit. Nothing
+    /// was written.
+    #[error("invalid record batch: {reason}")]
+    InvalidBatch { reason: String },
+
+    /// An idempotent producer's batch out of sequence, or from a fenced (older) epoch.
+    /// Nothing was written.
+    #[error("producer {producer_id} epoch {epoch}: {reason}")]
+    ProducerFenced {
+        producer_id: i64,
+        epoch: i16,
+        reason: String,
+    },
+
     /// A topic name outside `[A-Za-z0-9._-]{1,249}`, or `.`/`..`. Nothing was created;
     /// choose another name.
     #[error("invalid topic name {name:?}: {reason}")]
@@ -245,6 +266,19 @@ impl From<StorageError> for Error {
                 reason,
             },
             StorageError::DataDirLocked { path, holder } => Error::DataDirLocked { path, holder },
+            StorageError::UnsupportedFormat { path, found } => {
+                Error::UnsupportedFormat { path, found }
+            }
+            StorageError::InvalidBatch { reason } => Error::InvalidBatch { reason },
+            StorageError::ProducerFenced {
+                producer_id,
+                epoch,
+                reason,
+            } => Error::ProducerFenced {
+                producer_id,
+                epoch,
+                reason,
+            },
             StorageError::InvalidTopicName { name, reason } => {
                 Error::InvalidTopicName { name, reason }
             }

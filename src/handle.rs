@@ -33,7 +33,7 @@ use crate::storage::fd_pool::{
 use crate::storage::fs::SharedFs;
 use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use crate::storage::{DataDir, RecordBatch};
-use crate::types::{BrokerStats, Delivery, Record};
+use crate::types::{BrokerStats, Delivery, Header, Record};
 use crate::wait::Patience;
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
@@ -509,6 +509,44 @@ impl NanoKafka {
     /// As [`AsyncNanoKafka::produce_raw`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn produce_raw(&self, topic: &str, key: Option<&[u8]>, value: Vec<u8>) -> Result<Delivery> {
         self.call(self.inner.handle.produce_raw(topic, key, value))
+    }
+
+    /// [`AsyncNanoKafka::produce_with_headers`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::produce_with_headers`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn produce_with_headers<T: Serialize + ?Sized>(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: &T,
+        headers: &[Header],
+    ) -> Result<Delivery> {
+        self.call(
+            self.inner
+                .handle
+                .produce_with_headers(topic, key, value, headers),
+        )
+    }
+
+    /// [`AsyncNanoKafka::produce_raw_with_headers`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::produce_raw_with_headers`]; `BlockingInActorContext` on an
+    /// actix/tokio thread.
+    pub fn produce_raw_with_headers(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[Header],
+    ) -> Result<Delivery> {
+        self.call(
+            self.inner
+                .handle
+                .produce_raw_with_headers(topic, key, value, headers),
+        )
     }
 
     /// [`AsyncNanoKafka::produce_batch_raw`], blocking this thread until it answers.

@@ -67,5 +67,6 @@ pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use storage::RecordBatch;
 pub use types::{
-    encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, PartitionStats, Record, TopicStats,
+    encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, PartitionStats, Record,
+    TopicStats,
 };

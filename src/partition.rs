@@ -97,6 +97,7 @@ impl Fetched {
             timestamp_ms: r.timestamp_ms,
             key: r.key.map(<[u8]>::to_vec),
             value,
+            headers: crate::types::Header::from_stored(r.headers),
         }
     }
 }

@@ -13,10 +13,63 @@ use crate::storage::RecordBatch;
 pub struct Record<T> {
     pub partition: u32,
     pub offset: u64,
-    /// Append time, milliseconds since the Unix epoch (the broker's clock).
+    /// Milliseconds since the Unix epoch. Native produces are stamped by the broker's clock
+    /// when they are appended; a Kafka client's record keeps the producer's timestamp
+    /// (CreateTime), unless the topic is `TimestampType::LogAppendTime`. 0 when a Kafka
+    /// producer sent none.
     pub timestamp_ms: u64,
     pub key: Option<Vec<u8>>,
+    /// The payload. A Kafka tombstone (a null value) reads as empty bytes.
     pub value: T,
+    /// The record's headers, in the order they were produced (keys may repeat).
+    #[serde(default)]
+    pub headers: Vec<Header>,
+}
+
+/// A record header, as Kafka has them: a string key and an optional value (`None` is
+/// Kafka's null header value, distinct from an empty one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Header {
+    pub key: String,
+    pub value: Option<Vec<u8>>,
+}
+
+impl Header {
+    /// A header with a value.
+    pub fn new(key: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+        Header {
+            key: key.into(),
+            value: Some(value.into()),
+        }
+    }
+
+    /// A header with Kafka's null value.
+    pub fn null(key: impl Into<String>) -> Self {
+        Header {
+            key: key.into(),
+            value: None,
+        }
+    }
+
+    /// The headers of a stored record. A key that is not UTF-8 (a Kafka client may send
+    /// any bytes) is shown with replacement characters; the stored bytes are unchanged.
+    pub(crate) fn from_stored(headers: crate::storage::format::Headers<'_>) -> Vec<Header> {
+        headers
+            .iter()
+            .map(|(key, value)| Header {
+                key: String::from_utf8_lossy(key).into_owned(),
+                value: value.map(<[u8]>::to_vec),
+            })
+            .collect()
+    }
+}
+
+/// The borrowed form the storage layer writes.
+fn header_refs(headers: &[Header]) -> Vec<crate::storage::batch::HeaderRef<'_>> {
+    headers
+        .iter()
+        .map(|h| (h.key.as_bytes(), h.value.as_deref()))
+        .collect()
 }
 
 impl Record<Vec<u8>> {
@@ -37,6 +90,7 @@ impl Record<Vec<u8>> {
             timestamp_ms: self.timestamp_ms,
             key: self.key,
             value,
+            headers: self.headers,
         })
     }
 }
@@ -70,6 +124,28 @@ impl RecordBatch {
         value: &T,
     ) -> Result<()> {
         self.push_typed(Some(key.as_ref()), value)
+    }
+
+    /// Adds a typed record with an optional key and headers.
+    ///
+    /// # Errors
+    /// `Encode`; the batch is then unchanged.
+    pub fn push_with_headers<T: Serialize + ?Sized>(
+        &mut self,
+        key: Option<&[u8]>,
+        value: &T,
+        headers: &[Header],
+    ) -> Result<()> {
+        self.push_with(key, &header_refs(headers), |buf| {
+            rmp_serde::encode::write_named(buf, value)
+        })
+        .map_err(|e| Error::Encode(std::sync::Arc::new(e)))
+    }
+
+    /// Adds a record of raw bytes with headers. Sizes (key, value and headers together) are
+    /// checked when the batch is produced.
+    pub fn push_raw_with_headers(&mut self, key: Option<&[u8]>, value: &[u8], headers: &[Header]) {
+        self.push_header_refs(key, value, &header_refs(headers));
     }
 
     fn push_typed<T: Serialize + ?Sized>(&mut self, key: Option<&[u8]>, value: &T) -> Result<()> {

@@ -137,7 +137,7 @@ impl RecordBatch {
 
     /// Adds a record of raw bytes with headers (`(key, value)`; a `None` value is Kafka's
     /// null header value). Sizes are checked when the batch is produced.
-    pub fn push_raw_with_headers(
+    pub fn push_header_refs(
         &mut self,
         key: Option<&[u8]>,
         value: &[u8],
@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn headers_are_kept_through_append_and_split() {
         let mut batch = RecordBatch::new();
-        batch.push_raw_with_headers(Some(b"k"), b"v", &[(b"trace", Some(b"t1")), (b"n", None)]);
+        batch.push_header_refs(Some(b"k"), b"v", &[(b"trace", Some(b"t1")), (b"n", None)]);
         let mut both = sample();
         both.append(&batch);
         let last = both.views().last().unwrap();

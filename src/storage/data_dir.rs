@@ -14,6 +14,11 @@ use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
 
 pub const LOCK_FILE: &str = ".lock";
+/// The file naming the format of the directory's segments; written when the directory is
+/// first opened empty, checked on every later open.
+pub const FORMAT_FILE: &str = "format";
+/// What [`FORMAT_FILE`] holds: segments are Kafka log segments of RecordBatch v2.
+pub const FORMAT: &str = "nanokafka data directory, segments: Kafka RecordBatch v2 (magic 2)\n";
 /// Kafka's limit: a topic name plus `_<partition>` must fit a 255-byte file name.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
 const TOPIC_CONFIG_SUFFIX: &str = ".json";
@@ -56,6 +61,53 @@ pub fn validate_topic_name(name: &str) -> Result<()> {
 /// (the one place the name is made).
 pub fn partition_dir(data_dir: &Path, topic: &str, partition: u32) -> PathBuf {
     data_dir.join(format!("{topic}_{partition}"))
+}
+
+/// Checks the format of the locked data directory at `path`: [`FORMAT_FILE`] must say
+/// [`FORMAT`]. A directory without one is new when it holds nothing but the lock (the file is
+/// then written), and otherwise was written by an earlier version in its one-frame-per-record
+/// format, which this one must not misread.
+///
+/// # Errors
+/// `UnsupportedFormat` naming what was found; `Io`.
+fn check_format(path: &Path) -> Result<()> {
+    let format_path = path.join(FORMAT_FILE);
+    match fs::read(&format_path) {
+        Ok(found) if found == FORMAT.as_bytes() => return Ok(()),
+        Ok(found) => {
+            return Err(StorageError::UnsupportedFormat {
+                path: path.to_owned(),
+                found: format!(
+                    "{FORMAT_FILE} says {:?}",
+                    String::from_utf8_lossy(&found).trim()
+                ),
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(StorageError::io("read format file", &format_path, e)),
+    }
+    let entries =
+        fs::read_dir(path).map_err(|e| StorageError::io("list data directory", path, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StorageError::io("list data directory", path, e))?;
+        let name = entry.file_name();
+        if name != LOCK_FILE && name != TOPIC_CONFIG_TMP {
+            return Err(StorageError::UnsupportedFormat {
+                path: path.to_owned(),
+                found: format!(
+                    "no {FORMAT_FILE} file beside {:?}: written by an earlier NanoKafka in its \
+                     one-frame-per-record segment format, which this version does not read",
+                    name.to_string_lossy()
+                ),
+            });
+        }
+    }
+    write_atomically_via(
+        &OsFs,
+        &path.join(TOPIC_CONFIG_TMP),
+        &format_path,
+        FORMAT.as_bytes(),
+    )
 }
 
 /// An open, locked data directory.
@@ -106,6 +158,7 @@ impl DataDir {
             .and_then(|()| lock.rewind())
             .and_then(|()| write!(lock, "{}", std::process::id()));
         record_pid.map_err(|e| StorageError::io("write lock file", &lock_path, e))?;
+        check_format(&path)?;
         Ok(DataDir { path, _lock: lock })
     }
 
@@ -199,6 +252,38 @@ pub struct StoredTopic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_directory_gets_the_format_file_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(DataDir::open(dir.path()).unwrap());
+        assert_eq!(
+            fs::read_to_string(dir.path().join(FORMAT_FILE)).unwrap(),
+            FORMAT
+        );
+        fs::create_dir(dir.path().join("orders_0")).unwrap();
+        assert!(DataDir::open(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_directory_of_the_old_format_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        // What an earlier version left: topic configs and partition directories, no format file.
+        fs::write(dir.path().join("orders.json"), b"{}").unwrap();
+        fs::create_dir(dir.path().join("orders_0")).unwrap();
+        let err = DataDir::open(dir.path()).unwrap_err();
+        assert!(
+            matches!(&err, StorageError::UnsupportedFormat { found, .. } if found.contains("one-frame-per-record")),
+            "{err}"
+        );
+        assert!(!dir.path().join(FORMAT_FILE).exists());
+        fs::write(dir.path().join(FORMAT_FILE), b"something else\n").unwrap();
+        let err = DataDir::open(dir.path()).unwrap_err();
+        assert!(
+            matches!(&err, StorageError::UnsupportedFormat { found, .. } if found.contains("something else")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn topic_names_follow_kafkas_rule() {

@@ -56,6 +56,28 @@ pub enum StorageError {
     #[error("record of {size} bytes exceeds the maximum record size of {max} bytes")]
     RecordTooLarge { size: usize, max: usize },
 
+    /// `DataDir::open` of a directory written in a format this version does not read (an
+    /// earlier NanoKafka's one-frame-per-record segments, or a newer format). Nothing was
+    /// changed; open it with the version that wrote it, or start from an empty directory.
+    #[error("data directory {path} is in an unsupported format: {found}")]
+    UnsupportedFormat { path: PathBuf, found: String },
+
+    /// An append of a Kafka record batch that is not one this log stores (bad CRC, a record
+    /// that does not parse, a transactional or control batch, a decompressed size over the
+    /// limit). Nothing was written.
+    #[error("invalid record batch: {reason}")]
+    InvalidBatch { reason: String },
+
+    /// An idempotent producer's batch whose sequence does not follow the last one stored for
+    /// its producer id (Kafka's `OUT_OF_ORDER_SEQUENCE_NUMBER`), or whose epoch is older than
+    /// the one stored (`INVALID_PRODUCER_EPOCH`). Nothing was written.
+    #[error("producer {producer_id} epoch {epoch}: {reason}")]
+    ProducerFenced {
+        producer_id: i64,
+        epoch: i16,
+        reason: String,
+    },
+
     /// A read from an offset beyond the log end. Read from `log_end_offset` or below.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset})")]
     OffsetOutOfRange {
