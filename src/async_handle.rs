@@ -20,8 +20,8 @@ use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, Lag, LeaveGroup, Poll, ProduceBatch, Subscribe, SubscribeOptions,
-    Subscription,
+    Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, Poll, ProduceBatch, ProduceKafkaBatch,
+    Subscribe, SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::{route as route_batch, RequestLimits};
@@ -239,6 +239,26 @@ impl AsyncNanoKafka {
         let mut batch = RecordBatch::new();
         batch.push_raw_with_headers(key, value, headers);
         self.produce_one(topic, batch).await
+    }
+
+    /// Appends one Kafka record batch to `partition` as a Kafka producer sent it: see
+    /// [`ProduceKafkaBatch`](crate::messages::ProduceKafkaBatch). Compressed batches are
+    /// stored compressed; consumers get their records decompressed.
+    ///
+    /// # Errors
+    /// As [`ProduceKafkaBatch`](crate::messages::ProduceKafkaBatch).
+    pub async fn produce_kafka_batch(
+        &self,
+        topic: &str,
+        partition: u32,
+        batch: Vec<u8>,
+    ) -> Result<KafkaAppend> {
+        self.ask(ProduceKafkaBatch {
+            topic: topic.to_owned(),
+            partition,
+            batch,
+        })
+        .await
     }
 
     async fn produce_one(&self, topic: &str, batch: RecordBatch) -> Result<Delivery> {

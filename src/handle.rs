@@ -25,7 +25,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
-use crate::messages::Shutdown;
+use crate::messages::{KafkaAppend, Shutdown};
 use crate::partition::ProduceRecord;
 use crate::storage::fd_pool::{
     default_max_open_files, soft_nofile_limit, PooledFs, MIN_OPEN_FILES,
@@ -546,6 +546,24 @@ impl NanoKafka {
             self.inner
                 .handle
                 .produce_raw_with_headers(topic, key, value, headers),
+        )
+    }
+
+    /// [`AsyncNanoKafka::produce_kafka_batch`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::produce_kafka_batch`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn produce_kafka_batch(
+        &self,
+        topic: &str,
+        partition: u32,
+        batch: Vec<u8>,
+    ) -> Result<KafkaAppend> {
+        self.call(
+            self.inner
+                .handle
+                .produce_kafka_batch(topic, partition, batch),
         )
     }
 

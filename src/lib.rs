@@ -54,7 +54,8 @@ pub use actors::broker::BrokerActor;
 pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
 pub use config::{
-    Backpressure, FsyncPolicy, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, FsyncPolicy, TimestampType, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES,
+    MIN_SEGMENT_BYTES,
 };
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -65,7 +66,7 @@ pub use handle::{
 };
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
-pub use storage::RecordBatch;
+pub use storage::{KafkaAppend, RecordBatch};
 pub use types::{
     encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, PartitionStats, Record,
     TopicStats,

@@ -17,6 +17,7 @@ use crate::config::TopicConfig;
 use crate::error::Result;
 use crate::group::{Assignment, GroupOptions};
 use crate::partition::ProduceRecord;
+pub use crate::storage::KafkaAppend;
 use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Record};
 
@@ -76,6 +77,21 @@ pub struct ProduceBatch {
     pub batch: RecordBatch,
 }
 topic_message!(ProduceBatch => Vec<Delivery>);
+
+/// Append one Kafka record batch (RecordBatch v2, magic 2, as a Kafka producer sends it:
+/// compressed or not, with headers, CreateTime timestamps and an idempotent producer's id and
+/// sequence) to `partition`, stored byte for byte but for its base offset and leader epoch.
+/// Through the same group commit and backpressure as [`Produce`]. Reply: where it went; a
+/// retry of an idempotent producer's stored batch answers with the stored offsets and
+/// writes nothing. Errors: `InvalidBatch` (not one valid batch, or transactional),
+/// `RecordTooLarge`, `ProducerFenced`, `UnknownTopic`, `UnknownPartition`, and as [`Produce`].
+#[derive(Debug, Clone)]
+pub struct ProduceKafkaBatch {
+    pub topic: String,
+    pub partition: u32,
+    pub batch: Vec<u8>,
+}
+topic_message!(ProduceKafkaBatch => KafkaAppend);
 
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options

@@ -13,7 +13,8 @@ use crate::storage::fs::SharedFs;
 use serde::de::DeserializeOwned;
 
 use crate::storage::{
-    AppendInfo, FetchedRecords, LogConfig, OffsetStore, PartitionLog, RecordBatch, RecoveryReport,
+    AppendInfo, FetchedRecords, KafkaAppend, LogConfig, OffsetStore, PartitionLog, RecordBatch,
+    RecoveryReport,
 };
 use crate::types::{PartitionStats, Record};
 
@@ -165,6 +166,15 @@ impl Partition {
     /// As [`PartitionLog::append`].
     pub fn append(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         Ok(self.log.append_batch(batch, now_ms)?)
+    }
+
+    /// Appends a Kafka client's record batch as it was sent (see
+    /// `PartitionLog::append_kafka_batch`).
+    ///
+    /// # Errors
+    /// `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `Io`.
+    pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
+        Ok(self.log.append_kafka_batch(batch, now_ms)?)
     }
 
     /// The largest key + value one record may have here.

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 use crate::config::Backpressure;
 use crate::error::{Error, Result};
 use crate::partition::Partition;
+use crate::storage::format::{self, Decoded};
 use crate::storage::log::check_batch_limits;
-use crate::storage::{AppendInfo, RecordBatch};
+use crate::storage::{AppendInfo, KafkaAppend, RecordBatch};
 
 /// A group commit waits for at most this many bytes (one `write` of ~1 MiB takes ~0.1 ms)...
 pub const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
@@ -33,13 +34,39 @@ pub const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
 pub const GROUP_COMMIT_MAX_REQUESTS: usize = 1024;
 
 /// Where a produce's answer goes (a lane's reply in the broker).
-pub trait AppendAnswer {
+pub trait AppendAnswer: Sized {
     fn answer(self, result: Result<AppendInfo>);
+
+    /// The answer to a Kafka client's batch; by default as [`AppendAnswer::answer`].
+    fn answer_kafka(self, result: Result<KafkaAppend>) {
+        self.answer(result.map(|k| AppendInfo {
+            base_offset: k.base_offset,
+            count: k.last_offset - k.base_offset + 1,
+            timestamp_ms: k.log_append_time_ms.unwrap_or_default(),
+        }));
+    }
+}
+
+/// What a produce writes: native records (coalesced with their neighbours into one batch),
+/// or a Kafka client's record batch (written as it is, on its own).
+#[derive(Debug)]
+pub enum Produced {
+    Records(RecordBatch),
+    Kafka(Vec<u8>),
+}
+
+impl Produced {
+    fn size_bytes(&self) -> usize {
+        match self {
+            Produced::Records(batch) => batch.size_bytes(),
+            Produced::Kafka(bytes) => bytes.len(),
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Queued<R> {
-    batch: RecordBatch,
+    batch: Produced,
     /// Records in `batch` as it came (a flush appends the others to the first).
     count: u64,
     /// When the produce was called (the block timeout counts from there); set once parked.
@@ -93,12 +120,29 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     pub fn offer(
         &mut self,
         partition: &Partition,
-        batch: RecordBatch,
+        batch: Produced,
         reply: R,
         since: Option<Instant>,
     ) -> Offered {
-        if let Err(e) = check_batch_limits(&batch, partition.max_record_bytes()) {
-            reply.answer(Err(e.into()));
+        let checked = match &batch {
+            Produced::Records(records) => check_batch_limits(records, partition.max_record_bytes()),
+            // The whole batch is checked when it is written; its header is checked now, so
+            // that a bad one is not parked and its record count is known.
+            Produced::Kafka(bytes) => match format::decode(bytes) {
+                Decoded::Batch(_) => Ok(()),
+                Decoded::Incomplete { .. } => Err(crate::storage::StorageError::InvalidBatch {
+                    reason: "the batch is cut short".into(),
+                }),
+                Decoded::Invalid { reason } => {
+                    Err(crate::storage::StorageError::InvalidBatch { reason })
+                }
+            },
+        };
+        if let Err(e) = checked {
+            match batch {
+                Produced::Records(_) => reply.answer(Err(e.into())),
+                Produced::Kafka(_) => reply.answer_kafka(Err(e.into())),
+            }
             return Offered::Answered;
         }
         match (partition.full(self.pending_records), self.backpressure) {
@@ -143,35 +187,79 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     /// The append's error, also answered to every produce of the group; after an `Io`
     /// error the owner must reopen the partition (the file's state is unknown).
     pub fn flush(&mut self, partition: Result<&mut Partition>, now_ms: u64) -> Result<bool> {
-        let mut pending = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(&mut self.pending);
         (self.pending_records, self.pending_bytes) = (0, 0);
-        let Some((first, rest)) = pending.split_first_mut() else {
-            return Ok(false);
-        };
-        // One buffer for the group: the others' frames go after the first's.
-        for other in rest.iter() {
-            first.batch.append(&other.batch);
-        }
-        match partition.and_then(|p| p.append(&mut first.batch, now_ms)) {
-            Ok(info) => {
-                let mut next = info.base_offset;
-                for queued in pending {
-                    queued.reply.answer(Ok(AppendInfo {
-                        base_offset: next,
-                        count: queued.count,
-                        timestamp_ms: info.timestamp_ms,
-                    }));
-                    next += queued.count;
-                }
-                Ok(true)
-            }
+        let partition = match partition {
+            Ok(p) => p,
             Err(e) => {
-                for queued in pending {
-                    queued.reply.answer(Err(e.clone()));
+                fail(pending, &e);
+                return Err(e);
+            }
+        };
+        let mut written = false;
+        let mut queue = pending.into_iter().peekable();
+        while let Some(first) = queue.next() {
+            let Queued {
+                batch,
+                reply,
+                count,
+                ..
+            } = first;
+            match batch {
+                Produced::Kafka(mut bytes) => {
+                    match partition.append_kafka_batch(&mut bytes, now_ms) {
+                        Ok(appended) => {
+                            written |= !appended.duplicate;
+                            reply.answer_kafka(Ok(appended));
+                        }
+                        // Only an I/O error leaves the file in doubt; any other refuses this
+                        // batch alone.
+                        Err(e @ Error::Io { .. }) => {
+                            reply.answer_kafka(Err(e.clone()));
+                            fail(queue.collect(), &e);
+                            return Err(e);
+                        }
+                        Err(e) => reply.answer_kafka(Err(e)),
+                    }
                 }
-                Err(e)
+                Produced::Records(mut records) => {
+                    // One buffer for the run of native produces: the others' records go
+                    // after the first's.
+                    let mut group = vec![(reply, count)];
+                    while let Some(Queued {
+                        batch: Produced::Records(other),
+                        ..
+                    }) = queue.peek()
+                    {
+                        records.append(other);
+                        let next = queue.next().expect("peeked");
+                        group.push((next.reply, next.count));
+                    }
+                    match partition.append(&mut records, now_ms) {
+                        Ok(info) => {
+                            written = true;
+                            let mut next = info.base_offset;
+                            for (reply, count) in group {
+                                reply.answer(Ok(AppendInfo {
+                                    base_offset: next,
+                                    count,
+                                    timestamp_ms: info.timestamp_ms,
+                                }));
+                                next += count;
+                            }
+                        }
+                        Err(e) => {
+                            for (reply, _) in group {
+                                reply.answer(Err(e.clone()));
+                            }
+                            fail(queue.collect(), &e);
+                            return Err(e);
+                        }
+                    }
+                }
             }
         }
+        Ok(written)
     }
 
     /// Moves parked produces into the group commit, oldest first, while there is room;
@@ -200,11 +288,11 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         self.parked = waiting;
         for parked in expired {
             let waited = parked.waited(now);
-            parked.reply.answer(Err(Error::Timeout {
+            parked.fail(Error::Timeout {
                 topic: topic.to_owned(),
                 partition,
                 waited_ms: u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
-            }));
+            });
         }
     }
 
@@ -213,7 +301,23 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     pub fn fail_all(&mut self, error: impl Fn() -> Error) {
         (self.pending_records, self.pending_bytes) = (0, 0);
         for queued in self.pending.drain(..).chain(self.parked.drain(..)) {
-            queued.reply.answer(Err(error()));
+            queued.fail(error());
+        }
+    }
+}
+
+/// Answers every produce of `queued` with `error`.
+fn fail<R: AppendAnswer>(queued: Vec<Queued<R>>, error: &Error) {
+    for q in queued {
+        q.fail(error.clone());
+    }
+}
+
+impl<R: AppendAnswer> Queued<R> {
+    fn fail(self, error: Error) {
+        match self.batch {
+            Produced::Records(_) => self.reply.answer(Err(error)),
+            Produced::Kafka(_) => self.reply.answer_kafka(Err(error)),
         }
     }
 }
@@ -225,9 +329,16 @@ impl<R> Queued<R> {
             .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
     }
 
-    fn new(batch: RecordBatch, since: Option<Instant>, reply: R) -> Self {
+    fn new(batch: Produced, since: Option<Instant>, reply: R) -> Self {
+        let count = match &batch {
+            Produced::Records(records) => records.len() as u64,
+            Produced::Kafka(bytes) => match format::decode(bytes) {
+                Decoded::Batch(header) => u64::from(header.records_count),
+                _ => 0,
+            },
+        };
         Queued {
-            count: batch.len() as u64,
+            count,
             batch,
             since,
             reply,
@@ -275,7 +386,7 @@ mod tests {
         let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
         let (tx, rx) = mpsc::channel();
         for n in [2, 3] {
-            let offered = q.offer(&p, batch(n), Probe(tx.clone()), None);
+            let offered = q.offer(&p, Produced::Records(batch(n)), Probe(tx.clone()), None);
             assert_eq!(offered, Offered::Pending { flush_now: false });
         }
         assert!(q.flush(Ok(&mut p), NOW).unwrap());
@@ -294,10 +405,10 @@ mod tests {
         let mut p = open(dir.path(), Some(2));
         let (tx, rx) = mpsc::channel();
         let mut reject = ProduceQueue::new(Backpressure::Reject, Duration::from_secs(1));
-        reject.offer(&p, batch(2), Probe(tx.clone()), None);
+        reject.offer(&p, Produced::Records(batch(2)), Probe(tx.clone()), None);
         reject.flush(Ok(&mut p), NOW).unwrap();
         assert_eq!(
-            reject.offer(&p, batch(1), Probe(tx.clone()), None),
+            reject.offer(&p, Produced::Records(batch(1)), Probe(tx.clone()), None),
             Offered::Answered
         );
         let _written = rx.recv().unwrap().unwrap();
@@ -308,7 +419,7 @@ mod tests {
 
         let mut block = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
         for _ in 0..2 {
-            let offered = block.offer(&p, batch(1), Probe(tx.clone()), None);
+            let offered = block.offer(&p, Produced::Records(batch(1)), Probe(tx.clone()), None);
             assert!(matches!(offered, Offered::Parked { .. }), "{offered:?}");
         }
         assert!(!block.admit_parked(&mut p, NOW).unwrap(), "still full");
@@ -329,11 +440,16 @@ mod tests {
         let mut q = ProduceQueue::new(Backpressure::Block, timeout);
         let called = Instant::now();
         let earlier = called.checked_sub(Duration::from_secs(4)).unwrap_or(called);
-        match q.offer(&p, batch(1), Probe(tx.clone()), Some(earlier)) {
+        match q.offer(
+            &p,
+            Produced::Records(batch(1)),
+            Probe(tx.clone()),
+            Some(earlier),
+        ) {
             Offered::Parked { wake_in } => assert!(wake_in <= Duration::from_secs(6)),
             other => panic!("{other:?}"),
         }
-        q.offer(&p, batch(1), Probe(tx), Some(called));
+        q.offer(&p, Produced::Records(batch(1)), Probe(tx), Some(called));
         q.expire(("t", 0), earlier + timeout);
         assert!(matches!(rx.try_recv(), Ok(Err(Error::Timeout { .. }))));
         assert!(rx.try_recv().is_err(), "the later produce waits on");
@@ -350,7 +466,10 @@ mod tests {
         let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
         let mut huge = RecordBatch::new();
         huge.push_raw(None, &vec![0; (1 << 20) + 1]);
-        assert_eq!(q.offer(&p, huge, Probe(tx), None), Offered::Answered);
+        assert_eq!(
+            q.offer(&p, Produced::Records(huge), Probe(tx), None),
+            Offered::Answered
+        );
         assert!(matches!(
             rx.recv().unwrap(),
             Err(Error::RecordTooLarge { .. })

@@ -26,9 +26,9 @@ use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::partition::{Fetched, Partition};
-use crate::produce_queue::{Offered, ProduceQueue};
+use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
-use crate::storage::{LogConfig, RecordBatch};
+use crate::storage::{AppendInfo, KafkaAppend, LogConfig};
 use crate::types::PartitionStats;
 
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
@@ -114,6 +114,58 @@ pub struct WaitForData {
 }
 impl Message for WaitForData {
     type Result = Result<()>;
+}
+
+/// Append a Kafka client's record batch as it was sent (see `PartitionLog::append_kafka_batch`),
+/// through the same group commit and backpressure as native produces. Sent by `TopicActor`.
+/// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `PartitionFull`, `Timeout`,
+/// `Io`, `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug)]
+pub struct AppendKafka {
+    pub batch: Vec<u8>,
+}
+impl Message for AppendKafka {
+    type Result = Result<KafkaAppend>;
+}
+
+/// Who waits for a produce: a lane's `Append`, or the sender of an [`AppendKafka`].
+#[derive(Debug)]
+pub enum ProduceReply {
+    Lane(AppendReply),
+    Kafka(oneshot::Sender<Result<KafkaAppend>>),
+}
+
+impl AppendAnswer for ProduceReply {
+    fn answer(self, result: Result<AppendInfo>) {
+        match self {
+            ProduceReply::Lane(reply) => reply.send(result),
+            // Only errors take this path for a Kafka batch (see `answer_kafka`).
+            ProduceReply::Kafka(tx) => {
+                let _ = tx.send(result.map(|info| KafkaAppend {
+                    base_offset: info.base_offset,
+                    last_offset: info.base_offset + info.count.saturating_sub(1),
+                    log_append_time_ms: None,
+                    duplicate: false,
+                }));
+            }
+        }
+    }
+
+    fn answer_kafka(self, result: Result<KafkaAppend>) {
+        match self {
+            ProduceReply::Kafka(tx) => {
+                let _ = tx.send(result);
+            }
+            lane => AppendAnswer::answer(
+                lane,
+                result.map(|k| AppendInfo {
+                    base_offset: k.base_offset,
+                    count: k.last_offset - k.base_offset + 1,
+                    timestamp_ms: k.log_append_time_ms.unwrap_or_default(),
+                }),
+            ),
+        }
+    }
 }
 
 /// Commit for `group`: committed offset = `offset + 1`. Sent by `TopicActor`.
@@ -223,7 +275,7 @@ pub struct PartitionActor {
     /// Outlives restarts so backpressure keeps counting groups that have not committed yet.
     registered: BTreeMap<String, StartFrom>,
     /// The group commit and the parked produces.
-    produces: ProduceQueue<AppendReply>,
+    produces: ProduceQueue<ProduceReply>,
     /// A `FlushAppends` is in the mailbox.
     flush_scheduled: bool,
     waiters: Vec<oneshot::Sender<Result<()>>>,
@@ -366,14 +418,20 @@ impl PartitionActor {
     /// when a parked one may time out.
     fn produce(
         &mut self,
-        batch: RecordBatch,
-        reply: AppendReply,
+        batch: Produced,
+        reply: ProduceReply,
         since: Option<Instant>,
         ctx: &mut Context<Self>,
     ) {
         let partition = match &self.slot {
             Slot::Open(p) => p,
-            other => return reply.send(Err(other.unavailable(&self.topic, self.partition))),
+            other => {
+                let error = other.unavailable(&self.topic, self.partition);
+                return match batch {
+                    Produced::Records(_) => reply.answer(Err(error)),
+                    Produced::Kafka(_) => reply.answer_kafka(Err(error)),
+                };
+            }
         };
         match self.produces.offer(partition, batch, reply, since) {
             Offered::Pending { flush_now: true } => self.flush(ctx),
@@ -478,8 +536,33 @@ impl Handler<Append> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| {
-            act.produce(msg.batch, msg.reply, msg.since, ctx)
+            act.produce(
+                Produced::Records(msg.batch),
+                ProduceReply::Lane(msg.reply),
+                msg.since,
+                ctx,
+            )
         });
+    }
+}
+
+impl Handler<AppendKafka> for PartitionActor {
+    type Result = ResponseFuture<Result<KafkaAppend>>;
+
+    fn handle(&mut self, msg: AppendKafka, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "AppendKafka").entered();
+        let name = self.name();
+        guarded_future(self, ctx, &name, |act, ctx| {
+            let (tx, rx) = oneshot::channel();
+            act.produce(
+                Produced::Kafka(msg.batch),
+                ProduceReply::Kafka(tx),
+                None,
+                ctx,
+            );
+            let restarted = act.restarted();
+            Box::pin(async move { rx.await.unwrap_or(Err(restarted)) })
+        })
     }
 }
 

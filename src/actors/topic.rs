@@ -17,8 +17,8 @@ use super::coordinator::{
 use super::io_thread::IoThreadHandle;
 use super::lane::{append_routed, Lane};
 use super::partition::{
-    ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor, PartitionRef,
-    RegisterGroup,
+    AppendKafka, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
+    PartitionRef, RegisterGroup,
 };
 use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
@@ -27,8 +27,8 @@ use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::Assignment;
 use crate::messages::{
-    Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, Lag, LeaveGroup,
-    Poll, Produce, ProduceBatch,
+    Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, KafkaAppend, Lag,
+    LeaveGroup, Poll, Produce, ProduceBatch, ProduceKafkaBatch,
 };
 use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
@@ -508,6 +508,21 @@ impl Handler<FencedCommit> for TopicActor {
                         offset: msg.offset,
                     },
                 )),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
+    }
+}
+
+impl Handler<ProduceKafkaBatch> for TopicActor {
+    type Result = ResponseFuture<Result<KafkaAppend>>;
+
+    fn handle(&mut self, msg: ProduceKafkaBatch, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ProduceKafkaBatch").entered();
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.partition(msg.partition) {
+                Ok(addr) => Box::pin(addr.ask(AppendKafka { batch: msg.batch })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })

@@ -39,6 +39,7 @@ use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
 use super::index::INDEX_INTERVAL_BYTES;
 use super::policy::FsyncPolicy;
+use super::producer_state::{self, ProducerState, SequenceCheck};
 use super::recovery::{self, RecoveryReport};
 use super::segment::LogSegment;
 
@@ -164,6 +165,20 @@ pub struct PartitionLog {
     read_hint: Option<ReadHint>,
     /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
+    /// Idempotent producers' last batches (see [`producer_state`]).
+    producers: ProducerState,
+}
+
+/// What [`PartitionLog::append_kafka_batch`] did with a client's batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KafkaAppend {
+    pub base_offset: u64,
+    pub last_offset: u64,
+    /// The append time given to the batch under LogAppendTime; `None` under CreateTime.
+    pub log_append_time_ms: Option<u64>,
+    /// The batch was a retry of one already stored (an idempotent producer's): nothing was
+    /// written, and the offsets are those of the stored batch.
+    pub duplicate: bool,
 }
 
 impl PartitionLog {
@@ -207,11 +222,14 @@ impl PartitionLog {
         let log_end = active.next_offset();
         // From the last segment holding a record: the active one may be empty (a crash just
         // after a roll), and 0 would make time retention expire every record.
+        // Not above the clock: a Kafka client's CreateTime may lie in the future, and native
+        // appends must not be stamped after it from now on.
         let last_timestamp_ms = segments
             .values()
             .rev()
             .find_map(LogSegment::last_timestamp_ms)
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .min(now_ms);
         if stored_start.is_some_and(|start| start < first_base) {
             tracing::error!(
                 dir = %dir.display(), from = stored_start, to = first_base,
@@ -234,7 +252,9 @@ impl PartitionLog {
             dirty: false,
             read_hint: None,
             sealing: None,
+            producers: ProducerState::default(),
         };
+        log.load_producers()?;
         log.log_start_file.store(log_start_offset)?;
         // Retention deletes old records; failing to do it now must not keep the partition
         // from opening (it would fail the same way on every restart). It is retried after the
@@ -358,6 +378,105 @@ impl PartitionLog {
         })
     }
 
+    /// Rebuilds the producer state: the newest snapshot, then the batches after it.
+    ///
+    /// # Errors
+    /// `Io`.
+    fn load_producers(&mut self) -> Result<()> {
+        let log_end = self.log_end_offset();
+        let (from, state) = producer_state::load_snapshot(self.fs.as_ref(), &self.dir, log_end)?;
+        self.producers = state;
+        let from = from.max(self.first_offset_on_disk());
+        if from >= log_end {
+            return Ok(());
+        }
+        let mut producers = std::mem::take(&mut self.producers);
+        let scanned = self.scan_from(from, |frame| {
+            producers.apply(&frame.header, frame.timestamp_ms);
+            true
+        });
+        self.producers = producers;
+        scanned
+    }
+
+    /// The base offset of the first segment.
+    fn first_offset_on_disk(&self) -> u64 {
+        *self
+            .segments
+            .keys()
+            .next()
+            .expect("a log always has a segment")
+    }
+
+    /// Appends a Kafka client's record batch (one RecordBatch v2, as a producer sent it).
+    /// Only its base offset and leader epoch are changed (they are outside its CRC); under
+    /// `TimestampType::LogAppendTime` its timestamp type and max timestamp are set to the
+    /// append time and its CRC recomputed, as Kafka does. A retry of an idempotent
+    /// producer's batch already stored is not written again (see [`KafkaAppend::duplicate`]).
+    /// Retention runs after it as after any append.
+    ///
+    /// Before anything is written the batch is checked whole: CRC and header, every record
+    /// (decompressed within `fetch::MAX_DECOMPRESSED_BYTES` when compressed), offset deltas
+    /// `0..n`, each record's key, value and headers within the maximum record size.
+    ///
+    /// # Errors
+    /// `InvalidBatch` when the bytes are not one such batch, or it is transactional or a
+    /// control batch (this broker has no transactions); `RecordTooLarge`; `ProducerFenced`;
+    /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
+    pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
+        let header = check_client_batch(batch, self.config.max_record_bytes)?;
+        if let SequenceCheck::Duplicate(stored) = self.producers.check(&header)? {
+            return Ok(KafkaAppend {
+                base_offset: stored.base_offset,
+                last_offset: stored.last_offset,
+                log_append_time_ms: None,
+                duplicate: true,
+            });
+        }
+        let active = self.active();
+        if active.size() > 0 && active.size() + batch.len() as u64 > self.config.segment_bytes {
+            self.roll()?;
+        }
+        let base_offset = self.log_end_offset();
+        super::format::assign_base_offset(batch, base_offset);
+        let mut max_timestamp = header.max_timestamp.max(0) as u64;
+        let log_append_time_ms = match self.config.timestamp_type {
+            TimestampType::CreateTime => None,
+            TimestampType::LogAppendTime => {
+                let append_time = now_ms.max(self.last_timestamp_ms);
+                super::format::set_log_append_time(
+                    batch,
+                    i64::try_from(append_time).unwrap_or(i64::MAX),
+                );
+                max_timestamp = append_time;
+                self.last_timestamp_ms = append_time;
+                Some(append_time)
+            }
+        };
+        let next_offset = base_offset + u64::from(header.last_offset_delta) + 1;
+        self.active_mut()
+            .append(batch, next_offset, max_timestamp)?;
+        let stored = super::format::BatchHeader {
+            base_offset,
+            ..header
+        };
+        self.producers.apply(&stored, now_ms);
+        if self.config.fsync == FsyncPolicy::Always {
+            self.active_mut().sync()?;
+        } else {
+            self.dirty = true;
+        }
+        if let Err(e) = self.enforce_retention(now_ms) {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "retention failed; will retry");
+        }
+        Ok(KafkaAppend {
+            base_offset,
+            last_offset: next_offset - 1,
+            log_append_time_ms,
+            duplicate: false,
+        })
+    }
+
     /// The largest key + value one record may have here.
     pub fn max_record_bytes(&self) -> usize {
         self.config.max_record_bytes
@@ -396,6 +515,7 @@ impl PartitionLog {
         );
         let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
         self.segments.insert(base, segment);
+        self.write_producer_snapshot(base)?;
         self.dirty = false;
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
         // Opened here, so that retention deleting the sealed segment meanwhile is harmless.
@@ -730,12 +850,20 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Writes the producer state as of `offset` (the log end: every batch appended so far is
+    /// in it), forgetting producers silent for a day.
+    fn write_producer_snapshot(&mut self, offset: u64) -> Result<()> {
+        self.producers.expire(self.last_timestamp_ms);
+        producer_state::write_snapshot(self.fs.as_ref(), &self.dir, offset, &self.producers)
+    }
+
     /// Clean shutdown: sync, then record the checkpoint that lets the next open skip the scan.
     ///
     /// # Errors
     /// `Io` when the sync or the checkpoint write fails; the next open then scans.
     pub fn close(mut self) -> Result<()> {
         self.finish_sealing()?;
+        self.write_producer_snapshot(self.log_end_offset())?;
         self.active_mut().sync_all()?;
         self.dirty = false;
         let log_end = self.log_end_offset();
@@ -784,4 +912,53 @@ mod tests {
             assert_eq!(values, expected, "reading from {from}");
         }
     }
+}
+
+/// Checks a client's batch before it is appended (see [`PartitionLog::append_kafka_batch`]);
+/// returns its header.
+fn check_client_batch(batch: &[u8], max_record_bytes: usize) -> Result<super::format::BatchHeader> {
+    use super::format::{decode, records_section, validate_records, Decoded};
+    let invalid = |reason: String| StorageError::InvalidBatch { reason };
+    let header = match decode(batch) {
+        Decoded::Batch(header) => header,
+        Decoded::Incomplete { batch_len } => {
+            return Err(invalid(format!(
+                "{} bytes, but the batch header says {}",
+                batch.len(),
+                batch_len.map_or("more".to_owned(), |l| l.to_string())
+            )))
+        }
+        Decoded::Invalid { reason } => return Err(invalid(reason)),
+    };
+    if header.batch_len != batch.len() {
+        return Err(invalid(format!(
+            "{} bytes after the batch",
+            batch.len() - header.batch_len
+        )));
+    }
+    if header.is_transactional() || header.is_control() {
+        return Err(invalid(
+            "transactional and control batches are not supported".into(),
+        ));
+    }
+    let mut scratch = Vec::new();
+    let section = records_section(
+        batch,
+        &header,
+        super::fetch::MAX_DECOMPRESSED_BYTES,
+        &mut scratch,
+    )
+    .map_err(invalid)?;
+    let mut largest = 0usize;
+    validate_records(section, &header, |record| {
+        largest = largest.max(record.payload_len());
+    })
+    .map_err(invalid)?;
+    if largest > max_record_bytes {
+        return Err(StorageError::RecordTooLarge {
+            size: largest,
+            max: max_record_bytes,
+        });
+    }
+    Ok(header)
 }

@@ -55,6 +55,7 @@ pub mod index;
 pub mod log;
 pub mod offsets;
 pub mod policy;
+pub mod producer_state;
 pub mod recovery;
 pub mod segment;
 #[cfg(any(test, feature = "test-support"))]
@@ -65,7 +66,7 @@ pub use batch::AppendRecord;
 pub use batch::RecordBatch;
 pub use data_dir::DataDir;
 pub use error::StorageError;
-pub use log::{AppendInfo, FetchedRecords, LogConfig, PartitionLog, RetentionPolicy};
+pub use log::{AppendInfo, FetchedRecords, KafkaAppend, LogConfig, PartitionLog, RetentionPolicy};
 pub use offsets::OffsetStore;
 pub use policy::FsyncPolicy;
 pub use recovery::RecoveryReport;

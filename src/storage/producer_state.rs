@@ -1,0 +1,504 @@
+//! Idempotent producers' state in one partition: the last batches each producer id wrote, so
+//! that a retried batch is recognised as a duplicate, also after a restart.
+//!
+//! A Kafka producer with `enable.idempotence` numbers its records per partition (the batch's
+//! `base_sequence`, then one per record) under a producer id and epoch. When an acknowledgement
+//! is lost it sends the batch again; the broker must answer with the offsets it stored the
+//! first time instead of storing it twice. Kafka keeps the last [`BATCHES_PER_PRODUCER`]
+//! batches per producer for this (a producer has at most five requests in flight); so does
+//! this module.
+//!
+//! # Rules (Kafka's, for one partition)
+//! * A batch whose first and last sequence equal one of the producer's stored batches is a
+//!   duplicate: it is not written, and the stored batch's offsets are the answer.
+//! * An epoch below the stored one is fenced: a newer instance of the producer took over.
+//! * A new epoch must start again at sequence 0.
+//! * Otherwise the first sequence must follow the last stored one (`i32::MAX` wraps to 0). A
+//!   producer id never seen here may start anywhere: its earlier batches may have been
+//!   removed by retention.
+//!
+//! # Snapshot file: `<offset:020>.producers`
+//! The state as of `offset` (every batch below it applied), written when a segment is rolled
+//! (as of the new segment's base) and at a clean shutdown (as of the log end). On open the
+//! newest valid snapshot at or below the log end is loaded and the batches from its offset
+//! on are applied again; the snapshot is derived data, so it is never synced and a damaged
+//! one is skipped for an older one (or a scan from the log start). The name differs from
+//! Kafka's `.snapshot` on purpose: the bytes are this module's own, not Kafka's schema.
+//!
+//! ```text
+//! offset  size  field (little-endian)
+//!      0     4  magic "NKPS"
+//!      4     2  version, 1
+//!      6     8  offset: the state covers every batch below it
+//!     14     4  producers
+//!     18     -  per producer: producer_id i64, epoch i16, last_timestamp_ms u64, batches u8,
+//!               then per batch: first_seq i32, last_seq i32, base_offset u64, last_offset u64
+//!      -     4  CRC32C of every byte before it
+//! ```
+//!
+//! # Memory
+//! One entry per producer id that wrote here, at most five batches each. Producers silent
+//! for [`PRODUCER_EXPIRATION_MS`] (Kafka's `producer.id.expiration.ms` default, one day) are
+//! dropped when a snapshot is taken.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use super::error::{Result, StorageError};
+use super::format::BatchHeader;
+use super::fs::{FileSystem, OpenMode};
+
+/// Batches remembered per producer id (Kafka's `max.in.flight.requests.per.connection` cap
+/// for idempotence).
+pub const BATCHES_PER_PRODUCER: usize = 5;
+/// A producer id silent this long is forgotten (Kafka's `producer.id.expiration.ms`).
+pub const PRODUCER_EXPIRATION_MS: u64 = 24 * 60 * 60 * 1000;
+/// The suffix of snapshot files.
+pub const SNAPSHOT_SUFFIX: &str = ".producers";
+const MAGIC: &[u8; 4] = b"NKPS";
+const VERSION: u16 = 1;
+
+/// One stored batch of a producer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSequence {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub base_offset: u64,
+    pub last_offset: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Producer {
+    epoch: i16,
+    last_timestamp_ms: u64,
+    batches: VecDeque<BatchSequence>,
+}
+
+/// What [`ProducerState::check`] says of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceCheck {
+    /// Not from an idempotent producer, or the next batch in its sequence: append it.
+    Append,
+    /// Already stored: answer with these offsets and write nothing.
+    Duplicate(BatchSequence),
+}
+
+/// The producers of one partition; see the module docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProducerState {
+    producers: BTreeMap<i64, Producer>,
+}
+
+/// The last sequence of a batch: `base_sequence + last_offset_delta`, wrapping at `i32::MAX`
+/// to 0 as Kafka's sequences do.
+fn last_sequence(header: &BatchHeader) -> i32 {
+    let last = i64::from(header.base_sequence) + i64::from(header.last_offset_delta);
+    (last % (i64::from(i32::MAX) + 1)) as i32
+}
+
+fn next_sequence(seq: i32) -> i32 {
+    if seq == i32::MAX {
+        0
+    } else {
+        seq + 1
+    }
+}
+
+impl ProducerState {
+    /// Whether `header`'s batch may be appended, is a duplicate, or breaks its producer's
+    /// sequence.
+    ///
+    /// # Errors
+    /// `ProducerFenced` for an old epoch, a new epoch not starting at 0, or a sequence gap.
+    pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck> {
+        if header.producer_id < 0 {
+            return Ok(SequenceCheck::Append);
+        }
+        let fenced = |reason: String| StorageError::ProducerFenced {
+            producer_id: header.producer_id,
+            epoch: header.producer_epoch,
+            reason,
+        };
+        let Some(producer) = self.producers.get(&header.producer_id) else {
+            return Ok(SequenceCheck::Append);
+        };
+        if header.producer_epoch < producer.epoch {
+            return Err(fenced(format!(
+                "epoch is older than the current {}",
+                producer.epoch
+            )));
+        }
+        if header.producer_epoch > producer.epoch {
+            if header.base_sequence != 0 {
+                return Err(fenced(format!(
+                    "a new epoch must start at sequence 0, not {}",
+                    header.base_sequence
+                )));
+            }
+            return Ok(SequenceCheck::Append);
+        }
+        let last = last_sequence(header);
+        if let Some(stored) = producer
+            .batches
+            .iter()
+            .find(|b| b.first_seq == header.base_sequence && b.last_seq == last)
+        {
+            return Ok(SequenceCheck::Duplicate(*stored));
+        }
+        let expected = producer.batches.back().map(|b| next_sequence(b.last_seq));
+        match expected {
+            Some(expected) if header.base_sequence != expected => Err(fenced(format!(
+                "out of order sequence {}: {expected} expected",
+                header.base_sequence
+            ))),
+            _ => Ok(SequenceCheck::Append),
+        }
+    }
+
+    /// Records a batch written at its base offset (a stored header, or one just appended).
+    pub fn apply(&mut self, header: &BatchHeader, timestamp_ms: u64) {
+        if header.producer_id < 0 {
+            return;
+        }
+        let producer = self
+            .producers
+            .entry(header.producer_id)
+            .or_insert_with(|| Producer {
+                epoch: header.producer_epoch,
+                last_timestamp_ms: timestamp_ms,
+                batches: VecDeque::new(),
+            });
+        if header.producer_epoch != producer.epoch {
+            producer.epoch = header.producer_epoch;
+            producer.batches.clear();
+        }
+        producer.last_timestamp_ms = producer.last_timestamp_ms.max(timestamp_ms);
+        if producer.batches.len() == BATCHES_PER_PRODUCER {
+            producer.batches.pop_front();
+        }
+        producer.batches.push_back(BatchSequence {
+            first_seq: header.base_sequence,
+            last_seq: last_sequence(header),
+            base_offset: header.base_offset,
+            last_offset: header.last_offset(),
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// Forgets producers silent since before `now_ms - PRODUCER_EXPIRATION_MS`.
+    pub fn expire(&mut self, now_ms: u64) {
+        let cutoff = now_ms.saturating_sub(PRODUCER_EXPIRATION_MS);
+        self.producers.retain(|_, p| p.last_timestamp_ms >= cutoff);
+    }
+
+    /// The snapshot's bytes (format in the module docs).
+    fn encode(&self, offset: u64) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(22 + self.producers.len() * 64);
+        buf.extend_from_slice(MAGIC);
+        buf.extend_from_slice(&VERSION.to_le_bytes());
+        buf.extend_from_slice(&offset.to_le_bytes());
+        buf.extend_from_slice(&(self.producers.len() as u32).to_le_bytes());
+        for (id, p) in &self.producers {
+            buf.extend_from_slice(&id.to_le_bytes());
+            buf.extend_from_slice(&p.epoch.to_le_bytes());
+            buf.extend_from_slice(&p.last_timestamp_ms.to_le_bytes());
+            buf.push(p.batches.len() as u8);
+            for b in &p.batches {
+                buf.extend_from_slice(&b.first_seq.to_le_bytes());
+                buf.extend_from_slice(&b.last_seq.to_le_bytes());
+                buf.extend_from_slice(&b.base_offset.to_le_bytes());
+                buf.extend_from_slice(&b.last_offset.to_le_bytes());
+            }
+        }
+        let crc = crc32c::crc32c(&buf);
+        buf.extend_from_slice(&crc.to_le_bytes());
+        buf
+    }
+
+    /// Parses a snapshot: `(offset, state)`, or why it is not one.
+    fn decode(bytes: &[u8]) -> std::result::Result<(u64, ProducerState), String> {
+        let body_len = bytes.len().checked_sub(4).ok_or("shorter than its CRC")?;
+        let (body, crc) = bytes.split_at(body_len);
+        if crc32c::crc32c(body).to_le_bytes() != crc {
+            return Err("crc32c mismatch".into());
+        }
+        let mut r = Reader { buf: body, at: 0 };
+        if r.take(4)? != MAGIC || u16::from_le_bytes(r.array()?) != VERSION {
+            return Err("not a version 1 producer snapshot".into());
+        }
+        let offset = u64::from_le_bytes(r.array()?);
+        let count = u32::from_le_bytes(r.array()?);
+        let mut state = ProducerState::default();
+        for _ in 0..count {
+            let id = i64::from_le_bytes(r.array()?);
+            let epoch = i16::from_le_bytes(r.array()?);
+            let last_timestamp_ms = u64::from_le_bytes(r.array()?);
+            let n = r.take(1)?[0] as usize;
+            if n > BATCHES_PER_PRODUCER {
+                return Err(format!("{n} batches for producer {id}"));
+            }
+            let mut batches = VecDeque::with_capacity(n);
+            for _ in 0..n {
+                batches.push_back(BatchSequence {
+                    first_seq: i32::from_le_bytes(r.array()?),
+                    last_seq: i32::from_le_bytes(r.array()?),
+                    base_offset: u64::from_le_bytes(r.array()?),
+                    last_offset: u64::from_le_bytes(r.array()?),
+                });
+            }
+            state.producers.insert(
+                id,
+                Producer {
+                    epoch,
+                    last_timestamp_ms,
+                    batches,
+                },
+            );
+        }
+        if r.at != body.len() {
+            return Err("bytes after the last producer".into());
+        }
+        Ok((offset, state))
+    }
+}
+
+/// The snapshot file of the state as of `offset`.
+pub fn snapshot_path(dir: &Path, offset: u64) -> PathBuf {
+    dir.join(format!("{offset:020}{SNAPSHOT_SUFFIX}"))
+}
+
+/// Writes `state` as of `offset` to its snapshot file and removes the older snapshots but the
+/// one before it (a damaged new one then falls back a single segment). Not synced: see the
+/// module docs.
+///
+/// # Errors
+/// `Io`.
+pub fn write_snapshot(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    offset: u64,
+    state: &ProducerState,
+) -> Result<()> {
+    let path = snapshot_path(dir, offset);
+    let file = fs
+        .open(&path, OpenMode::Truncate)
+        .map_err(|e| StorageError::io("create producer snapshot", &path, e))?;
+    file.write_all_at(&state.encode(offset), 0)
+        .map_err(|e| StorageError::io("write producer snapshot", &path, e))?;
+    let mut older: Vec<u64> = list_snapshots(fs, dir)?
+        .into_iter()
+        .filter(|&o| o < offset)
+        .collect();
+    older.pop();
+    for o in older {
+        let old = snapshot_path(dir, o);
+        fs.remove_file(&old)
+            .map_err(|e| StorageError::io("delete producer snapshot", &old, e))?;
+    }
+    Ok(())
+}
+
+/// The offsets of the snapshot files in `dir`, ascending.
+fn list_snapshots(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
+    let mut offsets: Vec<u64> = fs
+        .list(dir)
+        .map_err(|e| StorageError::io("list partition directory", dir, e))?
+        .iter()
+        .filter_map(|name| name.strip_suffix(SNAPSHOT_SUFFIX)?.parse().ok())
+        .collect();
+    offsets.sort_unstable();
+    Ok(offsets)
+}
+
+/// The newest valid snapshot at or below `log_end`: `(offset, state)`; `(0, empty)` when
+/// none is. Damaged or too-new snapshots are logged and skipped.
+///
+/// # Errors
+/// `Io` when the directory cannot be listed.
+pub fn load_snapshot(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    log_end: u64,
+) -> Result<(u64, ProducerState)> {
+    for offset in list_snapshots(fs, dir)?.into_iter().rev() {
+        let path = snapshot_path(dir, offset);
+        if offset > log_end {
+            tracing::warn!(path = %path.display(), log_end, "producer snapshot beyond the log end; ignored");
+            continue;
+        }
+        let parsed = match fs.read(&path) {
+            Ok(bytes) => ProducerState::decode(&bytes),
+            Err(e) => Err(e.to_string()),
+        };
+        match parsed {
+            Ok((o, state)) if o == offset => return Ok((offset, state)),
+            Ok((o, _)) => {
+                tracing::warn!(path = %path.display(), holds = o, "producer snapshot names another offset; ignored")
+            }
+            Err(reason) => {
+                tracing::warn!(path = %path.display(), %reason, "producer snapshot unreadable; ignored")
+            }
+        }
+    }
+    Ok((0, ProducerState::default()))
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        let bytes = self
+            .buf
+            .get(self.at..self.at + n)
+            .ok_or("snapshot ends early")?;
+        self.at += n;
+        Ok(bytes)
+    }
+
+    fn array<const N: usize>(&mut self) -> std::result::Result<[u8; N], String> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(
+        producer_id: i64,
+        epoch: i16,
+        base_sequence: i32,
+        records: u32,
+        base_offset: u64,
+    ) -> BatchHeader {
+        BatchHeader {
+            base_offset,
+            batch_len: 100,
+            leader_epoch: 0,
+            crc: 0,
+            attributes: 0,
+            last_offset_delta: records - 1,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            producer_id,
+            producer_epoch: epoch,
+            base_sequence,
+            records_count: records,
+        }
+    }
+
+    #[test]
+    fn a_retried_batch_among_the_last_five_is_a_duplicate_with_its_first_offsets() {
+        let mut state = ProducerState::default();
+        for i in 0..7u32 {
+            let h = header(9, 0, (i * 2) as i32, 2, u64::from(i) * 2);
+            assert_eq!(state.check(&h).unwrap(), SequenceCheck::Append);
+            state.apply(&h, 0);
+        }
+        // Batches 2..7 are remembered; batch 6 (sequences 12-13) was stored at offset 12.
+        let retry = header(9, 0, 12, 2, 999);
+        assert!(matches!(
+            state.check(&retry).unwrap(),
+            SequenceCheck::Duplicate(BatchSequence {
+                base_offset: 12,
+                last_offset: 13,
+                ..
+            })
+        ));
+        // Batch 0 fell out of the window: its retry is now out of order, not a duplicate.
+        assert!(state.check(&header(9, 0, 0, 2, 999)).is_err());
+        assert_eq!(
+            state.check(&header(9, 0, 14, 1, 14)).unwrap(),
+            SequenceCheck::Append
+        );
+    }
+
+    #[test]
+    fn gaps_old_epochs_and_new_epochs_not_at_zero_are_refused() {
+        let mut state = ProducerState::default();
+        state.apply(&header(1, 3, 0, 5, 0), 0);
+        for bad in [
+            header(1, 3, 6, 1, 5),
+            header(1, 2, 5, 1, 5),
+            header(1, 4, 1, 1, 5),
+        ] {
+            assert!(
+                matches!(
+                    state.check(&bad),
+                    Err(StorageError::ProducerFenced { producer_id: 1, .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(
+            state.check(&header(1, 4, 0, 1, 5)).unwrap(),
+            SequenceCheck::Append
+        );
+        assert_eq!(
+            state.check(&header(2, 0, 77, 1, 5)).unwrap(),
+            SequenceCheck::Append
+        );
+        assert_eq!(
+            state.check(&header(-1, -1, -1, 1, 5)).unwrap(),
+            SequenceCheck::Append
+        );
+    }
+
+    #[test]
+    fn sequences_wrap_at_i32_max() {
+        let mut state = ProducerState::default();
+        state.apply(&header(1, 0, i32::MAX - 1, 3, 0), 0);
+        assert_eq!(
+            state.check(&header(1, 0, 1, 1, 3)).unwrap(),
+            SequenceCheck::Append
+        );
+    }
+
+    #[test]
+    fn snapshots_round_trip_and_damage_falls_back_to_an_older_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = super::super::fs::OsFs;
+        let mut state = ProducerState::default();
+        state.apply(&header(5, 1, 0, 3, 0), 10);
+        write_snapshot(&fs, dir.path(), 3, &state).unwrap();
+        let older = state.clone();
+        state.apply(&header(5, 1, 3, 2, 3), 20);
+        write_snapshot(&fs, dir.path(), 5, &state).unwrap();
+        assert_eq!(
+            load_snapshot(&fs, dir.path(), 5).unwrap(),
+            (5, state.clone())
+        );
+        // Beyond the log end (a lost tail): the older one.
+        assert_eq!(
+            load_snapshot(&fs, dir.path(), 4).unwrap(),
+            (3, older.clone())
+        );
+        let newest = snapshot_path(dir.path(), 5);
+        let mut bytes = std::fs::read(&newest).unwrap();
+        bytes[20] ^= 1;
+        std::fs::write(&newest, bytes).unwrap();
+        assert_eq!(load_snapshot(&fs, dir.path(), 5).unwrap(), (3, older));
+        // Only the newest two are kept.
+        write_snapshot(&fs, dir.path(), 9, &state).unwrap();
+        assert!(!snapshot_path(dir.path(), 3).exists());
+    }
+
+    #[test]
+    fn silent_producers_expire() {
+        let mut state = ProducerState::default();
+        state.apply(&header(1, 0, 0, 1, 0), 1_000);
+        state.apply(&header(2, 0, 0, 1, 1), PRODUCER_EXPIRATION_MS + 5_000);
+        state.expire(PRODUCER_EXPIRATION_MS + 2_000);
+        assert_eq!(state.len(), 1);
+    }
+}
