@@ -13,6 +13,9 @@ use nanokafka::messages::{Ack, Delivered, SubscribeOptions};
 use nanokafka::{AsyncNanoKafka, NanoKafka, TopicConfig};
 use serde::{Deserialize, Serialize};
 
+#[path = "common/data_dir.rs"]
+mod data_dir;
+
 const TOPIC: &str = "orders";
 const ORDERS: u64 = 20;
 
@@ -121,7 +124,7 @@ fn main() -> Result<(), nanokafka::Error> {
     tracing_subscriber::fmt()
         .with_env_filter("nanokafka=warn")
         .init();
-    let dir = tempfile::tempdir().expect("temporary directory");
+    let dir = data_dir::ExampleDir::new();
     // The broker runs its own actors on its own threads; this program's actors talk to it
     // through the async handle (blocking calls are refused on actix threads).
     let broker = NanoKafka::open(dir.path())?;

@@ -7,7 +7,10 @@
 use std::thread;
 use std::time::Duration;
 
-use nanokafka::{NanoKafka, TopicConfig};
+use nanokafka::{Header, NanoKafka, TopicConfig};
+
+#[path = "common/data_dir.rs"]
+mod data_dir;
 
 const MESSAGES: usize = 10;
 
@@ -15,9 +18,9 @@ fn main() -> Result<(), nanokafka::Error> {
     tracing_subscriber::fmt()
         .with_env_filter("nanokafka=warn")
         .init();
-    // A fresh directory per run keeps the demo repeatable; pass a fixed path (such as
-    // `data`, the builder's default) to see a restart pick up where the last run stopped.
-    let dir = tempfile::tempdir().expect("temporary directory");
+    // A fresh directory per run keeps the demo repeatable; set NANOKAFKA_DATA_DIR to keep it
+    // and see a restart pick up where the last run stopped.
+    let dir = data_dir::ExampleDir::new();
     let broker = NanoKafka::open(dir.path())?;
     broker.create_topic("events", TopicConfig::default().partitions(2))?;
     broker.join_group("events", "group1", "consumer1")?;
@@ -26,7 +29,15 @@ fn main() -> Result<(), nanokafka::Error> {
         let broker = broker.clone();
         thread::spawn(move || -> Result<(), nanokafka::Error> {
             for i in 0..MESSAGES {
-                let d = broker.produce_keyed("events", i.to_string(), &format!("msg-{i}"))?;
+                // A key picks the partition (Kafka's partitioner); a header travels beside
+                // the payload (here, who produced it).
+                let key = i.to_string();
+                let d = broker.produce_with_headers(
+                    "events",
+                    Some(key.as_bytes()),
+                    &format!("msg-{i}"),
+                    &[Header::new("producer", "basic_usage")],
+                )?;
                 println!(
                     "produced msg-{i} -> partition {} offset {}",
                     d.partition, d.offset
@@ -51,9 +62,18 @@ fn main() -> Result<(), nanokafka::Error> {
                 else {
                     continue;
                 };
+                let from = record
+                    .headers
+                    .iter()
+                    .find(|h| h.key == "producer")
+                    .and_then(|h| h.value.as_deref())
+                    .map(String::from_utf8_lossy);
                 println!(
-                    "consumed {} (partition {} offset {})",
-                    record.value, record.partition, record.offset
+                    "consumed {} (partition {} offset {}, from {})",
+                    record.value,
+                    record.partition,
+                    record.offset,
+                    from.unwrap_or_default()
                 );
                 broker.commit("events", "group1", record.partition, record.offset)?;
                 consumed += 1;

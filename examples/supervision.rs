@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use nanokafka::{Error, NanoKafka, TopicConfig};
 
+#[path = "common/data_dir.rs"]
+mod data_dir;
+
 const RECORDS: u64 = 2_000;
 
 fn main() -> Result<(), Error> {
     tracing_subscriber::fmt()
         .with_env_filter("nanokafka=info")
         .init();
-    let dir = tempfile::tempdir().expect("temporary directory");
+    let dir = data_dir::ExampleDir::new();
     let broker = NanoKafka::open(dir.path())?;
     broker.create_topic("ticks", TopicConfig::default())?;
 
