@@ -16,8 +16,6 @@
 //!   librdkafka writes the whole section as one raw snappy block, without framing. Reading
 //!   takes xerial framing when the input starts with its magic and raw snappy otherwise, as
 //!   snappy-java does, and skips a header repeated between blocks (concatenated streams).
-//!   Xerial framing has no end marker: a stream cut at a block boundary reads as a shorter
-//!   valid stream. The batch CRC, which covers the compressed bytes, catches that cut.
 //! * `lz4` (3): the LZ4 frame format (magic 0x184D2204), never bare LZ4 blocks. We write the
 //!   descriptor Java's `Lz4BlockOutputStream` writes: FLG 0x60 (version 1, independent blocks,
 //!   no checksums, no content size), BD 0x40 (64 KiB blocks). Java's reader refuses linked
@@ -27,11 +25,16 @@
 //! * `zstd` (4): zstd frames (RFC 8878) at level 3, Kafka's default. Reading takes frames
 //!   back to back and skips skippable frames.
 //!
+//! Input cut exactly between two gzip members, LZ4 or zstd frames, or xerial blocks (xerial
+//! framing has no end marker) reads as a shorter valid stream. The batch CRC, which covers
+//! the compressed bytes, catches such a cut; every other cut is an error here.
+//!
 //! # Bounded decompression
 //! [`decompress`] trusts no size the input declares. Output goes into the caller's buffer,
-//! which never grows past `limit + 1` bytes: producing one byte more than `limit` fails the
-//! call, so a decompression bomb costs at most `limit` bytes of output and the time to
-//! produce them. Each decoder's own memory is bounded by a constant or by `limit`:
+//! which never grows past `limit` bytes: once it is full, a one-byte probe read tells a stream
+//! that ends there from one that goes on, and the latter fails the call. A decompression bomb
+//! costs at most `limit` bytes of output and the time to produce them. Each decoder's own
+//! memory is bounded by a constant or by `limit`:
 //! * gzip: miniz_oxide's 32 KiB window and tables; header fields (name, comment, extra) are
 //!   copied out of the input, so they are no longer than it.
 //! * snappy: nothing but the output. A raw block declares its uncompressed length up front;
@@ -353,7 +356,7 @@ fn decompress_snappy_block(block: &[u8], limit: usize, out: &mut Vec<u8>) -> Res
 }
 
 /// Decodes the LZ4 frames in `input`, back to back, with one decoder (its block buffers are
-/// allocated once, not per frame).
+/// allocated once, not per frame, and one read goes on across frames).
 ///
 /// The frames are first walked by their block lengths, and each must be complete up to its
 /// end mark (and content checksum): `FrameDecoder` takes input that stops at a block boundary,
@@ -365,19 +368,38 @@ fn decompress_lz4(input: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<(), F
     while !rest.is_empty() {
         rest = skip_lz4_frame(rest)?;
     }
-    // The decoder reads exactly one frame, then reports the end of its output.
-    let mut decoder = FrameDecoder::new(input);
-    loop {
-        let before = decoder.get_ref().len();
-        read_bounded(&mut decoder, limit, out)?;
-        let after = decoder.get_ref().len();
-        if after == 0 {
-            return Ok(());
+    let frames = Lz4Frames {
+        decoder: FrameDecoder::new(input),
+    };
+    read_bounded(frames, limit, out)
+}
+
+/// The output of LZ4 frames back to back. `FrameDecoder` reads one frame, reports the end of
+/// its output, and goes on with the next frame only when read again.
+struct Lz4Frames<'a> {
+    decoder: FrameDecoder<&'a [u8]>,
+}
+
+impl Read for Lz4Frames<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
         }
-        if after == before {
-            return Err(Failure::Invalid(format!(
-                "the decoder stopped with {after} bytes left"
-            )));
+        loop {
+            let before = self.decoder.get_ref().len();
+            let read = self.decoder.read(buf)?;
+            let after = self.decoder.get_ref().len();
+            if read > 0 || after == 0 {
+                return Ok(read);
+            }
+            // The end of a frame with more input after it: the next frame, unless the
+            // decoder made no progress (which the walk before decoding rules out).
+            if after == before {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("the decoder stopped with {after} bytes left"),
+                ));
+            }
         }
     }
 }
