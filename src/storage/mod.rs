@@ -18,6 +18,8 @@
 //! # Modules, bottom up
 //! - [`record`]: the checksummed frame format of one record; [`batch`]: records to produce,
 //!   laid out as unsealed frames.
+//! - [`compression`]: Kafka's batch codecs (gzip, snappy, lz4, zstd), with bounded
+//!   decompression.
 //! - [`index`]: a segment's sparse offset → position index.
 //! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
@@ -37,8 +39,8 @@
 //! Storage depends on nothing else in the crate (no configuration, no actix, no crate-level
 //! error): the broker above turns its settings into a [`LogConfig`], stores its topic configs
 //! through [`DataDir`] as opaque bytes, and converts [`StorageError`] into its own error.
-//! Inside, the imports between modules form no cycle: `record`, `fs`, `error` and `policy`
-//! import no other storage module; `log` is at the top, over `fetch`, `recovery`,
+//! Inside, the imports between modules form no cycle: `record`, `compression`, `fs`, `error`
+//! and `policy` import no other storage module; `log` is at the top, over `fetch`, `recovery`,
 //! `checkpoint`, `segment`, `index` and `batch`.
 
 pub mod batch;
