@@ -476,6 +476,7 @@ fn update_crc(batch: &mut [u8]) {
     batch[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
+#[cfg(test)]
 /// The size of a record with these fields, its length field included.
 pub fn record_len(
     offset_delta: u32,

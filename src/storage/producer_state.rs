@@ -184,12 +184,9 @@ impl ProducerState {
         });
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.producers.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.producers.is_empty()
     }
 
     /// Forgets producers silent since before `now_ms - PRODUCER_EXPIRATION_MS`.

@@ -4,8 +4,10 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::io::Write;
 
 use bytes::{Bytes, BytesMut};
+use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
