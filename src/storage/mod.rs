@@ -5,19 +5,24 @@
 //! ```text
 //! data/
 //!   .lock                          exclusive lock: one broker process per data dir
+//!   format                         the segment format, checked on open (data_dir.rs)
 //!   <topic>.json                   the topic's config (TopicConfig as JSON)
 //!   .topic-config.tmp              a topic config being written (renamed to <topic>.json)
 //!   <topic>_<partition>/           one directory per partition
-//!     00000000000000000000.log     segment: record frames, named by base offset (record.rs)
+//!     00000000000000000000.log     segment: Kafka record batches, named by base offset
+//!                                  (format.rs; compressed batches: compression.rs)
 //!     00000000000000000000.index   sparse offset index of that segment (index.rs)
+//!     00000000000000000000.timeindex  its time index (index.rs)
+//!     <offset:020>.producers       idempotent producers' state as of an offset
+//!                                  (producer_state.rs)
 //!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
 //!     log_start_offset             first readable offset (checkpoint.rs)
 //!     offsets.journal              committed offsets of every group (offsets.rs)
 //! ```
 //!
 //! # Modules, bottom up
-//! - [`record`]: the checksummed frame format of one record; [`batch`]: records to produce,
-//!   laid out as unsealed frames.
+//! - [`format`]: Kafka's RecordBatch v2, the bytes of a segment; [`batch`]: records to
+//!   produce, laid out as one unsealed batch.
 //! - [`compression`]: Kafka's batch codecs (gzip, snappy, lz4, zstd), with bounded
 //!   decompression.
 //! - [`index`]: a segment's sparse offset → position index.
@@ -26,6 +31,7 @@
 //! - [`recovery`]: opening a partition directory, as separate passes.
 //! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll;
 //!   [`fetch`]: the read path inside one segment.
+//! - [`producer_state`]: idempotent producers' last batches, and their snapshots.
 //! - [`offsets`]: [`OffsetStore`], each group's committed offset in a partition.
 //! - [`data_dir`]: [`DataDir`], the directory lock, topic configs and names.
 //! - [`fs`]: the file layer every byte goes through (`FileSystem`, `StorageFile`, the OS);
@@ -39,9 +45,10 @@
 //! Storage depends on nothing else in the crate (no configuration, no actix, no crate-level
 //! error): the broker above turns its settings into a [`LogConfig`], stores its topic configs
 //! through [`DataDir`] as opaque bytes, and converts [`StorageError`] into its own error.
-//! Inside, the imports between modules form no cycle: `record`, `compression`, `fs`, `error`
-//! and `policy` import no other storage module; `log` is at the top, over `fetch`, `recovery`,
-//! `checkpoint`, `segment`, `index` and `batch`.
+//! Inside, the imports between modules form no cycle: `compression`, `fs`, `error` and
+//! `policy` import no other storage module; `format` imports only `compression`; `log` is at
+//! the top, over `fetch`, `recovery`, `producer_state`, `checkpoint`, `segment`, `index` and
+//! `batch`.
 
 pub mod batch;
 pub mod checkpoint;

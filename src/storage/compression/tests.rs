@@ -7,13 +7,13 @@ use std::cell::Cell;
 use std::io::Write;
 
 use bytes::{Bytes, BytesMut};
-use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression as KafkaProtocolCompression, Record, RecordBatchDecoder, RecordBatchEncoder,
     RecordEncodeOptions, TimestampType,
 };
+use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
