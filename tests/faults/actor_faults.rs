@@ -66,7 +66,12 @@ fn a_panic_in_each_actor_kind_under_load_loses_nothing_and_is_counted() {
         let (broker, stop) = (broker.clone(), stop_consumer.clone());
         thread::spawn(move || {
             let mut consumed = 0u64;
-            while !stop.load(Ordering::SeqCst) {
+            // Until the producers are done and this consumer has read something: on a loaded
+            // machine it may not have been scheduled at all before they finish.
+            let deadline = std::time::Instant::now() + WATCHDOG;
+            while !(stop.load(Ordering::SeqCst) && consumed > 0)
+                && std::time::Instant::now() < deadline
+            {
                 match broker.poll_batch::<u64>(TOPIC, "g", "c", 100, Duration::from_millis(50)) {
                     Ok(batch) => {
                         if let Some(last) = batch.last() {
