@@ -315,7 +315,7 @@ fn list_snapshots(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
 }
 
 /// The newest valid snapshot at or below `log_end`: `(offset, state)`; `(0, empty)` when
-/// none is. Damaged or too-new snapshots are logged and skipped.
+/// none is. Damaged snapshots are logged and skipped; those beyond `log_end` are deleted.
 ///
 /// # Errors
 /// `Io` when the directory cannot be listed.
@@ -327,7 +327,11 @@ pub fn load_snapshot(
     for offset in list_snapshots(fs, dir)?.into_iter().rev() {
         let path = snapshot_path(dir, offset);
         if offset > log_end {
-            tracing::warn!(path = %path.display(), log_end, "producer snapshot beyond the log end; ignored");
+            // The log lost the batches it describes (a cut tail). Removed now, before any
+            // append takes those offsets again: it would describe batches that are not there.
+            tracing::warn!(path = %path.display(), log_end, "producer snapshot beyond the log end; removed");
+            fs.remove_file(&path)
+                .map_err(|e| StorageError::io("delete producer snapshot", &path, e))?;
             continue;
         }
         let parsed = match fs.read(&path) {
@@ -475,13 +479,15 @@ mod tests {
             load_snapshot(&fs, dir.path(), 5).unwrap(),
             (5, state.clone())
         );
-        // Beyond the log end (a lost tail): the older one.
+        let newest = snapshot_path(dir.path(), 5);
+        let kept = std::fs::read(&newest).unwrap();
+        // Beyond the log end (a lost tail): the older one, and the newer is deleted.
         assert_eq!(
             load_snapshot(&fs, dir.path(), 4).unwrap(),
             (3, older.clone())
         );
-        let newest = snapshot_path(dir.path(), 5);
-        let mut bytes = std::fs::read(&newest).unwrap();
+        assert!(!newest.exists());
+        let mut bytes = kept;
         bytes[20] ^= 1;
         std::fs::write(&newest, bytes).unwrap();
         assert_eq!(load_snapshot(&fs, dir.path(), 5).unwrap(), (3, older));
