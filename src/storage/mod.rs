@@ -18,7 +18,8 @@
 //! # Modules, bottom up
 //! - [`record`]: the checksummed frame format of one record; [`batch`]: records to produce,
 //!   laid out as unsealed frames.
-//! - [`index`]: a segment's sparse offset → position index.
+//! - [`index`]: a segment's sparse offset → position index; [`time_index`]: its timestamp →
+//!   offset index (Kafka's `TimeIndex`), for lookups by time and time retention.
 //! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
 //! - [`recovery`]: opening a partition directory, as separate passes.
@@ -57,6 +58,7 @@ pub mod offsets;
 pub mod policy;
 pub mod recovery;
 pub mod segment;
+pub mod time_index;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;
 
