@@ -387,6 +387,7 @@ impl PartitionLog {
     /// most one sealing runs: the next roll, a `sync` and `close` wait for it first.
     fn roll(&mut self) -> Result<()> {
         self.finish_sealing()?;
+        self.active_mut().seal_time_index()?;
         let base = self.log_end_offset();
         let active = self.active();
         let (sealed, synced_size, size) = (
@@ -758,6 +759,9 @@ impl Drop for PartitionLog {
         }
     }
 }
+
+#[cfg(test)]
+mod time_tests;
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@
 //!   <topic>_<partition>/           one directory per partition
 //!     00000000000000000000.log     segment: record frames, named by base offset (record.rs)
 //!     00000000000000000000.index   sparse offset index of that segment (index.rs)
+//!     00000000000000000000.timeindex  time index of that segment (time_index.rs)
 //!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
 //!     log_start_offset             first readable offset (checkpoint.rs)
 //!     offsets.journal              committed offsets of every group (offsets.rs)
@@ -20,7 +21,7 @@
 //!   laid out as unsealed frames.
 //! - [`index`]: a segment's sparse offset → position index; [`time_index`]: its timestamp →
 //!   offset index (Kafka's `TimeIndex`), for lookups by time and time retention.
-//! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
+//! - [`segment`]: one `.log` with its `.index` and `.timeindex`: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
 //! - [`recovery`]: opening a partition directory, as separate passes.
 //! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll;
@@ -40,7 +41,7 @@
 //! through [`DataDir`] as opaque bytes, and converts [`StorageError`] into its own error.
 //! Inside, the imports between modules form no cycle: `record`, `fs`, `error` and `policy`
 //! import no other storage module; `log` is at the top, over `fetch`, `recovery`,
-//! `checkpoint`, `segment`, `index` and `batch`.
+//! `checkpoint`, `segment`, `index`, `time_index` and `batch`.
 
 pub mod batch;
 pub mod checkpoint;
@@ -58,9 +59,9 @@ pub mod offsets;
 pub mod policy;
 pub mod recovery;
 pub mod segment;
-pub mod time_index;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;
+pub mod time_index;
 
 #[cfg(any(test, feature = "test-support"))]
 pub use batch::AppendRecord;

@@ -1,10 +1,11 @@
-//! One segment of a partition log: `<base_offset:020>.log` plus its `.index`.
+//! One segment of a partition log: `<base_offset:020>.log` plus its `.index` and
+//! `.timeindex`.
 //!
 //! The `.log` file is Kafka record batches back to back (format: [`super::format`]), offsets
 //! contiguous from `base_offset`. In this module a "frame" is one batch: the unit that is
 //! written, checksummed, indexed, scanned and cut as a whole. A segment is only ever appended to while it is the active (last) one, and
-//! only ever truncated by recovery. Its in-memory state is its size and the offset its next
-//! record will get; everything else is on disk.
+//! only ever truncated by recovery. Its in-memory state is its size, the offset its next
+//! record will get and its largest timestamp; everything else is on disk.
 //!
 //! # Damage
 //! A frame that does not verify is never served. Scans either stop at it (the unsynced tail
@@ -21,6 +22,7 @@ use super::format::{self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC,
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
+use super::time_index::{TimeIndex, TimestampOffset};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
 const SCAN_CHUNK: usize = 256 << 10;
@@ -31,6 +33,11 @@ pub fn file_names(base_offset: u64) -> (String, String) {
         format!("{base_offset:020}.log"),
         format!("{base_offset:020}.index"),
     )
+}
+
+/// The file name of the time index of the segment with this base offset.
+pub fn time_index_name(base_offset: u64) -> String {
+    format!("{base_offset:020}.timeindex")
 }
 
 /// A batch found by [`LogSegment::scan`].
@@ -97,7 +104,7 @@ pub struct ScanOutcome {
     pub damaged: Vec<DamagedRange>,
 }
 
-/// A `.log` file and its index.
+/// A `.log` file and its indexes.
 #[derive(Debug)]
 pub struct LogSegment {
     base_offset: u64,
@@ -105,6 +112,7 @@ pub struct LogSegment {
     log: Box<dyn StorageFile>,
     fs: SharedFs,
     index: OffsetIndex,
+    time_index: TimeIndex,
     /// Bytes of frames in the file (the file is never longer once opened).
     size: u64,
     /// `size` at the last successful sync of this segment by this process; what a failed
@@ -115,8 +123,9 @@ pub struct LogSegment {
     /// Offset the next appended record gets: base_offset + records in this segment, as far
     /// as is known (a sealed segment loaded after a clean shutdown learns it from its tail).
     next_offset: u64,
-    /// The largest record timestamp, when known.
-    last_timestamp_ms: Option<u64>,
+    /// The largest batch timestamp and the batch that first carries it, when known: what
+    /// the time index's next entry records.
+    max_timestamp: Option<TimestampOffset>,
     /// Frame bytes appended since the last index entry.
     bytes_since_index: u64,
     index_interval_bytes: u64,
@@ -136,23 +145,27 @@ impl LogSegment {
             .open(&log_path, OpenMode::Truncate)
             .map_err(|e| StorageError::io("create segment", &log_path, e))?;
         let index = OffsetIndex::create(fs.as_ref(), &dir.join(index_name), base_offset)?;
+        let time_index_path = dir.join(time_index_name(base_offset));
+        let time_index = TimeIndex::create(fs.as_ref(), &time_index_path, base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
             log,
             fs: fs.clone(),
             index,
+            time_index,
             size: 0,
             synced_size: 0,
             next_offset: base_offset,
-            last_timestamp_ms: None,
+            max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
         })
     }
 
     /// Opens an existing segment without validating it; `recovery` decides what to check.
-    /// `next_offset` is unknown until [`LogSegment::load_tail`] or a scan sets it.
+    /// `next_offset` and the largest timestamp are unknown until [`LogSegment::load_tail`] or
+    /// [`LogSegment::rebuild_index`] sets them.
     pub fn open(
         fs: &SharedFs,
         dir: &Path,
@@ -168,16 +181,19 @@ impl LogSegment {
             .size()
             .map_err(|e| StorageError::io("stat segment", &log_path, e))?;
         let index = OffsetIndex::open(fs.as_ref(), &dir.join(index_name), base_offset)?;
+        let time_index_path = dir.join(time_index_name(base_offset));
+        let time_index = TimeIndex::open(fs.as_ref(), &time_index_path, base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
             log,
             fs: fs.clone(),
             index,
+            time_index,
             size,
             synced_size: 0,
             next_offset: base_offset,
-            last_timestamp_ms: None,
+            max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
         })
@@ -189,8 +205,9 @@ impl LogSegment {
     pub fn next_offset(&self) -> u64 {
         self.next_offset
     }
+    /// The largest batch timestamp of the segment; `None` when it holds no valid batch.
     pub fn last_timestamp_ms(&self) -> Option<u64> {
-        self.last_timestamp_ms
+        self.max_timestamp.map(|max| max.timestamp_ms)
     }
     pub fn size(&self) -> u64 {
         self.size
@@ -206,9 +223,9 @@ impl LogSegment {
         self.index.path()
     }
 
-    /// Appends one verified batch holding records `next_offset..next_offset_after` with one
-    /// `write`, then its index entry when one is due. On a failed write the file is cut back
-    /// to its old size.
+    /// Appends one verified batch holding records `next_offset..next_offset_after`, whose
+    /// largest timestamp is `max_timestamp_ms`, with one `write`, then its index entries when
+    /// they are due. On a failed write the file is cut back to its old size.
     pub fn append(
         &mut self,
         batch: &[u8],
@@ -222,22 +239,49 @@ impl LogSegment {
             self.synced_size = self.synced_size.min(start);
             return Err(StorageError::io("append to segment", &self.log_path, e));
         }
+        self.max_timestamp = TimestampOffset::after_batch(
+            self.max_timestamp,
+            max_timestamp_ms,
+            next_offset_after - 1,
+        );
         if self.bytes_since_index >= self.index_interval_bytes {
-            self.index.push(IndexEntry {
+            let entry = IndexEntry {
                 offset: self.next_offset,
                 position: start,
-            });
+            };
+            self.push_index_entries(entry, self.max_timestamp);
             self.bytes_since_index = 0;
         }
         self.bytes_since_index += batch.len() as u64;
         self.size = start + batch.len() as u64;
         self.next_offset = next_offset_after;
-        self.last_timestamp_ms = Some(
-            self.last_timestamp_ms
-                .map_or(max_timestamp_ms, |t| t.max(max_timestamp_ms)),
-        );
-        // The index is derived data: a failed index write is repaired by the next recovery.
-        self.index.write_pending()
+        // The indexes are derived data: a failed index write is repaired by the next recovery.
+        let offsets = self.index.write_pending();
+        offsets.and(self.time_index.write_pending())
+    }
+
+    /// Queues an offset index entry for the batch at `entry`, and with it a time index entry
+    /// if the largest timestamp so far (that batch included) grew since the last one. Live
+    /// appends and rebuilds add entries here alike, so that a rebuilt index equals the one
+    /// written live.
+    fn push_index_entries(&mut self, entry: IndexEntry, max_so_far: Option<TimestampOffset>) {
+        self.index.push(entry);
+        if let Some(max) = max_so_far {
+            self.time_index.maybe_push(max);
+        }
+    }
+
+    /// Puts the segment's largest timestamp in its time index, when it is not yet the last
+    /// entry: done when the segment is rolled (and when recovery rebuilds a sealed one), so
+    /// that a sealed segment's largest timestamp is on disk.
+    ///
+    /// # Errors
+    /// `Io` when the entry cannot be written.
+    pub fn seal_time_index(&mut self) -> Result<()> {
+        if let Some(max) = self.max_timestamp {
+            self.time_index.maybe_push(max);
+        }
+        self.time_index.write_pending()
     }
 
     /// `fdatasync`s the log file. After a failure, see `LogSegment::redirty_unsynced`.
@@ -573,8 +617,11 @@ impl LogSegment {
     }
 
     /// Scans from the last index entry to the end to learn `next_offset`: the cheap check of
-    /// a segment trusted after a clean shutdown. `Ok(Err(reason))` when the tail or the index
-    /// does not check out and the segment needs [`LogSegment::rebuild_index`].
+    /// a segment trusted after a clean shutdown. The largest timestamp is the time index's
+    /// last entry's, or a larger one of the batches scanned (the time index has entries up
+    /// to the last offset index entry; a sealed segment's last one holds its largest).
+    /// `Ok(Err(reason))` when the tail or an index does not check out and the segment needs
+    /// [`LogSegment::rebuild_index`].
     pub fn load_tail(&mut self) -> Result<Result<(), String>> {
         let entry = self.index.lookup(u64::MAX)?;
         if entry.position > self.size || (entry.position == self.size && self.size > 0) {
@@ -585,9 +632,15 @@ impl LogSegment {
         let interval = self.index_interval_bytes;
         let mut since_entry = 0u64;
         let mut index_short = false;
+        let mut max_timestamp = self.time_index.last_entry();
         let outcome = self.scan(entry.position, entry.offset, |frame| {
             index_short |= since_entry >= interval;
             since_entry += frame.frame_len;
+            max_timestamp = TimestampOffset::after_batch(
+                max_timestamp,
+                frame.timestamp_ms,
+                frame.next_offset - 1,
+            );
             true
         })?;
         if let Some(stop) = outcome.stopped {
@@ -599,13 +652,22 @@ impl LogSegment {
         if index_short {
             return Ok(Err("index is missing entries".into()));
         }
+        if let Some(last) = self.time_index.last_entry() {
+            if last.offset >= outcome.next_offset {
+                return Ok(Err(format!(
+                    "time index's last entry is at offset {}, past the log's last record",
+                    last.offset
+                )));
+            }
+        }
         self.next_offset = outcome.next_offset;
-        self.last_timestamp_ms = outcome.last_timestamp_ms;
+        self.max_timestamp = max_timestamp;
         self.bytes_since_index = since_entry;
         Ok(Ok(()))
     }
 
-    /// Rewrites the index from a scan of the whole log and learns `next_offset`. A bad frame
+    /// Rewrites both indexes from a scan of the whole log (entries added as a live append
+    /// adds them) and learns `next_offset` and the largest timestamp. A bad frame
     /// that should have held an offset below `step_over_below` is stepped over (the frame
     /// the scan resumes at always gets an index entry, so that lookups of the offsets after
     /// the damage start past it); the scan stops at any other. Cuts nothing: see
@@ -614,27 +676,37 @@ impl LogSegment {
     /// be found behind the damage; the caller may set a better known `next_offset`.
     pub fn rebuild_index(&mut self, step_over_below: u64) -> Result<ScanOutcome> {
         self.index.clear()?;
+        self.time_index.clear()?;
         let interval = self.index_interval_bytes;
         let mut since_entry = 0u64;
+        // The frames that get an offset index entry, with the largest timestamp so far.
         let mut entries = Vec::new();
+        let mut max_timestamp = None;
         let outcome =
             self.scan_in_chunks(0, self.base_offset, SCAN_CHUNK, step_over_below, |frame| {
+                max_timestamp = TimestampOffset::after_batch(
+                    max_timestamp,
+                    frame.timestamp_ms,
+                    frame.next_offset - 1,
+                );
                 if since_entry >= interval || frame.after_damage {
-                    entries.push(IndexEntry {
+                    let entry = IndexEntry {
                         offset: frame.offset,
                         position: frame.position,
-                    });
+                    };
+                    entries.push((entry, max_timestamp));
                     since_entry = 0;
                 }
                 since_entry += frame.frame_len;
                 true
             })?;
-        for entry in entries {
-            self.index.push(entry);
+        for (entry, max_so_far) in entries {
+            self.push_index_entries(entry, max_so_far);
         }
         self.index.write_pending()?;
+        self.time_index.write_pending()?;
         self.next_offset = outcome.next_offset;
-        self.last_timestamp_ms = outcome.last_timestamp_ms;
+        self.max_timestamp = max_timestamp;
         self.bytes_since_index = since_entry;
         if outcome
             .damaged
@@ -647,7 +719,8 @@ impl LogSegment {
     }
 
     /// Cuts the log file to `len` bytes (recovery, after [`LogSegment::rebuild_index`] found
-    /// where the valid frames end).
+    /// where the valid frames end). The indexes need no cut: the rebuild indexed only the
+    /// frames before `len`.
     pub fn truncate_to(&mut self, len: u64) -> Result<()> {
         if len < self.size {
             self.log
@@ -664,22 +737,29 @@ impl LogSegment {
         self.next_offset = next_offset;
     }
 
-    /// Deletes both files.
+    /// Deletes the log file and its indexes.
     pub fn delete(self) -> Result<()> {
-        let index_path = self.index.path().to_owned();
-        // Both handles closed first: a handle alive across the removal of its file is kept
+        let index_paths = [
+            self.index.path().to_owned(),
+            self.time_index.path().to_owned(),
+        ];
+        // Every handle closed first: a handle alive across the removal of its file is kept
         // open (and reopened if its descriptor was pooled away) so it can still reach it.
         drop(self.log);
         drop(self.index);
+        drop(self.time_index);
         self.fs
             .remove_file(&self.log_path)
             .map_err(|e| StorageError::io("delete segment", &self.log_path, e))?;
-        match self.fs.remove_file(&index_path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(StorageError::io("delete index", index_path, e))
+        for path in index_paths {
+            match self.fs.remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(StorageError::io("delete index", path, e))
+                }
+                _ => {}
             }
-            _ => Ok(()),
         }
+        Ok(())
     }
 
     /// `fsync`s the log file, metadata included (clean shutdown, roll, recovery).
