@@ -33,14 +33,14 @@ pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_B
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
-use super::fetch::{read_segment, SegmentRead};
+use super::fetch::{first_record_not_before, read_segment, SegmentRead};
 use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
 use super::index::INDEX_INTERVAL_BYTES;
 use super::policy::FsyncPolicy;
 use super::recovery::{self, RecoveryReport};
-use super::segment::LogSegment;
+use super::segment::{LogSegment, ScannedFrame};
 
 /// Kafka's default segment size is 1 GiB; 64 MiB keeps deletion by retention fine-grained and
 /// a crash scan of the active segment short (~10 ms), at the cost of more files.
@@ -58,7 +58,11 @@ pub struct RetentionPolicy {
     pub records: Option<u64>,
     /// Keep at most this many bytes of record frames.
     pub bytes: Option<u64>,
-    /// Keep records for at most this many milliseconds after they were appended.
+    /// Keep records for at most this many milliseconds past their timestamp (the append
+    /// time for native records and under LogAppendTime, the producer's under CreateTime).
+    /// Decided per batch, where Kafka decides per segment: the log start moves to the first
+    /// batch whose largest timestamp is within this (its older records stay with it), and
+    /// every batch after it is kept, older ones included.
     pub ms: Option<u64>,
 }
 
@@ -603,9 +607,11 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// The first offset at or after `from` whose record is not older than `cutoff_ms`
-    /// (`log_end` when all are). Timestamps are non-decreasing, so it is a scan forward. A
-    /// damaged record's timestamp is unknown: it counts as expired (the scan steps over it).
+    /// The first offset at or after `from` whose batch is not older than `cutoff_ms` (whose
+    /// largest timestamp is at least it; `log_end` when none is): retention keeps whole
+    /// batches. Segments older than the cutoff are passed over by their largest timestamp,
+    /// unread; in the segment where the cut falls the time index leads to it. A damaged
+    /// batch's timestamp is unknown: it counts as expired (the search steps over it).
     fn first_offset_not_before(&mut self, cutoff_ms: u64, from: u64) -> Result<u64> {
         let log_end = self.log_end_offset();
         if from >= log_end || self.last_timestamp_ms < cutoff_ms {
@@ -616,16 +622,67 @@ impl PartitionLog {
                 return Ok(from);
             }
         }
-        let mut found = None;
-        self.scan_from(from, |frame| {
-            if frame.timestamp_ms >= cutoff_ms {
-                found = Some((frame.offset.max(from), frame.timestamp_ms));
-            }
-            found.is_none()
-        })?;
-        let (offset, ts) = found.unwrap_or((log_end, u64::MAX));
+        let found = self.first_batch_not_before(cutoff_ms, from)?;
+        let (offset, ts) = found.map_or((log_end, u64::MAX), |(_, frame)| {
+            (frame.offset.max(from), frame.timestamp_ms)
+        });
         self.start_timestamp = Some((offset, ts));
         Ok(offset)
+    }
+
+    /// The first offset, from the log start on, whose record's timestamp is at least
+    /// `timestamp_ms`; `None` when no record's is (Kafka's ListOffsets by timestamp).
+    ///
+    /// Segments whose largest timestamp is below are passed over unread; in a segment, the
+    /// time index leads to the first batch whose largest timestamp is not below, and that
+    /// batch's records are read for the first one that is not (under CreateTime neither the
+    /// records of a batch nor the batches of a segment need be in timestamp order). Damaged
+    /// batches are stepped over, as reads and retention do.
+    ///
+    /// # Errors
+    /// `Io` when a segment or an index cannot be read.
+    pub fn offset_for_timestamp(&mut self, timestamp_ms: u64) -> Result<Option<u64>> {
+        let mut from = self.log_start_offset;
+        while let Some((segment, frame)) = self.first_batch_not_before(timestamp_ms, from)? {
+            match first_record_not_before(segment, &frame, timestamp_ms, from) {
+                Ok(Some(offset)) => return Ok(Some(offset)),
+                // The log start is inside the batch, and its records from there are older.
+                Ok(None) => {}
+                Err(StorageError::Corrupt {
+                    path,
+                    position,
+                    reason,
+                }) => tracing::warn!(
+                    path = %path.display(), position, first_offset = frame.offset, cause = %reason,
+                    "stepped over a batch whose records do not parse looking up a timestamp"
+                ),
+                Err(e) => return Err(e),
+            }
+            from = frame.next_offset;
+        }
+        Ok(None)
+    }
+
+    /// The first valid batch holding an offset at or after `from` whose largest timestamp is
+    /// at least `timestamp_ms`, with its segment; `None` when there is none. Each segment
+    /// answers from its largest timestamp and its time index
+    /// ([`LogSegment::find_batch_by_timestamp`]), so older segments are not read.
+    fn first_batch_not_before(
+        &self,
+        timestamp_ms: u64,
+        from: u64,
+    ) -> Result<Option<(&LogSegment, ScannedFrame)>> {
+        let (&first_base, _) = self
+            .segments
+            .range(..=from)
+            .next_back()
+            .expect("searches start at or above the log start, which is in a segment");
+        for (_, segment) in self.segments.range(first_base..) {
+            if let Some(frame) = segment.find_batch_by_timestamp(timestamp_ms, from)? {
+                return Ok(Some((segment, frame)));
+            }
+        }
+        Ok(None)
     }
 
     /// The first offset at or after `from` such that the frames from it to the log end take
@@ -688,47 +745,6 @@ impl PartitionLog {
         let position = segment.position_of(offset)?.unwrap_or(segment.size());
         self.start_position = Some((offset, base, position));
         Ok((base, position))
-    }
-
-    /// Visits verified frames from `from` onwards, across segments, until `visit` says stop.
-    /// Damage is stepped over (logged), never visited: the records after it are.
-    fn scan_from(
-        &self,
-        from: u64,
-        mut visit: impl FnMut(&super::segment::ScannedFrame) -> bool,
-    ) -> Result<()> {
-        let (&first_base, _) = self
-            .segments
-            .range(..=from)
-            .next_back()
-            .expect("scans start at or above the log start, which is in a segment");
-        for (&base, segment) in self.segments.range(first_base..) {
-            let entry = if base == first_base {
-                segment.lookup(from)?
-            } else {
-                segment.lookup(base)?
-            };
-            let mut stopped_early = false;
-            let outcome = segment.scan_over_damage(entry.position, entry.offset, |frame| {
-                if frame.next_offset <= from {
-                    return true;
-                }
-                let go_on = visit(frame);
-                stopped_early = !go_on;
-                go_on
-            })?;
-            for damage in &outcome.damaged {
-                tracing::warn!(
-                    path = %segment.log_path().display(), position = damage.position,
-                    first_offset = damage.first_offset, resumed_at = ?damage.resumed_at,
-                    cause = %damage.reason, "retention stepped over damaged records"
-                );
-            }
-            if stopped_early {
-                return Ok(());
-            }
-        }
-        Ok(())
     }
 
     /// Clean shutdown: sync, then record the checkpoint that lets the next open skip the scan.

@@ -341,18 +341,6 @@ impl LogSegment {
         self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, 0, visit)
     }
 
-    /// As [`LogSegment::scan`], but steps over every damaged range (see the module docs)
-    /// instead of stopping at it; `ScanOutcome::damaged` lists them. For scans that must reach
-    /// the records after damage (retention, which counts damaged records as expired).
-    pub fn scan_over_damage(
-        &self,
-        position: u64,
-        expected_offset: u64,
-        visit: impl FnMut(&ScannedFrame) -> bool,
-    ) -> Result<ScanOutcome> {
-        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, u64::MAX, visit)
-    }
-
     /// The first valid frame that starts at or after byte `position`, as `(offset, position)`;
     /// `None` when no frame of this segment does. One index lookup and a scan of about one
     /// index interval; damage on the way is stepped over (bytes retention drops it anyway).
@@ -361,7 +349,8 @@ impl LogSegment {
     /// `Io`.
     pub fn first_frame_from(&self, position: u64) -> Result<Option<(u64, u64)>> {
         let entry = self.index.lookup_position(position)?;
-        self.find_frame(entry, |frame| frame.position >= position)
+        let found = self.find_frame(entry, |frame| frame.position >= position)?;
+        Ok(found.map(|frame| (frame.offset, frame.position)))
     }
 
     /// Where the first valid batch holding `offset` or a later one starts: the batch holding
@@ -374,22 +363,52 @@ impl LogSegment {
     pub fn position_of(&self, offset: u64) -> Result<Option<u64>> {
         let entry = self.index.lookup(offset)?;
         let found = self.find_frame(entry, |frame| frame.next_offset > offset)?;
-        Ok(found.map(|(_, position)| position))
+        Ok(found.map(|frame| frame.position))
     }
 
-    /// The first valid frame from `entry` on that `is_it` accepts, as `(offset, position)`,
-    /// stepping over damage.
+    /// The first valid batch holding an offset at or after `from` whose largest timestamp is
+    /// at least `timestamp_ms`; `None` when no batch of this segment is. A segment whose
+    /// largest timestamp is below is answered without a read; otherwise the time index gives
+    /// the offset to start from, the offset index its position, and the scan from there
+    /// steps over damage (a damaged batch's timestamp is unknown: it is never the answer).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn find_batch_by_timestamp(
+        &self,
+        timestamp_ms: u64,
+        from: u64,
+    ) -> Result<Option<ScannedFrame>> {
+        if self
+            .max_timestamp
+            .is_none_or(|max| max.timestamp_ms < timestamp_ms)
+            || from >= self.next_offset
+        {
+            return Ok(None);
+        }
+        let start = self
+            .time_index
+            .lookup(timestamp_ms)?
+            .map_or(self.base_offset, |entry| entry.offset)
+            .max(from);
+        let entry = self.index.lookup(start)?;
+        self.find_frame(entry, |frame| {
+            frame.next_offset > from && frame.timestamp_ms >= timestamp_ms
+        })
+    }
+
+    /// The first valid frame from `entry` on that `is_it` accepts, stepping over damage.
     fn find_frame(
         &self,
         entry: IndexEntry,
         is_it: impl Fn(&ScannedFrame) -> bool,
-    ) -> Result<Option<(u64, u64)>> {
+    ) -> Result<Option<ScannedFrame>> {
         let mut found = None;
         let chunk = 2 * self.index_interval_bytes as usize;
         let outcome =
             self.scan_in_chunks(entry.position, entry.offset, chunk, u64::MAX, |frame| {
                 if is_it(frame) {
-                    found = Some((frame.offset, frame.position));
+                    found = Some(*frame);
                 }
                 found.is_none()
             })?;
