@@ -72,8 +72,6 @@ pub struct ScanStop {
 pub struct ScanOutcome {
     /// Offset the next record would get.
     pub next_offset: u64,
-    /// The largest timestamp of the valid batches scanned, if any.
-    pub last_timestamp_ms: Option<u64>,
     /// Set when invalid or torn bytes follow the last valid frame.
     pub stopped: Option<ScanStop>,
     /// Damage the scan stepped over, in file order (only scans told to step over damage).
@@ -197,7 +195,6 @@ impl LogSegment {
     ) -> Result<ScanOutcome> {
         let mut buf = AlignedBuf::default();
         let mut want = chunk_len;
-        let mut last_timestamp_ms = None;
         let mut damaged = Vec::new();
         let mut after_damage = false;
         while position < self.size {
@@ -236,14 +233,9 @@ impl LogSegment {
                         after_damage = false;
                         at += header.batch_len;
                         expected_offset = frame.next_offset;
-                        last_timestamp_ms = Some(
-                            last_timestamp_ms
-                                .map_or(frame.timestamp_ms, |t: u64| t.max(frame.timestamp_ms)),
-                        );
                         if !visit(&frame) {
                             return Ok(ScanOutcome {
                                 next_offset: expected_offset,
-                                last_timestamp_ms,
                                 stopped: None,
                                 damaged,
                             });
@@ -276,7 +268,6 @@ impl LogSegment {
             if expected_offset >= step_over_below {
                 return Ok(ScanOutcome {
                     next_offset: expected_offset,
-                    last_timestamp_ms,
                     stopped: Some(ScanStop { position, reason }),
                     damaged,
                 });
@@ -301,7 +292,6 @@ impl LogSegment {
         }
         Ok(ScanOutcome {
             next_offset: expected_offset,
-            last_timestamp_ms,
             stopped: None,
             damaged,
         })
