@@ -20,8 +20,8 @@ use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, Poll, ProduceBatch, ProduceKafkaBatch,
-    Subscribe, SubscribeOptions, Subscription,
+    Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, OffsetForTimestamp, Poll, ProduceBatch,
+    ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::{route as route_batch, RequestLimits};
@@ -257,6 +257,26 @@ impl AsyncNanoKafka {
             topic: topic.to_owned(),
             partition,
             batch,
+        })
+        .await
+    }
+
+    /// The first offset of `partition` whose record's timestamp is at least `timestamp_ms`
+    /// (Kafka's offsets-for-times); `None` when no record is that recent. Seek a `Consumer`
+    /// there to replay from a point in time.
+    ///
+    /// # Errors
+    /// As [`OffsetForTimestamp`](crate::messages::OffsetForTimestamp).
+    pub async fn offset_for_timestamp(
+        &self,
+        topic: &str,
+        partition: u32,
+        timestamp_ms: u64,
+    ) -> Result<Option<u64>> {
+        self.ask(OffsetForTimestamp {
+            topic: topic.to_owned(),
+            partition,
+            timestamp_ms,
         })
         .await
     }

@@ -549,6 +549,24 @@ impl NanoKafka {
         )
     }
 
+    /// [`AsyncNanoKafka::offset_for_timestamp`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::offset_for_timestamp`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn offset_for_timestamp(
+        &self,
+        topic: &str,
+        partition: u32,
+        timestamp_ms: u64,
+    ) -> Result<Option<u64>> {
+        self.call(
+            self.inner
+                .handle
+                .offset_for_timestamp(topic, partition, timestamp_ms),
+        )
+    }
+
     /// [`AsyncNanoKafka::produce_kafka_batch`], blocking this thread until it answers.
     ///
     /// # Errors

@@ -93,6 +93,18 @@ pub struct ProduceKafkaBatch {
 }
 topic_message!(ProduceKafkaBatch => KafkaAppend);
 
+/// The first offset of `partition` (from its log start) whose record's timestamp is at least
+/// `timestamp_ms`, found through the segments' time indexes: Kafka's offsets-for-times. Reply:
+/// `None` when no record is that recent. Errors: `UnknownTopic`, `UnknownPartition`,
+/// `Corrupt`, `Io`.
+#[derive(Debug, Clone)]
+pub struct OffsetForTimestamp {
+    pub topic: String,
+    pub partition: u32,
+    pub timestamp_ms: u64,
+}
+topic_message!(OffsetForTimestamp => Option<u64>);
+
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options
 /// are refused. Reply: the member's [`Assignment`]. Errors: `InvalidId`,

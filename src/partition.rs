@@ -168,6 +168,15 @@ impl Partition {
         Ok(self.log.append_batch(batch, now_ms)?)
     }
 
+    /// The first offset from the log start whose record's timestamp is at least
+    /// `timestamp_ms` (Kafka's offsets-for-times); `None` when no record's is.
+    ///
+    /// # Errors
+    /// `Io`, `Corrupt`.
+    pub fn offset_for_timestamp(&mut self, timestamp_ms: u64) -> Result<Option<u64>> {
+        Ok(self.log.offset_for_timestamp(timestamp_ms)?)
+    }
+
     /// Appends a Kafka client's record batch as it was sent (see
     /// `PartitionLog::append_kafka_batch`).
     ///

@@ -651,6 +651,27 @@ impl Handler<GroupLag> for PartitionActor {
     }
 }
 
+/// The first offset whose record's timestamp is at least `timestamp_ms`. Sent by `TopicActor`.
+#[derive(Debug)]
+pub struct FindOffset {
+    pub timestamp_ms: u64,
+}
+impl Message for FindOffset {
+    type Result = Result<Option<u64>>;
+}
+
+impl Handler<FindOffset> for PartitionActor {
+    type Result = Result<Option<u64>>;
+
+    fn handle(&mut self, msg: FindOffset, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "FindOffset").entered();
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            act.open_partition()?.offset_for_timestamp(msg.timestamp_ms)
+        })
+    }
+}
+
 impl Handler<RegisterGroup> for PartitionActor {
     type Result = ();
 

@@ -17,8 +17,8 @@ use super::coordinator::{
 use super::io_thread::IoThreadHandle;
 use super::lane::{append_routed, Lane};
 use super::partition::{
-    AppendKafka, ClosePartition, CommitOffset, Crash, DescribePartition, GroupLag, PartitionActor,
-    PartitionRef, RegisterGroup,
+    AppendKafka, ClosePartition, CommitOffset, Crash, DescribePartition, FindOffset, GroupLag,
+    PartitionActor, PartitionRef, RegisterGroup,
 };
 use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::group::Assignment;
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, KafkaAppend, Lag,
-    LeaveGroup, Poll, Produce, ProduceBatch, ProduceKafkaBatch,
+    LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch, ProduceKafkaBatch,
 };
 use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
@@ -523,6 +523,23 @@ impl Handler<ProduceKafkaBatch> for TopicActor {
         guarded_future(self, ctx, &name, |act, _| {
             match act.partition(msg.partition) {
                 Ok(addr) => Box::pin(addr.ask(AppendKafka { batch: msg.batch })),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
+    }
+}
+
+impl Handler<OffsetForTimestamp> for TopicActor {
+    type Result = ResponseFuture<Result<Option<u64>>>;
+
+    fn handle(&mut self, msg: OffsetForTimestamp, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "OffsetForTimestamp").entered();
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.partition(msg.partition) {
+                Ok(addr) => Box::pin(addr.ask(FindOffset {
+                    timestamp_ms: msg.timestamp_ms,
+                })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })

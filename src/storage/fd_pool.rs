@@ -2,7 +2,7 @@
 //! (like RocksDB's `max_open_files`).
 //!
 //! # Why
-//! A partition keeps several files open for its whole life (the active segment and its index,
+//! A partition keeps several files open for its whole life (the active segment and its indexes,
 //! `log_start_offset`, `offsets.journal`, plus every sealed segment). Kept open for real, a
 //! few hundred partitions exhaust the common soft limit of 1024 descriptors. Instead, every
 //! file opened through a `PooledFs` is a handle whose descriptor the pool may close when the

@@ -16,7 +16,7 @@ use super::error::{Result, StorageError};
 use super::format::{self, BatchHeader, Decoded, Headers, HEADER_LEN};
 use super::fsutil::AlignedBuf;
 use super::index::INDEX_INTERVAL_BYTES;
-use super::segment::LogSegment;
+use super::segment::{LogSegment, ScannedFrame};
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
@@ -337,6 +337,41 @@ pub(super) fn read_segment(
             return Err(StorageError::corrupt(path, from, reason));
         }
     }
+}
+
+/// The offset of the first record of the valid batch `frame` that is at or after `from` and
+/// whose timestamp is at least `timestamp_ms` (the records of a CreateTime batch need not be
+/// in timestamp order); `None` when no record of it is.
+///
+/// # Errors
+/// `Io`; `Corrupt` when the records do not parse, or do not decompress within
+/// [`MAX_DECOMPRESSED_BYTES`].
+pub(super) fn first_record_not_before(
+    segment: &LogSegment,
+    frame: &ScannedFrame,
+    timestamp_ms: u64,
+    from: u64,
+) -> Result<Option<u64>> {
+    let corrupt = |reason| StorageError::corrupt(segment.log_path(), frame.position, reason);
+    let mut buf = AlignedBuf::default();
+    let batch = segment.read_into(&mut buf, frame.position, frame.frame_len as usize)?;
+    if batch.len() < frame.frame_len as usize {
+        return Err(corrupt("batch runs past the end of the segment".into()));
+    }
+    let header = &frame.header;
+    let mut section = Vec::new();
+    let records = format::records_section(batch, header, MAX_DECOMPRESSED_BYTES, &mut section)
+        .map_err(corrupt)?;
+    let mut found = None;
+    format::validate_records(records, header, |record| {
+        let offset = header.base_offset + u64::from(record.offset_delta);
+        let timestamp = header.record_timestamp(record.timestamp_delta).max(0) as u64;
+        if found.is_none() && offset >= from && timestamp >= timestamp_ms {
+            found = Some(offset);
+        }
+    })
+    .map_err(corrupt)?;
+    Ok(found)
 }
 
 /// A bad frame at `position` met before any record was collected: `PastDamage` when it

@@ -48,53 +48,35 @@ pub struct IndexEntry {
 /// An open `.index` file.
 #[derive(Debug)]
 pub struct OffsetIndex {
-    path: PathBuf,
-    file: Box<dyn StorageFile>,
+    file: IndexFile,
     base_offset: u64,
-    entries: u64,
     last: Option<IndexEntry>,
-    /// Encoded entries of the current append, written with one `write`.
-    pending: Vec<u8>,
 }
 
 impl OffsetIndex {
     /// Opens (creating if absent) the index at `path`. Entries are trusted as they are; a file
     /// whose length is not a whole number of entries is cut back to whole entries.
     pub fn open(fs: &dyn FileSystem, path: &Path, base_offset: u64) -> Result<Self> {
-        let file = fs
-            .open(path, OpenMode::CreateIfMissing)
-            .map_err(|e| StorageError::io("open index", path, e))?;
-        let len = file
-            .size()
-            .map_err(|e| StorageError::io("stat index", path, e))?;
-        if len % ENTRY_LEN != 0 {
-            file.set_len(len - len % ENTRY_LEN)
-                .map_err(|e| StorageError::io("truncate index", path, e))?;
-        }
-        let mut index = OffsetIndex {
-            path: path.to_owned(),
+        let file = IndexFile::open(fs, path, ENTRY_LEN)?;
+        let last = match file.entries() {
+            0 => None,
+            n => Some(read_entry(&file, base_offset, n - 1)?),
+        };
+        Ok(OffsetIndex {
             file,
             base_offset,
-            entries: len / ENTRY_LEN,
-            last: None,
-            pending: Vec::new(),
-        };
-        index.last = match index.entries {
-            0 => None,
-            n => Some(index.entry_at(n - 1)?),
-        };
-        Ok(index)
+            last,
+        })
     }
 
     /// Creates an empty index at `path`, replacing any file there.
     pub fn create(fs: &dyn FileSystem, path: &Path, base_offset: u64) -> Result<Self> {
-        fs.open(path, OpenMode::Truncate)
-            .map_err(|e| StorageError::io("create index", path, e))?;
+        IndexFile::truncate(fs, path)?;
         Self::open(fs, path, base_offset)
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     #[cfg(test)]
@@ -107,24 +89,17 @@ impl OffsetIndex {
     pub fn push(&mut self, entry: IndexEntry) {
         debug_assert!(self.last.is_none_or(|l| l.offset < entry.offset));
         let relative = (entry.offset - self.base_offset) as u32;
-        self.pending.extend_from_slice(&relative.to_le_bytes());
-        self.pending
-            .extend_from_slice(&(entry.position as u32).to_le_bytes());
+        let mut raw = [0u8; ENTRY_LEN as usize];
+        raw[0..4].copy_from_slice(&relative.to_le_bytes());
+        raw[4..8].copy_from_slice(&(entry.position as u32).to_le_bytes());
+        self.file.push(&raw);
         self.last = Some(entry);
-        self.entries += 1;
     }
 
-    /// Writes the queued entries in one call.
+    /// Writes the queued entries in one call. On failure they are dropped (see
+    /// [`IndexFile::write_pending`]); the index stays valid, only sparser.
     pub fn write_pending(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let first_pending = self.entries - (self.pending.len() as u64) / ENTRY_LEN;
-        let result = self
-            .file
-            .write_all_at(&self.pending, first_pending * ENTRY_LEN);
-        self.pending.clear();
-        result.map_err(|e| StorageError::io("write index", &self.path, e))
+        self.file.write_pending()
     }
 
     /// The last indexed frame at or before `offset`; the segment's first frame (position 0,
@@ -142,49 +117,156 @@ impl OffsetIndex {
     /// Binary search for the last entry that satisfies `at_or_before`, which must hold for a
     /// prefix of the entries (offsets and positions both grow).
     fn last_entry_where(&self, at_or_before: impl Fn(&IndexEntry) -> bool) -> Result<IndexEntry> {
-        let mut best = IndexEntry {
-            offset: self.base_offset,
-            position: 0,
-        };
         if let Some(last) = self.last.filter(&at_or_before) {
             return Ok(last);
         }
-        let (mut lo, mut hi) = (0u64, self.entries);
+        let found = self.file.last_where(|n| {
+            let entry = read_entry(&self.file, self.base_offset, n)?;
+            Ok(at_or_before(&entry).then_some(entry))
+        })?;
+        Ok(found.unwrap_or(IndexEntry {
+            offset: self.base_offset,
+            position: 0,
+        }))
+    }
+
+    /// Empties the index (used before a rebuild and by truncation).
+    pub fn clear(&mut self) -> Result<()> {
+        self.file.clear()?;
+        self.last = None;
+        Ok(())
+    }
+}
+
+fn read_entry(file: &IndexFile, base_offset: u64, n: u64) -> Result<IndexEntry> {
+    let mut raw = [0u8; ENTRY_LEN as usize];
+    file.read_entry(n, &mut raw)?;
+    let relative = u32::from_le_bytes(raw[0..4].try_into().expect("4 bytes"));
+    let position = u32::from_le_bytes(raw[4..8].try_into().expect("4 bytes"));
+    Ok(IndexEntry {
+        offset: base_offset + u64::from(relative),
+        position: u64::from(position),
+    })
+}
+
+/// The file under an index (this one, or a segment's time index): fixed-size entries back to
+/// back, queued and written with one `write` per append, read one at a time with `pread`.
+#[derive(Debug)]
+pub(super) struct IndexFile {
+    path: PathBuf,
+    file: Box<dyn StorageFile>,
+    entry_len: u64,
+    /// Entries in the file, the queued ones included.
+    entries: u64,
+    /// Encoded entries of the current append, written with one `write`.
+    pending: Vec<u8>,
+}
+
+impl IndexFile {
+    /// Opens (creating if absent) the file at `path`, cutting a length that is not a whole
+    /// number of `entry_len` entries back to whole entries (a torn last write).
+    pub(super) fn open(fs: &dyn FileSystem, path: &Path, entry_len: u64) -> Result<Self> {
+        let file = fs
+            .open(path, OpenMode::CreateIfMissing)
+            .map_err(|e| StorageError::io("open index", path, e))?;
+        let len = file
+            .size()
+            .map_err(|e| StorageError::io("stat index", path, e))?;
+        if len % entry_len != 0 {
+            file.set_len(len - len % entry_len)
+                .map_err(|e| StorageError::io("truncate index", path, e))?;
+        }
+        Ok(IndexFile {
+            path: path.to_owned(),
+            file,
+            entry_len,
+            entries: len / entry_len,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Empties (creating if absent) the file at `path`.
+    pub(super) fn truncate(fs: &dyn FileSystem, path: &Path) -> Result<()> {
+        fs.open(path, OpenMode::Truncate)
+            .map_err(|e| StorageError::io("create index", path, e))?;
+        Ok(())
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Entries in the file, the queued ones included.
+    pub(super) fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Queues one encoded entry.
+    pub(super) fn push(&mut self, entry: &[u8]) {
+        debug_assert_eq!(entry.len() as u64, self.entry_len);
+        self.pending.extend_from_slice(entry);
+        self.entries += 1;
+    }
+
+    /// Writes the queued entries in one call. On failure they are dropped and the file is
+    /// cut back to the entries before them, so that no hole or torn entry is left below
+    /// entries written later: the index only misses them, which costs lookups a longer scan.
+    pub(super) fn write_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let queued = self.pending.len() as u64 / self.entry_len;
+        let start = (self.entries - queued) * self.entry_len;
+        let result = self.file.write_all_at(&self.pending, start);
+        self.pending.clear();
+        if let Err(e) = result {
+            self.entries -= queued;
+            // Best effort: a failed cut leaves bytes the next write overwrites.
+            let _ = self.file.set_len(start);
+            return Err(StorageError::io("write index", &self.path, e));
+        }
+        Ok(())
+    }
+
+    /// Reads entry `n` (written, not queued) into `raw`.
+    pub(super) fn read_entry(&self, n: u64, raw: &mut [u8]) -> Result<()> {
+        self.file
+            .read_exact_at(raw, n * self.entry_len)
+            .map_err(|e| StorageError::io("read index", &self.path, e))
+    }
+
+    /// Binary search over the entries for the last one `accept` returns `Some` for; `accept`
+    /// must accept a prefix of the entries.
+    pub(super) fn last_where<T>(
+        &self,
+        mut accept: impl FnMut(u64) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let mut best = None;
+        let (mut lo, mut hi) = (
+            0u64,
+            self.entries - self.pending.len() as u64 / self.entry_len,
+        );
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let entry = self.entry_at(mid)?;
-            if at_or_before(&entry) {
-                best = entry;
-                lo = mid + 1;
-            } else {
-                hi = mid;
+            match accept(mid)? {
+                Some(found) => {
+                    best = Some(found);
+                    lo = mid + 1;
+                }
+                None => hi = mid,
             }
         }
         Ok(best)
     }
 
-    /// Empties the index (used before a rebuild and by truncation).
-    pub fn clear(&mut self) -> Result<()> {
+    /// Empties the file and the queue.
+    pub(super) fn clear(&mut self) -> Result<()> {
         self.file
             .set_len(0)
             .map_err(|e| StorageError::io("truncate index", &self.path, e))?;
         self.entries = 0;
-        self.last = None;
         self.pending.clear();
         Ok(())
-    }
-
-    fn entry_at(&self, n: u64) -> Result<IndexEntry> {
-        let mut raw = [0u8; ENTRY_LEN as usize];
-        self.file
-            .read_exact_at(&mut raw, n * ENTRY_LEN)
-            .map_err(|e| StorageError::io("read index", &self.path, e))?;
-        let relative = u32::from_le_bytes(raw[0..4].try_into().expect("4 bytes"));
-        let position = u32::from_le_bytes(raw[4..8].try_into().expect("4 bytes"));
-        Ok(IndexEntry {
-            offset: self.base_offset + u64::from(relative),
-            position: u64::from(position),
-        })
     }
 }
 
@@ -195,6 +277,7 @@ mod tests {
 
     use super::*;
     use crate::storage::fs::OsFs;
+    use crate::storage::sim::{FaultOp, SimFs};
 
     fn index_with(entries: &[(u64, u64)]) -> (tempfile::TempDir, OffsetIndex) {
         let dir = tempfile::tempdir().unwrap();
@@ -260,5 +343,30 @@ mod tests {
         let reopened = OffsetIndex::open(&OsFs, &path, 100).unwrap();
         assert_eq!(reopened.last_entry().unwrap().position, 4096);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_hole_before_later_entries() {
+        let sim = SimFs::new(1);
+        let path = Path::new("/p/x.index");
+        let mut index = OffsetIndex::create(&sim, path, 100).unwrap();
+        let entry = |offset, position| IndexEntry { offset, position };
+        index.push(entry(110, 4096));
+        index.write_pending().unwrap();
+        index.push(entry(125, 8200));
+        sim.inject(
+            "x.index",
+            FaultOp::Write,
+            std::io::ErrorKind::StorageFull,
+            1,
+        );
+        assert!(index.write_pending().is_err());
+        index.push(entry(140, 12300));
+        index.write_pending().unwrap();
+        drop(index);
+        assert_eq!(sim.contents(path).unwrap().len(), 16, "two whole entries");
+        let reopened = OffsetIndex::open(&sim, path, 100).unwrap();
+        assert_eq!(reopened.lookup(130).unwrap(), entry(110, 4096));
+        assert_eq!(reopened.lookup(140).unwrap(), entry(140, 12300));
     }
 }

@@ -33,7 +33,7 @@ pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_B
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
-use super::fetch::{read_segment, SegmentRead};
+use super::fetch::{first_record_not_before, read_segment, SegmentRead};
 use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
@@ -41,7 +41,7 @@ use super::index::INDEX_INTERVAL_BYTES;
 use super::policy::FsyncPolicy;
 use super::producer_state::{self, ProducerState, SequenceCheck};
 use super::recovery::{self, RecoveryReport};
-use super::segment::LogSegment;
+use super::segment::{LogSegment, ScannedFrame};
 
 /// Kafka's default segment size is 1 GiB; 64 MiB keeps deletion by retention fine-grained and
 /// a crash scan of the active segment short (~10 ms), at the cost of more files.
@@ -59,7 +59,11 @@ pub struct RetentionPolicy {
     pub records: Option<u64>,
     /// Keep at most this many bytes of record frames.
     pub bytes: Option<u64>,
-    /// Keep records for at most this many milliseconds after they were appended.
+    /// Keep records for at most this many milliseconds past their timestamp (the append
+    /// time for native records and under LogAppendTime, the producer's under CreateTime).
+    /// Decided per batch, where Kafka decides per segment: the log start moves to the first
+    /// batch whose largest timestamp is within this (its older records stay with it), and
+    /// every batch after it is kept, older ones included.
     pub ms: Option<u64>,
 }
 
@@ -158,8 +162,12 @@ pub struct PartitionLog {
     start_position: Option<(u64, u64, u64)>,
     /// `(offset, timestamp)` of the record at the log start, once read (time retention).
     start_timestamp: Option<(u64, u64)>,
-    /// Timestamps never go backwards even if the wall clock does.
+    /// The largest record timestamp in the log (time retention expires nothing while it is
+    /// within retention).
     last_timestamp_ms: u64,
+    /// What native appends and LogAppendTime are stamped with at least: the last append
+    /// time, so that they never go backwards even if the wall clock does.
+    append_floor_ms: u64,
     /// Appended since the last sync.
     dirty: bool,
     read_hint: Option<ReadHint>,
@@ -222,14 +230,11 @@ impl PartitionLog {
         let log_end = active.next_offset();
         // From the last segment holding a record: the active one may be empty (a crash just
         // after a roll), and 0 would make time retention expire every record.
-        // Not above the clock: a Kafka client's CreateTime may lie in the future, and native
-        // appends must not be stamped after it from now on.
         let last_timestamp_ms = segments
             .values()
             .rev()
             .find_map(LogSegment::last_timestamp_ms)
-            .unwrap_or(0)
-            .min(now_ms);
+            .unwrap_or(0);
         if stored_start.is_some_and(|start| start < first_base) {
             tracing::error!(
                 dir = %dir.display(), from = stored_start, to = first_base,
@@ -249,6 +254,9 @@ impl PartitionLog {
             start_position: None,
             start_timestamp: None,
             last_timestamp_ms,
+            // Not above the clock: a Kafka client's CreateTime may lie in the future, and
+            // native appends must not be stamped after it from now on.
+            append_floor_ms: last_timestamp_ms.min(now_ms),
             dirty: false,
             read_hint: None,
             sealing: None,
@@ -342,7 +350,7 @@ impl PartitionLog {
     /// As [`PartitionLog::append`].
     pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         let base_offset = self.log_end_offset();
-        let timestamp_ms = now_ms.max(self.last_timestamp_ms);
+        let timestamp_ms = now_ms.max(self.append_floor_ms);
         check_batch_limits(batch, self.config.max_record_bytes)?;
         let batch_len = batch.size_bytes();
         if batch.is_empty() {
@@ -360,7 +368,8 @@ impl PartitionLog {
         let next_offset = base_offset + batch.len() as u64;
         self.active_mut()
             .append(batch.bytes(), next_offset, timestamp_ms)?;
-        self.last_timestamp_ms = timestamp_ms;
+        self.last_timestamp_ms = self.last_timestamp_ms.max(timestamp_ms);
+        self.append_floor_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.active_mut().sync()?;
         } else {
@@ -443,19 +452,20 @@ impl PartitionLog {
         let log_append_time_ms = match self.config.timestamp_type {
             TimestampType::CreateTime => None,
             TimestampType::LogAppendTime => {
-                let append_time = now_ms.max(self.last_timestamp_ms);
+                let append_time = now_ms.max(self.append_floor_ms);
                 super::format::set_log_append_time(
                     batch,
                     i64::try_from(append_time).unwrap_or(i64::MAX),
                 );
                 max_timestamp = append_time;
-                self.last_timestamp_ms = append_time;
+                self.append_floor_ms = append_time;
                 Some(append_time)
             }
         };
         let next_offset = base_offset + u64::from(header.last_offset_delta) + 1;
         self.active_mut()
             .append(batch, next_offset, max_timestamp)?;
+        self.last_timestamp_ms = self.last_timestamp_ms.max(max_timestamp);
         let stored = super::format::BatchHeader {
             base_offset,
             ..header
@@ -506,6 +516,7 @@ impl PartitionLog {
     /// most one sealing runs: the next roll, a `sync` and `close` wait for it first.
     fn roll(&mut self) -> Result<()> {
         self.finish_sealing()?;
+        self.active_mut().seal_time_index()?;
         let base = self.log_end_offset();
         let active = self.active();
         let (sealed, synced_size, size) = (
@@ -722,9 +733,11 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// The first offset at or after `from` whose record is not older than `cutoff_ms`
-    /// (`log_end` when all are). Timestamps are non-decreasing, so it is a scan forward. A
-    /// damaged record's timestamp is unknown: it counts as expired (the scan steps over it).
+    /// The first offset at or after `from` whose batch is not older than `cutoff_ms` (whose
+    /// largest timestamp is at least it; `log_end` when none is): retention keeps whole
+    /// batches. Segments older than the cutoff are passed over by their largest timestamp,
+    /// unread; in the segment where the cut falls the time index leads to it. A damaged
+    /// batch's timestamp is unknown: it counts as expired (the search steps over it).
     fn first_offset_not_before(&mut self, cutoff_ms: u64, from: u64) -> Result<u64> {
         let log_end = self.log_end_offset();
         if from >= log_end || self.last_timestamp_ms < cutoff_ms {
@@ -735,16 +748,67 @@ impl PartitionLog {
                 return Ok(from);
             }
         }
-        let mut found = None;
-        self.scan_from(from, |frame| {
-            if frame.timestamp_ms >= cutoff_ms {
-                found = Some((frame.offset.max(from), frame.timestamp_ms));
-            }
-            found.is_none()
-        })?;
-        let (offset, ts) = found.unwrap_or((log_end, u64::MAX));
+        let found = self.first_batch_not_before(cutoff_ms, from)?;
+        let (offset, ts) = found.map_or((log_end, u64::MAX), |(_, frame)| {
+            (frame.offset.max(from), frame.timestamp_ms)
+        });
         self.start_timestamp = Some((offset, ts));
         Ok(offset)
+    }
+
+    /// The first offset, from the log start on, whose record's timestamp is at least
+    /// `timestamp_ms`; `None` when no record's is (Kafka's ListOffsets by timestamp).
+    ///
+    /// Segments whose largest timestamp is below are passed over unread; in a segment, the
+    /// time index leads to the first batch whose largest timestamp is not below, and that
+    /// batch's records are read for the first one that is not (under CreateTime neither the
+    /// records of a batch nor the batches of a segment need be in timestamp order). Damaged
+    /// batches are stepped over, as reads and retention do.
+    ///
+    /// # Errors
+    /// `Io` when a segment or an index cannot be read.
+    pub fn offset_for_timestamp(&mut self, timestamp_ms: u64) -> Result<Option<u64>> {
+        let mut from = self.log_start_offset;
+        while let Some((segment, frame)) = self.first_batch_not_before(timestamp_ms, from)? {
+            match first_record_not_before(segment, &frame, timestamp_ms, from) {
+                Ok(Some(offset)) => return Ok(Some(offset)),
+                // The log start is inside the batch, and its records from there are older.
+                Ok(None) => {}
+                Err(StorageError::Corrupt {
+                    path,
+                    position,
+                    reason,
+                }) => tracing::warn!(
+                    path = %path.display(), position, first_offset = frame.offset, cause = %reason,
+                    "stepped over a batch whose records do not parse looking up a timestamp"
+                ),
+                Err(e) => return Err(e),
+            }
+            from = frame.next_offset;
+        }
+        Ok(None)
+    }
+
+    /// The first valid batch holding an offset at or after `from` whose largest timestamp is
+    /// at least `timestamp_ms`, with its segment; `None` when there is none. Each segment
+    /// answers from its largest timestamp and its time index
+    /// ([`LogSegment::find_batch_by_timestamp`]), so older segments are not read.
+    fn first_batch_not_before(
+        &self,
+        timestamp_ms: u64,
+        from: u64,
+    ) -> Result<Option<(&LogSegment, ScannedFrame)>> {
+        let (&first_base, _) = self
+            .segments
+            .range(..=from)
+            .next_back()
+            .expect("searches start at or above the log start, which is in a segment");
+        for (_, segment) in self.segments.range(first_base..) {
+            if let Some(frame) = segment.find_batch_by_timestamp(timestamp_ms, from)? {
+                return Ok(Some((segment, frame)));
+            }
+        }
+        Ok(None)
     }
 
     /// The first offset at or after `from` such that the frames from it to the log end take
@@ -809,8 +873,8 @@ impl PartitionLog {
         Ok((base, position))
     }
 
-    /// Visits verified frames from `from` onwards, across segments, until `visit` says stop.
-    /// Damage is stepped over (logged), never visited: the records after it are.
+    /// Visits verified batches holding `from` or later offsets, across segments, until `visit`
+    /// says stop. Damage is stepped over (logged), never visited: the batches after it are.
     fn scan_from(
         &self,
         from: u64,
@@ -840,7 +904,7 @@ impl PartitionLog {
                 tracing::warn!(
                     path = %segment.log_path().display(), position = damage.position,
                     first_offset = damage.first_offset, resumed_at = ?damage.resumed_at,
-                    cause = %damage.reason, "retention stepped over damaged records"
+                    cause = %damage.reason, "stepped over damaged records"
                 );
             }
             if stopped_early {
@@ -853,7 +917,7 @@ impl PartitionLog {
     /// Writes the producer state as of `offset` (the log end: every batch appended so far is
     /// in it), forgetting producers silent for a day.
     fn write_producer_snapshot(&mut self, offset: u64) -> Result<()> {
-        self.producers.expire(self.last_timestamp_ms);
+        self.producers.expire();
         producer_state::write_snapshot(self.fs.as_ref(), &self.dir, offset, &self.producers)
     }
 
@@ -886,6 +950,9 @@ impl Drop for PartitionLog {
         }
     }
 }
+
+#[cfg(test)]
+mod time_tests;
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 //!     00000000000000000000.log     segment: Kafka record batches, named by base offset
 //!                                  (format.rs; compressed batches: compression.rs)
 //!     00000000000000000000.index   sparse offset index of that segment (index.rs)
-//!     00000000000000000000.timeindex  its time index (index.rs)
+//!     00000000000000000000.timeindex  time index of that segment (time_index.rs)
 //!     <offset:020>.producers       idempotent producers' state as of an offset
 //!                                  (producer_state.rs)
 //!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
@@ -25,8 +25,9 @@
 //!   produce, laid out as one unsealed batch.
 //! - [`compression`]: Kafka's batch codecs (gzip, snappy, lz4, zstd), with bounded
 //!   decompression.
-//! - [`index`]: a segment's sparse offset → position index.
-//! - [`segment`]: one `.log` + `.index` pair: append, read, scan, recover.
+//! - [`index`]: a segment's sparse offset → position index; [`time_index`]: its timestamp →
+//!   offset index (Kafka's `TimeIndex`), for lookups by time and time retention.
+//! - [`segment`]: one `.log` with its `.index` and `.timeindex`: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
 //! - [`recovery`]: opening a partition directory, as separate passes.
 //! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll;
@@ -47,8 +48,8 @@
 //! through [`DataDir`] as opaque bytes, and converts [`StorageError`] into its own error.
 //! Inside, the imports between modules form no cycle: `compression`, `fs`, `error` and
 //! `policy` import no other storage module; `format` imports only `compression`; `log` is at
-//! the top, over `fetch`, `recovery`, `producer_state`, `checkpoint`, `segment`, `index` and
-//! `batch`.
+//! the top, over `fetch`, `recovery`, `producer_state`, `checkpoint`, `segment`, `index`,
+//! `time_index` and `batch`.
 
 pub mod batch;
 pub mod checkpoint;
@@ -69,6 +70,7 @@ pub mod recovery;
 pub mod segment;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;
+pub mod time_index;
 
 #[cfg(any(test, feature = "test-support"))]
 pub use batch::AppendRecord;

@@ -189,9 +189,12 @@ impl ProducerState {
         self.producers.len()
     }
 
-    /// Forgets producers silent since before `now_ms - PRODUCER_EXPIRATION_MS`.
-    pub fn expire(&mut self, now_ms: u64) {
-        let cutoff = now_ms.saturating_sub(PRODUCER_EXPIRATION_MS);
+    /// Forgets producers silent for [`PRODUCER_EXPIRATION_MS`] before the latest append of
+    /// any producer here (the partition's own notion of now, so no clock is needed; an idle
+    /// partition keeps its few producers).
+    pub fn expire(&mut self) {
+        let latest = self.producers.values().map(|p| p.last_timestamp_ms).max();
+        let cutoff = latest.unwrap_or(0).saturating_sub(PRODUCER_EXPIRATION_MS);
         self.producers.retain(|_, p| p.last_timestamp_ms >= cutoff);
     }
 
@@ -500,8 +503,13 @@ mod tests {
     fn silent_producers_expire() {
         let mut state = ProducerState::default();
         state.apply(&header(1, 0, 0, 1, 0), 1_000);
-        state.apply(&header(2, 0, 0, 1, 1), PRODUCER_EXPIRATION_MS + 5_000);
-        state.expire(PRODUCER_EXPIRATION_MS + 2_000);
-        assert_eq!(state.len(), 1);
+        state.apply(&header(2, 0, 0, 1, 1), PRODUCER_EXPIRATION_MS + 1_001);
+        state.apply(&header(3, 0, 0, 1, 2), PRODUCER_EXPIRATION_MS + 999);
+        state.expire();
+        assert_eq!(
+            state.len(),
+            2,
+            "producer 1 was silent a day before producer 2's append"
+        );
     }
 }

@@ -3,13 +3,15 @@
 //! Recovery runs as separate passes, each a function:
 //!
 //! 1. [`remove_leftovers`] deletes temp files of interrupted atomic writes and index files
-//!    whose segment is gone.
+//!    (`.index`, `.timeindex`) whose segment is gone.
 //! 2. [`list_segments`] finds the segments by name (`<base_offset:020>.log`).
 //! 3. [`plan`] reads the checkpoint and decides which segments to trust: after a clean
 //!    shutdown, all of them; otherwise those wholly below the recovery point.
 //! 4. [`load_segments`] opens every segment. A trusted one gets the cheap tail check (its last
-//!    index entry and the frames after it). An untrusted one, or a trusted one whose tail
-//!    check fails, is validated record by record ([`validate_segment`]): its index is rebuilt.
+//!    index entry and the frames after it, its time index's last entry). An untrusted one, a
+//!    trusted one whose tail check fails, or one missing an index file, is validated record
+//!    by record ([`validate_segment`]): its indexes are rebuilt, and a sealed one's time
+//!    index ends with its largest timestamp, as after a roll.
 //!
 //!    **Recovery never cuts below the recovery point.** Every record below it was synced
 //!    (the checkpoint proves it), so a bad frame there is media corruption, not a torn write:
@@ -43,7 +45,7 @@ use super::error::{Result, StorageError};
 use super::format::HEADER_LEN;
 use super::fs::{FileSystem, OpenMode, SharedFs};
 use super::fsutil::TMP_SUFFIX;
-use super::segment::{file_names, LogSegment};
+use super::segment::{file_names, time_index_name, LogSegment};
 
 /// Offsets are Kafka's signed 64-bit ones: no segment this code writes starts above this,
 /// and a base this low leaves room for every `u32` relative offset without overflow.
@@ -141,13 +143,14 @@ pub fn load(fs: &SharedFs, dir: &Path, index_interval_bytes: u64) -> Result<Load
     Ok(Loaded { segments, report })
 }
 
-/// Pass 1: removes `*.tmp` files and `.index` files without a `.log`.
+/// Pass 1: removes `*.tmp` files, and `.index` and `.timeindex` files without a `.log`.
 pub fn remove_leftovers(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     for name in file_names_in(fs, dir)? {
         let path = dir.join(&name);
         let orphan_index = name
             .strip_suffix(".index")
+            .or_else(|| name.strip_suffix(".timeindex"))
             .is_some_and(|stem| !fs.exists(&dir.join(format!("{stem}.log"))));
         if name.ends_with(TMP_SUFFIX) || orphan_index {
             fs.remove_file(&path)
@@ -232,7 +235,8 @@ pub fn load_segments(
     let mut segments = BTreeMap::new();
     for (i, &base) in bases.iter().enumerate() {
         let next_base = bases.get(i + 1).copied();
-        let index_missing = !fs.exists(&dir.join(file_names(base).1));
+        let index_missing = !fs.exists(&dir.join(file_names(base).1))
+            || !fs.exists(&dir.join(time_index_name(base)));
         let mut segment = LogSegment::open(fs, dir, base, index_interval_bytes)?;
         let trusted = plan.clean
             || matches!((next_base, plan.recovery_point), (Some(next), Some(point)) if next <= point);
@@ -257,7 +261,7 @@ pub fn load_segments(
     Ok(segments)
 }
 
-/// Validates one segment record by record and rebuilds its index. Damage at offsets below
+/// Validates one segment record by record and rebuilds its indexes. Damage at offsets below
 /// `synced_below` is kept and reported (see the module docs); the file is cut at the first
 /// bad frame from `synced_below` on. `next_base` is the next segment's base, if any.
 pub fn validate_segment(
@@ -317,6 +321,9 @@ pub fn validate_segment(
             next_offset = known, "no valid record after the damage; the segment ends at the next known offset"
         );
         segment.set_next_offset(known);
+    }
+    if next_base.is_some() {
+        segment.seal_time_index()?;
     }
     segment.sync_all()
 }

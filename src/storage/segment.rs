@@ -1,26 +1,23 @@
-//! One segment of a partition log: `<base_offset:020>.log` plus its `.index`.
+//! One segment of a partition log: `<base_offset:020>.log` plus its `.index` and
+//! `.timeindex`.
 //!
 //! The `.log` file is Kafka record batches back to back (format: [`super::format`]), offsets
 //! contiguous from `base_offset`. In this module a "frame" is one batch: the unit that is
 //! written, checksummed, indexed, scanned and cut as a whole. A segment is only ever appended to while it is the active (last) one, and
-//! only ever truncated by recovery. Its in-memory state is its size and the offset its next
-//! record will get; everything else is on disk.
-//!
-//! # Damage
-//! A frame that does not verify is never served. Scans either stop at it (the unsynced tail
-//! recovery cuts) or step over it ([`LogSegment::resync`]): first to where the bad frame's
-//! own length field says the next frame starts, if a valid frame with an offset at least the
-//! expected one starts there, otherwise to the next byte position where such a frame decodes
-//! with a valid CRC. The offsets in between are damaged; the frame found is indexed (see
-//! [`LogSegment::rebuild_index`]), so lookups of later offsets start after the damage.
+//! only ever truncated by recovery. Its in-memory state is its size, the offset its next
+//! record will get and its largest timestamp; everything else is on disk. Walking its
+//! batches and stepping over damage is in `segment/scan.rs`.
+
+mod scan;
 
 use std::path::{Path, PathBuf};
 
 use super::error::{Result, StorageError};
-use super::format::{self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN};
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
+use super::time_index::{TimeIndex, TimestampOffset};
+pub use scan::{ScanOutcome, ScannedFrame};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
 const SCAN_CHUNK: usize = 256 << 10;
@@ -33,71 +30,12 @@ pub fn file_names(base_offset: u64) -> (String, String) {
     )
 }
 
-/// A batch found by [`LogSegment::scan`].
-#[derive(Debug, Clone, Copy)]
-pub struct ScannedFrame {
-    /// The batch's first offset.
-    pub offset: u64,
-    /// The offset after the batch's last record.
-    pub next_offset: u64,
-    /// The batch's largest timestamp (0 for none).
-    pub timestamp_ms: u64,
-    pub position: u64,
-    pub frame_len: u64,
-    /// The scan stepped over damage right before this batch.
-    pub after_damage: bool,
-    pub header: BatchHeader,
+/// The file name of the time index of the segment with this base offset.
+pub fn time_index_name(base_offset: u64) -> String {
+    format!("{base_offset:020}.timeindex")
 }
 
-impl ScannedFrame {
-    fn new(header: BatchHeader, position: u64, after_damage: bool) -> Self {
-        ScannedFrame {
-            offset: header.base_offset,
-            next_offset: header.next_offset(),
-            timestamp_ms: header.max_timestamp.max(0) as u64,
-            position,
-            frame_len: header.batch_len as u64,
-            after_damage,
-            header,
-        }
-    }
-}
-
-/// Bytes a scan stepped over: a frame that did not verify, up to the next valid one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DamagedRange {
-    /// Where the bad frame starts.
-    pub position: u64,
-    /// Where the next valid frame starts, or the end of the file when none does.
-    pub end: u64,
-    /// The offset the bad frame should have held: the first damaged one.
-    pub first_offset: u64,
-    /// The offset of the valid frame at `end`; `None` when no valid frame follows.
-    pub resumed_at: Option<u64>,
-    pub reason: String,
-}
-
-/// Why a scan stopped before the end of the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanStop {
-    pub position: u64,
-    pub reason: String,
-}
-
-/// What a full scan found.
-#[derive(Debug)]
-pub struct ScanOutcome {
-    /// Offset the next record would get.
-    pub next_offset: u64,
-    /// The largest timestamp of the valid batches scanned, if any.
-    pub last_timestamp_ms: Option<u64>,
-    /// Set when invalid or torn bytes follow the last valid frame.
-    pub stopped: Option<ScanStop>,
-    /// Damage the scan stepped over, in file order (only scans told to step over damage).
-    pub damaged: Vec<DamagedRange>,
-}
-
-/// A `.log` file and its index.
+/// A `.log` file and its indexes.
 #[derive(Debug)]
 pub struct LogSegment {
     base_offset: u64,
@@ -105,6 +43,7 @@ pub struct LogSegment {
     log: Box<dyn StorageFile>,
     fs: SharedFs,
     index: OffsetIndex,
+    time_index: TimeIndex,
     /// Bytes of frames in the file (the file is never longer once opened).
     size: u64,
     /// `size` at the last successful sync of this segment by this process; what a failed
@@ -115,8 +54,9 @@ pub struct LogSegment {
     /// Offset the next appended record gets: base_offset + records in this segment, as far
     /// as is known (a sealed segment loaded after a clean shutdown learns it from its tail).
     next_offset: u64,
-    /// The largest record timestamp, when known.
-    last_timestamp_ms: Option<u64>,
+    /// The largest batch timestamp and the batch that first carries it, when known: what
+    /// the time index's next entry records.
+    max_timestamp: Option<TimestampOffset>,
     /// Frame bytes appended since the last index entry.
     bytes_since_index: u64,
     index_interval_bytes: u64,
@@ -136,23 +76,27 @@ impl LogSegment {
             .open(&log_path, OpenMode::Truncate)
             .map_err(|e| StorageError::io("create segment", &log_path, e))?;
         let index = OffsetIndex::create(fs.as_ref(), &dir.join(index_name), base_offset)?;
+        let time_index_path = dir.join(time_index_name(base_offset));
+        let time_index = TimeIndex::create(fs.as_ref(), &time_index_path, base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
             log,
             fs: fs.clone(),
             index,
+            time_index,
             size: 0,
             synced_size: 0,
             next_offset: base_offset,
-            last_timestamp_ms: None,
+            max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
         })
     }
 
     /// Opens an existing segment without validating it; `recovery` decides what to check.
-    /// `next_offset` is unknown until [`LogSegment::load_tail`] or a scan sets it.
+    /// `next_offset` and the largest timestamp are unknown until [`LogSegment::load_tail`] or
+    /// [`LogSegment::rebuild_index`] sets them.
     pub fn open(
         fs: &SharedFs,
         dir: &Path,
@@ -168,16 +112,19 @@ impl LogSegment {
             .size()
             .map_err(|e| StorageError::io("stat segment", &log_path, e))?;
         let index = OffsetIndex::open(fs.as_ref(), &dir.join(index_name), base_offset)?;
+        let time_index_path = dir.join(time_index_name(base_offset));
+        let time_index = TimeIndex::open(fs.as_ref(), &time_index_path, base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
             log,
             fs: fs.clone(),
             index,
+            time_index,
             size,
             synced_size: 0,
             next_offset: base_offset,
-            last_timestamp_ms: None,
+            max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
         })
@@ -189,8 +136,9 @@ impl LogSegment {
     pub fn next_offset(&self) -> u64 {
         self.next_offset
     }
+    /// The largest batch timestamp of the segment; `None` when it holds no valid batch.
     pub fn last_timestamp_ms(&self) -> Option<u64> {
-        self.last_timestamp_ms
+        self.max_timestamp.map(|max| max.timestamp_ms)
     }
     pub fn size(&self) -> u64 {
         self.size
@@ -206,9 +154,9 @@ impl LogSegment {
         self.index.path()
     }
 
-    /// Appends one verified batch holding records `next_offset..next_offset_after` with one
-    /// `write`, then its index entry when one is due. On a failed write the file is cut back
-    /// to its old size.
+    /// Appends one verified batch holding records `next_offset..next_offset_after`, whose
+    /// largest timestamp is `max_timestamp_ms`, with one `write`, then its index entries when
+    /// they are due. On a failed write the file is cut back to its old size.
     pub fn append(
         &mut self,
         batch: &[u8],
@@ -222,22 +170,49 @@ impl LogSegment {
             self.synced_size = self.synced_size.min(start);
             return Err(StorageError::io("append to segment", &self.log_path, e));
         }
+        self.max_timestamp = TimestampOffset::after_batch(
+            self.max_timestamp,
+            max_timestamp_ms,
+            next_offset_after - 1,
+        );
         if self.bytes_since_index >= self.index_interval_bytes {
-            self.index.push(IndexEntry {
+            let entry = IndexEntry {
                 offset: self.next_offset,
                 position: start,
-            });
+            };
+            self.push_index_entries(entry, self.max_timestamp);
             self.bytes_since_index = 0;
         }
         self.bytes_since_index += batch.len() as u64;
         self.size = start + batch.len() as u64;
         self.next_offset = next_offset_after;
-        self.last_timestamp_ms = Some(
-            self.last_timestamp_ms
-                .map_or(max_timestamp_ms, |t| t.max(max_timestamp_ms)),
-        );
-        // The index is derived data: a failed index write is repaired by the next recovery.
-        self.index.write_pending()
+        // The indexes are derived data: a failed index write is repaired by the next recovery.
+        let offsets = self.index.write_pending();
+        offsets.and(self.time_index.write_pending())
+    }
+
+    /// Queues an offset index entry for the batch at `entry`, and with it a time index entry
+    /// if the largest timestamp so far (that batch included) grew since the last one. Live
+    /// appends and rebuilds add entries here alike, so that a rebuilt index equals the one
+    /// written live.
+    fn push_index_entries(&mut self, entry: IndexEntry, max_so_far: Option<TimestampOffset>) {
+        self.index.push(entry);
+        if let Some(max) = max_so_far {
+            self.time_index.maybe_push(max);
+        }
+    }
+
+    /// Puts the segment's largest timestamp in its time index, when it is not yet the last
+    /// entry: done when the segment is rolled (and when recovery rebuilds a sealed one), so
+    /// that a sealed segment's largest timestamp is on disk.
+    ///
+    /// # Errors
+    /// `Io` when the entry cannot be written.
+    pub fn seal_time_index(&mut self) -> Result<()> {
+        if let Some(max) = self.max_timestamp {
+            self.time_index.maybe_push(max);
+        }
+        self.time_index.write_pending()
     }
 
     /// `fdatasync`s the log file. After a failure, see `LogSegment::redirty_unsynced`.
@@ -284,31 +259,6 @@ impl LogSegment {
         Ok(buf.as_slice())
     }
 
-    /// Walks every frame from `position` (which must start a frame holding `expected_offset`)
-    /// to the end of the file, verifying checksums and offset contiguity, calling `visit` for
-    /// each valid frame until it returns `false`. Stops at the first invalid or torn frame and
-    /// says where and why; never returns data past it.
-    pub fn scan(
-        &self,
-        position: u64,
-        expected_offset: u64,
-        visit: impl FnMut(&ScannedFrame) -> bool,
-    ) -> Result<ScanOutcome> {
-        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, 0, visit)
-    }
-
-    /// As [`LogSegment::scan`], but steps over every damaged range (see the module docs)
-    /// instead of stopping at it; `ScanOutcome::damaged` lists them. For scans that must reach
-    /// the records after damage (retention, which counts damaged records as expired).
-    pub fn scan_over_damage(
-        &self,
-        position: u64,
-        expected_offset: u64,
-        visit: impl FnMut(&ScannedFrame) -> bool,
-    ) -> Result<ScanOutcome> {
-        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, u64::MAX, visit)
-    }
-
     /// The first valid frame that starts at or after byte `position`, as `(offset, position)`;
     /// `None` when no frame of this segment does. One index lookup and a scan of about one
     /// index interval; damage on the way is stepped over (bytes retention drops it anyway).
@@ -317,7 +267,8 @@ impl LogSegment {
     /// `Io`.
     pub fn first_frame_from(&self, position: u64) -> Result<Option<(u64, u64)>> {
         let entry = self.index.lookup_position(position)?;
-        self.find_frame(entry, |frame| frame.position >= position)
+        let found = self.find_frame(entry, |frame| frame.position >= position)?;
+        Ok(found.map(|frame| (frame.offset, frame.position)))
     }
 
     /// Where the first valid batch holding `offset` or a later one starts: the batch holding
@@ -330,22 +281,52 @@ impl LogSegment {
     pub fn position_of(&self, offset: u64) -> Result<Option<u64>> {
         let entry = self.index.lookup(offset)?;
         let found = self.find_frame(entry, |frame| frame.next_offset > offset)?;
-        Ok(found.map(|(_, position)| position))
+        Ok(found.map(|frame| frame.position))
     }
 
-    /// The first valid frame from `entry` on that `is_it` accepts, as `(offset, position)`,
-    /// stepping over damage.
+    /// The first valid batch holding an offset at or after `from` whose largest timestamp is
+    /// at least `timestamp_ms`; `None` when no batch of this segment is. A segment whose
+    /// largest timestamp is below is answered without a read; otherwise the time index gives
+    /// the offset to start from, the offset index its position, and the scan from there
+    /// steps over damage (a damaged batch's timestamp is unknown: it is never the answer).
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn find_batch_by_timestamp(
+        &self,
+        timestamp_ms: u64,
+        from: u64,
+    ) -> Result<Option<ScannedFrame>> {
+        if self
+            .max_timestamp
+            .is_none_or(|max| max.timestamp_ms < timestamp_ms)
+            || from >= self.next_offset
+        {
+            return Ok(None);
+        }
+        let start = self
+            .time_index
+            .lookup(timestamp_ms)?
+            .map_or(self.base_offset, |entry| entry.offset)
+            .max(from);
+        let entry = self.index.lookup(start)?;
+        self.find_frame(entry, |frame| {
+            frame.next_offset > from && frame.timestamp_ms >= timestamp_ms
+        })
+    }
+
+    /// The first valid frame from `entry` on that `is_it` accepts, stepping over damage.
     fn find_frame(
         &self,
         entry: IndexEntry,
         is_it: impl Fn(&ScannedFrame) -> bool,
-    ) -> Result<Option<(u64, u64)>> {
+    ) -> Result<Option<ScannedFrame>> {
         let mut found = None;
         let chunk = 2 * self.index_interval_bytes as usize;
         let outcome =
             self.scan_in_chunks(entry.position, entry.offset, chunk, u64::MAX, |frame| {
                 if is_it(frame) {
-                    found = Some((frame.offset, frame.position));
+                    found = Some(*frame);
                 }
                 found.is_none()
             })?;
@@ -359,222 +340,12 @@ impl LogSegment {
         Ok(found)
     }
 
-    /// Whether `offset` can be a record of this segment: at or above its base, and within
-    /// what the index's `u32` relative offsets can hold.
-    fn holds_offset(&self, offset: u64) -> bool {
-        offset
-            .checked_sub(self.base_offset)
-            .is_some_and(|relative| relative <= u64::from(u32::MAX))
-    }
-
-    /// The length of the batch whose header starts `bytes`, when that header could be one of
-    /// this segment holding an offset of at least `min_offset` (its CRC not yet checked). A
-    /// cheap filter, so that searching damaged bytes rarely computes a CRC.
-    fn plausible_frame(&self, bytes: &[u8], min_offset: u64) -> Option<usize> {
-        let header = BatchHeader::parse(bytes)?;
-        let plausible = (HEADER_LEN..=MAX_BATCH_LEN).contains(&header.batch_len)
-            && bytes[16] == MAGIC
-            && header.base_offset >= min_offset
-            && self.holds_offset(header.base_offset);
-        plausible.then_some(header.batch_len)
-    }
-
-    /// The offset of the valid batch at `position`, if one with an offset of at least
-    /// `min_offset` starts there.
-    fn valid_frame_at(&self, position: u64, min_offset: u64) -> Result<Option<u64>> {
-        let mut buf = AlignedBuf::default();
-        let header = self.read_into(&mut buf, position, HEADER_LEN)?;
-        let Some(frame_len) = self.plausible_frame(header, min_offset) else {
-            return Ok(None);
-        };
-        if position + frame_len as u64 > self.size {
-            return Ok(None);
-        }
-        let frame = self.read_into(&mut buf, position, frame_len)?;
-        Ok(match format::decode(frame) {
-            Decoded::Batch(header) if header.base_offset >= min_offset => Some(header.base_offset),
-            _ => None,
-        })
-    }
-
-    /// Where scanning resumes after the bad frame at `position`, which should have held
-    /// `min_offset`: the first valid frame after it holding `min_offset` or a later offset,
-    /// as `(offset, position)`; `None` when no valid frame follows.
-    ///
-    /// The bad frame's own length field is tried first (a flipped bit in a key or value
-    /// leaves it intact, and the next frame starts where it says); failing that, every later
-    /// byte position is tried. Only a frame with a verified CRC and an offset no lower than
-    /// the one expected is accepted, so stale or garbage bytes are not taken for records.
-    ///
-    /// # Errors
-    /// `Io`.
-    pub fn resync(&self, position: u64, min_offset: u64) -> Result<Option<(u64, u64)>> {
-        let mut buf = AlignedBuf::default();
-        let header = self.read_into(&mut buf, position, LOG_OVERHEAD)?;
-        if header.len() == LOG_OVERHEAD {
-            let length = u64::from(u32::from_be_bytes(header[8..12].try_into().expect("4")));
-            let next = position + LOG_OVERHEAD as u64 + length;
-            if (HEADER_LEN as u64..=MAX_BATCH_LEN as u64).contains(&(length + LOG_OVERHEAD as u64))
-                && next < self.size
-            {
-                if let Some(offset) = self.valid_frame_at(next, min_offset)? {
-                    return Ok(Some((offset, next)));
-                }
-            }
-        }
-        let mut from = position + 1;
-        while from + HEADER_LEN as u64 <= self.size {
-            let chunk = self.read_into(&mut buf, from, SCAN_CHUNK)?;
-            let mut i = 0usize;
-            while i + HEADER_LEN <= chunk.len() {
-                if let Some(frame_len) = self.plausible_frame(&chunk[i..], min_offset) {
-                    let at = from + i as u64;
-                    let offset = match chunk.get(i..i + frame_len).map(format::decode) {
-                        Some(Decoded::Batch(header)) if header.base_offset >= min_offset => {
-                            Some(header.base_offset)
-                        }
-                        Some(_) => None,
-                        // The frame runs past this chunk: read it on its own.
-                        None => self.valid_frame_at(at, min_offset)?,
-                    };
-                    if let Some(offset) = offset {
-                        return Ok(Some((offset, at)));
-                    }
-                }
-                i += 1;
-            }
-            // The next chunk starts at the first position whose header did not fit in this one.
-            from += i as u64;
-        }
-        Ok(None)
-    }
-
-    /// [`LogSegment::scan`], reading `chunk` bytes at a time (more for a larger frame). A bad
-    /// frame that should have held an offset below `step_over_below` is stepped over with
-    /// [`LogSegment::resync`] (and listed in `ScanOutcome::damaged`); any other stops the scan.
-    fn scan_in_chunks(
-        &self,
-        mut position: u64,
-        mut expected_offset: u64,
-        chunk_len: usize,
-        step_over_below: u64,
-        mut visit: impl FnMut(&ScannedFrame) -> bool,
-    ) -> Result<ScanOutcome> {
-        let mut buf = AlignedBuf::default();
-        let mut want = chunk_len;
-        let mut last_timestamp_ms = None;
-        let mut damaged = Vec::new();
-        let mut after_damage = false;
-        while position < self.size {
-            let chunk = self.read_into(&mut buf, position, want)?;
-            let mut at = 0usize;
-            let mut stop = None;
-            while at < chunk.len() {
-                match format::decode(&chunk[at..]) {
-                    Decoded::Batch(header) => {
-                        let here = position + at as u64;
-                        let offset = header.base_offset;
-                        if offset > expected_offset
-                            && expected_offset < step_over_below
-                            && self.holds_offset(offset)
-                        {
-                            // Records are missing but the bytes verify: resume right here.
-                            damaged.push(DamagedRange {
-                                position: here,
-                                end: here,
-                                first_offset: expected_offset,
-                                resumed_at: Some(offset),
-                                reason: format!(
-                                    "offset {offset} where {expected_offset} was expected"
-                                ),
-                            });
-                            expected_offset = offset;
-                            after_damage = true;
-                        }
-                        if offset != expected_offset {
-                            stop = Some(format!(
-                                "offset {offset} where {expected_offset} was expected"
-                            ));
-                            break;
-                        }
-                        let frame = ScannedFrame::new(header, here, after_damage);
-                        after_damage = false;
-                        at += header.batch_len;
-                        expected_offset = frame.next_offset;
-                        last_timestamp_ms = Some(
-                            last_timestamp_ms
-                                .map_or(frame.timestamp_ms, |t: u64| t.max(frame.timestamp_ms)),
-                        );
-                        if !visit(&frame) {
-                            return Ok(ScanOutcome {
-                                next_offset: expected_offset,
-                                last_timestamp_ms,
-                                stopped: None,
-                                damaged,
-                            });
-                        }
-                    }
-                    Decoded::Incomplete {
-                        batch_len: frame_len,
-                    } => {
-                        let frame_end = position + (at + frame_len.unwrap_or(HEADER_LEN)) as u64;
-                        if frame_end > self.size {
-                            stop = Some(format!(
-                                "torn frame: needs {} bytes, the file has {}",
-                                frame_end - position - at as u64,
-                                self.size - position - at as u64
-                            ));
-                        } else {
-                            // The frame straddles the chunk: read again from its start.
-                            want = want.max(frame_len.unwrap_or(HEADER_LEN));
-                        }
-                        break;
-                    }
-                    Decoded::Invalid { reason } => {
-                        stop = Some(reason);
-                        break;
-                    }
-                }
-            }
-            position += at as u64;
-            let Some(reason) = stop else { continue };
-            if expected_offset >= step_over_below {
-                return Ok(ScanOutcome {
-                    next_offset: expected_offset,
-                    last_timestamp_ms,
-                    stopped: Some(ScanStop { position, reason }),
-                    damaged,
-                });
-            }
-            let resumed = self.resync(position, expected_offset)?;
-            damaged.push(DamagedRange {
-                position,
-                end: resumed.map_or(self.size, |(_, at)| at),
-                first_offset: expected_offset,
-                resumed_at: resumed.map(|(offset, _)| offset),
-                reason,
-            });
-            match resumed {
-                Some((offset, at)) => {
-                    (position, expected_offset) = (at, offset);
-                    after_damage = true;
-                    want = chunk_len;
-                }
-                // Nothing valid follows: the rest of the file is the damaged range.
-                None => break,
-            }
-        }
-        Ok(ScanOutcome {
-            next_offset: expected_offset,
-            last_timestamp_ms,
-            stopped: None,
-            damaged,
-        })
-    }
-
     /// Scans from the last index entry to the end to learn `next_offset`: the cheap check of
-    /// a segment trusted after a clean shutdown. `Ok(Err(reason))` when the tail or the index
-    /// does not check out and the segment needs [`LogSegment::rebuild_index`].
+    /// a segment trusted after a clean shutdown. The largest timestamp is the time index's
+    /// last entry's, or a larger one of the batches scanned (the time index has entries up
+    /// to the last offset index entry; a sealed segment's last one holds its largest).
+    /// `Ok(Err(reason))` when the tail or an index does not check out and the segment needs
+    /// [`LogSegment::rebuild_index`].
     pub fn load_tail(&mut self) -> Result<Result<(), String>> {
         let entry = self.index.lookup(u64::MAX)?;
         if entry.position > self.size || (entry.position == self.size && self.size > 0) {
@@ -585,9 +356,15 @@ impl LogSegment {
         let interval = self.index_interval_bytes;
         let mut since_entry = 0u64;
         let mut index_short = false;
+        let mut max_timestamp = self.time_index.last_entry();
         let outcome = self.scan(entry.position, entry.offset, |frame| {
             index_short |= since_entry >= interval;
             since_entry += frame.frame_len;
+            max_timestamp = TimestampOffset::after_batch(
+                max_timestamp,
+                frame.timestamp_ms,
+                frame.next_offset - 1,
+            );
             true
         })?;
         if let Some(stop) = outcome.stopped {
@@ -599,13 +376,22 @@ impl LogSegment {
         if index_short {
             return Ok(Err("index is missing entries".into()));
         }
+        if let Some(last) = self.time_index.last_entry() {
+            if last.offset >= outcome.next_offset {
+                return Ok(Err(format!(
+                    "time index's last entry is at offset {}, past the log's last record",
+                    last.offset
+                )));
+            }
+        }
         self.next_offset = outcome.next_offset;
-        self.last_timestamp_ms = outcome.last_timestamp_ms;
+        self.max_timestamp = max_timestamp;
         self.bytes_since_index = since_entry;
         Ok(Ok(()))
     }
 
-    /// Rewrites the index from a scan of the whole log and learns `next_offset`. A bad frame
+    /// Rewrites both indexes from a scan of the whole log (entries added as a live append
+    /// adds them) and learns `next_offset` and the largest timestamp. A bad frame
     /// that should have held an offset below `step_over_below` is stepped over (the frame
     /// the scan resumes at always gets an index entry, so that lookups of the offsets after
     /// the damage start past it); the scan stops at any other. Cuts nothing: see
@@ -614,27 +400,37 @@ impl LogSegment {
     /// be found behind the damage; the caller may set a better known `next_offset`.
     pub fn rebuild_index(&mut self, step_over_below: u64) -> Result<ScanOutcome> {
         self.index.clear()?;
+        self.time_index.clear()?;
         let interval = self.index_interval_bytes;
         let mut since_entry = 0u64;
+        // The frames that get an offset index entry, with the largest timestamp so far.
         let mut entries = Vec::new();
+        let mut max_timestamp = None;
         let outcome =
             self.scan_in_chunks(0, self.base_offset, SCAN_CHUNK, step_over_below, |frame| {
+                max_timestamp = TimestampOffset::after_batch(
+                    max_timestamp,
+                    frame.timestamp_ms,
+                    frame.next_offset - 1,
+                );
                 if since_entry >= interval || frame.after_damage {
-                    entries.push(IndexEntry {
+                    let entry = IndexEntry {
                         offset: frame.offset,
                         position: frame.position,
-                    });
+                    };
+                    entries.push((entry, max_timestamp));
                     since_entry = 0;
                 }
                 since_entry += frame.frame_len;
                 true
             })?;
-        for entry in entries {
-            self.index.push(entry);
+        for (entry, max_so_far) in entries {
+            self.push_index_entries(entry, max_so_far);
         }
         self.index.write_pending()?;
+        self.time_index.write_pending()?;
         self.next_offset = outcome.next_offset;
-        self.last_timestamp_ms = outcome.last_timestamp_ms;
+        self.max_timestamp = max_timestamp;
         self.bytes_since_index = since_entry;
         if outcome
             .damaged
@@ -647,7 +443,8 @@ impl LogSegment {
     }
 
     /// Cuts the log file to `len` bytes (recovery, after [`LogSegment::rebuild_index`] found
-    /// where the valid frames end).
+    /// where the valid frames end). The indexes need no cut: the rebuild indexed only the
+    /// frames before `len`.
     pub fn truncate_to(&mut self, len: u64) -> Result<()> {
         if len < self.size {
             self.log
@@ -664,22 +461,29 @@ impl LogSegment {
         self.next_offset = next_offset;
     }
 
-    /// Deletes both files.
+    /// Deletes the log file and its indexes.
     pub fn delete(self) -> Result<()> {
-        let index_path = self.index.path().to_owned();
-        // Both handles closed first: a handle alive across the removal of its file is kept
+        let index_paths = [
+            self.index.path().to_owned(),
+            self.time_index.path().to_owned(),
+        ];
+        // Every handle closed first: a handle alive across the removal of its file is kept
         // open (and reopened if its descriptor was pooled away) so it can still reach it.
         drop(self.log);
         drop(self.index);
+        drop(self.time_index);
         self.fs
             .remove_file(&self.log_path)
             .map_err(|e| StorageError::io("delete segment", &self.log_path, e))?;
-        match self.fs.remove_file(&index_path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(StorageError::io("delete index", index_path, e))
+        for path in index_paths {
+            match self.fs.remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(StorageError::io("delete index", path, e))
+                }
+                _ => {}
             }
-            _ => Ok(()),
         }
+        Ok(())
     }
 
     /// `fsync`s the log file, metadata included (clean shutdown, roll, recovery).

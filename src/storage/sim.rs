@@ -62,6 +62,8 @@ struct State {
     rng: u64,
     /// Counters for test reports.
     writes: u64,
+    /// Reads by the path they were made through (kept after the file is removed).
+    reads: BTreeMap<PathBuf, u64>,
     syncs: u64,
     faults_fired: u64,
 }
@@ -153,6 +155,12 @@ impl SimFs {
         }
     }
 
+    /// Reads of the file at `path` so far (through its handles, or of the whole file), also
+    /// after it was removed: tests check what an operation did not touch.
+    pub fn reads(&self, path: &Path) -> u64 {
+        self.lock().reads.get(path).copied().unwrap_or(0)
+    }
+
     /// A power loss: see the module docs. Handles opened before it must not be used after.
     pub fn crash(&self) {
         let mut state = self.lock();
@@ -228,7 +236,8 @@ impl StorageFile for SimFile {
     }
 
     fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
-        let state = self.fs.lock();
+        let mut state = self.fs.lock();
+        *state.reads.entry(self.path.clone()).or_default() += 1;
         let bytes = &state.nodes[self.id].current;
         let end = position as usize + buf.len();
         if end > bytes.len() {
@@ -323,6 +332,7 @@ impl FileSystem for SimFs {
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        *self.lock().reads.entry(path.to_owned()).or_default() += 1;
         self.contents(path).ok_or_else(|| not_found(path))
     }
 

@@ -290,3 +290,35 @@ fn bad_batches_are_refused_and_change_nothing() {
         0
     );
 }
+
+#[test]
+fn offsets_for_times_find_the_first_record_at_or_after_a_timestamp_also_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    // Records at T0, T0 + 1 s, T0 + 2 s (offsets 0-2), then a batch stamped T0 + 0..2 s again
+    // (CreateTime need not grow), then one at T0 + 1..3 s.
+    for _ in 0..2 {
+        broker
+            .produce_kafka_batch(
+                "t",
+                0,
+                kafka_batch(&["a", "b", "c"], Compression::Gzip, -1, -1),
+            )
+            .unwrap();
+    }
+    let check = |broker: &NanoKafka| {
+        let at = |ms: i64| broker.offset_for_timestamp("t", 0, ms as u64).unwrap();
+        assert_eq!(at(0), Some(0));
+        assert_eq!(at(T0), Some(0));
+        assert_eq!(at(T0 + 1), Some(1));
+        assert_eq!(at(T0 + 2_000), Some(2));
+        assert_eq!(at(T0 + 2_001), None);
+    };
+    check(&broker);
+    assert!(matches!(
+        broker.offset_for_timestamp("t", 3, 0),
+        Err(Error::UnknownPartition { .. })
+    ));
+    broker.shutdown().unwrap();
+    check(&NanoKafka::open(dir.path()).unwrap());
+}

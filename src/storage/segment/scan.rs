@@ -1,0 +1,311 @@
+//! Walking a segment's batches: [`LogSegment::scan`] and what it finds, and stepping over
+//! damage ([`LogSegment::resync`]).
+//!
+//! # Damage
+//! A frame that does not verify is never served. Scans either stop at it (the unsynced tail
+//! recovery cuts) or step over it ([`LogSegment::resync`]): first to where the bad frame's
+//! own length field says the next frame starts, if a valid frame with an offset at least the
+//! expected one starts there, otherwise to the next byte position where such a frame decodes
+//! with a valid CRC. The offsets in between are damaged; the frame found is indexed (see
+//! [`LogSegment::rebuild_index`]), so lookups of later offsets start after the damage.
+
+use super::{LogSegment, SCAN_CHUNK};
+use crate::storage::error::Result;
+use crate::storage::format::{
+    self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN,
+};
+use crate::storage::fsutil::AlignedBuf;
+
+/// A batch found by [`LogSegment::scan`].
+#[derive(Debug, Clone, Copy)]
+pub struct ScannedFrame {
+    /// The batch's first offset.
+    pub offset: u64,
+    /// The offset after the batch's last record.
+    pub next_offset: u64,
+    /// The batch's largest timestamp (0 for none).
+    pub timestamp_ms: u64,
+    pub position: u64,
+    pub frame_len: u64,
+    /// The scan stepped over damage right before this batch.
+    pub after_damage: bool,
+    pub header: BatchHeader,
+}
+
+impl ScannedFrame {
+    fn new(header: BatchHeader, position: u64, after_damage: bool) -> Self {
+        ScannedFrame {
+            offset: header.base_offset,
+            next_offset: header.next_offset(),
+            timestamp_ms: header.max_timestamp.max(0) as u64,
+            position,
+            frame_len: header.batch_len as u64,
+            after_damage,
+            header,
+        }
+    }
+}
+
+/// Bytes a scan stepped over: a frame that did not verify, up to the next valid one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedRange {
+    /// Where the bad frame starts.
+    pub position: u64,
+    /// Where the next valid frame starts, or the end of the file when none does.
+    pub end: u64,
+    /// The offset the bad frame should have held: the first damaged one.
+    pub first_offset: u64,
+    /// The offset of the valid frame at `end`; `None` when no valid frame follows.
+    pub resumed_at: Option<u64>,
+    pub reason: String,
+}
+
+/// Why a scan stopped before the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanStop {
+    pub position: u64,
+    pub reason: String,
+}
+
+/// What a full scan found.
+#[derive(Debug)]
+pub struct ScanOutcome {
+    /// Offset the next record would get.
+    pub next_offset: u64,
+    /// Set when invalid or torn bytes follow the last valid frame.
+    pub stopped: Option<ScanStop>,
+    /// Damage the scan stepped over, in file order (only scans told to step over damage).
+    pub damaged: Vec<DamagedRange>,
+}
+
+impl LogSegment {
+    /// Walks every frame from `position` (which must start a frame holding `expected_offset`)
+    /// to the end of the file, verifying checksums and offset contiguity, calling `visit` for
+    /// each valid frame until it returns `false`. Stops at the first invalid or torn frame and
+    /// says where and why; never returns data past it.
+    pub fn scan(
+        &self,
+        position: u64,
+        expected_offset: u64,
+        visit: impl FnMut(&ScannedFrame) -> bool,
+    ) -> Result<ScanOutcome> {
+        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, 0, visit)
+    }
+
+    /// As [`LogSegment::scan`], but steps over every damaged range (see the module docs)
+    /// instead of stopping at it; `ScanOutcome::damaged` lists them. For scans that must reach
+    /// the batches after damage (rebuilding the producer state).
+    pub fn scan_over_damage(
+        &self,
+        position: u64,
+        expected_offset: u64,
+        visit: impl FnMut(&ScannedFrame) -> bool,
+    ) -> Result<ScanOutcome> {
+        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, u64::MAX, visit)
+    }
+
+    /// Whether `offset` can be a record of this segment: at or above its base, and within
+    /// what the index's `u32` relative offsets can hold.
+    fn holds_offset(&self, offset: u64) -> bool {
+        offset
+            .checked_sub(self.base_offset)
+            .is_some_and(|relative| relative <= u64::from(u32::MAX))
+    }
+
+    /// The length of the batch whose header starts `bytes`, when that header could be one of
+    /// this segment holding an offset of at least `min_offset` (its CRC not yet checked). A
+    /// cheap filter, so that searching damaged bytes rarely computes a CRC.
+    fn plausible_frame(&self, bytes: &[u8], min_offset: u64) -> Option<usize> {
+        let header = BatchHeader::parse(bytes)?;
+        let plausible = (HEADER_LEN..=MAX_BATCH_LEN).contains(&header.batch_len)
+            && bytes[16] == MAGIC
+            && header.base_offset >= min_offset
+            && self.holds_offset(header.base_offset);
+        plausible.then_some(header.batch_len)
+    }
+
+    /// The offset of the valid batch at `position`, if one with an offset of at least
+    /// `min_offset` starts there.
+    fn valid_frame_at(&self, position: u64, min_offset: u64) -> Result<Option<u64>> {
+        let mut buf = AlignedBuf::default();
+        let header = self.read_into(&mut buf, position, HEADER_LEN)?;
+        let Some(frame_len) = self.plausible_frame(header, min_offset) else {
+            return Ok(None);
+        };
+        if position + frame_len as u64 > self.size {
+            return Ok(None);
+        }
+        let frame = self.read_into(&mut buf, position, frame_len)?;
+        Ok(match format::decode(frame) {
+            Decoded::Batch(header) if header.base_offset >= min_offset => Some(header.base_offset),
+            _ => None,
+        })
+    }
+
+    /// Where scanning resumes after the bad frame at `position`, which should have held
+    /// `min_offset`: the first valid frame after it holding `min_offset` or a later offset,
+    /// as `(offset, position)`; `None` when no valid frame follows.
+    ///
+    /// The bad frame's own length field is tried first (a flipped bit in a key or value
+    /// leaves it intact, and the next frame starts where it says); failing that, every later
+    /// byte position is tried. Only a frame with a verified CRC and an offset no lower than
+    /// the one expected is accepted, so stale or garbage bytes are not taken for records.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn resync(&self, position: u64, min_offset: u64) -> Result<Option<(u64, u64)>> {
+        let mut buf = AlignedBuf::default();
+        let header = self.read_into(&mut buf, position, LOG_OVERHEAD)?;
+        if header.len() == LOG_OVERHEAD {
+            let length = u64::from(u32::from_be_bytes(header[8..12].try_into().expect("4")));
+            let next = position + LOG_OVERHEAD as u64 + length;
+            if (HEADER_LEN as u64..=MAX_BATCH_LEN as u64).contains(&(length + LOG_OVERHEAD as u64))
+                && next < self.size
+            {
+                if let Some(offset) = self.valid_frame_at(next, min_offset)? {
+                    return Ok(Some((offset, next)));
+                }
+            }
+        }
+        let mut from = position + 1;
+        while from + HEADER_LEN as u64 <= self.size {
+            let chunk = self.read_into(&mut buf, from, SCAN_CHUNK)?;
+            let mut i = 0usize;
+            while i + HEADER_LEN <= chunk.len() {
+                if let Some(frame_len) = self.plausible_frame(&chunk[i..], min_offset) {
+                    let at = from + i as u64;
+                    let offset = match chunk.get(i..i + frame_len).map(format::decode) {
+                        Some(Decoded::Batch(header)) if header.base_offset >= min_offset => {
+                            Some(header.base_offset)
+                        }
+                        Some(_) => None,
+                        // The frame runs past this chunk: read it on its own.
+                        None => self.valid_frame_at(at, min_offset)?,
+                    };
+                    if let Some(offset) = offset {
+                        return Ok(Some((offset, at)));
+                    }
+                }
+                i += 1;
+            }
+            // The next chunk starts at the first position whose header did not fit in this one.
+            from += i as u64;
+        }
+        Ok(None)
+    }
+
+    /// [`LogSegment::scan`], reading `chunk` bytes at a time (more for a larger frame). A bad
+    /// frame that should have held an offset below `step_over_below` is stepped over with
+    /// [`LogSegment::resync`] (and listed in `ScanOutcome::damaged`); any other stops the scan.
+    pub(super) fn scan_in_chunks(
+        &self,
+        mut position: u64,
+        mut expected_offset: u64,
+        chunk_len: usize,
+        step_over_below: u64,
+        mut visit: impl FnMut(&ScannedFrame) -> bool,
+    ) -> Result<ScanOutcome> {
+        let mut buf = AlignedBuf::default();
+        let mut want = chunk_len;
+        let mut damaged = Vec::new();
+        let mut after_damage = false;
+        while position < self.size {
+            let chunk = self.read_into(&mut buf, position, want)?;
+            let mut at = 0usize;
+            let mut stop = None;
+            while at < chunk.len() {
+                match format::decode(&chunk[at..]) {
+                    Decoded::Batch(header) => {
+                        let here = position + at as u64;
+                        let offset = header.base_offset;
+                        if offset > expected_offset
+                            && expected_offset < step_over_below
+                            && self.holds_offset(offset)
+                        {
+                            // Records are missing but the bytes verify: resume right here.
+                            damaged.push(DamagedRange {
+                                position: here,
+                                end: here,
+                                first_offset: expected_offset,
+                                resumed_at: Some(offset),
+                                reason: format!(
+                                    "offset {offset} where {expected_offset} was expected"
+                                ),
+                            });
+                            expected_offset = offset;
+                            after_damage = true;
+                        }
+                        if offset != expected_offset {
+                            stop = Some(format!(
+                                "offset {offset} where {expected_offset} was expected"
+                            ));
+                            break;
+                        }
+                        let frame = ScannedFrame::new(header, here, after_damage);
+                        after_damage = false;
+                        at += header.batch_len;
+                        expected_offset = frame.next_offset;
+                        if !visit(&frame) {
+                            return Ok(ScanOutcome {
+                                next_offset: expected_offset,
+                                stopped: None,
+                                damaged,
+                            });
+                        }
+                    }
+                    Decoded::Incomplete {
+                        batch_len: frame_len,
+                    } => {
+                        let frame_end = position + (at + frame_len.unwrap_or(HEADER_LEN)) as u64;
+                        if frame_end > self.size {
+                            stop = Some(format!(
+                                "torn frame: needs {} bytes, the file has {}",
+                                frame_end - position - at as u64,
+                                self.size - position - at as u64
+                            ));
+                        } else {
+                            // The frame straddles the chunk: read again from its start.
+                            want = want.max(frame_len.unwrap_or(HEADER_LEN));
+                        }
+                        break;
+                    }
+                    Decoded::Invalid { reason } => {
+                        stop = Some(reason);
+                        break;
+                    }
+                }
+            }
+            position += at as u64;
+            let Some(reason) = stop else { continue };
+            if expected_offset >= step_over_below {
+                return Ok(ScanOutcome {
+                    next_offset: expected_offset,
+                    stopped: Some(ScanStop { position, reason }),
+                    damaged,
+                });
+            }
+            let resumed = self.resync(position, expected_offset)?;
+            damaged.push(DamagedRange {
+                position,
+                end: resumed.map_or(self.size, |(_, at)| at),
+                first_offset: expected_offset,
+                resumed_at: resumed.map(|(offset, _)| offset),
+                reason,
+            });
+            match resumed {
+                Some((offset, at)) => {
+                    (position, expected_offset) = (at, offset);
+                    after_damage = true;
+                    want = chunk_len;
+                }
+                // Nothing valid follows: the rest of the file is the damaged range.
+                None => break,
+            }
+        }
+        Ok(ScanOutcome {
+            next_offset: expected_offset,
+            stopped: None,
+            damaged,
+        })
+    }
+}
