@@ -52,6 +52,11 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 /// this cap every frame starts below 2 GiB.
 pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
 
+/// How far after the broker's clock a Kafka producer's timestamp may be (Kafka's
+/// `log.message.timestamp.after.max.ms` default, one hour): native timestamps never go below
+/// the largest in the log, so a producer's clock must not drag them far into the future.
+pub const MAX_FUTURE_TIMESTAMP_MS: u64 = 60 * 60 * 1000;
+
 /// How much a partition keeps. `None` everywhere keeps everything.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RetentionPolicy {
@@ -162,12 +167,11 @@ pub struct PartitionLog {
     start_position: Option<(u64, u64, u64)>,
     /// `(offset, timestamp)` of the record at the log start, once read (time retention).
     start_timestamp: Option<(u64, u64)>,
-    /// The largest record timestamp in the log (time retention expires nothing while it is
-    /// within retention).
+    /// The largest record timestamp in the log: time retention expires nothing while it is
+    /// within retention, and native appends and LogAppendTime are stamped with at least it,
+    /// so timestamps never go backwards even if the wall clock does. A Kafka producer's
+    /// CreateTime can raise it by at most [`MAX_FUTURE_TIMESTAMP_MS`] ahead of the clock.
     last_timestamp_ms: u64,
-    /// What native appends and LogAppendTime are stamped with at least: the last append
-    /// time, so that they never go backwards even if the wall clock does.
-    append_floor_ms: u64,
     /// Appended since the last sync.
     dirty: bool,
     read_hint: Option<ReadHint>,
@@ -254,9 +258,6 @@ impl PartitionLog {
             start_position: None,
             start_timestamp: None,
             last_timestamp_ms,
-            // Not above the clock: a Kafka client's CreateTime may lie in the future, and
-            // native appends must not be stamped after it from now on.
-            append_floor_ms: last_timestamp_ms.min(now_ms),
             dirty: false,
             read_hint: None,
             sealing: None,
@@ -350,7 +351,7 @@ impl PartitionLog {
     /// As [`PartitionLog::append`].
     pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         let base_offset = self.log_end_offset();
-        let timestamp_ms = now_ms.max(self.append_floor_ms);
+        let timestamp_ms = now_ms.max(self.last_timestamp_ms);
         check_batch_limits(batch, self.config.max_record_bytes)?;
         let batch_len = batch.size_bytes();
         if batch.is_empty() {
@@ -368,8 +369,7 @@ impl PartitionLog {
         let next_offset = base_offset + batch.len() as u64;
         self.active_mut()
             .append(batch.bytes(), next_offset, timestamp_ms)?;
-        self.last_timestamp_ms = self.last_timestamp_ms.max(timestamp_ms);
-        self.append_floor_ms = timestamp_ms;
+        self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.active_mut().sync()?;
         } else {
@@ -418,7 +418,9 @@ impl PartitionLog {
     }
 
     /// Appends a Kafka client's record batch (one RecordBatch v2, as a producer sent it).
-    /// Only its base offset and leader epoch are changed (they are outside its CRC); under
+    /// Only its base offset and leader epoch are changed (they are outside its CRC); a
+    /// CreateTime more than [`MAX_FUTURE_TIMESTAMP_MS`] after `now_ms` is refused, as Kafka 4
+    /// refuses it by default (`log.message.timestamp.after.max.ms`); under
     /// `TimestampType::LogAppendTime` its timestamp type and max timestamp are set to the
     /// append time and its CRC recomputed, as Kafka does. A retry of an idempotent
     /// producer's batch already stored is not written again (see [`KafkaAppend::duplicate`]).
@@ -434,6 +436,17 @@ impl PartitionLog {
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
         let header = check_client_batch(batch, self.config.max_record_bytes)?;
+        let latest_allowed = now_ms.saturating_add(MAX_FUTURE_TIMESTAMP_MS);
+        if self.config.timestamp_type == TimestampType::CreateTime
+            && header.max_timestamp.max(0) as u64 > latest_allowed
+        {
+            return Err(StorageError::InvalidBatch {
+                reason: format!(
+                    "timestamp {} is more than {MAX_FUTURE_TIMESTAMP_MS} ms after the broker's clock ({now_ms})",
+                    header.max_timestamp
+                ),
+            });
+        }
         if let SequenceCheck::Duplicate(stored) = self.producers.check(&header)? {
             return Ok(KafkaAppend {
                 base_offset: stored.base_offset,
@@ -452,13 +465,12 @@ impl PartitionLog {
         let log_append_time_ms = match self.config.timestamp_type {
             TimestampType::CreateTime => None,
             TimestampType::LogAppendTime => {
-                let append_time = now_ms.max(self.append_floor_ms);
+                let append_time = now_ms.max(self.last_timestamp_ms);
                 super::format::set_log_append_time(
                     batch,
                     i64::try_from(append_time).unwrap_or(i64::MAX),
                 );
                 max_timestamp = append_time;
-                self.append_floor_ms = append_time;
                 Some(append_time)
             }
         };

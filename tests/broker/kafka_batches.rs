@@ -24,6 +24,17 @@ fn kafka_batch(
     producer_id: i64,
     sequence: i32,
 ) -> Vec<u8> {
+    kafka_batch_at(values, compression, producer_id, sequence, T0)
+}
+
+/// As [`kafka_batch`], with CreateTime timestamps `t0 + i * 1000`.
+fn kafka_batch_at(
+    values: &[&str],
+    compression: Compression,
+    producer_id: i64,
+    sequence: i32,
+    t0: i64,
+) -> Vec<u8> {
     let records: Vec<KRecord> = values
         .iter()
         .enumerate()
@@ -46,7 +57,7 @@ fn kafka_batch(
                 // The encoder starts a new batch wherever `offset - sequence` changes; without
                 // a producer id the batch's base sequence is -1.
                 sequence: if producer_id >= 0 { sequence } else { -1 } + i as i32,
-                timestamp: T0 + i as i64 * 1000,
+                timestamp: t0 + i as i64 * 1000,
                 key: Some(Bytes::from(format!("key-{i}"))),
                 value: Some(Bytes::from(v.to_string())),
                 headers,
@@ -321,4 +332,40 @@ fn offsets_for_times_find_the_first_record_at_or_after_a_timestamp_also_after_a_
     ));
     broker.shutdown().unwrap();
     check(&NanoKafka::open(dir.path()).unwrap());
+}
+
+#[test]
+fn a_producer_timestamp_over_an_hour_ahead_is_refused_and_one_within_it_is_never_undercut() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let hour = 3_600_000;
+    let late = kafka_batch_at(&["x"], Compression::None, -1, -1, now + 2 * hour);
+    assert!(matches!(
+        broker.produce_kafka_batch("t", 0, late),
+        Err(Error::InvalidBatch { .. })
+    ));
+    let ahead = now + hour / 2;
+    let soon = kafka_batch_at(&["y"], Compression::None, -1, -1, ahead);
+    assert_eq!(
+        broker
+            .produce_kafka_batch("t", 0, soon)
+            .unwrap()
+            .base_offset,
+        0
+    );
+    // Timestamps in the log never go backwards for native produces, also across a restart.
+    broker.produce_raw("t", None, b"z".to_vec()).unwrap();
+    broker.shutdown().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    broker.produce_raw("t", None, b"w".to_vec()).unwrap();
+    broker.join_group("t", "g", "m").unwrap();
+    let stamps: Vec<u64> = values_read(&broker, "t", 10)
+        .iter()
+        .map(|r| r.timestamp_ms)
+        .collect();
+    assert_eq!(stamps, [ahead as u64; 3]);
 }
