@@ -1,8 +1,10 @@
 //! Helpers of the storage tests: partition numbers through a broker, and the segment files of
-//! a partition directory.
+//! a partition directory and the batches in them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use nanokafka::storage::format::{self, BatchHeader, Decoded};
 
 #[path = "../common/stats.rs"]
 mod stats;
@@ -29,4 +31,30 @@ pub fn base_of(segment: &Path) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// The batches of a segment file as `(position, header)`, found by decoding them one after
+/// another from byte 0.
+///
+/// # Panics
+/// When the file is not whole valid batches.
+pub fn batches(segment: &Path) -> Vec<(u64, BatchHeader)> {
+    let bytes = fs::read(segment).unwrap();
+    let mut batches = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        match format::decode(&bytes[at..]) {
+            Decoded::Batch(header) => {
+                batches.push((at as u64, header));
+                at += header.batch_len;
+            }
+            other => panic!("{} at byte {at}: {other:?}", segment.display()),
+        }
+    }
+    batches
+}
+
+/// Where the batches of a segment file start.
+pub fn batch_starts(segment: &Path) -> Vec<u64> {
+    batches(segment).into_iter().map(|(at, _)| at).collect()
 }
