@@ -5,12 +5,12 @@
 //!
 //! Shrunk failures are frozen below as named tests that replay the exact sequence.
 
-use crate::common::{base_of, batches, segment_files};
+use crate::common::{base_of, batches, record_len, segment_files};
 
 use std::fs;
 use std::path::Path;
 
-use nanokafka::storage::format::{self, HEADER_LEN};
+use nanokafka::storage::format::HEADER_LEN;
 use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
 use nanokafka::FsyncPolicy;
 use proptest::prelude::*;
@@ -96,7 +96,7 @@ impl Model {
         let i = self.batch_bases.partition_point(|&b| b <= offset) - 1;
         let delta = (offset - self.batch_bases[i]) as u32;
         let (key, value, _) = &self.records[offset as usize];
-        format::record_len(delta, key.as_deref(), value.len(), &[])
+        record_len(delta, key.as_ref().map(Vec::len), value.len())
     }
 
     /// Bytes of the batch that starts at `batch_bases[i]`.
