@@ -10,7 +10,7 @@
 //! |          |                                          | a page-aligned buffer                   |
 //! | `commit` | `OffsetStore::commit` (journal, 1 write) | write temp + fsync + rename + dir fsync |
 //! |          | `OffsetStore::commit` under `Always`     | `write` + `fdatasync`                   |
-//! | `encode` | `RecordBatch::push_raw`, 1000 × 100 B;   | copying the same frames into one `Vec`; |
+//! | `encode` | `RecordBatch::push_raw`, 1000 × 100 B;   | copying the same records into a `Vec`;  |
 //! |          | `RecordBatch::push` of a small struct    | one `Vec` per record (`ProduceRecord`); |
 //! |          |                                          | `rmp_serde::to_vec_named` per record    |
 //!
@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use nanokafka::storage::fsutil::AlignedBuf;
-use nanokafka::storage::record::HEADER_LEN;
 use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RecordBatch};
 use nanokafka::{FsyncPolicy, ProduceRecord};
 use tempfile::TempDir;
@@ -38,15 +37,18 @@ use tempfile::TempDir;
 /// Records per `append` / `read` call.
 const BATCH: usize = 1000;
 const VALUE_LEN: usize = 100;
-/// Bytes one record takes on disk (no key): what the raw baselines write and read per record.
-const FRAME_LEN: usize = HEADER_LEN + VALUE_LEN;
+/// Bytes one record takes on disk (no key) in a batch of [`BATCH`]: what the raw baselines
+/// write and read per record. Kafka's record format: length 2, attributes 1, timestamp delta
+/// 1, offset delta 2 (1 for the first 64), null key 1, value length 2 and value 100, header
+/// count 1; plus a thousandth of the 61-byte batch header. `read` checks it against the log.
+const RECORD_LEN: usize = 110;
 /// A fixed clock: timestamps only matter to time retention, which is off.
 const NOW_MS: u64 = 1_700_000_000_000;
 /// Batches written to one file before it is deleted and a fresh one made, outside the timed
-/// part: 256 × 130 kB ≈ 33 MB keeps the disk from filling and stays below the default 64 MiB
+/// part: 256 × 110 kB ≈ 28 MB keeps the disk from filling and stays below the default 64 MiB
 /// segment, so no roll (a full-segment `fsync`, once per 64 MiB) lands in the timed part.
 const BATCHES_PER_FILE: u64 = 256;
-/// Records in the log the read benches walk (≈ 33 MB, one segment, hot in the page cache).
+/// Records in the log the read benches walk (≈ 28 MB, one segment, hot in the page cache).
 const READ_LOG_RECORDS: u64 = BATCHES_PER_FILE * BATCH as u64;
 /// What a consumer asks for per fetch: Kafka's default `max.partition.fetch.bytes` (1 MiB).
 const FETCH_MAX_BYTES: usize = 1 << 20;
@@ -100,12 +102,12 @@ fn fresh_buf_writer() -> (BufWriter<File>, TempDir) {
 /// The baseline both targets are stated against: the same bytes as one encoded batch, one
 /// record at a time through a 64 KiB `BufWriter`, flushed so the batch is in the OS.
 fn bench_raw_buf_writer(group: &mut BenchmarkGroup<'_, WallTime>) {
-    let frame = [0x5au8; FRAME_LEN];
+    let record = [0x5au8; RECORD_LEN];
     group.bench_function("raw_bufwriter", |b| {
         b.iter_custom(|iters| {
             timed_in_fresh_files(iters, fresh_buf_writer, |(writer, _)| {
                 for _ in 0..BATCH {
-                    writer.write_all(black_box(&frame)).expect("write");
+                    writer.write_all(black_box(&record)).expect("write");
                 }
                 writer.flush().expect("flush");
             })
@@ -153,6 +155,11 @@ fn read(c: &mut Criterion) {
     assert_eq!(log_end, READ_LOG_RECORDS);
     let segment_path = log.dir().join("00000000000000000000.log");
     let segment_len = fs::metadata(&segment_path).expect("stat segment").len();
+    assert_eq!(
+        segment_len.div_ceil(READ_LOG_RECORDS),
+        RECORD_LEN as u64,
+        "bytes a record takes on disk"
+    );
 
     let mut group = c.benchmark_group("read");
     group.throughput(Throughput::Elements(BATCH as u64));
@@ -172,7 +179,7 @@ fn read(c: &mut Criterion) {
     group.bench_function("raw_read_exact_at", |b| {
         let file = File::open(&segment_path).expect("open segment");
         let mut buf = AlignedBuf::default();
-        let batch_bytes = (BATCH * FRAME_LEN) as u64;
+        let batch_bytes = (BATCH * RECORD_LEN) as u64;
         let mut position = 0;
         b.iter(|| {
             let slice = buf.prepare(batch_bytes as usize);
@@ -281,7 +288,7 @@ const ORDER: Order<'static> = Order {
 /// What a producer pays to lay out a batch before it is sent.
 fn encode(c: &mut Criterion) {
     let value = [0xa5u8; VALUE_LEN];
-    let frame = [0x5au8; FRAME_LEN];
+    let record = [0x5au8; RECORD_LEN];
     let mut group = c.benchmark_group("encode");
     group.throughput(Throughput::Elements(BATCH as u64));
     group.bench_function("record_batch_raw", |b| {
@@ -304,9 +311,9 @@ fn encode(c: &mut Criterion) {
     });
     group.bench_function("raw_vec_copy", |b| {
         b.iter(|| {
-            let mut bytes = Vec::with_capacity(BATCH * FRAME_LEN);
+            let mut bytes = Vec::with_capacity(BATCH * RECORD_LEN);
             for _ in 0..BATCH {
-                bytes.extend_from_slice(black_box(&frame));
+                bytes.extend_from_slice(black_box(&record));
             }
             bytes
         })

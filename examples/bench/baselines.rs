@@ -1,8 +1,8 @@
 //! The same-run baselines: what the host does without NanoKafka.
 //!
-//! - raw append: 130-byte frames (30 B header + 100 B payload) one at a time into a 64 KiB
-//!   `BufWriter<File>`, flushed every 1000 records so the bytes are in the OS, as an append
-//!   of a batch leaves them;
+//! - raw append: 110-byte records (a 100 B payload in Kafka's record format, as a batch of
+//!   1000 lays them out) one at a time into a 64 KiB `BufWriter<File>`, flushed every 1000
+//!   records so the bytes are in the OS, as an append of a batch leaves them;
 //! - the same plus `fdatasync` after every flush (what `FsyncPolicy::Always` pays per batch);
 //! - a crossbeam channel handing fresh 100-byte `Vec`s from one thread to another (the
 //!   floor for any design that crosses threads per record).
@@ -13,16 +13,16 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::time::Duration;
 
-use crate::harness::{payload, Meter, Rate, Usage, BATCH, FRAME_LEN};
+use crate::harness::{payload, Meter, Rate, Usage, BATCH, RECORD_LEN};
 
 /// Flushes written to one file before it is replaced by a fresh one, outside the timed part:
-/// 256 × 130 kB ≈ 33 MB keeps the disk from filling (as `benches/storage.rs` does).
+/// 256 × 110 kB ≈ 28 MB keeps the disk from filling (as `benches/storage.rs` does).
 const FLUSHES_PER_FILE: u64 = 256;
 
 /// Raw appends per second; with `sync`, `fdatasync` after every [`BATCH`] records.
 pub fn raw_append(budget: Duration, sync: bool) -> Rate {
     let dir = tempfile::tempdir().expect("temp dir");
-    let frame = [0x5au8; FRAME_LEN];
+    let record = [0x5au8; RECORD_LEN];
     let mut timed = Usage::default();
     let mut records = 0u64;
     let mut file_no = 0u32;
@@ -34,7 +34,7 @@ pub fn raw_append(budget: Duration, sync: bool) -> Rate {
         for _ in 0..FLUSHES_PER_FILE {
             for _ in 0..BATCH {
                 writer
-                    .write_all(std::hint::black_box(&frame))
+                    .write_all(std::hint::black_box(&record))
                     .expect("write");
             }
             writer.flush().expect("flush");

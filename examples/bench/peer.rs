@@ -25,7 +25,7 @@ use redis::streams::{StreamReadOptions, StreamReadReply};
 use redis::{Commands, Connection, ErrorKind, RedisResult};
 use tempfile::TempDir;
 
-use crate::harness::{payload, BATCH, FRAME_LEN, POLL_BATCH, RETENTION_BYTES};
+use crate::harness::{payload, BATCH, POLL_BATCH, RECORD_LEN, RETENTION_BYTES};
 
 /// Progress steps [`measure`] takes when `redis-server` is found (one when it is not).
 pub const STEPS: usize = 3;
@@ -35,7 +35,7 @@ pub const PIPELINE: usize = 256;
 /// seen so far; a measurement that runs out stops early, as the broker's does.
 pub const PREFILL_RECORDS: u64 = 2_000_000;
 /// `MAXLEN ~` of the produced streams: about the records the broker's topics retain.
-const MAX_LEN: u64 = RETENTION_BYTES / FRAME_LEN as u64;
+const MAX_LEN: u64 = RETENTION_BYTES / RECORD_LEN as u64;
 /// How long a fresh `redis-server` has to answer `PING`.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// A reply slower than this means the server is gone or stuck: the peer is skipped.

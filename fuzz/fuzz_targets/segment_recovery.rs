@@ -1,23 +1,25 @@
 //! A partition directory made from the input: `00000000000000000000.log` (raw bytes, or
-//! frames of arbitrary records then damaged), and optionally an `.index`, a `checkpoint` and a
-//! `log_start_offset`, each garbage or well-formed but lying. `PartitionLog::open` must not
-//! panic; every record it then serves must be a verified frame of the file; it must accept an
-//! append (see `nanokafka_fuzz::check_partition`).
+//! batches of arbitrary records then damaged), and optionally an `.index`, a `checkpoint` and
+//! a `log_start_offset`, each garbage or well-formed but lying. `PartitionLog::open` must not
+//! panic; every record it then serves must be a record of a valid batch of the file at that
+//! offset; it must accept an append (see `nanokafka_fuzz::check_partition`).
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use nanokafka::storage::checkpoint::Checkpoint;
-use nanokafka::storage::record;
 use nanokafka::storage::LogConfig;
-use nanokafka_fuzz::{check_partition, RawPartition, ReadPlan, StateFile, Written, NOW};
+use nanokafka_fuzz::{check_partition, RawPartition, ReadPlan, Record, StateFile, Written, NOW};
+
+/// Key, value and headers of a record.
+type Fields = (Option<Vec<u8>>, Vec<u8>, Vec<(Vec<u8>, Option<Vec<u8>>)>);
 
 #[derive(Arbitrary, Debug)]
 enum Log {
     Raw(Vec<u8>),
-    /// Valid frames (so the fuzzer need not find CRCs), then damaged.
-    Frames {
-        records: Vec<(Option<Vec<u8>>, Vec<u8>)>,
+    /// Valid batches, one per append (so the fuzzer need not find CRCs), then damaged.
+    Batches {
+        batches: Vec<Vec<Fields>>,
         damage: Vec<Damage>,
     },
 }
@@ -56,11 +58,20 @@ struct Input {
     max_bytes: u16,
 }
 
-fn damaged(records: &[(Option<Vec<u8>>, Vec<u8>)], damage: &[Damage]) -> Vec<u8> {
-    let mut log = Vec::new();
-    for (offset, (key, value)) in (0u64..).zip(records) {
-        record::encode_into(&mut log, offset, NOW, key.as_deref(), value);
-    }
+fn damaged(batches: Vec<Vec<Fields>>, damage: &[Damage]) -> Vec<u8> {
+    let batches: Vec<Vec<Record>> = batches
+        .into_iter()
+        .map(|records| {
+            let record = |(key, value, headers)| Record {
+                timestamp_ms: NOW,
+                key,
+                value,
+                headers,
+            };
+            records.into_iter().map(record).collect()
+        })
+        .collect();
+    let mut log = nanokafka_fuzz::native_segment(&batches);
     for d in damage {
         let at = |n: u16| usize::from(n) % (log.len() + 1);
         match d {
@@ -87,7 +98,7 @@ fn damaged(records: &[(Option<Vec<u8>>, Vec<u8>)], damage: &[Damage]) -> Vec<u8>
 fuzz_target!(|input: Input| {
     let log = match input.log {
         Log::Raw(bytes) => bytes,
-        Log::Frames { records, damage } => damaged(&records, &damage),
+        Log::Batches { batches, damage } => damaged(batches, &damage),
     };
     let checkpoint = match input.checkpoint {
         State::Absent => StateFile::Absent,

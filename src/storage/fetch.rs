@@ -228,6 +228,8 @@ pub(super) fn read_segment(
     let mut buf = AlignedBuf::default();
     loop {
         let asked = want;
+        // What `skipped_to` was at `from`, for a read again from there.
+        let skipped_at_from = skipped_to;
         let mut straddles = false;
         let chunk_len = segment.read_into(&mut buf, from, want)?.len();
         let mut collector = Collector {
@@ -277,6 +279,23 @@ pub(super) fn read_segment(
                 )));
             }
             first_frame = false;
+            // The base offset is outside the CRC: a batch that does not continue the one
+            // before it is damaged even though it verifies, also when it would be skipped.
+            let follows = if collected {
+                Some(collector.out.next_offset)
+            } else {
+                skipped_to
+            };
+            if let Some(follows) = follows.filter(|&f| f != header.base_offset) {
+                if collected {
+                    break;
+                }
+                let reason = format!(
+                    "batch starts at offset {} where {follows} was expected",
+                    header.base_offset
+                );
+                return damage(path, position, skipped_to, offset, reason);
+            }
             if header.next_offset() <= offset || header.is_control() {
                 // Records below the offset asked for; or a transaction marker, which holds
                 // no data.
@@ -317,6 +336,7 @@ pub(super) fn read_segment(
             // The estimated read ran out before `max_records` or `max_bytes` did: read again
             // at the full size, so what a read returns never depends on the estimate.
             want = want.max(full_want);
+            skipped_to = skipped_at_from;
             continue;
         }
         if !collector.out.records.is_empty() {

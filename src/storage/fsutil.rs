@@ -123,6 +123,16 @@ impl AlignedBuf {
     }
 }
 
+/// The little-endian `u32` at `buf[at..at + 4]` (the checkpoint and offsets formats).
+pub(crate) fn u32_at(buf: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// The little-endian `u64` at `buf[at..at + 8]`.
+pub(crate) fn u64_at(buf: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs;
@@ -149,14 +159,4 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
-}
-
-/// The little-endian `u32` at `buf[at..at + 4]` (the checkpoint and offsets formats).
-pub(crate) fn u32_at(buf: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
-}
-
-/// The little-endian `u64` at `buf[at..at + 8]`.
-pub(crate) fn u64_at(buf: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
 }

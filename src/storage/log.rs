@@ -966,33 +966,6 @@ impl Drop for PartitionLog {
 #[cfg(test)]
 mod time_tests;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::batch::AppendRecord;
-
-    /// Reads are first sized from the segment's average frame; frames far larger than the
-    /// average must still come back exactly as `max_records` and `max_bytes` allow.
-    #[test]
-    fn a_read_of_frames_larger_than_the_average_returns_every_record_asked_for() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
-        let small = [1u8; 10];
-        let large = vec![2u8; 10_000];
-        let record = |value| AppendRecord { key: None, value };
-        log.append(&vec![record(&small[..]); 1000], 0).unwrap();
-        log.append(&vec![record(&large[..]); 10], 0).unwrap();
-        for from in [1000, 995] {
-            let fetched = log.read(from, 10, 1 << 20).unwrap();
-            let values: Vec<usize> = fetched.iter().map(|r| r.value.len()).collect();
-            let expected: Vec<usize> = (from..from + 10)
-                .map(|o| if o < 1000 { 10 } else { 10_000 })
-                .collect();
-            assert_eq!(values, expected, "reading from {from}");
-        }
-    }
-}
-
 /// Checks a client's batch before it is appended (see [`PartitionLog::append_kafka_batch`]);
 /// returns its header.
 fn check_client_batch(batch: &[u8], max_record_bytes: usize) -> Result<super::format::BatchHeader> {
@@ -1040,4 +1013,31 @@ fn check_client_batch(batch: &[u8], max_record_bytes: usize) -> Result<super::fo
         });
     }
     Ok(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::batch::AppendRecord;
+
+    /// Reads are first sized from the segment's average frame; frames far larger than the
+    /// average must still come back exactly as `max_records` and `max_bytes` allow.
+    #[test]
+    fn a_read_of_frames_larger_than_the_average_returns_every_record_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        let small = [1u8; 10];
+        let large = vec![2u8; 10_000];
+        let record = |value| AppendRecord { key: None, value };
+        log.append(&vec![record(&small[..]); 1000], 0).unwrap();
+        log.append(&vec![record(&large[..]); 10], 0).unwrap();
+        for from in [1000, 995] {
+            let fetched = log.read(from, 10, 1 << 20).unwrap();
+            let values: Vec<usize> = fetched.iter().map(|r| r.value.len()).collect();
+            let expected: Vec<usize> = (from..from + 10)
+                .map(|o| if o < 1000 { 10 } else { 10_000 })
+                .collect();
+            assert_eq!(values, expected, "reading from {from}");
+        }
+    }
 }

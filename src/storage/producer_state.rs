@@ -185,7 +185,7 @@ impl ProducerState {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.producers.len()
     }
 

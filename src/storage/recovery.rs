@@ -42,10 +42,14 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
 use super::error::{Result, StorageError};
-use super::format::HEADER_LEN;
 use super::fs::{FileSystem, OpenMode, SharedFs};
 use super::fsutil::TMP_SUFFIX;
 use super::segment::{file_names, time_index_name, LogSegment};
+
+/// The fewest bytes a record takes in an uncompressed batch (layout in `format`): its length,
+/// attributes, timestamp delta, offset delta, key length, value length and header count, one
+/// byte each. What bounds the records damaged bytes can have held.
+const MIN_RECORD_LEN: u64 = 7;
 
 /// Offsets are Kafka's signed 64-bit ones: no segment this code writes starts above this,
 /// and a base this low leaves room for every `u32` relative offset without overflow.
@@ -311,9 +315,10 @@ pub fn validate_segment(
     } else if let Some(damage) = outcome.damaged.last().filter(|d| d.resumed_at.is_none()) {
         // Nothing valid after the damage: the segment ends where it is known to end. For the
         // last segment, the recovery point, but no more records than the damaged bytes can
-        // hold (a frame has at least a header).
+        // hold uncompressed (a compressed batch can hold more; offsets past this bound are
+        // then handed out again).
         let known = next_base.unwrap_or_else(|| {
-            let most = (damage.end - damage.position).div_ceil(HEADER_LEN as u64);
+            let most = (damage.end - damage.position).div_ceil(MIN_RECORD_LEN);
             synced_below.min(damage.first_offset + most)
         });
         tracing::warn!(

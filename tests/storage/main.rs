@@ -4,6 +4,7 @@
 
 mod common;
 
+mod batch_damage;
 mod fuzz_storage;
 mod io_faults;
 mod power_loss;

@@ -311,7 +311,8 @@ fn a_sync_after_rolls_covers_the_segments_sealed_in_the_background() {
         let fs: SharedFs = Arc::new(sim.clone());
         let policy = FsyncPolicy::Interval(std::time::Duration::from_secs(3600));
         let (mut log, _offsets) = open(&fs, policy);
-        // About 40 bytes a frame: 400 records roll the 4 KiB segments a few times.
+        // About 100 bytes a batch of one record: 400 records roll the 4 KiB segments several
+        // times.
         for i in 0..400 {
             append_value(&mut log, i).unwrap();
         }

@@ -1,8 +1,11 @@
 //! Behaviour of the partition log through its public API: order, reads from any offset,
 //! segments, reopen, retention, bad input.
 
+use crate::common::record_len;
+
 use std::path::Path;
 
+use nanokafka::storage::format::HEADER_LEN;
 use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
 use nanokafka::FsyncPolicy;
 
@@ -140,9 +143,11 @@ fn max_records_and_max_bytes_bound_a_read_but_one_record_always_comes() {
     append_n(&mut log, 0, 20);
     assert_eq!(log.read(0, 3, 1 << 20).unwrap().len(), 3);
     assert_eq!(log.read(5, 100, 1).unwrap().len(), 1);
-    let two_frames = (30 + value(0).len()) + (30 + value(1).len());
-    assert_eq!(log.read(0, 100, two_frames).unwrap().len(), 2);
-    assert_eq!(log.read(0, 100, two_frames - 1).unwrap().len(), 1);
+    // `max_bytes` counts the records' bytes (here one per batch, at offset delta 0).
+    let record_len = |i| record_len(0, None, value(i).len());
+    let two_records = record_len(0) + record_len(1);
+    assert_eq!(log.read(0, 100, two_records).unwrap().len(), 2);
+    assert_eq!(log.read(0, 100, two_records - 1).unwrap().len(), 1);
 }
 
 #[test]
@@ -282,12 +287,13 @@ fn retention_by_records_is_exact_and_deletes_whole_segments() {
 }
 
 #[test]
-fn retention_by_bytes_keeps_at_most_that_many_frame_bytes() {
+fn retention_by_bytes_keeps_at_most_that_many_batch_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let frame = 30 + 10;
+    // One record of a 10-byte value per batch.
+    let batch = (HEADER_LEN + record_len(0, None, 10)) as u64;
     let cfg = LogConfig {
         retention: RetentionPolicy {
-            bytes: Some(5 * frame + 3),
+            bytes: Some(5 * batch + 3),
             ..RetentionPolicy::default()
         },
         ..config()

@@ -1,21 +1,21 @@
 //! A model-based property test of the partition log: random appends, reads, clock moves,
 //! clean restarts, crashes and crashes that cut the active segment, checked after every step
-//! against an in-memory model (every record ever appended, by offset, plus the log start).
+//! against an in-memory model (every record ever appended, by offset, the batches the appends
+//! made, plus the log start).
 //!
 //! Shrunk failures are frozen below as named tests that replay the exact sequence.
 
-use crate::common::{base_of, segment_files};
+use crate::common::{base_of, batches, record_len, segment_files};
 
 use std::fs;
 use std::path::Path;
 
+use nanokafka::storage::format::HEADER_LEN;
 use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
 use nanokafka::FsyncPolicy;
 use proptest::prelude::*;
 
 const NOW: u64 = 1_700_000_000_000;
-/// Bytes of a frame besides its key and value.
-const FRAME_OVERHEAD: usize = 30;
 
 type Key = Option<Vec<u8>>;
 /// A record as read back: offset, key, value, timestamp.
@@ -25,14 +25,15 @@ type Fetched = (u64, Key, Vec<u8>, u64);
 enum Cut {
     /// Cut the active segment to 0 bytes.
     FileStart,
-    /// Cut at the `n % (frames + 1)`-th frame boundary (the last one leaves the file whole).
-    FrameBoundary(u16),
-    /// Cut at byte `n % (len + 1)`: usually inside a frame.
+    /// Cut at the `n % (batches + 1)`-th batch boundary (the last one leaves the file whole).
+    BatchBoundary(u16),
+    /// Cut at byte `n % (len + 1)`: usually inside a batch.
     Byte(u16),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
+    /// One append: one batch.
     Append(Vec<(Key, Vec<u8>)>),
     /// Read from `offset % (log end + 3)`: below, inside and past the range.
     Read {
@@ -64,10 +65,13 @@ impl Params {
     }
 }
 
-/// What the log should hold: every record ever appended (offset = index) and the log start.
+/// What the log should hold: every record ever appended (offset = index), where each batch
+/// starts, and the log start.
 #[derive(Debug, Default)]
 struct Model {
     records: Vec<(Key, Vec<u8>, u64)>,
+    /// The base offset of each batch, ascending.
+    batch_bases: Vec<u64>,
     log_start: u64,
     last_timestamp: u64,
 }
@@ -79,11 +83,31 @@ impl Model {
 
     fn append(&mut self, batch: &[(Key, Vec<u8>)], now: u64, retention: RetentionPolicy) {
         self.last_timestamp = self.last_timestamp.max(now);
+        self.batch_bases.push(self.log_end());
         for (key, value) in batch {
             self.records
                 .push((key.clone(), value.clone(), self.last_timestamp));
         }
         self.enforce_retention(now, retention);
+    }
+
+    /// Bytes of the record at `offset`, encoded with its offset delta in its batch.
+    fn record_len(&self, offset: u64) -> usize {
+        let i = self.batch_bases.partition_point(|&b| b <= offset) - 1;
+        let delta = (offset - self.batch_bases[i]) as u32;
+        let (key, value, _) = &self.records[offset as usize];
+        record_len(delta, key.as_ref().map(Vec::len), value.len())
+    }
+
+    /// Bytes of the batch that starts at `batch_bases[i]`.
+    fn batch_len(&self, i: usize) -> u64 {
+        let end = self
+            .batch_bases
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.log_end());
+        let records: usize = (self.batch_bases[i]..end).map(|o| self.record_len(o)).sum();
+        (HEADER_LEN + records) as u64
     }
 
     fn enforce_retention(&mut self, now: u64, retention: RetentionPolicy) {
@@ -99,14 +123,18 @@ impl Model {
             self.log_start = self.log_start.max(first_young);
         }
         if let Some(max_bytes) = retention.bytes {
-            let frame = |o: u64| {
-                let (k, v, _) = &self.records[o as usize];
-                (FRAME_OVERHEAD + k.as_ref().map_or(0, Vec::len) + v.len()) as u64
-            };
-            let mut retained: u64 = (self.log_start..end).map(frame).sum();
-            while retained > max_bytes {
-                retained -= frame(self.log_start);
-                self.log_start += 1;
+            // Whole batches go, from the one holding the log start.
+            let mut first = self.batch_bases.partition_point(|&b| b <= self.log_start);
+            first = first.saturating_sub(1);
+            if self.log_start < end {
+                let mut retained: u64 = (first..self.batch_bases.len())
+                    .map(|i| self.batch_len(i))
+                    .sum();
+                while retained > max_bytes {
+                    retained -= self.batch_len(first);
+                    first += 1;
+                    self.log_start = self.batch_bases.get(first).copied().unwrap_or(end);
+                }
             }
         }
     }
@@ -120,17 +148,6 @@ impl Model {
             })
             .collect()
     }
-}
-
-/// Byte positions where the frames of a segment file end, read from their length fields.
-fn frame_ends(bytes: &[u8]) -> Vec<u64> {
-    let mut ends = Vec::new();
-    let mut at = 0usize;
-    while at < bytes.len() {
-        at += 4 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        ends.push(at as u64);
-    }
-    ends
 }
 
 fn fetch(
@@ -173,7 +190,8 @@ fn check_matches(log: &mut PartitionLog, model: &Model) {
 }
 
 /// One bounded read: a prefix of the model's records from `max(offset, log start)`, within
-/// the bounds, stopping short only at a segment boundary.
+/// the bounds, stopping short only at a segment boundary or before a batch the read could not
+/// take in one go (see [`assert_stopped_before_a_batch_out_of_reach`]).
 fn check_read(
     log: &mut PartitionLog,
     model: &Model,
@@ -202,44 +220,72 @@ fn check_read(
     if max_records > 0 && !want.is_empty() {
         assert!(!got.is_empty(), "at least one record comes");
     }
-    let frame = |r: &Fetched| FRAME_OVERHEAD + r.1.as_ref().map_or(0, Vec::len) + r.2.len();
-    let bytes: usize = got.iter().map(frame).sum();
+    // `max_bytes` counts the records' bytes, not their batches' headers.
+    let bytes: usize = got.iter().map(|r| model.record_len(r.0)).sum();
     assert!(
         got.len() <= 1 || bytes <= max_bytes,
         "{bytes} > {max_bytes}"
     );
     if let Some(following) = want.get(got.len()) {
-        if got.len() < max_records && bytes + frame(following) <= max_bytes {
+        if got.len() < max_records && bytes + model.record_len(following.0) <= max_bytes {
             let bases: Vec<u64> = segment_files(log.dir())
                 .iter()
                 .map(|p| base_of(p))
                 .collect();
-            assert!(
-                bases.contains(&next),
-                "read stopped short at {next}, not a segment base"
-            );
+            if !bases.contains(&next) {
+                assert_stopped_before_a_batch_out_of_reach(log.dir(), from, next, max_bytes);
+            }
         }
     }
 }
 
+/// A read of `from` that stopped short of its bounds at `next`, inside a segment, stopped
+/// before a whole batch (batches are verified whole) that ends beyond what a read takes in
+/// one go: `max_bytes` plus a batch header from the start of the batch holding `from` (a
+/// read begins at most an index interval before that batch, and reads an index interval
+/// and a header more than `max_bytes`).
+fn assert_stopped_before_a_batch_out_of_reach(dir: &Path, from: u64, next: u64, max_bytes: usize) {
+    let segment = segment_files(dir)
+        .into_iter()
+        .rfind(|p| base_of(p) <= from)
+        .unwrap();
+    let batches = batches(&segment);
+    let (start, _) = batches
+        .iter()
+        .find(|(_, h)| h.next_offset() > from)
+        .unwrap();
+    let Some((at, stopped_before)) = batches.iter().find(|(_, h)| h.base_offset == next) else {
+        panic!("read of {from} stopped short at {next}, inside a batch");
+    };
+    let end = at + stopped_before.batch_len as u64;
+    assert!(
+        end > start + (max_bytes + HEADER_LEN) as u64,
+        "read of {from} stopped short at {next}, before a batch within reach"
+    );
+}
+
 /// Cuts the active segment of a crashed log as `cut` says, as a power loss could: never below
-/// the frame of `recovery_point` (every record below it was synced, and recovery keeps what
-/// is there, see `recovery`). Returns the offset the log must now end at: the records wholly
-/// before the cut.
+/// the batch that starts at `recovery_point` (every record below it was synced, and recovery
+/// keeps what is there, see `recovery`). Returns the offset the log must now end at: the
+/// records of the batches wholly before the cut.
 fn crash_and_cut(dir: &Path, cut: Cut, recovery_point: u64) -> u64 {
     let active = segment_files(dir).pop().unwrap();
-    let bytes = fs::read(&active).unwrap();
-    let ends = frame_ends(&bytes);
-    let mut boundaries = vec![0];
-    boundaries.extend(&ends);
+    let base = base_of(&active);
+    // `(position, offset)` of every batch boundary: where each batch starts, and the end.
+    let mut boundaries = vec![(0, base)];
+    for (position, header) in batches(&active) {
+        boundaries.push((position + header.batch_len as u64, header.next_offset()));
+    }
+    let len = boundaries.last().unwrap().0;
     let position = match cut {
         Cut::FileStart => 0,
-        Cut::FrameBoundary(n) => boundaries[n as usize % boundaries.len()],
-        Cut::Byte(n) => u64::from(n) % (bytes.len() as u64 + 1),
+        Cut::BatchBoundary(n) => boundaries[n as usize % boundaries.len()].0,
+        Cut::Byte(n) => u64::from(n) % (len + 1),
     };
-    let synced = recovery_point
-        .checked_sub(base_of(&active))
-        .map_or(0, |frames| boundaries[frames as usize]);
+    let (synced, _) = *boundaries
+        .iter()
+        .find(|&&(_, offset)| offset == recovery_point)
+        .expect("the recovery point is a batch boundary of the active segment");
     let position = position.max(synced);
     fs::OpenOptions::new()
         .write(true)
@@ -247,8 +293,12 @@ fn crash_and_cut(dir: &Path, cut: Cut, recovery_point: u64) -> u64 {
         .unwrap()
         .set_len(position)
         .unwrap();
-    let whole_frames = ends.iter().filter(|&&end| end <= position).count() as u64;
-    base_of(&active) + whole_frames
+    boundaries
+        .iter()
+        .take_while(|&&(end, _)| end <= position)
+        .last()
+        .unwrap()
+        .1
 }
 
 fn run(params: Params, ops: &[Op]) {
@@ -322,6 +372,7 @@ fn run(params: Params, ops: &[Op]) {
                 opened_at_end = reopened.log_end_offset();
                 // The cut records were never synced: the model forgets them.
                 model.records.truncate(survivors_end as usize);
+                model.batch_bases.retain(|&b| b < survivors_end);
                 model.log_start = model.log_start.min(survivors_end);
                 let any_record_left = segment_files(dir.path())
                     .iter()
@@ -345,7 +396,7 @@ fn op() -> impl Strategy<Value = Op> {
     );
     let cut = prop_oneof![
         Just(Cut::FileStart),
-        any::<u16>().prop_map(Cut::FrameBoundary),
+        any::<u16>().prop_map(Cut::BatchBoundary),
         any::<u16>().prop_map(Cut::Byte),
     ];
     prop_oneof![

@@ -2,12 +2,13 @@
 //! closed cleanly, its files are damaged by hand, and `PartitionLog::open` must report what
 //! it found and did, and read back exactly the records that survive.
 
-use crate::common::{self, base_of, log_end, segment_files};
+use crate::common::{self, base_of, batch_starts, batches, log_end, record_len, segment_files};
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use nanokafka::storage::format::{self, HEADER_LEN};
 use nanokafka::storage::recovery::{Gap, RecoveryReport};
 use nanokafka::storage::{
     AppendRecord, LogConfig, OffsetStore, PartitionLog, RetentionPolicy, StorageError,
@@ -15,8 +16,9 @@ use nanokafka::storage::{
 use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
 
 const NOW: u64 = 1_700_000_000_000;
-/// Bytes of a frame before its key (the record format's header).
-const HEADER_LEN: u64 = 30;
+/// A byte of the batch length field (big-endian, bytes 8..12): flipped, the next batch is no
+/// longer where the length says, and must be searched for.
+const LENGTH_BYTE: u64 = 10;
 
 /// Small segments: a few hundred records make a dozen of them, none with an index entry.
 fn config() -> LogConfig {
@@ -26,7 +28,7 @@ fn config() -> LogConfig {
     }
 }
 
-/// Segments of 32 KiB: each gets several index entries (one every 4 KiB of frames).
+/// Segments of 32 KiB: each gets several index entries (one every 4 KiB of batches).
 fn big_segments() -> LogConfig {
     LogConfig {
         segment_bytes: 32 << 10,
@@ -92,17 +94,10 @@ fn index_of(segment: &Path) -> PathBuf {
     segment.with_extension("index")
 }
 
-/// Byte positions of the frames in a segment file, read from their length fields.
-fn frame_starts(segment: &Path) -> Vec<u64> {
-    let bytes = fs::read(segment).unwrap();
-    let mut starts = Vec::new();
-    let mut at = 0usize;
-    while at < bytes.len() {
-        starts.push(at as u64);
-        at += 4 + u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-    }
-    assert_eq!(at, bytes.len(), "{} is not whole frames", segment.display());
-    starts
+/// A byte in the records of the batch that starts at `start`: under its CRC, with its length
+/// field intact (so the next batch is where the length says).
+fn in_records(start: u64) -> u64 {
+    start + HEADER_LEN as u64 + 2
 }
 
 /// `(offset, position)` entries of an index file.
@@ -154,12 +149,19 @@ fn assert_cut(report: &RecoveryReport, path: &Path, position: u64, bytes_cut: u6
 
 #[test]
 fn garbage_after_the_active_tail_is_cut_at_the_old_end_and_appends_continue() {
-    let mut plausible_length = 40u32.to_le_bytes().to_vec(); // a length, then a wrong crc
-    plausible_length.extend([0xab; 40]);
-    let mut torn = 500u32.to_le_bytes().to_vec(); // promises more bytes than the file has
+    // A batch header with the next offset, a length that fits and magic 2: only its CRC fails.
+    let header = |length: i32| {
+        let mut bytes = 300i64.to_be_bytes().to_vec();
+        bytes.extend(length.to_be_bytes());
+        bytes.extend([0, 0, 0, 0, format::MAGIC]);
+        bytes
+    };
+    let mut plausible_length = header(HEADER_LEN as i32 - 12 + 40);
+    plausible_length.extend([0xab; HEADER_LEN - 17 + 40]);
+    let mut torn = header(500); // promises more bytes than the file has
     torn.extend([7; 20]);
     let garbages = [
-        b"not a frame at all, just noise".to_vec(),
+        b"not a batch at all, just noise".to_vec(),
         plausible_length,
         torn,
         vec![0xff; 3],
@@ -190,18 +192,19 @@ fn garbage_after_the_active_tail_is_cut_at_the_old_end_and_appends_continue() {
 
 #[test]
 fn a_torn_last_record_loses_only_that_record() {
-    let last_len = HEADER_LEN + value(299).len() as u64;
-    for cut_into_frame in [1, 3, 4, 17, HEADER_LEN, last_len - 1] {
+    let last_len = (HEADER_LEN + record_len(0, None, value(299).len())) as u64;
+    // In the length field, before and after the magic, in the CRC, the header, the record.
+    for cut_into_batch in [1, 9, 12, 16, 17, 21, HEADER_LEN as u64, last_len - 1] {
         let (dir, log) = log_with(300, config());
         drop(log);
         let active = segment_files(dir.path()).pop().unwrap();
-        let last_start = *frame_starts(&active).last().unwrap();
+        let last_start = *batch_starts(&active).last().unwrap();
         assert_eq!(len_of(&active), last_start + last_len);
-        cut(&active, last_start + cut_into_frame);
+        cut(&active, last_start + cut_into_batch);
 
         let (mut log, report) = reopen(dir.path(), config());
-        assert_cut(&report, &active, last_start, cut_into_frame);
-        assert_eq!(log.log_end_offset(), 299, "cut {cut_into_frame} bytes in");
+        assert_cut(&report, &active, last_start, cut_into_batch);
+        assert_eq!(log.log_end_offset(), 299, "cut {cut_into_batch} bytes in");
         assert_eq!(read_all(&mut log, 290), expected(290..299));
         append_n(&mut log, 299, 2);
         assert_eq!(read_all(&mut log, 297), expected(297..301));
@@ -229,10 +232,10 @@ fn a_flipped_byte_in_the_active_segment_after_a_crash_truncates_at_that_record()
     drop(log);
     let active = segment_files(dir.path()).pop().unwrap();
     let base = base_of(&active);
-    let starts = frame_starts(&active);
+    let starts = batch_starts(&active);
     let bad = starts.len() / 2;
     let old_len = len_of(&active);
-    flip_byte(&active, starts[bad] + HEADER_LEN + 2); // inside the value
+    flip_byte(&active, in_records(starts[bad]));
 
     let (mut log, report) = reopen(dir.path(), config());
     assert_cut(&report, &active, starts[bad], old_len - starts[bad]);
@@ -253,12 +256,12 @@ fn a_flipped_byte_in_a_sealed_segment_after_a_clean_shutdown_is_an_error_on_read
     let segments = segment_files(dir.path());
     assert!(segments.len() >= 3);
     let sealed = &segments[0];
-    // A frame before the segment's last index entry: the open's tail check does not reach it.
+    // A batch before the segment's last index entry: the open's tail check does not reach it.
     let (last_indexed, _) = *index_entries(&index_of(sealed), 0).last().unwrap();
     let bad = 10u64;
     assert!(bad < last_indexed);
-    let position = frame_starts(sealed)[bad as usize];
-    flip_byte(sealed, position + HEADER_LEN + 3);
+    let position = batch_starts(sealed)[bad as usize];
+    flip_byte(sealed, in_records(position));
 
     let (mut log, report) = reopen(dir.path(), big_segments());
     assert!(report.clean_shutdown);
@@ -293,10 +296,10 @@ fn a_flipped_byte_in_a_sealed_segments_tail_is_reported_and_kept_not_cut() {
     let sealed = &segments[0];
     let sealed_len = len_of(sealed);
     let next_base = base_of(&segments[1]);
-    // The last frame of the segment: inside the open's tail check.
+    // The last batch of the segment: inside the open's tail check.
     let bad = next_base - 1;
-    let position = *frame_starts(sealed).last().unwrap();
-    flip_byte(sealed, position + HEADER_LEN + 1);
+    let position = *batch_starts(sealed).last().unwrap();
+    flip_byte(sealed, in_records(position));
 
     let (mut log, report) = reopen(dir.path(), big_segments());
     assert!(
@@ -442,10 +445,16 @@ fn the_first_segment_deleted_moves_the_log_start_to_the_first_present_base() {
     log.close().unwrap();
     let segments = segment_files(dir.path());
     let second = base_of(&segments[1]);
-    fs::remove_file(&segments[0]).unwrap(); // its index is now an orphan
+    fs::remove_file(&segments[0]).unwrap(); // its indexes are now orphans
 
     let (mut log, report) = reopen(dir.path(), config());
-    assert_eq!(report.leftovers_removed, vec![index_of(&segments[0])]);
+    assert_eq!(
+        report.leftovers_removed,
+        vec![
+            index_of(&segments[0]),
+            segments[0].with_extension("timeindex")
+        ]
+    );
     assert!(report.gaps.is_empty());
     assert_eq!(log.log_start_offset(), second);
     assert_eq!(first_read(&mut log, 0), second);
@@ -506,19 +515,19 @@ fn a_corrupt_log_start_file_is_recomputed_exactly_from_retention() {
 
 #[test]
 fn bytes_appended_after_a_clean_shutdown_are_validated_not_trusted() {
-    let last_frame = |active: &Path| {
-        let start = *frame_starts(active).last().unwrap() as usize;
+    let last_batch = |active: &Path| {
+        let start = *batch_starts(active).last().unwrap() as usize;
         fs::read(active).unwrap()[start..].to_vec()
     };
-    // Noise, and a valid frame copied again (its offset repeats, so it must not be kept).
-    for kind in ["noise", "repeated frame"] {
+    // Noise, and a valid batch copied again (its offsets repeat, so it must not be kept).
+    for kind in ["noise", "repeated batch"] {
         let (dir, log) = log_with(300, config());
         log.close().unwrap();
         let active = segment_files(dir.path()).pop().unwrap();
         let old_len = len_of(&active);
         let extra = match kind {
             "noise" => b"appended by hand after the marker".to_vec(),
-            _ => last_frame(&active),
+            _ => last_batch(&active),
         };
         append_bytes(&active, &extra);
 
@@ -623,11 +632,12 @@ fn kept(report: &RecoveryReport) -> Vec<(PathBuf, u64, u64, Option<u64>)> {
 fn damage_below_the_recovery_point_is_kept_reported_and_later_records_stay_readable() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = reopen(dir.path(), always()).0;
-    append_batch(&mut log, 0..1000, NOW);
+    append_batch(&mut log, 0..1, NOW);
+    append_batch(&mut log, 1..1000, NOW);
     log.close().unwrap();
     let segment = segment_files(dir.path()).remove(0);
-    flip_byte(&segment, HEADER_LEN + 2); // inside the first record's value
-                                         // The clean-shutdown marker spares the scan: the damage goes unnoticed here.
+    flip_byte(&segment, in_records(0)); // record 0, alone in the first batch
+                                        // The clean-shutdown marker spares the scan: the damage goes unnoticed here.
     let mut log = reopen(dir.path(), always()).0;
     append_batch(&mut log, 1000..1100, NOW); // acknowledged and synced
     drop(log); // a crash
@@ -645,16 +655,16 @@ fn damage_below_the_recovery_point_is_kept_reported_and_later_records_stay_reada
 
 #[test]
 fn damage_in_a_sealed_segment_leaves_the_records_after_it_readable() {
-    // A flipped value byte (the frame's length still leads to the next frame) and a flipped
-    // length byte (the next frame must be searched for).
-    for (what, flip_at) in [("value", HEADER_LEN + 3), ("length", 1)] {
+    // A flipped record byte (the batch's length still leads to the next batch) and a flipped
+    // length byte (the next batch must be searched for).
+    for (what, flip_at) in [("record", in_records(0)), ("length", LENGTH_BYTE)] {
         let (dir, log) = log_with(1200, big_segments());
         log.close().unwrap();
         let segments = segment_files(dir.path());
         let sealed = &segments[0];
         let next_base = base_of(&segments[1]);
         let bad = 10u64;
-        let position = frame_starts(sealed)[bad as usize];
+        let position = batch_starts(sealed)[bad as usize];
         flip_byte(sealed, position + flip_at);
         fs::remove_file(index_of(sealed)).unwrap(); // the open rebuilds the index
 
@@ -692,8 +702,8 @@ fn damage_at_the_end_of_the_active_segment_below_the_recovery_point_is_kept_and_
         "appends must not roll here"
     );
     let old_len = len_of(&active);
-    let last = *frame_starts(&active).last().unwrap();
-    flip_byte(&active, last + HEADER_LEN + 1); // the last record, synced before the shutdown
+    let last = *batch_starts(&active).last().unwrap();
+    flip_byte(&active, in_records(last)); // the last record, synced before the shutdown
 
     let (mut log, report) = reopen(dir.path(), big_segments());
     assert!(report.truncations.is_empty(), "{report:?}");
@@ -730,12 +740,12 @@ fn time_retention_steps_over_a_damaged_record_and_the_partition_opens() {
     };
     let dir = tempfile::tempdir().unwrap();
     let mut log = PartitionLog::open(dir.path(), cfg, NOW).unwrap().0;
-    append_batch(&mut log, 0..600, NOW);
+    append_n(&mut log, 0, 600);
     append_batch(&mut log, 600..700, NOW + 1_000);
     log.close().unwrap();
     let first = segment_files(dir.path()).remove(0);
-    let position = frame_starts(&first)[10];
-    flip_byte(&first, position + HEADER_LEN + 2);
+    let position = batch_starts(&first)[10];
+    flip_byte(&first, in_records(position));
 
     // Records 0..600 are expired, 600.. are not: retention must pass the damaged record 10.
     let (mut log, _) = PartitionLog::open(dir.path(), cfg, NOW + 5_500).unwrap();
@@ -766,12 +776,13 @@ fn a_broker_keeps_synced_records_around_damage_found_after_a_clean_open() {
     };
     let broker = open();
     broker.create_topic("t", TopicConfig::default()).unwrap();
-    produce_range(&broker, "t", 0..1000);
+    produce_range(&broker, "t", 0..1); // record 0 alone in the first batch
+    produce_range(&broker, "t", 1..1000);
     broker.shutdown().unwrap();
     drop(broker);
     flip_byte(
         &dir.path().join("t_0").join("00000000000000000000.log"),
-        HEADER_LEN + 2,
+        in_records(0),
     );
     let broker = open();
     produce_range(&broker, "t", 1000..1100);
@@ -809,16 +820,19 @@ fn a_broker_partition_with_time_retention_and_a_damaged_record_opens_and_retenti
     let broker = open();
     let topic = TopicConfig::default().retention_ms(5_000);
     broker.create_topic("t", topic).unwrap();
-    produce_range(&broker, "t", 0..600);
+    for from in (0..600).step_by(10) {
+        produce_range(&broker, "t", from..from + 10);
+    }
     clock.advance(1_000);
     produce_range(&broker, "t", 600..700);
     broker.shutdown().unwrap();
     drop(broker);
     let segment = dir.path().join("t_0").join("00000000000000000000.log");
-    let position = frame_starts(&segment)[10];
-    flip_byte(&segment, position + HEADER_LEN + 2);
+    let (position, header) = batches(&segment)[10];
+    assert_eq!(header.base_offset, 100);
+    flip_byte(&segment, in_records(position));
 
-    // Records 0..600 are now expired, 600.. are not; record 10 is damaged.
+    // Records 0..600 are now expired, 600.. are not; records 100..110 are damaged.
     clock.set(NOW + 5_500);
     let broker = open();
     let stats = common::partition_stats(&broker, "t", 0);
@@ -832,7 +846,7 @@ fn a_read_steps_over_damage_at_the_start_of_a_segment_that_the_open_did_not_see(
     let (dir, log) = log_with(1200, big_segments());
     log.close().unwrap();
     let first = segment_files(dir.path()).remove(0);
-    flip_byte(&first, HEADER_LEN + 1); // record 0, before the first index entry
+    flip_byte(&first, in_records(0)); // record 0, before the first index entry
 
     let (mut log, report) = reopen(dir.path(), big_segments());
     assert_eq!(
@@ -854,8 +868,8 @@ fn bytes_retention_steps_over_a_damaged_record() {
         let segments = segment_files(dir.path());
         let first = &segments[0];
         let total: u64 = segments.iter().map(|s| len_of(s)).sum();
-        let starts = frame_starts(first);
-        flip_byte(first, starts[10] + HEADER_LEN + 2);
+        let starts = batch_starts(first);
+        flip_byte(first, in_records(starts[10]));
         // The cut falls after the damaged record 10, before the segment's first index entry,
         // so finding it means scanning past the damage.
         let cut_at = 2000;

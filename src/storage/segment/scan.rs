@@ -218,23 +218,10 @@ impl LogSegment {
                     Decoded::Batch(header) => {
                         let here = position + at as u64;
                         let offset = header.base_offset;
-                        if offset > expected_offset
-                            && expected_offset < step_over_below
-                            && self.holds_offset(offset)
-                        {
-                            // Records are missing but the bytes verify: resume right here.
-                            damaged.push(DamagedRange {
-                                position: here,
-                                end: here,
-                                first_offset: expected_offset,
-                                resumed_at: Some(offset),
-                                reason: format!(
-                                    "offset {offset} where {expected_offset} was expected"
-                                ),
-                            });
-                            expected_offset = offset;
-                            after_damage = true;
-                        }
+                        // The base offset is outside the CRC: a batch that verifies at
+                        // another offset than the expected one most likely has a damaged
+                        // base offset, so it is a bad batch like any other (stepped over
+                        // below the recovery point, cut above it), never a jump of the log.
                         if offset != expected_offset {
                             stop = Some(format!(
                                 "offset {offset} where {expected_offset} was expected"
