@@ -40,15 +40,34 @@ pub struct RecordRef<'a> {
     pub headers: Headers<'a>,
 }
 
-/// Where a record of a read lies: in the read buffer, or in a decompressed section.
+/// Where a record of a read lies, parsed once: its fields' byte ranges in the read buffer or
+/// in a decompressed section.
 #[derive(Debug, Clone, Copy)]
 struct RecordLoc {
     /// 0: the read buffer; `n`: `sections[n - 1]`.
     source: u32,
-    start: u32,
-    len: u32,
     offset: u64,
     timestamp_ms: u64,
+    key: Option<Span>,
+    value: Option<Span>,
+    headers: Span,
+    header_count: u32,
+}
+
+/// `(start, len)` of a field in its source buffer.
+#[derive(Debug, Clone, Copy)]
+struct Span(u32, u32);
+
+impl Span {
+    /// Where `inner`, a slice of `outer`, lies in it, shifted by `base`.
+    fn of(outer: &[u8], inner: &[u8], base: usize) -> Span {
+        let start = inner.as_ptr() as usize - outer.as_ptr() as usize + base;
+        Span(start as u32, inner.len() as u32)
+    }
+
+    fn get(self, bytes: &[u8]) -> &[u8] {
+        &bytes[self.0 as usize..(self.0 + self.1) as usize]
+    }
 }
 
 /// Records returned by [`super::PartitionLog::read`]: verified batches in one buffer, and
@@ -85,21 +104,18 @@ impl FetchedRecords {
     }
     /// The records, in offset order.
     pub fn iter(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
-        self.records.iter().filter_map(move |loc| {
+        self.records.iter().map(move |loc| {
             let source = match loc.source {
                 0 => self.buf.as_slice(),
                 n => self.sections[n as usize - 1].as_slice(),
             };
-            let bytes = &source[loc.start as usize..(loc.start + loc.len) as usize];
-            // Parsed once already when the read collected it: this cannot fail.
-            let view = format::parse_record(bytes).ok()?;
-            Some(RecordRef {
+            RecordRef {
                 offset: loc.offset,
                 timestamp_ms: loc.timestamp_ms,
-                key: view.key,
-                value: view.value.unwrap_or_default(),
-                headers: view.headers,
-            })
+                key: loc.key.map(|k| k.get(source)),
+                value: loc.value.map_or(&[][..], |v| v.get(source)),
+                headers: Headers::verified(loc.header_count as usize, loc.headers.get(source)),
+            }
         })
     }
     /// The whole batches the records came from, as stored (what a Kafka fetch returns: the
@@ -170,14 +186,11 @@ impl Collector {
         };
         let before = self.out.records.len();
         let mut whole = true;
-        let mut start = base;
         let (max_records, max_bytes) = (self.max_records, self.max_bytes);
         let (out, bytes) = (&mut self.out, &mut self.bytes);
         format::validate_records(records, header, |record| {
             let len = record.encoded_len;
             let offset = header.base_offset + u64::from(record.offset_delta);
-            let record_start = start;
-            start += len;
             if offset < out.next_offset || !whole {
                 return;
             }
@@ -189,10 +202,12 @@ impl Collector {
             }
             out.records.push(RecordLoc {
                 source,
-                start: record_start as u32,
-                len: len as u32,
                 offset,
                 timestamp_ms: header.record_timestamp(record.timestamp_delta).max(0) as u64,
+                key: record.key.map(|k| Span::of(records, k, base)),
+                value: record.value.map(|v| Span::of(records, v, base)),
+                headers: Span::of(records, record.headers.bytes(), base),
+                header_count: record.headers.len() as u32,
             });
             *bytes += len;
             out.next_offset = offset + 1;
@@ -230,7 +245,8 @@ pub(super) fn read_segment(
         let asked = want;
         // What `skipped_to` was at `from`, for a read again from there.
         let skipped_at_from = skipped_to;
-        let mut straddles = false;
+        // Bytes from `from` to the end of a whole batch the chunk cut short, if one did.
+        let mut straddling_end: Option<usize> = None;
         let chunk_len = segment.read_into(&mut buf, from, want)?.len();
         let mut collector = Collector {
             max_records,
@@ -247,12 +263,14 @@ pub(super) fn read_segment(
                 Decoded::Batch(header) => header,
                 Decoded::Incomplete { batch_len } => {
                     let needed = batch_len.unwrap_or(HEADER_LEN);
-                    if position + needed as u64 <= segment.size() || collected {
-                        // The batch straddles the chunk (or runs past the end of the segment,
-                        // reported by the read that starts at it): read again from it if
-                        // nothing was collected, else return what was.
-                        want = want.max(needed);
-                        straddles = true;
+                    if position + needed as u64 <= segment.size() {
+                        // The batch straddles the chunk: read again, up to its end.
+                        straddling_end = Some(at + needed);
+                        break;
+                    }
+                    if collected {
+                        // It runs past the end of the segment: the read that starts at it
+                        // reports it.
                         break;
                     }
                     let reason =
@@ -328,14 +346,24 @@ pub(super) fn read_segment(
                 Err(reason) => return Err(StorageError::corrupt(path, position, reason)),
             }
         }
-        if asked < full_want
-            && chunk_len == asked
-            && !collector.is_full()
-            && (at >= chunk_len || straddles)
-        {
-            // The estimated read ran out before `max_records` or `max_bytes` did: read again
-            // at the full size, so what a read returns never depends on the estimate.
-            want = want.max(full_want);
+        if let Some(end) = straddling_end.filter(|_| !collector.is_full()) {
+            // Read again with the whole batch in the chunk: from `from` when records were
+            // collected before it (what a read returns never depends on the chunk size),
+            // else from the batch itself.
+            if collector.out.records.is_empty() {
+                from += at as u64;
+                want = want.max(end - at);
+            } else {
+                want = want.max(end);
+                skipped_to = skipped_at_from;
+            }
+            continue;
+        }
+        if asked < full_want && chunk_len == asked && !collector.is_full() && at >= chunk_len {
+            // The estimated read ran out at a batch boundary before `max_records` or
+            // `max_bytes` did: read again, larger, so what a read returns never depends on
+            // the estimate.
+            want = asked.saturating_mul(2).min(full_want);
             skipped_to = skipped_at_from;
             continue;
         }

@@ -303,6 +303,16 @@ pub struct Headers<'a> {
 }
 
 impl<'a> Headers<'a> {
+    /// The headers of a record [`parse_record`] accepted: `count` of them in `bytes`.
+    pub(crate) fn verified(count: usize, bytes: &'a [u8]) -> Self {
+        Headers { count, bytes }
+    }
+
+    /// The encoded headers (the bytes after the header count).
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     pub fn len(&self) -> usize {
         self.count
     }
@@ -322,6 +332,7 @@ impl<'a> Headers<'a> {
 }
 
 /// Parses the record at the start of `section`.
+#[inline]
 ///
 /// # Errors
 /// The reason, when the bytes are not a record (or one whose offset delta is negative).
@@ -589,10 +600,12 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn new(buf: &'a [u8]) -> Self {
         Cursor { buf, at: 0 }
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self
             .at
@@ -605,7 +618,28 @@ impl<'a> Cursor<'a> {
     }
 
     /// A zigzag varint of at most `max_bytes` bytes.
+    #[inline(always)]
     fn zigzag(&mut self, max_bytes: usize) -> Result<i64, String> {
+        // Most varints of a record (attributes aside, every field's length) fit one byte.
+        // Most varints of a record fit one byte (attributes, deltas, short lengths) or two
+        // (lengths up to 8191 bytes).
+        let z = match self.buf.get(self.at..self.at + 2) {
+            Some(&[b0, _]) if b0 < 0x80 => {
+                self.at += 1;
+                u64::from(b0)
+            }
+            Some(&[b0, b1]) if b1 < 0x80 => {
+                self.at += 2;
+                u64::from(b0 & 0x7f) | u64::from(b1) << 7
+            }
+            _ => return self.zigzag_long(max_bytes),
+        };
+        Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
+    }
+
+    /// [`Cursor::zigzag`] of more than one byte (or none).
+    #[cold]
+    fn zigzag_long(&mut self, max_bytes: usize) -> Result<i64, String> {
         let mut z = 0u64;
         for i in 0..max_bytes {
             let b = *self.buf.get(self.at).ok_or("varint runs past the end")?;
@@ -618,6 +652,7 @@ impl<'a> Cursor<'a> {
         Err(format!("varint longer than {max_bytes} bytes"))
     }
 
+    #[inline(always)]
     fn varint(&mut self) -> Result<i64, String> {
         let v = self.zigzag(5)?;
         i32::try_from(v)
@@ -625,11 +660,13 @@ impl<'a> Cursor<'a> {
             .map_err(|_| format!("varint {v} out of the 32-bit range"))
     }
 
+    #[inline]
     fn varlong(&mut self) -> Result<i64, String> {
         self.zigzag(10)
     }
 
     /// A length-prefixed byte string; `None` for length -1.
+    #[inline(always)]
     fn bytes(&mut self) -> Result<Option<&'a [u8]>, String> {
         match self.varint()? {
             -1 => Ok(None),
