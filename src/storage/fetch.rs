@@ -70,6 +70,21 @@ impl Span {
     }
 }
 
+/// Where a read stopped inside an uncompressed batch it verified whole (CRC and every
+/// record): a sequential read that starts at that batch next resumes at the record, without
+/// verifying and parsing the batch again. A consumer taking 500 records at a time from
+/// batches of 1000 would otherwise pay for each batch twice.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Resume {
+    /// Where the batch starts in its segment.
+    pub position: u64,
+    pub header: BatchHeader,
+    /// Where the next record starts, in bytes after the batch header.
+    pub record_at: usize,
+    /// That record's index in the batch (its offset delta).
+    pub index: u32,
+}
+
 /// Records returned by [`super::PartitionLog::read`]: verified batches in one buffer, and
 /// where each record returned lies.
 #[derive(Debug, Default)]
@@ -81,6 +96,9 @@ pub struct FetchedRecords {
     /// `(start, len)` in `buf` of each batch the records came from.
     batches: Vec<(usize, usize)>,
     pub(super) next_offset: u64,
+    /// Set when the read stopped inside an uncompressed batch (see [`Resume`]); its position
+    /// is relative to the read's start until `read_segment` makes it absolute.
+    pub(super) resume: Option<Resume>,
 }
 
 impl FetchedRecords {
@@ -173,6 +191,7 @@ impl Collector {
         chunk: &[u8],
         at: usize,
         header: &BatchHeader,
+        resume_at: Option<(usize, u32)>,
     ) -> std::result::Result<bool, String> {
         let batch = &chunk[at..at + header.batch_len];
         let mut section = Vec::new();
@@ -185,20 +204,27 @@ impl Collector {
             (&batch[HEADER_LEN..], 0, at + HEADER_LEN)
         };
         let before = self.out.records.len();
-        let mut whole = true;
+        let mut taking = true;
+        // Where the first record not taken starts, and its index.
+        let mut stopped_at = None;
         let (max_records, max_bytes) = (self.max_records, self.max_bytes);
         let (out, bytes) = (&mut self.out, &mut self.bytes);
-        format::validate_records(records, header, |record| {
+        // Takes `record` if it is wanted and fits; false once the read is full.
+        let mut consider = |record: &format::RecordView<'_>, record_at: usize| {
             let len = record.encoded_len;
             let offset = header.base_offset + u64::from(record.offset_delta);
-            if offset < out.next_offset || !whole {
-                return;
+            if !taking {
+                return false;
+            }
+            if offset < out.next_offset {
+                return true;
             }
             if out.records.len() >= max_records
                 || (!out.records.is_empty() && *bytes + len > max_bytes)
             {
-                whole = false;
-                return;
+                taking = false;
+                stopped_at = Some((record_at, record.offset_delta));
+                return false;
             }
             out.records.push(RecordLoc {
                 source,
@@ -211,7 +237,43 @@ impl Collector {
             });
             *bytes += len;
             out.next_offset = offset + 1;
-        })?;
+            true
+        };
+        match resume_at {
+            // Verified whole by the read that stopped here: parse on from the record, until the
+            // read is full.
+            Some((mut record_at, first)) if !compressed => {
+                for index in first..header.records_count {
+                    let record = format::parse_record(&records[record_at..])?;
+                    if record.offset_delta != index {
+                        return Err(format!(
+                            "record {index} has offset delta {}",
+                            record.offset_delta
+                        ));
+                    }
+                    if !consider(&record, record_at) {
+                        break;
+                    }
+                    record_at += record.encoded_len;
+                }
+            }
+            _ => {
+                let mut record_at = 0;
+                format::validate_records(records, header, |record| {
+                    consider(record, record_at);
+                    record_at += record.encoded_len;
+                })?;
+            }
+        }
+        let whole = stopped_at.is_none();
+        if let Some((record_at, index)) = stopped_at.filter(|_| !compressed) {
+            self.out.resume = Some(Resume {
+                position: at as u64,
+                header: *header,
+                record_at,
+                index,
+            });
+        }
         if self.out.records.len() > before {
             self.out.batches.push((at, header.batch_len));
             if compressed {
@@ -226,13 +288,14 @@ impl Collector {
 }
 
 /// Reads records from `offset` out of `segment`, starting the scan at byte `from` (an index
-/// entry at or before `offset`, or 0).
+/// entry at or before `offset`, or 0; or where the previous read stopped, with `resume` when
+/// it stopped inside a batch).
 pub(super) fn read_segment(
     segment: &LogSegment,
     mut from: u64,
     offset: u64,
-    max_records: usize,
-    max_bytes: usize,
+    (max_records, max_bytes): (usize, usize),
+    resume: Option<Resume>,
 ) -> Result<SegmentRead> {
     let path = segment.log_path();
     let full_want = max_bytes.min(MAX_READ_CHUNK) + READ_SLACK;
@@ -259,7 +322,16 @@ pub(super) fn read_segment(
             let chunk = buf.as_slice();
             let position = from + at as u64;
             let collected = !collector.out.records.is_empty();
-            let header = match format::decode(&chunk[at..]) {
+            let resumed = resume.filter(|r| {
+                r.position == position
+                    && r.header.base_offset + u64::from(r.index) == offset
+                    && r.header.batch_len <= chunk_len - at
+            });
+            let decoded = match resumed {
+                Some(r) => Decoded::Batch(r.header),
+                None => format::decode(&chunk[at..]),
+            };
+            let header = match decoded {
                 Decoded::Batch(header) => header,
                 Decoded::Incomplete { batch_len } => {
                     let needed = batch_len.unwrap_or(HEADER_LEN);
@@ -336,7 +408,7 @@ pub(super) fn read_segment(
                 );
                 return Err(StorageError::corrupt(path, position, reason));
             }
-            match collector.take(chunk, at, &header) {
+            match collector.take(chunk, at, &header, resumed.map(|r| (r.record_at, r.index))) {
                 Ok(true) => {
                     at += header.batch_len;
                     end_at = at;
@@ -370,6 +442,9 @@ pub(super) fn read_segment(
         if !collector.out.records.is_empty() {
             let mut records = collector.out;
             records.buf = buf;
+            if let Some(r) = &mut records.resume {
+                r.position += from;
+            }
             return Ok(SegmentRead::Done {
                 records,
                 end_position: from + end_at as u64,

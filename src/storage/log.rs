@@ -33,7 +33,7 @@ pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_B
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
-use super::fetch::{first_record_not_before, read_segment, SegmentRead};
+use super::fetch::{first_record_not_before, read_segment, Resume, SegmentRead};
 use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
@@ -150,6 +150,8 @@ struct ReadHint {
     offset: u64,
     base_offset: u64,
     position: u64,
+    /// Set when the last read stopped inside a batch it verified.
+    resume: Option<Resume>,
 }
 
 /// One partition's log. Single owner: not `Sync`-shared; the partition actor owns it.
@@ -639,9 +641,9 @@ impl PartitionLog {
                     .map_or(log_end, |(&b, _)| b);
                 continue;
             }
-            let mut from = match self.read_hint {
-                Some(h) if h.offset == offset && h.base_offset == base => h.position,
-                _ => segment.lookup(offset)?.position,
+            let (mut from, mut resume) = match self.read_hint {
+                Some(h) if h.offset == offset && h.base_offset == base => (h.position, h.resume),
+                _ => (segment.lookup(offset)?.position, None),
             };
             let path = segment.log_path();
             let mut fell_back = false;
@@ -650,8 +652,8 @@ impl PartitionLog {
                     segment,
                     from,
                     offset,
-                    max_records,
-                    max_bytes,
+                    (max_records, max_bytes),
+                    resume.take(),
                 )? {
                     SegmentRead::Done {
                         records,
@@ -694,6 +696,7 @@ impl PartitionLog {
                 offset: records.next_offset,
                 base_offset: base,
                 position: end_position,
+                resume: records.resume.filter(|r| r.position == end_position),
             });
             return Ok(records);
         }
@@ -1022,6 +1025,60 @@ mod tests {
 
     /// Reads are first sized from the segment's average frame; frames far larger than the
     /// average must still come back exactly as `max_records` and `max_bytes` allow.
+    /// A read that stops inside a batch leaves a hint to resume at the record: sequential
+    /// reads of any size must return exactly what one read of everything returns.
+    #[test]
+    fn sequential_reads_that_stop_inside_batches_resume_at_the_right_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        for b in 0..3u8 {
+            let mut batch = RecordBatch::new();
+            for i in 0..100u8 {
+                let header: [super::super::batch::HeaderRef<'_>; 1] = [(b"h", Some(&[b, i]))];
+                batch.push_header_refs(Some(&[i]), &vec![b; usize::from(i)], &header);
+            }
+            log.append_batch(&mut batch, 0).unwrap();
+        }
+        let all: Vec<_> = log
+            .read(0, 1000, 1 << 20)
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r.offset,
+                    r.key.map(<[u8]>::to_vec),
+                    r.value.to_vec(),
+                    r.headers
+                        .iter()
+                        .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        assert_eq!(all.len(), 300);
+        for step in [1, 7, 33, 99, 100, 150] {
+            let mut offset = 0;
+            let mut seen = Vec::new();
+            while offset < 300 {
+                let fetched = log.read(offset, step, 1 << 20).unwrap();
+                assert!(fetched.len() <= step && !fetched.is_empty());
+                seen.extend(fetched.iter().map(|r| {
+                    (
+                        r.offset,
+                        r.key.map(<[u8]>::to_vec),
+                        r.value.to_vec(),
+                        r.headers
+                            .iter()
+                            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                            .collect::<Vec<_>>(),
+                    )
+                }));
+                offset = fetched.next_offset();
+            }
+            assert_eq!(seen, all, "reads of {step}");
+        }
+    }
+
     #[test]
     fn a_read_of_frames_larger_than_the_average_returns_every_record_asked_for() {
         let dir = tempfile::tempdir().unwrap();
