@@ -499,6 +499,7 @@ pub fn record_len(
     varint_len(body as i64) + body
 }
 
+#[inline]
 fn record_body_len(
     offset_delta: u32,
     key: Option<&[u8]>,
@@ -526,9 +527,9 @@ pub fn encode_record(
     headers: &[(&[u8], Option<&[u8]>)],
 ) {
     let body = record_body_len(offset_delta, key, value.len(), headers);
+    buf.reserve(body + MAX_VARINT_LEN);
     put_varint(buf, body as i64);
-    buf.push(0); // attributes
-    buf.push(0); // timestamp delta 0
+    buf.extend_from_slice(&[0, 0]); // attributes, timestamp delta 0
     put_varint(buf, i64::from(offset_delta));
     put_bytes(buf, key);
     put_bytes(buf, Some(value));
@@ -551,6 +552,7 @@ pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta:
     );
 }
 
+#[inline]
 fn bytes_len(len: Option<usize>) -> usize {
     match len {
         None => 1,
@@ -558,6 +560,7 @@ fn bytes_len(len: Option<usize>) -> usize {
     }
 }
 
+#[inline]
 fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
     match bytes {
         None => put_varint(buf, -1),
@@ -569,23 +572,33 @@ fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
 }
 
 /// Bytes of `v` as a zigzag varint.
+#[inline]
 pub fn varint_len(v: i64) -> usize {
-    let mut z = zigzag(v);
-    let mut n = 1;
-    while z >= 0x80 {
-        z >>= 7;
-        n += 1;
-    }
-    n
+    let bits = 64 - (zigzag(v) | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
 }
 
+/// The longest zigzag varint (a 64-bit value).
+const MAX_VARINT_LEN: usize = 10;
+
+#[inline]
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
 /// Appends `v` as a zigzag varint.
+#[inline]
 pub fn put_varint(buf: &mut Vec<u8>, v: i64) {
     let mut z = zigzag(v);
+    // One and two bytes: every length of a record up to 8 KiB, every delta in a batch of 8191.
+    if z < 0x80 {
+        buf.push(z as u8);
+        return;
+    }
+    if z < 0x4000 {
+        buf.extend_from_slice(&[(z as u8) | 0x80, (z >> 7) as u8]);
+        return;
+    }
     while z >= 0x80 {
         buf.push((z as u8) | 0x80);
         z >>= 7;
