@@ -99,6 +99,10 @@ pub struct FetchedRecords {
     /// Set when the read stopped inside an uncompressed batch (see [`Resume`]); its position
     /// is relative to the read's start until `read_segment` makes it absolute.
     pub(super) resume: Option<Resume>,
+    /// The length of the batch where the next sequential read starts, when this read saw its
+    /// header: that read then asks the disk for at least that much at once, instead of
+    /// finding the batch cut short by its estimate and reading again.
+    pub(super) next_batch_len: Option<usize>,
 }
 
 impl FetchedRecords {
@@ -204,6 +208,10 @@ impl Collector {
             (&batch[HEADER_LEN..], 0, at + HEADER_LEN)
         };
         let before = self.out.records.len();
+        let wanted = self.max_records.saturating_sub(before);
+        self.out
+            .records
+            .reserve(wanted.min(header.records_count as usize));
         let mut taking = true;
         // Where the first record not taken starts, and its index.
         let mut stopped_at = None;
@@ -295,11 +303,13 @@ pub(super) fn read_segment(
     mut from: u64,
     offset: u64,
     (max_records, max_bytes): (usize, usize),
-    resume: Option<Resume>,
+    (resume, batch_len): (Option<Resume>, Option<usize>),
 ) -> Result<SegmentRead> {
     let path = segment.log_path();
     let full_want = max_bytes.min(MAX_READ_CHUNK) + READ_SLACK;
-    let mut want = likely_read_len(segment, max_records).min(full_want);
+    let mut want = likely_read_len(segment, max_records)
+        .min(full_want)
+        .max(batch_len.unwrap_or(0));
     let mut first_frame = true;
     // The offset the next batch should start at, while batches below `offset` are skipped.
     let mut skipped_to: Option<u64> = None;
@@ -441,6 +451,17 @@ pub(super) fn read_segment(
         }
         if !collector.out.records.is_empty() {
             let mut records = collector.out;
+            let rest = &buf.as_slice()[end_at.min(chunk_len)..];
+            records.next_batch_len = match &records.resume {
+                Some(r) => Some(r.header.batch_len),
+                None => rest.get(8..12).and_then(|length| {
+                    let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
+                    usize::try_from(length)
+                        .ok()
+                        .filter(|&l| l <= format::MAX_BATCH_LEN - format::LOG_OVERHEAD)
+                        .map(|l| l + format::LOG_OVERHEAD)
+                }),
+            };
             records.buf = buf;
             if let Some(r) = &mut records.resume {
                 r.position += from;

@@ -152,6 +152,8 @@ struct ReadHint {
     position: u64,
     /// Set when the last read stopped inside a batch it verified.
     resume: Option<Resume>,
+    /// The length of the batch at `position`, when the last read saw its header.
+    batch_len: Option<usize>,
 }
 
 /// One partition's log. Single owner: not `Sync`-shared; the partition actor owns it.
@@ -641,9 +643,11 @@ impl PartitionLog {
                     .map_or(log_end, |(&b, _)| b);
                 continue;
             }
-            let (mut from, mut resume) = match self.read_hint {
-                Some(h) if h.offset == offset && h.base_offset == base => (h.position, h.resume),
-                _ => (segment.lookup(offset)?.position, None),
+            let (mut from, mut resume, mut batch_len) = match self.read_hint {
+                Some(h) if h.offset == offset && h.base_offset == base => {
+                    (h.position, h.resume, h.batch_len)
+                }
+                _ => (segment.lookup(offset)?.position, None, None),
             };
             let path = segment.log_path();
             let mut fell_back = false;
@@ -653,7 +657,7 @@ impl PartitionLog {
                     from,
                     offset,
                     (max_records, max_bytes),
-                    resume.take(),
+                    (resume.take(), batch_len.take()),
                 )? {
                     SegmentRead::Done {
                         records,
@@ -697,6 +701,7 @@ impl PartitionLog {
                 base_offset: base,
                 position: end_position,
                 resume: records.resume.filter(|r| r.position == end_position),
+                batch_len: records.next_batch_len,
             });
             return Ok(records);
         }
