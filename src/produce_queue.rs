@@ -125,11 +125,12 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         since: Option<Instant>,
     ) -> Offered {
         let checked = match &batch {
-            Produced::Records(records) => check_batch_limits(records, partition.max_record_bytes()),
+            Produced::Records(records) => check_batch_limits(records, partition.max_record_bytes())
+                .map(|()| records.len() as u64),
             // The whole batch is checked when it is written; its header is checked now, so
             // that a bad one is not parked and its record count is known.
             Produced::Kafka(bytes) => match format::decode(bytes) {
-                Decoded::Batch(_) => Ok(()),
+                Decoded::Batch(header) => Ok(u64::from(header.records_count)),
                 Decoded::Incomplete { .. } => Err(crate::storage::StorageError::InvalidBatch {
                     reason: "the batch is cut short".into(),
                 }),
@@ -138,13 +139,16 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 }
             },
         };
-        if let Err(e) = checked {
-            match batch {
-                Produced::Records(_) => reply.answer(Err(e.into())),
-                Produced::Kafka(_) => reply.answer_kafka(Err(e.into())),
+        let count = match checked {
+            Ok(count) => count,
+            Err(e) => {
+                match batch {
+                    Produced::Records(_) => reply.answer(Err(e.into())),
+                    Produced::Kafka(_) => reply.answer_kafka(Err(e.into())),
+                }
+                return Offered::Answered;
             }
-            return Offered::Answered;
-        }
+        };
         match (partition.full(self.pending_records), self.backpressure) {
             (Some(backlog), Backpressure::Reject) => {
                 let (topic, number) = partition.id();
@@ -157,12 +161,12 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 Offered::Answered
             }
             (None, _) if self.parked.is_empty() => Offered::Pending {
-                flush_now: self.push_pending(Queued::new(batch, since, reply)),
+                flush_now: self.push_pending(Queued::new(batch, count, since, reply)),
             },
             _ => {
                 let since = since.unwrap_or_else(Instant::now);
                 self.parked
-                    .push_back(Queued::new(batch, Some(since), reply));
+                    .push_back(Queued::new(batch, count, Some(since), reply));
                 Offered::Parked {
                     wake_in: self.block_timeout.saturating_sub(since.elapsed()),
                 }
@@ -329,14 +333,8 @@ impl<R> Queued<R> {
             .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
     }
 
-    fn new(batch: Produced, since: Option<Instant>, reply: R) -> Self {
-        let count = match &batch {
-            Produced::Records(records) => records.len() as u64,
-            Produced::Kafka(bytes) => match format::decode(bytes) {
-                Decoded::Batch(header) => u64::from(header.records_count),
-                _ => 0,
-            },
-        };
+    /// A produce of `count` records (known from the batch, checked by `offer`).
+    fn new(batch: Produced, count: u64, since: Option<Instant>, reply: R) -> Self {
         Queued {
             count,
             batch,
