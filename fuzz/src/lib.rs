@@ -443,6 +443,12 @@ fn read_everything(log: &mut PartitionLog, plan: ReadPlan) -> BTreeMap<u64, Reco
     let mut offset = start;
     let mut failures = 0;
     let mut held = None;
+    // The records of every whole batch the reads returned, decoded here. A read that resumes
+    // inside a batch an earlier read verified does not return that batch again: its records
+    // must then be those of a valid batch in the files (the earlier read may have been
+    // another caller's).
+    let mut in_batches = BTreeMap::new();
+    let mut on_disk = None;
     while offset < end {
         let fetched = match log.read(offset, plan.max_records, plan.max_bytes) {
             Ok(fetched) => fetched,
@@ -467,7 +473,6 @@ fn read_everything(log: &mut PartitionLog, plan: ReadPlan) -> BTreeMap<u64, Reco
             break;
         }
         assert!(fetched.len() <= plan.max_records.max(1));
-        let mut in_batches = BTreeMap::new();
         for batch in fetched.batches() {
             let (header, records) = batch_records(batch).expect("a read returned a bad batch");
             assert_eq!(header.batch_len, batch.len());
@@ -485,11 +490,14 @@ fn read_everything(log: &mut PartitionLog, plan: ReadPlan) -> BTreeMap<u64, Reco
             }
             expected = Some(r.offset + 1);
             let record = Record::served(&r);
-            assert_eq!(
-                in_batches.get(&r.offset),
-                Some(&record),
-                "a record not in the batches returned with it"
-            );
+            if in_batches.get(&r.offset) != Some(&record) {
+                let on_disk = on_disk.get_or_insert_with(|| records_on_disk(log.dir()));
+                assert!(
+                    on_disk.get(&r.offset).is_some_and(|c: &Vec<Record>| c.contains(&record)),
+                    "a record at {} neither in the batches returned with it nor in a valid batch on disk",
+                    r.offset
+                );
+            }
             assert!(served.insert(r.offset, record).is_none());
         }
         assert_eq!(Some(fetched.next_offset()), expected);
@@ -514,6 +522,26 @@ fn offsets_held(dir: &Path) -> Vec<(u64, u64)> {
         }
     }
     held
+}
+
+/// Every record of every valid batch that starts at any byte of the segment files in `dir`, by
+/// offset (arbitrary bytes may hold several batches claiming one offset).
+fn records_on_disk(dir: &Path) -> BTreeMap<u64, Vec<Record>> {
+    let mut on_disk: BTreeMap<u64, Vec<Record>> = BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "log") {
+            let bytes = fs::read(&path).unwrap();
+            for at in 0..bytes.len() {
+                if let Some((_, records)) = batch_records(&bytes[at..]) {
+                    for (offset, record) in records {
+                        on_disk.entry(offset).or_default().push(record);
+                    }
+                }
+            }
+        }
+    }
+    on_disk
 }
 
 /// The first offset at or after `offset` that one of `held` holds.

@@ -192,20 +192,28 @@ impl Collector {
     /// The reason, when the records section does not parse or decompress.
     fn take(
         &mut self,
-        chunk: &[u8],
+        (chunk, origin): (&[u8], u64),
         at: usize,
         header: &BatchHeader,
-        resume_at: Option<(usize, u32)>,
+        rest_of: Option<&Resume>,
     ) -> std::result::Result<bool, String> {
-        let batch = &chunk[at..at + header.batch_len];
         let mut section = Vec::new();
         let compressed = header.compression()? != Compression::None;
-        let (records, source, base) = if compressed {
+        let (records, source, base) = if let Some(r) = rest_of {
+            // Only the records from `r.record_at` on are in the chunk, from `at`.
+            let len = header.batch_len - HEADER_LEN - r.record_at;
+            (&chunk[at..at + len], 0, at)
+        } else if compressed {
+            let batch = &chunk[at..at + header.batch_len];
             format::records_section(batch, header, MAX_DECOMPRESSED_BYTES, &mut section)?;
             let source = self.out.sections.len() as u32 + 1;
             (section.as_slice(), source, 0)
         } else {
-            (&batch[HEADER_LEN..], 0, at + HEADER_LEN)
+            (
+                &chunk[at + HEADER_LEN..at + header.batch_len],
+                0,
+                at + HEADER_LEN,
+            )
         };
         let before = self.out.records.len();
         let wanted = self.max_records.saturating_sub(before);
@@ -247,11 +255,12 @@ impl Collector {
             out.next_offset = offset + 1;
             true
         };
-        match resume_at {
+        match rest_of {
             // Verified whole by the read that stopped here: parse on from the record, until the
             // read is full.
-            Some((mut record_at, first)) if !compressed => {
-                for index in first..header.records_count {
+            Some(r) => {
+                let mut record_at = 0;
+                for index in r.index..header.records_count {
                     let record = format::parse_record(&records[record_at..])?;
                     if record.offset_delta != index {
                         return Err(format!(
@@ -265,7 +274,7 @@ impl Collector {
                     record_at += record.encoded_len;
                 }
             }
-            _ => {
+            None => {
                 let mut record_at = 0;
                 format::validate_records(records, header, |record| {
                     consider(record, record_at);
@@ -275,14 +284,22 @@ impl Collector {
         }
         let whole = stopped_at.is_none();
         if let Some((record_at, index)) = stopped_at.filter(|_| !compressed) {
-            self.out.resume = Some(Resume {
-                position: at as u64,
-                header: *header,
-                record_at,
-                index,
+            self.out.resume = Some(match rest_of {
+                Some(r) => Resume {
+                    record_at: r.record_at + record_at,
+                    index,
+                    ..*r
+                },
+                None => Resume {
+                    position: origin + at as u64,
+                    header: *header,
+                    record_at,
+                    index,
+                },
             });
         }
-        if self.out.records.len() > before {
+        // A batch only partly in the chunk is not listed among the whole batches read.
+        if self.out.records.len() > before && rest_of.is_none() {
             self.out.batches.push((at, header.batch_len));
             if compressed {
                 self.out.sections.push(section);
@@ -310,6 +327,18 @@ pub(super) fn read_segment(
     let mut want = likely_read_len(segment, max_records)
         .min(full_want)
         .max(batch_len.unwrap_or(0));
+    // Resuming inside a batch an earlier read verified: read from its next record on, not the
+    // batch again (a consumer reading half a batch per poll would copy each batch twice).
+    let mut rest_of = resume.filter(|r| {
+        r.position == from
+            && r.header.base_offset + u64::from(r.index) == offset
+            && r.header.compression() == Ok(Compression::None)
+    });
+    if let Some(r) = &rest_of {
+        let rest = r.header.batch_len - HEADER_LEN - r.record_at;
+        from = r.position + (HEADER_LEN + r.record_at) as u64;
+        want = want.saturating_sub(HEADER_LEN + r.record_at).max(rest);
+    }
     let mut first_frame = true;
     // The offset the next batch should start at, while batches below `offset` are skipped.
     let mut skipped_to: Option<u64> = None;
@@ -328,20 +357,27 @@ pub(super) fn read_segment(
             out: FetchedRecords::empty(offset),
         };
         let (mut at, mut end_at) = (0usize, 0usize);
+        if let Some(r) = rest_of {
+            let rest = r.header.batch_len - HEADER_LEN - r.record_at;
+            if chunk_len < rest {
+                // The segment no longer holds it (cut meanwhile): read the batch from its start.
+                (from, rest_of) = (r.position, None);
+                continue;
+            }
+            first_frame = false;
+            match collector.take((buf.as_slice(), from), 0, &r.header, Some(&r)) {
+                Ok(true) => (at, end_at) = (rest, rest),
+                Ok(false) => {}
+                Err(reason) => {
+                    return Err(StorageError::corrupt(path, r.position, reason));
+                }
+            }
+        }
         while at < chunk_len && !collector.is_full() {
             let chunk = buf.as_slice();
             let position = from + at as u64;
             let collected = !collector.out.records.is_empty();
-            let resumed = resume.filter(|r| {
-                r.position == position
-                    && r.header.base_offset + u64::from(r.index) == offset
-                    && r.header.batch_len <= chunk_len - at
-            });
-            let decoded = match resumed {
-                Some(r) => Decoded::Batch(r.header),
-                None => format::decode(&chunk[at..]),
-            };
-            let header = match decoded {
+            let header = match format::decode(&chunk[at..]) {
                 Decoded::Batch(header) => header,
                 Decoded::Incomplete { batch_len } => {
                     let needed = batch_len.unwrap_or(HEADER_LEN);
@@ -418,7 +454,7 @@ pub(super) fn read_segment(
                 );
                 return Err(StorageError::corrupt(path, position, reason));
             }
-            match collector.take(chunk, at, &header, resumed.map(|r| (r.record_at, r.index))) {
+            match collector.take((chunk, from), at, &header, None) {
                 Ok(true) => {
                     at += header.batch_len;
                     end_at = at;
@@ -433,7 +469,7 @@ pub(super) fn read_segment(
             // collected before it (what a read returns never depends on the chunk size),
             // else from the batch itself.
             if collector.out.records.is_empty() {
-                from += at as u64;
+                (from, rest_of) = (from + at as u64, None);
                 want = want.max(end - at);
             } else {
                 want = want.max(end);
@@ -463,15 +499,14 @@ pub(super) fn read_segment(
                 }),
             };
             records.buf = buf;
-            if let Some(r) = &mut records.resume {
-                r.position += from;
-            }
+            // A read that stopped inside a batch ends at that batch's start.
+            let end_position = records.resume.map_or(from + end_at as u64, |r| r.position);
             return Ok(SegmentRead::Done {
                 records,
-                end_position: from + end_at as u64,
+                end_position,
             });
         }
-        from += at as u64;
+        (from, rest_of) = (from + at as u64, None);
         if from >= segment.size() {
             let reason = format!("offset {offset} not found before the end of the segment");
             if first_frame {
