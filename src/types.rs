@@ -54,6 +54,9 @@ impl Header {
     /// The headers of a stored record. A key that is not UTF-8 (a Kafka client may send
     /// any bytes) is shown with replacement characters; the stored bytes are unchanged.
     pub(crate) fn from_stored(headers: crate::storage::format::Headers<'_>) -> Vec<Header> {
+        if headers.is_empty() {
+            return Vec::new();
+        }
         headers
             .iter()
             .map(|(key, value)| Header {
