@@ -114,7 +114,7 @@ impl RecordBatch {
     }
 
     /// A batch with room for `records` records of `payload_bytes` key and value bytes in all.
-    /// The room reserved is at most [`MAX_BATCH_BYTES`], the largest batch any broker takes,
+    /// The room reserved is at most 1 GiB, the largest batch any broker takes,
     /// whatever the arguments say.
     pub fn with_capacity(records: usize, payload_bytes: usize) -> Self {
         let bytes = records

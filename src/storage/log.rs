@@ -1,9 +1,12 @@
 //! `PartitionLog`: one partition's ordered, append-only, segmented log.
 //!
 //! # Shape
-//! A directory of segments (`<base_offset:020>.log` + `.index`), the last one active, plus a
-//! `checkpoint` and a `log_start_offset` file (formats: [`super::checkpoint`]). Offsets are
-//! contiguous from the log start offset to the log end offset.
+//! A directory of segments (`<base_offset:020>.log` of Kafka record batches, with its
+//! `.index` and `.timeindex`), the last one active, plus a `checkpoint` and a
+//! `log_start_offset` file (formats: [`super::checkpoint`]) and the idempotent producers'
+//! snapshots ([`super::producer_state`]; appends of Kafka producers' batches are in
+//! `log/producers.rs`). Offsets are contiguous from the log start offset to the log end
+//! offset.
 //!
 //! # Durability
 //! `append` encodes a whole batch into one buffer and hands it to the OS with one `write`
@@ -183,18 +186,6 @@ pub struct PartitionLog {
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
     /// Idempotent producers' last batches (see [`producer_state`]).
     producers: ProducerState,
-}
-
-/// What [`PartitionLog::append_kafka_batch`] did with a client's batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KafkaAppend {
-    pub base_offset: u64,
-    pub last_offset: u64,
-    /// The append time given to the batch under LogAppendTime; `None` under CreateTime.
-    pub log_append_time_ms: Option<u64>,
-    /// The batch was a retry of one already stored (an idempotent producer's): nothing was
-    /// written, and the offsets are those of the stored batch.
-    pub duplicate: bool,
 }
 
 impl PartitionLog {
@@ -388,118 +379,6 @@ impl PartitionLog {
             base_offset,
             count: batch.len() as u64,
             timestamp_ms,
-        })
-    }
-
-    /// Rebuilds the producer state: the newest snapshot, then the batches after it.
-    ///
-    /// # Errors
-    /// `Io`.
-    fn load_producers(&mut self) -> Result<()> {
-        let log_end = self.log_end_offset();
-        let (from, state) = producer_state::load_snapshot(self.fs.as_ref(), &self.dir, log_end)?;
-        self.producers = state;
-        let from = from.max(self.first_offset_on_disk());
-        if from >= log_end {
-            return Ok(());
-        }
-        let mut producers = std::mem::take(&mut self.producers);
-        let scanned = self.scan_from(from, |frame| {
-            producers.apply(&frame.header, frame.timestamp_ms);
-            true
-        });
-        self.producers = producers;
-        scanned
-    }
-
-    /// The base offset of the first segment.
-    fn first_offset_on_disk(&self) -> u64 {
-        *self
-            .segments
-            .keys()
-            .next()
-            .expect("a log always has a segment")
-    }
-
-    /// Appends a Kafka client's record batch (one RecordBatch v2, as a producer sent it).
-    /// Only its base offset and leader epoch are changed (they are outside its CRC); a
-    /// CreateTime more than [`MAX_FUTURE_TIMESTAMP_MS`] after `now_ms` is refused, as Kafka 4
-    /// refuses it by default (`log.message.timestamp.after.max.ms`); under
-    /// `TimestampType::LogAppendTime` its timestamp type and max timestamp are set to the
-    /// append time and its CRC recomputed, as Kafka does. A retry of an idempotent
-    /// producer's batch already stored is not written again (see [`KafkaAppend::duplicate`]).
-    /// Retention runs after it as after any append.
-    ///
-    /// Before anything is written the batch is checked whole: CRC and header, every record
-    /// (decompressed within `fetch::MAX_DECOMPRESSED_BYTES` when compressed), offset deltas
-    /// `0..n`, each record's key, value and headers within the maximum record size.
-    ///
-    /// # Errors
-    /// `InvalidBatch` when the bytes are not one such batch, or it is transactional or a
-    /// control batch (this broker has no transactions); `RecordTooLarge`; `ProducerFenced`;
-    /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
-    pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
-        let header = check_client_batch(batch, self.config.max_record_bytes)?;
-        let latest_allowed = now_ms.saturating_add(MAX_FUTURE_TIMESTAMP_MS);
-        if self.config.timestamp_type == TimestampType::CreateTime
-            && header.max_timestamp.max(0) as u64 > latest_allowed
-        {
-            return Err(StorageError::InvalidBatch {
-                reason: format!(
-                    "timestamp {} is more than {MAX_FUTURE_TIMESTAMP_MS} ms after the broker's clock ({now_ms})",
-                    header.max_timestamp
-                ),
-            });
-        }
-        if let SequenceCheck::Duplicate(stored) = self.producers.check(&header)? {
-            return Ok(KafkaAppend {
-                base_offset: stored.base_offset,
-                last_offset: stored.last_offset,
-                log_append_time_ms: None,
-                duplicate: true,
-            });
-        }
-        let active = self.active();
-        if active.size() > 0 && active.size() + batch.len() as u64 > self.config.segment_bytes {
-            self.roll()?;
-        }
-        let base_offset = self.log_end_offset();
-        super::format::assign_base_offset(batch, base_offset);
-        let mut max_timestamp = header.max_timestamp.max(0) as u64;
-        let log_append_time_ms = match self.config.timestamp_type {
-            TimestampType::CreateTime => None,
-            TimestampType::LogAppendTime => {
-                let append_time = now_ms.max(self.last_timestamp_ms);
-                super::format::set_log_append_time(
-                    batch,
-                    i64::try_from(append_time).unwrap_or(i64::MAX),
-                );
-                max_timestamp = append_time;
-                Some(append_time)
-            }
-        };
-        let next_offset = base_offset + u64::from(header.last_offset_delta) + 1;
-        self.active_mut()
-            .append(batch, next_offset, max_timestamp)?;
-        self.last_timestamp_ms = self.last_timestamp_ms.max(max_timestamp);
-        let stored = super::format::BatchHeader {
-            base_offset,
-            ..header
-        };
-        self.producers.apply(&stored, now_ms);
-        if self.config.fsync == FsyncPolicy::Always {
-            self.active_mut().sync()?;
-        } else {
-            self.dirty = true;
-        }
-        if let Err(e) = self.enforce_retention(now_ms) {
-            tracing::warn!(dir = %self.dir.display(), error = %e, "retention failed; will retry");
-        }
-        Ok(KafkaAppend {
-            base_offset,
-            last_offset: next_offset - 1,
-            log_append_time_ms,
-            duplicate: false,
         })
     }
 
@@ -893,54 +772,6 @@ impl PartitionLog {
         Ok((base, position))
     }
 
-    /// Visits verified batches holding `from` or later offsets, across segments, until `visit`
-    /// says stop. Damage is stepped over (logged), never visited: the batches after it are.
-    fn scan_from(
-        &self,
-        from: u64,
-        mut visit: impl FnMut(&super::segment::ScannedFrame) -> bool,
-    ) -> Result<()> {
-        let (&first_base, _) = self
-            .segments
-            .range(..=from)
-            .next_back()
-            .expect("scans start at or above the log start, which is in a segment");
-        for (&base, segment) in self.segments.range(first_base..) {
-            let entry = if base == first_base {
-                segment.lookup(from)?
-            } else {
-                segment.lookup(base)?
-            };
-            let mut stopped_early = false;
-            let outcome = segment.scan_over_damage(entry.position, entry.offset, |frame| {
-                if frame.next_offset <= from {
-                    return true;
-                }
-                let go_on = visit(frame);
-                stopped_early = !go_on;
-                go_on
-            })?;
-            for damage in &outcome.damaged {
-                tracing::warn!(
-                    path = %segment.log_path().display(), position = damage.position,
-                    first_offset = damage.first_offset, resumed_at = ?damage.resumed_at,
-                    cause = %damage.reason, "stepped over damaged records"
-                );
-            }
-            if stopped_early {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes the producer state as of `offset` (the log end: every batch appended so far is
-    /// in it), forgetting producers silent for a day.
-    fn write_producer_snapshot(&mut self, offset: u64) -> Result<()> {
-        self.producers.expire();
-        producer_state::write_snapshot(self.fs.as_ref(), &self.dir, offset, &self.producers)
-    }
-
     /// Clean shutdown: sync, then record the checkpoint that lets the next open skip the scan.
     ///
     /// # Errors
@@ -974,132 +805,8 @@ impl Drop for PartitionLog {
 #[cfg(test)]
 mod time_tests;
 
-/// Checks a client's batch before it is appended (see [`PartitionLog::append_kafka_batch`]);
-/// returns its header.
-fn check_client_batch(batch: &[u8], max_record_bytes: usize) -> Result<super::format::BatchHeader> {
-    use super::format::{decode, records_section, validate_records, Decoded};
-    let invalid = |reason: String| StorageError::InvalidBatch { reason };
-    let header = match decode(batch) {
-        Decoded::Batch(header) => header,
-        Decoded::Incomplete { batch_len } => {
-            return Err(invalid(format!(
-                "{} bytes, but the batch header says {}",
-                batch.len(),
-                batch_len.map_or("more".to_owned(), |l| l.to_string())
-            )))
-        }
-        Decoded::Invalid { reason } => return Err(invalid(reason)),
-    };
-    if header.batch_len != batch.len() {
-        return Err(invalid(format!(
-            "{} bytes after the batch",
-            batch.len() - header.batch_len
-        )));
-    }
-    if header.is_transactional() || header.is_control() {
-        return Err(invalid(
-            "transactional and control batches are not supported".into(),
-        ));
-    }
-    let mut scratch = Vec::new();
-    let section = records_section(
-        batch,
-        &header,
-        super::fetch::MAX_DECOMPRESSED_BYTES,
-        &mut scratch,
-    )
-    .map_err(invalid)?;
-    let mut largest = 0usize;
-    validate_records(section, &header, |record| {
-        largest = largest.max(record.payload_len());
-    })
-    .map_err(invalid)?;
-    if largest > max_record_bytes {
-        return Err(StorageError::RecordTooLarge {
-            size: largest,
-            max: max_record_bytes,
-        });
-    }
-    Ok(header)
-}
+mod producers;
+pub use producers::KafkaAppend;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::batch::AppendRecord;
-
-    /// Reads are first sized from the segment's average frame; frames far larger than the
-    /// average must still come back exactly as `max_records` and `max_bytes` allow.
-    /// A read that stops inside a batch leaves a hint to resume at the record: sequential
-    /// reads of any size must return exactly what one read of everything returns.
-    #[test]
-    fn sequential_reads_that_stop_inside_batches_resume_at_the_right_record() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
-        for b in 0..3u8 {
-            let mut batch = RecordBatch::new();
-            for i in 0..100u8 {
-                let header: [super::super::batch::HeaderRef<'_>; 1] = [(b"h", Some(&[b, i]))];
-                batch.push_header_refs(Some(&[i]), &vec![b; usize::from(i)], &header);
-            }
-            log.append_batch(&mut batch, 0).unwrap();
-        }
-        let all: Vec<_> = log
-            .read(0, 1000, 1 << 20)
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r.offset,
-                    r.key.map(<[u8]>::to_vec),
-                    r.value.to_vec(),
-                    r.headers
-                        .iter()
-                        .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .collect();
-        assert_eq!(all.len(), 300);
-        for step in [1, 7, 33, 99, 100, 150] {
-            let mut offset = 0;
-            let mut seen = Vec::new();
-            while offset < 300 {
-                let fetched = log.read(offset, step, 1 << 20).unwrap();
-                assert!(fetched.len() <= step && !fetched.is_empty());
-                seen.extend(fetched.iter().map(|r| {
-                    (
-                        r.offset,
-                        r.key.map(<[u8]>::to_vec),
-                        r.value.to_vec(),
-                        r.headers
-                            .iter()
-                            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                            .collect::<Vec<_>>(),
-                    )
-                }));
-                offset = fetched.next_offset();
-            }
-            assert_eq!(seen, all, "reads of {step}");
-        }
-    }
-
-    #[test]
-    fn a_read_of_frames_larger_than_the_average_returns_every_record_asked_for() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
-        let small = [1u8; 10];
-        let large = vec![2u8; 10_000];
-        let record = |value| AppendRecord { key: None, value };
-        log.append(&vec![record(&small[..]); 1000], 0).unwrap();
-        log.append(&vec![record(&large[..]); 10], 0).unwrap();
-        for from in [1000, 995] {
-            let fetched = log.read(from, 10, 1 << 20).unwrap();
-            let values: Vec<usize> = fetched.iter().map(|r| r.value.len()).collect();
-            let expected: Vec<usize> = (from..from + 10)
-                .map(|o| if o < 1000 { 10 } else { 10_000 })
-                .collect();
-            assert_eq!(values, expected, "reading from {from}");
-        }
-    }
-}
+mod tests;
