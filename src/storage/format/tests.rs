@@ -1,0 +1,123 @@
+//! The batch format against itself: sealed batches decode to their records, every byte under
+//! the CRC is checked, cuts are incomplete, varints round-trip at their edges.
+
+use super::*;
+
+fn native_batch(base_offset: u64, records: &[(Option<&[u8]>, &[u8])]) -> Vec<u8> {
+    let mut buf = vec![0u8; HEADER_LEN];
+    for (i, (key, value)) in records.iter().enumerate() {
+        encode_record(&mut buf, i as u32, *key, value, &[(b"h", None)]);
+    }
+    seal_native(
+        &mut buf,
+        NativeSeal {
+            base_offset,
+            records_count: records.len() as u32,
+            timestamp_ms: 1_700_000_000_000,
+            timestamp_type: TimestampType::CreateTime,
+        },
+    );
+    buf
+}
+
+#[test]
+fn a_sealed_native_batch_decodes_with_its_records() {
+    let batch = native_batch(
+        40,
+        &[(None, b"first"), (Some(b""), b""), (Some(b"k"), b"v3")],
+    );
+    let Decoded::Batch(header) = decode(&batch) else {
+        panic!("{:?}", decode(&batch))
+    };
+    assert_eq!((header.base_offset, header.last_offset()), (40, 42));
+    assert_eq!(header.batch_len, batch.len());
+    assert_eq!(header.max_timestamp, 1_700_000_000_000);
+    let mut scratch = Vec::new();
+    let section = records_section(&batch, &header, 1 << 20, &mut scratch).unwrap();
+    let mut seen = Vec::new();
+    validate_records(section, &header, |r| {
+        seen.push((r.key, r.value, r.headers.iter().collect::<Vec<_>>()))
+    })
+    .unwrap();
+    assert_eq!(seen[0].0, None);
+    assert_eq!(
+        seen[1],
+        (Some(&b""[..]), Some(&b""[..]), vec![(&b"h"[..], None)])
+    );
+    assert_eq!(seen[2].1, Some(&b"v3"[..]));
+}
+
+#[test]
+fn every_flipped_byte_under_the_crc_is_detected() {
+    let batch = native_batch(7, &[(Some(b"k"), b"some value bytes")]);
+    for i in CRC_START..batch.len() {
+        let mut bad = batch.clone();
+        bad[i] ^= 0x40;
+        assert!(
+            !matches!(decode(&bad), Decoded::Batch(_)),
+            "flip at byte {i} went unnoticed"
+        );
+    }
+}
+
+#[test]
+fn a_cut_batch_is_incomplete_and_zeros_are_invalid() {
+    let batch = native_batch(1, &[(None, b"abcdef")]);
+    for cut in 0..batch.len() {
+        assert!(
+            matches!(decode(&batch[..cut]), Decoded::Incomplete { .. }),
+            "cut at {cut}"
+        );
+    }
+    assert!(matches!(decode(&[0u8; 64]), Decoded::Invalid { .. }));
+}
+
+#[test]
+fn varints_round_trip_at_their_edges() {
+    for v in [
+        0i64,
+        1,
+        -1,
+        63,
+        -64,
+        64,
+        8191,
+        i32::MAX as i64,
+        i32::MIN as i64,
+    ] {
+        let mut buf = Vec::new();
+        put_varint(&mut buf, v);
+        assert_eq!(buf.len(), varint_len(v));
+        assert_eq!(Cursor::new(&buf).varint(), Ok(v));
+    }
+    let mut long = Vec::new();
+    put_varint(&mut long, i64::MIN);
+    assert_eq!(Cursor::new(&long).varlong(), Ok(i64::MIN));
+    assert!(Cursor::new(&long).varint().is_err());
+    assert!(Cursor::new(&[0x80; 11]).varlong().is_err());
+}
+
+#[test]
+fn record_len_is_what_encode_record_writes() {
+    let headers: [(&[u8], Option<&[u8]>); 2] = [(b"trace", Some(b"abc")), (b"n", None)];
+    for (delta, key, value) in [(0u32, None, 0usize), (300, Some(&b"key"[..]), 200)] {
+        let mut buf = Vec::new();
+        encode_record(&mut buf, delta, key, &vec![7; value], &headers);
+        assert_eq!(buf.len(), record_len(delta, key, value, &headers));
+        let record = parse_record(&buf).unwrap();
+        assert_eq!((record.offset_delta, record.key), (delta, key));
+        assert_eq!(record.headers.len(), 2);
+    }
+}
+
+#[test]
+fn garbage_records_are_errors_not_panics() {
+    for bad in [
+        &[][..],
+        &[2, 0],
+        &[0x7f, 0, 0, 0],
+        &[10, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0],
+    ] {
+        assert!(parse_record(bad).is_err(), "{bad:?}");
+    }
+}
