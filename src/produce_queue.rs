@@ -39,11 +39,7 @@ pub trait AppendAnswer: Sized {
 
     /// The answer to a Kafka client's batch; by default as [`AppendAnswer::answer`].
     fn answer_kafka(self, result: Result<KafkaAppend>) {
-        self.answer(result.map(|k| AppendInfo {
-            base_offset: k.base_offset,
-            count: k.last_offset - k.base_offset + 1,
-            timestamp_ms: k.log_append_time_ms.unwrap_or_default(),
-        }));
+        self.answer(result.map(AppendInfo::from));
     }
 }
 

@@ -156,14 +156,7 @@ impl AppendAnswer for ProduceReply {
             ProduceReply::Kafka(tx) => {
                 let _ = tx.send(result);
             }
-            lane => AppendAnswer::answer(
-                lane,
-                result.map(|k| AppendInfo {
-                    base_offset: k.base_offset,
-                    count: k.last_offset - k.base_offset + 1,
-                    timestamp_ms: k.log_append_time_ms.unwrap_or_default(),
-                }),
-            ),
+            ProduceReply::Lane(reply) => reply.send(result.map(AppendInfo::from)),
         }
     }
 }

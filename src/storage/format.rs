@@ -541,15 +541,23 @@ pub fn encode_record(
 }
 
 /// Appends `record` (parsed from another section) to `buf` with a new offset delta.
+/// Its headers are copied as they are encoded, not decoded and written again.
 pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta: u32) {
-    let headers: Vec<(&[u8], Option<&[u8]>)> = record.headers.iter().collect();
-    encode_record(
-        buf,
-        offset_delta,
-        record.key,
-        record.value.unwrap_or_default(),
-        &headers,
-    );
+    let headers = record.headers.bytes();
+    let body = 2 // attributes, timestamp delta 0
+        + varint_len(i64::from(offset_delta))
+        + bytes_len(record.key.map(<[u8]>::len))
+        + bytes_len(record.value.map(<[u8]>::len))
+        + varint_len(record.headers.len() as i64)
+        + headers.len();
+    buf.reserve(body + MAX_VARINT_LEN);
+    put_varint(buf, body as i64);
+    buf.extend_from_slice(&[0, 0]);
+    put_varint(buf, i64::from(offset_delta));
+    put_bytes(buf, record.key);
+    put_bytes(buf, record.value);
+    put_varint(buf, record.headers.len() as i64);
+    buf.extend_from_slice(headers);
 }
 
 #[inline]

@@ -17,6 +17,18 @@ pub struct KafkaAppend {
     pub duplicate: bool,
 }
 
+/// A Kafka batch's append as a native one: its offsets, and the append time under
+/// LogAppendTime (0 otherwise).
+impl From<KafkaAppend> for AppendInfo {
+    fn from(k: KafkaAppend) -> Self {
+        AppendInfo {
+            base_offset: k.base_offset,
+            count: k.last_offset - k.base_offset + 1,
+            timestamp_ms: k.log_append_time_ms.unwrap_or_default(),
+        }
+    }
+}
+
 impl PartitionLog {
     /// Rebuilds the producer state: the newest snapshot, then the batches after it.
     ///
