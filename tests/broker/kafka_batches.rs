@@ -324,6 +324,7 @@ fn offsets_for_times_find_the_first_record_at_or_after_a_timestamp_also_after_a_
         assert_eq!(at(T0 + 1), Some(1));
         assert_eq!(at(T0 + 2_000), Some(2));
         assert_eq!(at(T0 + 2_001), None);
+        assert_eq!(broker.offset_for_timestamp("t", 0, u64::MAX).unwrap(), None);
     };
     check(&broker);
     assert!(matches!(
