@@ -18,10 +18,11 @@ use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetche
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
+use crate::listener::ListenerMetrics;
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, OffsetForTimestamp, Poll, ProduceBatch,
-    ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
+    Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp, Poll,
+    ProduceBatch, ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::{route as route_batch, RequestLimits};
@@ -49,6 +50,8 @@ pub struct AsyncNanoKafka {
     /// blocking handle's): a known route is used at once, as no earlier produce of the same
     /// caller can still be on its way through the broker.
     sequential: bool,
+    /// The Kafka listener's counters, for `stats()`, when the broker was built with one.
+    listener_metrics: Option<Arc<ListenerMetrics>>,
 }
 
 /// How one topic's produces travel from this handle.
@@ -97,6 +100,7 @@ impl From<Addr<BrokerActor>> for AsyncNanoKafka {
             addr,
             routes: Arc::default(),
             sequential: false,
+            listener_metrics: None,
         }
     }
 }
@@ -107,6 +111,14 @@ impl AsyncNanoKafka {
         AsyncNanoKafka {
             sequential: true,
             ..self.clone()
+        }
+    }
+
+    /// The same handle, reporting the listener's counters in `stats()`.
+    pub(crate) fn with_listener_metrics(self, metrics: Option<Arc<ListenerMetrics>>) -> Self {
+        AsyncNanoKafka {
+            listener_metrics: metrics,
+            ..self
         }
     }
 
@@ -166,6 +178,14 @@ impl AsyncNanoKafka {
         .await?;
         self.learn_route(topic).await;
         Ok(())
+    }
+
+    /// Every topic and its config, by name.
+    ///
+    /// # Errors
+    /// `BrokerStopped`.
+    pub async fn list_topics(&self) -> Result<BTreeMap<String, TopicConfig>> {
+        self.ask(ListTopics).await
     }
 
     /// Produces a typed record without a key (round-robin over partitions).
@@ -628,7 +648,9 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub async fn stats(&self) -> Result<BrokerStats> {
-        self.ask(GetStats).await
+        let mut stats = self.ask(GetStats).await?;
+        stats.listener = self.listener_metrics.as_ref().map(|m| m.snapshot());
+        Ok(stats)
     }
 
     /// Fault injection: crash a partition's actor (it restarts from disk).

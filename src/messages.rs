@@ -53,6 +53,15 @@ impl Message for CreateTopic {
     type Result = Result<()>;
 }
 
+/// Every topic and its config. Answered by the broker from its registry, without asking the
+/// topics. Errors: `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct ListTopics;
+
+impl Message for ListTopics {
+    type Result = Result<BTreeMap<String, TopicConfig>>;
+}
+
 /// Append records to a topic. With `partition: None` each record goes by its key (Kafka's
 /// murmur2 partitioner) or, keyless, round-robin; a batch whose records would land on
 /// several partitions is split. Reply: one [`Delivery`] per record, in order, once every

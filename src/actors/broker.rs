@@ -18,7 +18,7 @@ use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
-    CreateTopic, GetStats, JoinGroup, Shutdown, Subscribe, Subscription, TopicMessage,
+    CreateTopic, GetStats, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription, TopicMessage,
 };
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
@@ -47,6 +47,8 @@ pub struct BrokerActor {
     /// Topics found on disk at start, started in `started`.
     initial_topics: Vec<(String, TopicConfig)>,
     topics: BTreeMap<String, Addr<TopicActor>>,
+    /// Each topic's config as created (for `ListTopics`; a topic's actors keep their own).
+    configs: BTreeMap<String, TopicConfig>,
     /// Partition actors run here, spread so that one partition's fsync never stalls the rest.
     arbiters: Vec<IoThread>,
     /// Where the next topic's partition 0 goes, so small topics spread over the arbiters.
@@ -68,6 +70,7 @@ impl BrokerActor {
             data_dir: Some(data_dir),
             initial_topics,
             topics: BTreeMap::new(),
+            configs: BTreeMap::new(),
             arbiters,
             next_arbiter: 0,
             restarts: 0,
@@ -84,6 +87,7 @@ impl BrokerActor {
             self.next_arbiter,
         );
         self.next_arbiter = (self.next_arbiter + config.partitions as usize) % handles.len().max(1);
+        self.configs.insert(name.to_owned(), config.clone());
         self.topics.insert(
             name.to_owned(),
             Supervisor::start(move |ctx: &mut Context<TopicActor>| {
@@ -159,6 +163,17 @@ impl Handler<CreateTopic> for BrokerActor {
             act.start_topic(&msg.topic, &msg.config);
             Ok(())
         })
+    }
+}
+
+impl Handler<ListTopics> for BrokerActor {
+    type Result = Result<BTreeMap<String, TopicConfig>>;
+
+    fn handle(&mut self, _: ListTopics, _: &mut Context<Self>) -> Self::Result {
+        if self.data_dir.is_none() {
+            return Err(Error::BrokerStopped);
+        }
+        Ok(self.configs.clone())
     }
 }
 
