@@ -41,20 +41,19 @@ pub async fn list_offsets(
             let answer = list_one(ctx, topic.name.0.as_str(), p.partition_index, p.timestamp).await;
             let response =
                 ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
-            let response = match answer {
-                Ok(Some((offset, timestamp))) => response
-                    .with_offset(offset)
-                    .with_timestamp(timestamp)
-                    .with_leader_epoch(EPOCH),
-                Ok(None) => response
-                    .with_offset(-1)
-                    .with_timestamp(-1)
-                    .with_leader_epoch(-1),
-                Err(e) => response
-                    .with_error_code(e.code())
-                    .with_offset(-1)
-                    .with_timestamp(-1)
-                    .with_leader_epoch(-1),
+            let (error, offset, timestamp, epoch) = match answer {
+                Ok(Some((offset, timestamp))) => (0, offset, timestamp, EPOCH),
+                Ok(None) => (0, -1, -1, -1),
+                Err(e) => (e.code(), -1, -1, -1),
+            };
+            let response = response
+                .with_error_code(error)
+                .with_offset(offset)
+                .with_timestamp(timestamp);
+            // The field exists from v4 on; a set field an older version lacks does not encode.
+            let response = match ctx.version >= 4 {
+                true => response.with_leader_epoch(epoch),
+                false => response,
             };
             partitions.push(response);
         }
