@@ -29,6 +29,8 @@ use crate::routing::{route as route_batch, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Header, Record};
 
+mod kafka;
+
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
 ///

@@ -31,6 +31,9 @@ use crate::storage::data_dir::partition_dir;
 use crate::storage::{AppendInfo, KafkaAppend, LogConfig};
 use crate::types::PartitionStats;
 
+mod kafka;
+pub use kafka::{FindKafkaOffset, ReadBatches, WaitForAppend};
+
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
 /// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
 /// spins while idle then handles it at once instead of when its spin ends.
@@ -118,7 +121,7 @@ impl Message for WaitForData {
 
 /// Append a Kafka client's record batch as it was sent (see `PartitionLog::append_kafka_batch`),
 /// through the same group commit and backpressure as native produces. Sent by `TopicActor`.
-/// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `PartitionFull`, `Timeout`,
+/// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `PartitionFull`, `Timeout`,
 /// `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct AppendKafka {
@@ -145,6 +148,7 @@ impl AppendAnswer for ProduceReply {
                     base_offset: info.base_offset,
                     last_offset: info.base_offset + info.count.saturating_sub(1),
                     log_append_time_ms: None,
+                    log_start_offset: 0,
                     duplicate: false,
                 }));
             }

@@ -35,6 +35,8 @@ use crate::routing::{route, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 
+mod kafka;
+
 /// Everything about the topic, for `stats()`. Never fails.
 #[derive(Debug)]
 pub struct DescribeTopic;

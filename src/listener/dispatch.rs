@@ -9,11 +9,20 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::{api_versions, frame, metadata, ListenerConfig, Shared};
+use super::{fetch, init_producer_id, offsets, produce};
 use crate::async_handle::AsyncNanoKafka;
 
 /// The APIs served and their versions: what ApiVersions advertises, and what a request must
 /// fall in to be read. Each range is one both this listener and the codec support.
-pub const SERVED: &[(ApiKey, i16, i16)] = &[(ApiKey::ApiVersions, 0, 4), (ApiKey::Metadata, 0, 12)];
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+];
 
 /// The versions of `api` served, if any.
 pub fn served(api: ApiKey) -> Option<(i16, i16)> {
@@ -132,7 +141,6 @@ pub async fn handle(
 pub enum Reply {
     Respond(Box<ResponseKind>),
     /// The request takes no response (a produce with `acks=0`).
-    #[allow(dead_code)] // until Produce is served
     Silent,
     /// The request is refused in a way the protocol cannot answer: close, saying why.
     Close(String),
@@ -147,6 +155,17 @@ async fn route(
     Reply::Respond(Box::new(match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(ctx, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r).await),
+        RequestKind::Produce(r) => return produce::handle(ctx, r).await,
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r).await),
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(offsets::list_offsets(ctx, r).await)
+        }
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            ResponseKind::OffsetForLeaderEpoch(offsets::offset_for_leader_epoch(ctx, r).await)
+        }
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(init_producer_id::handle(ctx, r).await)
+        }
         // `handle` decodes only requests of served APIs, and each has an arm above.
         _ => return Reply::Close("served, but no handler answers it".into()),
     }))

@@ -30,9 +30,14 @@ mod api_versions;
 mod config;
 mod connection;
 mod dispatch;
+mod errors;
+mod fetch;
 mod frame;
+mod init_producer_id;
 mod metadata;
 mod metrics;
+mod offsets;
+mod produce;
 mod server;
 
 pub use config::{

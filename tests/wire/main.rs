@@ -3,5 +3,9 @@
 
 mod client;
 mod common;
+mod records;
 
 mod basics;
+mod fetch;
+mod offsets;
+mod produce;
