@@ -76,6 +76,25 @@ impl AsyncNanoKafka {
         .await
     }
 
+    /// `group`'s native group on `topic`: generation and assignment, `None` when it has no
+    /// member ever.
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `BrokerStopped`.
+    pub(crate) async fn describe_native_group(
+        &self,
+        topic: &str,
+        group: &str,
+    ) -> Result<Option<GroupStats>> {
+        let mut described = self
+            .ask(DescribeGroups {
+                topic: topic.to_owned(),
+                groups: Some(vec![group.to_owned()]),
+            })
+            .await?;
+        Ok(described.remove(group))
+    }
+
     /// Every topic's native groups (or those named `groups`): group → topic → its
     /// generation and assignment (no lag). One message per topic and group, no partition
     /// is asked.

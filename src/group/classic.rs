@@ -220,6 +220,7 @@ impl ClassicGroup {
     pub fn state(&self) -> ClassicState {
         self.state
     }
+    #[cfg(test)]
     pub fn generation(&self) -> i32 {
         self.generation
     }
@@ -237,9 +238,6 @@ impl ClassicGroup {
     }
     pub fn member(&self, id: &str) -> Option<&ClassicMember> {
         self.members.get(id)
-    }
-    pub fn member_mut(&mut self, id: &str) -> Option<&mut ClassicMember> {
-        self.members.get_mut(id)
     }
     /// Members waiting in JoinGroup for the barrier.
     pub fn awaiting_join(&self) -> impl Iterator<Item = &ClassicMember> {
@@ -367,6 +365,7 @@ impl ClassicGroup {
                 || now_ms >= self.deadline_ms)
     }
 
+    #[cfg(test)]
     /// When the group next needs attention without a request: the end of the initial delay
     /// or the rebalance deadline, else the next session expiry.
     pub fn next_deadline(&self) -> Option<u64> {

@@ -31,6 +31,7 @@ mod config;
 mod connection;
 mod dispatch;
 mod frame;
+mod groups;
 mod metadata;
 mod metrics;
 mod server;
@@ -56,4 +57,6 @@ pub(crate) struct Shared {
     /// A Kafka cluster id: stable for a data directory, so clients that cache it agree
     /// across restarts.
     pub cluster_id: String,
+    /// The Kafka client groups (classic protocol), by name.
+    pub groups: groups::KafkaGroups,
 }

@@ -3,5 +3,8 @@
 
 mod client;
 mod common;
+mod groups_common;
 
 mod basics;
+mod groups;
+mod groups_offsets;
