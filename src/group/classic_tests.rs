@@ -223,7 +223,7 @@ fn commits_are_fenced_by_member_and_generation() {
 #[test]
 fn a_leader_assigned_group_elects_a_leader_whose_sync_releases_the_followers() {
     let mut g = group(0);
-    let mut connect = |id: &str| {
+    let connect = |id: &str| {
         let mut r = request(id, &["sessioned"]);
         r.protocol_type = "connect".to_owned();
         r.topics = None;

@@ -109,11 +109,12 @@ async fn fetch_topic(
     topic: &str,
     wanted: Option<&[i32]>,
 ) -> Vec<Fetched> {
-    let committed = match ctx.broker.committed_offsets(topic, group).await {
-        Ok(committed) => committed,
-        // An unknown topic has no commits: -1, as Kafka answers.
-        Err(_) => Vec::new(),
-    };
+    // An unknown topic has no commits: -1, as Kafka answers.
+    let committed = ctx
+        .broker
+        .committed_offsets(topic, group)
+        .await
+        .unwrap_or_default();
     let answer = |p: i32| -> Fetched {
         match usize::try_from(p).ok().and_then(|i| committed.get(i)) {
             Some(Ok(Some(offset))) => (p, i64::try_from(*offset).unwrap_or(i64::MAX), 0),
