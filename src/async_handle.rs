@@ -2,6 +2,8 @@
 //! message to the `BrokerActor` (see [`crate::messages`]); typed methods encode and decode
 //! payloads with rmp-serde. Cheap to clone.
 
+mod groups;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -274,6 +274,22 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
     }
 }
 
+/// What a group's liveness runs on: the session timeout and the clock, for groups kept
+/// outside the broker (the Kafka listener's). Never fails.
+#[derive(Debug)]
+pub struct GetGroupSettings;
+impl Message for GetGroupSettings {
+    type Result = (std::time::Duration, crate::clock::SharedClock);
+}
+
+impl Handler<GetGroupSettings> for BrokerActor {
+    type Result = MessageResult<GetGroupSettings>;
+
+    fn handle(&mut self, _: GetGroupSettings, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((self.settings.session_timeout, self.settings.clock.clone()))
+    }
+}
+
 impl Handler<CrashGroupCoordinator> for BrokerActor {
     type Result = ResponseFuture<Result<()>>;
 

@@ -10,6 +10,8 @@
 //! Every reply travels through a oneshot channel answered by this actor, so a parked request
 //! is answered exactly once: by the append, by its deadline timer, or by a restart.
 
+mod offsets;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
 use crate::storage::{AppendInfo, KafkaAppend, LogConfig};
 use crate::types::PartitionStats;
+pub use offsets::{GetCommitted, SetCommitted};
 
 mod kafka;
 pub use kafka::{FindKafkaOffset, ReadBatches, WaitForAppend};

@@ -33,6 +33,7 @@ mod dispatch;
 mod errors;
 mod fetch;
 mod frame;
+mod groups;
 mod init_producer_id;
 mod metadata;
 mod metrics;
@@ -61,4 +62,6 @@ pub(crate) struct Shared {
     /// A Kafka cluster id: stable for a data directory, so clients that cache it agree
     /// across restarts.
     pub cluster_id: String,
+    /// The Kafka client groups (classic protocol), by name.
+    pub groups: groups::KafkaGroups,
 }

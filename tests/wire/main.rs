@@ -3,9 +3,12 @@
 
 mod client;
 mod common;
+mod groups_common;
 mod records;
 
 mod basics;
 mod fetch;
+mod groups;
+mod groups_offsets;
 mod offsets;
 mod produce;
