@@ -20,9 +20,10 @@ use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::listener::ListenerMetrics;
 use crate::messages::{
-    Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic, Delivered, FencedCommit,
-    GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp,
-    Poll, ProduceBatch, ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
+    BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic, Delivered,
+    DescribeBroker, FencedCommit, GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup,
+    ListTopics, OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe,
+    SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::route as route_batch;
@@ -154,6 +155,14 @@ impl AsyncNanoKafka {
         .await?;
         self.routes.forget(topic);
         Ok(())
+    }
+
+    /// The broker-wide settings (data directory, size limits).
+    ///
+    /// # Errors
+    /// `BrokerStopped`.
+    pub async fn describe_broker(&self) -> Result<BrokerDescription> {
+        self.ask(DescribeBroker).await
     }
 
     /// Every topic and its config, by name.

@@ -76,6 +76,26 @@ impl Message for DeleteTopic {
     type Result = Result<()>;
 }
 
+/// The broker-wide settings a client may be told about (Kafka's broker configs). Answered
+/// by the broker from its settings. Errors: `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct DescribeBroker;
+
+/// The reply to [`DescribeBroker`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerDescription {
+    /// The data directory (Kafka's `log.dirs`).
+    pub data_dir: std::path::PathBuf,
+    /// The largest record's key + value (`builder().max_record_bytes`).
+    pub max_record_bytes: usize,
+    /// The most record bytes one produce request may carry (`builder().max_request_bytes`).
+    pub max_request_bytes: usize,
+}
+
+impl Message for DescribeBroker {
+    type Result = Result<BrokerDescription>;
+}
+
 /// Every topic and its config. Answered by the broker from its registry, without asking the
 /// topics. Errors: `BrokerStopped`.
 #[derive(Debug, Clone)]

@@ -18,8 +18,8 @@ use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
-    CreateTopic, DeleteTopic, GetStats, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription,
-    TopicMessage,
+    BrokerDescription, CreateTopic, DeleteTopic, DescribeBroker, GetStats, JoinGroup, ListTopics,
+    Shutdown, Subscribe, Subscription, TopicMessage,
 };
 use crate::storage::data_dir::DeleteError;
 use crate::storage::DataDir;
@@ -203,6 +203,21 @@ impl Handler<DeleteTopic> for BrokerActor {
             }
             Ok(())
         })))
+    }
+}
+
+impl Handler<DescribeBroker> for BrokerActor {
+    type Result = Result<BrokerDescription>;
+
+    fn handle(&mut self, _: DescribeBroker, _: &mut Context<Self>) -> Self::Result {
+        if self.data_dir.is_none() {
+            return Err(Error::BrokerStopped);
+        }
+        Ok(BrokerDescription {
+            data_dir: self.settings.data_dir.clone(),
+            max_record_bytes: self.settings.max_record_bytes,
+            max_request_bytes: self.settings.max_request_bytes,
+        })
     }
 }
 

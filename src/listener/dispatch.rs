@@ -9,11 +9,18 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::{api_versions, frame, metadata, ListenerConfig, Shared};
+use super::{create_topics, delete_topics, describe_configs};
 use crate::async_handle::AsyncNanoKafka;
 
 /// The APIs served and their versions: what ApiVersions advertises, and what a request must
 /// fall in to be read. Each range is one both this listener and the codec support.
-pub const SERVED: &[(ApiKey, i16, i16)] = &[(ApiKey::ApiVersions, 0, 4), (ApiKey::Metadata, 0, 12)];
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::CreateTopics, 2, 5),
+    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DescribeConfigs, 1, 4),
+];
 
 /// The versions of `api` served, if any.
 pub fn served(api: ApiKey) -> Option<(i16, i16)> {
@@ -147,6 +154,15 @@ async fn route(
     Reply::Respond(Box::new(match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(ctx, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r).await),
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(create_topics::handle(ctx, r).await)
+        }
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(delete_topics::handle(ctx, r).await)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(ctx, r).await)
+        }
         // `handle` decodes only requests of served APIs, and each has an arm above.
         _ => return Reply::Close("served, but no handler answers it".into()),
     }))

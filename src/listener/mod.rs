@@ -29,11 +29,15 @@
 mod api_versions;
 mod config;
 mod connection;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
 mod dispatch;
 mod frame;
 mod metadata;
 mod metrics;
 mod server;
+mod topic_configs;
 
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,

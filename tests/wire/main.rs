@@ -4,4 +4,5 @@
 mod client;
 mod common;
 
+mod admin;
 mod basics;
