@@ -66,12 +66,14 @@ impl RouteCache {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Uses `route` for `topic` at once, unless a route is known or a produce is on its way
-    /// through the broker.
+    /// Uses `route` for `topic` at once, unless a live route is known or a produce is on its
+    /// way through the broker.
     pub fn learn(&self, topic: &str, route: TopicRoute) {
         let mut slots = self.slots();
         let slot = slots.entry(topic.to_owned()).or_default();
-        if slot.direct.is_none() && slot.via_broker == 0 {
+        // A deleted topic's route counts as none: `route` is its re-created successor's.
+        let stale = slot.direct.as_ref().is_none_or(|r| !r.is_live());
+        if stale && slot.via_broker == 0 {
             slot.direct = Some(Arc::new(Route::new(route)));
         }
     }
