@@ -8,6 +8,7 @@ mod kafka;
 mod kafka_groups;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -38,6 +39,9 @@ use crate::routing::{route, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 pub use kafka_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
+
+mod delete;
+pub use delete::DeleteTopicActors;
 
 /// Everything about the topic, for `stats()`. Never fails.
 #[derive(Debug)]
@@ -78,6 +82,9 @@ pub struct TopicActor {
     /// Next partition for a keyless record.
     next_partition: u32,
     restarts: u64,
+    /// Set when the topic is deleted; shared with the handles' cached produce routes, which
+    /// then stop using them (see [`TopicRoute::deleted`]).
+    deleted: Arc<AtomicBool>,
 }
 
 impl TopicActor {
@@ -119,6 +126,7 @@ impl TopicActor {
             groups: BTreeMap::new(),
             next_partition: 0,
             restarts: 0,
+            deleted: Arc::default(),
         }
     }
 
@@ -208,6 +216,9 @@ pub struct TopicRoute {
     pub next_keyless: u32,
     /// The broker's size limits, checked before a batch is split.
     pub limits: RequestLimits,
+    /// Set once the topic is deleted, before its partitions close: a handle that finds it
+    /// set forgets the route and asks the broker again (the topic may have been re-created).
+    pub deleted: Arc<AtomicBool>,
 }
 
 impl Message for GetRoute {
@@ -228,6 +239,7 @@ impl Handler<GetRoute> for TopicActor {
             lanes: self.lanes.clone(),
             limits: self.settings.limits(),
             next_keyless: self.next_partition,
+            deleted: self.deleted.clone(),
         })
     }
 }

@@ -9,6 +9,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::{api_versions, frame, groups, metadata, ListenerConfig, Shared};
+use super::{create_topics, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
 use crate::async_handle::AsyncNanoKafka;
 
@@ -31,6 +32,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetFetch, 1, 8),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 4),
+    (ApiKey::CreateTopics, 2, 5),
+    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DescribeConfigs, 1, 4),
 ];
 
 /// The versions of `api` served, if any.
@@ -192,6 +196,15 @@ async fn route(
             ResponseKind::DescribeGroups(groups::describe_groups(ctx, r).await)
         }
         RequestKind::ListGroups(r) => ResponseKind::ListGroups(groups::list_groups(ctx, r).await),
+        RequestKind::CreateTopics(r) => {
+            ResponseKind::CreateTopics(create_topics::handle(ctx, r).await)
+        }
+        RequestKind::DeleteTopics(r) => {
+            ResponseKind::DeleteTopics(delete_topics::handle(ctx, r).await)
+        }
+        RequestKind::DescribeConfigs(r) => {
+            ResponseKind::DescribeConfigs(describe_configs::handle(ctx, r).await)
+        }
         // `handle` decodes only requests of served APIs, and each has an arm above.
         _ => return Reply::Close("served, but no handler answers it".into()),
     }))

@@ -29,6 +29,9 @@
 mod api_versions;
 mod config;
 mod connection;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
 mod dispatch;
 mod errors;
 mod fetch;
@@ -40,6 +43,7 @@ mod metrics;
 mod offsets;
 mod produce;
 mod server;
+mod topic_configs;
 
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,

@@ -6,6 +6,7 @@ mod common;
 mod groups_common;
 mod records;
 
+mod admin;
 mod basics;
 mod fetch;
 mod groups;
