@@ -45,6 +45,9 @@ mod produce;
 mod report;
 mod rss;
 mod scale;
+mod tansu;
+mod wire;
+mod wire_rows;
 
 use std::time::Duration;
 
@@ -70,7 +73,11 @@ fn main() {
     } else {
         1
     };
-    let mut progress = Progress::new(21 + peer_steps);
+    let wire_settings = wire::WireSettings::from_env(budget, latency_run, LATENCY_RATE);
+    if wire_settings.only {
+        return wire_only(wire_settings, redis_server.as_deref(), budget, peer_steps);
+    }
+    let mut progress = Progress::new(21 + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -144,6 +151,17 @@ fn main() {
     };
     if let Err(why) = &redis {
         progress.note(&format!("Redis Streams peer skipped: {why}"));
+    }
+
+    // Real Kafka clients through the listener and against tansu, beside the Redis figures.
+    let wired = wire::measure(wire_settings, |what| progress.step(what));
+    for (what, slot) in [
+        ("tansu", &wired.tansu_produce),
+        ("listener", &wired.produce),
+    ] {
+        if let Err(why) = slot {
+            progress.note(&format!("{what} rows skipped: {why}"));
+        }
     }
 
     progress.step("latency: end to end at 2,000 records/s (default FsyncPolicy)");
@@ -456,6 +474,11 @@ fn main() {
         chan_label,
         channel,
     )));
+    rows.extend(wire_rows::rows(
+        &wired,
+        redis.as_ref().map_err(String::as_str),
+        wire_settings.records,
+    ));
     rows.extend(peer_rows(
         redis,
         one.per_sec,
@@ -473,6 +496,40 @@ fn main() {
         "rss_hwm_reset": peak.reset,
         "idle_secs": idle.wall.as_secs_f64(),
         "scale_partitions": scaled.partitions,
+        "wire_records": wire_settings.records,
+        "wire_repeats": wire_settings.repeats,
+    });
+    println!("{}", report::json_line(&rows, settings_json));
+}
+
+/// `NANOKAFKA_BENCH_WIRE_ONLY=1`: the Redis peer and the wire rows, nothing else.
+fn wire_only(
+    wire_settings: wire::WireSettings,
+    redis_server: Option<&std::path::Path>,
+    budget: Duration,
+    peer_steps: usize,
+) {
+    let mut progress = Progress::new(peer_steps + wire::STEPS * wire_settings.repeats);
+    let redis = match redis_server {
+        None => {
+            progress.step("peer: Redis Streams");
+            Err("redis-server is not on PATH".to_string())
+        }
+        Some(server) => peer::measure(server, budget, |what| progress.step(what)),
+    };
+    let wired = wire::measure(wire_settings, |what| progress.step(what));
+    let rows = wire_rows::rows(
+        &wired,
+        redis.as_ref().map_err(String::as_str),
+        wire_settings.records,
+    );
+    report::print_table(&rows);
+    let settings_json = json!({
+        "measure_secs": budget.as_secs_f64(),
+        "latency_secs": wire_settings.latency_run.as_secs_f64(),
+        "latency_rate": LATENCY_RATE,
+        "wire_records": wire_settings.records,
+        "wire_repeats": wire_settings.repeats,
     });
     println!("{}", report::json_line(&rows, settings_json));
 }

@@ -1,0 +1,720 @@
+//! Real Kafka clients against the Kafka listener, and against tansu in the same run.
+//!
+//! A broker with a listener on a loopback port (`FsyncPolicy::Never`, the policy of the
+//! bench's other produce rows: records are written to the segment files, write-back is the
+//! OS's) and one-partition topics bounded like the other rows' ([`RETENTION_BYTES`]). The
+//! clients run as child processes:
+//!
+//! - kcat (librdkafka 2.0.2) produces N × 100 B from a file (`-l`, one record per line,
+//!   `acks=all`, librdkafka's batching defaults: `linger.ms` 5, `batch.size` 1 MB), then
+//!   consumes them (`-C -o beginning -e -c N`: `-c` ends it at the last record rather than
+//!   after one more long poll finds the end; offsets written to a file and counted), once with
+//!   `queued.min.messages` 1,000,000 and once with the defaults; the figure is N over the
+//!   process's wall time, start-up included. librdkafka stops fetching while its queue holds
+//!   `queued.min.messages` (default 100,000) records the application has not taken, and
+//!   2.0.2 looks again only about once a second: a broker that fetches faster than kcat
+//!   prints fills that queue, and kcat then idles most of each second. Raising the threshold
+//!   is what a user who sees this does (confluent-kafka's newer librdkafka has
+//!   `fetch.queue.backoff.ms` for it: `confluent_bench.py` sets 10 ms).
+//! - `confluent_bench.py` (confluent-kafka, librdkafka 2.16) produces N × 100 B with a
+//!   delivery report per record and a flush, consumes them with `assign()` and as the one
+//!   member of a fresh group, and measures produce-to-consume latency at a fixed rate; it
+//!   times itself (see its header). The group member's `session.timeout.ms` is 6 s (tansu
+//!   holds the first JoinGroup for half of it; the default 45 s would cost 22 s a run).
+//!
+//! tansu gets the same confluent-kafka runs, alternating with NanoKafka's; kcat cannot talk
+//! to it (librdkafka 2.0.2 rejects its ApiVersions response). Each slot is measured
+//! `NANOKAFKA_BENCH_WIRE_REPEATS` times (default 1) and the median is reported. Consumption
+//! stops after `2 × NANOKAFKA_BENCH_SECS` of reading (at least 2 s) even if records are left,
+//! so a slow peer cannot stretch the run. A missing client or peer, or a run that fails,
+//! becomes a skipped row with the reason.
+//!
+//! CPU per record is measured for the broker (this process's for NanoKafka: the bench thread
+//! only waits on the child; tansu's own from `/proc`) and for the client (`RUSAGE_CHILDREN`
+//! grows by the child's CPU when it is reaped), both over the client's whole run.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nanokafka::{FsyncPolicy, NanoKafka, TopicConfig};
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::harness::{RETENTION_BYTES, VALUE_LEN};
+use crate::tansu::Tansu;
+
+const KCAT_ENV: &str = "NANOKAFKA_KCAT";
+const PYTHON_ENV: &str = "NANOKAFKA_PYTHON";
+const DEFAULT_VENV_PYTHON: &str = ".cache/nanokafka/venv/bin/python";
+/// A client run that takes longer than this, plus its budget, is killed and skipped.
+const SLACK: Duration = Duration::from_secs(30);
+
+/// Progress steps of one repeat.
+pub const STEPS: usize = 5;
+
+/// The wire rows' knobs, from the environment.
+#[derive(Debug, Clone, Copy)]
+pub struct WireSettings {
+    /// `NANOKAFKA_BENCH_WIRE_RECORDS`: records each producer sends (default 1,000,000).
+    pub records: u64,
+    /// `NANOKAFKA_BENCH_WIRE_REPEATS`: measurements of each slot, alternating brokers (default 1).
+    pub repeats: usize,
+    /// How long a consumer reads at most: `2 × NANOKAFKA_BENCH_SECS`, at least 2 s.
+    pub consume_budget: Duration,
+    /// How long the latency run paces records.
+    pub latency_run: Duration,
+    /// Records per second of the latency run.
+    pub latency_rate: u32,
+    /// `NANOKAFKA_BENCH_WIRE_ONLY=1`: run the Redis peer and these rows only.
+    pub only: bool,
+}
+
+impl WireSettings {
+    pub fn from_env(measure: Duration, latency_run: Duration, latency_rate: u32) -> Self {
+        let num = |name: &str, default: f64| match std::env::var(name) {
+            Ok(text) => text
+                .trim()
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("{name}={text:?} is not a number")),
+            Err(_) => default,
+        };
+        WireSettings {
+            records: num("NANOKAFKA_BENCH_WIRE_RECORDS", 1e6) as u64,
+            repeats: (num("NANOKAFKA_BENCH_WIRE_REPEATS", 1.0) as usize).max(1),
+            consume_budget: (measure * 2).max(Duration::from_secs(2)),
+            latency_run,
+            latency_rate,
+            only: num("NANOKAFKA_BENCH_WIRE_ONLY", 0.0) != 0.0,
+        }
+    }
+}
+
+/// One throughput measurement: records per second, and the CPU time per record of the broker
+/// (over the client's whole run) and of the client process.
+#[derive(Debug, Clone, Copy)]
+pub struct Run {
+    pub per_sec: f64,
+    pub broker_cpu_us: f64,
+    pub client_cpu_us: f64,
+}
+
+/// Produce-to-consume latency percentiles, microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub samples: u64,
+}
+
+/// What one slot gave over its repeats: the median, or why it has none.
+pub type Slot<T> = Result<T, String>;
+
+/// Every wire figure (medians over the repeats).
+#[derive(Debug)]
+pub struct WireFigures {
+    pub kcat_produce: Slot<Run>,
+    pub kcat_consume: Slot<Run>,
+    pub kcat_consume_defaults: Slot<Run>,
+    pub produce: Slot<Run>,
+    pub assign: Slot<Run>,
+    pub group: Slot<Run>,
+    pub latency: Slot<Latency>,
+    pub tansu_produce: Slot<Run>,
+    pub tansu_assign: Slot<Run>,
+    pub tansu_group: Slot<Run>,
+    pub tansu_latency: Slot<Latency>,
+    /// Median seconds from `subscribe()` to the first record (NanoKafka, tansu).
+    pub join_secs: (Option<f64>, Option<f64>),
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> Result<u16, String> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("find a free port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("find a free port: {e}"))
+}
+
+/// A broker with a Kafka listener on a loopback port, in a temp dir.
+struct ListeningBroker {
+    broker: NanoKafka,
+    addr: SocketAddr,
+    _dir: TempDir,
+}
+
+impl ListeningBroker {
+    fn start(fsync: FsyncPolicy) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let broker = NanoKafka::builder()
+            .data_dir(dir.path())
+            .fsync(fsync)
+            .listen("127.0.0.1:0")
+            .build()
+            .expect("start broker with a listener");
+        let addr = broker.listener_addr().expect("listener address");
+        ListeningBroker {
+            broker,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    fn topic(&self, name: &str) -> String {
+        let config = TopicConfig::default().retention_bytes(RETENTION_BYTES);
+        self.broker.create_topic(name, config).expect("topic");
+        name.to_owned()
+    }
+}
+
+/// kcat, or why not: `NANOKAFKA_KCAT`, else `kcat` on PATH.
+fn kcat() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(KCAT_ENV) {
+        return Ok(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").ok_or("no PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("kcat"))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| format!("kcat is not on PATH (or set {KCAT_ENV})"))
+}
+
+/// A Python that imports confluent_kafka, or why not: `NANOKAFKA_PYTHON`, else the clients'
+/// venv under `$HOME`.
+fn python() -> Result<PathBuf, String> {
+    let path = match std::env::var_os(PYTHON_ENV) {
+        Some(path) => PathBuf::from(path),
+        None => {
+            let home = std::env::var_os("HOME").ok_or("no HOME")?;
+            Path::new(&home).join(DEFAULT_VENV_PYTHON)
+        }
+    };
+    let ok = Command::new(&path)
+        .args(["-c", "import confluent_kafka"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    match ok {
+        true => Ok(path),
+        false => Err(format!(
+            "{} cannot import confluent_kafka (set {PYTHON_ENV})",
+            path.display()
+        )),
+    }
+}
+
+/// What a finished client run gave: its stdout (when the caller piped it), its wall time, and
+/// its CPU time (user + system).
+struct Finished {
+    stdout: String,
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Runs `command` to its end or `timeout` (then kills it). A failure's error is the last line
+/// of its stderr.
+fn run(command: &mut Command, timeout: Duration) -> Result<Finished, String> {
+    let what = format!("{command:?}");
+    // The child's CPU is what the reaped children's total grows by: one child at a time is
+    // reaped here (tansu and redis-server are reaped only when they are stopped).
+    let children_before = children_cpu();
+    let started = Instant::now();
+    let child = command
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn {what}: {e}"))?;
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let output = match rx.recv_timeout(timeout) {
+        Ok(output) => output,
+        Err(_) => {
+            // SAFETY: kill has no memory effects; the child is not reaped until the waiting
+            // thread's wait returns, so the pid is still ours.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            let _ = rx.recv();
+            return Err(format!("timed out after {timeout:?}"));
+        }
+    };
+    let wall = started.elapsed();
+    let output = output.map_err(|e| format!("wait for {what}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "{}: {}",
+            output.status,
+            last.unwrap_or("(no stderr)")
+        ));
+    }
+    let cpu = children_cpu().saturating_sub(children_before);
+    Ok(Finished { stdout, wall, cpu })
+}
+
+/// User + system CPU time of every reaped child of this process (`RUSAGE_CHILDREN`).
+fn children_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage only writes the struct it is given; RUSAGE_CHILDREN is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    // SAFETY: zeroed is a valid rusage (plain integers), and getrusage succeeded.
+    let usage = unsafe { usage.assume_init() };
+    let time =
+        |t: libc::timeval| Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// The JSON object on the last line of a client script's stdout.
+fn last_json(stdout: &str) -> Result<Value, String> {
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty());
+    serde_json::from_str(line.unwrap_or("")).map_err(|e| format!("client output: {e}"))
+}
+
+fn field(doc: &Value, key: &str) -> Result<f64, String> {
+    doc[key]
+        .as_f64()
+        .ok_or_else(|| format!("client output has no {key}: {doc}"))
+}
+
+/// Which broker a run is against: ours (CPU from this process) or tansu (CPU from /proc).
+enum Target<'a> {
+    NanoKafka(SocketAddr),
+    Tansu(&'a Tansu),
+}
+
+impl Target<'_> {
+    fn addr(&self) -> String {
+        match self {
+            Target::NanoKafka(addr) => addr.to_string(),
+            Target::Tansu(t) => t.addr.to_string(),
+        }
+    }
+
+    fn cpu(&self) -> Duration {
+        match self {
+            Target::NanoKafka(_) => crate::harness::cpu_time(),
+            Target::Tansu(t) => t.cpu_time(),
+        }
+    }
+
+    fn is_tansu(&self) -> bool {
+        matches!(self, Target::Tansu(_))
+    }
+}
+
+/// A run of `records` in `seconds`, the broker and the client using `broker` and `client` of
+/// CPU time for them.
+fn rate(records: f64, seconds: f64, broker: Duration, client: Duration) -> Run {
+    let per_record = |cpu: Duration| cpu.as_secs_f64() * 1e6 / records.max(1.0);
+    Run {
+        per_sec: records / seconds,
+        broker_cpu_us: per_record(broker),
+        client_cpu_us: per_record(client),
+    }
+}
+
+/// The confluent-kafka script, one role against one broker.
+struct Confluent<'a> {
+    python: &'a Path,
+    script: PathBuf,
+}
+
+impl Confluent<'_> {
+    /// The script's JSON answer, the broker's CPU time and the client's over the run.
+    fn run(
+        &self,
+        target: &Target,
+        topic: &str,
+        args: &[&str],
+        budget: Duration,
+    ) -> Result<(Value, Duration, Duration), String> {
+        let mut command = Command::new(self.python);
+        command
+            .arg(&self.script)
+            .arg(target.addr())
+            .arg(topic)
+            .args(args);
+        if target.is_tansu() {
+            command.arg("--create");
+        }
+        let before = target.cpu();
+        command.stdin(Stdio::null()).stdout(Stdio::piped());
+        let finished = run(&mut command, budget + SLACK)?;
+        let cpu = target.cpu().saturating_sub(before);
+        Ok((last_json(&finished.stdout)?, cpu, finished.cpu))
+    }
+
+    fn produce(&self, target: &Target, topic: &str, records: u64) -> Result<Run, String> {
+        let count = records.to_string();
+        let (doc, cpu, client) = self.run(target, topic, &["produce", "--count", &count], SLACK)?;
+        Ok(rate(
+            field(&doc, "records")?,
+            field(&doc, "seconds")?,
+            cpu,
+            client,
+        ))
+    }
+
+    /// Consumes with `assign()`, or in `group`: the rate and the seconds to the first record.
+    fn consume(
+        &self,
+        target: &Target,
+        topic: &str,
+        records: u64,
+        group: Option<&str>,
+        budget: Duration,
+    ) -> Result<(Run, f64), String> {
+        let count = records.to_string();
+        let secs = budget.as_secs_f64().to_string();
+        let mut args = vec!["consume", "--count", &count, "--budget", &secs];
+        if let Some(group) = group {
+            args.extend(["--group", group]);
+        }
+        let (doc, cpu, client) = self.run(target, topic, &args, budget)?;
+        let read = field(&doc, "records")?;
+        let run = rate(read, field(&doc, "seconds")?, cpu, client);
+        Ok((run, field(&doc, "join_seconds")?))
+    }
+
+    fn latency(
+        &self,
+        target: &Target,
+        topic: &str,
+        rate: u32,
+        run: Duration,
+    ) -> Result<Latency, String> {
+        let (rate, secs) = (rate.to_string(), run.as_secs_f64().to_string());
+        let args = ["latency", "--rate", &rate, "--seconds", &secs];
+        let (doc, _, _) = self.run(target, topic, &args, run)?;
+        Ok(Latency {
+            p50_us: field(&doc, "p50_us")?,
+            p99_us: field(&doc, "p99_us")?,
+            p999_us: field(&doc, "p999_us")?,
+            samples: field(&doc, "samples")? as u64,
+        })
+    }
+}
+
+/// kcat produces the lines of `input` to partition 0 of `topic`: N over the wall time.
+fn kcat_produce(
+    kcat: &Path,
+    addr: SocketAddr,
+    topic: &str,
+    input: &Path,
+    records: u64,
+) -> Result<Run, String> {
+    let before = crate::harness::cpu_time();
+    let mut command = Command::new(kcat);
+    command
+        .args(["-P", "-q", "-b", &addr.to_string(), "-t", topic, "-p", "0"])
+        .args(["-X", "acks=all", "-l"])
+        .arg(input)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let finished = run(&mut command, SLACK * 4)?;
+    let broker = crate::harness::cpu_time().saturating_sub(before);
+    let n = records as f64;
+    Ok(rate(n, finished.wall.as_secs_f64(), broker, finished.cpu))
+}
+
+/// kcat consumes `topic` from the beginning to its end, writing offsets to a file; every
+/// record must come back. `tuned`: `queued.min.messages` 1,000,000 instead of 100,000 (see
+/// the module's documentation).
+fn kcat_consume(
+    kcat: &Path,
+    addr: SocketAddr,
+    topic: &str,
+    dir: &Path,
+    records: u64,
+    tuned: bool,
+) -> Result<Run, String> {
+    let out_path = dir.join(format!("{topic}.offsets"));
+    let out = File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
+    let before = crate::harness::cpu_time();
+    let mut command = Command::new(kcat);
+    command
+        .args([
+            "-C",
+            "-q",
+            "-e",
+            "-c",
+            &records.to_string(),
+            "-b",
+            &addr.to_string(),
+        ])
+        .args(["-t", topic, "-p", "0"])
+        .args(["-o", "beginning", "-f", "%o\n"])
+        .args(if tuned {
+            &["-X", "queued.min.messages=1000000"][..]
+        } else {
+            &[]
+        })
+        .stdin(Stdio::null())
+        // To a file, so nothing is read back here while the clock runs.
+        .stdout(out);
+    let finished = run(&mut command, SLACK * 4)?;
+    let broker = crate::harness::cpu_time().saturating_sub(before);
+    let rate = rate(
+        records as f64,
+        finished.wall.as_secs_f64(),
+        broker,
+        finished.cpu,
+    );
+    let text = std::fs::read(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?;
+    let read = text.iter().filter(|&&b| b == b'\n').count() as u64;
+    match read == records {
+        true => Ok(rate),
+        false => Err(format!("kcat read {read} records of {records}")),
+    }
+}
+
+/// Writes `records` lines of 100 bytes (no newline inside), kcat's `-l` input.
+fn kcat_input(dir: &Path, records: u64) -> Result<PathBuf, String> {
+    let path = dir.join("records.txt");
+    let write = || -> std::io::Result<()> {
+        let mut out = BufWriter::new(File::create(&path)?);
+        let mut line = vec![b'a'; VALUE_LEN];
+        line.push(b'\n');
+        for _ in 0..records {
+            out.write_all(&line)?;
+        }
+        out.flush()
+    };
+    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The median of the successful runs, or the first failure when none succeeded.
+fn median<T: Copy>(runs: &[Result<T, String>], key: impl Fn(&T) -> f64) -> Slot<T> {
+    let mut ok: Vec<T> = runs
+        .iter()
+        .filter_map(|r| r.as_ref().ok().copied())
+        .collect();
+    if ok.is_empty() {
+        return Err(runs
+            .iter()
+            .find_map(|r| r.as_ref().err().cloned())
+            .unwrap_or_else(|| "not measured".into()));
+    }
+    ok.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    Ok(ok[ok.len() / 2])
+}
+
+/// Median of each field of the successful latency runs.
+fn median_latency(runs: &[Result<Latency, String>]) -> Slot<Latency> {
+    let pick = |f: fn(&Latency) -> f64| median(runs, f).map(|l| f(&l));
+    Ok(Latency {
+        p50_us: pick(|l| l.p50_us)?,
+        p99_us: pick(|l| l.p99_us)?,
+        p999_us: pick(|l| l.p999_us)?,
+        samples: median(runs, |l| l.samples as f64)?.samples,
+    })
+}
+
+/// Runs every wire measurement, `settings.repeats` times, NanoKafka and tansu alternating.
+pub fn measure(settings: WireSettings, mut step: impl FnMut(&str)) -> WireFigures {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kcat = kcat();
+    let python = python();
+    let tansu_bin = crate::tansu::find();
+    let confluent = python.as_ref().map(|p| Confluent {
+        python: p,
+        script: Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/bench/confluent_bench.py"),
+    });
+    let ours = ListeningBroker::start(FsyncPolicy::Never);
+    let latency_broker = ListeningBroker::start(FsyncPolicy::default());
+    let input = kcat
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|_| kcat_input(dir.path(), settings.records));
+    let n = settings.records;
+    let mut runs = Runs::default();
+    for r in 0..settings.repeats {
+        let tansu = tansu_bin
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|b| Tansu::start(b));
+        let peer = tansu.as_ref().map(Target::Tansu).map_err(Clone::clone);
+        let us = Target::NanoKafka(ours.addr);
+        step(&format!(
+            "wire {}/{}: kcat produce {n} x 100 B, then consume them",
+            r + 1,
+            settings.repeats
+        ));
+        let topic = ours.topic(&format!("kcat-{r}"));
+        let produced = match (&kcat, &input) {
+            (Ok(k), Ok(i)) => kcat_produce(k, ours.addr, &topic, i, n),
+            (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+        };
+        for (tuned, slot) in [
+            (true, &mut runs.kcat_consume),
+            (false, &mut runs.kcat_consume_defaults),
+        ] {
+            slot.push(match (&kcat, &produced) {
+                (Ok(k), Ok(_)) => kcat_consume(k, ours.addr, &topic, dir.path(), n, tuned),
+                (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+            });
+        }
+        runs.kcat_produce.push(produced);
+        if confluent.is_err() {
+            runs.note_last();
+        }
+
+        let Ok(client) = &confluent else { continue };
+        let topic = ours.topic(&format!("confluent-{r}"));
+        step(&format!(
+            "wire {}/{}: confluent-kafka produce {n} x 100 B (NanoKafka, tansu)",
+            r + 1,
+            settings.repeats
+        ));
+        runs.produce.push(client.produce(&us, &topic, n));
+        runs.tansu_produce.push(
+            peer.as_ref()
+                .map_err(Clone::clone)
+                .and_then(|p| client.produce(p, &topic, n)),
+        );
+        step(&format!(
+            "wire {}/{}: confluent-kafka assign() consume (NanoKafka, tansu)",
+            r + 1,
+            settings.repeats
+        ));
+        let budget = settings.consume_budget;
+        runs.assign.push(
+            client
+                .consume(&us, &topic, n, None, budget)
+                .map(|(rate, _)| rate),
+        );
+        runs.tansu_assign.push(
+            peer.as_ref()
+                .map_err(Clone::clone)
+                .and_then(|p| client.consume(p, &topic, n, None, budget))
+                .map(|(rate, _)| rate),
+        );
+        step(&format!(
+            "wire {}/{}: confluent-kafka group consume (NanoKafka, tansu)",
+            r + 1,
+            settings.repeats
+        ));
+        let group = format!("bench-group-{r}");
+        let ours_group = client.consume(&us, &topic, n, Some(&group), budget);
+        let tansu_group = peer
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|p| client.consume(p, &topic, n, Some(&group), budget));
+        runs.join.0.extend(ours_group.as_ref().ok().map(|g| g.1));
+        runs.join.1.extend(tansu_group.as_ref().ok().map(|g| g.1));
+        runs.group.push(ours_group.map(|(rate, _)| rate));
+        runs.tansu_group.push(tansu_group.map(|(rate, _)| rate));
+        step(&format!(
+            "wire {}/{}: confluent-kafka produce->consume latency at {} rec/s (NanoKafka, tansu)",
+            r + 1,
+            settings.repeats,
+            settings.latency_rate
+        ));
+        let topic = latency_broker.topic(&format!("latency-{r}"));
+        let us = Target::NanoKafka(latency_broker.addr);
+        runs.latency
+            .push(client.latency(&us, &topic, settings.latency_rate, settings.latency_run));
+        runs.tansu_latency.push(
+            peer.as_ref().map_err(Clone::clone).and_then(|p| {
+                client.latency(p, &topic, settings.latency_rate, settings.latency_run)
+            }),
+        );
+        runs.note_last();
+    }
+    let reason = confluent.as_ref().err().copied();
+    let per_sec = |r: &Run| r.per_sec;
+    let mid = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    WireFigures {
+        kcat_produce: median(&runs.kcat_produce, per_sec),
+        kcat_consume: median(&runs.kcat_consume, per_sec),
+        kcat_consume_defaults: median(&runs.kcat_consume_defaults, per_sec),
+        produce: or_reason(median(&runs.produce, per_sec), reason),
+        assign: or_reason(median(&runs.assign, per_sec), reason),
+        group: or_reason(median(&runs.group, per_sec), reason),
+        latency: or_reason(median_latency(&runs.latency), reason),
+        tansu_produce: or_reason(median(&runs.tansu_produce, per_sec), reason),
+        tansu_assign: or_reason(median(&runs.tansu_assign, per_sec), reason),
+        tansu_group: or_reason(median(&runs.tansu_group, per_sec), reason),
+        tansu_latency: or_reason(median_latency(&runs.tansu_latency), reason),
+        join_secs: (mid(&mut runs.join.0), mid(&mut runs.join.1)),
+    }
+}
+
+impl Runs {
+    /// Prints each slot's latest run on stderr, under the progress line: the spread between
+    /// repeats that the medians hide.
+    fn note_last(&self) {
+        let rates = [
+            ("kcat produce", &self.kcat_produce),
+            ("kcat consume", &self.kcat_consume),
+            ("kcat consume, defaults", &self.kcat_consume_defaults),
+            ("confluent produce", &self.produce),
+            ("  tansu", &self.tansu_produce),
+            ("confluent assign", &self.assign),
+            ("  tansu", &self.tansu_assign),
+            ("confluent group", &self.group),
+            ("  tansu", &self.tansu_group),
+        ];
+        for (what, runs) in rates {
+            match runs.last() {
+                Some(Ok(r)) => eprintln!(
+                    "              {what}: {:.0} rec/s, CPU µs/rec broker {:.3} client {:.3}",
+                    r.per_sec, r.broker_cpu_us, r.client_cpu_us
+                ),
+                Some(Err(why)) => eprintln!("              {what}: {why}"),
+                None => {}
+            }
+        }
+        for (what, runs) in [("latency", &self.latency), ("  tansu", &self.tansu_latency)] {
+            match runs.last() {
+                Some(Ok(l)) => eprintln!(
+                    "              {what}: p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us",
+                    l.p50_us, l.p99_us, l.p999_us
+                ),
+                Some(Err(why)) => eprintln!("              {what}: {why}"),
+                None => {}
+            }
+        }
+    }
+}
+
+/// `slot`, or `missing` (why the client could not run) when that is why it is empty.
+fn or_reason<T>(slot: Slot<T>, missing: Option<&String>) -> Slot<T> {
+    match missing {
+        Some(why) => Err(why.clone()),
+        None => slot,
+    }
+}
+
+/// Every run of every slot, before the medians.
+#[derive(Default)]
+struct Runs {
+    kcat_produce: Vec<Result<Run, String>>,
+    kcat_consume: Vec<Result<Run, String>>,
+    kcat_consume_defaults: Vec<Result<Run, String>>,
+    produce: Vec<Result<Run, String>>,
+    assign: Vec<Result<Run, String>>,
+    group: Vec<Result<Run, String>>,
+    latency: Vec<Result<Latency, String>>,
+    tansu_produce: Vec<Result<Run, String>>,
+    tansu_assign: Vec<Result<Run, String>>,
+    tansu_group: Vec<Result<Run, String>>,
+    tansu_latency: Vec<Result<Latency, String>>,
+    join: (Vec<f64>, Vec<f64>),
+}
