@@ -25,6 +25,11 @@
 //! NANOKAFKA_BENCH_RSS_BYTES=1e8 NANOKAFKA_BENCH_SCALE_PARTITIONS=1000 cargo run --release
 //! --example bench`.
 //!
+//! Kafka clients (kcat, confluent-kafka) produce, consume and measure latency through a Kafka
+//! listener, beside tansu (another Kafka broker) and Redis in the same run: see `wire`.
+//! `NANOKAFKA_BENCH_WIRE_RECORDS` (default 1,000,000), `NANOKAFKA_BENCH_WIRE_REPEATS`
+//! (default 1; medians) and `NANOKAFKA_BENCH_WIRE_ONLY=1` (only these rows and Redis).
+//!
 //! If `redis-server` is on PATH, a private instance on a loopback port is the peer: Redis
 //! Streams `XADD` (one at a time and pipelined) and `XREADGROUP` + `XACK`, each beside the
 //! NanoKafka figure it compares to. Without it (or if it fails to start) the peer rows are
@@ -32,7 +37,9 @@
 //!
 //! Layout: `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
 //! append, fdatasync, crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`,
-//! `idle`, `open`, `rss`, `scale`, and `report` (the table, the targets and the JSON line).
+//! `idle`, `open`, `rss`, `scale`, `wire` (Kafka clients through the listener and against
+//! `tansu`; the client runs in `wire_clients`, their rows in `wire_rows`), and `report` (the
+//! table, the targets and the JSON line).
 
 mod baselines;
 mod consume;
@@ -47,6 +54,7 @@ mod rss;
 mod scale;
 mod tansu;
 mod wire;
+mod wire_clients;
 mod wire_rows;
 
 use std::time::Duration;
@@ -153,17 +161,6 @@ fn main() {
         progress.note(&format!("Redis Streams peer skipped: {why}"));
     }
 
-    // Real Kafka clients through the listener and against tansu, beside the Redis figures.
-    let wired = wire::measure(wire_settings, |what| progress.step(what));
-    for (what, slot) in [
-        ("tansu", &wired.tansu_produce),
-        ("listener", &wired.produce),
-    ] {
-        if let Err(why) = slot {
-            progress.note(&format!("{what} rows skipped: {why}"));
-        }
-    }
-
     progress.step("latency: end to end at 2,000 records/s (default FsyncPolicy)");
     let default_broker = TempBroker::start(FsyncPolicy::default());
     let e2e = latency::broker_e2e(
@@ -175,6 +172,18 @@ fn main() {
     drop(default_broker);
     progress.step("latency baseline: the same stamps through a crossbeam channel");
     let e2e_channel = latency::channel_e2e(LATENCY_RATE, latency_run);
+
+    // Real Kafka clients through the listener and against tansu, beside the Redis figures;
+    // after the in-process latency rows, whose conditions stay as they were.
+    let wired = wire::measure(wire_settings, |what| progress.step(what));
+    for (what, slot) in [
+        ("tansu", &wired.tansu_produce),
+        ("listener", &wired.produce),
+    ] {
+        if let Err(why) = slot {
+            progress.note(&format!("{what} rows skipped: {why}"));
+        }
+    }
 
     let idle_for = settings.idle();
     progress.step(&format!(
