@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
-use super::{api_versions, frame, metadata, ListenerConfig, Shared};
+use super::{api_versions, frame, metadata, sanity, ListenerConfig, Shared};
 use crate::async_handle::AsyncNanoKafka;
 
 /// The APIs served and their versions: what ApiVersions advertises, and what a request must
@@ -59,41 +59,93 @@ pub enum Outcome {
     Close(String),
 }
 
+/// A request frame read as far as it goes without a broker.
+#[derive(Debug)]
+pub enum Read {
+    Request {
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        header: RequestHeader,
+        request: RequestKind,
+    },
+    /// ApiVersions at a version not served: Kafka's rule is to answer in v0 with
+    /// UNSUPPORTED_VERSION and the full table, so the client can pick a version it shares
+    /// with us.
+    UnsupportedApiVersions { correlation_id: i32 },
+    /// Not a request this listener can read: close the connection, saying why.
+    Bad(String),
+}
+
+/// Reads one request frame (its body after the size): API, version, the shape check before
+/// decoding (`sanity`), header, body.
+pub fn read(mut frame: Bytes) -> Read {
+    // `frame::read_request` guarantees the fixed part of the header is there.
+    let Some(fixed) = frame.get(..8) else {
+        return Read::Bad(format!("request of {} bytes", frame.len()));
+    };
+    let api_key = i16::from_be_bytes([fixed[0], fixed[1]]);
+    let version = i16::from_be_bytes([fixed[2], fixed[3]]);
+    let correlation_id = i32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+    let Ok(api) = ApiKey::try_from(api_key) else {
+        return Read::Bad(format!("unknown API key {api_key}"));
+    };
+    let Some((min, max)) = served(api) else {
+        return Read::Bad(format!("{api:?} is not served"));
+    };
+    if !(min..=max).contains(&version) {
+        if api == ApiKey::ApiVersions {
+            return Read::UnsupportedApiVersions { correlation_id };
+        }
+        return Read::Bad(format!(
+            "{api:?} v{version} is not served (v{min} to v{max})"
+        ));
+    }
+    // Before anything decodes it: no count in the frame may size an allocation beyond it.
+    if let Err(e) = sanity::check(api, version, &frame) {
+        return Read::Bad(format!("{api:?} v{version}: refused before decoding: {e}"));
+    }
+    let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
+        Ok(header) => header,
+        Err(e) => return Read::Bad(format!("{api:?} v{version}: bad request header: {e}")),
+    };
+    match RequestKind::decode(api, &mut frame, version) {
+        Ok(request) => Read::Request {
+            api,
+            version,
+            correlation_id,
+            header,
+            request,
+        },
+        Err(e) => Read::Bad(format!("{api:?} v{version}: bad request: {e}")),
+    }
+}
+
 /// Answers one request frame (its body after the size).
 pub async fn handle(
     state: &mut ConnectionState,
     broker: &AsyncNanoKafka,
     shared: &Shared,
-    mut frame: Bytes,
+    frame: Bytes,
 ) -> Outcome {
-    // `frame::read_request` guarantees the fixed part of the header is there.
-    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
-    let version = i16::from_be_bytes([frame[2], frame[3]]);
-    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-    let Ok(api) = ApiKey::try_from(api_key) else {
-        return Outcome::Close(format!("unknown API key {api_key}"));
-    };
-    let Some((min, max)) = served(api) else {
-        return Outcome::Close(format!("{api:?} is not served"));
-    };
-    if !(min..=max).contains(&version) {
-        if api == ApiKey::ApiVersions {
-            // Kafka's rule: answer in v0 with UNSUPPORTED_VERSION and the full table, so the
-            // client can pick a version it shares with us.
-            shared.metrics.request(api);
-            return respond(api, 0, correlation_id, &api_versions::unsupported());
+    let (api, version, correlation_id, header, request) = match read(frame) {
+        Read::Request {
+            api,
+            version,
+            correlation_id,
+            header,
+            request,
+        } => (api, version, correlation_id, header, request),
+        Read::UnsupportedApiVersions { correlation_id } => {
+            shared.metrics.request(ApiKey::ApiVersions);
+            return respond(
+                ApiKey::ApiVersions,
+                0,
+                correlation_id,
+                &api_versions::unsupported(),
+            );
         }
-        return Outcome::Close(format!(
-            "{api:?} v{version} is not served (v{min} to v{max})"
-        ));
-    }
-    let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
-        Ok(header) => header,
-        Err(e) => return Outcome::Close(format!("{api:?} v{version}: bad request header: {e}")),
-    };
-    let request = match RequestKind::decode(api, &mut frame, version) {
-        Ok(request) => request,
-        Err(e) => return Outcome::Close(format!("{api:?} v{version}: bad request: {e}")),
+        Read::Bad(reason) => return Outcome::Close(reason),
     };
     if !state.authenticated
         && !matches!(

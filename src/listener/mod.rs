@@ -33,6 +33,11 @@ mod dispatch;
 mod frame;
 mod metadata;
 mod metrics;
+/// The request check before decoding, for tests and fuzzing (`test-support` feature).
+#[cfg(feature = "test-support")]
+pub mod sanity;
+#[cfg(not(feature = "test-support"))]
+mod sanity;
 mod server;
 
 pub use config::{
@@ -41,6 +46,10 @@ pub use config::{
 };
 pub(crate) use metrics::ListenerMetrics;
 pub(crate) use server::{bind, ListenerHandle};
+
+/// The APIs and versions the listener serves (`test-support` feature).
+#[cfg(feature = "test-support")]
+pub use dispatch::SERVED;
 
 /// Kafka's node id for this broker: the one broker, controller and coordinator.
 pub(crate) const NODE_ID: i32 = 0;
@@ -56,4 +65,34 @@ pub(crate) struct Shared {
     /// A Kafka cluster id: stable for a data directory, so clients that cache it agree
     /// across restarts.
     pub cluster_id: String,
+}
+
+/// Reads a request frame (its bytes after the size) as a connection does before it calls a
+/// handler: API and version served, the shape check, header, body. For fuzzing
+/// (`test-support` feature): the API, version and request, or why the connection would close.
+#[cfg(feature = "test-support")]
+pub fn read_request(
+    frame: bytes::Bytes,
+) -> std::result::Result<
+    (
+        kafka_protocol::messages::ApiKey,
+        i16,
+        kafka_protocol::messages::RequestKind,
+    ),
+    String,
+> {
+    match dispatch::read(frame) {
+        dispatch::Read::Request {
+            api,
+            version,
+            request,
+            ..
+        } => Ok((api, version, request)),
+        dispatch::Read::UnsupportedApiVersions { .. } => Ok((
+            kafka_protocol::messages::ApiKey::ApiVersions,
+            0,
+            kafka_protocol::messages::RequestKind::ApiVersions(Default::default()),
+        )),
+        dispatch::Read::Bad(reason) => Err(reason),
+    }
 }
