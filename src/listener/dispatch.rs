@@ -8,12 +8,18 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
-use super::{api_versions, frame, metadata, sanity, ListenerConfig, Shared};
+use super::{api_versions, frame, metadata, sanity, sasl, ListenerConfig, Shared};
 use crate::async_handle::AsyncNanoKafka;
 
 /// The APIs served and their versions: what ApiVersions advertises, and what a request must
 /// fall in to be read. Each range is one both this listener and the codec support.
-pub const SERVED: &[(ApiKey, i16, i16)] = &[(ApiKey::ApiVersions, 0, 4), (ApiKey::Metadata, 0, 12)];
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::Metadata, 0, 12),
+    // v1 only: v0 sends raw SASL tokens outside Kafka's framing (see `sasl`).
+    (ApiKey::SaslHandshake, 1, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+];
 
 /// The versions of `api` served, if any.
 pub fn served(api: ApiKey) -> Option<(i16, i16)> {
@@ -28,12 +34,15 @@ pub fn served(api: ApiKey) -> Option<(i16, i16)> {
 pub struct ConnectionState {
     /// False until SASL/PLAIN succeeds, when the listener requires it.
     pub authenticated: bool,
+    /// Where the SASL exchange is.
+    pub sasl: sasl::SaslStage,
 }
 
 impl ConnectionState {
     pub fn new(config: &ListenerConfig) -> Self {
         ConnectionState {
             authenticated: config.sasl_plain.is_none(),
+            sasl: sasl::SaslStage::default(),
         }
     }
 }
@@ -57,6 +66,8 @@ pub enum Outcome {
     Silent,
     /// The request could not be read or is not allowed: close the connection, saying why.
     Close(String),
+    /// Write this frame, then close the connection, saying why (a failed authentication).
+    RespondAndClose(Bytes, String),
 }
 
 /// A request frame read as far as it goes without a broker.
@@ -176,6 +187,12 @@ pub async fn handle(
         Reply::Respond(response) => respond(api, version, correlation_id, &response),
         Reply::Silent => Outcome::Silent,
         Reply::Close(reason) => Outcome::Close(format!("{api:?} v{version}: {reason}")),
+        Reply::RespondAndClose(response, reason) => {
+            match respond(api, version, correlation_id, &response) {
+                Outcome::Respond(frame) => Outcome::RespondAndClose(frame, reason),
+                other => other,
+            }
+        }
     }
 }
 
@@ -188,17 +205,23 @@ pub enum Reply {
     Silent,
     /// The request is refused in a way the protocol cannot answer: close, saying why.
     Close(String),
+    /// Answer, then close, saying why (Kafka's way with a failed authentication).
+    RespondAndClose(Box<ResponseKind>, String),
 }
 
 /// Calls the handler of `request`'s API.
 async fn route(
     ctx: &RequestContext<'_>,
-    _state: &mut ConnectionState,
+    state: &mut ConnectionState,
     request: RequestKind,
 ) -> Reply {
     Reply::Respond(Box::new(match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(ctx, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r).await),
+        RequestKind::SaslHandshake(r) => {
+            ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
+        }
+        RequestKind::SaslAuthenticate(r) => return sasl::authenticate(ctx, state, r),
         // `handle` decodes only requests of served APIs, and each has an arm above.
         _ => return Reply::Close("served, but no handler answers it".into()),
     }))

@@ -38,6 +38,7 @@ mod metrics;
 pub mod sanity;
 #[cfg(not(feature = "test-support"))]
 mod sanity;
+mod sasl;
 mod server;
 
 pub use config::{

@@ -5,3 +5,5 @@ mod client;
 mod common;
 
 mod basics;
+mod hostile;
+mod sasl;
