@@ -16,8 +16,9 @@ use crate::async_handle::AsyncNanoKafka;
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::Metadata, 0, 12),
-    // v1 only: v0 sends raw SASL tokens outside Kafka's framing (see `sasl`).
-    (ApiKey::SaslHandshake, 1, 1),
+    // v0 is advertised because librdkafka enables SASL only when it is, but answered
+    // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
+    (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
 ];
 

@@ -3,9 +3,13 @@
 //!
 //! Until a connection authenticates, the listener reads only ApiVersions and these two
 //! (`dispatch::handle`). A wrong user or password is answered SASL_AUTHENTICATION_FAILED and
-//! the connection is closed, as Kafka does. Handshake v0 (raw SASL tokens outside Kafka's
-//! framing, after the handshake) is not served: every maintained client uses v1 when the
-//! broker offers it, and v0 would need the connection's reader to switch framing mid-stream.
+//! the connection is closed, as Kafka does.
+//!
+//! Handshake v0 is advertised but answered ILLEGAL_SASL_STATE: after a v0 handshake the client
+//! sends raw SASL tokens outside Kafka's framing, which would need the connection's reader to
+//! switch framing mid-stream. librdkafka enables SASL only if the broker lists v0, then uses
+//! v1 with SaslAuthenticate, as do Java clients since Kafka 1.0 and kafka-python; so only a
+//! client too old for SaslAuthenticate meets the error, and it fails with a reason.
 //!
 //! A listener without SASL answers both ILLEGAL_SASL_STATE, as a Kafka PLAINTEXT listener
 //! does, so that a client configured for SASL fails with a reason rather than a closed socket.
@@ -48,6 +52,12 @@ pub fn handshake(
                 Some(_) => offered(),
                 None => Vec::new(),
             });
+    }
+    if ctx.version == 0 {
+        tracing::info!("SaslHandshake v0 (raw SASL tokens) is not served; clients use v1");
+        return SaslHandshakeResponse::default()
+            .with_error_code(ResponseError::IllegalSaslState.code())
+            .with_mechanisms(offered());
     }
     // Mechanism names are case-sensitive (RFC 4422), as Kafka compares them.
     if request.mechanism.as_str() != PLAIN {
