@@ -121,7 +121,7 @@ fn seed(dir: &Path) {
         .unwrap();
     for i in 0..10u64 {
         broker
-            .produce_keyed("before", &i.to_be_bytes(), &i)
+            .produce_keyed("before", i.to_be_bytes(), &i)
             .unwrap();
     }
     broker.shutdown().unwrap();
