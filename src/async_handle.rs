@@ -2,6 +2,8 @@
 //! message to the `BrokerActor` (see [`crate::messages`]); typed methods encode and decode
 //! payloads with rmp-serde. Cheap to clone.
 
+mod groups;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +30,8 @@ use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::{route as route_batch, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Header, Record};
+
+mod kafka;
 
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.

@@ -41,6 +41,12 @@ macro_rules! topic_message {
     };
 }
 
+mod kafka;
+pub use kafka::{
+    AllocateProducerId, BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, OffsetSpec,
+    WaitForKafkaAppend,
+};
+
 /// Create a topic. Reply: `()` once its partitions exist on disk.
 /// Errors: `InvalidTopicName`, `InvalidConfig`, `TopicExists`, `Io`.
 #[derive(Debug, Clone)]
@@ -93,7 +99,7 @@ topic_message!(ProduceBatch => Vec<Delivery>);
 /// Through the same group commit and backpressure as [`Produce`]. Reply: where it went; a
 /// retry of an idempotent producer's stored batch answers with the stored offsets and
 /// writes nothing. Errors: `InvalidBatch` (not one valid batch, or transactional),
-/// `RecordTooLarge`, `ProducerFenced`, `UnknownTopic`, `UnknownPartition`, and as [`Produce`].
+/// `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `UnknownTopic`, `UnknownPartition`, and as [`Produce`].
 #[derive(Debug, Clone)]
 pub struct ProduceKafkaBatch {
     pub topic: String,

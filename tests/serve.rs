@@ -120,9 +120,7 @@ fn seed(dir: &Path) {
         .create_topic("before", TopicConfig::default().partitions(2))
         .unwrap();
     for i in 0..10u64 {
-        broker
-            .produce_keyed("before", i.to_be_bytes(), &i)
-            .unwrap();
+        broker.produce_keyed("before", i.to_be_bytes(), &i).unwrap();
     }
     broker.shutdown().unwrap();
 }

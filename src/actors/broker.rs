@@ -18,8 +18,10 @@ use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
-    CreateTopic, GetStats, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription, TopicMessage,
+    AllocateProducerId, CreateTopic, GetStats, JoinGroup, ListTopics, Shutdown, Subscribe,
+    Subscription, TopicMessage,
 };
+use crate::storage::producer_ids::ProducerIdBlocks;
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
 
@@ -54,6 +56,8 @@ pub struct BrokerActor {
     /// Where the next topic's partition 0 goes, so small topics spread over the arbiters.
     next_arbiter: usize,
     restarts: u64,
+    /// Kafka producer ids (InitProducerId), loaded on the first request.
+    producer_ids: Option<ProducerIdBlocks>,
 }
 
 impl BrokerActor {
@@ -74,6 +78,7 @@ impl BrokerActor {
             arbiters,
             next_arbiter: 0,
             restarts: 0,
+            producer_ids: None,
         }
     }
 
@@ -166,6 +171,26 @@ impl Handler<CreateTopic> for BrokerActor {
     }
 }
 
+impl Handler<AllocateProducerId> for BrokerActor {
+    type Result = Result<i64>;
+
+    fn handle(&mut self, _: AllocateProducerId, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "AllocateProducerId").entered();
+        let name = self.label.clone();
+        guarded_reply(self, ctx, &name, |act, _| {
+            let data_dir = act.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
+            let fs = act.settings.fs.clone();
+            let blocks = match &mut act.producer_ids {
+                Some(blocks) => blocks,
+                None => act
+                    .producer_ids
+                    .insert(ProducerIdBlocks::open(fs.as_ref(), data_dir.path())?),
+            };
+            Ok(blocks.allocate(fs.as_ref())?)
+        })
+    }
+}
+
 impl Handler<ListTopics> for BrokerActor {
     type Result = Result<BTreeMap<String, TopicConfig>>;
 
@@ -246,6 +271,22 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
                 options,
             ))
         }))
+    }
+}
+
+/// What a group's liveness runs on: the session timeout and the clock, for groups kept
+/// outside the broker (the Kafka listener's). Never fails.
+#[derive(Debug)]
+pub struct GetGroupSettings;
+impl Message for GetGroupSettings {
+    type Result = (std::time::Duration, crate::clock::SharedClock);
+}
+
+impl Handler<GetGroupSettings> for BrokerActor {
+    type Result = MessageResult<GetGroupSettings>;
+
+    fn handle(&mut self, _: GetGroupSettings, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((self.settings.session_timeout, self.settings.clock.clone()))
     }
 }
 

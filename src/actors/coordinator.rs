@@ -26,7 +26,9 @@ use crate::types::GroupStats;
 #[derive(Debug)]
 pub struct Join {
     pub member: String,
-    pub options: GroupOptions,
+    /// `None`: whatever options the group has (a Kafka client's member, which cannot know
+    /// them).
+    pub options: Option<GroupOptions>,
 }
 impl Message for Join {
     type Result = Result<Assignment>;
@@ -281,13 +283,16 @@ impl Handler<Join> for GroupCoordinatorActor {
         let _span = tracing::debug_span!(parent: &self.span, "Join").entered();
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
-            if msg.options != act.options {
-                return Err(Error::GroupOptionsMismatch {
-                    topic: act.topic.clone(),
-                    group: act.group.clone(),
-                    existing: act.options,
-                    requested: msg.options,
-                });
+            match msg.options {
+                Some(requested) if requested != act.options => {
+                    return Err(Error::GroupOptionsMismatch {
+                        topic: act.topic.clone(),
+                        group: act.group.clone(),
+                        existing: act.options,
+                        requested,
+                    });
+                }
+                _ => {}
             }
             Ok(act.with_state(|state, now| state.join(&msg.member, now)))
         })

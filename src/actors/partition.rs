@@ -10,6 +10,8 @@
 //! Every reply travels through a oneshot channel answered by this actor, so a parked request
 //! is answered exactly once: by the append, by its deadline timer, or by a restart.
 
+mod offsets;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,6 +32,10 @@ use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
 use crate::storage::{AppendInfo, KafkaAppend, LogConfig};
 use crate::types::PartitionStats;
+pub use offsets::{GetCommitted, SetCommitted};
+
+mod kafka;
+pub use kafka::{FindKafkaOffset, ReadBatches, WaitForAppend};
 
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
 /// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
@@ -118,7 +124,7 @@ impl Message for WaitForData {
 
 /// Append a Kafka client's record batch as it was sent (see `PartitionLog::append_kafka_batch`),
 /// through the same group commit and backpressure as native produces. Sent by `TopicActor`.
-/// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `PartitionFull`, `Timeout`,
+/// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `PartitionFull`, `Timeout`,
 /// `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct AppendKafka {
@@ -145,6 +151,7 @@ impl AppendAnswer for ProduceReply {
                     base_offset: info.base_offset,
                     last_offset: info.base_offset + info.count.saturating_sub(1),
                     log_append_time_ms: None,
+                    log_start_offset: 0,
                     duplicate: false,
                 }));
             }

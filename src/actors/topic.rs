@@ -4,6 +4,9 @@
 //! the same state (its children's addresses and the round-robin counter), so nothing is
 //! lost and queued requests are served after the restart.
 
+mod kafka;
+mod kafka_groups;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,7 +28,7 @@ use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::validate_id;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::Assignment;
+use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, KafkaAppend, Lag,
     LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch, ProduceKafkaBatch,
@@ -34,6 +37,7 @@ use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
+pub use kafka_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
 
 /// Everything about the topic, for `stats()`. Never fails.
 #[derive(Debug)]
@@ -132,6 +136,32 @@ impl TopicActor {
             topic: self.name.clone(),
             group: group.to_owned(),
         })
+    }
+
+    /// `group`'s coordinator, started with `options` (and registered with every partition)
+    /// when the group is new.
+    fn coordinator(&mut self, group: &str, options: GroupOptions) -> Addr<GroupCoordinatorActor> {
+        if let Some(addr) = self.groups.get(group) {
+            return addr.clone();
+        }
+        let (topic, name, partitions, settings) = (
+            self.name.clone(),
+            group.to_owned(),
+            self.partitions.clone(),
+            self.settings.clone(),
+        );
+        let addr = Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
+            ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+            GroupCoordinatorActor::new(&topic, &name, options, partitions, settings)
+        });
+        for partition in &self.partitions {
+            partition.do_send(RegisterGroup {
+                group: group.to_owned(),
+                start: options.start,
+            });
+        }
+        self.groups.insert(group.to_owned(), addr.clone());
+        addr
     }
 
     /// For member-scoped requests, a group that does not exist means "not a member".
@@ -290,38 +320,12 @@ impl Handler<JoinGroup> for TopicActor {
             {
                 return Box::pin(async { Err(e) });
             }
-            let coordinator = match act.groups.get(&msg.group) {
-                Some(addr) => addr.clone(),
-                None => {
-                    let (topic, group, partitions, settings) = (
-                        act.name.clone(),
-                        msg.group.clone(),
-                        act.partitions.clone(),
-                        act.settings.clone(),
-                    );
-                    let options = msg.options;
-                    let addr =
-                        Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
-                            ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-                            GroupCoordinatorActor::new(
-                                &topic, &group, options, partitions, settings,
-                            )
-                        });
-                    for partition in &act.partitions {
-                        partition.do_send(RegisterGroup {
-                            group: msg.group.clone(),
-                            start: msg.options.start,
-                        });
-                    }
-                    act.groups.insert(msg.group.clone(), addr.clone());
-                    addr
-                }
-            };
+            let coordinator = act.coordinator(&msg.group, msg.options);
             Box::pin(ask(
                 coordinator,
                 Join {
                     member: msg.member,
-                    options: msg.options,
+                    options: Some(msg.options),
                 },
             ))
         })

@@ -8,7 +8,8 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
-use super::{api_versions, frame, metadata, sanity, sasl, ListenerConfig, Shared};
+use super::{api_versions, frame, groups, metadata, sanity, sasl, ListenerConfig, Shared};
+use super::{fetch, init_producer_id, offsets, produce};
 use crate::async_handle::AsyncNanoKafka;
 
 /// The APIs served and their versions: what ApiVersions advertises, and what a request must
@@ -16,6 +17,20 @@ use crate::async_handle::AsyncNanoKafka;
 pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::Metadata, 0, 12),
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 4),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),
@@ -204,7 +219,6 @@ pub async fn handle(
 pub enum Reply {
     Respond(Box<ResponseKind>),
     /// The request takes no response (a produce with `acks=0`).
-    #[allow(dead_code)] // until Produce is served
     Silent,
     /// The request is refused in a way the protocol cannot answer: close, saying why.
     Close(String),
@@ -221,6 +235,34 @@ async fn route(
     Reply::Respond(Box::new(match request {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(ctx, r)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(ctx, r).await),
+        RequestKind::Produce(r) => return produce::handle(ctx, r).await,
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(ctx, r).await),
+        RequestKind::ListOffsets(r) => {
+            ResponseKind::ListOffsets(offsets::list_offsets(ctx, r).await)
+        }
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            ResponseKind::OffsetForLeaderEpoch(offsets::offset_for_leader_epoch(ctx, r).await)
+        }
+        RequestKind::InitProducerId(r) => {
+            ResponseKind::InitProducerId(init_producer_id::handle(ctx, r).await)
+        }
+        RequestKind::FindCoordinator(r) => {
+            ResponseKind::FindCoordinator(groups::find_coordinator(ctx, r))
+        }
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(groups::join_group(ctx, r).await),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(groups::sync_group(ctx, r).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(groups::heartbeat(ctx, r).await),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(groups::leave_group(ctx, r).await),
+        RequestKind::OffsetCommit(r) => {
+            ResponseKind::OffsetCommit(groups::offset_commit(ctx, r).await)
+        }
+        RequestKind::OffsetFetch(r) => {
+            ResponseKind::OffsetFetch(groups::offset_fetch(ctx, r).await)
+        }
+        RequestKind::DescribeGroups(r) => {
+            ResponseKind::DescribeGroups(groups::describe_groups(ctx, r).await)
+        }
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(groups::list_groups(ctx, r).await),
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
         }

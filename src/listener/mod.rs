@@ -30,9 +30,15 @@ mod api_versions;
 mod config;
 mod connection;
 mod dispatch;
+mod errors;
+mod fetch;
 mod frame;
+mod groups;
+mod init_producer_id;
 mod metadata;
 mod metrics;
+mod offsets;
+mod produce;
 /// The request check before decoding, for tests and fuzzing (`test-support` feature).
 #[cfg(feature = "test-support")]
 pub mod sanity;
@@ -66,6 +72,8 @@ pub(crate) struct Shared {
     /// A Kafka cluster id: stable for a data directory, so clients that cache it agree
     /// across restarts.
     pub cluster_id: String,
+    /// The Kafka client groups (classic protocol), by name.
+    pub groups: groups::KafkaGroups,
 }
 
 /// Reads a request frame (its bytes after the size) as a connection does before it calls a

@@ -162,7 +162,6 @@ impl DataDir {
         Ok(DataDir { path, _lock: lock })
     }
 
-    #[cfg(any(test, feature = "test-support"))]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -3,7 +3,14 @@
 
 mod client;
 mod common;
+mod groups_common;
+mod records;
 
 mod basics;
+mod fetch;
+mod groups;
+mod groups_offsets;
 mod hostile;
+mod offsets;
+mod produce;
 mod sasl;
