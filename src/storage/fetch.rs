@@ -41,32 +41,44 @@ pub struct RecordRef<'a> {
 }
 
 /// Where a record of a read lies, parsed once: its fields' byte ranges in the read buffer or
-/// in a decompressed section.
+/// in a decompressed section. 48 bytes, written for every record a read returns: the key and
+/// value are spans that may be absent rather than `Option`s (which took 56).
 #[derive(Debug, Clone, Copy)]
 struct RecordLoc {
-    /// 0: the read buffer; `n`: `sections[n - 1]`.
-    source: u32,
     offset: u64,
     timestamp_ms: u64,
-    key: Option<Span>,
-    value: Option<Span>,
+    key: Span,
+    value: Span,
     headers: Span,
     header_count: u32,
+    /// 0: the read buffer; `n`: `sections[n - 1]`.
+    source: u32,
 }
 
-/// `(start, len)` of a field in its source buffer.
+const _: () = assert!(std::mem::size_of::<RecordLoc>() == 48);
+
+/// `(start, len)` of a field in its source buffer; a length of [`Span::ABSENT`] for a null
+/// key or value. A read buffer (at most [`MAX_READ_CHUNK`] plus a batch) and a section (at
+/// most [`MAX_DECOMPRESSED_BYTES`]) are far below 4 GiB.
 #[derive(Debug, Clone, Copy)]
 struct Span(u32, u32);
 
 impl Span {
-    /// Where `inner`, a slice of `outer`, lies in it, shifted by `base`.
-    fn of(outer: &[u8], inner: &[u8], base: usize) -> Span {
-        let start = inner.as_ptr() as usize - outer.as_ptr() as usize + base;
-        Span(start as u32, inner.len() as u32)
+    const ABSENT: u32 = u32::MAX;
+
+    /// Where `inner`, a slice of `outer`, lies in it, shifted by `base`; absent for `None`.
+    fn of(outer: &[u8], inner: Option<&[u8]>, base: usize) -> Span {
+        match inner {
+            Some(inner) => {
+                let start = inner.as_ptr() as usize - outer.as_ptr() as usize + base;
+                Span(start as u32, inner.len() as u32)
+            }
+            None => Span(0, Span::ABSENT),
+        }
     }
 
-    fn get(self, bytes: &[u8]) -> &[u8] {
-        &bytes[self.0 as usize..(self.0 + self.1) as usize]
+    fn get(self, bytes: &[u8]) -> Option<&[u8]> {
+        (self.1 != Span::ABSENT).then(|| &bytes[self.0 as usize..(self.0 + self.1) as usize])
     }
 }
 
@@ -134,9 +146,12 @@ impl FetchedRecords {
             RecordRef {
                 offset: loc.offset,
                 timestamp_ms: loc.timestamp_ms,
-                key: loc.key.map(|k| k.get(source)),
-                value: loc.value.map_or(&[][..], |v| v.get(source)),
-                headers: Headers::verified(loc.header_count as usize, loc.headers.get(source)),
+                key: loc.key.get(source),
+                value: loc.value.get(source).unwrap_or_default(),
+                headers: Headers::verified(
+                    loc.header_count as usize,
+                    loc.headers.get(source).unwrap_or_default(),
+                ),
             }
         })
     }
@@ -246,9 +261,9 @@ impl Collector {
                 source,
                 offset,
                 timestamp_ms: header.record_timestamp(record.timestamp_delta).max(0) as u64,
-                key: record.key.map(|k| Span::of(records, k, base)),
-                value: record.value.map(|v| Span::of(records, v, base)),
-                headers: Span::of(records, record.headers.bytes(), base),
+                key: Span::of(records, record.key, base),
+                value: Span::of(records, record.value, base),
+                headers: Span::of(records, Some(record.headers.bytes()), base),
                 header_count: record.headers.len() as u32,
             });
             *bytes += len;
