@@ -231,6 +231,7 @@ impl Collector {
             )
         };
         let before = self.out.records.len();
+        let before_next = (self.out.next_offset, self.bytes);
         let wanted = self.max_records.saturating_sub(before);
         self.out
             .records
@@ -291,10 +292,17 @@ impl Collector {
             }
             None => {
                 let mut record_at = 0;
-                format::validate_records(records, header, |record| {
+                let validated = format::validate_records(records, header, |record| {
                     consider(record, record_at);
                     record_at += record.encoded_len;
-                })?;
+                });
+                if let Err(reason) = validated {
+                    // None of a batch that does not parse is returned, also when records
+                    // before it are.
+                    self.out.records.truncate(before);
+                    (self.out.next_offset, self.bytes) = before_next;
+                    return Err(reason);
+                }
             }
         }
         let whole = stopped_at.is_none();
