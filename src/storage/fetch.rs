@@ -578,7 +578,9 @@ pub(super) fn read_segment(
             };
             let held_at = collector.rest_at.filter(|_| {
                 let sections: usize = collector.sections.iter().map(Vec::len).sum();
-                !collector.rest.is_empty() && chunk_len + sections <= MAX_HELD_BYTES
+                // Tiny records take more to locate than to store: their locations count too.
+                let locations = collector.rest.len() * (std::mem::size_of::<RecordLoc>() + 4);
+                !collector.rest.is_empty() && chunk_len + sections + locations <= MAX_HELD_BYTES
             });
             let after_len = held_at.and_then(|r| {
                 let end = (r.position - from) as usize + r.header.batch_len;

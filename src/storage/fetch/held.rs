@@ -9,8 +9,8 @@ use crate::storage::compression::Compression;
 /// stopped in before returning: the next sequential read returns them from the same buffer
 /// when they fill it, instead of reading and parsing them again. A consumer taking 500
 /// records at a time from batches of 1000 otherwise read and parsed each batch's second half
-/// twice. Kept only while the read's bytes are at most [`MAX_HELD_BYTES`]: the partition holds
-/// them until its next read.
+/// twice. Kept only while the read's bytes and the held records' locations take at most
+/// [`MAX_HELD_BYTES`]: the partition holds them until its next read.
 #[derive(Debug)]
 pub(in crate::storage) struct Held {
     pub(super) bytes: Arc<ReadBytes>,
