@@ -27,6 +27,7 @@ use super::segment::{LogSegment, ScannedFrame};
 mod held;
 pub(super) use held::Held;
 use held::MAX_HELD_BYTES;
+pub use held::{HeldBudget, DEFAULT_HELD_BUDGET_BYTES, HELD_BUDGET};
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
@@ -399,6 +400,7 @@ pub(super) fn read_segment(
     offset: u64,
     (max_records, max_bytes): (usize, usize),
     (resume, batch_len): (Option<Resume>, Option<usize>),
+    budget: &'static HeldBudget,
 ) -> Result<SegmentRead> {
     let path = segment.log_path();
     let full_want = max_bytes.min(MAX_READ_CHUNK) + READ_SLACK;
@@ -576,13 +578,18 @@ pub(super) fn read_segment(
                 Some(r) => Some(r.header.batch_len),
                 None => batch_len_at(&chunk[end_at.min(chunk_len)..]),
             };
-            let held_at = collector.rest_at.filter(|_| {
+            let held_at = collector.rest_at.and_then(|resume| {
                 let sections: usize = collector.sections.iter().map(Vec::len).sum();
                 // Tiny records take more to locate than to store: their locations count too.
                 let locations = collector.rest.len() * (std::mem::size_of::<RecordLoc>() + 4);
-                !collector.rest.is_empty() && chunk_len + sections + locations <= MAX_HELD_BYTES
+                let size = chunk_len + sections + locations;
+                if collector.rest.is_empty() || size > MAX_HELD_BYTES {
+                    return None;
+                }
+                // Over the budget: the next read resumes from the file instead.
+                Some((resume, budget.try_reserve(size)?))
             });
-            let after_len = held_at.and_then(|r| {
+            let after_len = held_at.as_ref().and_then(|(r, _)| {
                 let end = (r.position - from) as usize + r.header.batch_len;
                 batch_len_at(&chunk[end.min(chunk_len)..])
             });
@@ -590,7 +597,7 @@ pub(super) fn read_segment(
                 buf,
                 sections: collector.sections,
             });
-            records.held = held_at.map(|resume| {
+            records.held = held_at.map(|(resume, reserved)| {
                 Box::new(Held {
                     bytes: Arc::clone(&records.bytes),
                     records: collector.rest,
@@ -598,6 +605,7 @@ pub(super) fn read_segment(
                     next: 0,
                     resume,
                     after_len,
+                    _reserved: reserved,
                 })
             });
             // A read that stopped inside a batch ends at that batch's start.

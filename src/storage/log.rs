@@ -36,7 +36,9 @@ pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_B
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
-use super::fetch::{first_record_not_before, read_segment, Held, Resume, SegmentRead};
+use super::fetch::{
+    first_record_not_before, read_segment, Held, HeldBudget, Resume, SegmentRead, HELD_BUDGET,
+};
 use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
@@ -184,6 +186,8 @@ pub struct PartitionLog {
     /// Appended since the last sync.
     dirty: bool,
     read_hint: Option<ReadHint>,
+    /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
+    held_budget: &'static HeldBudget,
     /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
     /// Idempotent producers' last batches (see [`producer_state`]).
@@ -257,6 +261,7 @@ impl PartitionLog {
             last_timestamp_ms,
             dirty: false,
             read_hint: None,
+            held_budget: &HELD_BUDGET,
             sealing: None,
             producers: ProducerState::default(),
         };
@@ -279,6 +284,12 @@ impl PartitionLog {
         Ok((log, report))
     }
 
+    /// Counts what this log holds between reads against `budget` instead of the process's.
+    #[cfg(test)]
+    pub(super) fn set_held_budget(&mut self, budget: &'static HeldBudget) {
+        self.read_hint = None;
+        self.held_budget = budget;
+    }
     #[cfg(any(test, feature = "test-support"))]
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -545,6 +556,7 @@ impl PartitionLog {
                     offset,
                     (max_records, max_bytes),
                     (resume.take(), batch_len.take()),
+                    self.held_budget,
                 )? {
                     SegmentRead::Done {
                         records,

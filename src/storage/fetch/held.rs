@@ -1,5 +1,7 @@
-//! The rest of a batch a read stopped in, kept for the next read (see [`Held`]).
+//! The rest of a batch a read stopped in, kept for the next read (see [`Held`]), within a
+//! per-partition cap and a process-wide budget (see [`HeldBudget`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::{FetchedRecords, ReadBytes, RecordLoc, Resume};
@@ -10,7 +12,9 @@ use crate::storage::compression::Compression;
 /// when they fill it, instead of reading and parsing them again. A consumer taking 500
 /// records at a time from batches of 1000 otherwise read and parsed each batch's second half
 /// twice. Kept only while the read's bytes and the held records' locations take at most
-/// [`MAX_HELD_BYTES`]: the partition holds them until its next read.
+/// [`MAX_HELD_BYTES`], and [`HeldBudget`] has room for them: the partition holds them until
+/// its next read (or until it is closed), and gives the bytes back to the budget when it
+/// drops them.
 #[derive(Debug)]
 pub(in crate::storage) struct Held {
     pub(super) bytes: Arc<ReadBytes>,
@@ -24,10 +28,74 @@ pub(in crate::storage) struct Held {
     pub(super) resume: Resume,
     /// The length of the batch after it, when the read saw its header.
     pub(super) after_len: Option<usize>,
+    /// Its bytes in the budget, given back when it is dropped.
+    pub(super) _reserved: Reservation,
 }
 
-/// The most bytes a [`Held`] keeps alive between two reads of a partition.
-pub(super) const MAX_HELD_BYTES: usize = 1 << 20;
+/// The most bytes a [`Held`] keeps alive between two reads of a partition. A consumer polling
+/// 500 records of 100 B from batches of 1000 holds about 140 KB (the batch read, plus the
+/// locations of the 500 records left); a 1 MiB cap measured no faster.
+pub(super) const MAX_HELD_BYTES: usize = 256 << 10;
+
+/// The default of [`HELD_BUDGET`]: 64 MiB holds the rest of a batch for about 450 partitions
+/// consumed at once by loops like the one above (256 at the per-partition cap), more than
+/// the I/O threads serve at full speed, while 10,000 partitions stopped mid-batch cost at
+/// most this, not 10,000 × [`MAX_HELD_BYTES`]. A partition refused a hold loses nothing
+/// but speed: its next read resumes from the file (reads and parses the rest of the batch).
+pub const DEFAULT_HELD_BUDGET_BYTES: usize = 64 << 20;
+
+/// The bytes all the [`Held`]s of the process keep, at most `limit`. Reserving and releasing
+/// are one atomic operation each, once per read that stops inside a batch.
+#[derive(Debug)]
+pub struct HeldBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+/// The budget every partition log of the process shares (tests give a log its own).
+pub static HELD_BUDGET: HeldBudget = HeldBudget::new(DEFAULT_HELD_BUDGET_BYTES);
+
+impl HeldBudget {
+    pub const fn new(limit: usize) -> Self {
+        HeldBudget {
+            limit,
+            used: AtomicUsize::new(0),
+        }
+    }
+    /// The bytes held now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+    /// Takes `bytes` from the budget until the [`Reservation`] is dropped; `None` (nothing
+    /// taken) when that would exceed the limit.
+    pub(super) fn try_reserve(&'static self, bytes: usize) -> Option<Reservation> {
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&u| u <= self.limit)
+            })
+            .ok()
+            .map(|_| Reservation {
+                budget: self,
+                bytes,
+            })
+    }
+}
+
+/// Bytes taken from a [`HeldBudget`], given back on drop.
+#[derive(Debug)]
+pub(super) struct Reservation {
+    budget: &'static HeldBudget,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
 
 impl Held {
     /// The read of up to `max_records` / `max_bytes` from the next held record, with the byte
@@ -75,3 +143,6 @@ impl Held {
         Some((fetched, position))
     }
 }
+
+#[cfg(test)]
+mod tests;
