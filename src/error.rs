@@ -55,10 +55,28 @@ pub enum Error {
     #[error("invalid record batch: {reason}")]
     InvalidBatch { reason: String },
 
-    /// An idempotent producer's batch out of sequence, or from a fenced (older) epoch.
-    /// Nothing was written.
+    /// A Kafka producer's batch with a timestamp more than `max_ahead_ms` (an hour, Kafka's
+    /// default) after the broker's clock: fix the producer's clock. Nothing was written.
+    #[error("timestamp {timestamp_ms} is more than {max_ahead_ms} ms after the broker's clock ({now_ms})")]
+    InvalidTimestamp {
+        timestamp_ms: i64,
+        now_ms: u64,
+        max_ahead_ms: u64,
+    },
+
+    /// An idempotent producer's batch from a fenced (older) epoch: a newer instance of the
+    /// producer took over. Nothing was written.
     #[error("producer {producer_id} epoch {epoch}: {reason}")]
     ProducerFenced {
+        producer_id: i64,
+        epoch: i16,
+        reason: String,
+    },
+
+    /// An idempotent producer's batch out of sequence: a gap after the last batch stored
+    /// for its producer id, or a new epoch not starting at 0. Nothing was written.
+    #[error("producer {producer_id} epoch {epoch}: {reason}")]
+    OutOfOrderSequence {
         producer_id: i64,
         epoch: i16,
         reason: String,
@@ -275,6 +293,24 @@ impl From<StorageError> for Error {
                 epoch,
                 reason,
             } => Error::ProducerFenced {
+                producer_id,
+                epoch,
+                reason,
+            },
+            StorageError::InvalidTimestamp {
+                timestamp_ms,
+                now_ms,
+                max_ahead_ms,
+            } => Error::InvalidTimestamp {
+                timestamp_ms,
+                now_ms,
+                max_ahead_ms,
+            },
+            StorageError::OutOfOrderSequence {
+                producer_id,
+                epoch,
+                reason,
+            } => Error::OutOfOrderSequence {
                 producer_id,
                 epoch,
                 reason,

@@ -25,6 +25,7 @@ use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
+use crate::listener::{ListenerConfig, ListenerHandle};
 use crate::messages::{KafkaAppend, Shutdown};
 use crate::partition::ProduceRecord;
 use crate::storage::fd_pool::{
@@ -67,6 +68,8 @@ pub struct NanoKafkaBuilder {
     fs: SharedFs,
     /// `None`: derived from the process's descriptor limit at `build`.
     max_open_files: Option<usize>,
+    /// `None`: no Kafka listener (the default).
+    listener: Option<ListenerConfig>,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -84,6 +87,7 @@ impl Default for NanoKafkaBuilder {
             clock: Arc::new(SystemClock),
             fs: crate::storage::fs::os(),
             max_open_files: None,
+            listener: None,
         }
     }
 }
@@ -110,6 +114,19 @@ impl NanoKafkaBuilder {
     /// A group member silent for longer is evicted (default 45 s, like Kafka).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
+        self
+    }
+
+    /// Serve Kafka's wire protocol on `addr` (`host:port`, e.g. `127.0.0.1:9092`; port 0
+    /// picks a free one, see [`NanoKafka::listener_addr`]) with the listener's defaults, so
+    /// Kafka clients can produce, consume and join groups. Off by default.
+    pub fn listen(self, addr: impl Into<String>) -> Self {
+        self.listener(ListenerConfig::new(addr))
+    }
+
+    /// Serve Kafka's wire protocol as `config` says (caps, SASL/PLAIN, topic auto-creation).
+    pub fn listener(mut self, config: ListenerConfig) -> Self {
+        self.listener = Some(config);
         self
     }
 
@@ -251,6 +268,13 @@ impl NanoKafkaBuilder {
             None => default_max_open_files(),
         };
         let data_dir = DataDir::open(&self.data_dir)?;
+        // Bound before anything starts: a taken port fails the build with nothing running.
+        let listener = self
+            .listener
+            .as_ref()
+            .map(crate::listener::bind)
+            .transpose()?;
+        let cluster_id = cluster_id(&self.data_dir);
         let topics = crate::config::load_topics(&data_dir)?;
         let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
         let settings = Arc::new(BrokerSettings {
@@ -274,24 +298,36 @@ impl NanoKafkaBuilder {
                 let started = system.block_on(async move {
                     let arbiters = start_io_threads(io_threads, idle_spin)?;
                     let broker = BrokerActor::new(settings, data_dir, topics, arbiters);
-                    Ok(Supervisor::start(move |ctx: &mut Context<BrokerActor>| {
+                    let addr = Supervisor::start(move |ctx: &mut Context<BrokerActor>| {
                         ctx.set_mailbox_capacity(crate::actors::MAILBOX_CAPACITY);
                         broker
-                    }))
+                    });
+                    let listener = match listener {
+                        Some(bound) => Some(
+                            bound
+                                .start(AsyncNanoKafka::from(addr.clone()), cluster_id)
+                                .map_err(|e| std::io::Error::other(e.to_string()))?,
+                        ),
+                        None => None,
+                    };
+                    Ok((addr, listener))
                 });
                 let failed = started.is_err();
-                let _ = started_tx.send(started.map(|addr| (addr, System::current())));
+                let _ = started_tx.send(started.map(|started| (started, System::current())));
                 if failed {
                     return Ok(());
                 }
                 system.run()
             })
             .map_err(|e| Error::io("spawn broker thread", &self.data_dir, e))?;
-        let (addr, system) = started_rx
+        let ((addr, listener), system) = started_rx
             .recv()
             .map_err(|_| Error::BrokerStopped)?
             .map_err(|e| Error::io("start an I/O thread", &self.data_dir, e))?;
-        let handle = AsyncNanoKafka::from(addr).for_sequential_callers();
+        let metrics = listener.as_ref().map(ListenerHandle::metrics);
+        let handle = AsyncNanoKafka::from(addr)
+            .with_listener_metrics(metrics)
+            .for_sequential_callers();
         // Produces to the topics already there take the direct route from the first one.
         for name in &topic_names {
             crate::wait::block_on(handle.learn_route(name));
@@ -302,8 +338,41 @@ impl NanoKafkaBuilder {
                 system,
                 thread: Mutex::new(Some(thread)),
                 stopped: AtomicBool::new(false),
+                listener_addr: listener.as_ref().map(ListenerHandle::addr),
+                listener: Mutex::new(listener),
             }),
         })
+    }
+}
+
+/// A Kafka cluster id for the data directory at `path`: the same on every open of it, so
+/// clients that remember it across a restart see the same cluster.
+fn cluster_id(path: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    // FNV-1a rather than std's randomly seeded hasher: the id must not change between runs.
+    let mut hash = Fnv1a::default();
+    path.hash(&mut hash);
+    format!("nanokafka-{:016x}", hash.finish())
+}
+
+/// FNV-1a, 64-bit: a stable hash for [`cluster_id`].
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
     }
 }
 
@@ -336,6 +405,9 @@ struct Inner {
     system: System,
     thread: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
     stopped: AtomicBool,
+    /// The Kafka listener, stopped first on shutdown so no client request races the close.
+    listener: Mutex<Option<ListenerHandle>>,
+    listener_addr: Option<std::net::SocketAddr>,
 }
 
 /// Blocking inside a running runtime (an actix System or Arbiter thread, or tokio) would
@@ -363,6 +435,10 @@ impl Inner {
     /// The blocking shutdown: asks the broker to close every partition, then stops its
     /// System and waits for its thread. Called once, on a thread that may block.
     fn close(&self) -> Result<()> {
+        let listener = self.listener.lock().map(|mut l| l.take()).unwrap_or(None);
+        if let Some(listener) = listener {
+            listener.stop();
+        }
         let closed = futures::executor::block_on(self.handle.addr().send(Shutdown))
             .unwrap_or(Err(Error::BrokerStopped));
         self.system.stop();
@@ -435,6 +511,12 @@ impl NanoKafka {
         NanoKafkaBuilder::default()
     }
 
+    /// The address the Kafka listener is bound to (with the port it picked, when asked for
+    /// port 0), or `None` without a listener.
+    pub fn listener_addr(&self) -> Option<std::net::SocketAddr> {
+        self.inner.listener_addr
+    }
+
     /// The async face of this broker, for code on actix/tokio threads.
     pub fn async_handle(&self) -> AsyncNanoKafka {
         self.inner.handle.for_any_caller()
@@ -480,6 +562,22 @@ impl NanoKafka {
     /// As [`AsyncNanoKafka::create_topic`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
         self.call(self.inner.handle.create_topic(topic, config))
+    }
+
+    /// [`AsyncNanoKafka::list_topics`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::list_topics`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn list_topics(&self) -> Result<std::collections::BTreeMap<String, TopicConfig>> {
+        self.call(self.inner.handle.list_topics())
+    }
+
+    /// [`AsyncNanoKafka::delete_topic`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::delete_topic`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.call(self.inner.handle.delete_topic(topic))
     }
 
     /// [`AsyncNanoKafka::produce`], blocking this thread until it answers.

@@ -23,7 +23,8 @@
 //! 3. `actors`: the actix adapters; each handler decodes a message, calls the domain and
 //!    replies. [`messages`] is the actor face they serve.
 //! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
-//!    wrapper over the async handle that waits in `wait`), `consumer` ([`Consumer`]).
+//!    wrapper over the async handle that waits in `wait`), `consumer` ([`Consumer`]), and
+//!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`.
 //!
 //! The modules are private; what a user needs is re-exported here and in [`messages`]. The
 //! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for
@@ -37,6 +38,7 @@ mod consumer;
 mod error;
 mod group;
 mod handle;
+pub mod listener;
 pub mod messages;
 mod partition;
 mod partitioner;
@@ -64,10 +66,11 @@ pub use handle::{
     NanoKafka, NanoKafkaBuilder, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_IDLE_SPIN,
 };
+pub use listener::ListenerConfig;
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use storage::{KafkaAppend, RecordBatch};
 pub use types::{
-    encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, PartitionStats, Record,
-    TopicStats,
+    encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
+    PartitionStats, Record, TopicStats,
 };

@@ -13,8 +13,8 @@ use crate::storage::fs::SharedFs;
 use serde::de::DeserializeOwned;
 
 use crate::storage::{
-    AppendInfo, FetchedRecords, KafkaAppend, LogConfig, OffsetStore, PartitionLog, RecordBatch,
-    RecoveryReport,
+    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, OffsetStore, PartitionLog,
+    RecordBatch, RecoveryReport,
 };
 use crate::types::{PartitionStats, Record};
 
@@ -177,11 +177,41 @@ impl Partition {
         Ok(self.log.offset_for_timestamp(timestamp_ms)?)
     }
 
+    /// Whole batches from the one holding `offset` (see `PartitionLog::read_batches`).
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange`, `Corrupt`, `Io`.
+    pub fn read_batches(
+        &mut self,
+        offset: u64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<BatchRead> {
+        Ok(self.log.read_batches(offset, max_bytes, min_one)?)
+    }
+
+    /// `(offset, timestamp)` of the first record whose timestamp is at least `timestamp_ms`.
+    ///
+    /// # Errors
+    /// `Io`, `Corrupt`.
+    pub fn record_for_timestamp(&mut self, timestamp_ms: u64) -> Result<Option<(u64, u64)>> {
+        Ok(self.log.record_for_timestamp(timestamp_ms)?)
+    }
+
+    /// The largest record timestamp in the log.
+    pub fn max_timestamp_ms(&self) -> u64 {
+        self.log.max_timestamp_ms()
+    }
+
+    pub fn log_start_offset(&self) -> u64 {
+        self.log.log_start_offset()
+    }
+
     /// Appends a Kafka client's record batch as it was sent (see
     /// `PartitionLog::append_kafka_batch`).
     ///
     /// # Errors
-    /// `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `Io`.
+    /// `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `Io`.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
         Ok(self.log.append_kafka_batch(batch, now_ms)?)
     }
@@ -279,6 +309,31 @@ impl Partition {
             });
         }
         Ok(self.offsets.commit(group, offset + 1)?)
+    }
+
+    /// Sets `group`'s committed offset to `offset` itself: the next offset to read, Kafka's
+    /// meaning (a Kafka client's OffsetCommit). Anything from 0 to the log end is accepted,
+    /// also below the current commit (a rewind); below the log start the group reads from
+    /// the log start, as after retention.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` when `offset` is past the log end (nothing changes); `Io` when the
+    /// commit cannot be written (not acknowledged).
+    pub fn set_committed(&mut self, group: &str, offset: u64) -> Result<()> {
+        let log_end_offset = self.log.log_end_offset();
+        if offset > log_end_offset {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log.log_start_offset(),
+                log_end_offset,
+            });
+        }
+        Ok(self.offsets.commit(group, offset)?)
+    }
+
+    /// `group`'s committed offset here (the next offset it reads), if it has one.
+    pub fn committed(&self, group: &str) -> Option<u64> {
+        self.offsets.get(group)
     }
 
     /// Records `group` as reading this topic. Without a commit here, it starts at the log

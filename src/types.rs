@@ -215,4 +215,22 @@ pub struct BrokerStats {
     pub topics: BTreeMap<String, TopicStats>,
     /// Times the broker actor was restarted after a crash.
     pub restarts: u64,
+    /// The Kafka listener's counters, when this handle's broker runs one.
+    pub listener: Option<ListenerStats>,
+}
+
+/// The Kafka listener's counters since it started, from [`crate::NanoKafka::stats`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ListenerStats {
+    /// Connections open now.
+    pub connections: u64,
+    /// Connections accepted since the start (refused ones included).
+    pub connections_accepted: u64,
+    /// Connections closed at once because `max_connections` were open.
+    pub connections_refused: u64,
+    /// Connections closed for a malformed, oversized or unauthorised request.
+    pub connections_closed_bad_request: u64,
+    /// Requests answered (or, for `acks=0` produces, handled), by Kafka API name
+    /// (`"Produce"`, `"Fetch"`, ...).
+    pub requests: BTreeMap<String, u64>,
 }

@@ -68,11 +68,29 @@ pub enum StorageError {
     #[error("invalid record batch: {reason}")]
     InvalidBatch { reason: String },
 
-    /// An idempotent producer's batch whose sequence does not follow the last one stored for
-    /// its producer id (Kafka's `OUT_OF_ORDER_SEQUENCE_NUMBER`), or whose epoch is older than
-    /// the one stored (`INVALID_PRODUCER_EPOCH`). Nothing was written.
+    /// A Kafka producer's batch with a CreateTime too far after the broker's clock (Kafka's
+    /// `INVALID_TIMESTAMP`). Nothing was written.
+    #[error("timestamp {timestamp_ms} is more than {max_ahead_ms} ms after the broker's clock ({now_ms})")]
+    InvalidTimestamp {
+        timestamp_ms: i64,
+        now_ms: u64,
+        max_ahead_ms: u64,
+    },
+
+    /// An idempotent producer's batch whose epoch is older than the one stored for its
+    /// producer id (Kafka's `INVALID_PRODUCER_EPOCH`). Nothing was written.
     #[error("producer {producer_id} epoch {epoch}: {reason}")]
     ProducerFenced {
+        producer_id: i64,
+        epoch: i16,
+        reason: String,
+    },
+
+    /// An idempotent producer's batch whose sequence does not follow the last one stored for
+    /// its producer id, or a new epoch not starting at sequence 0 (Kafka's
+    /// `OUT_OF_ORDER_SEQUENCE_NUMBER`). Nothing was written.
+    #[error("producer {producer_id} epoch {epoch}: {reason}")]
+    OutOfOrderSequence {
         producer_id: i64,
         epoch: i16,
         reason: String,

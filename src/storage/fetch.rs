@@ -639,9 +639,9 @@ fn batch_len_at(bytes: &[u8]) -> Option<usize> {
     })
 }
 
-/// The offset of the first record of the valid batch `frame` that is at or after `from` and
-/// whose timestamp is at least `timestamp_ms` (the records of a CreateTime batch need not be
-/// in timestamp order); `None` when no record of it is.
+/// `(offset, timestamp)` of the first record of the valid batch `frame` that is at or after
+/// `from` and whose timestamp is at least `timestamp_ms` (the records of a CreateTime batch
+/// need not be in timestamp order); `None` when no record of it is.
 ///
 /// # Errors
 /// `Io`; `Corrupt` when the records do not parse, or do not decompress within
@@ -651,7 +651,7 @@ pub(super) fn first_record_not_before(
     frame: &ScannedFrame,
     timestamp_ms: u64,
     from: u64,
-) -> Result<Option<u64>> {
+) -> Result<Option<(u64, u64)>> {
     let corrupt = |reason| StorageError::corrupt(segment.log_path(), frame.position, reason);
     let mut buf = AlignedBuf::default();
     let batch = segment.read_into(&mut buf, frame.position, frame.frame_len as usize)?;
@@ -667,7 +667,7 @@ pub(super) fn first_record_not_before(
         let offset = header.base_offset + u64::from(record.offset_delta);
         let timestamp = header.record_timestamp(record.timestamp_delta).max(0) as u64;
         if found.is_none() && offset >= from && timestamp >= timestamp_ms {
-            found = Some(offset);
+            found = Some((offset, timestamp));
         }
     })
     .map_err(corrupt)?;

@@ -188,6 +188,9 @@ pub struct PartitionLog {
     read_hint: Option<ReadHint>,
     /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
     held_budget: &'static HeldBudget,
+    /// `(offset, segment base, position)` where the last [`PartitionLog::read_batches`]
+    /// stopped: the next sequential fetch starts there without the index.
+    batch_hint: Option<(u64, u64, u64)>,
     /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
     /// Idempotent producers' last batches (see [`producer_state`]).
@@ -262,6 +265,7 @@ impl PartitionLog {
             dirty: false,
             read_hint: None,
             held_budget: &HELD_BUDGET,
+            batch_hint: None,
             sealing: None,
             producers: ProducerState::default(),
         };
@@ -695,10 +699,21 @@ impl PartitionLog {
     /// # Errors
     /// `Io` when a segment or an index cannot be read.
     pub fn offset_for_timestamp(&mut self, timestamp_ms: u64) -> Result<Option<u64>> {
+        Ok(self
+            .record_for_timestamp(timestamp_ms)?
+            .map(|(offset, _)| offset))
+    }
+
+    /// As [`PartitionLog::offset_for_timestamp`], with that record's timestamp: `(offset,
+    /// timestamp_ms)`, what Kafka's ListOffsets answers.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::offset_for_timestamp`].
+    pub fn record_for_timestamp(&mut self, timestamp_ms: u64) -> Result<Option<(u64, u64)>> {
         let mut from = self.log_start_offset;
         while let Some((segment, frame)) = self.first_batch_not_before(timestamp_ms, from)? {
             match first_record_not_before(segment, &frame, timestamp_ms, from) {
-                Ok(Some(offset)) => return Ok(Some(offset)),
+                Ok(Some(found)) => return Ok(Some(found)),
                 // The log start is inside the batch, and its records from there are older.
                 Ok(None) => {}
                 Err(StorageError::Corrupt {
@@ -833,7 +848,9 @@ impl Drop for PartitionLog {
 #[cfg(test)]
 mod time_tests;
 
+mod kafka_read;
 mod producers;
+pub use kafka_read::BatchRead;
 pub use producers::KafkaAppend;
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! data/
 //!   .lock                          exclusive lock: one broker process per data dir
 //!   format                         the segment format, checked on open (data_dir.rs)
+//!   producer_ids                   the next block of Kafka producer ids (producer_ids.rs)
 //!   <topic>.json                   the topic's config (TopicConfig as JSON)
 //!   .topic-config.tmp              a topic config being written (renamed to <topic>.json)
 //!   <topic>_<partition>/           one directory per partition
@@ -32,7 +33,8 @@
 //! - [`recovery`]: opening a partition directory, as separate passes.
 //! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll;
 //!   [`fetch`]: the read path inside one segment.
-//! - [`producer_state`]: idempotent producers' last batches, and their snapshots.
+//! - [`producer_state`]: idempotent producers' last batches, and their snapshots;
+//!   [`producer_ids`]: the producer ids handed out, never twice.
 //! - [`offsets`]: [`OffsetStore`], each group's committed offset in a partition.
 //! - [`data_dir`]: [`DataDir`], the directory lock, topic configs and names.
 //! - [`fs`]: the file layer every byte goes through (`FileSystem`, `StorageFile`, the OS);
@@ -65,6 +67,7 @@ pub mod index;
 pub mod log;
 pub mod offsets;
 pub mod policy;
+pub mod producer_ids;
 pub mod producer_state;
 pub mod recovery;
 pub mod segment;
@@ -77,7 +80,9 @@ pub use batch::AppendRecord;
 pub use batch::RecordBatch;
 pub use data_dir::DataDir;
 pub use error::StorageError;
-pub use log::{AppendInfo, FetchedRecords, KafkaAppend, LogConfig, PartitionLog, RetentionPolicy};
+pub use log::{
+    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, PartitionLog, RetentionPolicy,
+};
 pub use offsets::OffsetStore;
 pub use policy::FsyncPolicy;
 pub use recovery::RecoveryReport;

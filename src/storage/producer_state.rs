@@ -109,12 +109,18 @@ impl ProducerState {
     /// sequence.
     ///
     /// # Errors
-    /// `ProducerFenced` for an old epoch, a new epoch not starting at 0, or a sequence gap.
+    /// `ProducerFenced` for an old epoch; `OutOfOrderSequence` for a new epoch not starting
+    /// at 0, or a sequence gap.
     pub fn check(&self, header: &BatchHeader) -> Result<SequenceCheck> {
         if header.producer_id < 0 {
             return Ok(SequenceCheck::Append);
         }
         let fenced = |reason: String| StorageError::ProducerFenced {
+            producer_id: header.producer_id,
+            epoch: header.producer_epoch,
+            reason,
+        };
+        let out_of_order = |reason: String| StorageError::OutOfOrderSequence {
             producer_id: header.producer_id,
             epoch: header.producer_epoch,
             reason,
@@ -130,7 +136,7 @@ impl ProducerState {
         }
         if header.producer_epoch > producer.epoch {
             if header.base_sequence != 0 {
-                return Err(fenced(format!(
+                return Err(out_of_order(format!(
                     "a new epoch must start at sequence 0, not {}",
                     header.base_sequence
                 )));
@@ -147,7 +153,7 @@ impl ProducerState {
         }
         let expected = producer.batches.back().map(|b| next_sequence(b.last_seq));
         match expected {
-            Some(expected) if header.base_sequence != expected => Err(fenced(format!(
+            Some(expected) if header.base_sequence != expected => Err(out_of_order(format!(
                 "out of order sequence {}: {expected} expected",
                 header.base_sequence
             ))),
@@ -431,15 +437,15 @@ mod tests {
     fn gaps_old_epochs_and_new_epochs_not_at_zero_are_refused() {
         let mut state = ProducerState::default();
         state.apply(&header(1, 3, 0, 5, 0), 0);
-        for bad in [
-            header(1, 3, 6, 1, 5),
-            header(1, 2, 5, 1, 5),
-            header(1, 4, 1, 1, 5),
-        ] {
+        assert!(matches!(
+            state.check(&header(1, 2, 5, 1, 5)),
+            Err(StorageError::ProducerFenced { producer_id: 1, .. })
+        ));
+        for bad in [header(1, 3, 6, 1, 5), header(1, 4, 1, 1, 5)] {
             assert!(
                 matches!(
                     state.check(&bad),
-                    Err(StorageError::ProducerFenced { producer_id: 1, .. })
+                    Err(StorageError::OutOfOrderSequence { producer_id: 1, .. })
                 ),
                 "{bad:?}"
             );

@@ -259,6 +259,14 @@ impl LogSegment {
         Ok(buf.as_slice())
     }
 
+    /// Reads exactly `buf.len()` bytes at `position` into `buf`, which must lie within the
+    /// segment: the read of a Kafka fetch, straight into the buffer that is sent.
+    pub fn read_exact_at(&self, buf: &mut [u8], position: u64) -> Result<()> {
+        self.log
+            .read_exact_at(buf, position)
+            .map_err(|e| StorageError::io("read segment", &self.log_path, e))
+    }
+
     /// The first valid frame that starts at or after byte `position`, as `(offset, position)`;
     /// `None` when no frame of this segment does. One index lookup and a scan of about one
     /// index interval; damage on the way is stepped over (bytes retention drops it anyway).

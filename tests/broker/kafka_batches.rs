@@ -216,7 +216,7 @@ fn an_idempotent_producers_retry_is_answered_with_the_stored_offsets_also_after_
     let gap = kafka_batch(&["z"], Compression::None, 7, 9);
     assert!(matches!(
         broker.produce_kafka_batch("t", 0, gap),
-        Err(Error::ProducerFenced { producer_id: 7, .. })
+        Err(Error::OutOfOrderSequence { producer_id: 7, .. })
     ));
     broker.crash_partition("t", 0).unwrap();
     // After a crash the state is rebuilt from the batches in the log.
@@ -347,7 +347,7 @@ fn a_producer_timestamp_over_an_hour_ahead_is_refused_and_one_within_it_is_never
     let late = kafka_batch_at(&["x"], Compression::None, -1, -1, now + 2 * hour);
     assert!(matches!(
         broker.produce_kafka_batch("t", 0, late),
-        Err(Error::InvalidBatch { .. })
+        Err(Error::InvalidTimestamp { .. })
     ));
     let ahead = now + hour / 2;
     let soon = kafka_batch_at(&["y"], Compression::None, -1, -1, ahead);

@@ -12,6 +12,9 @@ pub struct KafkaAppend {
     pub last_offset: u64,
     /// The append time given to the batch under LogAppendTime; `None` under CreateTime.
     pub log_append_time_ms: Option<u64>,
+    /// The log start offset after the append (and the retention it ran), as Kafka's
+    /// produce response reports it.
+    pub log_start_offset: u64,
     /// The batch was a retry of one already stored (an idempotent producer's): nothing was
     /// written, and the offsets are those of the stored batch.
     pub duplicate: bool,
@@ -75,7 +78,7 @@ impl PartitionLog {
     ///
     /// # Errors
     /// `InvalidBatch` when the bytes are not one such batch, or it is transactional or a
-    /// control batch (this broker has no transactions); `RecordTooLarge`; `ProducerFenced`;
+    /// control batch (this broker has no transactions); `InvalidTimestamp`; `RecordTooLarge`; `ProducerFenced`; `OutOfOrderSequence`;
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
         let header = check_client_batch(batch, self.config.max_record_bytes)?;
@@ -83,11 +86,10 @@ impl PartitionLog {
         if self.config.timestamp_type == TimestampType::CreateTime
             && header.max_timestamp.max(0) as u64 > latest_allowed
         {
-            return Err(StorageError::InvalidBatch {
-                reason: format!(
-                    "timestamp {} is more than {MAX_FUTURE_TIMESTAMP_MS} ms after the broker's clock ({now_ms})",
-                    header.max_timestamp
-                ),
+            return Err(StorageError::InvalidTimestamp {
+                timestamp_ms: header.max_timestamp,
+                now_ms,
+                max_ahead_ms: MAX_FUTURE_TIMESTAMP_MS,
             });
         }
         if let SequenceCheck::Duplicate(stored) = self.producers.check(&header)? {
@@ -95,6 +97,7 @@ impl PartitionLog {
                 base_offset: stored.base_offset,
                 last_offset: stored.last_offset,
                 log_append_time_ms: None,
+                log_start_offset: self.log_start_offset,
                 duplicate: true,
             });
         }
@@ -138,6 +141,7 @@ impl PartitionLog {
             base_offset,
             last_offset: next_offset - 1,
             log_append_time_ms,
+            log_start_offset: self.log_start_offset,
             duplicate: false,
         })
     }

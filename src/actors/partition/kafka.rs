@@ -1,0 +1,117 @@
+//! The partition actor's side of the Kafka listener's data path: raw batch reads, the long
+//! poll of a Fetch (parked on the append path, woken by the group commit that writes), and
+//! offsets by spec.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::channel::oneshot;
+
+use super::{PartitionActor, Slot};
+use crate::actors::supervise::{guarded_future, guarded_reply};
+use crate::error::Result;
+use crate::messages::{ListedOffset, OffsetSpec};
+use crate::storage::BatchRead;
+
+/// Whole batches from `offset`; see `messages::FetchKafkaBatches`. Sent by `TopicActor`.
+/// Errors: `OffsetOutOfRange`, `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug)]
+pub struct ReadBatches {
+    pub offset: u64,
+    pub max_bytes: usize,
+    pub min_one: bool,
+}
+impl Message for ReadBatches {
+    type Result = Result<BatchRead>;
+}
+
+/// Resolves once the log end is past `offset`, or after `wait`, or on a restart or close.
+/// Sent by `TopicActor` for a Kafka Fetch's long poll. Never fails while the actor runs.
+#[derive(Debug)]
+pub struct WaitForAppend {
+    pub offset: u64,
+    pub wait: Duration,
+}
+impl Message for WaitForAppend {
+    type Result = Result<()>;
+}
+
+/// An offset by [`OffsetSpec`]; see `messages::ListKafkaOffset`. Sent by `TopicActor`.
+#[derive(Debug)]
+pub struct FindKafkaOffset {
+    pub spec: OffsetSpec,
+}
+impl Message for FindKafkaOffset {
+    type Result = Result<Option<ListedOffset>>;
+}
+
+impl Handler<ReadBatches> for PartitionActor {
+    type Result = Result<BatchRead>;
+
+    fn handle(&mut self, msg: ReadBatches, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ReadBatches").entered();
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            act.open_partition()?
+                .read_batches(msg.offset, msg.max_bytes, msg.min_one)
+        })
+    }
+}
+
+impl Handler<WaitForAppend> for PartitionActor {
+    type Result = ResponseFuture<Result<()>>;
+
+    fn handle(&mut self, msg: WaitForAppend, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "WaitForAppend").entered();
+        let name = self.name();
+        guarded_future(self, ctx, &name, |act, _| {
+            let ready = match &act.slot {
+                Slot::Open(p) => p.log_end_offset() > msg.offset,
+                _ => true, // the fetch reads now and meets the error
+            };
+            if ready || msg.wait.is_zero() {
+                return Box::pin(async { Ok(()) });
+            }
+            // The same waiters as the group polls: every write of the group commit wakes
+            // them all, a restart or a close too (a fetch then reads and reports).
+            act.waiters.retain(|w| !w.is_canceled());
+            let (tx, rx) = oneshot::channel();
+            act.waiters.push(tx);
+            Box::pin(async move {
+                let _ = actix_rt::time::timeout(msg.wait, rx).await;
+                Ok(())
+            })
+        })
+    }
+}
+
+impl Handler<FindKafkaOffset> for PartitionActor {
+    type Result = Result<Option<ListedOffset>>;
+
+    fn handle(&mut self, msg: FindKafkaOffset, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "FindKafkaOffset").entered();
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            let p = act.open_partition()?;
+            let bound = |offset| {
+                Some(ListedOffset {
+                    offset,
+                    timestamp_ms: None,
+                })
+            };
+            let by_time = |(offset, timestamp_ms)| ListedOffset {
+                offset,
+                timestamp_ms: Some(timestamp_ms),
+            };
+            Ok(match msg.spec {
+                OffsetSpec::Earliest => bound(p.log_start_offset()),
+                OffsetSpec::Latest => bound(p.log_end_offset()),
+                OffsetSpec::Timestamp(t) => p.record_for_timestamp(t)?.map(by_time),
+                OffsetSpec::MaxTimestamp => {
+                    let max = p.max_timestamp_ms();
+                    p.record_for_timestamp(max)?.map(by_time)
+                }
+            })
+        })
+    }
+}

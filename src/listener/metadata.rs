@@ -1,0 +1,107 @@
+//! Metadata: the one broker, and each topic's partitions (all led by it, leader epoch 0).
+//! Unknown topics are created with the default config when the listener allows it and the
+//! client asks for it (`allow_auto_topic_creation`, true before v4).
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::dispatch::RequestContext;
+use super::NODE_ID;
+use crate::config::TopicConfig;
+use crate::error::Error;
+use crate::storage::data_dir::validate_topic_name;
+
+/// Kafka's "authorized operations were not asked for".
+const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
+
+pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> MetadataResponse {
+    let node = MetadataResponseBroker::default()
+        .with_node_id(BrokerId(NODE_ID))
+        .with_host(StrBytes::from_string(ctx.shared.advertised_host.clone()))
+        .with_port(ctx.shared.advertised_port);
+    let response = MetadataResponse::default()
+        .with_brokers(vec![node])
+        .with_cluster_id(Some(StrBytes::from_string(ctx.shared.cluster_id.clone())))
+        .with_controller_id(BrokerId(NODE_ID))
+        .with_cluster_authorized_operations(OPERATIONS_NOT_REQUESTED);
+    // A stopping broker has no topics to offer; the client retries later.
+    let known = ctx.broker.list_topics().await.unwrap_or_default();
+    // v0 asks for every topic with an empty list; later versions with a null one.
+    let requested: Option<Vec<String>> = match request.topics {
+        Some(topics) if !(ctx.version == 0 && topics.is_empty()) => Some(
+            topics
+                .into_iter()
+                .filter_map(|t| t.name.map(|n| n.0.to_string()))
+                .collect(),
+        ),
+        _ => None,
+    };
+    let topics = match requested {
+        None => known
+            .iter()
+            .map(|(name, config)| topic(name, Ok(config.partitions)))
+            .collect(),
+        Some(names) => {
+            let mut topics = Vec::with_capacity(names.len());
+            for name in names {
+                let partitions = match known.get(&name) {
+                    Some(config) => Ok(config.partitions),
+                    None => create(ctx, &name, request.allow_auto_topic_creation).await,
+                };
+                topics.push(topic(&name, partitions));
+            }
+            topics
+        }
+    };
+    response.with_topics(topics)
+}
+
+/// Creates `name` for a client that asked about it, if allowed. Its partition count, or the
+/// error to report.
+async fn create(ctx: &RequestContext<'_>, name: &str, allowed: bool) -> Result<u32, ResponseError> {
+    if validate_topic_name(name).is_err() {
+        return Err(ResponseError::InvalidTopicException);
+    }
+    if !(allowed && ctx.shared.config.auto_create_topics) {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    let config = TopicConfig::default();
+    match ctx.broker.create_topic(name, config.clone()).await {
+        // Another client's Metadata created it first: the same default config.
+        Ok(()) | Err(Error::TopicExists { .. }) => {
+            tracing::info!(
+                topic = name,
+                client_id = ctx.client_id,
+                "created topic on a Metadata request"
+            );
+            Ok(config.partitions)
+        }
+        Err(e) => {
+            tracing::warn!(topic = name, error = %e, "cannot auto-create a topic");
+            Err(ResponseError::UnknownServerError)
+        }
+    }
+}
+
+fn topic(name: &str, partitions: Result<u32, ResponseError>) -> MetadataResponseTopic {
+    let topic = MetadataResponseTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(name.to_owned()))))
+        .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED);
+    match partitions {
+        Err(e) => topic.with_error_code(e.code()),
+        Ok(count) => topic.with_partitions((0..count).map(partition).collect()),
+    }
+}
+
+fn partition(index: u32) -> MetadataResponsePartition {
+    MetadataResponsePartition::default()
+        .with_partition_index(index as i32)
+        .with_leader_id(BrokerId(NODE_ID))
+        .with_leader_epoch(0)
+        .with_replica_nodes(vec![BrokerId(NODE_ID)])
+        .with_isr_nodes(vec![BrokerId(NODE_ID)])
+}

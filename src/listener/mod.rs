@@ -1,0 +1,71 @@
+//! The Kafka listener: Kafka's wire protocol on a TCP socket, so that Kafka clients (kcat,
+//! librdkafka, kafka-python, aiokafka, kafkajs, ...) produce, fetch and join groups on the
+//! embedded broker. Off by default; [`crate::NanoKafkaBuilder::listen`] turns it on.
+//!
+//! # Shape
+//! It is a client of the broker like any other: every request becomes calls on an
+//! [`crate::AsyncNanoKafka`], so the listener sits above the actors and nothing below knows it
+//! exists. It runs on an arbiter of its own (thread `nanokafka-listener`), so decoding and
+//! encoding requests never delays the broker's or the partitions' threads:
+//! * `server`: binds (loopback unless told otherwise), accepts, enforces
+//!   `max_connections`, and starts one task per connection;
+//! * `connection`: reads frames (`frame`, capped at `max_frame_bytes`), answers them one at a
+//!   time, in order, and writes each answer before the next request is handled, as a Kafka
+//!   broker does. Up to `max_in_flight` pipelined requests wait read behind the one being
+//!   answered. A request that waits (a Fetch for data, a JoinGroup for the rebalance) holds
+//!   back only its own connection's later requests;
+//! * `dispatch`: the API table (ApiVersions advertises exactly it), the request header,
+//!   decoding, the per-API handler, the response header and encoding. A request it cannot
+//!   read (unknown API, unserved version, malformed or truncated body) closes its
+//!   connection with a log line; it never reaches the broker.
+//! * one module per API family answers requests with the broker's state.
+//!
+//! # What a Kafka client sees
+//! One broker (node id 0, the controller and every group's coordinator), every partition led
+//! by it with leader epoch 0, `throttle_time_ms` 0. Topics are created on demand by Metadata
+//! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
+//! with the default [`crate::TopicConfig`].
+
+mod api_versions;
+mod config;
+mod connection;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
+mod dispatch;
+mod errors;
+mod fetch;
+mod frame;
+mod groups;
+mod init_producer_id;
+mod metadata;
+mod metrics;
+mod offsets;
+mod produce;
+mod server;
+mod topic_configs;
+
+pub use config::{
+    AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT,
+};
+pub(crate) use metrics::ListenerMetrics;
+pub(crate) use server::{bind, ListenerHandle};
+
+/// Kafka's node id for this broker: the one broker, controller and coordinator.
+pub(crate) const NODE_ID: i32 = 0;
+
+/// What every connection shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: ListenerConfig,
+    pub metrics: std::sync::Arc<ListenerMetrics>,
+    /// The host and port clients are told to connect to (Metadata, FindCoordinator).
+    pub advertised_host: String,
+    pub advertised_port: i32,
+    /// A Kafka cluster id: stable for a data directory, so clients that cache it agree
+    /// across restarts.
+    pub cluster_id: String,
+    /// The Kafka client groups (classic protocol), by name.
+    pub groups: groups::KafkaGroups,
+}

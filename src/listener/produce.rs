@@ -1,0 +1,208 @@
+//! Produce (v3+): each partition's record batches appended as the client sent them.
+//!
+//! The partitions of one request are appended concurrently (each is its own partition
+//! actor); the batches of one partition one after the other, in the request's order. Each
+//! batch goes through `produce_kafka_batch`, so through the partition's group commit and
+//! backpressure like every produce, and an idempotent producer's retry is answered with its
+//! stored offsets. A topic that does not exist is `UNKNOWN_TOPIC_OR_PARTITION`: topics are
+//! created by Metadata, not here (as Kafka does). `acks=0` is appended and not answered.
+//!
+//! Kafka's per-partition checks before anything is appended: the records hold at least one
+//! batch, every batch is RecordBatch v2 (magic 0 and 1 are `INVALID_RECORD`, as Kafka answers
+//! for v3+ requests), zstd only from v7 (`UNSUPPORTED_COMPRESSION_TYPE`), no transactional or
+//! control batch (`TRANSACTIONAL_ID_AUTHORIZATION_FAILED`: this broker has no transactions,
+//! so no transactional id is ever authorized). Kafka also refuses more than one batch per
+//! partition; this listener accepts several, appended in order, the response giving the
+//! first one's base offset (a later batch that fails leaves the earlier ones written).
+
+use bytes::Bytes;
+use futures::future::join_all;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::dispatch::{Reply, RequestContext};
+use super::errors::to_kafka;
+use crate::storage::KafkaAppend;
+
+/// The fixed bytes before a batch's length field ends (base offset, length).
+const LOG_OVERHEAD: usize = 12;
+const MAGIC_AT: usize = 16;
+const ATTRIBUTES_AT: usize = 21;
+/// Kafka's attribute bits: the codec (zstd is 4), transactional, control.
+const CODEC_MASK: i16 = 0x07;
+const ZSTD: i16 = 4;
+const TRANSACTIONAL: i16 = 0x10;
+const CONTROL: i16 = 0x20;
+
+/// A partition's answer: the first batch's append, or an error with its message.
+type Answer = Result<KafkaAppend, (ResponseError, String)>;
+
+pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
+    if !(-1..=1).contains(&request.acks) {
+        return Reply::Respond(Box::new(kafka_protocol::messages::ResponseKind::Produce(
+            refuse_all(&request, ResponseError::InvalidRequiredAcks),
+        )));
+    }
+    let mut work = Vec::new();
+    for topic in &request.topic_data {
+        for partition in &topic.partition_data {
+            work.push((topic.name.0.as_str(), partition.index, &partition.records));
+        }
+    }
+    let answers = join_all(
+        work.iter()
+            .map(|&(topic, index, records)| produce_partition(ctx, topic, index, records)),
+    )
+    .await;
+    if request.acks == 0 {
+        return Reply::Silent;
+    }
+    let mut answers = answers.into_iter();
+    let responses = request
+        .topic_data
+        .iter()
+        .map(|topic| {
+            let partitions = topic
+                .partition_data
+                .iter()
+                .map(|p| {
+                    let answer = answers.next().expect("one answer per partition");
+                    partition_response(ctx.version, p.index, answer)
+                })
+                .collect();
+            TopicProduceResponse::default()
+                .with_name(topic.name.clone())
+                .with_partition_responses(partitions)
+        })
+        .collect();
+    Reply::Respond(Box::new(kafka_protocol::messages::ResponseKind::Produce(
+        ProduceResponse::default().with_responses(responses),
+    )))
+}
+
+async fn produce_partition(
+    ctx: &RequestContext<'_>,
+    topic: &str,
+    index: i32,
+    records: &Option<Bytes>,
+) -> Answer {
+    let Ok(partition) = u32::try_from(index) else {
+        return Err((
+            ResponseError::UnknownTopicOrPartition,
+            format!("no partition {index}"),
+        ));
+    };
+    let batches = split(records.as_ref(), ctx.version)?;
+    let mut first = None;
+    for batch in batches {
+        let appended = ctx
+            .broker
+            .produce_kafka_batch(topic, partition, batch.to_vec())
+            .await
+            .map_err(|e| {
+                tracing::debug!(topic, partition, error = %e, "produce refused");
+                (to_kafka(&e), e.to_string())
+            })?;
+        first.get_or_insert(appended);
+    }
+    Ok(first.expect("split returns at least one batch"))
+}
+
+/// The batches of a partition's records, checked as Kafka checks a v3+ produce before
+/// anything is appended.
+fn split(records: Option<&Bytes>, version: i16) -> Result<Vec<Bytes>, (ResponseError, String)> {
+    let invalid = |why: &str| (ResponseError::InvalidRecord, why.to_owned());
+    let corrupt = |why: String| (ResponseError::CorruptMessage, why);
+    let records = records.ok_or_else(|| invalid("no records"))?;
+    let mut batches = Vec::new();
+    let mut at = 0usize;
+    while at < records.len() {
+        let rest = &records[at..];
+        if rest.len() < ATTRIBUTES_AT + 2 {
+            return Err(corrupt(format!("{} bytes left, not a batch", rest.len())));
+        }
+        let length = i32::from_be_bytes(rest[8..12].try_into().expect("4 bytes"));
+        let len = usize::try_from(length)
+            .ok()
+            .and_then(|l| l.checked_add(LOG_OVERHEAD))
+            .filter(|&l| l <= rest.len() && l > ATTRIBUTES_AT + 2)
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "batch length {length} with {} bytes left",
+                    rest.len()
+                ))
+            })?;
+        if rest[MAGIC_AT] != 2 {
+            return Err(invalid(
+                "produce requests of version 3 and later carry only record batches of magic 2",
+            ));
+        }
+        let attributes = i16::from_be_bytes(
+            rest[ATTRIBUTES_AT..ATTRIBUTES_AT + 2]
+                .try_into()
+                .expect("2 bytes"),
+        );
+        if attributes & (TRANSACTIONAL | CONTROL) != 0 {
+            return Err((
+                ResponseError::TransactionalIdAuthorizationFailed,
+                "this broker has no transactions".to_owned(),
+            ));
+        }
+        if attributes & CODEC_MASK == ZSTD && version < 7 {
+            return Err((
+                ResponseError::UnsupportedCompressionType,
+                "zstd needs produce version 7 or later".to_owned(),
+            ));
+        }
+        batches.push(records.slice(at..at + len));
+        at += len;
+    }
+    if batches.is_empty() {
+        return Err(invalid("no record batch"));
+    }
+    Ok(batches)
+}
+
+fn partition_response(version: i16, index: i32, answer: Answer) -> PartitionProduceResponse {
+    let response = PartitionProduceResponse::default().with_index(index);
+    match answer {
+        Ok(appended) => response
+            .with_base_offset(appended.base_offset as i64)
+            .with_log_append_time_ms(appended.log_append_time_ms.map_or(-1, |t| t as i64))
+            .with_log_start_offset(appended.log_start_offset as i64),
+        Err((error, message)) => {
+            let response = response.with_error_code(error.code()).with_base_offset(-1);
+            match version >= 8 {
+                true => response.with_error_message(Some(StrBytes::from_string(message))),
+                false => response,
+            }
+        }
+    }
+}
+
+/// Every partition refused with `error` (a request-wide problem).
+fn refuse_all(request: &ProduceRequest, error: ResponseError) -> ProduceResponse {
+    let responses = request
+        .topic_data
+        .iter()
+        .map(|topic| {
+            TopicProduceResponse::default()
+                .with_name(topic.name.clone())
+                .with_partition_responses(
+                    topic
+                        .partition_data
+                        .iter()
+                        .map(|p| {
+                            PartitionProduceResponse::default()
+                                .with_index(p.index)
+                                .with_error_code(error.code())
+                                .with_base_offset(-1)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    ProduceResponse::default().with_responses(responses)
+}

@@ -1,0 +1,109 @@
+"""Shared pieces of the Python client scripts in this folder (imported by them, not run).
+
+Every script prints one JSON document as the last line of stdout and exits 0, or writes one
+line to stderr and exits 1. Records are reported in one shape whatever the client:
+
+    {"partition", "offset", "timestamp" (ms or null), "key", "value",
+     "headers": [[key, value], ...]}
+
+with keys, values and header values base64 (standard alphabet, padded) or null, so that any
+bytes survive JSON; header keys are strings.
+
+The records a producer sends are generated, so that a test knows them without passing them
+in: record i (0-based) has key "{prefix}-key-{i}", value "{prefix}-value-{i}" and the headers
+[["i", "{i}"], ["client", CLIENT]] (a repeated key would be lost by clients that keep headers
+in a map, kafkajs for one).
+"""
+
+import argparse
+import base64
+import json
+import sys
+import time
+
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def b64(data):
+    """Base64 of bytes (or of a str's UTF-8), None for None."""
+    if data is None:
+        return None
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def record_json(partition, offset, timestamp, key, value, headers):
+    return {
+        "partition": partition,
+        "offset": offset,
+        "timestamp": timestamp,
+        "key": b64(key),
+        "value": b64(value),
+        "headers": [[k, b64(v)] for k, v in (headers or [])],
+    }
+
+
+def generated(prefix, i, client):
+    """Record i of a producer run: (key, value, headers), all bytes."""
+    headers = [("i", str(i).encode()), ("client", client.encode())]
+    return f"{prefix}-key-{i}".encode(), f"{prefix}-value-{i}".encode(), headers
+
+
+def parser(description, role):
+    """The arguments every script takes: the bootstrap address, the topic, a time bound; plus
+    the group for consumers and the record count and prefix for producers."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("bootstrap", help="host:port of the broker")
+    p.add_argument("topic")
+    if role == "consumer":
+        p.add_argument("group", help="consumer group id")
+        p.add_argument("--count", type=int, help="records to read, then commit and stop")
+    else:
+        p.add_argument("--count", type=int, default=10, help="records to produce (default 10)")
+        p.add_argument("--prefix", default="r", help="prefix of generated keys and values")
+        p.add_argument("--partition", type=int, help="send every record to this partition (default: the client's partitioner)")
+        p.add_argument("--compression", default="none", choices=CODECS)
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
+    return p
+
+
+class Deadline:
+    """The one time bound of a run: every network wait is given what is left of it."""
+
+    def __init__(self, seconds):
+        self.end = time.monotonic() + seconds
+        self.seconds = seconds
+
+    def left(self):
+        return max(0.0, self.end - time.monotonic())
+
+    def left_ms(self):
+        return int(self.left() * 1000)
+
+    def expired(self):
+        return self.left() <= 0
+
+
+def emit(doc):
+    """Print one JSON document as a line of its own and flush (a reader may be waiting on it)."""
+    sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def fail(message):
+    """Exit 1 with one line on stderr."""
+    sys.stderr.write(f"{sys.argv[0]}: {message}\n")
+    sys.stderr.flush()
+    sys.exit(1)
+
+
+def run(main):
+    """Runs `main`, turning any exception into `fail` (a client's exception names the cause)."""
+    try:
+        main()
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the point is to report whatever went wrong
+        fail(f"{type(e).__name__}: {e}")

@@ -1,0 +1,15 @@
+//! The Kafka listener through its socket: requests encoded by an independent codec
+//! (kafka-protocol), bad and hostile requests, and the protocol's known pitfalls.
+
+mod client;
+mod common;
+mod groups_common;
+mod records;
+
+mod admin;
+mod basics;
+mod fetch;
+mod groups;
+mod groups_offsets;
+mod offsets;
+mod produce;

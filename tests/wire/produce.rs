@@ -1,0 +1,283 @@
+//! Produce through the listener: batches as a Kafka producer sends them, read back natively;
+//! acks=0; refusals that change nothing; idempotent producers.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    ApiVersionsRequest, InitProducerIdRequest, MetadataRequest, ProduceResponse,
+};
+use kafka_protocol::records::Compression;
+use kafka_protocol::ResponseError;
+use nanokafka::{Backpressure, NanoKafka, TopicConfig};
+
+use crate::client::{correlation_id, WireClient};
+use crate::common::listening_broker;
+use crate::records::{batch, produce, T0};
+
+fn log_end(broker: &NanoKafka, topic: &str, partition: usize) -> u64 {
+    broker.stats().unwrap().topics[topic].partitions[partition].log_end_offset
+}
+
+/// The one partition's answer: (error code, base offset).
+fn answer(response: &ProduceResponse) -> (i16, i64) {
+    let p = &response.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+#[test]
+fn batches_in_every_codec_are_read_back_natively_with_keys_headers_and_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let mut client = WireClient::connect(addr);
+    let codecs = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+    for (n, codec) in codecs.into_iter().enumerate() {
+        let response = client.call(&produce("t", 0, batch(&["a", "b"], codec, -1, 0), -1), 9);
+        assert_eq!(answer(&response), (0, 2 * n as i64), "{codec:?}");
+        let p = &response.responses[0].partition_responses[0];
+        assert_eq!((p.log_append_time_ms, p.log_start_offset), (-1, 0));
+    }
+    broker.join_group("t", "g", "m").unwrap();
+    let records = broker
+        .poll_batch_raw("t", "g", "m", 100, Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(records.len(), 10);
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record.offset, i as u64);
+        assert_eq!(record.value, if i % 2 == 0 { b"a" } else { b"b" });
+        assert_eq!(
+            record.key.as_deref(),
+            Some(format!("key-{}", i % 2).as_bytes())
+        );
+        assert_eq!(record.timestamp_ms, (T0 + (i % 2) as i64) as u64);
+        assert_eq!(record.headers.len(), 1);
+        assert_eq!(record.headers[0].key, "h");
+        assert_eq!(
+            record.headers[0].value.as_deref(),
+            Some((i % 2).to_string().as_bytes())
+        );
+    }
+}
+
+#[test]
+fn acks_0_gets_no_response_and_the_records_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let mut client = WireClient::connect(addr);
+    client.send(
+        &produce("t", 0, batch(&["x"], Compression::None, -1, 0), 0),
+        9,
+    );
+    // The next response on the connection is the ApiVersions one: none came for the produce.
+    let id = client.send(&ApiVersionsRequest::default(), 3);
+    let frame = client.read_frame().unwrap();
+    assert_eq!(correlation_id(&frame), id);
+    assert_eq!(log_end(&broker, "t", 0), 1);
+}
+
+#[test]
+fn refused_batches_change_nothing_and_get_kafkas_error_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let mut client = WireClient::connect(addr);
+    let good = batch(&["a"], Compression::None, -1, 0);
+    let mut bad_crc = good.to_vec();
+    let last = bad_crc.len() - 1;
+    bad_crc[last] ^= 0xff;
+    let mut magic_1 = good.to_vec();
+    magic_1[16] = 1;
+    let mut transactional = good.to_vec();
+    transactional[22] |= 0x10;
+    let cases = [
+        (Bytes::from(bad_crc), ResponseError::CorruptMessage),
+        (Bytes::from(magic_1), ResponseError::InvalidRecord),
+        (
+            Bytes::from(transactional),
+            ResponseError::TransactionalIdAuthorizationFailed,
+        ),
+        (good.slice(..good.len() - 3), ResponseError::CorruptMessage),
+        (Bytes::new(), ResponseError::InvalidRecord),
+    ];
+    for (records, error) in cases {
+        let response = client.call(&produce("t", 0, records, -1), 9);
+        assert_eq!(answer(&response), (error.code(), -1), "{error:?}");
+        let message = &response.responses[0].partition_responses[0].error_message;
+        assert!(message.is_some(), "v8+ says why");
+    }
+    // zstd needs v7.
+    let zstd = batch(&["z"], Compression::Zstd, -1, 0);
+    let response = client.call(&produce("t", 0, zstd, -1), 6);
+    assert_eq!(
+        answer(&response).0,
+        ResponseError::UnsupportedCompressionType.code()
+    );
+    // A producer clock more than an hour ahead.
+    let future = {
+        use kafka_protocol::records::*;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let record = Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: 0,
+            sequence: -1,
+            timestamp: now + 2 * 3_600_000,
+            key: None,
+            value: Some(Bytes::from_static(b"v")),
+            headers: Default::default(),
+        };
+        let mut buf = bytes::BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut buf, &[record], &options).unwrap();
+        buf.freeze()
+    };
+    let response = client.call(&produce("t", 0, future, -1), 9);
+    assert_eq!(answer(&response).0, ResponseError::InvalidTimestamp.code());
+    // An invalid acks value.
+    let response = client.call(&produce("t", 0, good.clone(), 2), 9);
+    assert_eq!(
+        answer(&response).0,
+        ResponseError::InvalidRequiredAcks.code()
+    );
+    assert_eq!(log_end(&broker, "t", 0), 0, "nothing was written");
+    // The connection still serves.
+    assert_eq!(answer(&client.call(&produce("t", 0, good, -1), 9)), (0, 0));
+}
+
+#[test]
+fn an_unknown_topic_or_partition_is_refused_and_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let mut client = WireClient::connect(addr);
+    let records = batch(&["a"], Compression::None, -1, 0);
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    let response = client.call(&produce("nope", 0, records.clone(), -1), 9);
+    assert_eq!(answer(&response).0, unknown);
+    let response = client.call(&produce("t", 7, records, -1), 9);
+    assert_eq!(answer(&response).0, unknown);
+    let metadata = client.call(&MetadataRequest::default().with_topics(None), 12);
+    assert_eq!(metadata.topics.len(), 1, "only t exists");
+}
+
+#[test]
+fn a_full_partition_under_reject_is_a_retriable_error_that_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let config = TopicConfig::default()
+        .max_size(1)
+        .backpressure(Backpressure::Reject);
+    broker.create_topic("t", config).unwrap();
+    let mut client = WireClient::connect(addr);
+    let records = || batch(&["a"], Compression::None, -1, 0);
+    assert_eq!(
+        answer(&client.call(&produce("t", 0, records(), -1), 9)),
+        (0, 0)
+    );
+    let response = client.call(&produce("t", 0, records(), -1), 9);
+    let error = ResponseError::try_from_code(answer(&response).0).unwrap();
+    assert_eq!(error, ResponseError::NotEnoughReplicas);
+    assert!(error.is_retriable());
+    let message = response.responses[0].partition_responses[0]
+        .error_message
+        .as_ref()
+        .unwrap();
+    assert!(message.contains("full"), "{message}");
+    assert_eq!(log_end(&broker, "t", 0), 1);
+}
+
+#[test]
+fn an_idempotent_retry_gets_its_original_offsets_also_after_a_restart_and_a_gap_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let mut client = WireClient::connect(addr);
+    let init = client.call(
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(-1),
+        4,
+    );
+    assert_eq!(init.error_code, 0);
+    assert_eq!(init.producer_epoch, 0);
+    let pid = init.producer_id.0;
+    let first = batch(&["a", "b"], Compression::None, pid, 0);
+    let second = batch(&["c"], Compression::Gzip, pid, 2);
+    assert_eq!(
+        answer(&client.call(&produce("t", 0, first.clone(), -1), 9)),
+        (0, 0)
+    );
+    assert_eq!(
+        answer(&client.call(&produce("t", 0, second.clone(), -1), 9)),
+        (0, 2)
+    );
+    assert_eq!(
+        answer(&client.call(&produce("t", 0, first.clone(), -1), 9)),
+        (0, 0)
+    );
+    let gap = batch(&["z"], Compression::None, pid, 9);
+    let response = client.call(&produce("t", 0, gap, -1), 9);
+    assert_eq!(
+        answer(&response),
+        (ResponseError::OutOfOrderSequenceNumber.code(), -1)
+    );
+    assert_eq!(log_end(&broker, "t", 0), 3);
+    drop(client);
+    broker.shutdown().unwrap();
+
+    let (broker, addr) = listening_broker(dir.path());
+    let mut client = WireClient::connect(addr);
+    assert_eq!(
+        answer(&client.call(&produce("t", 0, second, -1), 9)),
+        (0, 2)
+    );
+    assert_eq!(log_end(&broker, "t", 0), 3, "the retry wrote nothing");
+    // A new producer never gets an id handed out before the restart.
+    let init = client.call(
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(-1),
+        4,
+    );
+    assert_ne!(init.producer_id.0, pid);
+    assert!(init.producer_id.0 > pid);
+}
+
+#[test]
+fn a_transactional_producer_is_refused_at_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = listening_broker(dir.path());
+    let mut client = WireClient::connect(addr);
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(
+            kafka_protocol::protocol::StrBytes::from_static_str("tx"),
+        )))
+        .with_transaction_timeout_ms(60_000);
+    for version in 0..=4 {
+        let response = client.call(&request, version);
+        assert_eq!(
+            response.error_code,
+            ResponseError::TransactionalIdAuthorizationFailed.code()
+        );
+        assert_eq!(response.producer_id.0, -1);
+    }
+}

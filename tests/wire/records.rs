@@ -1,0 +1,102 @@
+//! Record batches as a Kafka producer sends them (kafka-protocol's encoder), and the
+//! requests of the data path.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{FetchRequest, ProduceRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+/// A fixed CreateTime in the past (2023-11-14), so records are never "in the future".
+pub const T0: i64 = 1_700_000_000_000;
+
+pub fn name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_owned()))
+}
+
+/// One batch of `values` (keys `key-i`, a header `h: i`, timestamps `T0 + i`), from producer
+/// `producer_id` (-1: none) starting at `sequence`.
+pub fn batch(values: &[&str], compression: Compression, producer_id: i64, sequence: i32) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut headers = IndexMap::new();
+            headers.insert(
+                StrBytes::from_static_str("h"),
+                Some(Bytes::from(i.to_string())),
+            );
+            Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id,
+                producer_epoch: if producer_id >= 0 { 0 } else { -1 },
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: if producer_id >= 0 { sequence } else { -1 } + i as i32,
+                timestamp: T0 + i as i64,
+                key: Some(Bytes::from(format!("key-{i}"))),
+                value: Some(Bytes::from(v.to_string())),
+                headers,
+            }
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    buf.freeze()
+}
+
+/// A produce of `records` to `topic`/`partition` with `acks`.
+pub fn produce(topic: &str, partition: i32, records: Bytes, acks: i16) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records))])])
+}
+
+/// A sessionless fetch of `(partition, offset)`s of `topic`.
+pub fn fetch(topic: &str, partitions: &[(i32, i64)], max_wait_ms: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(50 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(name(topic))
+            .with_partitions(
+                partitions
+                    .iter()
+                    .map(|&(p, offset)| {
+                        FetchPartition::default()
+                            .with_partition(p)
+                            .with_fetch_offset(offset)
+                            .with_partition_max_bytes(1 << 20)
+                    })
+                    .collect(),
+            )])
+}
+
+/// The records of a fetch's record bytes, in order.
+pub fn decode(records: &Bytes) -> Vec<Record> {
+    let mut buf = records.clone();
+    RecordBatchDecoder::decode_all(&mut buf)
+        .unwrap()
+        .into_iter()
+        .flat_map(|set| set.records)
+        .collect()
+}
