@@ -1,8 +1,15 @@
 //! confluent-kafka (librdkafka) against the listener: a producer reading its offsets from
-//! delivery reports with every acks setting, idempotent or not.
+//! delivery reports with every acks setting, idempotent or not; a group of three members
+//! committing by hand.
 
-use crate::clients::{self, Client};
-use crate::common::{args, assert_read_back_natively, Broker, RUN};
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::clients::{self, Client, Running};
+use crate::common::{
+    args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
+};
 
 fn producer() -> Option<Client> {
     clients::python("confluent_produce.py")
@@ -39,4 +46,101 @@ fn producer_delivery_reports_with_each_acks() {
             });
         }
     });
+}
+
+/// The partitions a `confluent_consume.py` member holds after the events printed so far.
+fn assignment(stdout: &str) -> Vec<u32> {
+    let mut held = Vec::new();
+    for event in complete_lines(stdout) {
+        let partitions = event["partitions"]
+            .as_array()
+            .map(|p| p.iter().map(|p| p.as_u64().unwrap() as u32));
+        match event["event"].as_str() {
+            Some("assigned") => held.extend(partitions.unwrap()),
+            Some("revoked") => {
+                let lost: Vec<u32> = partitions.unwrap().collect();
+                held.retain(|p| !lost.contains(p));
+            }
+            _ => {}
+        }
+    }
+    held
+}
+
+/// The record events printed so far.
+fn record_events(stdout: &str) -> usize {
+    complete_lines(stdout)
+        .iter()
+        .filter(|e| e["event"] == "record")
+        .count()
+}
+
+/// The JSON lines of `stdout` that are complete (a chunk may end mid-line).
+fn complete_lines(stdout: &str) -> Vec<Value> {
+    clients::json_lines(&stdout[..stdout.rfind('\n').map_or(0, |i| i + 1)])
+}
+
+#[test]
+fn three_member_group_splits_partitions_and_commits() {
+    let (Some(produce), Some(consume)) = (producer(), clients::python("confluent_consume.py"))
+    else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("cf", 3);
+    let members: Vec<Running> = (0..3)
+        .map(|_| {
+            consume.spawn(&args(
+                &b.bootstrap,
+                "cf",
+                &["cf-group", "--until-stdin-closes"],
+            ))
+        })
+        .collect();
+    for member in &members {
+        member.wait_for_stdout("an assignment of one partition", RUN, |out| {
+            assignment(out).len() == 1
+        });
+    }
+    let held: BTreeSet<u32> = members
+        .iter()
+        .flat_map(|m| assignment(&m.stdout()))
+        .collect();
+    assert_eq!(held, (0..3).collect(), "each member one partition");
+    let produced = produce.run_json(
+        &args(
+            &b.bootstrap,
+            "cf",
+            &["--count", "30", "--idempotent", "--compression", "zstd"],
+        ),
+        RUN,
+    );
+    let sent = script_records(&produced);
+    // Every member reads its partition's records before any leaves: a leave rebalances the
+    // others onto other partitions.
+    let mut partitions = Vec::new();
+    for member in &members {
+        let partition = assignment(&member.stdout())[0];
+        let expected = sent.iter().filter(|r| r.partition == partition).count();
+        member.wait_for_stdout("its partition's records", RUN, |out| {
+            record_events(out) == expected
+        });
+        partitions.push(partition);
+    }
+    let mut read = Vec::new();
+    for (member, partition) in members.into_iter().zip(partitions) {
+        let result = member.finish(RUN).json();
+        assert_eq!(result["event"], "done");
+        let mine = script_records(&result);
+        // The member reports commits of every partition it ever held; while the group
+        // formed, or as the others left, it may have held another one for a generation.
+        let committed = script_commits(&result).remove(&partition);
+        let expected = next_offsets(&mine).remove(&partition);
+        assert_eq!(committed, expected, "partition {partition}");
+        read.extend(mine);
+    }
+    read.sort();
+    assert_eq!(read, sent);
+    let lag = b.broker.lag("cf", "cf-group").unwrap();
+    assert!(lag.values().all(|&l| l == 0), "{lag:?}");
 }

@@ -293,3 +293,121 @@ fn offsets_for_times() {
         assert_eq!(native.map_or(-1, |o| o as i64), expected, "at {at}");
     }
 }
+
+/// The partitions of `topic` a `kcat -G` member holds after the rebalances it reported so far
+/// on stderr (`% Group G rebalanced (memberid M): assigned: T [0], T [1]`, or `revoked:`).
+fn kcat_assignment(stderr: &str, topic: &str) -> Option<BTreeSet<u32>> {
+    // Complete lines only: a chunk may end inside a list of partitions.
+    let complete = &stderr[..stderr.rfind('\n').map_or(0, |i| i + 1)];
+    let last = complete.lines().rev().find(|l| l.contains("rebalanced"))?;
+    if last.contains("revoked:") {
+        return Some(BTreeSet::new());
+    }
+    let listed = last.split("assigned:").nth(1)?;
+    let prefix = format!("{topic} [");
+    Some(
+        listed
+            .split(',')
+            .filter_map(|p| {
+                p.trim()
+                    .strip_prefix(&prefix)?
+                    .strip_suffix(']')?
+                    .parse()
+                    .ok()
+            })
+            .collect(),
+    )
+}
+
+/// Starts `kcat -G group topic` from the earliest offset, records as `-J` lines on stdout.
+pub fn group_member(kcat: &Client, b: &Broker, group: &str, topic: &str) -> clients::Running {
+    kcat.spawn(&[
+        "-b",
+        &b.bootstrap,
+        "-G",
+        group,
+        "-X",
+        "auto.offset.reset=earliest",
+        "-X",
+        "session.timeout.ms=6000",
+        "-J",
+        // Unbuffered: each record is on the pipe as it is read.
+        "-u",
+        topic,
+    ])
+}
+
+/// Waits until `member` reports holding `count` partitions of `topic`; returns them.
+pub fn wait_for_assignment(member: &clients::Running, topic: &str, count: usize) -> BTreeSet<u32> {
+    let what = format!("an assignment of {count} partitions");
+    let err = member.wait_for_stderr(&what, RUN, |e| {
+        kcat_assignment(e, topic).is_some_and(|a| a.len() == count)
+    });
+    kcat_assignment(&err, topic).unwrap()
+}
+
+/// The records a `kcat -G -J` member printed so far (complete lines only).
+pub fn member_records(stdout: &str) -> Vec<Seen> {
+    let complete = &stdout[..stdout.rfind('\n').map_or(0, |i| i + 1)];
+    clients::json_lines(complete)
+        .iter()
+        .map(from_json)
+        .collect()
+}
+
+#[test]
+fn two_group_members_split_partitions_and_rebalance_when_one_leaves() {
+    let Some(kcat) = kcat() else { return };
+    let b = Broker::start();
+    b.create("g", 4);
+    let first = group_member(&kcat, &b, "kg", "g");
+    let second = group_member(&kcat, &b, "kg", "g");
+    let a = wait_for_assignment(&first, "g", 2);
+    let c = wait_for_assignment(&second, "g", 2);
+    assert!(
+        a.is_disjoint(&c),
+        "{a:?} and {c:?} overlap\nfirst:\n{}\nsecond:\n{}",
+        first.stderr(),
+        second.stderr()
+    );
+    let mut produced = Vec::new();
+    for i in 0..40 {
+        let key = format!("k{i}");
+        let d = b
+            .broker
+            .produce_raw("g", Some(key.as_bytes()), key.clone().into_bytes())
+            .unwrap();
+        produced.push((d.partition, d.offset));
+    }
+    // Each member reads exactly its partitions' records.
+    for (member, mine) in [(&first, &a), (&second, &c)] {
+        let expected: BTreeSet<_> = produced
+            .iter()
+            .filter(|(p, _)| mine.contains(p))
+            .copied()
+            .collect();
+        let out = member.wait_for_stdout("its partitions' records", RUN, |out| {
+            member_records(out).len() >= expected.len()
+        });
+        let read: BTreeSet<_> = member_records(&out)
+            .iter()
+            .map(|r| (r.partition, r.offset))
+            .collect();
+        assert_eq!(read, expected);
+    }
+    // SIGTERM: the member leaves the group; the other one takes every partition.
+    let left = second.terminate(RUN);
+    assert!(left.stderr.contains("revoked"), "{}", left.stderr);
+    let all = wait_for_assignment(&first, "g", 4);
+    assert_eq!(all, (0..4).collect());
+    let d = b
+        .broker
+        .produce_raw("g", Some(b"after".as_slice()), b"after".to_vec())
+        .unwrap();
+    first.wait_for_stdout("the record produced after the rebalance", RUN, |out| {
+        member_records(out)
+            .iter()
+            .any(|r| (r.partition, r.offset) == (d.partition, d.offset))
+    });
+    first.terminate(RUN);
+}

@@ -10,6 +10,7 @@ mod common;
 
 mod aiokafka;
 mod confluent;
+mod cross;
 mod kafka_python;
 mod kafkajs;
 mod kcat;
