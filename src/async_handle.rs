@@ -2,9 +2,11 @@
 //! message to the `BrokerActor` (see [`crate::messages`]); typed methods encode and decode
 //! payloads with rmp-serde. Cheap to clone.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+mod groups;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -13,29 +15,33 @@ use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::coordinator::FetchedBatch;
-use crate::actors::lane::{append_routed, Lane};
-use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetched, TopicRoute};
+use crate::actors::lane::append_routed;
+use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetched};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::listener::ListenerMetrics;
 use crate::messages::{
-    Commit, ConsumerPoll, CrashPartition, CreateTopic, Delivered, FencedCommit, GetStats,
-    Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp, Poll,
-    ProduceBatch, ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
+    BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic, Delivered,
+    DescribeBroker, FencedCommit, GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup,
+    ListTopics, OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe,
+    SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
-use crate::routing::{route as route_batch, RequestLimits};
+use crate::routing::route as route_batch;
 use crate::storage::RecordBatch;
 use crate::types::{BrokerStats, ConsumerBatch, Delivery, Header, Record};
 
 mod kafka;
+mod routes;
+use routes::{ProducePath, RouteCache};
 
 /// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
 /// `Addr<BrokerActor>`.
 ///
 /// Produces take a direct route: the handle learns a topic's partition actors' addresses
-/// (they survive restarts, and topics are never deleted), runs Kafka's partitioner itself and
+/// (they survive restarts; a deleted topic's route is dropped and learned again if the
+/// name is re-created), runs Kafka's partitioner itself and
 /// sends each partition its records, instead of passing every produce through the broker's
 /// thread. It learns the route of each topic it creates (and the blocking handle, of every
 /// topic there when the broker opens). Until it knows a route, produces go through the
@@ -47,7 +53,7 @@ mod kafka;
 pub struct AsyncNanoKafka {
     addr: Addr<BrokerActor>,
     /// Topic → how its produces travel; shared by clones.
-    routes: Arc<Mutex<HashMap<String, RouteSlot>>>,
+    routes: RouteCache,
     /// Each caller of this handle waits for a produce's answer before its next produce (the
     /// blocking handle's): a known route is used at once, as no earlier produce of the same
     /// caller can still be on its way through the broker.
@@ -56,51 +62,11 @@ pub struct AsyncNanoKafka {
     listener_metrics: Option<Arc<ListenerMetrics>>,
 }
 
-/// How one topic's produces travel from this handle.
-#[derive(Debug, Default)]
-struct RouteSlot {
-    /// Known and in use: produces go straight to the partitions.
-    direct: Option<Arc<Route>>,
-    /// Known, waiting for the produces through the broker to finish.
-    learned: Option<Arc<Route>>,
-    /// Produces through the broker not yet answered.
-    via_broker: usize,
-    /// A produce is asking for the route.
-    asking: bool,
-}
-
-/// How a produce travels, decided before anything is awaited.
-enum ProducePath {
-    Direct(Arc<Route>),
-    ViaBroker { ask_route: bool },
-}
-
-/// Where a topic's records go.
-#[derive(Debug)]
-struct Route {
-    /// Each partition's produce lane (the topic's own: see `actors::lane`).
-    lanes: Vec<Arc<Lane>>,
-    /// Round-robin counter for keyless records sent through this handle (and its clones).
-    next_keyless: AtomicU32,
-    /// The broker's size limits.
-    limits: RequestLimits,
-}
-
-impl Route {
-    fn new(route: TopicRoute) -> Self {
-        Route {
-            lanes: route.lanes,
-            next_keyless: AtomicU32::new(route.next_keyless),
-            limits: route.limits,
-        }
-    }
-}
-
 impl From<Addr<BrokerActor>> for AsyncNanoKafka {
     fn from(addr: Addr<BrokerActor>) -> Self {
         AsyncNanoKafka {
             addr,
-            routes: Arc::default(),
+            routes: RouteCache::default(),
             sequential: false,
             listener_metrics: None,
         }
@@ -144,11 +110,7 @@ impl AsyncNanoKafka {
         else {
             return;
         };
-        let mut slots = self.slots();
-        let slot = slots.entry(topic.to_owned()).or_default();
-        if slot.direct.is_none() && slot.via_broker == 0 {
-            slot.direct = Some(Arc::new(Route::new(route)));
-        }
+        self.routes.learn(topic, route);
     }
 
     /// The broker actor, for sending [`crate::messages`] directly.
@@ -180,6 +142,30 @@ impl AsyncNanoKafka {
         .await?;
         self.learn_route(topic).await;
         Ok(())
+    }
+
+    /// Deletes a topic with its records, committed offsets and groups: see
+    /// [`DeleteTopic`](crate::messages::DeleteTopic). A topic of the same name can then be
+    /// created, empty; this handle (and every other) produces to that one.
+    ///
+    /// # Errors
+    /// As [`DeleteTopic`](crate::messages::DeleteTopic): `UnknownTopic`, `Io`,
+    /// `BrokerStopped`.
+    pub async fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.ask(DeleteTopic {
+            topic: topic.to_owned(),
+        })
+        .await?;
+        self.routes.forget(topic);
+        Ok(())
+    }
+
+    /// The broker-wide settings (data directory, size limits).
+    ///
+    /// # Errors
+    /// `BrokerStopped`.
+    pub async fn describe_broker(&self) -> Result<BrokerDescription> {
+        self.ask(DescribeBroker).await
     }
 
     /// Every topic and its config, by name.
@@ -341,7 +327,7 @@ impl AsyncNanoKafka {
         batch: RecordBatch,
     ) -> Result<Vec<Delivery>> {
         // Nothing is awaited before the records are enqueued: that keeps the call order.
-        match self.produce_path(topic) {
+        match self.routes.path(topic, self.sequential) {
             ProducePath::Direct(route) => {
                 let limits = (route.lanes.len() as u32, route.limits);
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
@@ -368,49 +354,9 @@ impl AsyncNanoKafka {
                         .ok(),
                     false => None,
                 };
-                self.finish_via_broker(topic, ask_route, learned);
+                self.routes.finish_via_broker(topic, ask_route, learned);
                 result
             }
-        }
-    }
-
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<String, RouteSlot>> {
-        self.routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn produce_path(&self, topic: &str) -> ProducePath {
-        let mut slots = self.slots();
-        // The common case, a known route, looks up without allocating the key.
-        if let Some(slot) = slots.get(topic) {
-            let usable = match self.sequential {
-                true => slot.direct.as_ref().or(slot.learned.as_ref()),
-                false => slot.direct.as_ref(),
-            };
-            if let Some(route) = usable {
-                return ProducePath::Direct(route.clone());
-            }
-        }
-        let slot = slots.entry(topic.to_owned()).or_default();
-        slot.via_broker += 1;
-        let ask_route = slot.learned.is_none() && !slot.asking;
-        slot.asking |= ask_route;
-        ProducePath::ViaBroker { ask_route }
-    }
-
-    /// A produce through the broker is answered: switch to the direct route once the route
-    /// is known and no produce through the broker is left in flight.
-    fn finish_via_broker(&self, topic: &str, asked: bool, learned: Option<TopicRoute>) {
-        let mut slots = self.slots();
-        let slot = slots.entry(topic.to_owned()).or_default();
-        slot.via_broker -= 1;
-        if asked {
-            slot.asking = false;
-            slot.learned = learned.map(|route| Arc::new(Route::new(route)));
-        }
-        if slot.via_broker == 0 && slot.learned.is_some() {
-            slot.direct = slot.learned.take();
         }
     }
 

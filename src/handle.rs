@@ -564,6 +564,22 @@ impl NanoKafka {
         self.call(self.inner.handle.create_topic(topic, config))
     }
 
+    /// [`AsyncNanoKafka::list_topics`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::list_topics`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn list_topics(&self) -> Result<std::collections::BTreeMap<String, TopicConfig>> {
+        self.call(self.inner.handle.list_topics())
+    }
+
+    /// [`AsyncNanoKafka::delete_topic`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::delete_topic`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn delete_topic(&self, topic: &str) -> Result<()> {
+        self.call(self.inner.handle.delete_topic(topic))
+    }
+
     /// [`AsyncNanoKafka::produce`], blocking this thread until it answers.
     ///
     /// # Errors

@@ -59,6 +59,49 @@ impl Message for CreateTopic {
     type Result = Result<()>;
 }
 
+/// Delete a topic: its records, committed offsets, groups and config. Sender: any actor or
+/// handle; answered by the broker. Reply: `()` once the topic is gone from the registry and
+/// its files from the data directory; a topic of the same name can then be created, empty.
+///
+/// The broker handles nothing else meanwhile: its partitions close (produces accepted
+/// before the delete are written and acknowledged first), every parked produce and long
+/// poll of the topic is answered `Error::UnknownTopic`, as is every later request for it
+/// (also a produce through an `AsyncNanoKafka`'s cached route to it: the handle then asks
+/// the broker again, and reaches a re-created topic of that name). Push subscriptions to it
+/// end. On disk the delete is crash-safe: after a crash midway, the next open finds the
+/// topic whole or gone (see `storage::data_dir::delete`).
+///
+/// Errors: `UnknownTopic` (nothing changed), `Io` when the config cannot be moved aside (the
+/// topic is then whole on disk and starts again, empty of parked requests), `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct DeleteTopic {
+    pub topic: String,
+}
+
+impl Message for DeleteTopic {
+    type Result = Result<()>;
+}
+
+/// The broker-wide settings a client may be told about (Kafka's broker configs). Answered
+/// by the broker from its settings. Errors: `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct DescribeBroker;
+
+/// The reply to [`DescribeBroker`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerDescription {
+    /// The data directory (Kafka's `log.dirs`).
+    pub data_dir: std::path::PathBuf,
+    /// The largest record's key + value (`builder().max_record_bytes`).
+    pub max_record_bytes: usize,
+    /// The most record bytes one produce request may carry (`builder().max_request_bytes`).
+    pub max_request_bytes: usize,
+}
+
+impl Message for DescribeBroker {
+    type Result = Result<BrokerDescription>;
+}
+
 /// Every topic and its config. Answered by the broker from its registry, without asking the
 /// topics. Errors: `BrokerStopped`.
 #[derive(Debug, Clone)]

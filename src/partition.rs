@@ -311,6 +311,31 @@ impl Partition {
         Ok(self.offsets.commit(group, offset + 1)?)
     }
 
+    /// Sets `group`'s committed offset to `offset` itself: the next offset to read, Kafka's
+    /// meaning (a Kafka client's OffsetCommit). Anything from 0 to the log end is accepted,
+    /// also below the current commit (a rewind); below the log start the group reads from
+    /// the log start, as after retention.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` when `offset` is past the log end (nothing changes); `Io` when the
+    /// commit cannot be written (not acknowledged).
+    pub fn set_committed(&mut self, group: &str, offset: u64) -> Result<()> {
+        let log_end_offset = self.log.log_end_offset();
+        if offset > log_end_offset {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log.log_start_offset(),
+                log_end_offset,
+            });
+        }
+        Ok(self.offsets.commit(group, offset)?)
+    }
+
+    /// `group`'s committed offset here (the next offset it reads), if it has one.
+    pub fn committed(&self, group: &str) -> Option<u64> {
+        self.offsets.get(group)
+    }
+
     /// Records `group` as reading this topic. Without a commit here, it starts at the log
     /// start (and counts for backpressure from there) or, with `StartFrom::Latest`, gets a
     /// committed offset at the log end.

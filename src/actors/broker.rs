@@ -13,14 +13,15 @@ use serde::de::DeserializeOwned;
 use super::io_thread::{IoThread, IoThreadHandle};
 use super::subscription::{BrokerRequests, SubscriptionActor};
 use super::supervise::{catch_future_panic, guarded, guarded_future, guarded_reply};
-use super::topic::{CloseTopic, CrashCoordinator, DescribeTopic, TopicActor};
+use super::topic::{CloseTopic, CrashCoordinator, DeleteTopicActors, DescribeTopic, TopicActor};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
-    AllocateProducerId, CreateTopic, GetStats, JoinGroup, ListTopics, Shutdown, Subscribe,
-    Subscription, TopicMessage,
+    AllocateProducerId, BrokerDescription, CreateTopic, DeleteTopic, DescribeBroker, GetStats,
+    JoinGroup, ListTopics, Shutdown, Subscribe, Subscription, TopicMessage,
 };
+use crate::storage::data_dir::DeleteError;
 use crate::storage::producer_ids::ProducerIdBlocks;
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
@@ -191,6 +192,59 @@ impl Handler<AllocateProducerId> for BrokerActor {
     }
 }
 
+/// Atomic: the broker serves nothing else until the topic's actors are stopped and its
+/// files removed, so no request can reach a half-deleted topic and no create of the same
+/// name can meet its files.
+impl Handler<DeleteTopic> for BrokerActor {
+    type Result = AtomicResponse<Self, Result<()>>;
+
+    fn handle(&mut self, msg: DeleteTopic, _: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "DeleteTopic").entered();
+        let topic = msg.topic;
+        let (addr, config) = match self.topic(&topic) {
+            Ok(addr) => (addr, self.configs.remove(&topic).unwrap_or_default()),
+            Err(e) => return AtomicResponse::new(Box::pin(fut::ready(Err(e)))),
+        };
+        self.topics.remove(&topic);
+        let stopped = addr.send(DeleteTopicActors);
+        let stopped = async move {
+            // A topic actor that is gone has no partitions left open either.
+            let _ = stopped.await;
+        };
+        AtomicResponse::new(Box::pin(stopped.into_actor(self).map(move |(), act, _| {
+            let _span = act.span.clone().entered();
+            let data_dir = act.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
+            match data_dir.delete_topic(&topic) {
+                Ok(()) => tracing::info!(%topic, "deleted topic"),
+                Err(DeleteError::Leftovers(e)) => {
+                    tracing::warn!(%topic, error = %e, "deleted topic; its files are removed later")
+                }
+                Err(DeleteError::NotDeleted(e)) => {
+                    tracing::error!(%topic, error = %e, "cannot delete topic; it stays");
+                    act.start_topic(&topic, &config);
+                    return Err(e.into());
+                }
+            }
+            Ok(())
+        })))
+    }
+}
+
+impl Handler<DescribeBroker> for BrokerActor {
+    type Result = Result<BrokerDescription>;
+
+    fn handle(&mut self, _: DescribeBroker, _: &mut Context<Self>) -> Self::Result {
+        if self.data_dir.is_none() {
+            return Err(Error::BrokerStopped);
+        }
+        Ok(BrokerDescription {
+            data_dir: self.settings.data_dir.clone(),
+            max_record_bytes: self.settings.max_record_bytes,
+            max_request_bytes: self.settings.max_request_bytes,
+        })
+    }
+}
+
 impl Handler<ListTopics> for BrokerActor {
     type Result = Result<BTreeMap<String, TopicConfig>>;
 
@@ -271,6 +325,22 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
                 options,
             ))
         }))
+    }
+}
+
+/// What a group's liveness runs on: the session timeout and the clock, for groups kept
+/// outside the broker (the Kafka listener's). Never fails.
+#[derive(Debug)]
+pub struct GetGroupSettings;
+impl Message for GetGroupSettings {
+    type Result = (std::time::Duration, crate::clock::SharedClock);
+}
+
+impl Handler<GetGroupSettings> for BrokerActor {
+    type Result = MessageResult<GetGroupSettings>;
+
+    fn handle(&mut self, _: GetGroupSettings, _: &mut Context<Self>) -> Self::Result {
+        MessageResult((self.settings.session_timeout, self.settings.clock.clone()))
     }
 }
 

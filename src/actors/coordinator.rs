@@ -22,11 +22,16 @@ use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
 use crate::partition::Fetched;
 use crate::types::GroupStats;
 
+mod delete;
+pub use delete::DeleteGroup;
+
 /// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.
 #[derive(Debug)]
 pub struct Join {
     pub member: String,
-    pub options: GroupOptions,
+    /// `None`: whatever options the group has (a Kafka client's member, which cannot know
+    /// them).
+    pub options: Option<GroupOptions>,
 }
 impl Message for Join {
     type Result = Result<Assignment>;
@@ -162,6 +167,10 @@ pub struct GroupCoordinatorActor {
     /// The generation the waiters were last told about, also read by the polls in flight
     /// (a poll that fetched in a generation that has since ended does not return it).
     announced_generation: Arc<AtomicU64>,
+    /// The topic was deleted (see [`DeleteGroup`]).
+    deleted: bool,
+    /// The eviction timer, cancelled by a delete.
+    evict_timer: Option<SpawnHandle>,
 }
 
 impl GroupCoordinatorActor {
@@ -190,6 +199,8 @@ impl GroupCoordinatorActor {
             restarts: RestartBudget::default(),
             rebalance_waiters: Vec::new(),
             announced_generation: Arc::new(AtomicU64::new(0)),
+            deleted: false,
+            evict_timer: None,
         }
     }
 
@@ -246,12 +257,15 @@ impl Actor for GroupCoordinatorActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let _span = self.span.clone().entered();
+        if self.deleted {
+            return;
+        }
         // Evict on a timer a few times per session timeout; every request also evicts first.
         let every = (self.settings.session_timeout / 4)
             .clamp(Duration::from_millis(10), Duration::from_secs(1));
-        ctx.run_interval(every, |act, _| {
+        self.evict_timer = Some(ctx.run_interval(every, |act, _| {
             act.with_state(|state, now| state.evict_expired(now));
-        });
+        }));
     }
 }
 
@@ -259,6 +273,8 @@ impl Supervised for GroupCoordinatorActor {
     fn restarting(&mut self, _: &mut Context<Self>) {
         let _span = self.span.clone().entered();
         self.restarts.record(Instant::now());
+        // A restart cancels the context's timers (`started` makes a new one).
+        self.evict_timer = None;
         let partitions = self.partitions.len() as u32;
         self.state = Self::fresh_state(
             &self.topic,
@@ -281,13 +297,16 @@ impl Handler<Join> for GroupCoordinatorActor {
         let _span = tracing::debug_span!(parent: &self.span, "Join").entered();
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
-            if msg.options != act.options {
-                return Err(Error::GroupOptionsMismatch {
-                    topic: act.topic.clone(),
-                    group: act.group.clone(),
-                    existing: act.options,
-                    requested: msg.options,
-                });
+            match msg.options {
+                Some(requested) if requested != act.options => {
+                    return Err(Error::GroupOptionsMismatch {
+                        topic: act.topic.clone(),
+                        group: act.group.clone(),
+                        existing: act.options,
+                        requested,
+                    });
+                }
+                _ => {}
             }
             Ok(act.with_state(|state, now| state.join(&msg.member, now)))
         })
@@ -354,6 +373,11 @@ impl Handler<Replan> for GroupCoordinatorActor {
         let _span = tracing::debug_span!(parent: &self.span, "Replan").entered();
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
+            if act.deleted {
+                return Err(Error::UnknownTopic {
+                    topic: act.topic.clone(),
+                });
+            }
             let replanned = act.with_state(|state, now| {
                 let order = state.poll_order(&msg.member, now)?;
                 let assignment = state.heartbeat(&msg.member, now)?;

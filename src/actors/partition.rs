@@ -10,6 +10,8 @@
 //! Every reply travels through a oneshot channel answered by this actor, so a parked request
 //! is answered exactly once: by the append, by its deadline timer, or by a restart.
 
+mod offsets;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,9 +32,13 @@ use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
 use crate::storage::{AppendInfo, KafkaAppend, LogConfig};
 use crate::types::PartitionStats;
+pub use offsets::{GetCommitted, SetCommitted};
 
 mod kafka;
 pub use kafka::{FindKafkaOffset, ReadBatches, WaitForAppend};
+
+mod delete;
+pub use delete::DeletePartition;
 
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
 /// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
@@ -226,6 +232,9 @@ enum Slot {
     Open(Box<Partition>),
     Failed(String),
     Closed,
+    /// The topic was deleted: the files are gone, and so are the timers; the actor lives on
+    /// only while a stale address (a handle's cached produce route) may still reach it.
+    Deleted,
 }
 
 impl Slot {
@@ -238,6 +247,9 @@ impl Slot {
                 reason: reason.clone(),
             },
             Slot::Closed => Error::BrokerStopped,
+            Slot::Deleted => Error::UnknownTopic {
+                topic: topic.to_owned(),
+            },
             Slot::Opening | Slot::Open(_) => Error::PartitionRestarted {
                 topic: topic.to_owned(),
                 partition,
@@ -279,6 +291,9 @@ pub struct PartitionActor {
     restarts: RestartBudget,
     /// Set by `restarting`; `started` then reopens under the restart budget.
     restart_pending: bool,
+    /// The sync and retention timers, cancelled when the topic is deleted (a running timer
+    /// would keep the actor alive once every address is gone).
+    timers: Vec<SpawnHandle>,
 }
 
 impl PartitionActor {
@@ -305,6 +320,7 @@ impl PartitionActor {
             waiters: Vec::new(),
             restarts: RestartBudget::default(),
             restart_pending: false,
+            timers: Vec::new(),
         }
     }
 
@@ -313,6 +329,9 @@ impl PartitionActor {
     }
 
     fn open(&mut self, ctx: &mut Context<Self>) {
+        if let Slot::Deleted = self.slot {
+            return; // a reopen scheduled before the delete
+        }
         let now = self.settings.clock.now_ms();
         let opened = Partition::open(
             &self.settings.fs,
@@ -366,7 +385,7 @@ impl PartitionActor {
 
     fn start_timers(&mut self, ctx: &mut Context<Self>) {
         if let FsyncPolicy::Interval(every) = self.log_config.fsync {
-            ctx.run_interval(every, |act, ctx| {
+            let timer = ctx.run_interval(every, |act, ctx| {
                 if let Slot::Open(p) = &mut act.slot {
                     if let Err(e) = p.sync() {
                         // A failed fsync may have dropped dirty pages: never trust a retry.
@@ -375,11 +394,12 @@ impl PartitionActor {
                     }
                 }
             });
+            self.timers.push(timer);
         }
         if let Some(ms) = self.retention_ms {
             // Check a few times per retention period, at most once a second.
             let every = Duration::from_millis((ms / 4).clamp(1, 1000));
-            ctx.run_interval(every, |act, ctx| {
+            let timer = ctx.run_interval(every, |act, ctx| {
                 let now = act.settings.clock.now_ms();
                 if let Slot::Open(p) = &mut act.slot {
                     if let Err(e) = p.enforce_retention(now) {
@@ -389,6 +409,7 @@ impl PartitionActor {
                 // Records that expired free room exactly as commits do.
                 act.admit_parked(ctx);
             });
+            self.timers.push(timer);
         }
     }
 
@@ -495,6 +516,9 @@ impl Actor for PartitionActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let _span = self.span.clone().entered();
+        if let Slot::Deleted = self.slot {
+            return;
+        }
         if std::mem::take(&mut self.restart_pending) {
             self.schedule_reopen(ctx);
         } else {
@@ -506,6 +530,11 @@ impl Actor for PartitionActor {
 impl Supervised for PartitionActor {
     fn restarting(&mut self, _: &mut Context<Self>) {
         let _span = self.span.clone().entered();
+        // A restart cancels the context's timers (`started` makes new ones).
+        self.timers.clear();
+        if let Slot::Deleted = self.slot {
+            return; // nothing to reopen: stay deleted
+        }
         // Drop the files without a clean-shutdown checkpoint: the reopen validates them.
         self.slot = Slot::Opening;
         // A restart drops the context's queued items, the scheduled flush among them.

@@ -4,7 +4,11 @@
 //! the same state (its children's addresses and the round-robin counter), so nothing is
 //! lost and queued requests are served after the restart.
 
+mod kafka;
+mod kafka_groups;
+
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -25,7 +29,7 @@ use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::validate_id;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::Assignment;
+use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
     Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, KafkaAppend, Lag,
     LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch, ProduceKafkaBatch,
@@ -34,8 +38,10 @@ use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
+pub use kafka_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
 
-mod kafka;
+mod delete;
+pub use delete::DeleteTopicActors;
 
 /// Everything about the topic, for `stats()`. Never fails.
 #[derive(Debug)]
@@ -76,6 +82,9 @@ pub struct TopicActor {
     /// Next partition for a keyless record.
     next_partition: u32,
     restarts: u64,
+    /// Set when the topic is deleted; shared with the handles' cached produce routes, which
+    /// then stop using them (see [`TopicRoute::deleted`]).
+    deleted: Arc<AtomicBool>,
 }
 
 impl TopicActor {
@@ -117,6 +126,7 @@ impl TopicActor {
             groups: BTreeMap::new(),
             next_partition: 0,
             restarts: 0,
+            deleted: Arc::default(),
         }
     }
 
@@ -134,6 +144,32 @@ impl TopicActor {
             topic: self.name.clone(),
             group: group.to_owned(),
         })
+    }
+
+    /// `group`'s coordinator, started with `options` (and registered with every partition)
+    /// when the group is new.
+    fn coordinator(&mut self, group: &str, options: GroupOptions) -> Addr<GroupCoordinatorActor> {
+        if let Some(addr) = self.groups.get(group) {
+            return addr.clone();
+        }
+        let (topic, name, partitions, settings) = (
+            self.name.clone(),
+            group.to_owned(),
+            self.partitions.clone(),
+            self.settings.clone(),
+        );
+        let addr = Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
+            ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+            GroupCoordinatorActor::new(&topic, &name, options, partitions, settings)
+        });
+        for partition in &self.partitions {
+            partition.do_send(RegisterGroup {
+                group: group.to_owned(),
+                start: options.start,
+            });
+        }
+        self.groups.insert(group.to_owned(), addr.clone());
+        addr
     }
 
     /// For member-scoped requests, a group that does not exist means "not a member".
@@ -180,6 +216,9 @@ pub struct TopicRoute {
     pub next_keyless: u32,
     /// The broker's size limits, checked before a batch is split.
     pub limits: RequestLimits,
+    /// Set once the topic is deleted, before its partitions close: a handle that finds it
+    /// set forgets the route and asks the broker again (the topic may have been re-created).
+    pub deleted: Arc<AtomicBool>,
 }
 
 impl Message for GetRoute {
@@ -200,6 +239,7 @@ impl Handler<GetRoute> for TopicActor {
             lanes: self.lanes.clone(),
             limits: self.settings.limits(),
             next_keyless: self.next_partition,
+            deleted: self.deleted.clone(),
         })
     }
 }
@@ -292,38 +332,12 @@ impl Handler<JoinGroup> for TopicActor {
             {
                 return Box::pin(async { Err(e) });
             }
-            let coordinator = match act.groups.get(&msg.group) {
-                Some(addr) => addr.clone(),
-                None => {
-                    let (topic, group, partitions, settings) = (
-                        act.name.clone(),
-                        msg.group.clone(),
-                        act.partitions.clone(),
-                        act.settings.clone(),
-                    );
-                    let options = msg.options;
-                    let addr =
-                        Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
-                            ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-                            GroupCoordinatorActor::new(
-                                &topic, &group, options, partitions, settings,
-                            )
-                        });
-                    for partition in &act.partitions {
-                        partition.do_send(RegisterGroup {
-                            group: msg.group.clone(),
-                            start: msg.options.start,
-                        });
-                    }
-                    act.groups.insert(msg.group.clone(), addr.clone());
-                    addr
-                }
-            };
+            let coordinator = act.coordinator(&msg.group, msg.options);
             Box::pin(ask(
                 coordinator,
                 Join {
                     member: msg.member,
-                    options: msg.options,
+                    options: Some(msg.options),
                 },
             ))
         })

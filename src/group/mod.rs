@@ -11,6 +11,7 @@
 //!   offsets are (they live with the partitions).
 
 pub mod assignor;
+pub(crate) mod classic;
 pub(crate) mod options;
 mod positions;
 

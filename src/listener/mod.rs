@@ -29,16 +29,21 @@
 mod api_versions;
 mod config;
 mod connection;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
 mod dispatch;
 mod errors;
 mod fetch;
 mod frame;
+mod groups;
 mod init_producer_id;
 mod metadata;
 mod metrics;
 mod offsets;
 mod produce;
 mod server;
+mod topic_configs;
 
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,
@@ -61,4 +66,6 @@ pub(crate) struct Shared {
     /// A Kafka cluster id: stable for a data directory, so clients that cache it agree
     /// across restarts.
     pub cluster_id: String,
+    /// The Kafka client groups (classic protocol), by name.
+    pub groups: groups::KafkaGroups,
 }

@@ -70,6 +70,7 @@ impl BoundListener {
             advertised_host,
             advertised_port: i32::from(self.addr.port()),
             cluster_id,
+            groups: Default::default(),
         });
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()

@@ -13,6 +13,9 @@ use super::error::{Result, StorageError};
 use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
 
+mod delete;
+pub use delete::DeleteError;
+
 pub const LOCK_FILE: &str = ".lock";
 /// The file naming the format of the directory's segments; written when the directory is
 /// first opened empty, checked on every later open.
@@ -110,7 +113,8 @@ fn check_format(path: &Path) -> Result<()> {
     )
 }
 
-/// An open, locked data directory.
+/// An open, locked data directory. Opening it finishes any topic delete a crash
+/// interrupted (see `delete`).
 #[derive(Debug)]
 pub struct DataDir {
     path: PathBuf,
@@ -159,7 +163,9 @@ impl DataDir {
             .and_then(|()| write!(lock, "{}", std::process::id()));
         record_pid.map_err(|e| StorageError::io("write lock file", &lock_path, e))?;
         check_format(&path)?;
-        Ok(DataDir { path, _lock: lock })
+        let data_dir = DataDir { path, _lock: lock };
+        data_dir.finish_deletes()?;
+        Ok(data_dir)
     }
 
     pub fn path(&self) -> &Path {
@@ -210,13 +216,16 @@ impl DataDir {
 
     /// Creates the directories of `partitions` partitions, then the config file holding
     /// `config` (atomically, last: a topic exists once its config does). Partition
-    /// directories left by a creation that crashed before its config was written are reused.
-    /// The caller has checked the config itself.
+    /// directories left by a creation that crashed before its config was written are reused
+    /// (an interrupted delete's are not: it is finished first). The caller has checked the
+    /// config itself.
     ///
     /// # Errors
     /// `InvalidTopicName` (nothing created), `TopicExists`, `Io`.
     pub fn create_topic(&self, topic: &str, partitions: u32, config: &[u8]) -> Result<()> {
         validate_topic_name(topic)?;
+        // A delete of this name that did not finish must not leave it its old partitions.
+        self.finish_deletes()?;
         let config_path = self.config_path(topic);
         if config_path.exists() {
             return Err(StorageError::TopicExists {

@@ -15,3 +15,4 @@ mod produce_batch;
 mod test_basic;
 mod test_commit;
 mod test_retention;
+mod topic_delete;

@@ -3,9 +3,13 @@
 
 mod client;
 mod common;
+mod groups_common;
 mod records;
 
+mod admin;
 mod basics;
 mod fetch;
+mod groups;
+mod groups_offsets;
 mod offsets;
 mod produce;

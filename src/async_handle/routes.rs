@@ -1,0 +1,130 @@
+//! The direct produce routes an [`super::AsyncNanoKafka`] caches, per topic (see its docs).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::actors::lane::Lane;
+use crate::actors::topic::TopicRoute;
+use crate::routing::RequestLimits;
+
+/// Topic → how its produces travel; shared by a handle's clones.
+#[derive(Debug, Default, Clone)]
+pub(super) struct RouteCache(Arc<Mutex<HashMap<String, RouteSlot>>>);
+
+/// How one topic's produces travel from this handle.
+#[derive(Debug, Default)]
+struct RouteSlot {
+    /// Known and in use: produces go straight to the partitions.
+    direct: Option<Arc<Route>>,
+    /// Known, waiting for the produces through the broker to finish.
+    learned: Option<Arc<Route>>,
+    /// Produces through the broker not yet answered.
+    via_broker: usize,
+    /// A produce is asking for the route.
+    asking: bool,
+}
+
+/// How a produce travels, decided before anything is awaited.
+pub(super) enum ProducePath {
+    Direct(Arc<Route>),
+    ViaBroker { ask_route: bool },
+}
+
+/// Where a topic's records go.
+#[derive(Debug)]
+pub(super) struct Route {
+    /// Each partition's produce lane (the topic's own: see `actors::lane`).
+    pub lanes: Vec<Arc<Lane>>,
+    /// Round-robin counter for keyless records sent through this handle (and its clones).
+    pub next_keyless: AtomicU32,
+    /// The broker's size limits.
+    pub limits: RequestLimits,
+    /// The topic was deleted: the route leads to closed partitions.
+    deleted: Arc<AtomicBool>,
+}
+
+impl Route {
+    fn new(route: TopicRoute) -> Self {
+        Route {
+            lanes: route.lanes,
+            next_keyless: AtomicU32::new(route.next_keyless),
+            limits: route.limits,
+            deleted: route.deleted,
+        }
+    }
+
+    fn is_live(&self) -> bool {
+        !self.deleted.load(Ordering::Acquire)
+    }
+}
+
+impl RouteCache {
+    fn slots(&self) -> MutexGuard<'_, HashMap<String, RouteSlot>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Uses `route` for `topic` at once, unless a live route is known or a produce is on its
+    /// way through the broker.
+    pub fn learn(&self, topic: &str, route: TopicRoute) {
+        let mut slots = self.slots();
+        let slot = slots.entry(topic.to_owned()).or_default();
+        // A deleted topic's route counts as none: `route` is its re-created successor's.
+        let stale = slot.direct.as_ref().is_none_or(|r| !r.is_live());
+        if stale && slot.via_broker == 0 {
+            slot.direct = Some(Arc::new(Route::new(route)));
+        }
+    }
+
+    /// Forgets `topic`'s route (deleted): its next produce goes through the broker.
+    pub fn forget(&self, topic: &str) {
+        let mut slots = self.slots();
+        if let Some(slot) = slots.get_mut(topic) {
+            slot.direct = None;
+            slot.learned = None;
+        }
+    }
+
+    /// Decides how a produce to `topic` travels; a produce through the broker must be
+    /// reported with [`RouteCache::finish_via_broker`]. `sequential`: the caller never has
+    /// two produces in flight, so a learned route may be used at once.
+    pub fn path(&self, topic: &str, sequential: bool) -> ProducePath {
+        let mut slots = self.slots();
+        // The common case, a known route, looks up without allocating the key.
+        if let Some(slot) = slots.get_mut(topic) {
+            // A deleted topic's route is dropped: the broker knows whether the name exists
+            // again.
+            slot.direct = slot.direct.take().filter(|r| r.is_live());
+            slot.learned = slot.learned.take().filter(|r| r.is_live());
+            let usable = match sequential {
+                true => slot.direct.as_ref().or(slot.learned.as_ref()),
+                false => slot.direct.as_ref(),
+            };
+            if let Some(route) = usable {
+                return ProducePath::Direct(route.clone());
+            }
+        }
+        let slot = slots.entry(topic.to_owned()).or_default();
+        slot.via_broker += 1;
+        let ask_route = slot.learned.is_none() && !slot.asking;
+        slot.asking |= ask_route;
+        ProducePath::ViaBroker { ask_route }
+    }
+
+    /// A produce through the broker is answered: switch to the direct route once the route
+    /// is known and no produce through the broker is left in flight.
+    pub fn finish_via_broker(&self, topic: &str, asked: bool, learned: Option<TopicRoute>) {
+        let mut slots = self.slots();
+        let slot = slots.entry(topic.to_owned()).or_default();
+        slot.via_broker -= 1;
+        if asked {
+            slot.asking = false;
+            slot.learned = learned.map(|route| Arc::new(Route::new(route)));
+        }
+        if slot.via_broker == 0 && slot.learned.is_some() {
+            slot.direct = slot.learned.take();
+        }
+    }
+}

@@ -1,0 +1,265 @@
+use super::*;
+
+const SESSION: u64 = 10_000;
+const REBALANCE: u64 = 5_000;
+
+fn group(initial_delay_ms: u64) -> ClassicGroup {
+    ClassicGroup::new("g", SESSION, initial_delay_ms, 0xab)
+}
+
+fn request(member_id: &str, protocols: &[&str]) -> JoinRequest {
+    JoinRequest {
+        member_id: member_id.to_owned(),
+        client_id: "client".to_owned(),
+        client_host: "/127.0.0.1".to_owned(),
+        session_timeout_ms: SESSION,
+        rebalance_timeout_ms: REBALANCE,
+        protocol_type: "consumer".to_owned(),
+        protocols: protocols
+            .iter()
+            .map(|name| Protocol {
+                name: (*name).to_owned(),
+                metadata: name.as_bytes().to_vec(),
+            })
+            .collect(),
+        topics: Some(BTreeSet::from(["t".to_owned()])),
+        require_known_member_id: true,
+    }
+}
+
+/// Joins a new member through MEMBER_ID_REQUIRED; returns its id.
+fn join_new(g: &mut ClassicGroup, protocols: &[&str], now: u64) -> String {
+    let Err(ClassicError::MemberIdRequired(id)) = g.join(request("", protocols), now) else {
+        panic!("a v4 join without an id is asked to come back with one");
+    };
+    assert_eq!(
+        g.join(request(&id, protocols), now),
+        Ok(JoinStep::Wait(id.clone()))
+    );
+    id
+}
+
+fn complete(g: &mut ClassicGroup) -> Vec<JoinAnswer> {
+    let barrier = g.reach_barrier();
+    g.finish_rebalance(barrier.protocol, BTreeMap::new())
+}
+
+#[test]
+fn a_new_member_needs_the_id_it_was_given_and_ids_are_unique() {
+    let mut g = group(0);
+    let a = join_new(&mut g, &["range"], 0);
+    let b = join_new(&mut g, &["range"], 0);
+    assert_ne!(a, b);
+    assert!(a.starts_with("client-ab-"), "{a}");
+    assert_eq!(
+        g.join(request("made-up", &["range"]), 0),
+        Err(ClassicError::UnknownMemberId)
+    );
+    // A pending id lapses after the session timeout.
+    let Err(ClassicError::MemberIdRequired(late)) = g.join(request("", &["range"]), 0) else {
+        panic!()
+    };
+    assert_eq!(
+        g.join(request(&late, &["range"]), SESSION + 1),
+        Err(ClassicError::UnknownMemberId)
+    );
+}
+
+#[test]
+fn the_barrier_waits_for_every_known_member_then_the_generation_moves() {
+    let mut g = group(0);
+    let a = join_new(&mut g, &["range"], 0);
+    assert!(g.barrier_reached(0));
+    let answers = complete(&mut g);
+    assert_eq!(answers.len(), 1);
+    assert_eq!((answers[0].generation, answers[0].leader.as_str()), (1, ""));
+    assert_eq!(g.state(), ClassicState::CompletingRebalance);
+    assert_eq!(
+        g.sync(&a, 1, (None, None), vec![], 1),
+        Ok(SyncStep::Answer(vec![]))
+    );
+    assert_eq!(g.state(), ClassicState::Stable);
+
+    // b joins: a must join again before the generation completes.
+    let b = join_new(&mut g, &["range"], 2);
+    assert_eq!(g.state(), ClassicState::PreparingRebalance);
+    assert!(!g.barrier_reached(2));
+    assert_eq!(
+        g.heartbeat(&a, 1, 2),
+        Err(ClassicError::RebalanceInProgress)
+    );
+    assert_eq!(
+        g.join(request(&a, &["range"]), 3),
+        Ok(JoinStep::Wait(a.clone()))
+    );
+    assert!(g.barrier_reached(3));
+    let answers = complete(&mut g);
+    assert_eq!(answers.len(), 2);
+    assert!(answers
+        .iter()
+        .all(|j| j.generation == 2 && j.members.is_empty()));
+    assert_eq!(g.heartbeat(&b, 1, 4), Err(ClassicError::IllegalGeneration));
+    assert_eq!(g.heartbeat(&b, 2, 4), Ok(()));
+}
+
+#[test]
+fn members_that_miss_the_deadline_are_dropped() {
+    let mut g = group(0);
+    let a = join_new(&mut g, &["range"], 0);
+    complete(&mut g);
+    let b = join_new(&mut g, &["range"], 100);
+    assert!(!g.barrier_reached(100 + REBALANCE - 1));
+    assert_eq!(g.next_deadline(), Some(100 + REBALANCE));
+    assert!(g.barrier_reached(100 + REBALANCE));
+    let barrier = g.reach_barrier();
+    assert_eq!(barrier.removed.len(), 1);
+    assert_eq!(barrier.removed[0].id, a);
+    let answers = g.finish_rebalance(barrier.protocol, BTreeMap::new());
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].member_id, b);
+}
+
+#[test]
+fn a_group_starting_empty_waits_the_initial_delay() {
+    let mut g = group(3_000);
+    join_new(&mut g, &["range"], 0);
+    assert!(!g.barrier_reached(2_999));
+    assert_eq!(g.next_deadline(), Some(3_000));
+    join_new(&mut g, &["range"], 1_000);
+    assert!(g.barrier_reached(3_000));
+    assert_eq!(complete(&mut g).len(), 2);
+}
+
+#[test]
+fn eager_protocols_win_over_cooperative_and_inconsistent_ones_are_refused() {
+    let mut g = group(0);
+    join_new(&mut g, &["cooperative-sticky", "range"], 0);
+    join_new(&mut g, &["cooperative-sticky", "range", "roundrobin"], 0);
+    assert_eq!(
+        g.join(request("", &["roundrobin"]), 0),
+        Err(ClassicError::InconsistentGroupProtocol)
+    );
+    let answers = complete(&mut g);
+    assert!(answers.iter().all(|j| j.protocol_name == "range"));
+
+    // Cooperative only: it is what they offer, so it is what they get.
+    let mut g = group(0);
+    join_new(&mut g, &["cooperative-sticky"], 0);
+    assert_eq!(complete(&mut g)[0].protocol_name, "cooperative-sticky");
+}
+
+#[test]
+fn a_follower_rejoining_unchanged_gets_the_current_generation_without_a_rebalance() {
+    let mut g = group(0);
+    let a = join_new(&mut g, &["range"], 0);
+    complete(&mut g);
+    let Ok(JoinStep::Answer(answer)) = g.join(request(&a, &["range"]), 1) else {
+        panic!("answered at once")
+    };
+    assert_eq!(answer.generation, 1);
+    assert_eq!(g.state(), ClassicState::CompletingRebalance);
+    // With other protocols it is a rebalance.
+    assert_eq!(
+        g.join(request(&a, &["roundrobin"]), 2),
+        Ok(JoinStep::Wait(a.clone()))
+    );
+    assert_eq!(g.state(), ClassicState::PreparingRebalance);
+}
+
+#[test]
+fn silent_members_expire_and_leaving_rebalances() {
+    let mut g = group(0);
+    let a = join_new(&mut g, &["range"], 0);
+    let b = join_new(&mut g, &["range"], 0);
+    complete(&mut g);
+    g.heartbeat(&a, 1, SESSION).unwrap();
+    assert!(g.expire(SESSION).is_empty(), "exactly the timeout is alive");
+    let expired = g.expire(SESSION + 1);
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].id, b);
+    assert_eq!(g.state(), ClassicState::PreparingRebalance);
+    assert_eq!(
+        g.join(request(&a, &["range"]), SESSION + 2),
+        Ok(JoinStep::Wait(a.clone()))
+    );
+    complete(&mut g);
+    assert!(g.remove(&a, SESSION + 3, "left").is_some());
+    assert!(g.barrier_reached(SESSION + 3), "nobody left to wait for");
+    assert!(complete(&mut g).is_empty());
+    assert_eq!(g.state(), ClassicState::Empty);
+    assert_eq!(g.generation(), 3);
+}
+
+#[test]
+fn commits_are_fenced_by_member_and_generation() {
+    let mut g = group(0);
+    assert_eq!(
+        g.check_commit("", -1, 0),
+        Ok(()),
+        "standalone on an empty group"
+    );
+    let a = join_new(&mut g, &["range"], 0);
+    complete(&mut g);
+    assert_eq!(
+        g.check_commit(&a, 1, 0),
+        Err(ClassicError::RebalanceInProgress)
+    );
+    g.sync(&a, 1, (None, None), vec![], 0).unwrap();
+    assert_eq!(g.check_commit(&a, 1, 0), Ok(()));
+    assert_eq!(
+        g.check_commit(&a, 0, 0),
+        Err(ClassicError::IllegalGeneration)
+    );
+    assert_eq!(
+        g.check_commit("x", 1, 0),
+        Err(ClassicError::UnknownMemberId)
+    );
+    assert_eq!(
+        g.check_commit("", -1, 0),
+        Err(ClassicError::UnknownMemberId)
+    );
+}
+
+#[test]
+fn a_leader_assigned_group_elects_a_leader_whose_sync_releases_the_followers() {
+    let mut g = group(0);
+    let connect = |id: &str| {
+        let mut r = request(id, &["sessioned"]);
+        r.protocol_type = "connect".to_owned();
+        r.topics = None;
+        r
+    };
+    let Err(ClassicError::MemberIdRequired(a)) = g.join(connect(""), 0) else {
+        panic!()
+    };
+    g.join(connect(&a), 0).unwrap();
+    let Err(ClassicError::MemberIdRequired(b)) = g.join(connect(""), 0) else {
+        panic!()
+    };
+    g.join(connect(&b), 0).unwrap();
+    let answers = complete(&mut g);
+    let leader = answers
+        .iter()
+        .find(|j| j.leader == j.member_id)
+        .expect("a leader");
+    assert_eq!(leader.members.len(), 2);
+    let follower = answers.iter().find(|j| j.leader != j.member_id).unwrap();
+    assert!(follower.members.is_empty());
+    assert_eq!(g.assigning(), Assigning::Leader);
+    assert_eq!(
+        g.sync(&follower.member_id, 1, (None, None), vec![], 1),
+        Ok(SyncStep::Wait)
+    );
+    let given = vec![(a.clone(), b"to-a".to_vec()), (b.clone(), b"to-b".to_vec())];
+    let Ok(SyncStep::Release(released)) = g.sync(&leader.member_id, 1, (None, None), given, 1)
+    else {
+        panic!()
+    };
+    assert_eq!(released.len(), 2);
+    assert_eq!(g.state(), ClassicState::Stable);
+    // A consumer client cannot join a connect group.
+    assert_eq!(
+        g.join(request("", &["range"]), 2),
+        Err(ClassicError::InconsistentGroupProtocol)
+    );
+}

@@ -1,0 +1,159 @@
+//! CreateTopics (v2–5): one broker, so the replication factor is 1 (or -1, the broker's
+//! default) and replica assignments are refused; configs in Kafka's names (see
+//! `topic_configs`). Creation is synchronous, so `timeout_ms` never runs out.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::dispatch::RequestContext;
+use super::topic_configs;
+use crate::config::{TopicConfig, MAX_PARTITIONS};
+use crate::error::Error;
+use crate::storage::data_dir::validate_topic_name;
+
+/// Why a topic cannot be created: Kafka's error and its message.
+type Refusal = (ResponseError, String);
+
+pub async fn handle(
+    ctx: &RequestContext<'_>,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for topic in &request.topics {
+        *seen.entry(topic.name.0.to_string()).or_default() += 1;
+    }
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let outcome = match seen[&name] {
+            1 => create(ctx, &topic, request.validate_only).await,
+            _ => Err((
+                ResponseError::InvalidRequest,
+                format!("topic {name:?} appears more than once in the request"),
+            )),
+        };
+        results.push(result(ctx.version, topic, outcome));
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+/// Checks and, unless `validate_only`, creates one topic; its config.
+async fn create(
+    ctx: &RequestContext<'_>,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> Result<TopicConfig, Refusal> {
+    let name = topic.name.0.as_str();
+    validate_topic_name(name).map_err(|e| {
+        (
+            ResponseError::InvalidTopicException,
+            Error::from(e).to_string(),
+        )
+    })?;
+    let config = config_of(topic)?;
+    if validate_only {
+        let known = ctx.broker.list_topics().await.unwrap_or_default();
+        return match known.contains_key(name) {
+            true => Err(exists(name)),
+            false => Ok(config),
+        };
+    }
+    match ctx.broker.create_topic(name, config.clone()).await {
+        Ok(()) => {
+            tracing::info!(
+                topic = name,
+                client_id = ctx.client_id,
+                "created topic on a CreateTopics request"
+            );
+            Ok(config)
+        }
+        Err(Error::TopicExists { .. }) => Err(exists(name)),
+        Err(e @ Error::InvalidConfig { .. }) => Err((ResponseError::InvalidConfig, e.to_string())),
+        Err(e) => {
+            tracing::warn!(topic = name, error = %e, "cannot create a topic");
+            Err((ResponseError::UnknownServerError, e.to_string()))
+        }
+    }
+}
+
+fn exists(name: &str) -> Refusal {
+    (
+        ResponseError::TopicAlreadyExists,
+        format!("topic {name:?} already exists"),
+    )
+}
+
+/// The topic's config as requested, checked.
+fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
+    if !topic.assignments.is_empty() {
+        return Err((
+            ResponseError::InvalidRequest,
+            "replica assignments are not supported: one broker holds every partition".into(),
+        ));
+    }
+    if !matches!(topic.replication_factor, -1 | 1) {
+        return Err((
+            ResponseError::InvalidReplicationFactor,
+            format!(
+                "replication factor {} is larger than the number of brokers (1)",
+                topic.replication_factor
+            ),
+        ));
+    }
+    let partitions = match topic.num_partitions {
+        -1 => TopicConfig::default().partitions,
+        n if n >= 1 && n as u32 <= MAX_PARTITIONS => n as u32,
+        n => {
+            return Err((
+                ResponseError::InvalidPartitions,
+                format!("number of partitions must be 1..={MAX_PARTITIONS} (or -1), got {n}"),
+            ))
+        }
+    };
+    let mut config = TopicConfig::default().partitions(partitions);
+    for entry in &topic.configs {
+        topic_configs::apply(&mut config, &entry.name, entry.value.as_deref())
+            .map_err(|reason| (ResponseError::InvalidConfig, reason))?;
+    }
+    config
+        .validate()
+        .map_err(|e| (ResponseError::InvalidConfig, e.to_string()))?;
+    Ok(config)
+}
+
+fn result(
+    version: i16,
+    topic: CreatableTopic,
+    outcome: Result<TopicConfig, Refusal>,
+) -> CreatableTopicResult {
+    let result = CreatableTopicResult::default().with_name(topic.name);
+    match outcome {
+        Err((error, message)) => result
+            .with_error_code(error.code())
+            .with_error_message(Some(StrBytes::from_string(message))),
+        // v5 describes the topic created; earlier versions cannot carry it.
+        Ok(config) if version >= 5 => result
+            .with_num_partitions(config.partitions as i32)
+            .with_replication_factor(1)
+            .with_configs(Some(
+                topic_configs::describe(&config)
+                    .into_iter()
+                    .map(|e| {
+                        CreatableTopicConfigs::default()
+                            .with_config_source(e.source())
+                            .with_name(StrBytes::from_static_str(e.name))
+                            .with_value(Some(StrBytes::from_string(e.value)))
+                            .with_read_only(e.read_only)
+                    })
+                    .collect(),
+            )),
+        Ok(_) => result,
+    }
+}

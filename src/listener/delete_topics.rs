@@ -1,0 +1,42 @@
+//! DeleteTopics (v1–5): by name (v6's topic ids are not served). Each delete is synchronous,
+//! so `timeout_ms` never runs out.
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::dispatch::RequestContext;
+use crate::error::Error;
+
+pub async fn handle(
+    ctx: &RequestContext<'_>,
+    request: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
+    let mut responses = Vec::with_capacity(request.topic_names.len());
+    for name in request.topic_names {
+        let topic = name.0.to_string();
+        let result = DeletableTopicResult::default().with_name(Some(name));
+        let refused = match ctx.broker.delete_topic(&topic).await {
+            Ok(()) => {
+                tracing::info!(%topic, client_id = ctx.client_id, "deleted topic on a DeleteTopics request");
+                responses.push(result);
+                continue;
+            }
+            Err(e @ (Error::UnknownTopic { .. } | Error::InvalidTopicName { .. })) => {
+                (ResponseError::UnknownTopicOrPartition, e.to_string())
+            }
+            Err(e) => {
+                tracing::warn!(%topic, error = %e, "cannot delete a topic");
+                (ResponseError::UnknownServerError, e.to_string())
+            }
+        };
+        let result = result.with_error_code(refused.0.code());
+        // The message field exists from v5 on.
+        responses.push(match ctx.version >= 5 {
+            true => result.with_error_message(Some(StrBytes::from_string(refused.1))),
+            false => result,
+        });
+    }
+    DeleteTopicsResponse::default().with_responses(responses)
+}

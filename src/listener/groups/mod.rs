@@ -1,0 +1,315 @@
+//! Consumer groups for Kafka clients: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+//! LeaveGroup (here), DescribeGroups and ListGroups (`describe`), OffsetCommit and
+//! OffsetFetch (`offsets`).
+//!
+//! # One group model
+//! A Kafka group spans topics, a native group is one topic's; a Kafka client's group named
+//! `g` is the native groups `(t, g)` of the topics `t` its members subscribe to, plus the
+//! classic protocol's own bookkeeping (a `KafkaGroupActor` per group name, see `actor`):
+//! * every Kafka member is a member of the native group of each topic it subscribes to, so
+//!   the native group's assignor (a native group a Kafka member creates has the default
+//!   options: round-robin, from the earliest offset) deals each topic's partitions over its
+//!   native and Kafka members alike, and a Kafka member's assignment is what the native
+//!   groups gave it, whatever protocol name it is told. Every Kafka member is answered as a follower (JoinGroup's leader is
+//!   empty, its member list too) and gets its assignment in SyncGroup, as Kafka 4 answers
+//!   classic members of a consumer group;
+//! * the classic generation counts classic rebalances. A join, leave or eviction on the
+//!   Kafka side rebalances both; one on the native side (a native member joins, leaves or
+//!   is evicted) makes the Kafka members' next Heartbeat answer `REBALANCE_IN_PROGRESS`, so
+//!   they join again and learn their new partitions;
+//! * liveness: Kafka heartbeats keep the native memberships alive; a member silent for the
+//!   broker's session timeout (or its own, if shorter) is evicted on both sides;
+//! * committed offsets are the partitions' own (the next offset to read, Kafka's meaning), so
+//!   `lag()` and OffsetFetch read the same numbers, whoever committed them.
+//!
+//! Protocol choice: Kafka's vote among the protocols every member offers, eager ones
+//! (`range`, `roundrobin`) first: the broker's assignments are eager (each generation is a
+//! complete assignment, and the barrier makes every Kafka member give up its partitions
+//! before any gets new ones). A group whose members offer only `cooperative-sticky` gets
+//! it: such clients revoke what the new assignment drops, then join again, which converges
+//! on the same assignment.
+//!
+//! Groups whose protocol type is not `consumer` (Kafka Connect, schema registries...) carry
+//! no subscription the broker can read: they are served as Kafka does, by the leader the
+//! group elects, and take no part in native groups.
+
+mod actor;
+mod describe;
+mod offsets;
+mod protocol;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use actix::prelude::*;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+    LeaveGroupResponse, SyncGroupRequest, SyncGroupResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::dispatch::RequestContext;
+use crate::async_handle::AsyncNanoKafka;
+use crate::clock::SharedClock;
+use crate::config::validate_id;
+use crate::group::classic::{ClassicError, ClassicGroup, JoinRequest, Protocol};
+use actor::{Beat, Join, KafkaGroupActor, Leave, Sync};
+pub use describe::{describe_groups, find_coordinator, list_groups};
+pub use offsets::{offset_commit, offset_fetch};
+
+/// The Kafka groups of one listener, by name; each started by its first request.
+#[derive(Debug, Default)]
+pub struct KafkaGroups {
+    groups: Mutex<HashMap<String, Addr<KafkaGroupActor>>>,
+    /// The broker's session timeout and clock, asked once.
+    settings: OnceLock<(Duration, SharedClock)>,
+}
+
+impl KafkaGroups {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Addr<KafkaGroupActor>>> {
+        self.groups.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The group's actor, if it was ever used.
+    pub fn get(&self, name: &str) -> Option<Addr<KafkaGroupActor>> {
+        self.map().get(name).cloned()
+    }
+
+    /// Every group's name and actor.
+    pub fn all(&self) -> Vec<(String, Addr<KafkaGroupActor>)> {
+        let map = self.map();
+        map.iter().map(|(n, a)| (n.clone(), a.clone())).collect()
+    }
+
+    /// The group's actor, started (on the listener's arbiter) if new. `None` when the broker
+    /// has stopped.
+    async fn get_or_start(
+        &self,
+        ctx: &RequestContext<'_>,
+        name: &str,
+    ) -> Option<Addr<KafkaGroupActor>> {
+        if let Some(addr) = self.get(name) {
+            return Some(addr);
+        }
+        let (session_timeout, clock) = match self.settings.get() {
+            Some(settings) => settings.clone(),
+            None => {
+                let settings = ctx.broker.group_settings().await.ok()?;
+                self.settings.get_or_init(|| settings).clone()
+            }
+        };
+        let mut map = self.map();
+        let addr = map.entry(name.to_owned()).or_insert_with(|| {
+            let session_ms = u64::try_from(session_timeout.as_millis()).unwrap_or(u64::MAX);
+            let delay = &ctx.shared.config.initial_rebalance_delay;
+            let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+            // Member ids must not repeat across broker runs: a client holding an old one
+            // would pass for the new member that has it.
+            let nonce = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            let group = ClassicGroup::new(name, session_ms, delay_ms, nonce);
+            let broker: AsyncNanoKafka = ctx.broker.clone();
+            KafkaGroupActor::new(broker, group, clock, session_timeout).start()
+        });
+        Some(addr.clone())
+    }
+}
+
+/// Kafka's error for a classic protocol refusal.
+fn code(e: &ClassicError) -> i16 {
+    match e {
+        ClassicError::UnknownMemberId => ResponseError::UnknownMemberId,
+        ClassicError::IllegalGeneration => ResponseError::IllegalGeneration,
+        ClassicError::RebalanceInProgress => ResponseError::RebalanceInProgress,
+        ClassicError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
+        ClassicError::MemberIdRequired(_) => ResponseError::MemberIdRequired,
+    }
+    .code()
+}
+
+fn string(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_owned())
+}
+
+/// The group's actor for a request naming `group`, or the error code to answer with.
+async fn group_for(ctx: &RequestContext<'_>, group: &str) -> Result<Addr<KafkaGroupActor>, i16> {
+    if validate_id("group", group).is_err() {
+        return Err(ResponseError::InvalidGroupId.code());
+    }
+    ctx.shared
+        .groups
+        .get_or_start(ctx, group)
+        .await
+        .ok_or(ResponseError::CoordinatorNotAvailable.code())
+}
+
+pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> JoinGroupResponse {
+    let refused = |code: i16, member_id: &str| {
+        JoinGroupResponse::default()
+            .with_error_code(code)
+            .with_generation_id(-1)
+            .with_member_id(string(member_id))
+            .with_protocol_name((ctx.version < 7).then(StrBytes::default))
+    };
+    let member_id = request.member_id.to_string();
+    if request.session_timeout_ms <= 0 {
+        return refused(ResponseError::InvalidSessionTimeout.code(), &member_id);
+    }
+    let addr = match group_for(ctx, &request.group_id).await {
+        Ok(addr) => addr,
+        Err(code) => return refused(code, &member_id),
+    };
+    let protocol_type = request.protocol_type.to_string();
+    let protocols: Vec<Protocol> = request
+        .protocols
+        .iter()
+        .map(|p| Protocol {
+            name: p.name.to_string(),
+            metadata: p.metadata.to_vec(),
+        })
+        .collect();
+    // Every protocol of a consumer carries the same subscription; the first is read.
+    let topics = match protocol_type.as_str() {
+        "consumer" => protocols
+            .first()
+            .and_then(|p| protocol::subscribed_topics(&p.metadata)),
+        _ => None,
+    };
+    let session_ms = request.session_timeout_ms as u64;
+    let rebalance_ms = match ctx.version {
+        0 => session_ms,
+        _ => u64::try_from(request.rebalance_timeout_ms).unwrap_or(session_ms),
+    };
+    let join = JoinRequest {
+        member_id: member_id.clone(),
+        client_id: ctx.client_id.to_owned(),
+        // The connection's address is not known to handlers.
+        client_host: String::new(),
+        session_timeout_ms: session_ms,
+        rebalance_timeout_ms: rebalance_ms,
+        protocol_type,
+        protocols,
+        topics,
+        require_known_member_id: ctx.version >= 4,
+    };
+    match addr.send(Join(join)).await {
+        Err(_) => refused(ResponseError::CoordinatorNotAvailable.code(), &member_id),
+        Ok(Err(ClassicError::MemberIdRequired(id))) => {
+            refused(ResponseError::MemberIdRequired.code(), &id)
+        }
+        Ok(Err(e)) => refused(code(&e), &member_id),
+        Ok(Ok(answer)) => JoinGroupResponse::default()
+            .with_generation_id(answer.generation)
+            .with_protocol_type(Some(string(&answer.protocol_type)))
+            .with_protocol_name(Some(string(&answer.protocol_name)))
+            .with_leader(string(&answer.leader))
+            .with_member_id(string(&answer.member_id))
+            .with_members(
+                answer
+                    .members
+                    .into_iter()
+                    .map(|(id, metadata)| {
+                        JoinGroupResponseMember::default()
+                            .with_member_id(StrBytes::from_string(id))
+                            .with_metadata(metadata.into())
+                    })
+                    .collect(),
+            ),
+    }
+}
+
+pub async fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> SyncGroupResponse {
+    let addr = match group_for(ctx, &request.group_id).await {
+        Ok(addr) => addr,
+        Err(code) => return SyncGroupResponse::default().with_error_code(code),
+    };
+    let sync = Sync {
+        member: request.member_id.to_string(),
+        generation: request.generation_id,
+        protocol_type: request.protocol_type.as_ref().map(|s| s.to_string()),
+        protocol_name: request.protocol_name.as_ref().map(|s| s.to_string()),
+        assignments: request
+            .assignments
+            .iter()
+            .map(|a| (a.member_id.to_string(), a.assignment.to_vec()))
+            .collect(),
+    };
+    let (protocol_type, protocol_name) = (request.protocol_type, request.protocol_name);
+    match addr.send(sync).await {
+        Err(_) => SyncGroupResponse::default()
+            .with_error_code(ResponseError::CoordinatorNotAvailable.code()),
+        Ok(Err(e)) => SyncGroupResponse::default().with_error_code(code(&e)),
+        // v5 echoes the protocol the member named (checked equal to the group's).
+        Ok(Ok(assignment)) => SyncGroupResponse::default()
+            .with_protocol_type(protocol_type)
+            .with_protocol_name(protocol_name)
+            .with_assignment(assignment.into()),
+    }
+}
+
+pub async fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
+    let error = match ctx.shared.groups.get(&request.group_id) {
+        // A group this listener never served has no members.
+        None => ResponseError::UnknownMemberId.code(),
+        Some(addr) => {
+            let beat = Beat {
+                member: request.member_id.to_string(),
+                generation: request.generation_id,
+            };
+            match addr.send(beat).await {
+                Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+                Ok(Err(e)) => code(&e),
+                Ok(Ok(())) => 0,
+            }
+        }
+    };
+    HeartbeatResponse::default().with_error_code(error)
+}
+
+pub async fn leave_group(
+    ctx: &RequestContext<'_>,
+    request: LeaveGroupRequest,
+) -> LeaveGroupResponse {
+    // v0-2 name one member; v3+ a list, each answered.
+    let members: Vec<String> = match ctx.version {
+        0..=2 => vec![request.member_id.to_string()],
+        _ => request
+            .members
+            .iter()
+            .map(|m| m.member_id.to_string())
+            .collect(),
+    };
+    let replies = match ctx.shared.groups.get(&request.group_id) {
+        None => vec![Err(ClassicError::UnknownMemberId); members.len()],
+        Some(addr) => match addr.send(Leave(members.clone())).await {
+            Ok(replies) => replies,
+            Err(_) => {
+                return LeaveGroupResponse::default()
+                    .with_error_code(ResponseError::CoordinatorNotAvailable.code())
+            }
+        },
+    };
+    let codes: Vec<i16> = replies
+        .iter()
+        .map(|r| r.as_ref().err().map_or(0, code))
+        .collect();
+    match ctx.version {
+        0..=2 => LeaveGroupResponse::default().with_error_code(codes[0]),
+        _ => LeaveGroupResponse::default().with_members(
+            members
+                .into_iter()
+                .zip(codes)
+                .map(|(id, code)| {
+                    MemberResponse::default()
+                        .with_member_id(StrBytes::from_string(id))
+                        .with_error_code(code)
+                })
+                .collect(),
+        ),
+    }
+}

@@ -1,0 +1,230 @@
+//! OffsetCommit and OffsetFetch. A group's committed offsets are the partitions' own: the
+//! next offset to read (Kafka's meaning), the same numbers `lag()` and the native group read,
+//! whoever wrote them. A commit stores exactly the offset sent (0 up to the log end, also
+//! backwards); the metadata string is not kept (OffsetFetch returns it empty).
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    GroupId, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::actor::CheckCommit;
+use super::code;
+use crate::config::validate_id;
+use crate::error::Error;
+use crate::listener::dispatch::RequestContext;
+
+/// OffsetFetch's "no committed offset".
+const NO_OFFSET: i64 = -1;
+
+fn commit_error(e: &Error) -> i16 {
+    match e {
+        Error::UnknownTopic { .. } | Error::UnknownPartition { .. } => {
+            ResponseError::UnknownTopicOrPartition
+        }
+        Error::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        Error::InvalidId { .. } => ResponseError::InvalidGroupId,
+        // Safe to retry: nothing was written.
+        Error::PartitionRestarted { .. } => ResponseError::CoordinatorLoadInProgress,
+        _ => ResponseError::UnknownServerError,
+    }
+    .code()
+}
+
+/// Whether the request may commit: a member of the group's current generation, or a
+/// standalone commit (generation -1, no member id) to a group without Kafka members.
+async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
+    if validate_id("group", &request.group_id).is_err() {
+        return ResponseError::InvalidGroupId.code();
+    }
+    let (member, generation) = (
+        request.member_id.to_string(),
+        request.generation_id_or_member_epoch,
+    );
+    match ctx.shared.groups.get(&request.group_id) {
+        None if generation < 0 && member.is_empty() => 0,
+        None => ResponseError::UnknownMemberId.code(),
+        Some(addr) => match addr.send(CheckCommit { member, generation }).await {
+            Ok(Ok(())) => 0,
+            Ok(Err(e)) => code(&e),
+            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+        },
+    }
+}
+
+pub async fn offset_commit(
+    ctx: &RequestContext<'_>,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    let refused = check(ctx, &request).await;
+    let group = request.group_id.to_string();
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in topic.partitions {
+            let error = match (refused, u32::try_from(p.partition_index)) {
+                (0, Ok(partition)) => match u64::try_from(p.committed_offset) {
+                    Ok(offset) => ctx
+                        .broker
+                        .set_committed_offset(&topic.name, &group, partition, offset)
+                        .await
+                        .map_or_else(|e| commit_error(&e), |()| 0),
+                    Err(_) => ResponseError::OffsetOutOfRange.code(),
+                },
+                (0, Err(_)) => ResponseError::UnknownTopicOrPartition.code(),
+                (refused, _) => refused,
+            };
+            partitions.push(
+                OffsetCommitResponsePartition::default()
+                    .with_partition_index(p.partition_index)
+                    .with_error_code(error),
+            );
+        }
+        topics.push(
+            OffsetCommitResponseTopic::default()
+                .with_name(topic.name)
+                .with_partitions(partitions),
+        );
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+/// One partition's answer: (partition, committed offset or -1, error code).
+type Fetched = (i32, i64, i16);
+
+/// `group`'s committed offsets of the named partitions of `topic` (-1 where none), or,
+/// without names, of every partition with a commit.
+async fn fetch_topic(
+    ctx: &RequestContext<'_>,
+    group: &str,
+    topic: &str,
+    wanted: Option<&[i32]>,
+) -> Vec<Fetched> {
+    // An unknown topic has no commits: -1, as Kafka answers.
+    let committed = ctx
+        .broker
+        .committed_offsets(topic, group)
+        .await
+        .unwrap_or_default();
+    let answer = |p: i32| -> Fetched {
+        match usize::try_from(p).ok().and_then(|i| committed.get(i)) {
+            Some(Ok(Some(offset))) => (p, i64::try_from(*offset).unwrap_or(i64::MAX), 0),
+            Some(Err(e)) => (p, NO_OFFSET, commit_error(e)),
+            _ => (p, NO_OFFSET, 0),
+        }
+    };
+    match wanted {
+        Some(partitions) => partitions.iter().map(|&p| answer(p)).collect(),
+        None => (0..committed.len() as i32)
+            .map(answer)
+            .filter(|&(_, offset, error)| offset != NO_OFFSET || error != 0)
+            .collect(),
+    }
+}
+
+/// Every topic with commits by `group` when `topics` is `None`.
+async fn fetch_group(
+    ctx: &RequestContext<'_>,
+    group: &str,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+) -> Vec<(String, Vec<Fetched>)> {
+    let mut answers = Vec::new();
+    match topics {
+        Some(topics) => {
+            for (topic, partitions) in topics {
+                let fetched = fetch_topic(ctx, group, &topic, Some(&partitions)).await;
+                answers.push((topic, fetched));
+            }
+        }
+        None => {
+            let known = ctx.broker.list_topics().await.unwrap_or_default();
+            for topic in known.keys() {
+                let fetched = fetch_topic(ctx, group, topic, None).await;
+                if !fetched.is_empty() {
+                    answers.push((topic.clone(), fetched));
+                }
+            }
+        }
+    }
+    answers
+}
+
+pub async fn offset_fetch(
+    ctx: &RequestContext<'_>,
+    request: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    let metadata = || Some(StrBytes::default());
+    if ctx.version >= 8 {
+        let mut groups = Vec::with_capacity(request.groups.len());
+        for g in request.groups {
+            let wanted = g.topics.map(|ts| {
+                ts.into_iter()
+                    .map(|t| (t.name.to_string(), t.partition_indexes))
+                    .collect()
+            });
+            let fetched = fetch_group(ctx, &g.group_id, wanted).await;
+            let topics = fetched
+                .into_iter()
+                .map(|(name, partitions)| {
+                    OffsetFetchResponseTopics::default()
+                        .with_name(TopicName(StrBytes::from_string(name)))
+                        .with_partitions(
+                            partitions
+                                .into_iter()
+                                .map(|(p, offset, error)| {
+                                    OffsetFetchResponsePartitions::default()
+                                        .with_partition_index(p)
+                                        .with_committed_offset(offset)
+                                        .with_committed_leader_epoch(-1)
+                                        .with_metadata(metadata())
+                                        .with_error_code(error)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect();
+            groups.push(
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(GroupId(g.group_id.0))
+                    .with_topics(topics),
+            );
+        }
+        return OffsetFetchResponse::default().with_groups(groups);
+    }
+    let wanted = request.topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| (t.name.to_string(), t.partition_indexes))
+            .collect()
+    });
+    let fetched = fetch_group(ctx, &request.group_id, wanted).await;
+    let topics = fetched
+        .into_iter()
+        .map(|(name, partitions)| {
+            OffsetFetchResponseTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name)))
+                .with_partitions(
+                    partitions
+                        .into_iter()
+                        .map(|(p, offset, error)| {
+                            OffsetFetchResponsePartition::default()
+                                .with_partition_index(p)
+                                .with_committed_offset(offset)
+                                .with_committed_leader_epoch(-1)
+                                .with_metadata(metadata())
+                                .with_error_code(error)
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    OffsetFetchResponse::default().with_topics(topics)
+}

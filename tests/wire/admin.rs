@@ -1,0 +1,373 @@
+//! CreateTopics, DeleteTopics and DescribeConfigs through the socket, each error included.
+
+use kafka_protocol::messages::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
+use kafka_protocol::messages::{
+    BrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use nanokafka::listener::AutoCreate;
+use nanokafka::{ListenerConfig, TimestampType, TopicConfig};
+
+use crate::client::WireClient;
+use crate::common::{listening_broker, listening_broker_with};
+
+fn name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.into()))
+}
+
+fn creatable(topic: &str, partitions: i32) -> CreatableTopic {
+    CreatableTopic::default()
+        .with_name(name(topic))
+        .with_num_partitions(partitions)
+        .with_replication_factor(-1)
+}
+
+fn with_config(topic: CreatableTopic, key: &str, value: &str) -> CreatableTopic {
+    let mut configs = topic.configs.clone();
+    configs.push(
+        CreatableTopicConfig::default()
+            .with_name(StrBytes::from_string(key.into()))
+            .with_value(Some(StrBytes::from_string(value.into()))),
+    );
+    topic.with_configs(configs)
+}
+
+fn create(topics: Vec<CreatableTopic>) -> CreateTopicsRequest {
+    CreateTopicsRequest::default()
+        .with_topics(topics)
+        .with_timeout_ms(5000)
+}
+
+fn code(error: ResponseError) -> i16 {
+    error.code()
+}
+
+#[test]
+fn create_topics_creates_with_kafka_configs_and_v5_describes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let mut client = WireClient::connect(addr);
+    for version in 2..=5 {
+        let topic = format!("made-v{version}");
+        let request = create(vec![with_config(
+            with_config(creatable(&topic, 3), "retention.ms", "60000"),
+            "message.timestamp.type",
+            "LogAppendTime",
+        )]);
+        let response = client.call(&request, version);
+        let result = &response.topics[0];
+        assert_eq!(result.name.0.as_str(), topic);
+        assert_eq!(
+            result.error_code, 0,
+            "v{version}: {:?}",
+            result.error_message
+        );
+        let config = &broker.list_topics().unwrap()[&topic];
+        assert_eq!(config.partitions, 3);
+        assert_eq!(config.retention_ms, Some(60_000));
+        assert_eq!(config.timestamp_type, TimestampType::LogAppendTime);
+        if version == 5 {
+            assert_eq!((result.num_partitions, result.replication_factor), (3, 1));
+            let configs = result.configs.as_ref().expect("v5 lists the configs");
+            let retention = configs.iter().find(|c| c.name.as_str() == "retention.ms");
+            let retention = retention.expect("retention.ms is listed");
+            assert_eq!(retention.value.as_deref(), Some("60000"));
+            assert_eq!(retention.config_source, 1); // TOPIC_CONFIG
+            let segment = configs.iter().find(|c| c.name.as_str() == "segment.bytes");
+            assert_eq!(segment.unwrap().config_source, 5); // DEFAULT_CONFIG
+        }
+    }
+    // -1 partitions: the default, one.
+    let response = client.call(&create(vec![creatable("defaulted", -1)]), 4);
+    assert_eq!(response.topics[0].error_code, 0);
+    assert_eq!(broker.list_topics().unwrap()["defaulted"].partitions, 1);
+    broker.produce("defaulted", &1u64).unwrap();
+}
+
+#[test]
+fn create_topics_refuses_what_it_cannot_honour_each_topic_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker
+        .create_topic("exists", TopicConfig::default())
+        .unwrap();
+    let mut client = WireClient::connect(addr);
+    let assigned =
+        creatable("assigned", -1).with_assignments(vec![CreatableReplicaAssignment::default()
+            .with_partition_index(0)
+            .with_broker_ids(vec![BrokerId(0)])]);
+    let cases: Vec<(CreatableTopic, ResponseError)> = vec![
+        (creatable("exists", 1), ResponseError::TopicAlreadyExists),
+        (
+            creatable("bad/name", 1),
+            ResponseError::InvalidTopicException,
+        ),
+        (
+            creatable("replicated", 1).with_replication_factor(3),
+            ResponseError::InvalidReplicationFactor,
+        ),
+        (creatable("zero", 0), ResponseError::InvalidPartitions),
+        (
+            creatable("too-many", 10_001),
+            ResponseError::InvalidPartitions,
+        ),
+        (assigned, ResponseError::InvalidRequest),
+        (
+            with_config(creatable("compacted", 1), "cleanup.policy", "compact"),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            with_config(creatable("unknown-config", 1), "min.insync.replicas", "1"),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            with_config(creatable("tiny-segments", 1), "segment.bytes", "100"),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            with_config(creatable("zero-retention", 1), "retention.ms", "0"),
+            ResponseError::InvalidConfig,
+        ),
+    ];
+    let (topics, errors): (Vec<_>, Vec<_>) = cases.into_iter().unzip();
+    // One good topic among them is created all the same.
+    let mut all = topics.clone();
+    all.push(with_config(
+        creatable("fine", 2),
+        "cleanup.policy",
+        "delete",
+    ));
+    let response = client.call(&create(all), 5);
+    for (result, error) in response.topics.iter().zip(&errors) {
+        assert_eq!(
+            result.error_code,
+            code(*error),
+            "{}: {:?}",
+            result.name.0.as_str(),
+            result.error_message
+        );
+        let message = result.error_message.as_ref().expect("a message says why");
+        assert!(!message.is_empty());
+        assert_eq!(result.num_partitions, -1);
+    }
+    let fine = response.topics.last().unwrap();
+    assert_eq!((fine.name.0.as_str(), fine.error_code), ("fine", 0));
+    let unknown = &response.topics[7];
+    assert!(unknown
+        .error_message
+        .as_ref()
+        .unwrap()
+        .contains("min.insync.replicas"));
+    let names: Vec<String> = broker.list_topics().unwrap().into_keys().collect();
+    assert_eq!(names, ["exists", "fine"], "nothing else was created");
+    assert!(!dir.path().join("compacted_0").exists());
+
+    // The same name twice in one request: both refused, nothing created.
+    let twice = create(vec![creatable("twice", 1), creatable("twice", 2)]);
+    let response = client.call(&twice, 3);
+    assert!(response
+        .topics
+        .iter()
+        .all(|t| t.error_code == code(ResponseError::InvalidRequest)));
+    assert!(!broker.list_topics().unwrap().contains_key("twice"));
+}
+
+#[test]
+fn create_topics_validate_only_checks_everything_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker
+        .create_topic("exists", TopicConfig::default())
+        .unwrap();
+    let mut client = WireClient::connect(addr);
+    let request = create(vec![
+        creatable("would-be", 4),
+        creatable("exists", 1),
+        with_config(creatable("compacted", 1), "cleanup.policy", "compact"),
+    ])
+    .with_validate_only(true);
+    let response = client.call(&request, 5);
+    let codes: Vec<i16> = response.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(
+        codes,
+        [
+            0,
+            code(ResponseError::TopicAlreadyExists),
+            code(ResponseError::InvalidConfig)
+        ]
+    );
+    assert_eq!(response.topics[0].num_partitions, 4);
+    let names: Vec<String> = broker.list_topics().unwrap().into_keys().collect();
+    assert_eq!(names, ["exists"]);
+    assert!(!dir.path().join("would-be_0").exists());
+}
+
+#[test]
+fn delete_topics_deletes_by_name_and_reports_unknown_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without auto-creation, so the Metadata below cannot bring a deleted topic back.
+    let config = ListenerConfig::new("127.0.0.1:0").auto_create_topics(AutoCreate::Off);
+    let (broker, addr) = listening_broker_with(dir.path(), config);
+    let mut client = WireClient::connect(addr);
+    for version in 1..=5 {
+        let topic = format!("doomed-v{version}");
+        broker
+            .create_topic(&topic, TopicConfig::default().partitions(2))
+            .unwrap();
+        broker.produce(&topic, &1u64).unwrap();
+        let request = DeleteTopicsRequest::default()
+            .with_topic_names(vec![name(&topic), name("never-was")])
+            .with_timeout_ms(5000);
+        let response = client.call(&request, version);
+        let doomed = &response.responses[0];
+        assert_eq!(doomed.name.as_ref().unwrap().0.as_str(), topic);
+        assert_eq!(doomed.error_code, 0, "v{version}");
+        let missing = &response.responses[1];
+        assert_eq!(
+            missing.error_code,
+            code(ResponseError::UnknownTopicOrPartition)
+        );
+        assert_eq!(missing.error_message.is_some(), version >= 5, "v{version}");
+        assert!(!broker.list_topics().unwrap().contains_key(&topic));
+        assert!(!dir.path().join(format!("{topic}_0")).exists());
+    }
+    // A deleted topic can be created again over the wire, empty.
+    let response = client.call(&create(vec![creatable("doomed-v1", 1)]), 5);
+    assert_eq!(response.topics[0].error_code, 0);
+    assert_eq!(broker.produce("doomed-v1", &2u64).unwrap().offset, 0);
+}
+
+fn describe(resources: Vec<DescribeConfigsResource>, synonyms: bool) -> DescribeConfigsRequest {
+    DescribeConfigsRequest::default()
+        .with_resources(resources)
+        .with_include_synonyms(synonyms)
+}
+
+fn resource(resource_type: i8, name: &str, keys: Option<&[&str]>) -> DescribeConfigsResource {
+    DescribeConfigsResource::default()
+        .with_resource_type(resource_type)
+        .with_resource_name(StrBytes::from_string(name.into()))
+        .with_configuration_keys(keys.map(|k| {
+            k.iter()
+                .map(|k| StrBytes::from_string((*k).into()))
+                .collect()
+        }))
+}
+
+fn value_of<'a>(result: &'a DescribeConfigsResult, key: &str) -> Option<&'a str> {
+    let config = result.configs.iter().find(|c| c.name.as_str() == key)?;
+    config.value.as_deref()
+}
+
+#[test]
+fn describe_configs_reports_a_topics_configs_in_kafkas_names_and_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let config = TopicConfig::default()
+        .retention_bytes(1 << 20)
+        .segment_bytes(1 << 16);
+    broker.create_topic("described", config).unwrap();
+    let mut client = WireClient::connect(addr);
+    for version in 1..=4 {
+        let response = client.call(
+            &describe(vec![resource(2, "described", None)], true),
+            version,
+        );
+        let result = &response.results[0];
+        assert_eq!(result.error_code, 0, "v{version}");
+        assert_eq!(value_of(result, "retention.bytes"), Some("1048576"));
+        assert_eq!(value_of(result, "segment.bytes"), Some("65536"));
+        assert_eq!(value_of(result, "retention.ms"), Some("-1"));
+        assert_eq!(value_of(result, "cleanup.policy"), Some("delete"));
+        assert_eq!(
+            value_of(result, "message.timestamp.type"),
+            Some("CreateTime")
+        );
+        for config in &result.configs {
+            assert!(
+                !config.read_only,
+                "{} is settable by CreateTopics",
+                config.name.as_str()
+            );
+            let expected = match config.name.as_str() {
+                "retention.bytes" | "segment.bytes" => 1, // TOPIC_CONFIG
+                _ => 5,                                   // DEFAULT_CONFIG
+            };
+            assert_eq!(config.config_source, expected, "{}", config.name.as_str());
+        }
+        // Synonyms: the topic's own value, then the broker default it overrides.
+        let segment = result
+            .configs
+            .iter()
+            .find(|c| c.name.as_str() == "segment.bytes")
+            .unwrap();
+        let synonyms: Vec<(&str, i8)> = segment
+            .synonyms
+            .iter()
+            .map(|s| (s.name.as_str(), s.source))
+            .collect();
+        assert_eq!(synonyms, [("segment.bytes", 1), ("log.segment.bytes", 5)]);
+    }
+    // The keys filter, and no synonyms unless asked.
+    let keys: &[&str] = &["retention.ms", "no.such.key"];
+    let response = client.call(
+        &describe(vec![resource(2, "described", Some(keys))], false),
+        4,
+    );
+    let result = &response.results[0];
+    let names: Vec<&str> = result.configs.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["retention.ms"]);
+    assert!(result.configs[0].synonyms.is_empty());
+}
+
+#[test]
+fn describe_configs_reports_the_brokers_read_only_configs_and_refuses_other_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = listening_broker(dir.path());
+    let mut client = WireClient::connect(addr);
+    let request = describe(
+        vec![
+            resource(4, "0", None),
+            resource(2, "missing", None),
+            resource(4, "7", None),
+            resource(8, "0", None), // BROKER_LOGGER
+        ],
+        false,
+    );
+    let response = client.call(&request, 4);
+    let broker = &response.results[0];
+    assert_eq!(broker.error_code, 0);
+    assert_eq!(
+        value_of(broker, "log.dirs"),
+        Some(dir.path().to_str().unwrap())
+    );
+    assert_eq!(value_of(broker, "auto.create.topics.enable"), Some("true"));
+    assert_eq!(
+        value_of(broker, "socket.request.max.bytes"),
+        Some("104857600")
+    );
+    // The test listener does not wait for more members.
+    assert_eq!(
+        value_of(broker, "group.initial.rebalance.delay.ms"),
+        Some("0")
+    );
+    assert!(value_of(broker, "message.max.bytes").is_some());
+    assert!(broker.configs.iter().all(|c| c.read_only));
+    let codes: Vec<i16> = response.results[1..].iter().map(|r| r.error_code).collect();
+    assert_eq!(
+        codes,
+        [
+            code(ResponseError::UnknownTopicOrPartition),
+            code(ResponseError::InvalidRequest),
+            code(ResponseError::InvalidRequest)
+        ]
+    );
+    assert!(response.results[1..]
+        .iter()
+        .all(|r| r.error_message.is_some() && r.configs.is_empty()));
+}
