@@ -1,6 +1,6 @@
 //! confluent-kafka (librdkafka) against the listener: a producer reading its offsets from
 //! delivery reports with every acks setting, idempotent or not; a group of three members
-//! committing by hand.
+//! committing by hand; the AdminClient.
 
 use std::collections::BTreeSet;
 
@@ -143,4 +143,51 @@ fn three_member_group_splits_partitions_and_commits() {
     assert_eq!(read, sent);
     let lag = b.broker.lag("cf", "cf-group").unwrap();
     assert!(lag.values().all(|&l| l == 0), "{lag:?}");
+}
+
+/// AdminClient: CreateTopics, Metadata, ListGroups (a Kafka client's group and a native
+/// one), DeleteTopics; each checked against the broker's own view.
+#[test]
+fn admin_creates_and_deletes_topics_and_lists_groups() {
+    let (Some(admin), Some(consume)) = (
+        clients::python("confluent_admin.py"),
+        clients::python("confluent_consume.py"),
+    ) else {
+        return;
+    };
+    let b = Broker::start();
+    let bs = b.bootstrap.as_str();
+    let created = admin.run_json(&[bs, "create-topics", "cfa:3", "scratch"], RUN);
+    assert_eq!(created["created"], serde_json::json!(["cfa", "scratch"]));
+    let native = b.broker.list_topics().unwrap();
+    assert_eq!(native["cfa"].partitions, 3);
+    assert_eq!(native["scratch"].partitions, 1);
+    let listed = admin.run_json(&[bs, "list-topics"], RUN);
+    assert_eq!(
+        listed["topics"],
+        serde_json::json!([{"name": "cfa", "partitions": 3}, {"name": "scratch", "partitions": 1}])
+    );
+    // A group of a Kafka client (with a commit) and a native group.
+    b.broker.produce_raw("cfa", None, b"x".to_vec()).unwrap();
+    consume.run_json(&args(bs, "cfa", &["cfa-group", "--count", "1"]), RUN);
+    b.broker.join_group("cfa", "native-group", "m").unwrap();
+    let groups = admin.run_json(&[bs, "list-groups"], RUN);
+    let ids: BTreeSet<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["group_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains("cfa-group") && ids.contains("native-group"),
+        "{groups}"
+    );
+    let deleted = admin.run_json(&[bs, "delete-topics", "scratch"], RUN);
+    assert_eq!(deleted["deleted"], serde_json::json!(["scratch"]));
+    assert!(!b.broker.list_topics().unwrap().contains_key("scratch"));
+    let listed = admin.run_json(&[bs, "list-topics"], RUN);
+    assert_eq!(
+        listed["topics"],
+        serde_json::json!([{"name": "cfa", "partitions": 3}])
+    );
 }
