@@ -26,9 +26,9 @@ use super::segment::{LogSegment, ScannedFrame};
 
 mod held;
 pub(super) use held::Held;
-use held::MAX_HELD_BYTES;
 #[cfg(feature = "test-support")]
 pub use held::DEFAULT_HELD_BUDGET_BYTES;
+use held::MAX_HELD_BYTES;
 pub use held::{HeldBudget, HELD_BUDGET};
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
