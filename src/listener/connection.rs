@@ -56,6 +56,16 @@ pub async fn serve(
                             return;
                         }
                     }
+                    Outcome::RespondAndClose(response, reason) => {
+                        // The answer, then an orderly close (FIN after it), so the client
+                        // reads the error before it sees the end of the stream.
+                        if let Err(e) = writer.write_all(&response).await {
+                            tracing::debug!(error = %e, "client went away before its response");
+                        }
+                        let _ = writer.shutdown().await;
+                        tracing::info!(%reason, "closing the Kafka connection");
+                        return;
+                    }
                     Outcome::Silent => {}
                     Outcome::Close(reason) => {
                         shared.metrics.closed_bad_request();

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
-use super::{api_versions, frame, groups, metadata, ListenerConfig, Shared};
+use super::{api_versions, frame, groups, metadata, sanity, sasl, ListenerConfig, Shared};
 use super::{create_topics, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
 use crate::async_handle::AsyncNanoKafka;
@@ -35,6 +35,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 2, 5),
     (ApiKey::DeleteTopics, 1, 5),
     (ApiKey::DescribeConfigs, 1, 4),
+    // v0 is advertised because librdkafka enables SASL only when it is, but answered
+    // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The versions of `api` served, if any.
@@ -50,12 +54,15 @@ pub fn served(api: ApiKey) -> Option<(i16, i16)> {
 pub struct ConnectionState {
     /// False until SASL/PLAIN succeeds, when the listener requires it.
     pub authenticated: bool,
+    /// Where the SASL exchange is.
+    pub sasl: sasl::SaslStage,
 }
 
 impl ConnectionState {
     pub fn new(config: &ListenerConfig) -> Self {
         ConnectionState {
             authenticated: config.sasl_plain.is_none(),
+            sasl: sasl::SaslStage::default(),
         }
     }
 }
@@ -79,6 +86,72 @@ pub enum Outcome {
     Silent,
     /// The request could not be read or is not allowed: close the connection, saying why.
     Close(String),
+    /// Write this frame, then close the connection, saying why (a failed authentication).
+    RespondAndClose(Bytes, String),
+}
+
+/// A request frame read as far as it goes without a broker.
+// Made once per request and matched at once: boxing the request would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Read {
+    Request {
+        api: ApiKey,
+        version: i16,
+        correlation_id: i32,
+        header: RequestHeader,
+        request: RequestKind,
+    },
+    /// ApiVersions at a version not served: Kafka's rule is to answer in v0 with
+    /// UNSUPPORTED_VERSION and the full table, so the client can pick a version it shares
+    /// with us.
+    UnsupportedApiVersions { correlation_id: i32 },
+    /// Not a request this listener can read: close the connection, saying why.
+    Bad(String),
+}
+
+/// Reads one request frame (its body after the size): API, version, the shape check before
+/// decoding (`sanity`), header, body.
+pub fn read(mut frame: Bytes) -> Read {
+    // `frame::read_request` guarantees the fixed part of the header is there.
+    let Some(fixed) = frame.get(..8) else {
+        return Read::Bad(format!("request of {} bytes", frame.len()));
+    };
+    let api_key = i16::from_be_bytes([fixed[0], fixed[1]]);
+    let version = i16::from_be_bytes([fixed[2], fixed[3]]);
+    let correlation_id = i32::from_be_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
+    let Ok(api) = ApiKey::try_from(api_key) else {
+        return Read::Bad(format!("unknown API key {api_key}"));
+    };
+    let Some((min, max)) = served(api) else {
+        return Read::Bad(format!("{api:?} is not served"));
+    };
+    if !(min..=max).contains(&version) {
+        if api == ApiKey::ApiVersions {
+            return Read::UnsupportedApiVersions { correlation_id };
+        }
+        return Read::Bad(format!(
+            "{api:?} v{version} is not served (v{min} to v{max})"
+        ));
+    }
+    // Before anything decodes it: no count in the frame may size an allocation beyond it.
+    if let Err(e) = sanity::check(api, version, &frame) {
+        return Read::Bad(format!("{api:?} v{version}: refused before decoding: {e}"));
+    }
+    let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
+        Ok(header) => header,
+        Err(e) => return Read::Bad(format!("{api:?} v{version}: bad request header: {e}")),
+    };
+    match RequestKind::decode(api, &mut frame, version) {
+        Ok(request) => Read::Request {
+            api,
+            version,
+            correlation_id,
+            header,
+            request,
+        },
+        Err(e) => Read::Bad(format!("{api:?} v{version}: bad request: {e}")),
+    }
 }
 
 /// Answers one request frame (its body after the size).
@@ -86,36 +159,26 @@ pub async fn handle(
     state: &mut ConnectionState,
     broker: &AsyncNanoKafka,
     shared: &Shared,
-    mut frame: Bytes,
+    frame: Bytes,
 ) -> Outcome {
-    // `frame::read_request` guarantees the fixed part of the header is there.
-    let api_key = i16::from_be_bytes([frame[0], frame[1]]);
-    let version = i16::from_be_bytes([frame[2], frame[3]]);
-    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-    let Ok(api) = ApiKey::try_from(api_key) else {
-        return Outcome::Close(format!("unknown API key {api_key}"));
-    };
-    let Some((min, max)) = served(api) else {
-        return Outcome::Close(format!("{api:?} is not served"));
-    };
-    if !(min..=max).contains(&version) {
-        if api == ApiKey::ApiVersions {
-            // Kafka's rule: answer in v0 with UNSUPPORTED_VERSION and the full table, so the
-            // client can pick a version it shares with us.
-            shared.metrics.request(api);
-            return respond(api, 0, correlation_id, &api_versions::unsupported());
+    let (api, version, correlation_id, header, request) = match read(frame) {
+        Read::Request {
+            api,
+            version,
+            correlation_id,
+            header,
+            request,
+        } => (api, version, correlation_id, header, request),
+        Read::UnsupportedApiVersions { correlation_id } => {
+            shared.metrics.request(ApiKey::ApiVersions);
+            return respond(
+                ApiKey::ApiVersions,
+                0,
+                correlation_id,
+                &api_versions::unsupported(),
+            );
         }
-        return Outcome::Close(format!(
-            "{api:?} v{version} is not served (v{min} to v{max})"
-        ));
-    }
-    let header = match RequestHeader::decode(&mut frame, api.request_header_version(version)) {
-        Ok(header) => header,
-        Err(e) => return Outcome::Close(format!("{api:?} v{version}: bad request header: {e}")),
-    };
-    let request = match RequestKind::decode(api, &mut frame, version) {
-        Ok(request) => request,
-        Err(e) => return Outcome::Close(format!("{api:?} v{version}: bad request: {e}")),
+        Read::Bad(reason) => return Outcome::Close(reason),
     };
     if !state.authenticated
         && !matches!(
@@ -146,6 +209,12 @@ pub async fn handle(
         Reply::Respond(response) => respond(api, version, correlation_id, &response),
         Reply::Silent => Outcome::Silent,
         Reply::Close(reason) => Outcome::Close(format!("{api:?} v{version}: {reason}")),
+        Reply::RespondAndClose(response, reason) => {
+            match respond(api, version, correlation_id, &response) {
+                Outcome::Respond(frame) => Outcome::RespondAndClose(frame, reason),
+                other => other,
+            }
+        }
     }
 }
 
@@ -157,12 +226,14 @@ pub enum Reply {
     Silent,
     /// The request is refused in a way the protocol cannot answer: close, saying why.
     Close(String),
+    /// Answer, then close, saying why (Kafka's way with a failed authentication).
+    RespondAndClose(Box<ResponseKind>, String),
 }
 
 /// Calls the handler of `request`'s API.
 async fn route(
     ctx: &RequestContext<'_>,
-    _state: &mut ConnectionState,
+    state: &mut ConnectionState,
     request: RequestKind,
 ) -> Reply {
     Reply::Respond(Box::new(match request {
@@ -205,6 +276,10 @@ async fn route(
         RequestKind::DescribeConfigs(r) => {
             ResponseKind::DescribeConfigs(describe_configs::handle(ctx, r).await)
         }
+        RequestKind::SaslHandshake(r) => {
+            ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
+        }
+        RequestKind::SaslAuthenticate(r) => return sasl::authenticate(ctx, state, r),
         // `handle` decodes only requests of served APIs, and each has an arm above.
         _ => return Reply::Close("served, but no handler answers it".into()),
     }))

@@ -42,6 +42,12 @@ mod metadata;
 mod metrics;
 mod offsets;
 mod produce;
+/// The request check before decoding, for tests and fuzzing (`test-support` feature).
+#[cfg(feature = "test-support")]
+pub mod sanity;
+#[cfg(not(feature = "test-support"))]
+mod sanity;
+mod sasl;
 mod server;
 mod topic_configs;
 
@@ -51,6 +57,10 @@ pub use config::{
 };
 pub(crate) use metrics::ListenerMetrics;
 pub(crate) use server::{bind, ListenerHandle};
+
+/// The APIs and versions the listener serves (`test-support` feature).
+#[cfg(feature = "test-support")]
+pub use dispatch::SERVED;
 
 /// Kafka's node id for this broker: the one broker, controller and coordinator.
 pub(crate) const NODE_ID: i32 = 0;
@@ -68,4 +78,34 @@ pub(crate) struct Shared {
     pub cluster_id: String,
     /// The Kafka client groups (classic protocol), by name.
     pub groups: groups::KafkaGroups,
+}
+
+/// Reads a request frame (its bytes after the size) as a connection does before it calls a
+/// handler: API and version served, the shape check, header, body. For fuzzing
+/// (`test-support` feature): the API, version and request, or why the connection would close.
+#[cfg(feature = "test-support")]
+pub fn read_request(
+    frame: bytes::Bytes,
+) -> std::result::Result<
+    (
+        kafka_protocol::messages::ApiKey,
+        i16,
+        kafka_protocol::messages::RequestKind,
+    ),
+    String,
+> {
+    match dispatch::read(frame) {
+        dispatch::Read::Request {
+            api,
+            version,
+            request,
+            ..
+        } => Ok((api, version, request)),
+        dispatch::Read::UnsupportedApiVersions { .. } => Ok((
+            kafka_protocol::messages::ApiKey::ApiVersions,
+            0,
+            kafka_protocol::messages::RequestKind::ApiVersions(Default::default()),
+        )),
+        dispatch::Read::Bad(reason) => Err(reason),
+    }
 }

@@ -123,8 +123,35 @@ pub struct DataDir {
     _lock: File,
 }
 
+/// How long `open` keeps trying a lock that is taken before it reports `DataDirLocked`.
+///
+/// The lock is `flock(2)`, which belongs to the open file, not the process: when any thread of
+/// the process that holds it starts a child (`fork` then `exec`), the child shares the open
+/// lock file until its `exec` closes it (close-on-exec). A broker closed and reopened in
+/// that window would find its own, released, lock still held. The window is the time a
+/// child takes to reach `exec`, far below this bound even on a loaded machine; a lock held
+/// by a live broker is still refused, only 200 ms later.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// `try_lock`, retried every few milliseconds for up to [`LOCK_PATIENCE`] while the lock is
+/// taken.
+fn try_lock_patiently(lock: &fs::File) -> std::result::Result<(), std::fs::TryLockError> {
+    let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+    loop {
+        match lock.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl DataDir {
     /// Creates `path` if needed and takes its exclusive lock.
+    ///
+    /// A lock still held for a moment after its broker closed is waited for, briefly: see
+    /// [`try_lock_patiently`].
     ///
     /// # Errors
     /// `DataDirLocked` when another broker holds it; `Io` when it cannot be created (e.g. the
@@ -141,7 +168,7 @@ impl DataDir {
             .truncate(false)
             .open(&lock_path)
             .map_err(|e| StorageError::io("open lock file", &lock_path, e))?;
-        match lock.try_lock() {
+        match try_lock_patiently(&lock) {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut holder = String::new();

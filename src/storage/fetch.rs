@@ -10,6 +10,12 @@
 //! offset that must pass damage (damage recovery did not see, before the next index entry)
 //! gets `SegmentRead::PastDamage` and resumes after it (`LogSegment::resync`); only reads
 //! that meet damage pay for that.
+//!
+//! A read that stops inside a batch leaves the next sequential one a way in: the rest of the
+//! batch, parsed, in its own buffer (`Held`), or failing that the record to resume at in the
+//! file (`Resume`), so that no batch is verified twice.
+
+use std::sync::Arc;
 
 use super::compression::Compression;
 use super::error::{Result, StorageError};
@@ -17,6 +23,13 @@ use super::format::{self, BatchHeader, Decoded, Headers, HEADER_LEN};
 use super::fsutil::AlignedBuf;
 use super::index::INDEX_INTERVAL_BYTES;
 use super::segment::{LogSegment, ScannedFrame};
+
+mod held;
+pub(super) use held::Held;
+#[cfg(feature = "test-support")]
+pub use held::DEFAULT_HELD_BUDGET_BYTES;
+use held::MAX_HELD_BYTES;
+pub use held::{HeldBudget, HELD_BUDGET};
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
@@ -41,32 +54,44 @@ pub struct RecordRef<'a> {
 }
 
 /// Where a record of a read lies, parsed once: its fields' byte ranges in the read buffer or
-/// in a decompressed section.
+/// in a decompressed section. 48 bytes, written for every record a read returns: the key and
+/// value are spans that may be absent rather than `Option`s (which took 56).
 #[derive(Debug, Clone, Copy)]
 struct RecordLoc {
-    /// 0: the read buffer; `n`: `sections[n - 1]`.
-    source: u32,
     offset: u64,
     timestamp_ms: u64,
-    key: Option<Span>,
-    value: Option<Span>,
+    key: Span,
+    value: Span,
     headers: Span,
     header_count: u32,
+    /// 0: the read buffer; `n`: `sections[n - 1]`.
+    source: u32,
 }
 
-/// `(start, len)` of a field in its source buffer.
+const _: () = assert!(std::mem::size_of::<RecordLoc>() == 48);
+
+/// `(start, len)` of a field in its source buffer; a length of [`Span::ABSENT`] for a null
+/// key or value. A read buffer (at most [`MAX_READ_CHUNK`] plus a batch) and a section (at
+/// most [`MAX_DECOMPRESSED_BYTES`]) are far below 4 GiB.
 #[derive(Debug, Clone, Copy)]
 struct Span(u32, u32);
 
 impl Span {
-    /// Where `inner`, a slice of `outer`, lies in it, shifted by `base`.
-    fn of(outer: &[u8], inner: &[u8], base: usize) -> Span {
-        let start = inner.as_ptr() as usize - outer.as_ptr() as usize + base;
-        Span(start as u32, inner.len() as u32)
+    const ABSENT: u32 = u32::MAX;
+
+    /// Where `inner`, a slice of `outer`, lies in it, shifted by `base`; absent for `None`.
+    fn of(outer: &[u8], inner: Option<&[u8]>, base: usize) -> Span {
+        match inner {
+            Some(inner) => {
+                let start = inner.as_ptr() as usize - outer.as_ptr() as usize + base;
+                Span(start as u32, inner.len() as u32)
+            }
+            None => Span(0, Span::ABSENT),
+        }
     }
 
-    fn get(self, bytes: &[u8]) -> &[u8] {
-        &bytes[self.0 as usize..(self.0 + self.1) as usize]
+    fn get(self, bytes: &[u8]) -> Option<&[u8]> {
+        (self.1 != Span::ABSENT).then(|| &bytes[self.0 as usize..(self.0 + self.1) as usize])
     }
 }
 
@@ -85,13 +110,20 @@ pub(super) struct Resume {
     pub index: u32,
 }
 
+/// The bytes one read verified: shared by the records it returned and by the [`Held`] rest of
+/// the batch it stopped in.
+#[derive(Debug, Default)]
+struct ReadBytes {
+    buf: AlignedBuf,
+    /// The records sections of compressed batches, decompressed.
+    sections: Vec<Vec<u8>>,
+}
+
 /// Records returned by [`super::PartitionLog::read`]: verified batches in one buffer, and
 /// where each record returned lies.
 #[derive(Debug, Default)]
 pub struct FetchedRecords {
-    pub(super) buf: AlignedBuf,
-    /// The records sections of compressed batches, decompressed.
-    sections: Vec<Vec<u8>>,
+    bytes: Arc<ReadBytes>,
     records: Vec<RecordLoc>,
     /// `(start, len)` in `buf` of each batch the records came from.
     batches: Vec<(usize, usize)>,
@@ -103,6 +135,9 @@ pub struct FetchedRecords {
     /// header: that read then asks the disk for at least that much at once, instead of
     /// finding the batch cut short by its estimate and reading again.
     pub(super) next_batch_len: Option<usize>,
+    /// The rest of the batch the read stopped in, for the partition's next read (boxed: most
+    /// reads have none).
+    pub(super) held: Option<Box<Held>>,
 }
 
 impl FetchedRecords {
@@ -128,15 +163,18 @@ impl FetchedRecords {
     pub fn iter(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
         self.records.iter().map(move |loc| {
             let source = match loc.source {
-                0 => self.buf.as_slice(),
-                n => self.sections[n as usize - 1].as_slice(),
+                0 => self.bytes.buf.as_slice(),
+                n => self.bytes.sections[n as usize - 1].as_slice(),
             };
             RecordRef {
                 offset: loc.offset,
                 timestamp_ms: loc.timestamp_ms,
-                key: loc.key.map(|k| k.get(source)),
-                value: loc.value.map_or(&[][..], |v| v.get(source)),
-                headers: Headers::verified(loc.header_count as usize, loc.headers.get(source)),
+                key: loc.key.get(source),
+                value: loc.value.get(source).unwrap_or_default(),
+                headers: Headers::verified(
+                    loc.header_count as usize,
+                    loc.headers.get(source).unwrap_or_default(),
+                ),
             }
         })
     }
@@ -144,7 +182,7 @@ impl FetchedRecords {
     /// first may hold records below the offset asked for, the last records after the last
     /// one returned).
     pub fn batches(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        let bytes = self.buf.as_slice();
+        let bytes = self.bytes.buf.as_slice();
         self.batches
             .iter()
             .map(move |&(start, len)| &bytes[start..start + len])
@@ -177,6 +215,13 @@ struct Collector {
     max_bytes: usize,
     bytes: usize,
     out: FetchedRecords,
+    sections: Vec<Vec<u8>>,
+    /// The records after the one the read stopped at, with it, and their encoded lengths:
+    /// what a [`Held`] keeps.
+    rest: Vec<RecordLoc>,
+    rest_lens: Vec<u32>,
+    /// Where `rest` starts: its batch (position relative to the read's start) and record.
+    rest_at: Option<Resume>,
 }
 
 impl Collector {
@@ -206,7 +251,7 @@ impl Collector {
         } else if compressed {
             let batch = &chunk[at..at + header.batch_len];
             format::records_section(batch, header, MAX_DECOMPRESSED_BYTES, &mut section)?;
-            let source = self.out.sections.len() as u32 + 1;
+            let source = self.sections.len() as u32 + 1;
             (section.as_slice(), source, 0)
         } else {
             (
@@ -216,6 +261,7 @@ impl Collector {
             )
         };
         let before = self.out.records.len();
+        let before_next = (self.out.next_offset, self.bytes);
         let wanted = self.max_records.saturating_sub(before);
         self.out
             .records
@@ -225,11 +271,27 @@ impl Collector {
         let mut stopped_at = None;
         let (max_records, max_bytes) = (self.max_records, self.max_bytes);
         let (out, bytes) = (&mut self.out, &mut self.bytes);
+        let (rest, rest_lens) = (&mut self.rest, &mut self.rest_lens);
+        // Only a batch verified whole here has its rest held (a resumed one stops at once).
+        let hold = rest_of.is_none();
         // Takes `record` if it is wanted and fits; false once the read is full.
         let mut consider = |record: &format::RecordView<'_>, record_at: usize| {
             let len = record.encoded_len;
             let offset = header.base_offset + u64::from(record.offset_delta);
+            let loc = || RecordLoc {
+                source,
+                offset,
+                timestamp_ms: header.record_timestamp(record.timestamp_delta).max(0) as u64,
+                key: Span::of(records, record.key, base),
+                value: Span::of(records, record.value, base),
+                headers: Span::of(records, Some(record.headers.bytes()), base),
+                header_count: record.headers.len() as u32,
+            };
             if !taking {
+                if hold {
+                    rest.push(loc());
+                    rest_lens.push(len as u32);
+                }
                 return false;
             }
             if offset < out.next_offset {
@@ -240,17 +302,13 @@ impl Collector {
             {
                 taking = false;
                 stopped_at = Some((record_at, record.offset_delta));
+                if hold {
+                    rest.push(loc());
+                    rest_lens.push(len as u32);
+                }
                 return false;
             }
-            out.records.push(RecordLoc {
-                source,
-                offset,
-                timestamp_ms: header.record_timestamp(record.timestamp_delta).max(0) as u64,
-                key: record.key.map(|k| Span::of(records, k, base)),
-                value: record.value.map(|v| Span::of(records, v, base)),
-                headers: Span::of(records, record.headers.bytes(), base),
-                header_count: record.headers.len() as u32,
-            });
+            out.records.push(loc());
             *bytes += len;
             out.next_offset = offset + 1;
             true
@@ -276,13 +334,31 @@ impl Collector {
             }
             None => {
                 let mut record_at = 0;
-                format::validate_records(records, header, |record| {
+                let validated = format::validate_records(records, header, |record| {
                     consider(record, record_at);
                     record_at += record.encoded_len;
-                })?;
+                });
+                if let Err(reason) = validated {
+                    // None of a batch that does not parse is returned, also when records
+                    // before it are.
+                    self.out.records.truncate(before);
+                    (self.out.next_offset, self.bytes) = before_next;
+                    self.rest.clear();
+                    self.rest_lens.clear();
+                    self.rest_at = None;
+                    return Err(reason);
+                }
             }
         }
         let whole = stopped_at.is_none();
+        if let (Some((record_at, index)), None) = (stopped_at, rest_of) {
+            self.rest_at = Some(Resume {
+                position: origin + at as u64,
+                header: *header,
+                record_at,
+                index,
+            });
+        }
         if let Some((record_at, index)) = stopped_at.filter(|_| !compressed) {
             self.out.resume = Some(match rest_of {
                 Some(r) => Resume {
@@ -302,8 +378,13 @@ impl Collector {
         if self.out.records.len() > before && rest_of.is_none() {
             self.out.batches.push((at, header.batch_len));
             if compressed {
-                self.out.sections.push(section);
+                self.sections.push(section);
             }
+        } else {
+            // Nothing taken from the batch: its section (if any) is not kept for a Held.
+            self.rest.clear();
+            self.rest_lens.clear();
+            self.rest_at = None;
         }
         if whole {
             self.out.next_offset = header.next_offset();
@@ -321,12 +402,14 @@ pub(super) fn read_segment(
     offset: u64,
     (max_records, max_bytes): (usize, usize),
     (resume, batch_len): (Option<Resume>, Option<usize>),
+    budget: &'static HeldBudget,
 ) -> Result<SegmentRead> {
     let path = segment.log_path();
     let full_want = max_bytes.min(MAX_READ_CHUNK) + READ_SLACK;
+    // With the next batch's length field too, for the read after it (see `Held`).
     let mut want = likely_read_len(segment, max_records)
         .min(full_want)
-        .max(batch_len.unwrap_or(0));
+        .max(batch_len.map_or(0, |l| l + format::LOG_OVERHEAD));
     // Resuming inside a batch an earlier read verified: read from its next record on, not the
     // batch again (a consumer reading half a batch per poll would copy each batch twice).
     let mut rest_of = resume.filter(|r| {
@@ -355,6 +438,10 @@ pub(super) fn read_segment(
             max_bytes,
             bytes: 0,
             out: FetchedRecords::empty(offset),
+            sections: Vec::new(),
+            rest: Vec::new(),
+            rest_lens: Vec::new(),
+            rest_at: None,
         };
         let (mut at, mut end_at) = (0usize, 0usize);
         if let Some(r) = rest_of {
@@ -468,11 +555,12 @@ pub(super) fn read_segment(
             // Read again with the whole batch in the chunk: from `from` when records were
             // collected before it (what a read returns never depends on the chunk size),
             // else from the batch itself.
+            // With the next batch's length field too, for the read after it (see `Held`).
             if collector.out.records.is_empty() {
                 (from, rest_of) = (from + at as u64, None);
-                want = want.max(end - at);
+                want = want.max(end - at + format::LOG_OVERHEAD);
             } else {
-                want = want.max(end);
+                want = want.max(end + format::LOG_OVERHEAD);
                 skipped_to = skipped_at_from;
             }
             continue;
@@ -487,18 +575,41 @@ pub(super) fn read_segment(
         }
         if !collector.out.records.is_empty() {
             let mut records = collector.out;
-            let rest = &buf.as_slice()[end_at.min(chunk_len)..];
+            let chunk = buf.as_slice();
             records.next_batch_len = match &records.resume {
                 Some(r) => Some(r.header.batch_len),
-                None => rest.get(8..12).and_then(|length| {
-                    let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
-                    usize::try_from(length)
-                        .ok()
-                        .filter(|&l| l <= format::MAX_BATCH_LEN - format::LOG_OVERHEAD)
-                        .map(|l| l + format::LOG_OVERHEAD)
-                }),
+                None => batch_len_at(&chunk[end_at.min(chunk_len)..]),
             };
-            records.buf = buf;
+            let held_at = collector.rest_at.and_then(|resume| {
+                let sections: usize = collector.sections.iter().map(Vec::len).sum();
+                // Tiny records take more to locate than to store: their locations count too.
+                let locations = collector.rest.len() * (std::mem::size_of::<RecordLoc>() + 4);
+                let size = chunk_len + sections + locations;
+                if collector.rest.is_empty() || size > MAX_HELD_BYTES {
+                    return None;
+                }
+                // Over the budget: the next read resumes from the file instead.
+                Some((resume, budget.try_reserve(size)?))
+            });
+            let after_len = held_at.as_ref().and_then(|(r, _)| {
+                let end = (r.position - from) as usize + r.header.batch_len;
+                batch_len_at(&chunk[end.min(chunk_len)..])
+            });
+            records.bytes = Arc::new(ReadBytes {
+                buf,
+                sections: collector.sections,
+            });
+            records.held = held_at.map(|(resume, reserved)| {
+                Box::new(Held {
+                    bytes: Arc::clone(&records.bytes),
+                    records: collector.rest,
+                    lens: collector.rest_lens,
+                    next: 0,
+                    resume,
+                    after_len,
+                    _reserved: reserved,
+                })
+            });
             // A read that stopped inside a batch ends at that batch's start.
             let end_position = records.resume.map_or(from + end_at as u64, |r| r.position);
             return Ok(SegmentRead::Done {
@@ -516,6 +627,18 @@ pub(super) fn read_segment(
             return Err(StorageError::corrupt(path, from, reason));
         }
     }
+}
+
+/// The length of the batch whose header starts `bytes`, when its length field is there and
+/// within bounds.
+fn batch_len_at(bytes: &[u8]) -> Option<usize> {
+    bytes.get(8..12).and_then(|length| {
+        let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
+        usize::try_from(length)
+            .ok()
+            .filter(|&l| l <= format::MAX_BATCH_LEN - format::LOG_OVERHEAD)
+            .map(|l| l + format::LOG_OVERHEAD)
+    })
 }
 
 /// `(offset, timestamp)` of the first record of the valid batch `frame` that is at or after

@@ -641,19 +641,22 @@ impl<'a> Cursor<'a> {
     /// A zigzag varint of at most `max_bytes` bytes.
     #[inline(always)]
     fn zigzag(&mut self, max_bytes: usize) -> Result<i64, String> {
-        // Most varints of a record (attributes aside, every field's length) fit one byte.
         // Most varints of a record fit one byte (attributes, deltas, short lengths) or two
-        // (lengths up to 8191 bytes).
-        let z = match self.buf.get(self.at..self.at + 2) {
-            Some(&[b0, _]) if b0 < 0x80 => {
+        // (lengths up to 8191 bytes). The one-byte case reads one byte only: a record's last
+        // field (its header count) ends its body, where two bytes are not there to read.
+        let z = match self.buf.get(self.at) {
+            Some(&b0) if b0 < 0x80 => {
                 self.at += 1;
                 u64::from(b0)
             }
-            Some(&[b0, b1]) if b1 < 0x80 => {
-                self.at += 2;
-                u64::from(b0 & 0x7f) | u64::from(b1) << 7
-            }
-            _ => return self.zigzag_long(max_bytes),
+            Some(&b0) => match self.buf.get(self.at + 1) {
+                Some(&b1) if b1 < 0x80 => {
+                    self.at += 2;
+                    u64::from(b0 & 0x7f) | u64::from(b1) << 7
+                }
+                _ => return self.zigzag_long(max_bytes),
+            },
+            None => return self.zigzag_long(max_bytes),
         };
         Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
     }

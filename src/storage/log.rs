@@ -36,7 +36,9 @@ pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_B
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
-use super::fetch::{first_record_not_before, read_segment, Resume, SegmentRead};
+use super::fetch::{
+    first_record_not_before, read_segment, Held, HeldBudget, Resume, SegmentRead, HELD_BUDGET,
+};
 use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
@@ -148,7 +150,7 @@ pub struct AppendInfo {
 }
 
 /// Where the last read stopped, so the next sequential read skips the index.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct ReadHint {
     offset: u64,
     base_offset: u64,
@@ -157,6 +159,8 @@ struct ReadHint {
     resume: Option<Resume>,
     /// The length of the batch at `position`, when the last read saw its header.
     batch_len: Option<usize>,
+    /// The parsed rest of the batch the last read stopped in.
+    held: Option<Box<Held>>,
 }
 
 /// One partition's log. Single owner: not `Sync`-shared; the partition actor owns it.
@@ -182,6 +186,8 @@ pub struct PartitionLog {
     /// Appended since the last sync.
     dirty: bool,
     read_hint: Option<ReadHint>,
+    /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
+    held_budget: &'static HeldBudget,
     /// `(offset, segment base, position)` where the last [`PartitionLog::read_batches`]
     /// stopped: the next sequential fetch starts there without the index.
     batch_hint: Option<(u64, u64, u64)>,
@@ -258,6 +264,7 @@ impl PartitionLog {
             last_timestamp_ms,
             dirty: false,
             read_hint: None,
+            held_budget: &HELD_BUDGET,
             batch_hint: None,
             sealing: None,
             producers: ProducerState::default(),
@@ -281,6 +288,12 @@ impl PartitionLog {
         Ok((log, report))
     }
 
+    /// Counts what this log holds between reads against `budget` instead of the process's.
+    #[cfg(test)]
+    pub(super) fn set_held_budget(&mut self, budget: &'static HeldBudget) {
+        self.read_hint = None;
+        self.held_budget = budget;
+    }
     #[cfg(any(test, feature = "test-support"))]
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -526,8 +539,14 @@ impl PartitionLog {
                     .map_or(log_end, |(&b, _)| b);
                 continue;
             }
-            let (mut from, mut resume, mut batch_len) = match self.read_hint {
+            let (mut from, mut resume, mut batch_len) = match self.read_hint.take() {
                 Some(h) if h.offset == offset && h.base_offset == base => {
+                    if let Some(held) = h.held {
+                        if let Some((mut records, position)) = held.serve(max_records, max_bytes) {
+                            self.set_read_hint(base, &mut records, position);
+                            return Ok(records);
+                        }
+                    }
                     (h.position, h.resume, h.batch_len)
                 }
                 _ => (segment.lookup(offset)?.position, None, None),
@@ -541,6 +560,7 @@ impl PartitionLog {
                     offset,
                     (max_records, max_bytes),
                     (resume.take(), batch_len.take()),
+                    self.held_budget,
                 )? {
                     SegmentRead::Done {
                         records,
@@ -579,15 +599,23 @@ impl PartitionLog {
                     _ => return Err(StorageError::corrupt(path, position, reason)),
                 }
             };
-            self.read_hint = Some(ReadHint {
-                offset: records.next_offset,
-                base_offset: base,
-                position: end_position,
-                resume: records.resume.filter(|r| r.position == end_position),
-                batch_len: records.next_batch_len,
-            });
+            let mut records = records;
+            self.set_read_hint(base, &mut records, end_position);
             return Ok(records);
         }
+    }
+
+    /// Remembers where the read that returned `records` from the segment at `base` stopped
+    /// (byte `end_position`), and takes the rest of a batch it held.
+    fn set_read_hint(&mut self, base: u64, records: &mut FetchedRecords, end_position: u64) {
+        self.read_hint = Some(ReadHint {
+            offset: records.next_offset,
+            base_offset: base,
+            position: end_position,
+            resume: records.resume.filter(|r| r.position == end_position),
+            batch_len: records.next_batch_len,
+            held: records.held.take(),
+        });
     }
 
     /// Advances the log start as far as the retention rules require as of `now_ms`, then

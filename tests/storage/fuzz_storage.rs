@@ -511,3 +511,18 @@ fn a_batch_whose_offset_deltas_are_not_their_positions_is_not_served() {
         Err(StorageError::Corrupt { .. })
     ));
 }
+
+/// A batch that does not parse (bytes after its last record, under a valid CRC) after one
+/// that does: a read of both returns the first batch's records and none of the second's,
+/// although the second's records parse before its damage is found.
+#[test]
+fn a_batch_that_does_not_parse_after_a_good_one_serves_none_of_its_records() {
+    let good = batch_with(&[b"a", b"b"], |_| {});
+    let bad = batch_with(&[b"c", b"d"], |b| {
+        b[0..8].copy_from_slice(&2i64.to_be_bytes());
+        b.extend_from_slice(&[0, 0, 0]);
+    });
+    assert!(matches!(format::decode(&bad), Decoded::Batch(_)));
+    let segment = [good, bad].concat();
+    assert_eq!(read_alone(&segment).unwrap(), 2);
+}

@@ -11,5 +11,7 @@ mod basics;
 mod fetch;
 mod groups;
 mod groups_offsets;
+mod hostile;
 mod offsets;
 mod produce;
+mod sasl;

@@ -1,0 +1,200 @@
+//! `nanokafka serve`: the broker on a data directory with the Kafka listener on, until SIGINT
+//! or SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use nanokafka::listener::AutoCreate;
+use nanokafka::{FsyncPolicy, ListenerConfig, NanoKafka};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// The environment variable the SASL/PLAIN password may come from, when no file is given.
+pub const PASSWORD_ENV: &str = "NANOKAFKA_SASL_PLAIN_PASSWORD";
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The data directory: created if missing, locked while served.
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+
+    /// Where the Kafka listener binds (host:port; port 0 picks a free one). Any address but
+    /// loopback exposes every topic to the network.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9092")]
+    listen: String,
+
+    /// When appends reach the disk: `always` (fdatasync before acknowledging), `never`
+    /// (leave it to the OS), or `interval-ms N` (every N ms; the default is 1000).
+    #[arg(long, num_args = 1..=2, value_names = ["POLICY", "MS"])]
+    fsync: Option<Vec<String>>,
+
+    /// Require SASL/PLAIN with this user; the password comes from
+    /// --sasl-plain-password-file or the NANOKAFKA_SASL_PLAIN_PASSWORD environment variable.
+    #[arg(long, value_name = "USER")]
+    sasl_plain_user: Option<String>,
+
+    /// A file holding the SASL/PLAIN password (one trailing newline is ignored).
+    #[arg(long, value_name = "FILE", requires = "sasl_plain_user")]
+    sasl_plain_password_file: Option<PathBuf>,
+
+    /// Never create a topic because a Metadata request names it (Kafka's
+    /// auto.create.topics.enable=false).
+    #[arg(long)]
+    no_auto_create_topics: bool,
+
+    /// Connections served at once; one more is accepted and closed at once [default: 1024].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+}
+
+/// A command line that parses but does not make sense; reported like clap's own errors.
+struct UsageError(String);
+
+impl ServeArgs {
+    fn fsync(&self) -> Result<FsyncPolicy, UsageError> {
+        let Some(words) = &self.fsync else {
+            return Ok(FsyncPolicy::default());
+        };
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let interval = |ms: &str| match ms.parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(FsyncPolicy::Interval(Duration::from_millis(ms))),
+            _ => Err(UsageError(format!(
+                "--fsync interval-ms takes a whole number of milliseconds above 0, not '{ms}'"
+            ))),
+        };
+        match words.as_slice() {
+            ["always"] => Ok(FsyncPolicy::Always),
+            ["never"] => Ok(FsyncPolicy::Never),
+            ["interval-ms", ms] => interval(ms),
+            [word] if word.starts_with("interval-ms=") => interval(&word["interval-ms=".len()..]),
+            _ => Err(UsageError(format!(
+                "--fsync takes 'always', 'never' or 'interval-ms N', not '{}'",
+                words.join(" ")
+            ))),
+        }
+    }
+
+    fn listener(&self) -> Result<ListenerConfig, UsageError> {
+        let mut config = ListenerConfig::new(self.listen.clone());
+        if self.no_auto_create_topics {
+            config = config.auto_create_topics(AutoCreate::Off);
+        }
+        if let Some(max) = self.max_connections {
+            config = config.max_connections(max as usize);
+        }
+        if let Some(user) = &self.sasl_plain_user {
+            let password = self.password()?;
+            // PLAIN separates its fields with NUL: such a user could never authenticate.
+            if user.is_empty() || user.contains('\0') {
+                return Err(UsageError(
+                    "--sasl-plain-user must be a non-empty name without NUL".into(),
+                ));
+            }
+            config = config.sasl_plain(user.clone(), password);
+        }
+        Ok(config)
+    }
+
+    /// The password from the file, else from the environment; never from the command line,
+    /// where any local user could read it in the process list.
+    fn password(&self) -> Result<String, UsageError> {
+        let password = match &self.sasl_plain_password_file {
+            Some(file) => {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    UsageError(format!(
+                        "cannot read the SASL/PLAIN password file {}: {e}",
+                        file.display()
+                    ))
+                })?;
+                let line = text.strip_suffix('\n').unwrap_or(&text);
+                line.strip_suffix('\r').unwrap_or(line).to_owned()
+            }
+            None => std::env::var(PASSWORD_ENV).map_err(|_| {
+                UsageError(format!(
+                    "--sasl-plain-user needs a password: --sasl-plain-password-file FILE or \
+                     the {PASSWORD_ENV} environment variable"
+                ))
+            })?,
+        };
+        if password.is_empty() || password.contains('\0') {
+            return Err(UsageError(
+                "the SASL/PLAIN password must be non-empty and without NUL".into(),
+            ));
+        }
+        Ok(password)
+    }
+}
+
+pub fn run(args: ServeArgs) -> ExitCode {
+    let settings = args.fsync().and_then(|fsync| Ok((fsync, args.listener()?)));
+    let (fsync, listener) = match settings {
+        Ok(settings) => settings,
+        Err(UsageError(message)) => {
+            eprintln!("error: {message}\n\nFor more information, try '--help'.");
+            return ExitCode::from(2);
+        }
+    };
+    // The signal handlers are installed before the broker starts, so a signal sent as soon
+    // as the listener is up stops it cleanly rather than killing the process.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(format!("cannot start the signal runtime: {e}")),
+    };
+    let signals = {
+        let _in_runtime = runtime.enter();
+        signal(SignalKind::interrupt()).and_then(|int| Ok((int, signal(SignalKind::terminate())?)))
+    };
+    let (mut interrupt, mut terminate) = match signals {
+        Ok(signals) => signals,
+        Err(e) => return fail(format!("cannot handle SIGINT/SIGTERM: {e}")),
+    };
+    let sasl = args.sasl_plain_user.is_some();
+    let broker = NanoKafka::builder()
+        .data_dir(&args.data_dir)
+        .fsync(fsync)
+        .listener(listener)
+        .build();
+    let broker = match broker {
+        Ok(broker) => broker,
+        // DataDirLocked names the directory and its holder.
+        Err(e) => return fail(format!("cannot start the broker: {e}")),
+    };
+    let Some(addr) = broker.listener_addr() else {
+        return fail("the broker started without its listener".into());
+    };
+    tracing::info!(
+        data_dir = %args.data_dir.display(),
+        ?fsync,
+        sasl_plain = sasl,
+        "listening on {addr}"
+    );
+    let name = runtime.block_on(wait_for_stop(&mut interrupt, &mut terminate));
+    tracing::info!(signal = name, "shutting down");
+    drop(runtime);
+    match broker.shutdown() {
+        Ok(()) => {
+            tracing::info!("stopped cleanly");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("the broker did not stop cleanly: {e}")),
+    }
+}
+
+/// Waits for SIGINT or SIGTERM; returns which.
+async fn wait_for_stop(interrupt: &mut Signal, terminate: &mut Signal) -> &'static str {
+    let interrupted = std::pin::pin!(interrupt.recv());
+    let terminated = std::pin::pin!(terminate.recv());
+    match futures::future::select(interrupted, terminated).await {
+        futures::future::Either::Left(_) => "SIGINT",
+        futures::future::Either::Right(_) => "SIGTERM",
+    }
+}
+
+/// A plain `error:` line (not a log line), as for a usage error, then exit 1.
+fn fail(message: String) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(1)
+}

@@ -1,0 +1,151 @@
+//! The rest of a batch a read stopped in, kept for the next read (see [`Held`]), within a
+//! per-partition cap and a process-wide budget (see [`HeldBudget`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::{FetchedRecords, ReadBytes, RecordLoc, Resume};
+use crate::storage::compression::Compression;
+
+/// The records of a batch that a read verified whole (CRC and every record), parsed, and
+/// stopped in before returning: the next sequential read returns them from the same buffer
+/// when they fill it, instead of reading and parsing them again. A consumer taking 500
+/// records at a time from batches of 1000 otherwise read and parsed each batch's second half
+/// twice. Kept only while the read's bytes and the held records' locations take at most
+/// [`MAX_HELD_BYTES`], and [`HeldBudget`] has room for them: the partition holds them until
+/// its next read (or until it is closed), and gives the bytes back to the budget when it
+/// drops them.
+#[derive(Debug)]
+pub(in crate::storage) struct Held {
+    pub(super) bytes: Arc<ReadBytes>,
+    /// The records not returned yet, in offset order, and their encoded lengths (what
+    /// `max_bytes` counts).
+    pub(super) records: Vec<RecordLoc>,
+    pub(super) lens: Vec<u32>,
+    /// How many of them were returned since.
+    pub(super) next: usize,
+    /// The batch, and where `records[next]` starts in it.
+    pub(super) resume: Resume,
+    /// The length of the batch after it, when the read saw its header.
+    pub(super) after_len: Option<usize>,
+    /// Its bytes in the budget, given back when it is dropped.
+    pub(super) _reserved: Reservation,
+}
+
+/// The most bytes a [`Held`] keeps alive between two reads of a partition. A consumer polling
+/// 500 records of 100 B from batches of 1000 holds about 138 KB (the batch read, plus the
+/// locations of the 500 records left), within it (checked by the tests); the rest of a
+/// larger batch is read again from the file, as before there were holds.
+pub(super) const MAX_HELD_BYTES: usize = 256 << 10;
+
+/// The default of [`HELD_BUDGET`]: 64 MiB holds the rest of a batch for about 450 partitions
+/// consumed at once by loops like the one above (256 at the per-partition cap), far more
+/// than a few I/O threads keep busy at once, while 10,000 partitions stopped mid-batch cost at
+/// most this, not 10,000 × [`MAX_HELD_BYTES`]. A partition refused a hold loses nothing
+/// but speed: its next read resumes from the file (reads and parses the rest of the batch).
+pub const DEFAULT_HELD_BUDGET_BYTES: usize = 64 << 20;
+
+/// The bytes all the [`Held`]s of the process keep, at most `limit`. Reserving and releasing
+/// are one atomic operation each, once per read that stops inside a batch.
+#[derive(Debug)]
+pub struct HeldBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+/// The budget every partition log of the process shares (tests give a log its own).
+pub static HELD_BUDGET: HeldBudget = HeldBudget::new(DEFAULT_HELD_BUDGET_BYTES);
+
+impl HeldBudget {
+    pub const fn new(limit: usize) -> Self {
+        HeldBudget {
+            limit,
+            used: AtomicUsize::new(0),
+        }
+    }
+    /// The bytes held now.
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))] // read by tests
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+    #[cfg_attr(not(feature = "test-support"), allow(dead_code))] // read by tests
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+    /// Takes `bytes` from the budget until the [`Reservation`] is dropped; `None` (nothing
+    /// taken) when that would exceed the limit.
+    pub(super) fn try_reserve(&'static self, bytes: usize) -> Option<Reservation> {
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(bytes).filter(|&u| u <= self.limit)
+            })
+            .ok()
+            .map(|_| Reservation {
+                budget: self,
+                bytes,
+            })
+    }
+}
+
+/// Bytes taken from a [`HeldBudget`], given back on drop.
+#[derive(Debug)]
+pub(super) struct Reservation {
+    budget: &'static HeldBudget,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+impl Held {
+    /// The read of up to `max_records` / `max_bytes` from the next held record, with the byte
+    /// position the next sequential read starts at, when the held records alone end it
+    /// exactly as a read of the file would (it is full before they run out, or they are
+    /// exactly `max_records`); `None` when it would go on into the next batch.
+    pub(in crate::storage) fn serve(
+        mut self: Box<Self>,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Option<(FetchedRecords, u64)> {
+        let (records, lens) = (&self.records[self.next..], &self.lens[self.next..]);
+        let (mut n, mut bytes) = (0, 0);
+        while n < records.len() {
+            let len = lens[n] as usize;
+            if n >= max_records || (n > 0 && bytes + len > max_bytes) {
+                break;
+            }
+            bytes += len;
+            n += 1;
+        }
+        let inside = n < records.len();
+        if n == 0 || !(inside || n >= max_records) {
+            return None;
+        }
+        let header = self.resume.header;
+        let mut fetched = FetchedRecords {
+            bytes: Arc::clone(&self.bytes),
+            records: records[..n].to_vec(),
+            next_offset: records[n - 1].offset + 1,
+            ..FetchedRecords::default()
+        };
+        if !inside {
+            fetched.next_batch_len = self.after_len;
+            return Some((fetched, self.resume.position + header.batch_len as u64));
+        }
+        self.resume.record_at += bytes;
+        self.resume.index += n as u32;
+        self.next += n;
+        // Disk resumption (`Resume`) is for uncompressed batches only.
+        fetched.resume = (header.compression() == Ok(Compression::None)).then_some(self.resume);
+        fetched.next_batch_len = Some(header.batch_len);
+        let position = self.resume.position;
+        fetched.held = Some(self);
+        Some((fetched, position))
+    }
+}
+
+#[cfg(test)]
+mod tests;

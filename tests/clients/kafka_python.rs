@@ -1,0 +1,73 @@
+//! kafka-python against the listener: its default (idempotent) producer, and a group
+//! consumer committing by hand that resumes from its commits after the broker restarts.
+
+use crate::clients::{self, Client};
+use crate::common::{
+    args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
+};
+
+fn producer() -> Option<Client> {
+    clients::python("kafka_python_produce.py")
+}
+
+#[test]
+fn idempotent_producer_reads_back_natively() {
+    let Some(produce) = producer() else { return };
+    let b = Broker::start();
+    b.create("kp", 3);
+    let produced = produce.run_json(
+        &args(
+            &b.bootstrap,
+            "kp",
+            &["--count", "30", "--compression", "gzip"],
+        ),
+        RUN,
+    );
+    assert_eq!(produced["idempotent"], true, "{produced}");
+    assert_read_back_natively(&b, "kp", &produced, "r");
+}
+
+/// A group consumer commits what it read, the broker restarts on the same address, and the
+/// group resumes from the committed offsets: every record read once, nothing lost. The
+/// idempotent producer after the restart gets new producer ids (they are persisted).
+#[test]
+fn group_consumer_resumes_from_its_commits_across_a_restart() {
+    let (Some(produce), Some(consume)) = (producer(), clients::python("kafka_python_consume.py"))
+    else {
+        return;
+    };
+    let b = Broker::start_on_fixed_port();
+    b.create("kr", 3);
+    let before = produce.run_json(
+        &args(&b.bootstrap, "kr", &["--count", "30", "--prefix", "a"]),
+        RUN,
+    );
+    let first = consume.run_json(
+        &args(&b.bootstrap, "kr", &["kr-group", "--count", "12"]),
+        RUN,
+    );
+    let first_read = script_records(&first);
+    assert_eq!(first_read.len(), 12);
+    assert_eq!(script_commits(&first), next_offsets(&first_read));
+    let b = b.restart();
+    let after = produce.run_json(
+        &args(&b.bootstrap, "kr", &["--count", "10", "--prefix", "b"]),
+        RUN,
+    );
+    let second = consume.run_json(
+        &args(&b.bootstrap, "kr", &["kr-group", "--count", "28"]),
+        RUN,
+    );
+    let mut read = first_read.clone();
+    read.extend(script_records(&second));
+    read.sort();
+    let mut produced = script_records(&before);
+    produced.extend(script_records(&after));
+    produced.sort();
+    assert_eq!(read, produced, "every record read once, none lost");
+    // The committed offsets are the log ends: the group's lag is 0 everywhere.
+    let ends = next_offsets(&produced);
+    assert_eq!(script_commits(&second), ends);
+    let lag = b.broker.lag("kr", "kr-group").unwrap();
+    assert!(lag.values().all(|&l| l == 0), "{lag:?}");
+}

@@ -1,0 +1,270 @@
+//! The `nanokafka serve` binary as an operator runs it: it logs the address it bound, serves
+//! Kafka clients, stops cleanly on SIGTERM or SIGINT (exit 0, lock released, data intact),
+//! refuses a locked data directory (exit 1, naming it) and a bad command line (exit 2).
+
+#[path = "wire/client.rs"]
+#[allow(dead_code)] // the protocol tests use more of it than this binary does
+mod client;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use client::WireClient;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use nanokafka::{NanoKafka, TopicConfig};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
+/// How long the binary may take to start or stop before the test fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running `nanokafka serve`, its stderr read line by line on a thread.
+struct Served {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    log: Vec<String>,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        // Drained to the end, so the child never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Served {
+            child,
+            lines,
+            log: Vec::new(),
+        }
+    }
+
+    /// The address from the "listening on ADDR" log line.
+    fn addr(&mut self) -> SocketAddr {
+        let until = Instant::now() + DEADLINE;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no 'listening on' line ({e}): {:#?}", self.log));
+            self.log.push(line.clone());
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr = rest.split_whitespace().next().unwrap_or_default();
+                return addr.parse().unwrap_or_else(|e| panic!("{line}: {e}"));
+            }
+        }
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    }
+
+    /// Waits for the exit; returns it with every log line.
+    fn wait(mut self) -> (ExitStatus, Vec<String>) {
+        let until = Instant::now() + DEADLINE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < until, "still running: {:#?}", self.log);
+            // Collect log lines while waiting: the protocol's own wait, with a short step.
+            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(20)) {
+                self.log.push(line);
+            }
+        };
+        self.log.extend(self.lines.iter());
+        (status, self.log)
+    }
+}
+
+fn run(args: &[&str]) -> (ExitStatus, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ask_for(topic: &str) -> MetadataRequest {
+    let name = TopicName(StrBytes::from_string(topic.into()));
+    MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name))
+        ]))
+        .with_allow_auto_topic_creation(true)
+}
+
+/// Records written through the library before the binary serves the directory.
+fn seed(dir: &Path) {
+    let broker = NanoKafka::open(dir).unwrap();
+    broker
+        .create_topic("before", TopicConfig::default().partitions(2))
+        .unwrap();
+    for i in 0..10u64 {
+        broker.produce_keyed("before", i.to_be_bytes(), &i).unwrap();
+    }
+    broker.shutdown().unwrap();
+}
+
+fn serve_then_stop(signal: libc::c_int) {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path());
+    let data_dir = dir.path().to_str().unwrap();
+    let mut served = Served::start(&["--data-dir", data_dir, "--listen", "127.0.0.1:0"]);
+    let addr = served.addr();
+    assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
+
+    let mut client = WireClient::connect(addr);
+    let response = client.call(&ask_for("made-by-a-client"), 9);
+    assert_eq!(response.topics[0].error_code, 0);
+    let everything = client.call(&MetadataRequest::default().with_topics(None), 12);
+    let mut names: Vec<&str> = everything
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.as_str()))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["before", "made-by-a-client"]);
+
+    served.signal(signal);
+    let (status, log) = served.wait();
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+    assert!(
+        log.iter().any(|l| l.contains("stopped cleanly")),
+        "{log:#?}"
+    );
+    assert!(
+        client.closed_by_broker(),
+        "the listener closed its connections"
+    );
+
+    // The lock is released, the records and the topic made over the wire are there.
+    let broker = NanoKafka::open(dir.path()).expect("the data dir opens again");
+    let stats = broker.stats().unwrap();
+    let ends: u64 = stats.topics["before"]
+        .partitions
+        .iter()
+        .map(|p| p.log_end_offset)
+        .sum();
+    assert_eq!(ends, 10);
+    assert!(stats.topics.contains_key("made-by-a-client"));
+    broker.join_group("before", "g", "m").unwrap();
+    // A poll answers from one partition; poll until both have given their records.
+    let mut values: Vec<u64> = Vec::new();
+    let until = Instant::now() + DEADLINE;
+    while values.len() < 10 && Instant::now() < until {
+        let batch = broker
+            .poll_batch::<u64>("before", "g", "m", 100, Duration::from_secs(1))
+            .unwrap();
+        values.extend(batch.into_iter().map(|r| r.value));
+    }
+    values.sort_unstable();
+    assert_eq!(values, (0..10).collect::<Vec<u64>>());
+    broker.shutdown().unwrap();
+}
+
+#[test]
+fn serve_logs_its_address_serves_and_stops_cleanly_on_sigterm() {
+    serve_then_stop(libc::SIGTERM);
+}
+
+#[test]
+fn serve_stops_cleanly_on_sigint() {
+    serve_then_stop(libc::SIGINT);
+}
+
+#[test]
+fn a_locked_data_dir_exits_1_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let holder = NanoKafka::open(dir.path()).unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let (status, stderr) = run(&["serve", "--data-dir", data_dir, "--listen", "127.0.0.1:0"]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("locked"), "{stderr}");
+    assert!(stderr.contains(data_dir), "{stderr}");
+    holder.shutdown().unwrap();
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("never-made");
+    let data_dir = data_dir.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["serve"], "--data-dir"),
+        (&["serve", "--data-dir", data_dir, "--bogus"], "--bogus"),
+        (
+            &["serve", "--data-dir", data_dir, "--fsync", "sometimes"],
+            "--fsync",
+        ),
+        (
+            &[
+                "serve",
+                "--data-dir",
+                data_dir,
+                "--fsync",
+                "interval-ms",
+                "0",
+            ],
+            "interval-ms",
+        ),
+        (
+            &["serve", "--data-dir", data_dir, "--max-connections", "0"],
+            "max-connections",
+        ),
+        (
+            &[
+                "serve",
+                "--data-dir",
+                data_dir,
+                "--sasl-plain-password-file",
+                "/nonexistent",
+            ],
+            "--sasl-plain-user",
+        ),
+        (
+            &[
+                "serve",
+                "--data-dir",
+                data_dir,
+                "--sasl-plain-user",
+                "alice",
+            ],
+            "NANOKAFKA_SASL_PLAIN_PASSWORD",
+        ),
+        (&["frobnicate"], "frobnicate"),
+    ];
+    for (args, mention) in cases {
+        let mut command = Command::new(BIN);
+        command
+            .args(*args)
+            .env_remove("NANOKAFKA_SASL_PLAIN_PASSWORD");
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(mention), "{args:?}: {stderr}");
+    }
+    assert!(
+        !dir.path().join("never-made").exists(),
+        "nothing was started"
+    );
+}
