@@ -431,6 +431,30 @@ impl PartitionActor {
         }
     }
 
+    /// Stores `group`'s commit with `write`, then does what follows every commit: the group
+    /// now counts from its commit (no longer from its registration), and a commit that moved
+    /// forward may free room for parked produces. An I/O error stops the actor: the reopen
+    /// reads what reached the disk.
+    fn store_commit(
+        &mut self,
+        ctx: &mut Context<Self>,
+        group: &str,
+        write: impl FnOnce(&mut Partition) -> Result<()>,
+    ) -> Result<()> {
+        let name = self.name();
+        guarded(self, ctx, &name, |act, ctx| {
+            let result = write(act.open_partition()?);
+            if matches!(result, Err(Error::Io { .. })) {
+                ctx.stop();
+            }
+            result?;
+            act.registered.remove(group);
+            act.admit_parked(ctx);
+            Ok(())
+        })
+        .unwrap_or_else(|| Err(self.restarted()))
+    }
+
     /// Offers a produce to the queue and does what it asks: flush now or once the mailbox is
     /// drained (every produce already waiting shares the write and the sync), or wake up
     /// when a parked one may time out.
@@ -641,38 +665,6 @@ impl Handler<WaitForData> for PartitionActor {
                     Err(_deadline) => Ok(()),
                 }
             })
-        })
-    }
-}
-
-impl Handler<CommitOffset> for PartitionActor {
-    type Result = Result<()>;
-
-    fn handle(&mut self, msg: CommitOffset, ctx: &mut Context<Self>) -> Self::Result {
-        let _span = tracing::debug_span!(parent: &self.span, "CommitOffset").entered();
-        let name = self.name();
-        guarded(self, ctx, &name, |act, ctx| {
-            let result = act.open_partition()?.commit(&msg.group, msg.offset);
-            if matches!(result, Err(Error::Io { .. })) {
-                ctx.stop();
-            }
-            result?;
-            act.registered.remove(&msg.group);
-            act.admit_parked(ctx);
-            Ok(())
-        })
-        .unwrap_or_else(|| Err(self.restarted()))
-    }
-}
-
-impl Handler<GroupLag> for PartitionActor {
-    type Result = Result<Option<u64>>;
-
-    fn handle(&mut self, msg: GroupLag, ctx: &mut Context<Self>) -> Self::Result {
-        let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
-        let name = self.name();
-        guarded_reply(self, ctx, &name, |act, _| {
-            Ok(act.open_partition()?.lag(&msg.group, msg.group_exists))
         })
     }
 }

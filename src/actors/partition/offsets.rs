@@ -1,11 +1,11 @@
-//! A partition's committed offsets as Kafka clients see them: set to an exact offset (the
-//! next offset to read), and read back one group at a time.
+//! A partition's committed offsets: native commits (the last processed offset), Kafka
+//! clients' commits (set to an exact offset, the next one to read), reads and lag.
 
 use actix::prelude::*;
 
-use super::PartitionActor;
-use crate::actors::supervise::{guarded, guarded_reply};
-use crate::error::{Error, Result};
+use super::{CommitOffset, GroupLag, PartitionActor};
+use crate::actors::supervise::guarded_reply;
+use crate::error::Result;
 
 /// Set `group`'s committed offset to `offset` exactly (the next offset to read, Kafka's
 /// meaning; backwards too). Sent by `TopicActor` for a Kafka client's OffsetCommit.
@@ -35,20 +35,7 @@ impl Handler<SetCommitted> for PartitionActor {
 
     fn handle(&mut self, msg: SetCommitted, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "SetCommitted").entered();
-        let name = self.name();
-        guarded(self, ctx, &name, |act, ctx| {
-            let result = act.open_partition()?.set_committed(&msg.group, msg.offset);
-            if matches!(result, Err(Error::Io { .. })) {
-                ctx.stop();
-            }
-            result?;
-            // As after a native commit: the group now counts from its commit, and a
-            // commit that moved forward may free room for parked produces.
-            act.registered.remove(&msg.group);
-            act.admit_parked(ctx);
-            Ok(())
-        })
-        .unwrap_or_else(|| Err(self.restarted()))
+        self.store_commit(ctx, &msg.group, |p| p.set_committed(&msg.group, msg.offset))
     }
 }
 
@@ -60,6 +47,27 @@ impl Handler<GetCommitted> for PartitionActor {
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
             Ok(act.open_partition()?.committed(&msg.group))
+        })
+    }
+}
+
+impl Handler<CommitOffset> for PartitionActor {
+    type Result = Result<()>;
+
+    fn handle(&mut self, msg: CommitOffset, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "CommitOffset").entered();
+        self.store_commit(ctx, &msg.group, |p| p.commit(&msg.group, msg.offset))
+    }
+}
+
+impl Handler<GroupLag> for PartitionActor {
+    type Result = Result<Option<u64>>;
+
+    fn handle(&mut self, msg: GroupLag, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "GroupLag").entered();
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            Ok(act.open_partition()?.lag(&msg.group, msg.group_exists))
         })
     }
 }
