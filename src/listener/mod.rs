@@ -17,8 +17,16 @@
 //! * `dispatch`: the API table (ApiVersions advertises exactly it), the request header,
 //!   decoding, the per-API handler, the response header and encoding. A request it cannot
 //!   read (unknown API, unserved version, malformed or truncated body) closes its
-//!   connection with a log line; it never reaches the broker.
-//! * one module per API family answers requests with the broker's state.
+//!   connection with a log line; it never reaches the broker. Before anything is decoded,
+//!   `sanity` walks the request against its schema: kafka-protocol sizes each array from the
+//!   count on the wire before reading an element, so an impossible count must be refused
+//!   first (a failed allocation aborts the process);
+//! * one module per API family answers requests with the broker's state: `metadata`,
+//!   `produce`, `fetch`, `offsets` (ListOffsets, OffsetForLeaderEpoch), `init_producer_id`,
+//!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
+//!   groups), `create_topics` / `delete_topics` / `describe_configs` (with `topic_configs`,
+//!   Kafka's config names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
+//!   codes.
 //!
 //! # What a Kafka client sees
 //! One broker (node id 0, the controller and every group's coordinator), every partition led
