@@ -50,6 +50,9 @@ pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
 pub const MAX_IDLE_SPIN: Duration = Duration::from_millis(1);
 /// Kafka's `socket.request.max.bytes` (100 MiB): the default largest produce request.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 100 << 20;
+/// The default, and the largest allowed, [`NanoKafkaBuilder::max_decompressed_batch_bytes`]:
+/// what native reads decompress a batch within, so that anything appended reads back.
+pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = crate::storage::fetch::MAX_DECOMPRESSED_BYTES;
 /// The default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
 
@@ -62,6 +65,7 @@ pub struct NanoKafkaBuilder {
     session_timeout: Duration,
     max_record_bytes: usize,
     max_request_bytes: usize,
+    max_decompressed_batch_bytes: usize,
     io_threads: usize,
     idle_spin: Duration,
     clock: SharedClock,
@@ -81,6 +85,7 @@ impl Default for NanoKafkaBuilder {
             session_timeout: DEFAULT_SESSION_TIMEOUT,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_decompressed_batch_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
             // One I/O thread per core (at most 4): a partition's fsync blocks only its thread.
             io_threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
             idle_spin: DEFAULT_IDLE_SPIN,
@@ -142,6 +147,16 @@ impl NanoKafkaBuilder {
     /// Kafka's `socket.request.max.bytes`; at least `max_record_bytes`, at most 1 GiB).
     pub fn max_request_bytes(mut self, bytes: usize) -> Self {
         self.max_request_bytes = bytes;
+        self
+    }
+
+    /// The most bytes a Kafka client's compressed batch may decompress to
+    /// (`produce_kafka_batch`, and every Produce through the listener): a batch that would
+    /// decompress to more is refused whole before anything is written, so a compression bomb
+    /// costs at most this much memory, once (default and maximum
+    /// [`MAX_DECOMPRESSED_BATCH_BYTES`], 128 MiB; at least `max_record_bytes`).
+    pub fn max_decompressed_batch_bytes(mut self, bytes: usize) -> Self {
+        self.max_decompressed_batch_bytes = bytes;
         self
     }
 
@@ -239,6 +254,17 @@ impl NanoKafkaBuilder {
                 ),
             });
         }
+        if self.max_decompressed_batch_bytes < self.max_record_bytes
+            || self.max_decompressed_batch_bytes > MAX_DECOMPRESSED_BATCH_BYTES
+        {
+            return Err(Error::InvalidArgument {
+                name: "max_decompressed_batch_bytes",
+                reason: format!(
+                    "must be {}..={MAX_DECOMPRESSED_BATCH_BYTES} (at least max_record_bytes), got {}",
+                    self.max_record_bytes, self.max_decompressed_batch_bytes
+                ),
+            });
+        }
         if let FsyncPolicy::Interval(every) = self.fsync {
             if every.is_zero() {
                 return Err(Error::InvalidArgument {
@@ -284,6 +310,7 @@ impl NanoKafkaBuilder {
             session_timeout: self.session_timeout,
             max_record_bytes: self.max_record_bytes,
             max_request_bytes: self.max_request_bytes,
+            max_decompressed_batch_bytes: self.max_decompressed_batch_bytes,
             clock: self.clock,
             // Every partition file goes through one budget of descriptors.
             fs: Arc::new(PooledFs::new(self.fs, max_open_files)),

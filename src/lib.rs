@@ -64,7 +64,8 @@ pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::{
     NanoKafka, NanoKafkaBuilder, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_IDLE_SPIN,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES,
+    MAX_IDLE_SPIN,
 };
 pub use listener::ListenerConfig;
 pub use partition::ProduceRecord;

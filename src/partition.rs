@@ -156,6 +156,11 @@ impl Partition {
         Ok((partition, report))
     }
 
+    /// See [`PartitionLog::set_max_decompressed_bytes`].
+    pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
+        self.log.set_max_decompressed_bytes(bytes);
+    }
+
     pub fn log_end_offset(&self) -> u64 {
         self.log.log_end_offset()
     }

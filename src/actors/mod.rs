@@ -60,6 +60,8 @@ pub struct BrokerSettings {
     pub max_record_bytes: usize,
     /// The most bytes of record frames one produce request may carry.
     pub max_request_bytes: usize,
+    /// The most bytes a Kafka client's compressed batch may decompress to.
+    pub max_decompressed_batch_bytes: usize,
     pub clock: SharedClock,
     /// Where partition files live: the OS, or a simulated disk in fault tests.
     pub fs: SharedFs,

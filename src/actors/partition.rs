@@ -343,6 +343,7 @@ impl PartitionActor {
         );
         match opened {
             Ok((mut partition, report)) => {
+                partition.set_max_decompressed_bytes(self.settings.max_decompressed_batch_bytes);
                 for (group, &start) in &self.registered {
                     if let Err(e) = partition.register_group(group, start) {
                         tracing::warn!(%group, error = %e, "cannot register group");

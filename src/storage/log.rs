@@ -188,6 +188,10 @@ pub struct PartitionLog {
     read_hint: Option<ReadHint>,
     /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
     held_budget: &'static HeldBudget,
+    /// The most bytes a client's compressed batch may decompress to before it is refused
+    /// (at most the read side's `fetch::MAX_DECOMPRESSED_BYTES`, so whatever is appended can
+    /// be read back).
+    max_decompressed_bytes: usize,
     /// `(offset, segment base, position)` where the last [`PartitionLog::read_batches`]
     /// stopped: the next sequential fetch starts there without the index.
     batch_hint: Option<(u64, u64, u64)>,
@@ -265,6 +269,7 @@ impl PartitionLog {
             dirty: false,
             read_hint: None,
             held_budget: &HELD_BUDGET,
+            max_decompressed_bytes: crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
             batch_hint: None,
             sealing: None,
             producers: ProducerState::default(),
@@ -286,6 +291,13 @@ impl PartitionLog {
         }
         .write(fs.as_ref(), dir)?;
         Ok((log, report))
+    }
+
+    /// Lowers the cap on what a client's compressed batch may decompress to (see
+    /// [`PartitionLog::append_kafka_batch`]); values above the read side's
+    /// `fetch::MAX_DECOMPRESSED_BYTES` are taken as that.
+    pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
+        self.max_decompressed_bytes = bytes.min(crate::storage::fetch::MAX_DECOMPRESSED_BYTES);
     }
 
     /// Counts what this log holds between reads against `budget` instead of the process's.

@@ -370,3 +370,64 @@ fn a_producer_timestamp_over_an_hour_ahead_is_refused_and_one_within_it_is_never
         .collect();
     assert_eq!(stamps, [ahead as u64; 3]);
 }
+
+#[test]
+fn a_batch_decompressing_past_the_configured_cap_is_refused_whole_and_one_within_it_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = 2 << 20;
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .max_decompressed_batch_bytes(cap)
+        .build()
+        .unwrap();
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    // Three records of 900 KiB each: each under max_record_bytes, together past the cap, and
+    // a few KiB once compressed.
+    let value = "z".repeat(900 << 10);
+    let over = kafka_batch(&[&value, &value, &value], Compression::Gzip, -1, -1);
+    assert!(over.len() < cap / 100, "the batch compresses well");
+    assert!(matches!(
+        broker.produce_kafka_batch("t", 0, over.clone()),
+        Err(Error::InvalidBatch { .. })
+    ));
+    assert_eq!(crate::common::log_end(&broker, "t", 0), 0);
+    let within = kafka_batch(&[&value, &value], Compression::Gzip, -1, -1);
+    assert_eq!(
+        broker
+            .produce_kafka_batch("t", 0, within)
+            .unwrap()
+            .base_offset,
+        0
+    );
+    broker.shutdown().unwrap();
+
+    // The default cap (128 MiB) takes the first batch.
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    let appended = broker.produce_kafka_batch("t", 0, over).unwrap();
+    assert_eq!(appended.base_offset, 2);
+    assert_eq!(crate::common::log_end(&broker, "t", 0), 5);
+    broker.join_group("t", "g", "m").unwrap();
+    let read = values_read(&broker, "t", 10);
+    assert!(!read.is_empty() && read.iter().all(|r| r.value.len() == 900 << 10));
+}
+
+#[test]
+fn a_decompressed_batch_cap_outside_its_range_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    for bytes in [1000, nanokafka::MAX_DECOMPRESSED_BATCH_BYTES + 1] {
+        let built = NanoKafka::builder()
+            .data_dir(dir.path())
+            .max_decompressed_batch_bytes(bytes)
+            .build();
+        assert!(
+            matches!(
+                built,
+                Err(Error::InvalidArgument {
+                    name: "max_decompressed_batch_bytes",
+                    ..
+                })
+            ),
+            "{bytes}"
+        );
+    }
+}

@@ -45,6 +45,11 @@ pub struct ServeArgs {
     /// Connections served at once; one more is accepted and closed at once [default: 1024].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
+
+    /// The most bytes a client's compressed batch may decompress to; a batch past it is
+    /// refused whole [default and maximum: 128 MiB].
+    #[arg(long, value_name = "BYTES")]
+    max_decompressed_batch_bytes: Option<usize>,
 }
 
 /// A command line that parses but does not make sense; reported like clap's own errors.
@@ -152,11 +157,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(format!("cannot handle SIGINT/SIGTERM: {e}")),
     };
     let sasl = args.sasl_plain_user.is_some();
-    let broker = NanoKafka::builder()
+    let mut builder = NanoKafka::builder()
         .data_dir(&args.data_dir)
         .fsync(fsync)
-        .listener(listener)
-        .build();
+        .listener(listener);
+    if let Some(bytes) = args.max_decompressed_batch_bytes {
+        builder = builder.max_decompressed_batch_bytes(bytes);
+    }
+    let broker = builder.build();
     let broker = match broker {
         Ok(broker) => broker,
         // DataDirLocked names the directory and its holder.

@@ -73,7 +73,8 @@ impl PartitionLog {
     /// Retention runs after it as after any append.
     ///
     /// Before anything is written the batch is checked whole: CRC and header, every record
-    /// (decompressed within `fetch::MAX_DECOMPRESSED_BYTES` when compressed), offset deltas
+    /// (decompressed within the log's cap when compressed: `fetch::MAX_DECOMPRESSED_BYTES` unless
+    /// [`PartitionLog::set_max_decompressed_bytes`] lowered it), offset deltas
     /// `0..n`, each record's key, value and headers within the maximum record size.
     ///
     /// # Errors
@@ -81,7 +82,11 @@ impl PartitionLog {
     /// control batch (this broker has no transactions); `InvalidTimestamp`; `RecordTooLarge`; `ProducerFenced`; `OutOfOrderSequence`;
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
-        let header = check_client_batch(batch, self.config.max_record_bytes)?;
+        let header = check_client_batch(
+            batch,
+            self.config.max_record_bytes,
+            self.max_decompressed_bytes,
+        )?;
         let latest_allowed = now_ms.saturating_add(MAX_FUTURE_TIMESTAMP_MS);
         if self.config.timestamp_type == TimestampType::CreateTime
             && header.max_timestamp.max(0) as u64 > latest_allowed
@@ -200,6 +205,7 @@ impl PartitionLog {
 fn check_client_batch(
     batch: &[u8],
     max_record_bytes: usize,
+    max_decompressed_bytes: usize,
 ) -> Result<crate::storage::format::BatchHeader> {
     use crate::storage::format::{decode, records_section, validate_records, Decoded};
     let invalid = |reason: String| StorageError::InvalidBatch { reason };
@@ -226,13 +232,8 @@ fn check_client_batch(
         ));
     }
     let mut scratch = Vec::new();
-    let section = records_section(
-        batch,
-        &header,
-        crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
-        &mut scratch,
-    )
-    .map_err(invalid)?;
+    let section =
+        records_section(batch, &header, max_decompressed_bytes, &mut scratch).map_err(invalid)?;
     let mut largest = 0usize;
     validate_records(section, &header, |record| {
         largest = largest.max(record.payload_len());
