@@ -377,7 +377,11 @@ impl ClassicGroup {
             _ => self
                 .members
                 .values()
-                .map(|m| m.last_seen_ms.saturating_add(m.session_timeout_ms) + 1)
+                .map(|m| {
+                    m.last_seen_ms
+                        .saturating_add(m.session_timeout_ms)
+                        .saturating_add(1)
+                })
                 .min(),
         }
     }

@@ -10,6 +10,9 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// per connection at a time and so do we; this only bounds how many pipelined requests wait,
 /// decoded, behind it. A client that sends more is simply not read until they are answered.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
+/// The most [`ListenerConfig::max_in_flight`] may be: each connection's queue is sized by it,
+/// and no client pipelines anywhere near this many requests.
+pub const MAX_IN_FLIGHT: usize = 1 << 16;
 /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group's first rebalance waits
 /// for more members before it completes.
 pub const DEFAULT_INITIAL_REBALANCE_DELAY: Duration = Duration::from_secs(3);
@@ -74,7 +77,8 @@ impl ListenerConfig {
         self
     }
 
-    /// Pipelined requests read ahead of the one being answered, per connection (default 16).
+    /// Pipelined requests read ahead of the one being answered, per connection (default 16,
+    /// at most [`MAX_IN_FLIGHT`]).
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.max_in_flight = requests;
         self
@@ -110,7 +114,7 @@ impl ListenerConfig {
     }
 
     /// # Errors
-    /// `InvalidArgument` for a zero cap.
+    /// `InvalidArgument` for a zero cap, or `max_in_flight` above [`MAX_IN_FLIGHT`].
     pub(crate) fn validate(&self) -> crate::Result<()> {
         for (name, value) in [
             ("max_frame_bytes", self.max_frame_bytes),
@@ -123,6 +127,15 @@ impl ListenerConfig {
                     reason: "must be above zero".into(),
                 });
             }
+        }
+        if self.max_in_flight > MAX_IN_FLIGHT {
+            return Err(crate::Error::InvalidArgument {
+                name: "max_in_flight",
+                reason: format!(
+                    "must be at most {MAX_IN_FLIGHT}, got {}",
+                    self.max_in_flight
+                ),
+            });
         }
         Ok(())
     }

@@ -42,7 +42,8 @@ pub async fn read_request<R: AsyncRead + Unpin>(
     if size < MIN_REQUEST_BYTES as i64 {
         return Err(FrameError::TooSmall { size });
     }
-    if size > limit as i64 {
+    // A limit past what an i32 size can say is no limit beyond the wire's own.
+    if size > i64::try_from(limit).unwrap_or(i64::MAX) {
         return Err(FrameError::TooLarge { size, limit });
     }
     let size = size as usize;

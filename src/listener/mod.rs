@@ -61,7 +61,7 @@ mod topic_configs;
 
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT,
 };
 pub(crate) use metrics::ListenerMetrics;
 pub(crate) use server::{bind, ListenerHandle};

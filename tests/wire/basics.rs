@@ -202,3 +202,32 @@ fn bad_requests_close_only_their_own_connection() {
     assert_eq!(stats.connections_closed_bad_request, 5);
     assert_eq!(stats.requests.get("Metadata"), Some(&1));
 }
+
+#[test]
+fn extreme_caps_serve_or_are_refused_at_build() {
+    // No frame cap beyond the wire's own: requests are still read.
+    let dir = tempfile::tempdir().unwrap();
+    let config = ListenerConfig::new("127.0.0.1:0")
+        .max_frame_bytes(usize::MAX)
+        .max_connections(usize::MAX)
+        .max_in_flight(nanokafka::listener::MAX_IN_FLIGHT);
+    let (_broker, addr) = listening_broker_with(dir.path(), config);
+    let response = WireClient::connect(addr).call(&MetadataRequest::default(), 12);
+    assert!(response.topics.is_empty());
+
+    for config in [
+        ListenerConfig::new("127.0.0.1:0").max_in_flight(usize::MAX),
+        ListenerConfig::new("127.0.0.1:0").max_in_flight(0),
+        ListenerConfig::new("127.0.0.1:0").max_frame_bytes(0),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let built = nanokafka::NanoKafka::builder()
+            .data_dir(dir.path())
+            .listener(config.clone())
+            .build();
+        assert!(
+            matches!(built, Err(nanokafka::Error::InvalidArgument { .. })),
+            "{config:?}"
+        );
+    }
+}
