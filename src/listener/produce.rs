@@ -24,17 +24,14 @@ use kafka_protocol::ResponseError;
 
 use super::dispatch::{Reply, RequestContext};
 use super::errors::to_kafka;
+use crate::storage::compression::Compression;
+use crate::storage::format::{BatchHeader, LOG_OVERHEAD, MAGIC};
 use crate::storage::KafkaAppend;
 
-/// The fixed bytes before a batch's length field ends (base offset, length).
-const LOG_OVERHEAD: usize = 12;
+/// Where every version of Kafka's message format keeps its magic byte (after base offset,
+/// length, and the partition leader epoch or, before v2, the CRC): read before the rest of the
+/// header can be interpreted.
 const MAGIC_AT: usize = 16;
-const ATTRIBUTES_AT: usize = 21;
-/// Kafka's attribute bits: the codec (zstd is 4), transactional, control.
-const CODEC_MASK: i16 = 0x07;
-const ZSTD: i16 = 4;
-const TRANSACTIONAL: i16 = 0x10;
-const CONTROL: i16 = 0x20;
 
 /// A partition's answer: the first batch's append, or an error with its message.
 type Answer = Result<KafkaAppend, (ResponseError, String)>;
@@ -120,41 +117,39 @@ fn split(records: Option<&Bytes>, version: i16) -> Result<Vec<Bytes>, (ResponseE
     let mut at = 0usize;
     while at < records.len() {
         let rest = &records[at..];
-        if rest.len() < ATTRIBUTES_AT + 2 {
+        if rest.len() <= MAGIC_AT {
             return Err(corrupt(format!("{} bytes left, not a batch", rest.len())));
         }
         let length = i32::from_be_bytes(rest[8..12].try_into().expect("4 bytes"));
         let len = usize::try_from(length)
             .ok()
             .and_then(|l| l.checked_add(LOG_OVERHEAD))
-            .filter(|&l| l <= rest.len() && l > ATTRIBUTES_AT + 2)
+            .filter(|&l| l <= rest.len() && l > MAGIC_AT)
             .ok_or_else(|| {
                 corrupt(format!(
                     "batch length {length} with {} bytes left",
                     rest.len()
                 ))
             })?;
-        if rest[MAGIC_AT] != 2 {
+        if rest[MAGIC_AT] != MAGIC {
             return Err(invalid(
                 "produce requests of version 3 and later carry only record batches of magic 2",
             ));
         }
-        let attributes = i16::from_be_bytes(
-            rest[ATTRIBUTES_AT..ATTRIBUTES_AT + 2]
-                .try_into()
-                .expect("2 bytes"),
-        );
-        if attributes & (TRANSACTIONAL | CONTROL) != 0 {
-            return Err((
-                ResponseError::TransactionalIdAuthorizationFailed,
-                "this broker has no transactions".to_owned(),
-            ));
-        }
-        if attributes & CODEC_MASK == ZSTD && version < 7 {
-            return Err((
-                ResponseError::UnsupportedCompressionType,
-                "zstd needs produce version 7 or later".to_owned(),
-            ));
+        // A header that does not even parse is left to the append, which refuses the batch.
+        if let Some(header) = BatchHeader::parse(&rest[..len]) {
+            if header.is_transactional() || header.is_control() {
+                return Err((
+                    ResponseError::TransactionalIdAuthorizationFailed,
+                    "this broker has no transactions".to_owned(),
+                ));
+            }
+            if header.compression() == Ok(Compression::Zstd) && version < 7 {
+                return Err((
+                    ResponseError::UnsupportedCompressionType,
+                    "zstd needs produce version 7 or later".to_owned(),
+                ));
+            }
         }
         batches.push(records.slice(at..at + len));
         at += len;
