@@ -30,7 +30,7 @@ use crate::messages::{
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::route as route_batch;
 use crate::storage::RecordBatch;
-use crate::types::{BrokerStats, ConsumerBatch, Delivery, Header, Record};
+use crate::types::{Backend, BrokerStats, ConsumerBatch, Delivery, Header, Record};
 
 mod kafka;
 mod routes;
@@ -60,6 +60,21 @@ pub struct AsyncNanoKafka {
     sequential: bool,
     /// The Kafka listener's counters, for `stats()`, when the broker was built with one.
     listener_metrics: Option<Arc<ListenerMetrics>>,
+    /// The Kafka backend, when the handle was built with `kafka_bootstrap`: every call goes
+    /// there, and `addr` is a closed mailbox.
+    #[cfg(feature = "kafka")]
+    kafka: Option<Arc<crate::kafka::KafkaBackend>>,
+}
+
+/// On the Kafka backend, answers with `$body` (where `$k` is the backend) instead of the
+/// broker actor; the embedded code after it is never reached there.
+macro_rules! on_kafka {
+    ($self:ident, |$k:ident| $body:expr) => {
+        #[cfg(feature = "kafka")]
+        if let Some($k) = $self.kafka.as_deref() {
+            return $body;
+        }
+    };
 }
 
 impl From<Addr<BrokerActor>> for AsyncNanoKafka {
@@ -69,11 +84,39 @@ impl From<Addr<BrokerActor>> for AsyncNanoKafka {
             routes: RouteCache::default(),
             sequential: false,
             listener_metrics: None,
+            #[cfg(feature = "kafka")]
+            kafka: None,
         }
     }
 }
 
 impl AsyncNanoKafka {
+    /// A handle whose calls go to a Kafka cluster. Its `addr` is the address of a broker
+    /// actor that never runs: messages sent there fail with a closed mailbox.
+    #[cfg(feature = "kafka")]
+    pub(crate) fn kafka(backend: Arc<crate::kafka::KafkaBackend>) -> Self {
+        let never_started = Context::<BrokerActor>::new();
+        AsyncNanoKafka {
+            kafka: Some(backend),
+            ..AsyncNanoKafka::from(never_started.address())
+        }
+    }
+
+    /// The Kafka backend of this handle, if it has one.
+    #[cfg(feature = "kafka")]
+    pub(crate) fn kafka_backend(&self) -> Option<&Arc<crate::kafka::KafkaBackend>> {
+        self.kafka.as_ref()
+    }
+
+    /// Which backend serves this handle's calls.
+    pub fn backend(&self) -> Backend {
+        #[cfg(feature = "kafka")]
+        if self.kafka.is_some() {
+            return Backend::Kafka;
+        }
+        Backend::Embedded
+    }
+
     /// The same handle for callers that never have two produces in flight (see `sequential`).
     pub(crate) fn for_sequential_callers(&self) -> AsyncNanoKafka {
         AsyncNanoKafka {
@@ -113,7 +156,9 @@ impl AsyncNanoKafka {
         self.routes.learn(topic, route);
     }
 
-    /// The broker actor, for sending [`crate::messages`] directly.
+    /// The broker actor, for sending [`crate::messages`] directly. Embedded backend only: on
+    /// the Kafka backend no broker actor runs, and every message sent here fails with a
+    /// closed mailbox (use this handle's methods, which both backends serve).
     pub fn addr(&self) -> &Addr<BrokerActor> {
         &self.addr
     }
@@ -135,6 +180,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`, `BrokerStopped`.
     pub async fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
+        on_kafka!(self, |k| k.create_topic(topic, &config).await);
         self.ask(CreateTopic {
             topic: topic.to_owned(),
             config,
@@ -152,6 +198,7 @@ impl AsyncNanoKafka {
     /// As [`DeleteTopic`](crate::messages::DeleteTopic): `UnknownTopic`, `Io`,
     /// `BrokerStopped`.
     pub async fn delete_topic(&self, topic: &str) -> Result<()> {
+        on_kafka!(self, |k| k.delete_topic(topic).await);
         self.ask(DeleteTopic {
             topic: topic.to_owned(),
         })
@@ -165,6 +212,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub async fn describe_broker(&self) -> Result<BrokerDescription> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("describe_broker")));
         self.ask(DescribeBroker).await
     }
 
@@ -173,6 +221,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub async fn list_topics(&self) -> Result<BTreeMap<String, TopicConfig>> {
+        on_kafka!(self, |k| k.list_topics().await);
         self.ask(ListTopics).await
     }
 
@@ -261,6 +310,9 @@ impl AsyncNanoKafka {
         partition: u32,
         batch: Vec<u8>,
     ) -> Result<KafkaAppend> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported(
+            "produce_kafka_batch"
+        )));
         self.ask(ProduceKafkaBatch {
             topic: topic.to_owned(),
             partition,
@@ -281,6 +333,9 @@ impl AsyncNanoKafka {
         partition: u32,
         timestamp_ms: u64,
     ) -> Result<Option<u64>> {
+        on_kafka!(self, |k| k
+            .offset_for_timestamp(topic, partition, timestamp_ms)
+            .await);
         self.ask(OffsetForTimestamp {
             topic: topic.to_owned(),
             partition,
@@ -326,6 +381,7 @@ impl AsyncNanoKafka {
         partition: Option<u32>,
         batch: RecordBatch,
     ) -> Result<Vec<Delivery>> {
+        on_kafka!(self, |k| k.produce_batch(topic, partition, &batch).await);
         // Nothing is awaited before the records are enqueued: that keeps the call order.
         match self.routes.path(topic, self.sequential) {
             ProducePath::Direct(route) => {
@@ -381,6 +437,9 @@ impl AsyncNanoKafka {
         member: &str,
         options: impl Into<GroupOptions>,
     ) -> Result<Assignment> {
+        on_kafka!(self, |k| k
+            .join_group(topic, group, member, options.into())
+            .await);
         self.ask(JoinGroup {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -403,6 +462,13 @@ impl AsyncNanoKafka {
         recipient: Recipient<Delivered<T>>,
         options: SubscribeOptions,
     ) -> Result<Subscription> {
+        on_kafka!(self, |k| crate::kafka::subscription::subscribe(
+            k.config(),
+            (topic, group, member),
+            recipient,
+            options
+        )
+        .await);
         self.ask(Subscribe {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -428,6 +494,7 @@ impl AsyncNanoKafka {
     /// [`AsyncNanoKafka::consumer_poll`], the records left in their read buffer (a typed
     /// consumer decodes them from it).
     pub(crate) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("consumer_poll")));
         self.ask(ConsumerPollFetched(poll)).await
     }
 
@@ -436,6 +503,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// As [`crate::messages::FencedCommit`].
     pub async fn fenced_commit(&self, commit: FencedCommit) -> Result<()> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("fenced_commit")));
         self.ask(commit).await
     }
 
@@ -444,6 +512,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownMember`, `UnknownTopic`, `BrokerStopped`.
     pub async fn leave_group(&self, topic: &str, group: &str, member: &str) -> Result<()> {
+        on_kafka!(self, |k| k.leave_group(topic, group, member).await);
         self.ask(LeaveGroup {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -457,6 +526,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownMember` (evicted or never joined: join again), `UnknownTopic`, `BrokerStopped`.
     pub async fn heartbeat(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
+        on_kafka!(self, |k| k.heartbeat(topic, group, member).await);
         self.ask(Heartbeat {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -478,6 +548,9 @@ impl AsyncNanoKafka {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
+        on_kafka!(self, |k| k
+            .poll_batch_raw((topic, group, member), max_records, timeout)
+            .await);
         let wait = (!timeout.is_zero()).then_some(timeout);
         let fetched = self
             .poll_fetched(topic, group, member, max_records, wait)
@@ -552,6 +625,12 @@ impl AsyncNanoKafka {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<T>>> {
+        on_kafka!(self, |k| {
+            let records = k
+                .poll_batch_raw((topic, group, member), max_records, timeout)
+                .await?;
+            records.into_iter().map(|r| r.decode(topic)).collect()
+        });
         let wait = (!timeout.is_zero()).then_some(timeout);
         let fetched = self
             .poll_fetched(topic, group, member, max_records, wait)
@@ -570,6 +649,7 @@ impl AsyncNanoKafka {
         partition: u32,
         offset: u64,
     ) -> Result<()> {
+        on_kafka!(self, |k| k.commit(topic, group, partition, offset).await);
         self.ask(Commit {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -584,6 +664,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownTopic`, `UnknownGroup`, `BrokerStopped`.
     pub async fn lag(&self, topic: &str, group: &str) -> Result<BTreeMap<u32, u64>> {
+        on_kafka!(self, |k| k.lag(topic, group).await);
         self.ask(Lag {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -596,6 +677,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub async fn stats(&self) -> Result<BrokerStats> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("stats")));
         let mut stats = self.ask(GetStats).await?;
         stats.listener = self.listener_metrics.as_ref().map(|m| m.snapshot());
         Ok(stats)
@@ -606,6 +688,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownTopic`, `UnknownPartition`.
     pub async fn crash_partition(&self, topic: &str, partition: u32) -> Result<()> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("crash_partition")));
         self.ask(CrashPartition {
             topic: topic.to_owned(),
             partition,
@@ -618,6 +701,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownTopic`.
     pub async fn crash_topic(&self, topic: &str) -> Result<()> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("crash_topic")));
         self.ask(CrashTopic {
             topic: topic.to_owned(),
         })
@@ -629,6 +713,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub async fn crash_broker(&self) -> Result<()> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported("crash_broker")));
         self.ask(CrashBroker).await
     }
 
@@ -637,6 +722,9 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownTopic`, `UnknownGroup`.
     pub async fn crash_group_coordinator(&self, topic: &str, group: &str) -> Result<()> {
+        on_kafka!(self, |_k| Err(crate::kafka::unsupported(
+            "crash_group_coordinator"
+        )));
         self.ask(CrashGroupCoordinator {
             topic: topic.to_owned(),
             group: group.to_owned(),

@@ -9,6 +9,9 @@
 //! partition the member no longer owns, is refused (`IllegalGeneration`,
 //! `PartitionNotAssigned`) and changes nothing, so a consumer that lost a partition in a
 //! rebalance cannot overwrite its new owner's progress. Dropping the handle leaves the group.
+//!
+//! On the Kafka backend the consumer is a librdkafka group member (`kafka::member`), with the
+//! same calls; its generations count the assignments it received.
 
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -33,6 +36,9 @@ pub struct Consumer<T> {
     assignment: Assignment,
     /// The next offset to read per partition read in this generation.
     positions: Positions,
+    /// The Kafka backend's member, which keeps its own positions; `None` when embedded.
+    #[cfg(feature = "kafka")]
+    kafka: Option<crate::kafka::member::KafkaMember>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -62,6 +68,14 @@ impl NanoKafka {
         options: impl Into<GroupOptions>,
     ) -> Result<Consumer<T>> {
         let options = options.into();
+        #[cfg(feature = "kafka")]
+        let kafka = self.join_kafka_member(topic, group, member, options)?;
+        #[cfg(feature = "kafka")]
+        let assignment = match &kafka {
+            Some(joined) => joined.assignment(),
+            None => self.join_group_with(topic, group, member, options)?,
+        };
+        #[cfg(not(feature = "kafka"))]
         let assignment = self.join_group_with(topic, group, member, options)?;
         Ok(Consumer {
             broker: self.clone(),
@@ -71,8 +85,33 @@ impl NanoKafka {
             options,
             positions: Positions::new(assignment.generation),
             assignment,
+            #[cfg(feature = "kafka")]
+            kafka,
             payload: PhantomData,
         })
+    }
+
+    /// On the Kafka backend, joins a librdkafka member on this thread; `None` when embedded.
+    #[cfg(feature = "kafka")]
+    fn join_kafka_member(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        options: GroupOptions,
+    ) -> Result<Option<crate::kafka::member::KafkaMember>> {
+        let Some(backend) = self.async_handle().kafka_backend().cloned() else {
+            return Ok(None);
+        };
+        crate::handle::refuse_actix_thread()?;
+        let joined = crate::kafka::member::KafkaMember::join(
+            backend.config(),
+            topic,
+            group,
+            member,
+            options,
+        )?;
+        Ok(Some(joined))
     }
 }
 
@@ -85,6 +124,10 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// The next offset this consumer reads in `partition`, if it has read there in this
     /// generation (otherwise it reads from the committed offset).
     pub fn position(&self, partition: u32) -> Option<u64> {
+        #[cfg(feature = "kafka")]
+        if let Some(member) = &self.kafka {
+            return member.position(partition);
+        }
         self.positions.get(partition)
     }
 
@@ -95,6 +138,13 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// As [`NanoKafka::poll_batch`]; on `Decode` the position stays before the bad record
     /// (commit it with [`Consumer::commit_offset`] to skip it).
     pub fn poll_batch(&mut self, max_records: usize, timeout: Duration) -> Result<Vec<Record<T>>> {
+        #[cfg(feature = "kafka")]
+        if let Some(member) = &mut self.kafka {
+            crate::handle::refuse_actix_thread()?;
+            let records = member.poll_batch(max_records, timeout)?;
+            self.assignment = member.assignment();
+            return records.into_iter().map(|r| r.decode(&self.topic)).collect();
+        }
         let batch = match self.fetch(max_records, timeout) {
             Err(Error::UnknownMember { .. }) => {
                 // Evicted, or the coordinator restarted: join again, read from the commits.
@@ -153,6 +203,11 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// # Errors
     /// As [`Consumer::commit`].
     pub fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
+        #[cfg(feature = "kafka")]
+        if let Some(member) = &self.kafka {
+            crate::handle::refuse_actix_thread()?;
+            return member.commit(partition, offset);
+        }
         let commit = FencedCommit {
             topic: self.topic.clone(),
             group: self.group.clone(),
@@ -176,6 +231,11 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// # Errors
     /// `PartitionNotAssigned` when the partition is not in the current assignment.
     pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
+        #[cfg(feature = "kafka")]
+        if let Some(member) = &mut self.kafka {
+            crate::handle::refuse_actix_thread()?;
+            return member.seek(partition, offset);
+        }
         if !self.assignment.partitions.contains(&partition) {
             return Err(Error::PartitionNotAssigned {
                 topic: self.topic.clone(),
@@ -194,6 +254,12 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// # Errors
     /// `UnknownMember` when evicted (the next poll rejoins).
     pub fn heartbeat(&mut self) -> Result<&Assignment> {
+        #[cfg(feature = "kafka")]
+        if let Some(member) = &mut self.kafka {
+            crate::handle::refuse_actix_thread()?;
+            self.assignment = member.heartbeat()?;
+            return Ok(&self.assignment);
+        }
         let assignment = self
             .broker
             .heartbeat(&self.topic, &self.group, &self.member)?;
@@ -209,6 +275,17 @@ impl<T> Drop for Consumer<T> {
     /// Dropped on an actix/tokio thread, where it must not block, it sends the leave without
     /// waiting for the answer (it is still handled before any later request of this thread).
     fn drop(&mut self) {
+        #[cfg(feature = "kafka")]
+        if let Some(member) = self.kafka.take() {
+            // librdkafka's close blocks until the group acknowledges the leave: off an
+            // actix/tokio thread, it runs on a short-lived thread of its own.
+            if crate::handle::refuse_actix_thread().is_err() {
+                let _ = std::thread::Builder::new()
+                    .name("nanokafka-leave".into())
+                    .spawn(move || drop(member));
+            }
+            return;
+        }
         let left = self
             .broker
             .leave_group(&self.topic, &self.group, &self.member);

@@ -74,6 +74,10 @@ pub struct NanoKafkaBuilder {
     max_open_files: Option<usize>,
     /// `None`: no Kafka listener (the default).
     listener: Option<ListenerConfig>,
+    /// `Some`: the handle's calls go to this Kafka cluster instead (the `kafka` feature).
+    kafka_bootstrap: Option<String>,
+    /// librdkafka settings for the Kafka backend, passed through.
+    kafka_settings: BTreeMap<String, String>,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -93,11 +97,43 @@ impl Default for NanoKafkaBuilder {
             fs: crate::storage::fs::os(),
             max_open_files: None,
             listener: None,
+            kafka_bootstrap: None,
+            kafka_settings: BTreeMap::new(),
         }
     }
 }
 
+/// The environment variable [`NanoKafkaBuilder::kafka_bootstrap_from_env`] reads.
+pub const BOOTSTRAP_ENV: &str = "NANOKAFKA_BOOTSTRAP";
+
 impl NanoKafkaBuilder {
+    /// Serves the handle's calls from the Kafka cluster at `servers` (`host:port[,...]`,
+    /// librdkafka's `bootstrap.servers`) instead of the embedded broker: the same code runs
+    /// on Apache Kafka. Needs the `kafka` feature (`build` says so otherwise). The data
+    /// directory, fsync, I/O and listener settings do not apply there; `block_timeout`
+    /// bounds each call's wait for the cluster and `session_timeout` is the members'.
+    pub fn kafka_bootstrap(mut self, servers: impl Into<String>) -> Self {
+        self.kafka_bootstrap = Some(servers.into());
+        self
+    }
+
+    /// As [`NanoKafkaBuilder::kafka_bootstrap`] with the servers in the `NANOKAFKA_BOOTSTRAP`
+    /// environment variable, when it is set (and not empty); else the embedded broker. The
+    /// one place an application needs to pick its backend.
+    pub fn kafka_bootstrap_from_env(self) -> Self {
+        match std::env::var(BOOTSTRAP_ENV) {
+            Ok(servers) if !servers.trim().is_empty() => self.kafka_bootstrap(servers.trim()),
+            _ => self,
+        }
+    }
+
+    /// A librdkafka setting for the Kafka backend (security, compression, client id...),
+    /// passed through unchanged and applied after the backend's own (so it wins).
+    pub fn kafka_setting(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.kafka_settings.insert(key.into(), value.into());
+        self
+    }
+
     /// The data directory (default `data`), created if absent.
     pub fn data_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.data_dir = dir.as_ref().to_owned();
@@ -227,6 +263,9 @@ impl NanoKafkaBuilder {
                     reason: "must be above zero".into(),
                 });
             }
+        }
+        if let Some(servers) = self.kafka_bootstrap.clone() {
+            return self.build_kafka(servers);
         }
         if self.io_threads == 0 {
             return Err(Error::InvalidArgument {
@@ -362,14 +401,79 @@ impl NanoKafkaBuilder {
         Ok(NanoKafka {
             inner: Arc::new(Inner {
                 handle,
-                system,
+                system: Some(system),
                 thread: Mutex::new(Some(thread)),
                 stopped: AtomicBool::new(false),
                 listener_addr: listener.as_ref().map(ListenerHandle::addr),
                 listener: Mutex::new(listener),
+                #[cfg(feature = "kafka")]
+                kafka: None,
             }),
         })
     }
+
+    /// The Kafka backend: a producer, an admin client and a small runtime for the blocking
+    /// calls. No data directory, actor system or listener.
+    #[cfg(feature = "kafka")]
+    fn build_kafka(self, servers: String) -> Result<NanoKafka> {
+        if self.listener.is_some() {
+            return Err(Error::InvalidArgument {
+                name: "listen",
+                reason: "a Kafka listener serves the embedded broker; with kafka_bootstrap \
+                         the clients connect to the Kafka cluster itself"
+                    .into(),
+            });
+        }
+        let config = crate::kafka::KafkaConfig {
+            bootstrap: servers,
+            settings: self.kafka_settings,
+            request_timeout: self.block_timeout,
+            session_timeout: self.session_timeout,
+        };
+        let backend = Arc::new(crate::kafka::KafkaBackend::connect(config)?);
+        // One worker: librdkafka does the work on its own threads; the runtime only drives
+        // the handle's futures and runs the blocking consumer calls on its blocking pool.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("nanokafka-kafka")
+            .enable_time()
+            .build()
+            .map_err(|e| Error::io("start the Kafka backend's runtime", "", e))?;
+        Ok(NanoKafka {
+            inner: Arc::new(Inner {
+                handle: AsyncNanoKafka::kafka(backend),
+                system: None,
+                thread: Mutex::new(None),
+                stopped: AtomicBool::new(false),
+                listener: Mutex::new(None),
+                listener_addr: None,
+                kafka: Some(KafkaRuntime {
+                    handle: runtime.handle().clone(),
+                    runtime: Mutex::new(Some(runtime)),
+                }),
+            }),
+        })
+    }
+
+    #[cfg(not(feature = "kafka"))]
+    fn build_kafka(self, _servers: String) -> Result<NanoKafka> {
+        Err(Error::InvalidArgument {
+            name: "kafka_bootstrap",
+            reason: "this build has no Kafka backend: rebuild with the `kafka` feature \
+                     (cargo build --features kafka)"
+                .into(),
+        })
+    }
+}
+
+/// The runtime that runs a Kafka-backed blocking handle's calls.
+#[cfg(feature = "kafka")]
+#[derive(Debug)]
+struct KafkaRuntime {
+    handle: tokio::runtime::Handle,
+    /// Taken and shut down in the background on close (dropping a runtime on an async
+    /// thread would panic).
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
 /// A Kafka cluster id for the data directory at `path`: the same on every open of it, so
@@ -429,17 +533,20 @@ pub struct NanoKafka {
 #[derive(Debug)]
 struct Inner {
     handle: AsyncNanoKafka,
-    system: System,
+    /// The broker's actor system; `None` on the Kafka backend.
+    system: Option<System>,
     thread: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
     stopped: AtomicBool,
     /// The Kafka listener, stopped first on shutdown so no client request races the close.
     listener: Mutex<Option<ListenerHandle>>,
     listener_addr: Option<std::net::SocketAddr>,
+    #[cfg(feature = "kafka")]
+    kafka: Option<KafkaRuntime>,
 }
 
 /// Blocking inside a running runtime (an actix System or Arbiter thread, or tokio) would
 /// stall or deadlock it. A thread whose System has already stopped is fine.
-fn refuse_actix_thread() -> Result<()> {
+pub(crate) fn refuse_actix_thread() -> Result<()> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(Error::BlockingInActorContext);
     }
@@ -456,22 +563,51 @@ impl Inner {
         if self.stopped.load(Ordering::SeqCst) {
             return Err(Error::BrokerStopped);
         }
+        #[cfg(feature = "kafka")]
+        if let Some(kafka) = &self.kafka {
+            return kafka.handle.block_on(request);
+        }
         crate::wait::block_on_with(request, patience)
     }
 
     /// The blocking shutdown: asks the broker to close every partition, then stops its
     /// System and waits for its thread. Called once, on a thread that may block.
     fn close(&self) -> Result<()> {
+        #[cfg(feature = "kafka")]
+        if let Some(kafka) = &self.kafka {
+            return self.close_kafka(kafka);
+        }
         let listener = self.listener.lock().map(|mut l| l.take()).unwrap_or(None);
         if let Some(listener) = listener {
             listener.stop();
         }
         let closed = futures::executor::block_on(self.handle.addr().send(Shutdown))
             .unwrap_or(Err(Error::BrokerStopped));
-        self.system.stop();
+        self.stop_system();
         let thread = self.thread.lock().map(|mut t| t.take()).unwrap_or(None);
         if let Some(thread) = thread {
             let _ = thread.join();
+        }
+        closed
+    }
+
+    fn stop_system(&self) {
+        if let Some(system) = &self.system {
+            system.stop();
+        }
+    }
+
+    /// The Kafka backend's close: delivers what is queued, closes the members (they leave
+    /// their groups), then stops the runtime.
+    #[cfg(feature = "kafka")]
+    fn close_kafka(&self, kafka: &KafkaRuntime) -> Result<()> {
+        let closed = match self.handle.kafka_backend() {
+            Some(backend) => backend.close(),
+            None => Ok(()),
+        };
+        let runtime = kafka.runtime.lock().map(|mut r| r.take()).unwrap_or(None);
+        if let Some(runtime) = runtime {
+            runtime.shutdown_background();
         }
         closed
     }
@@ -497,7 +633,7 @@ impl Drop for Inner {
             return;
         }
         let closed = if crate::actors::io_thread::on_broker_thread() {
-            self.system.stop();
+            self.stop_system();
             Err(Error::BlockingInActorContext)
         } else if refuse_actix_thread().is_err() {
             std::thread::scope(|scope| {
@@ -507,7 +643,7 @@ impl Drop for Inner {
                 match helper {
                     Ok(helper) => helper.join().unwrap_or(Err(Error::BrokerStopped)),
                     Err(_) => {
-                        self.system.stop();
+                        self.stop_system();
                         Err(Error::BlockingInActorContext)
                     }
                 }
@@ -542,6 +678,11 @@ impl NanoKafka {
     /// port 0), or `None` without a listener.
     pub fn listener_addr(&self) -> Option<std::net::SocketAddr> {
         self.inner.listener_addr
+    }
+
+    /// Which backend serves this handle: the embedded broker, or a Kafka cluster.
+    pub fn backend(&self) -> crate::types::Backend {
+        self.inner.handle.backend()
     }
 
     /// The async face of this broker, for code on actix/tokio threads.

@@ -38,6 +38,8 @@ mod consumer;
 mod error;
 mod group;
 mod handle;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod listener;
 pub mod messages;
 mod partition;
@@ -63,15 +65,15 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::{
-    NanoKafka, NanoKafkaBuilder, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES,
-    MAX_IDLE_SPIN,
+    NanoKafka, NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR,
+    DEFAULT_IDLE_SPIN, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT,
+    MAX_DECOMPRESSED_BATCH_BYTES, MAX_IDLE_SPIN,
 };
 pub use listener::ListenerConfig;
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use storage::{KafkaAppend, RecordBatch};
 pub use types::{
-    encode, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
+    encode, Backend, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
     PartitionStats, Record, TopicStats,
 };

@@ -14,7 +14,7 @@ use actix::{Message, MessageResponse, Recipient};
 use serde::de::DeserializeOwned;
 
 use crate::config::TopicConfig;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::partition::ProduceRecord;
 pub use crate::storage::KafkaAppend;
@@ -369,6 +369,27 @@ impl Default for SubscribeOptions {
             max_in_flight: 4,
             max_batch: 100,
             poll_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+impl SubscribeOptions {
+    /// Checks the options a subscription cannot work with.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero `max_in_flight`, `max_batch` or `poll_wait`.
+    pub fn validate(&self) -> Result<()> {
+        let zero = [
+            ("max_in_flight", self.max_in_flight == 0),
+            ("max_batch", self.max_batch == 0),
+            ("poll_wait", self.poll_wait.is_zero()),
+        ];
+        match zero.iter().find(|(_, zero)| *zero) {
+            Some(&(name, _)) => Err(Error::InvalidArgument {
+                name,
+                reason: format!("a subscription needs it above zero, got {self:?}"),
+            }),
+            None => Ok(()),
         }
     }
 }

@@ -165,6 +165,16 @@ pub struct ConsumerBatch {
     pub records: Vec<Record<Vec<u8>>>,
 }
 
+/// Which broker serves a handle's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The broker embedded in this process, on its data directory.
+    Embedded,
+    /// An Apache Kafka cluster, through librdkafka (`kafka` feature,
+    /// `NanoKafka::builder().kafka_bootstrap(..)`).
+    Kafka,
+}
+
 /// Where a produced record landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Delivery {

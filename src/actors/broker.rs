@@ -288,18 +288,8 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
     fn handle(&mut self, msg: Subscribe<T>, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Subscribe").entered();
         let options = msg.options;
-        let zero = [
-            ("max_in_flight", options.max_in_flight == 0),
-            ("max_batch", options.max_batch == 0),
-            ("poll_wait", options.poll_wait.is_zero()),
-        ];
-        if let Some(&(name, _)) = zero.iter().find(|(_, zero)| *zero) {
-            return Box::pin(async move {
-                Err(Error::InvalidArgument {
-                    name,
-                    reason: format!("a subscription needs it above zero, got {options:?}"),
-                })
-            });
+        if let Err(e) = options.validate() {
+            return Box::pin(async move { Err(e) });
         }
         let address = ctx.address();
         let broker = BrokerRequests {

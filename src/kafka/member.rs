@@ -1,0 +1,388 @@
+//! [`KafkaMember`]: one member of a Kafka consumer group, reading one topic with manual
+//! commits. Behind `Consumer<T>`, the flat `join_group` / `poll` / `commit` calls and
+//! subscriptions on the Kafka backend.
+//!
+//! # How it maps the embedded member
+//! - **Joining.** librdkafka joins in the background; `join` polls until the first
+//!   assignment arrives (records read meanwhile are kept for the first `poll_batch`). A
+//!   member therefore joins only while the group's other members keep polling, as in Kafka.
+//! - **Generations.** librdkafka does not expose the group's generation id, so
+//!   [`Assignment::generation`] counts the assignments this member received: it grows on
+//!   every rebalance, which is what callers use it for.
+//! - **Batches.** Kafka's poll interleaves partitions; `poll_batch` returns consecutive
+//!   records of one partition, as the embedded broker does, and keeps the others for the
+//!   next call.
+//! - **Commits.** The API commits a record ("this one and everything before it"); Kafka
+//!   stores the next offset to read, so `commit(p, o)` stores `o + 1`. A commit for a
+//!   partition this member does not own is refused (`PartitionNotAssigned`), as on the
+//!   embedded broker, before it reaches the cluster.
+//! - **Positions.** Kafka's consumer advances its position with each poll: an uncommitted
+//!   record is read again only after a rebalance or a new member, not on the next poll.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{BorrowedMessage, Headers, Message};
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::ClientContext;
+
+use super::admin::{partition_count, partition_id};
+use super::{kafka_error, topic_error, KafkaConfig};
+use crate::error::{Error, Result};
+use crate::group::{Assignment, GroupOptions};
+use crate::types::{Header, Record};
+
+/// What the rebalance callbacks learned: the assignments received and the current one.
+#[derive(Debug, Default)]
+struct Rebalances {
+    generation: u64,
+    partitions: Vec<u32>,
+}
+
+/// Records each rebalance's outcome for [`KafkaMember::assignment`].
+#[derive(Debug)]
+struct MemberContext {
+    topic: String,
+    state: Mutex<Rebalances>,
+}
+
+impl ClientContext for MemberContext {}
+
+impl ConsumerContext for MemberContext {
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let assigned = consumer.assignment().map(|list| {
+            let mut partitions: Vec<u32> = list
+                .elements_for_topic(&self.topic)
+                .iter()
+                .filter_map(|e| u32::try_from(e.partition()).ok())
+                .collect();
+            partitions.sort_unstable();
+            partitions
+        });
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if let Ok(partitions) = assigned {
+            state.partitions = partitions;
+        }
+        if let Rebalance::Assign(_) = rebalance {
+            state.generation += 1;
+        }
+    }
+}
+
+/// See the module docs.
+pub(crate) struct KafkaMember {
+    consumer: BaseConsumer<MemberContext>,
+    topic: String,
+    group: String,
+    member: String,
+    /// Records read but not yet returned: another partition's, or read while joining.
+    pending: VecDeque<Record<Vec<u8>>>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for KafkaMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaMember")
+            .field("topic", &self.topic)
+            .field("group", &self.group)
+            .field("member", &self.member)
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl KafkaMember {
+    /// Joins `group` as `member` on `topic` and waits for the first assignment (up to the
+    /// request timeout). Blocking.
+    ///
+    /// # Errors
+    /// `InvalidId` for an empty or overlong id, `UnknownTopic`, `Timeout`-like `Kafka` when
+    /// no assignment came within the request timeout.
+    pub(crate) fn join(
+        config: &KafkaConfig,
+        topic: &str,
+        group: &str,
+        member: &str,
+        options: GroupOptions,
+    ) -> Result<Self> {
+        crate::config::validate_id("group", group)?;
+        crate::config::validate_id("member", member)?;
+        let context = MemberContext {
+            topic: topic.to_owned(),
+            state: Mutex::new(Rebalances::default()),
+        };
+        let consumer: BaseConsumer<MemberContext> = config
+            .consumer(group, member, options)
+            .create_with_context(context)
+            .map_err(|e| kafka_error("create consumer", e))?;
+        partition_count(&consumer, topic, config.request_timeout)?;
+        consumer
+            .subscribe(&[topic])
+            .map_err(|e| topic_error("subscribe", topic, e))?;
+        let mut joined = KafkaMember {
+            consumer,
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+            pending: VecDeque::new(),
+            timeout: config.request_timeout,
+        };
+        joined.wait_for_assignment()?;
+        Ok(joined)
+    }
+
+    fn wait_for_assignment(&mut self) -> Result<()> {
+        let deadline = Instant::now() + self.timeout;
+        while self.generation() == 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Kafka {
+                    op: "join group",
+                    reason: format!(
+                        "{} of group {} got no assignment of {} within {:?}",
+                        self.member, self.group, self.topic, self.timeout
+                    ),
+                });
+            }
+            self.poll_one(left.min(Duration::from_millis(100)))?;
+        }
+        Ok(())
+    }
+
+    fn generation(&self) -> u64 {
+        self.consumer
+            .context()
+            .state
+            .lock()
+            .map_or(0, |state| state.generation)
+    }
+
+    /// The member's current assignment (see the module docs for its generation).
+    pub(crate) fn assignment(&self) -> Assignment {
+        self.consumer
+            .context()
+            .state
+            .lock()
+            .map(|state| Assignment {
+                generation: state.generation,
+                partitions: state.partitions.clone(),
+            })
+            .unwrap_or(Assignment {
+                generation: 0,
+                partitions: Vec::new(),
+            })
+    }
+
+    /// Serves librdkafka's callbacks (rebalances) without waiting; records that arrive are
+    /// kept for the next `poll_batch`. The member's sign of life, as Kafka's heartbeats run
+    /// in librdkafka's own thread.
+    ///
+    /// # Errors
+    /// As [`KafkaMember::poll_batch`].
+    pub(crate) fn heartbeat(&mut self) -> Result<Assignment> {
+        self.poll_one(Duration::ZERO)?;
+        Ok(self.assignment())
+    }
+
+    /// Up to `max_records` consecutive records of one assigned partition, waiting up to
+    /// `timeout` for the first. Advances this member's position past them.
+    ///
+    /// # Errors
+    /// `UnknownTopic` when the topic was deleted, `Kafka` for a consumer error.
+    pub(crate) fn poll_batch(
+        &mut self,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<Vec<u8>>>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.forget_unassigned();
+            if !self.pending.is_empty() {
+                // Whatever else is already in librdkafka's queue joins the batch.
+                while self.pending.len() < max_records && self.poll_one(Duration::ZERO)? {}
+                return Ok(self.take_run(max_records));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !self.poll_one(left)? && left.is_zero() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    /// Polls librdkafka once for up to `timeout`; a record read is added to `pending`.
+    /// Returns whether one was.
+    fn poll_one(&mut self, timeout: Duration) -> Result<bool> {
+        match self.consumer.poll(timeout) {
+            None => Ok(false),
+            Some(Ok(message)) => {
+                self.pending.push_back(record_of(&message));
+                Ok(true)
+            }
+            Some(Err(KafkaError::PartitionEOF(_))) => Ok(false),
+            Some(Err(e)) => Err(topic_error("poll", &self.topic, e)),
+        }
+    }
+
+    /// Drops pending records of partitions this member lost in a rebalance: their new owner
+    /// reads them from the committed offset.
+    fn forget_unassigned(&mut self) {
+        let owned = self.assignment().partitions;
+        self.pending.retain(|r| owned.contains(&r.partition));
+    }
+
+    /// Takes up to `max` pending records of the first pending record's partition, in order.
+    fn take_run(&mut self, max: usize) -> Vec<Record<Vec<u8>>> {
+        let Some(partition) = self.pending.front().map(|r| r.partition) else {
+            return Vec::new();
+        };
+        let mut run = Vec::new();
+        let mut rest = VecDeque::with_capacity(self.pending.len());
+        for record in self.pending.drain(..) {
+            if record.partition == partition && run.len() < max {
+                run.push(record);
+            } else {
+                rest.push_back(record);
+            }
+        }
+        self.pending = rest;
+        run
+    }
+
+    fn not_assigned(&self, partition: u32) -> Option<Error> {
+        let assignment = self.assignment();
+        (!assignment.partitions.contains(&partition)).then(|| Error::PartitionNotAssigned {
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            member: self.member.clone(),
+            partition,
+            generation: assignment.generation,
+        })
+    }
+
+    /// Commits `offset` of `partition` and everything before it (Kafka's committed offset
+    /// `offset + 1`), synchronously.
+    ///
+    /// # Errors
+    /// `PartitionNotAssigned` for a partition this member does not own; `IllegalGeneration`
+    /// when the group is rebalancing (poll again, re-process from the committed offset);
+    /// `Kafka` for other refusals.
+    pub(crate) fn commit(&self, partition: u32, offset: u64) -> Result<()> {
+        if let Some(refused) = self.not_assigned(partition) {
+            return Err(refused);
+        }
+        let next = i64::try_from(offset.saturating_add(1)).unwrap_or(i64::MAX);
+        let mut list = TopicPartitionList::new();
+        list.add_partition_offset(&self.topic, partition_id(partition), Offset::Offset(next))
+            .map_err(|e| kafka_error("commit", e))?;
+        self.consumer
+            .commit(&list, CommitMode::Sync)
+            .map_err(|e| self.commit_error(e))
+    }
+
+    /// Commits `list` (Kafka's next offsets) as this member, without the ownership check:
+    /// the flat `commit`, which names no member.
+    ///
+    /// # Errors
+    /// As [`KafkaMember::commit`], without `PartitionNotAssigned`.
+    pub(crate) fn commit_list(&self, list: &TopicPartitionList) -> Result<()> {
+        self.consumer
+            .commit(list, CommitMode::Sync)
+            .map_err(|e| self.commit_error(e))
+    }
+
+    fn commit_error(&self, e: KafkaError) -> Error {
+        match e.rdkafka_error_code() {
+            Some(
+                RDKafkaErrorCode::IllegalGeneration
+                | RDKafkaErrorCode::RebalanceInProgress
+                | RDKafkaErrorCode::UnknownMemberId,
+            ) => {
+                let generation = self.generation();
+                Error::IllegalGeneration {
+                    topic: self.topic.clone(),
+                    group: self.group.clone(),
+                    member: self.member.clone(),
+                    generation,
+                    current: generation + 1,
+                }
+            }
+            _ => topic_error("commit", &self.topic, e),
+        }
+    }
+
+    /// Moves this member's position in `partition` to `offset` (the next record read).
+    ///
+    /// # Errors
+    /// `PartitionNotAssigned`; `Kafka` when librdkafka refuses the seek.
+    pub(crate) fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
+        if let Some(refused) = self.not_assigned(partition) {
+            return Err(refused);
+        }
+        self.pending.retain(|r| r.partition != partition);
+        let at = Offset::Offset(i64::try_from(offset).unwrap_or(i64::MAX));
+        self.consumer
+            .seek(&self.topic, partition_id(partition), at, self.timeout)
+            .map_err(|e| topic_error("seek", &self.topic, e))
+    }
+
+    /// The next offset this member reads in `partition`, when librdkafka knows one.
+    pub(crate) fn position(&self, partition: u32) -> Option<u64> {
+        let pending = self.pending.iter().find(|r| r.partition == partition);
+        if let Some(record) = pending {
+            return Some(record.offset);
+        }
+        let positions = self.consumer.position().ok()?;
+        let element = positions.find_partition(&self.topic, partition_id(partition))?;
+        match element.offset() {
+            Offset::Offset(o) => u64::try_from(o).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl KafkaMember {
+    /// Leaves the group, so its partitions move to the other members at once. Blocking.
+    pub(crate) fn leave(&mut self) {
+        self.pending.clear();
+        self.consumer.unsubscribe();
+    }
+}
+
+impl Drop for KafkaMember {
+    /// Leaves the group (librdkafka then closes the consumer). Blocking: the backend drops
+    /// members on blocking threads.
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+/// A Kafka record as the API's raw record. A null value (a tombstone) reads as empty
+/// bytes, as on the embedded broker; a record without a timestamp has 0.
+pub(crate) fn record_of(message: &BorrowedMessage<'_>) -> Record<Vec<u8>> {
+    let headers = message.headers().map_or_else(Vec::new, |headers| {
+        headers
+            .iter()
+            .map(|h| Header {
+                key: h.key.to_owned(),
+                value: h.value.map(<[u8]>::to_vec),
+            })
+            .collect()
+    });
+    Record {
+        partition: u32::try_from(message.partition()).unwrap_or_default(),
+        offset: u64::try_from(message.offset()).unwrap_or_default(),
+        timestamp_ms: message
+            .timestamp()
+            .to_millis()
+            .and_then(|t| u64::try_from(t).ok())
+            .unwrap_or(0),
+        key: message.key().map(<[u8]>::to_vec),
+        value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+        headers,
+    }
+}
