@@ -119,17 +119,18 @@ pub fn tansu_binary() -> Result<PathBuf, String> {
     let out = Command::new("bash")
         .arg(&script)
         .arg("path")
-        .stderr(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    match out.status.success() && is_executable(&path) {
-        true => Ok(path),
-        false => Err(format!(
-            "`benches/peers/tansu.sh path` names no executable ({})",
-            path.display()
-        )),
+    if out.status.success() && is_executable(&path) {
+        return Ok(path);
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let why = stderr.lines().last().unwrap_or_default();
+    Err(format!(
+        "`benches/peers/tansu.sh path` names no executable ('{}'; {why})",
+        path.display()
+    ))
 }
 
 fn is_executable(path: &Path) -> bool {

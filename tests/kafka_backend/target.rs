@@ -7,9 +7,9 @@
 //!   present when `NANOKAFKA_TANSU` or `benches/peers/tansu.sh path` names its binary;
 //!   without it the tansu cases print a notice and pass, except under `CI`, where they fail.
 //!
-//! Every test starts a broker of its own (both start in milliseconds), so tests share
-//! nothing; topic and group names are unique anyway ([`Target::topic`]), so the same bodies
-//! could run against one long-lived cluster.
+//! Every test starts a broker of its own (both start in milliseconds; a group join costs far
+//! more), so tests share nothing, not even a Kafka group id. Topic names are unique anyway
+//! ([`Target::topic`]), which keeps a failing test's topics apart in the broker's log.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -52,7 +52,11 @@ impl Target {
             )),
             Kind::Tansu => Some(process::tansu(&tansu_or_skip()?)),
         };
-        let broker = connect(dir.path(), server.as_ref());
+        // The Kafka handles get data directories of their own, beside serve's.
+        let broker = match server {
+            None => connect(dir.path(), None),
+            Some(_) => connect(&dir.path().join("client"), server.as_ref()),
+        };
         Some(Target {
             kind,
             broker,
@@ -83,7 +87,7 @@ impl Target {
         self.kind != Kind::Embedded
     }
 
-    /// A name no other test uses, so that tests could share a cluster: `base-<n>-<pid>`.
+    /// A topic name no other test of this binary uses: `base-<n>-<pid>`.
     pub fn topic(&self, base: &str) -> String {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
