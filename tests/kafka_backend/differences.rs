@@ -7,6 +7,8 @@ use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::records::{
     Compression, Record as KRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+use std::time::Duration;
+
 use nanokafka::{Backend, Backpressure, Error, TopicConfig};
 
 use crate::target::{on_every_target, Target};
@@ -214,6 +216,32 @@ fn difference_raw_kafka_batches(t: &Target) {
     assert_eq!(values, expected);
 }
 
+/// A member's join: on the embedded broker it returns at once with the member's share, and
+/// the other members learn of the new generation on their next poll. On Kafka it returns
+/// once the group has rebalanced, which needs every other member to rejoin, and a librdkafka
+/// member rejoins only while it is polled (as a consumer on its own thread is): while the
+/// first member sits idle, a second member's join is refused after `block_timeout`; while
+/// the first polls, it completes.
+fn difference_join_waits_for_the_group(t: &Target) {
+    let topic = t.new_topic("join-wait", 2);
+    let mut first = t.broker().consumer::<u64>(&topic, "g", "first").unwrap();
+    let impatient = t.another_client_with(|b| b.block_timeout(Duration::from_secs(3)));
+    let second = impatient.consumer::<u64>(&topic, "g", "second");
+    match t.is_kafka() {
+        false => assert_eq!(second.unwrap().assignment().partitions.len(), 1),
+        true => assert!(
+            second.is_err(),
+            "Kafka: joined beside an idle member: {second:?}"
+        ),
+    }
+    let mut joined =
+        wait::join_while_polling(t.broker(), (&topic, "g", "third"), &mut [&mut first]);
+    let shares = wait::settle(&mut [&mut first, &mut joined], "one partition each", |s| {
+        wait::each_partition_once(s, 2) && s.iter().all(|p| p.len() == 1)
+    });
+    assert_eq!(shares.len(), 2);
+}
+
 /// `backend()` says which backend a handle runs: the embedded broker, or Kafka.
 fn difference_backend(t: &Target) {
     let expected = match t.is_kafka() {
@@ -231,5 +259,6 @@ on_every_target!(
     difference_stats,
     difference_crash_injection,
     difference_raw_kafka_batches,
+    difference_join_waits_for_the_group,
     difference_backend,
 );

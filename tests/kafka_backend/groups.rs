@@ -51,12 +51,13 @@ fn commit_last_per_partition(member: &mut Consumer<u64>, read: &[Record<u64>]) {
 
 /// Two members split four partitions two and two; a third joining takes some of them (2, 1,
 /// 1); when it leaves, the two share all four again. Records produced in each phase are read
-/// once, by the owner of their partition.
+/// once, by the owner of their partition. Members join while the others poll, as each would
+/// on its own thread (see `difference_join_waits_for_the_group`).
 fn members_split_partitions_and_rebalance_on_join_and_leave(t: &Target) {
     let topic = t.new_topic("split", PARTITIONS);
     let broker = t.broker();
     let mut a = broker.consumer::<u64>(&topic, "g", "a").unwrap();
-    let mut b = broker.consumer::<u64>(&topic, "g", "b").unwrap();
+    let mut b = wait::join_while_polling(broker, (&topic, "g", "b"), &mut [&mut a]);
     let two = wait::settle(
         &mut [&mut a, &mut b],
         "two members with two partitions each",
@@ -65,7 +66,7 @@ fn members_split_partitions_and_rebalance_on_join_and_leave(t: &Target) {
     produce(t, &topic, 0..40);
     read_and_commit(&mut [&mut a, &mut b], &two, 0..40);
 
-    let mut c = broker.consumer::<u64>(&topic, "g", "c").unwrap();
+    let mut c = wait::join_while_polling(broker, (&topic, "g", "c"), &mut [&mut a, &mut b]);
     let three = wait::settle(
         &mut [&mut a, &mut b, &mut c],
         "three members: 2, 1, 1",

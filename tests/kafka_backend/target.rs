@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use nanokafka::{NanoKafka, TopicConfig};
+use nanokafka::{NanoKafka, NanoKafkaBuilder, TopicConfig};
 
 use crate::process::{self, Broker};
 
@@ -54,8 +54,8 @@ impl Target {
         };
         // The Kafka handles get data directories of their own, beside serve's.
         let broker = match server {
-            None => connect(dir.path(), None),
-            Some(_) => connect(&dir.path().join("client"), server.as_ref()),
+            None => connect(dir.path(), kind, None),
+            Some(_) => connect(&dir.path().join("client"), kind, server.as_ref()),
         };
         Some(Target {
             kind,
@@ -74,10 +74,24 @@ impl Target {
     /// own producer and consumers, as another process would have); on the embedded broker,
     /// which one process owns, a clone.
     pub fn another_client(&self) -> NanoKafka {
+        self.another_client_with(|builder| builder)
+    }
+
+    /// As [`Target::another_client`], with the Kafka client's builder adjusted by
+    /// `configure` (the embedded broker's clone keeps the settings it was built with).
+    pub fn another_client_with(
+        &self,
+        configure: impl FnOnce(NanoKafkaBuilder) -> NanoKafkaBuilder,
+    ) -> NanoKafka {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         match self.kind {
             Kind::Embedded => self.broker.clone(),
             Kind::Serve | Kind::Tansu => {
-                connect(&self.dir.path().join("another"), self.server.as_ref())
+                let n = NEXT.fetch_add(1, Ordering::Relaxed);
+                let dir = self.dir.path().join(format!("another-{n}"));
+                configure(builder(&dir, self.kind, self.server.as_ref()))
+                    .build()
+                    .expect("another client")
             }
         }
     }
@@ -104,21 +118,35 @@ impl Target {
     }
 }
 
-/// The handle for a test: embedded in `dir`, or the Kafka backend on `server`.
+/// The builder of a test's handle: embedded in `dir`, or the Kafka backend on `server`.
 ///
-/// The Kafka clients get a 6 s session (Kafka's smallest by default; tansu completes a join
-/// after about half the session timeout, 22 s with librdkafka's 45 s) and heartbeats every
-/// 500 ms (members hear of a rebalance on their next heartbeat).
-fn connect(dir: &std::path::Path, server: Option<&Broker>) -> NanoKafka {
+/// The Kafka members get a 6 s session (Kafka's smallest by default; tansu completes a join
+/// after about half the session timeout, 22 s with the default 45 s) and heartbeats every
+/// 500 ms (a librdkafka setting passed through: members hear of a rebalance on their next
+/// heartbeat, 3 s apart by default).
+///
+/// On tansu every record is a batch of its own (`batch.num.messages=1`): tansu 0.6.0 answers
+/// ListOffsets with a high watermark that counts each batch as one record (10 records in one
+/// batch from offset 0: high watermark 1), so lag would be wrong whenever a batch held more.
+fn builder(dir: &std::path::Path, kind: Kind, server: Option<&Broker>) -> NanoKafkaBuilder {
     let builder = NanoKafka::builder().data_dir(dir);
-    let builder = match server {
-        None => builder,
-        Some(server) => builder
-            .kafka_bootstrap(server.bootstrap.as_str())
-            .kafka_setting("session.timeout.ms", "6000")
-            .kafka_setting("heartbeat.interval.ms", "500"),
+    let Some(server) = server else {
+        return builder;
     };
-    builder.build().expect("the test's broker handle")
+    let builder = builder
+        .kafka_bootstrap(server.bootstrap.as_str())
+        .session_timeout(Duration::from_secs(6))
+        .kafka_setting("heartbeat.interval.ms", "500");
+    match kind {
+        Kind::Tansu => builder.kafka_setting("batch.num.messages", "1"),
+        Kind::Embedded | Kind::Serve => builder,
+    }
+}
+
+fn connect(dir: &std::path::Path, kind: Kind, server: Option<&Broker>) -> NanoKafka {
+    builder(dir, kind, server)
+        .build()
+        .expect("the test's broker handle")
 }
 
 /// tansu's binary, or `None` after a notice; under `CI` a missing tansu fails the test.

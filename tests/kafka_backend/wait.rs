@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
-use nanokafka::{Consumer, Record};
+use nanokafka::{Consumer, NanoKafka, Record};
 use serde::de::DeserializeOwned;
 
 /// Bounds every wait: a group join on tansu takes about 3 s, a rebalance as long; nothing
@@ -80,6 +80,33 @@ pub fn settle<T: DeserializeOwned + Debug>(
             assignments.push(member.assignment().partitions.clone());
         }
         settled(&assignments).then_some(assignments)
+    })
+}
+
+/// A new member of `group`, joined on a thread of its own while this one polls `others`, the
+/// group's current members. On Kafka a join completes only once the group has rebalanced,
+/// and a librdkafka member rejoins only while it is polled (as a consumer on its own thread
+/// is); on the embedded broker the join returns at once. Nothing may be read meanwhile.
+pub fn join_while_polling<T: DeserializeOwned + Debug>(
+    broker: &NanoKafka,
+    (topic, group, member): (&str, &str, &str),
+    others: &mut [&mut Consumer<T>],
+) -> Consumer<T> {
+    std::thread::scope(|s| {
+        let joining = s.spawn(|| broker.consumer::<T>(topic, group, member));
+        let deadline = Instant::now() + PATIENCE;
+        while !joining.is_finished() && !others.is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "{member} still joining after {PATIENCE:?}"
+            );
+            for other in others.iter_mut() {
+                let read = other.poll_batch(100, STEP).expect("poll_batch");
+                assert!(read.is_empty(), "read while {member} joined: {read:?}");
+            }
+        }
+        let joined = joining.join().expect("the joining thread");
+        joined.unwrap_or_else(|e| panic!("{member} joining {group}: {e}"))
     })
 }
 
