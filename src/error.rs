@@ -253,6 +253,21 @@ pub enum Error {
         log_start_offset: u64,
         log_end_offset: u64,
     },
+
+    /// The Kafka cluster (the `kafka` backend) refused or failed `op`; `reason` is
+    /// librdkafka's error. Whether it took effect depends on `op` (a produce that timed out
+    /// may have been written: check before retrying).
+    #[error("kafka {op} failed: {reason}")]
+    Kafka { op: &'static str, reason: String },
+
+    /// `op` exists only on one backend: crash injection, `stats()` and raw Kafka batches
+    /// on the embedded broker; nothing was done. The README's "Outgrowing one machine"
+    /// section lists each.
+    #[error("{op} is not available on the {backend} backend")]
+    Unsupported {
+        op: &'static str,
+        backend: &'static str,
+    },
 }
 
 /// The crate's result type.
