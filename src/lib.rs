@@ -38,6 +38,8 @@ mod consumer;
 mod error;
 mod group;
 mod handle;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod listener;
 pub mod messages;
 mod partition;

@@ -57,7 +57,7 @@ pub mod sanity;
 mod sanity;
 mod sasl;
 mod server;
-mod topic_configs;
+pub(crate) mod topic_configs;
 
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,
