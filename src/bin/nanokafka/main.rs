@@ -4,11 +4,17 @@
 //! SIGINT or SIGTERM, then shuts it down cleanly (listener stopped, partitions synced and
 //! closed, data-directory lock released) and exits 0.
 //!
-//! Exit codes: 0 after a clean shutdown; 1 when the broker cannot start or stop cleanly (the
-//! data directory locked by another broker, a port taken, an unreadable directory); 2 for a
-//! bad command line.
+//! `nanokafka export` copies a data directory to a Kafka cluster (resumable), `nanokafka
+//! import` a cluster's topics into a data directory: built with the `kafka` feature; without
+//! it they exit 2 saying so.
+//!
+//! Exit codes: 0 after a clean shutdown or a complete transfer; 1 when the broker cannot
+//! start or stop cleanly (the data directory locked by another broker, a port taken, an
+//! unreadable directory) or a transfer failed; 2 for a bad command line (and for a transfer
+//! in a binary built without the `kafka` feature).
 
 mod serve;
+mod transfer;
 
 use std::process::ExitCode;
 
@@ -29,6 +35,12 @@ struct Cli {
 enum Command {
     /// Serve a data directory to Kafka clients until SIGINT or SIGTERM.
     Serve(serve::ServeArgs),
+    /// Copy a data directory's topics and group offsets to a Kafka cluster; stopped, it
+    /// resumes without duplicates when run again (needs a build with `--features kafka`).
+    Export(transfer::ExportArgs),
+    /// Copy a Kafka cluster's topics and group offsets into a data directory (needs a build
+    /// with `--features kafka`).
+    Import(transfer::ImportArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +49,8 @@ fn main() -> ExitCode {
     init_logging();
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Export(args) => transfer::export(args),
+        Command::Import(args) => transfer::import(args),
     }
 }
 
