@@ -541,6 +541,7 @@ pub fn encode_record(
 }
 
 /// One record of [`encode_client_batch`]: what a Kafka client's producer sends.
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientRecord<'a> {
     /// Milliseconds since the Unix epoch (-1: none, as Kafka has it).
@@ -559,6 +560,7 @@ pub struct ClientRecord<'a> {
 /// # Panics
 /// When `records` is empty or holds more than `i32::MAX` records (a caller's bug: a batch
 /// holds at least one record).
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 pub fn encode_client_batch(records: &[ClientRecord<'_>]) -> Vec<u8> {
     assert!(!records.is_empty(), "a batch holds at least one record");
     let count = i32::try_from(records.len()).expect("at most i32::MAX records");
@@ -587,6 +589,7 @@ pub fn encode_client_batch(records: &[ClientRecord<'_>]) -> Vec<u8> {
 }
 
 /// Appends one record of [`encode_client_batch`].
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 fn encode_client_record(
     buf: &mut Vec<u8>,
     timestamp_delta: i64,

@@ -46,7 +46,12 @@ enum Command {
 fn main() -> ExitCode {
     // Usage errors exit 2 (clap's convention); `--help` and `--version` exit 0.
     let cli = Cli::parse();
-    init_logging();
+    // A transfer reports on stderr itself: the embedded broker's routine lines (partitions
+    // opened, topics created) would drown it.
+    init_logging(match cli.command {
+        Command::Serve(_) => "info",
+        Command::Export(_) | Command::Import(_) => "warn",
+    });
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Export(args) => transfer::export(args),
@@ -54,12 +59,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Log lines on stderr, `info` and up unless RUST_LOG says otherwise; colours only on a
+/// Log lines on stderr, `default` and up unless RUST_LOG says otherwise; colours only on a
 /// terminal, so that a supervisor's log file gets plain text.
-fn init_logging() {
+fn init_logging(default: &str) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

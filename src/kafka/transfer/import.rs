@@ -172,6 +172,9 @@ impl Cluster {
     fn connect(options: &ImportOptions) -> Result<Cluster> {
         let own = [("client.id", "nanokafka-import")];
         let forced = [
+            // librdkafka assigns partitions only to a consumer with a group id; this one
+            // never joins it nor commits, so the group never exists on the cluster.
+            ("group.id", "nanokafka-import-reader"),
             ("enable.auto.commit", "false"),
             ("enable.auto.offset.store", "false"),
             // The end of a partition is where its copy stops.
@@ -307,7 +310,7 @@ impl Cluster {
         let mut commits = Vec::new();
         if low < high {
             self.assign(topic, partition, low)?;
-            let read = self.read_until(topic, partition, high, |message| {
+            let read = self.read_to_end(topic, partition, |message| {
                 while let Some((_, group)) = pending.next_if(|(c, _)| *c <= message.offset()) {
                     commits.push((group.clone(), appender.next_offset()));
                 }
@@ -346,13 +349,14 @@ impl Cluster {
             .map_err(kafka_error("fetch", format!("{topic}[{partition}]")))
     }
 
-    /// Hands `visit` each record of the assigned partition until the one before `high`, or
-    /// the partition's end (records past an open transaction's first offset, or gaps).
-    fn read_until(
+    /// Hands `visit` each record of the assigned partition up to its end: the end the
+    /// fetches report (librdkafka's partition EOF), not the end offset ListOffsets gave
+    /// before, which a broker may get wrong (tansu 0.6 counts batches there) and which
+    /// read_committed cannot reach past an open transaction anyway.
+    fn read_to_end(
         &self,
         topic: &str,
         partition: u32,
-        high: i64,
         mut visit: impl FnMut(&BorrowedMessage<'_>) -> Result<()>,
     ) -> Result<()> {
         let mut quiet_since = Instant::now();
@@ -360,9 +364,6 @@ impl Cluster {
             match self.reader.poll(Duration::from_millis(100)) {
                 Some(Ok(message)) => {
                     visit(&message)?;
-                    if message.offset() + 1 >= high {
-                        return Ok(());
-                    }
                     quiet_since = Instant::now();
                 }
                 Some(Err(KafkaError::PartitionEOF(_))) => return Ok(()),
@@ -373,8 +374,7 @@ impl Cluster {
                     return Err(Error::Kafka {
                         op: "fetch",
                         reason: format!(
-                            "{topic}[{partition}]: no record for {:?}, before its end offset \
-                             {high}",
+                            "{topic}[{partition}]: neither a record nor its end for {:?}",
                             self.timeout
                         ),
                     })
