@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{DeliveryResult, Header, Message, OwnedHeaders};
@@ -629,7 +630,16 @@ impl Deliveries {
     }
 }
 
-impl ClientContext for Deliveries {}
+impl ClientContext for Deliveries {
+    /// librdkafka's log lines as its default context logs them, less its warning that
+    /// `enable.gapless.guarantee` is experimental: the export sets it on purpose.
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        if facility == "CONFWARN" && message.contains("enable.gapless.guarantee") {
+            return;
+        }
+        DefaultClientContext.log(level, facility, message);
+    }
+}
 
 impl ProducerContext for Deliveries {
     /// The target offset the record must land at.
