@@ -2,7 +2,9 @@
 //! The producer sends 10 keyed messages; the consumer polls, prints and commits each one,
 //! and the program ends once all 10 are consumed.
 //!
-//! Run: `cargo run --release --example basic_usage`
+//! Run: `cargo run --release --example basic_usage`; on a Kafka cluster instead of the
+//! embedded broker: `NANOKAFKA_BOOTSTRAP=host:9092 cargo run --release --features kafka
+//! --example basic_usage` (the same code, the Kafka backend underneath).
 
 use std::thread;
 use std::time::Duration;
@@ -21,8 +23,17 @@ fn main() -> Result<(), nanokafka::Error> {
     // A fresh directory per run keeps the demo repeatable; set NANOKAFKA_DATA_DIR to keep it
     // and see a restart pick up where the last run stopped.
     let dir = data_dir::ExampleDir::new();
-    let broker = NanoKafka::open(dir.path())?;
-    broker.create_topic("events", TopicConfig::default().partitions(2))?;
+    // NANOKAFKA_BOOTSTRAP, when set, puts the same API on that Kafka cluster instead.
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .kafka_bootstrap_from_env()
+        .build()?;
+    println!("backend: {:?}", broker.backend());
+    match broker.create_topic("events", TopicConfig::default().partitions(2)) {
+        // A kept data directory or a Kafka cluster has it from an earlier run.
+        Ok(()) | Err(nanokafka::Error::TopicExists { .. }) => {}
+        Err(e) => return Err(e),
+    }
     broker.join_group("events", "group1", "consumer1")?;
 
     let producer = {

@@ -7,6 +7,9 @@
 //! for a fixed time after other rows; this one isolates it, so that alternating runs of two
 //! builds can be compared on a noisy host.
 //!
+//! It measures the embedded broker only and ignores `NANOKAFKA_BOOTSTRAP`: on the Kafka
+//! backend this loop would measure the cluster and librdkafka, not this crate.
+//!
 //! To profile the loop only, run it under `perf record --control=fifo:CTL,ACK -D -1` with
 //! `PERF_CTL=CTL PERF_ACK=ACK` (two FIFOs): it enables the events before the loop and disables
 //! them after.

@@ -1,8 +1,9 @@
 //! The real-client scripts of `tests/tools/clients/` and the harness `tests/common/clients.rs`
 //! run against tansu, an independent Kafka-API broker: proof that the scripts work with a
 //! broker other than ours, so that a failure against NanoKafka's listener points at the
-//! listener. Ignored, since tansu is not installed by CI: install it with
-//! `benches/peers/tansu.sh install`, then
+//! listener. Ignored: they prove the scripts, not the crate, and each group join waits on
+//! tansu for half the clients' session timeout. Install tansu with
+//! `benches/peers/tansu.sh install` (`.ci/run` does), then
 //! `cargo test --test clients_vs_tansu -- --ignored --test-threads 1`.
 //! Each test starts its own in-memory tansu on a free loopback port.
 

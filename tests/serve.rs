@@ -14,8 +14,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use client::WireClient;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::messages::{DescribeConfigsRequest, MetadataRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use nanokafka::{NanoKafka, TopicConfig};
 
@@ -192,6 +193,40 @@ fn serve_stops_cleanly_on_sigint() {
     serve_then_stop(libc::SIGINT);
 }
 
+/// The broker's `group.initial.rebalance.delay.ms` as DescribeConfigs reports it.
+fn initial_rebalance_delay(addr: SocketAddr) -> String {
+    let broker = DescribeConfigsResource::default()
+        .with_resource_type(4)
+        .with_resource_name(StrBytes::from_static_str("0"))
+        .with_configuration_keys(Some(vec![StrBytes::from_static_str(
+            "group.initial.rebalance.delay.ms",
+        )]));
+    let request = DescribeConfigsRequest::default().with_resources(vec![broker]);
+    let response = WireClient::connect(addr).call(&request, 4);
+    let result = &response.results[0];
+    assert_eq!(result.error_code, 0);
+    let value = result.configs[0].value.as_ref().expect("a value");
+    value.as_str().to_owned()
+}
+
+#[test]
+fn initial_rebalance_delay_ms_sets_how_long_a_new_group_waits() {
+    for (args, expected) in [
+        (&[][..], "3000"),
+        (&["--initial-rebalance-delay-ms", "0"], "0"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        let mut served =
+            Served::start(&[&["--data-dir", data_dir, "--listen", "127.0.0.1:0"], args].concat());
+        let addr = served.addr();
+        assert_eq!(initial_rebalance_delay(addr), expected, "{args:?}");
+        served.signal(libc::SIGTERM);
+        let (status, log) = served.wait();
+        assert_eq!(status.code(), Some(0), "{log:#?}");
+    }
+}
+
 #[test]
 fn a_locked_data_dir_exits_1_naming_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -250,6 +285,26 @@ fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
                 "alice",
             ],
             "NANOKAFKA_SASL_PLAIN_PASSWORD",
+        ),
+        (
+            &[
+                "serve",
+                "--data-dir",
+                data_dir,
+                "--initial-rebalance-delay-ms",
+                "soon",
+            ],
+            "initial-rebalance-delay-ms",
+        ),
+        (
+            &[
+                "serve",
+                "--data-dir",
+                data_dir,
+                "--initial-rebalance-delay-ms",
+                "2147483648",
+            ],
+            "initial-rebalance-delay-ms",
         ),
         (&["frobnicate"], "frobnicate"),
     ];

