@@ -268,6 +268,14 @@ pub enum Error {
         op: &'static str,
         backend: &'static str,
     },
+
+    /// `nanokafka export` / `import` (`op`) refused to start or to go on: the target holds
+    /// records the export cannot account for, a checkpoint does not match the target, the
+    /// source lost records to retention before they were copied, or a delivery landed
+    /// where it should not have. `reason` names the topic and partition and says what to do.
+    /// A refusal before copying changes nothing.
+    #[error("{op} refused: {reason}")]
+    Transfer { op: &'static str, reason: String },
 }
 
 /// The crate's result type.

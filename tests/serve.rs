@@ -323,3 +323,32 @@ fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
         "nothing was started"
     );
 }
+
+/// A binary built without the `kafka` feature lists export and import, and running either
+/// exits 2 saying how to get them, touching nothing.
+#[cfg(not(feature = "kafka"))]
+#[test]
+fn export_and_import_without_the_kafka_feature_exit_2_saying_how_to_get_them() {
+    let (status, help) = {
+        let out = Command::new(BIN).arg("--help").output().unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert!(status.success());
+    assert!(help.contains("export") && help.contains("import"), "{help}");
+    assert!(help.contains("--features kafka"), "{help}");
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("never-made");
+    let data_dir = data_dir.to_str().unwrap();
+    for args in [
+        ["export", "--data-dir", data_dir, "--to", "127.0.0.1:9"],
+        ["import", "--from", "127.0.0.1:9", "--data-dir", data_dir],
+    ] {
+        let (status, stderr) = run(&args);
+        assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--features kafka"), "{stderr}");
+        assert!(!Path::new(data_dir).exists());
+    }
+}

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Headers, Message};
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::ClientContext;
 
@@ -364,15 +364,16 @@ impl Drop for KafkaMember {
 /// A Kafka record as the API's raw record. A null value (a tombstone) reads as empty
 /// bytes, as on the embedded broker; a record without a timestamp has 0.
 pub(crate) fn record_of(message: &BorrowedMessage<'_>) -> Record<Vec<u8>> {
-    let headers = message.headers().map_or_else(Vec::new, |headers| {
-        headers
-            .iter()
-            .map(|h| Header {
-                key: h.key.to_owned(),
-                value: h.value.map(<[u8]>::to_vec),
-            })
-            .collect()
-    });
+    // Read through librdkafka's C accessors: the binding's own panics on a key that is not
+    // UTF-8, which any client may send. Such a key is shown with replacement characters, as
+    // the embedded broker shows it.
+    let headers = crate::kafka::transfer::client::headers(message)
+        .into_iter()
+        .map(|(key, value)| Header {
+            key: String::from_utf8_lossy(&key).into_owned(),
+            value,
+        })
+        .collect();
     Record {
         partition: u32::try_from(message.partition()).unwrap_or_default(),
         offset: u64::try_from(message.offset()).unwrap_or_default(),

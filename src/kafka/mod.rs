@@ -18,6 +18,8 @@
 //! - `admin`: topics (create, delete, list), lag and offsets by timestamp.
 //! - `member`: [`member::KafkaMember`], one librdkafka group consumer with manual commits,
 //!   behind `Consumer<T>`, the flat calls and subscriptions.
+//! - [`transfer`]: `nanokafka export` / `import`, moving a data directory to a Kafka cluster
+//!   and back.
 //!
 //! Where Kafka's semantics differ from the embedded ones (the flat `poll`, `max_size`
 //! backpressure, retention by record count, generations), the README's "Outgrowing one
@@ -28,6 +30,7 @@ mod flat;
 pub(crate) mod member;
 mod produce;
 pub(crate) mod subscription;
+pub mod transfer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

@@ -27,7 +27,7 @@ impl KafkaBackend {
     /// spread when keyless) and returns their deliveries in order.
     ///
     /// # Errors
-    /// `UnknownTopic`; `Timeout` when librdkafka's queue stayed full for the request
+    /// `UnknownTopic`, `UnknownPartition`; `Timeout` when librdkafka's queue stayed full for the request
     /// timeout; `Kafka` for a delivery the cluster refused (records before it in the batch
     /// may have been written).
     pub(crate) async fn produce_batch(
@@ -106,6 +106,12 @@ impl KafkaBackend {
                     }
                     record = back;
                     tokio::time::sleep(QUEUE_FULL_RETRY).await;
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::UnknownPartition), back)) => {
+                    return Err(Error::UnknownPartition {
+                        topic: topic.to_owned(),
+                        partition: back.partition.map_or(0, |p| p.max(0) as u32),
+                    })
                 }
                 Err((e, _)) => return Err(topic_error("produce", topic, e)),
             }

@@ -540,6 +540,87 @@ pub fn encode_record(
     }
 }
 
+/// One record of [`encode_client_batch`]: what a Kafka client's producer sends.
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientRecord<'a> {
+    /// Milliseconds since the Unix epoch (-1: none, as Kafka has it).
+    pub timestamp_ms: i64,
+    pub key: Option<&'a [u8]>,
+    /// `None` is a null value (a Kafka tombstone), distinct from an empty one.
+    pub value: Option<&'a [u8]>,
+    pub headers: &'a [(&'a [u8], Option<&'a [u8]>)],
+}
+
+/// The uncompressed CreateTime batch a Kafka client without an idempotent producer would
+/// send for `records` (base offset 0, no producer id): every record keeps its own
+/// timestamp, null key, null value and headers exactly. The base timestamp is the first
+/// record's, so later records may have negative deltas, as Kafka's format allows.
+///
+/// # Panics
+/// When `records` is empty or holds more than `i32::MAX` records (a caller's bug: a batch
+/// holds at least one record).
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+pub fn encode_client_batch(records: &[ClientRecord<'_>]) -> Vec<u8> {
+    assert!(!records.is_empty(), "a batch holds at least one record");
+    let count = i32::try_from(records.len()).expect("at most i32::MAX records");
+    let base_timestamp = records[0].timestamp_ms;
+    let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(-1);
+    let mut batch = vec![0u8; HEADER_LEN];
+    for (delta, record) in records.iter().enumerate() {
+        let timestamp_delta = record.timestamp_ms.wrapping_sub(base_timestamp);
+        encode_client_record(&mut batch, timestamp_delta, delta as u32, record);
+    }
+    let length = i32::try_from(batch.len() - LOG_OVERHEAD).unwrap_or(i32::MAX);
+    let h = &mut batch[..HEADER_LEN];
+    h[8..12].copy_from_slice(&length.to_be_bytes());
+    h[12..16].copy_from_slice(&(-1i32).to_be_bytes()); // a client sends no leader epoch
+    h[16] = MAGIC;
+    h[21..23].copy_from_slice(&0i16.to_be_bytes()); // uncompressed, CreateTime
+    h[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+    h[27..35].copy_from_slice(&base_timestamp.to_be_bytes());
+    h[35..43].copy_from_slice(&max_timestamp.to_be_bytes());
+    h[43..51].copy_from_slice(&NO_PRODUCER_ID.to_be_bytes());
+    h[51..53].copy_from_slice(&NO_PRODUCER_EPOCH.to_be_bytes());
+    h[53..57].copy_from_slice(&NO_SEQUENCE.to_be_bytes());
+    h[57..61].copy_from_slice(&count.to_be_bytes());
+    update_crc(&mut batch);
+    batch
+}
+
+/// Appends one record of [`encode_client_batch`].
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+fn encode_client_record(
+    buf: &mut Vec<u8>,
+    timestamp_delta: i64,
+    offset_delta: u32,
+    record: &ClientRecord<'_>,
+) {
+    let body = 1 // attributes
+        + varint_len(timestamp_delta)
+        + varint_len(i64::from(offset_delta))
+        + bytes_len(record.key.map(<[u8]>::len))
+        + bytes_len(record.value.map(<[u8]>::len))
+        + varint_len(record.headers.len() as i64)
+        + record
+            .headers
+            .iter()
+            .map(|(k, v)| bytes_len(Some(k.len())) + bytes_len(v.map(<[u8]>::len)))
+            .sum::<usize>();
+    buf.reserve(body + MAX_VARINT_LEN);
+    put_varint(buf, body as i64);
+    buf.push(0); // attributes
+    put_varint(buf, timestamp_delta);
+    put_varint(buf, i64::from(offset_delta));
+    put_bytes(buf, record.key);
+    put_bytes(buf, record.value);
+    put_varint(buf, record.headers.len() as i64);
+    for (k, v) in record.headers {
+        put_bytes(buf, Some(k));
+        put_bytes(buf, *v);
+    }
+}
+
 /// Appends `record` (parsed from another section) to `buf` with a new offset delta.
 /// Its headers are copied as they are encoded, not decoded and written again.
 pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta: u32) {

@@ -19,6 +19,8 @@
 //!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
 //!     log_start_offset             first readable offset (checkpoint.rs)
 //!     offsets.journal              committed offsets of every group (offsets.rs)
+//!   .export/<cluster>.json         `nanokafka export`'s checkpoint per Kafka cluster (written
+//!                                  and read by `kafka::transfer`, never by the broker)
 //! ```
 //!
 //! # Modules, bottom up

@@ -4,11 +4,17 @@
 //! SIGINT or SIGTERM, then shuts it down cleanly (listener stopped, partitions synced and
 //! closed, data-directory lock released) and exits 0.
 //!
-//! Exit codes: 0 after a clean shutdown; 1 when the broker cannot start or stop cleanly (the
-//! data directory locked by another broker, a port taken, an unreadable directory); 2 for a
-//! bad command line.
+//! `nanokafka export` copies a data directory to a Kafka cluster (resumable), `nanokafka
+//! import` a cluster's topics into a data directory: built with the `kafka` feature; without
+//! it they exit 2 saying so.
+//!
+//! Exit codes: 0 after a clean shutdown or a complete transfer; 1 when the broker cannot
+//! start or stop cleanly (the data directory locked by another broker, a port taken, an
+//! unreadable directory) or a transfer failed; 2 for a bad command line (and for a transfer
+//! in a binary built without the `kafka` feature).
 
 mod serve;
+mod transfer;
 
 use std::process::ExitCode;
 
@@ -29,23 +35,36 @@ struct Cli {
 enum Command {
     /// Serve a data directory to Kafka clients until SIGINT or SIGTERM.
     Serve(serve::ServeArgs),
+    /// Copy a data directory's topics and group offsets to a Kafka cluster; stopped, it
+    /// resumes without duplicates when run again (needs a build with `--features kafka`).
+    Export(transfer::ExportArgs),
+    /// Copy a Kafka cluster's topics and group offsets into a data directory (needs a build
+    /// with `--features kafka`).
+    Import(transfer::ImportArgs),
 }
 
 fn main() -> ExitCode {
     // Usage errors exit 2 (clap's convention); `--help` and `--version` exit 0.
     let cli = Cli::parse();
-    init_logging();
+    // A transfer reports on stderr itself: the embedded broker's routine lines (partitions
+    // opened, topics created) would drown it.
+    init_logging(match cli.command {
+        Command::Serve(_) => "info",
+        Command::Export(_) | Command::Import(_) => "warn",
+    });
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Export(args) => transfer::export(args),
+        Command::Import(args) => transfer::import(args),
     }
 }
 
-/// Log lines on stderr, `info` and up unless RUST_LOG says otherwise; colours only on a
+/// Log lines on stderr, `default` and up unless RUST_LOG says otherwise; colours only on a
 /// terminal, so that a supervisor's log file gets plain text.
-fn init_logging() {
+fn init_logging(default: &str) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -3,7 +3,7 @@
 //! classic group shows its Kafka members and, beside them, the native members of its
 //! topics' native groups; a name with only native groups shows `Stable` with their members
 //! (each with a subscription to the topics it is a member of and its partitions), or
-//! `Empty`.
+//! `Empty`. ListGroups also lists, `Empty`, the groups known only by committed offsets.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -175,6 +175,17 @@ pub async fn list_groups(
             let active = by_topic.values().any(|s| !s.assignment.is_empty());
             let state = if active { "Stable" } else { "Empty" };
             states.insert(name, ("consumer".to_owned(), state));
+        }
+    }
+    // A group known only by its committed offsets (its members gone, or it never had any:
+    // standalone commits) is listed `Empty`, as Kafka lists it, so that tools find its
+    // offsets.
+    if let Ok(stats) = ctx.broker.stats().await {
+        let partitions = stats.topics.into_values().flat_map(|t| t.partitions);
+        for group in partitions.flat_map(|p| p.committed.into_keys()) {
+            states
+                .entry(group)
+                .or_insert_with(|| ("consumer".to_owned(), "Empty"));
         }
     }
     for (name, addr) in ctx.shared.groups.all() {

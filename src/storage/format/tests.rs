@@ -48,6 +48,67 @@ fn a_sealed_native_batch_decodes_with_its_records() {
 }
 
 #[test]
+fn a_client_batch_keeps_each_records_timestamp_nulls_and_repeated_headers() {
+    let headers: [(&[u8], Option<&[u8]>); 3] =
+        [(b"k", Some(b"1")), (b"k", None), (b"other", Some(b""))];
+    let records = [
+        ClientRecord {
+            timestamp_ms: 1_700_000_000_500,
+            key: None,
+            value: None,
+            headers: &headers,
+        },
+        ClientRecord {
+            timestamp_ms: 1_700_000_000_000, // earlier than the first: a negative delta
+            key: Some(b""),
+            value: Some(b""),
+            headers: &[],
+        },
+        ClientRecord {
+            timestamp_ms: 1_700_000_009_000,
+            key: Some(b"key"),
+            value: Some(b"value"),
+            headers: &headers[..1],
+        },
+    ];
+    let batch = encode_client_batch(&records);
+    let Decoded::Batch(header) = decode(&batch) else {
+        panic!("{:?}", decode(&batch))
+    };
+    assert_eq!((header.base_offset, header.records_count), (0, 3));
+    assert_eq!(header.timestamp_type(), TimestampType::CreateTime);
+    assert_eq!(header.max_timestamp, 1_700_000_009_000);
+    assert_eq!(header.producer_id, NO_PRODUCER_ID);
+    let mut scratch = Vec::new();
+    let section = records_section(&batch, &header, 1 << 20, &mut scratch).unwrap();
+    let mut seen = Vec::new();
+    validate_records(section, &header, |r| {
+        seen.push(ClientRecord {
+            timestamp_ms: header.record_timestamp(r.timestamp_delta),
+            key: r.key,
+            value: r.value,
+            headers: &[],
+        });
+        assert_eq!(
+            r.headers.iter().collect::<Vec<_>>(),
+            records[seen.len() - 1].headers.to_vec()
+        );
+    })
+    .unwrap();
+    let fields = |r: &ClientRecord<'_>| {
+        (
+            r.timestamp_ms,
+            r.key.map(<[u8]>::to_vec),
+            r.value.map(<[u8]>::to_vec),
+        )
+    };
+    assert_eq!(
+        seen.iter().map(fields).collect::<Vec<_>>(),
+        records.iter().map(fields).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn every_flipped_byte_under_the_crc_is_detected() {
     let batch = native_batch(7, &[(Some(b"k"), b"some value bytes")]);
     for i in CRC_START..batch.len() {

@@ -1,0 +1,16 @@
+//! `nanokafka export` and `nanokafka import` (the `kafka` feature) against a Kafka cluster
+//! that is a `nanokafka serve` process of its own (and tansu, when installed): a data
+//! directory exported and imported back keeps every record and committed offset byte for
+//! byte; an interrupted export resumes without duplicating a record; targets an export cannot
+//! account for are refused with nothing changed.
+//!
+//! `cargo test --features kafka --test kafka_transfer`
+
+#![cfg(feature = "kafka")]
+
+mod harness;
+
+mod refusals;
+mod resume;
+mod round_trip;
+mod tansu;
