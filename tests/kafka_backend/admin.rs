@@ -1,10 +1,15 @@
-//! Topic administration: `create_topic` makes the partitions asked for, and a second create
-//! of the name is `TopicExists`, changing nothing.
+//! Topic administration: `create_topic` makes the partitions asked for and keeps the
+//! settings asked for, and a second create of the name is `TopicExists`, changing nothing.
 
-use nanokafka::{partition_for_key, Error, TopicConfig};
+use std::collections::BTreeMap;
+
+use nanokafka::{partition_for_key, Error, TimestampType, TopicConfig};
+use rdkafka::admin::{AdminClient, AdminOptions, ResourceSpecifier};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
 
 use crate::target::{on_every_target, Target};
-use crate::wait;
+use crate::wait::{self, PATIENCE};
 
 /// A key that `partition_for_key` sends to `partition` of `partitions`.
 fn key_for(partition: u32, partitions: u32) -> String {
@@ -48,4 +53,73 @@ fn create_topic_makes_the_partitions_and_refuses_a_second_create(t: &Target) {
     assert_eq!(values, [1, 3]);
 }
 
-on_every_target!(create_topic_makes_the_partitions_and_refuses_a_second_create);
+/// The configs the cluster at `bootstrap` reports for `topic` (DescribeConfigs, through a
+/// librdkafka admin client of the test's own).
+fn described(bootstrap: &str, topic: &str) -> BTreeMap<String, String> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("an admin client");
+    let options = AdminOptions::new().request_timeout(Some(PATIENCE));
+    let resource = ResourceSpecifier::Topic(topic);
+    let answer = futures::executor::block_on(admin.describe_configs([&resource], &options));
+    let result = answer.expect("DescribeConfigs").into_iter().next();
+    let resource = result.expect("one resource").expect("the topic's configs");
+    resource
+        .entries
+        .into_iter()
+        .filter_map(|e| Some((e.name, e.value?)))
+        .collect()
+}
+
+/// A topic keeps the settings it was created with, and a default topic keeps everything: on
+/// the embedded broker `list_topics` gives each config back; on Kafka the backend states
+/// every setting Kafka has explicitly (retention `-1` for "keep everything"), as the
+/// cluster's DescribeConfigs shows, so the cluster's defaults (7 days) do not apply.
+fn create_topic_keeps_what_was_asked(t: &Target) {
+    let forever = t.topic("kept-forever");
+    t.broker()
+        .create_topic(&forever, TopicConfig::default().partitions(2))
+        .unwrap();
+    let hour = t.topic("kept-an-hour");
+    let config = TopicConfig::default()
+        .retention_ms(3_600_000)
+        .retention_bytes(1 << 30)
+        .timestamp_type(TimestampType::LogAppendTime);
+    t.broker().create_topic(&hour, config.clone()).unwrap();
+    let Some(bootstrap) = t.bootstrap() else {
+        let listed = t.broker().list_topics().unwrap();
+        assert_eq!(listed[&forever], TopicConfig::default().partitions(2));
+        assert_eq!(listed[&hour], config);
+        return;
+    };
+    let configs = described(bootstrap, &forever);
+    assert_eq!(configs["retention.ms"], "-1", "{configs:?}");
+    assert_eq!(configs["retention.bytes"], "-1", "{configs:?}");
+    assert_eq!(
+        configs["message.timestamp.type"], "CreateTime",
+        "{configs:?}"
+    );
+    let configs = described(bootstrap, &hour);
+    assert_eq!(configs["retention.ms"], "3600000", "{configs:?}");
+    assert_eq!(configs["retention.bytes"], "1073741824", "{configs:?}");
+    assert_eq!(
+        configs["message.timestamp.type"], "LogAppendTime",
+        "{configs:?}"
+    );
+}
+
+/// `backend()` says which backend serves the handle.
+fn the_handle_names_its_backend(t: &Target) {
+    let expected = match t.is_kafka() {
+        false => nanokafka::Backend::Embedded,
+        true => nanokafka::Backend::Kafka,
+    };
+    assert_eq!(t.broker().backend(), expected);
+}
+
+on_every_target!(
+    create_topic_makes_the_partitions_and_refuses_a_second_create,
+    create_topic_keeps_what_was_asked,
+    the_handle_names_its_backend,
+);

@@ -1,15 +1,11 @@
 //! Where the backends differ by design: each `difference_*` test asserts both sides, the
 //! embedded broker's behaviour and the Kafka backend's, so that the README's table of
-//! differences points at a test that keeps it true.
+//! differences points at a test that keeps it true (the calls only the embedded broker
+//! serves are in `embedded_only.rs`).
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use std::time::Duration;
 
-use nanokafka::{Backend, Backpressure, Error, TopicConfig};
+use nanokafka::{Backpressure, Error, TopicConfig};
 
 use crate::target::{on_every_target, Target};
 use crate::wait::{self, STEP};
@@ -18,7 +14,7 @@ use crate::wait::{self, STEP};
 /// returns the same record until a commit; on Kafka the member's position advances with
 /// every poll, and an uncommitted record comes back only after the member rejoins. On both,
 /// a rejoin resumes at the commit, and a commit moves past the record.
-fn difference_poll_redelivers_until_commit(t: &Target) {
+fn difference_flat_poll(t: &Target) {
     let broker = t.broker();
     let topic = t.new_topic("redelivery", 1);
     broker.join_group(&topic, "g", "m").unwrap();
@@ -48,9 +44,9 @@ fn difference_poll_redelivers_until_commit(t: &Target) {
 }
 
 /// Records without a key: round-robin over the partitions on the embedded broker; on Kafka
-/// wherever librdkafka's partitioner puts them (sticky batches, random partitions), only
-/// ever a partition of the topic.
-fn difference_keyless_partitioning(t: &Target) {
+/// a random partition per record (librdkafka's `murmur2_random`), only ever one of the
+/// topic's.
+fn difference_keyless_spread(t: &Target) {
     let topic = t.new_topic("keyless", 3);
     let partitions: Vec<u32> = (0..12u64)
         .map(|v| t.broker().produce(&topic, &v).unwrap().partition)
@@ -108,114 +104,6 @@ fn difference_max_size(t: &Target) {
     }
 }
 
-fn assert_unsupported<T: std::fmt::Debug>(result: nanokafka::Result<T>) {
-    assert!(
-        matches!(
-            result,
-            Err(Error::Unsupported {
-                backend: "kafka",
-                ..
-            })
-        ),
-        "Kafka: {result:?}"
-    );
-}
-
-/// `stats()` reports the embedded broker's partitions, groups and restarts; on Kafka it is
-/// `Unsupported` (the cluster's own metrics and tools cover it).
-fn difference_stats(t: &Target) {
-    let topic = t.new_topic("stats", 2);
-    t.broker().produce(&topic, &1u64).unwrap();
-    match t.is_kafka() {
-        false => {
-            let stats = t.broker().stats().unwrap();
-            let partitions = &stats.topics[&topic].partitions;
-            assert_eq!(partitions.len(), 2);
-            let ends: u64 = partitions.iter().map(|p| p.log_end_offset).sum();
-            assert_eq!(ends, 1);
-        }
-        true => assert_unsupported(t.broker().stats()),
-    }
-}
-
-/// Crash injection (`crash_partition`) restarts a partition actor of the embedded broker,
-/// which reloads from disk; on Kafka there is no actor to crash: `Unsupported`, nothing done.
-/// Either way the records stay readable.
-fn difference_crash_injection(t: &Target) {
-    let topic = t.new_topic("crash", 1);
-    t.broker().produce(&topic, &7u64).unwrap();
-    match t.is_kafka() {
-        false => t.broker().crash_partition(&topic, 0).unwrap(),
-        true => assert_unsupported(t.broker().crash_partition(&topic, 0)),
-    }
-    let mut consumer = t.broker().consumer::<u64>(&topic, "g", "m").unwrap();
-    let read: Vec<u64> = wait::read(&mut consumer, 1)
-        .iter()
-        .map(|r| r.value)
-        .collect();
-    assert_eq!(read, [7]);
-}
-
-/// Two records as a Kafka producer's RecordBatch v2 (kafka-protocol's encoder).
-fn kafka_batch() -> Vec<u8> {
-    let records: Vec<KRecord> = ["a", "b"]
-        .iter()
-        .enumerate()
-        .map(|(i, value)| KRecord {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder starts a new batch wherever `offset - sequence` changes.
-            sequence: -1 + i as i32,
-            timestamp: wait::now_ms() as i64,
-            key: None,
-            value: Some(Bytes::from(value.to_string())),
-            headers: IndexMap::new(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.to_vec()
-}
-
-/// `produce_kafka_batch` appends a Kafka producer's batch as sent on the embedded broker; on
-/// Kafka it is `Unsupported` (a Kafka client produces there itself) and writes nothing.
-fn difference_raw_kafka_batches(t: &Target) {
-    let topic = t.new_topic("raw-batches", 1);
-    let appended = t.broker().produce_kafka_batch(&topic, 0, kafka_batch());
-    let expected: Vec<Vec<u8>> = match t.is_kafka() {
-        false => {
-            appended.unwrap();
-            vec![b"a".to_vec(), b"b".to_vec()]
-        }
-        true => {
-            assert_unsupported(appended);
-            t.broker().produce_raw(&topic, None, b"c".to_vec()).unwrap();
-            vec![b"c".to_vec()]
-        }
-    };
-    // Raw bytes (not MessagePack): read with the flat raw poll.
-    t.broker().join_group(&topic, "g", "m").unwrap();
-    let read = wait::until("the records", || {
-        let batch = t
-            .broker()
-            .poll_batch_raw(&topic, "g", "m", 10, STEP)
-            .unwrap();
-        (!batch.is_empty()).then_some(batch)
-    });
-    let values: Vec<Vec<u8>> = read.into_iter().map(|r| r.value).collect();
-    assert_eq!(values, expected);
-}
-
 /// A member's join: on the embedded broker it returns at once with the member's share, and
 /// the other members learn of the new generation on their next poll. On Kafka it returns
 /// once the group has rebalanced, which needs every other member to rejoin, and a librdkafka
@@ -226,6 +114,7 @@ fn difference_join_waits_for_the_group(t: &Target) {
     let topic = t.new_topic("join-wait", 2);
     let mut first = t.broker().consumer::<u64>(&topic, "g", "first").unwrap();
     let impatient = t.another_client_with(|b| b.block_timeout(Duration::from_secs(3)));
+    let impatient = impatient.unwrap();
     let second = impatient.consumer::<u64>(&topic, "g", "second");
     match t.is_kafka() {
         false => assert_eq!(second.unwrap().assignment().partitions.len(), 1),
@@ -242,23 +131,97 @@ fn difference_join_waits_for_the_group(t: &Target) {
     assert_eq!(shares.len(), 2);
 }
 
-/// `backend()` says which backend a handle runs: the embedded broker, or Kafka.
-fn difference_backend(t: &Target) {
+/// `Assignment::generation`: the group's generation on the embedded broker, the same for
+/// every member; on Kafka the number of assignments this member received (librdkafka does
+/// not expose the group's), so a member that joined later counts from 1.
+fn difference_generation(t: &Target) {
+    let topic = t.new_topic("generation", 2);
+    let mut first = t.broker().consumer::<u64>(&topic, "g", "first").unwrap();
+    assert_eq!(first.assignment().generation, 1);
+    let mut second =
+        wait::join_while_polling(t.broker(), (&topic, "g", "second"), &mut [&mut first]);
+    wait::settle(&mut [&mut first, &mut second], "one partition each", |s| {
+        wait::each_partition_once(s, 2) && s.iter().all(|p| p.len() == 1)
+    });
+    let (first, second) = (
+        first.assignment().generation,
+        second.assignment().generation,
+    );
+    match t.is_kafka() {
+        false => assert_eq!((first, second), (2, 2), "embedded: the group's generation"),
+        true => {
+            assert_eq!(second, 1, "Kafka: the later member's first assignment");
+            assert!(
+                first >= 2,
+                "Kafka: the first member was assigned again: {first}"
+            );
+        }
+    }
+}
+
+/// A flat `commit` from a handle with no member in the group: the embedded broker refuses it
+/// (`UnknownGroup`) until a member has joined since it started, then takes it; Kafka takes
+/// a commit from outside the group only while the group has no members, and refuses it
+/// (changing nothing) while it has one.
+fn difference_flat_commit(t: &Target) {
+    let topic = t.new_topic("outside-commit", 1);
+    for v in 0..3u64 {
+        t.broker().produce(&topic, &v).unwrap();
+    }
+    let before_any_member = t.broker().commit(&topic, "g", 0, 0);
+    match t.is_kafka() {
+        false => assert!(
+            matches!(before_any_member, Err(Error::UnknownGroup { .. })),
+            "embedded: {before_any_member:?}"
+        ),
+        true => {
+            before_any_member.unwrap();
+            assert_eq!(t.broker().lag(&topic, "g").unwrap()[&0], 2);
+        }
+    }
+    let other = t.another_client();
+    let _member = other.consumer::<u64>(&topic, "g", "member").unwrap();
+    let beside_a_member = t.broker().commit(&topic, "g", 0, 1);
+    match t.is_kafka() {
+        false => {
+            beside_a_member.unwrap();
+            assert_eq!(t.broker().lag(&topic, "g").unwrap()[&0], 1);
+        }
+        true => {
+            assert!(beside_a_member.is_err(), "Kafka: {beside_a_member:?}");
+            assert_eq!(
+                t.broker().lag(&topic, "g").unwrap()[&0],
+                2,
+                "nothing changed"
+            );
+        }
+    }
+}
+
+/// `list_topics`: every field of each topic's config on the embedded broker; on Kafka the
+/// partition count, with `TopicConfig`'s defaults for the rest.
+fn difference_list_topics(t: &Target) {
+    let topic = t.topic("listed");
+    let config = TopicConfig::default()
+        .partitions(3)
+        .retention_ms(3_600_000)
+        .segment_bytes(1 << 20);
+    t.broker().create_topic(&topic, config.clone()).unwrap();
+    let listed = t.broker().list_topics().unwrap();
     let expected = match t.is_kafka() {
-        false => Backend::Embedded,
-        true => Backend::Kafka,
+        false => config,
+        true => TopicConfig::default().partitions(3),
     };
-    assert_eq!(t.broker().backend(), expected);
+    assert_eq!(listed.get(&topic), Some(&expected));
 }
 
 on_every_target!(
-    difference_poll_redelivers_until_commit,
-    difference_keyless_partitioning,
+    difference_flat_poll,
+    difference_keyless_spread,
     difference_retention_size,
     difference_max_size,
-    difference_stats,
-    difference_crash_injection,
-    difference_raw_kafka_batches,
     difference_join_waits_for_the_group,
-    difference_backend,
+    difference_generation,
+    difference_flat_commit,
+    difference_list_topics,
 );

@@ -53,7 +53,7 @@ fn commit_last_per_partition(member: &mut Consumer<u64>, read: &[Record<u64>]) {
 /// 1); when it leaves, the two share all four again. Records produced in each phase are read
 /// once, by the owner of their partition. Members join while the others poll, as each would
 /// on its own thread (see `difference_join_waits_for_the_group`).
-fn members_split_partitions_and_rebalance_on_join_and_leave(t: &Target) {
+fn consumers_of_one_group_split_the_partitions(t: &Target) {
     let topic = t.new_topic("split", PARTITIONS);
     let broker = t.broker();
     let mut a = broker.consumer::<u64>(&topic, "g", "a").unwrap();
@@ -112,6 +112,6 @@ fn every_group_reads_every_record(t: &Target) {
 }
 
 on_every_target!(
-    members_split_partitions_and_rebalance_on_join_and_leave,
+    consumers_of_one_group_split_the_partitions,
     every_group_reads_every_record,
 );

@@ -17,6 +17,7 @@ mod wait;
 mod admin;
 mod consumers;
 mod differences;
+mod embedded_only;
 mod flat;
 mod groups;
 mod produce;

@@ -83,7 +83,7 @@ fn every_produce_path_delivers_consecutive_offsets_in_call_order(t: &Target) {
 
 /// A keyed record lands on `partition_for_key(key, partitions)`, Kafka's Java partitioner
 /// (murmur2), whichever path produced it, and reads back with its key.
-fn keyed_records_land_on_partition_for_key(t: &Target) {
+fn keyed_records_land_where_partition_for_key_says(t: &Target) {
     let broker = t.broker();
     let partitions = 5;
     let topic = t.new_topic("keyed", partitions);
@@ -129,5 +129,5 @@ fn keyed_records_land_on_partition_for_key(t: &Target) {
 
 on_every_target!(
     every_produce_path_delivers_consecutive_offsets_in_call_order,
-    keyed_records_land_on_partition_for_key,
+    keyed_records_land_where_partition_for_key_says,
 );

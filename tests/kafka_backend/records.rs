@@ -36,7 +36,7 @@ fn headers(id: u64) -> Vec<Header> {
 /// Records produced with and without keys and headers, singly and in a batch, read back by
 /// `Consumer::poll_batch` exactly: key, value, headers (order, repeats, null and empty values
 /// kept) and a timestamp taken between the produce and the read.
-fn records_carry_keys_values_headers_and_timestamps(t: &Target) {
+fn records_keep_keys_values_headers_and_timestamps(t: &Target) {
     let broker = t.broker();
     let topic = t.new_topic("records", 2);
     let before = wait::now_ms();
@@ -111,6 +111,6 @@ fn a_consumer_reads_each_partition_in_offset_order(t: &Target) {
 }
 
 on_every_target!(
-    records_carry_keys_values_headers_and_timestamps,
+    records_keep_keys_values_headers_and_timestamps,
     a_consumer_reads_each_partition_in_offset_order,
 );

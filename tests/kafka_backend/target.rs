@@ -74,26 +74,31 @@ impl Target {
     /// own producer and consumers, as another process would have); on the embedded broker,
     /// which one process owns, a clone.
     pub fn another_client(&self) -> NanoKafka {
-        self.another_client_with(|builder| builder)
+        let client = self.another_client_with(|builder| builder);
+        client.expect("another client")
     }
 
     /// As [`Target::another_client`], with the Kafka client's builder adjusted by
-    /// `configure` (the embedded broker's clone keeps the settings it was built with).
+    /// `configure` (the embedded broker's clone keeps the settings it was built with); the
+    /// build's error, if any.
     pub fn another_client_with(
         &self,
         configure: impl FnOnce(NanoKafkaBuilder) -> NanoKafkaBuilder,
-    ) -> NanoKafka {
+    ) -> nanokafka::Result<NanoKafka> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         match self.kind {
-            Kind::Embedded => self.broker.clone(),
+            Kind::Embedded => Ok(self.broker.clone()),
             Kind::Serve | Kind::Tansu => {
                 let n = NEXT.fetch_add(1, Ordering::Relaxed);
                 let dir = self.dir.path().join(format!("another-{n}"));
-                configure(builder(&dir, self.kind, self.server.as_ref()))
-                    .build()
-                    .expect("another client")
+                configure(builder(&dir, self.kind, self.server.as_ref())).build()
             }
         }
+    }
+
+    /// The Kafka target's `bootstrap.servers`; `None` for the embedded broker.
+    pub fn bootstrap(&self) -> Option<&str> {
+        self.server.as_ref().map(|s| s.bootstrap.as_str())
     }
 
     /// Whether the handle runs the Kafka backend.

@@ -1,0 +1,133 @@
+//! The calls only the embedded broker serves: statistics, its description, crash injection,
+//! Kafka producers' raw batches and the Kafka listener. On the Kafka backend each is
+//! `Error::Unsupported { backend: "kafka" }` and does nothing; a listener beside
+//! `kafka_bootstrap` is `InvalidArgument` at build.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::records::{
+    Compression, Record as KRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use nanokafka::{Error, NanoKafka};
+
+use crate::target::{on_every_target, Target};
+use crate::wait::{self, STEP};
+
+/// Two records, `a` and `b`, as a Kafka producer's RecordBatch v2 (kafka-protocol's encoder).
+fn kafka_batch() -> Vec<u8> {
+    let records: Vec<KRecord> = ["a", "b"]
+        .iter()
+        .enumerate()
+        .map(|(i, value)| KRecord {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // The encoder starts a new batch wherever `offset - sequence` changes.
+            sequence: -1 + i as i32,
+            timestamp: wait::now_ms() as i64,
+            key: None,
+            value: Some(Bytes::from(value.to_string())),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    buf.to_vec()
+}
+
+/// stats, describe_broker, crash_partition, produce_kafka_batch and a listener, served.
+fn served_by_the_embedded_broker(t: &Target, topic: &str) {
+    let stats = t.broker().stats().unwrap();
+    let partitions = &stats.topics[topic].partitions;
+    assert_eq!(partitions.iter().map(|p| p.log_end_offset).sum::<u64>(), 1);
+    let bus = t.broker().async_handle();
+    actix_rt::System::new().block_on(async move { bus.describe_broker().await.unwrap() });
+    t.broker()
+        .produce_kafka_batch(topic, 0, kafka_batch())
+        .unwrap();
+    // Last: a request racing the partition's restart could meet `PartitionRestarted`.
+    t.broker().crash_partition(topic, 0).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let listening = NanoKafka::builder()
+        .data_dir(dir.path())
+        .listen("127.0.0.1:0")
+        .build()
+        .unwrap();
+    assert!(listening.listener_addr().is_some());
+}
+
+fn assert_unsupported<T: std::fmt::Debug>(result: nanokafka::Result<T>) {
+    let unsupported = matches!(
+        result,
+        Err(Error::Unsupported {
+            backend: "kafka",
+            ..
+        })
+    );
+    assert!(unsupported, "Kafka: {result:?}");
+}
+
+/// The same calls, and the async handle's other crash injections: each `Unsupported`.
+fn unsupported_on_kafka(t: &Target, topic: &str) {
+    assert_unsupported(t.broker().stats());
+    assert_unsupported(t.broker().crash_partition(topic, 0));
+    assert_unsupported(t.broker().produce_kafka_batch(topic, 0, kafka_batch()));
+    let bus = t.broker().async_handle();
+    let topic = topic.to_owned();
+    actix_rt::System::new().block_on(async move {
+        assert_unsupported(bus.describe_broker().await);
+        assert_unsupported(bus.crash_topic(&topic).await);
+        assert_unsupported(bus.crash_group_coordinator(&topic, "g").await);
+        assert_unsupported(bus.crash_broker().await);
+    });
+    let listening = t.another_client_with(|b| b.listen("127.0.0.1:0"));
+    assert!(
+        matches!(listening, Err(Error::InvalidArgument { .. })),
+        "a listener beside kafka_bootstrap: {listening:?}"
+    );
+}
+
+/// Served by the embedded broker; `Unsupported` on Kafka, where nothing is done: the
+/// topic holds exactly what was produced through the common API (and, embedded, the raw
+/// batch's two records).
+fn difference_embedded_only_calls(t: &Target) {
+    let topic = t.new_topic("embedded-only", 1);
+    t.broker()
+        .produce_raw(&topic, None, b"common".to_vec())
+        .unwrap();
+    let mut expected = vec![b"common".to_vec()];
+    match t.is_kafka() {
+        false => {
+            served_by_the_embedded_broker(t, &topic);
+            expected.extend([b"a".to_vec(), b"b".to_vec()]);
+        }
+        true => unsupported_on_kafka(t, &topic),
+    }
+    // Raw bytes (not MessagePack): read with the flat raw poll.
+    t.broker().join_group(&topic, "g", "m").unwrap();
+    let mut read = Vec::new();
+    wait::until("the topic's records", || {
+        let batch = t
+            .broker()
+            .poll_batch_raw(&topic, "g", "m", 10, STEP)
+            .unwrap();
+        if let Some(last) = batch.last() {
+            t.broker().commit(&topic, "g", 0, last.offset).unwrap();
+        }
+        read.extend(batch.into_iter().map(|r| r.value));
+        (read.len() >= expected.len()).then_some(())
+    });
+    assert_eq!(read, expected);
+}
+
+on_every_target!(difference_embedded_only_calls);
