@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use nanokafka::{Consumer, Record};
+use nanokafka::{Assignor, Consumer, GroupOptions, Record};
 
 use crate::target::{on_every_target, Target};
 use crate::wait::{self, each_partition_once};
@@ -111,7 +111,41 @@ fn every_group_reads_every_record(t: &Target) {
     );
 }
 
+/// `Assignor::Sticky` (librdkafka's `cooperative-sticky` on Kafka): a member joining takes
+/// partitions only from the members above their fair share, so each first member keeps at
+/// least one of the two partitions it had.
+fn sticky_members_keep_their_partitions_when_one_joins(t: &Target) {
+    let options = GroupOptions::default().assignor(Assignor::Sticky);
+    let topic = t.new_topic("sticky", PARTITIONS);
+    let broker = t.broker();
+    let mut a = broker
+        .consumer_with::<u64>(&topic, "g", "a", options)
+        .unwrap();
+    let mut b = wait::join_with_while_polling(broker, (&topic, "g", "b"), options, &mut [&mut a]);
+    let two = wait::settle(&mut [&mut a, &mut b], "two members, two each", |s| {
+        each_partition_once(s, PARTITIONS) && s.iter().all(|p| p.len() == 2)
+    });
+    let mut c =
+        wait::join_with_while_polling(broker, (&topic, "g", "c"), options, &mut [&mut a, &mut b]);
+    let three = wait::settle(
+        &mut [&mut a, &mut b, &mut c],
+        "three members: 2, 1, 1",
+        |s| {
+            let mut sizes: Vec<usize> = s.iter().map(Vec::len).collect();
+            sizes.sort_unstable();
+            each_partition_once(s, PARTITIONS) && sizes == [1, 1, 2]
+        },
+    );
+    for (before, after) in two.iter().zip(&three) {
+        assert!(
+            after.iter().all(|p| before.contains(p)),
+            "a first member got a partition it did not have: {two:?} -> {three:?}"
+        );
+    }
+}
+
 on_every_target!(
+    sticky_members_keep_their_partitions_when_one_joins,
     consumers_of_one_group_split_the_partitions,
     every_group_reads_every_record,
 );

@@ -89,11 +89,21 @@ pub fn settle<T: DeserializeOwned + Debug>(
 /// is); on the embedded broker the join returns at once. Nothing may be read meanwhile.
 pub fn join_while_polling<T: DeserializeOwned + Debug>(
     broker: &NanoKafka,
+    names: (&str, &str, &str),
+    others: &mut [&mut Consumer<T>],
+) -> Consumer<T> {
+    join_with_while_polling(broker, names, nanokafka::GroupOptions::default(), others)
+}
+
+/// As [`join_while_polling`], with the group's options.
+pub fn join_with_while_polling<T: DeserializeOwned + Debug>(
+    broker: &NanoKafka,
     (topic, group, member): (&str, &str, &str),
+    options: nanokafka::GroupOptions,
     others: &mut [&mut Consumer<T>],
 ) -> Consumer<T> {
     std::thread::scope(|s| {
-        let joining = s.spawn(|| broker.consumer::<T>(topic, group, member));
+        let joining = s.spawn(|| broker.consumer_with::<T>(topic, group, member, options));
         let deadline = Instant::now() + PATIENCE;
         while !joining.is_finished() && !others.is_empty() {
             assert!(

@@ -209,10 +209,14 @@ impl KafkaGroupActor {
                 (m.id.clone(), m.topics.clone(), joined)
             })
             .collect();
-        // A native group a Kafka member creates has the default options, so native members
-        // joining it with the defaults fit; the native assignor decides, whatever protocol
-        // name the Kafka members are told.
-        let options = GroupOptions::default();
+        // A native group a Kafka member creates assigns as the chosen protocol names (range,
+        // roundrobin, sticky; cooperative-sticky needs the sticky moves), else with the
+        // default; a native group that exists keeps its own assignor, whatever protocol name
+        // the Kafka members are told.
+        let options = match crate::group::classic::native_assignor(&protocol) {
+            Some(assignor) => GroupOptions::default().assignor(assignor),
+            None => GroupOptions::default(),
+        };
         let (broker, group) = (self.broker.clone(), self.name());
         let work = async move {
             let mut joined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
