@@ -19,7 +19,7 @@
 //! - **Positions.** Kafka's consumer advances its position with each poll: an uncommitted
 //!   record is read again only after a rebalance or a new member, not on the next poll.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -83,6 +83,9 @@ pub(crate) struct KafkaMember {
     /// Records read but not yet returned: another partition's, or read while joining.
     pending: VecDeque<Record<Vec<u8>>>,
     timeout: Duration,
+    /// The highest offset `commit_forward` committed per partition, and the generation it
+    /// was committed in.
+    forward: (u64, BTreeMap<u32, u64>),
 }
 
 impl std::fmt::Debug for KafkaMember {
@@ -131,6 +134,7 @@ impl KafkaMember {
             member: member.to_owned(),
             pending: VecDeque::new(),
             timeout: config.request_timeout,
+            forward: (0, BTreeMap::new()),
         };
         joined.wait_for_assignment()?;
         Ok(joined)
@@ -282,6 +286,31 @@ impl KafkaMember {
         self.consumer
             .commit(&list, CommitMode::Sync)
             .map_err(|e| self.commit_error(e))
+    }
+
+    /// As [`KafkaMember::commit`], but never backwards within a generation: a commit at or
+    /// below one this method already made is skipped. Kafka keeps the last commit, not the
+    /// highest, and a subscription's acks run on several threads, so two commits of one
+    /// partition could land out of order and move the group back.
+    ///
+    /// # Errors
+    /// As [`KafkaMember::commit`].
+    pub(crate) fn commit_forward(&mut self, partition: u32, offset: u64) -> Result<()> {
+        let generation = self.generation();
+        if self.forward.0 != generation {
+            self.forward = (generation, BTreeMap::new());
+        }
+        if self
+            .forward
+            .1
+            .get(&partition)
+            .is_some_and(|&done| done >= offset)
+        {
+            return Ok(());
+        }
+        self.commit(partition, offset)?;
+        self.forward.1.insert(partition, offset);
+        Ok(())
     }
 
     /// Commits `list` (Kafka's next offsets) as this member, without the ownership check:

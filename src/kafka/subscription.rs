@@ -168,7 +168,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
 
     fn commit(&mut self, (partition, offset): (u32, u64), ctx: &mut Context<Self>) {
         let member = self.member.clone();
-        let commit = blocking(move || lock(&member)?.commit(partition, offset));
+        let commit = blocking(move || lock(&member)?.commit_forward(partition, offset));
         ctx.spawn(commit.into_actor(self).map(|result, act, _| {
             if let Err(e) = result {
                 // A rebalance moved the partition: its new owner re-reads from the last commit.
