@@ -118,8 +118,71 @@ fn the_handle_names_its_backend(t: &Target) {
     assert_eq!(t.broker().backend(), expected);
 }
 
+/// A deleted topic is gone from `list_topics`, a second delete is `UnknownTopic`, and the
+/// name can be created again.
+fn delete_topic_removes_it_and_the_name_can_be_reused(t: &Target) {
+    let broker = t.broker();
+    let topic = t.new_topic("deleted", 2);
+    broker.produce(&topic, &1u64).unwrap();
+    broker.delete_topic(&topic).unwrap();
+    wait::until("the topic gone from list_topics", || {
+        (!broker.list_topics().unwrap().contains_key(&topic)).then_some(())
+    });
+    let again = broker.delete_topic(&topic);
+    assert!(
+        matches!(&again, Err(Error::UnknownTopic { topic: named }) if *named == topic),
+        "{again:?}"
+    );
+    // Kafka deletes a topic asynchronously: the name is free a moment after the delete.
+    wait::until("the name created again", || {
+        broker
+            .create_topic(&topic, TopicConfig::default().partitions(1))
+            .ok()
+    });
+    assert_eq!(broker.list_topics().unwrap()[&topic].partitions, 1);
+}
+
+/// `offset_for_timestamp` finds the first record at or after a time, and `None` past the
+/// newest record.
+fn offset_for_timestamp_finds_the_first_record_at_or_after_a_time(t: &Target) {
+    if t.is_tansu() {
+        // tansu 0.6.0's ListOffsets by timestamp answers offset 0 for the second of three
+        // records with distinct timestamps (its ListOffsets miscounts offsets, see the
+        // harness's `batch.num.messages`): a gap of tansu's, skipped there only.
+        eprintln!("skipped on tansu: its ListOffsets by timestamp gives wrong offsets");
+        return;
+    }
+    let broker = t.broker();
+    let topic = t.new_topic("by-time", 1);
+    let mut deliveries = Vec::new();
+    for i in 0..3u64 {
+        deliveries.push(broker.produce(&topic, &i).unwrap());
+    }
+    let mut consumer = broker.consumer::<u64>(&topic, "g", "m").unwrap();
+    let read = wait::read(&mut consumer, 3);
+    let second = &read[1];
+    let found = broker
+        .offset_for_timestamp(&topic, 0, second.timestamp_ms)
+        .unwrap();
+    // Records produced within one millisecond share a timestamp: the first of them answers.
+    let first_with_that_time = read
+        .iter()
+        .find(|r| r.timestamp_ms == second.timestamp_ms)
+        .map(|r| r.offset);
+    assert_eq!(found, first_with_that_time);
+    let newest = read.iter().map(|r| r.timestamp_ms).max().unwrap();
+    assert_eq!(
+        broker
+            .offset_for_timestamp(&topic, 0, newest + 60_000)
+            .unwrap(),
+        None
+    );
+}
+
 on_every_target!(
     create_topic_makes_the_partitions_and_refuses_a_second_create,
     create_topic_keeps_what_was_asked,
     the_handle_names_its_backend,
+    delete_topic_removes_it_and_the_name_can_be_reused,
+    offset_for_timestamp_finds_the_first_record_at_or_after_a_time,
 );

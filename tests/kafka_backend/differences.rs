@@ -215,7 +215,26 @@ fn difference_list_topics(t: &Target) {
     assert_eq!(listed.get(&topic), Some(&expected));
 }
 
+/// A produce to a topic that does not exist: `UnknownTopic` on the embedded broker; on Kafka
+/// the cluster's `auto.create.topics.enable` decides (on for Kafka by default, and for
+/// `nanokafka serve` and tansu here): the topic is created and the record lands.
+fn difference_produce_to_a_missing_topic(t: &Target) {
+    let topic = t.topic("never-created");
+    let produced = t.broker().produce(&topic, &1u64);
+    match t.is_kafka() {
+        false => assert!(
+            matches!(&produced, Err(Error::UnknownTopic { topic: named }) if *named == topic),
+            "{produced:?}"
+        ),
+        true => {
+            assert_eq!(produced.unwrap().offset, 0);
+            assert!(t.broker().list_topics().unwrap().contains_key(&topic));
+        }
+    }
+}
+
 on_every_target!(
+    difference_produce_to_a_missing_topic,
     difference_flat_poll,
     difference_keyless_spread,
     difference_retention_size,

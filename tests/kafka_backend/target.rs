@@ -101,6 +101,11 @@ impl Target {
         self.server.as_ref().map(|s| s.bootstrap.as_str())
     }
 
+    /// Whether the target is tansu, for the cases its known gaps make it skip.
+    pub fn is_tansu(&self) -> bool {
+        self.kind == Kind::Tansu
+    }
+
     /// Whether the handle runs the Kafka backend.
     pub fn is_kafka(&self) -> bool {
         self.kind != Kind::Embedded
