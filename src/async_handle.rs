@@ -67,11 +67,13 @@ pub struct AsyncNanoKafka {
 }
 
 /// On the Kafka backend, answers with `$body` (where `$k` is the backend) instead of the
-/// broker actor; the embedded code after it is never reached there.
+/// broker actor, or `BrokerStopped` once the handle was shut down; the embedded code after
+/// it is never reached there.
 macro_rules! on_kafka {
     ($self:ident, |$k:ident| $body:expr) => {
         #[cfg(feature = "kafka")]
         if let Some($k) = $self.kafka.as_deref() {
+            $k.check_open()?;
             return $body;
         }
     };

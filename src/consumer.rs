@@ -104,6 +104,7 @@ impl NanoKafka {
             return Ok(None);
         };
         crate::handle::refuse_actix_thread()?;
+        backend.check_open()?;
         let joined = crate::kafka::member::KafkaMember::join(
             backend.config(),
             topic,

@@ -33,6 +33,7 @@ pub(crate) mod subscription;
 pub mod transfer;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -146,6 +147,8 @@ pub(crate) struct KafkaBackend {
     /// The members of the flat `join_group` / `poll` / `commit` calls, by (topic, group,
     /// member).
     members: Mutex<HashMap<MemberKey, SharedMember>>,
+    /// Set by `close`: later calls fail with `BrokerStopped`, as on the embedded broker.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for KafkaBackend {
@@ -176,7 +179,19 @@ impl KafkaBackend {
             producer,
             admin,
             members: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
         })
+    }
+
+    /// `BrokerStopped` once the handle was shut down.
+    ///
+    /// # Errors
+    /// `BrokerStopped` after `close`.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        match self.closed.load(Ordering::SeqCst) {
+            true => Err(Error::BrokerStopped),
+            false => Ok(()),
+        }
     }
 
     pub(crate) fn config(&self) -> &KafkaConfig {
@@ -189,6 +204,7 @@ impl KafkaBackend {
     /// # Errors
     /// `Kafka` when records could not be delivered within the request timeout.
     pub(crate) fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
         let members: Vec<_> = match self.members.lock() {
             Ok(mut members) => members.drain().map(|(_, m)| m).collect(),
             Err(_) => Vec::new(),

@@ -179,7 +179,24 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after_a_time(t: &Target) {
     );
 }
 
+/// After `shutdown`, the handle's calls and its async face's are `BrokerStopped`.
+fn a_shut_down_handle_refuses_every_call(t: &Target) {
+    let topic = t.new_topic("stopped", 1);
+    let client = t.another_client();
+    client.produce(&topic, &1u64).unwrap();
+    let face = client.async_handle();
+    client.shutdown().unwrap();
+    let refused = client.produce(&topic, &2u64);
+    assert!(matches!(refused, Err(Error::BrokerStopped)), "{refused:?}");
+    let refused = client.consumer::<u64>(&topic, "g", "m").map(|_| ());
+    assert!(matches!(refused, Err(Error::BrokerStopped)), "{refused:?}");
+    let refused =
+        actix_rt::System::new().block_on(async move { face.produce(&topic, &3u64).await });
+    assert!(matches!(refused, Err(Error::BrokerStopped)), "{refused:?}");
+}
+
 on_every_target!(
+    a_shut_down_handle_refuses_every_call,
     create_topic_makes_the_partitions_and_refuses_a_second_create,
     create_topic_keeps_what_was_asked,
     the_handle_names_its_backend,
