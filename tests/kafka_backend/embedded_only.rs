@@ -130,4 +130,19 @@ fn difference_embedded_only_calls(t: &Target) {
     assert_eq!(read, expected);
 }
 
-on_every_target!(difference_embedded_only_calls);
+/// The actor face: messages sent to `addr()` reach the broker actor on the embedded broker;
+/// on Kafka no broker actor runs, and the send fails with a closed mailbox.
+fn difference_actor_face(t: &Target) {
+    let addr = t.broker().addr();
+    let sent = actix_rt::System::new()
+        .block_on(async move { addr.send(nanokafka::messages::ListTopics).await });
+    match t.is_kafka() {
+        false => assert!(matches!(sent, Ok(Ok(_))), "{sent:?}"),
+        true => assert!(
+            sent.is_err(),
+            "Kafka: a message to addr() was answered: {sent:?}"
+        ),
+    }
+}
+
+on_every_target!(difference_embedded_only_calls, difference_actor_face);
