@@ -668,21 +668,6 @@ impl ClassicGroup {
     }
 }
 
-/// The native assignor that gives what a Kafka client's assignor `protocol` would: `range`,
-/// `roundrobin`, and `sticky` or `cooperative-sticky` (the sticky assignor moves only the
-/// partitions balance needs, which is what a cooperative rebalance relies on: a partition
-/// never goes straight from one member to another that both keep reading). `None` for
-/// another name: the default.
-pub fn native_assignor(protocol: &str) -> Option<crate::group::Assignor> {
-    use crate::group::Assignor;
-    match protocol {
-        "range" => Some(Assignor::Range),
-        "roundrobin" => Some(Assignor::RoundRobin),
-        "sticky" | "cooperative-sticky" => Some(Assignor::Sticky),
-        _ => None,
-    }
-}
-
 /// Whether `protocol` names a cooperative assignor (Kafka's and librdkafka's name).
 pub fn is_cooperative(protocol: &str) -> bool {
     protocol == "cooperative-sticky"

@@ -263,16 +263,3 @@ fn a_leader_assigned_group_elects_a_leader_whose_sync_releases_the_followers() {
         Err(ClassicError::InconsistentGroupProtocol)
     );
 }
-
-#[test]
-fn a_client_assignor_names_the_native_one_that_assigns_alike() {
-    use crate::group::Assignor;
-    assert_eq!(native_assignor("range"), Some(Assignor::Range));
-    assert_eq!(native_assignor("roundrobin"), Some(Assignor::RoundRobin));
-    assert_eq!(native_assignor("sticky"), Some(Assignor::Sticky));
-    assert_eq!(
-        native_assignor("cooperative-sticky"),
-        Some(Assignor::Sticky)
-    );
-    assert_eq!(native_assignor("my-own"), None);
-}

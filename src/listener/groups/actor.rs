@@ -209,13 +209,15 @@ impl KafkaGroupActor {
                 (m.id.clone(), m.topics.clone(), joined)
             })
             .collect();
-        // A native group a Kafka member creates assigns as the chosen protocol names (range,
-        // roundrobin, sticky; cooperative-sticky needs the sticky moves), else with the
-        // default; a native group that exists keeps its own assignor, whatever protocol name
-        // the Kafka members are told.
-        let options = match crate::group::classic::native_assignor(&protocol) {
-            Some(assignor) => GroupOptions::default().assignor(assignor),
-            None => GroupOptions::default(),
+        // A native group a Kafka member creates has the default options, so native members
+        // joining it with the defaults fit, unless the group is cooperative: a cooperative
+        // rebalance relies on the assignor moving only what balance needs (a partition never
+        // goes straight from one member that keeps reading to another), which is the sticky
+        // assignor. A native group that exists keeps its own, whatever protocol name the
+        // Kafka members are told.
+        let options = match crate::group::classic::is_cooperative(&protocol) {
+            true => GroupOptions::default().assignor(crate::group::Assignor::Sticky),
+            false => GroupOptions::default(),
         };
         let (broker, group) = (self.broker.clone(), self.name());
         let work = async move {
