@@ -13,7 +13,10 @@
 //! unreadable directory) or a transfer failed; 2 for a bad command line (and for a transfer
 //! in a binary built without the `kafka` feature).
 
+mod groups;
+mod offline;
 mod serve;
+mod topics;
 mod transfer;
 
 use std::process::ExitCode;
@@ -41,6 +44,12 @@ enum Command {
     /// Copy a Kafka cluster's topics and group offsets into a data directory (needs a build
     /// with `--features kafka`).
     Import(transfer::ImportArgs),
+    /// Inspect a stopped data directory's topics (read only).
+    #[command(subcommand)]
+    Topics(topics::TopicsCommand),
+    /// Inspect a stopped data directory's consumer groups and their lag (read only).
+    #[command(subcommand)]
+    Groups(groups::GroupsCommand),
 }
 
 fn main() -> ExitCode {
@@ -50,12 +59,14 @@ fn main() -> ExitCode {
     // opened, topics created) would drown it.
     init_logging(match cli.command {
         Command::Serve(_) => "info",
-        Command::Export(_) | Command::Import(_) => "warn",
+        _ => "warn",
     });
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Export(args) => transfer::export(args),
         Command::Import(args) => transfer::import(args),
+        Command::Topics(command) => topics::run(command),
+        Command::Groups(command) => groups::run(command),
     }
 }
 
