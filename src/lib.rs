@@ -38,6 +38,7 @@ mod consumer;
 mod error;
 mod group;
 mod handle;
+pub mod inspect;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod listener;

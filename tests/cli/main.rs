@@ -2,6 +2,7 @@
 //! embedded broker wrote in the test: their tables, their `--json` documents (parsed and
 //! checked), bad input, and a data directory locked by a running broker.
 
+mod consume;
 mod groups;
 mod topics;
 

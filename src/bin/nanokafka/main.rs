@@ -13,6 +13,7 @@
 //! unreadable directory) or a transfer failed; 2 for a bad command line (and for a transfer
 //! in a binary built without the `kafka` feature).
 
+mod consume;
 mod groups;
 mod offline;
 mod serve;
@@ -50,6 +51,8 @@ enum Command {
     /// Inspect a stopped data directory's consumer groups and their lag (read only).
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
+    /// Print a stopped data directory's records, without committing or joining a group.
+    Consume(consume::ConsumeArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Import(args) => transfer::import(args),
         Command::Topics(command) => topics::run(command),
         Command::Groups(command) => groups::run(command),
+        Command::Consume(args) => consume::run(args),
     }
 }
 

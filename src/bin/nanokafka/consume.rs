@@ -1,0 +1,213 @@
+//! `nanokafka consume TOPIC`: a stopped data directory's records, printed, read-only.
+//!
+//! Records are read at positions (the batch reads the Kafka listener serves Fetch with),
+//! never through a consumer group: nothing is committed and no group is created. A value
+//! that decodes as MessagePack (what the typed produce methods write) is shown as JSON; any
+//! other value as text (lossy UTF-8). Keys and header values are shown as text.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use nanokafka::inspect::{batch_records, StoredRecord};
+use nanokafka::{NanoKafka, PartitionStats};
+use serde_json::{json, Value};
+
+use crate::offline::{self, Failure, OfflineArgs};
+
+/// How many bytes of batches one read asks for (a larger batch still comes whole).
+const READ_BYTES: usize = 1 << 20;
+
+#[derive(Debug, clap::Args)]
+pub struct ConsumeArgs {
+    /// The topic.
+    topic: String,
+
+    /// Read only this partition [default: every partition, one after the other].
+    #[arg(long, value_name = "P")]
+    partition: Option<u32>,
+
+    /// Start at this offset (of --partition) instead of the log start.
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "partition",
+        conflicts_with = "from_beginning"
+    )]
+    offset: Option<u64>,
+
+    /// Start at each partition's log start (the default).
+    #[arg(long)]
+    from_beginning: bool,
+
+    /// Stop after N records.
+    #[arg(long, value_name = "N")]
+    max: Option<u64>,
+
+    #[command(flatten)]
+    args: OfflineArgs,
+}
+
+pub fn run(args: ConsumeArgs) -> ExitCode {
+    offline::finish(consume(&args))
+}
+
+fn consume(args: &ConsumeArgs) -> Result<(), Failure> {
+    let broker = offline::open(&args.args.data_dir)?;
+    let result = print_records(&broker, args);
+    offline::close(broker)?;
+    result
+}
+
+fn print_records(broker: &NanoKafka, args: &ConsumeArgs) -> Result<(), Failure> {
+    let mut remaining = args.max.unwrap_or(u64::MAX);
+    for (partition, start) in starts(broker, args)? {
+        if remaining == 0 {
+            break;
+        }
+        let mut offset = start;
+        while offset < partition.log_end_offset && remaining > 0 {
+            let read = futures::executor::block_on(broker.async_handle().fetch_kafka_batches(
+                &args.topic,
+                partition.partition,
+                offset,
+                READ_BYTES,
+                true,
+            ))?;
+            let records = batch_records(&read.bytes).map_err(|(position, reason)| {
+                Failure(format!(
+                    "{}[{}] at offset {offset}: a stored batch does not decode (byte {position} \
+                     of the read): {reason}",
+                    args.topic, partition.partition
+                ))
+            })?;
+            for record in records.iter().filter(|r| r.offset >= offset) {
+                if remaining == 0 {
+                    break;
+                }
+                print_record(&args.topic, partition.partition, record, args.args.json)?;
+                remaining -= 1;
+            }
+            if read.next_offset <= offset {
+                break; // nothing more to read (a read always moves on otherwise)
+            }
+            offset = read.next_offset;
+        }
+    }
+    Ok(())
+}
+
+/// The partitions to read and the offset each starts at, checked against the topic.
+fn starts(broker: &NanoKafka, args: &ConsumeArgs) -> Result<Vec<(PartitionStats, u64)>, Failure> {
+    let mut stats = broker.stats()?.topics;
+    let Some(topic) = stats.remove(&args.topic) else {
+        let known: Vec<String> = stats.into_keys().collect();
+        return Err(Failure(format!(
+            "no topic '{}' in {} ({})",
+            args.topic,
+            args.args.data_dir.display(),
+            if known.is_empty() {
+                "it has none".to_owned()
+            } else {
+                format!("it has: {}", known.join(", "))
+            }
+        )));
+    };
+    let count = topic.partitions.len();
+    let mut partitions = topic.partitions;
+    if let Some(wanted) = args.partition {
+        partitions.retain(|p| p.partition == wanted);
+        if partitions.is_empty() {
+            return Err(Failure(format!(
+                "topic '{}' has no partition {wanted} (it has {count}: 0 to {})",
+                args.topic,
+                count.saturating_sub(1)
+            )));
+        }
+    }
+    partitions
+        .into_iter()
+        .map(|p| {
+            if let Some(reason) = &p.failed {
+                return Err(Failure(format!(
+                    "{}[{}] cannot be read: {reason}",
+                    args.topic, p.partition
+                )));
+            }
+            let start = match args.offset {
+                Some(offset) if !(p.log_start_offset..=p.log_end_offset).contains(&offset) => {
+                    return Err(Failure(format!(
+                        "offset {offset} is outside {}[{}], which holds offsets {} to {} \
+                         (the log end)",
+                        args.topic, p.partition, p.log_start_offset, p.log_end_offset
+                    )))
+                }
+                Some(offset) => offset,
+                None => p.log_start_offset,
+            };
+            Ok((p, start))
+        })
+        .collect()
+}
+
+fn print_record(
+    topic: &str,
+    partition: u32,
+    record: &StoredRecord,
+    json: bool,
+) -> Result<(), Failure> {
+    let (value, format) = match &record.value {
+        None => (Value::Null, "null"),
+        Some(bytes) => match msgpack(bytes) {
+            Some(value) => (value, "msgpack"),
+            None => (Value::String(text(bytes)), "raw"),
+        },
+    };
+    let line = if json {
+        let headers: Vec<Value> = record
+            .headers
+            .iter()
+            .map(|(key, value)| json!({ "key": text(key), "value": value.as_deref().map(text) }))
+            .collect();
+        json!({
+            "topic": topic,
+            "partition": partition,
+            "offset": record.offset,
+            "timestamp_ms": record.timestamp_ms,
+            "key": record.key.as_deref().map(text),
+            "value": value,
+            "value_format": format,
+            "headers": headers,
+        })
+        .to_string()
+    } else {
+        let key = record.key.as_deref().map_or_else(|| "-".to_owned(), text);
+        let value = match value {
+            Value::String(raw) if format == "raw" => raw,
+            other => other.to_string(),
+        };
+        let mut line = format!(
+            "{topic}[{partition}]@{}  timestamp={}  key={key}  value={value}",
+            record.offset, record.timestamp_ms
+        );
+        for (key, value) in &record.headers {
+            let value = value.as_deref().map_or_else(|| "null".to_owned(), text);
+            line.push_str(&format!("  header {}={value}", text(key)));
+        }
+        line
+    };
+    // A closed pipe (`| head`) ends the read with an error line, not a panic.
+    writeln!(std::io::stdout(), "{line}")
+        .map_err(|e| Failure(format!("cannot write to stdout: {e}")))
+}
+
+/// `bytes` as JSON when they are exactly one MessagePack value (no bytes left over).
+fn msgpack(bytes: &[u8]) -> Option<Value> {
+    use serde::Deserialize;
+    let mut cursor = std::io::Cursor::new(bytes);
+    let value = Value::deserialize(&mut rmp_serde::Deserializer::new(&mut cursor)).ok()?;
+    (cursor.position() == bytes.len() as u64).then_some(value)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
