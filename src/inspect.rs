@@ -221,3 +221,108 @@ pub fn segment_files(data_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     files.sort();
     Ok(files)
 }
+
+/// The entries of a segment's `.index` (see `storage::index` for its bytes) that do not
+/// point where they say: past a whole number of entries, out of order, or at a position
+/// that is not the start of a valid batch of the right base offset. `batches` are the
+/// segment's, from [`scan_segment`]. The index is derived data (recovery rebuilds it), so
+/// such damage loses nothing, but a broker trusting it would read the wrong bytes.
+pub fn check_index(
+    index: &Path,
+    bytes: &[u8],
+    segment_base: u64,
+    batches: &[BatchSummary],
+) -> Vec<Damage> {
+    const ENTRY: usize = 8;
+    let damaged = |position: usize, length: usize, reason: String| Damage {
+        file: index.to_owned(),
+        position: position as u64,
+        length: length as u64,
+        reason,
+    };
+    let mut damage = Vec::new();
+    let whole = bytes.len() - bytes.len() % ENTRY;
+    if whole != bytes.len() {
+        let reason = format!(
+            "{} bytes past the last whole 8-byte entry",
+            bytes.len() - whole
+        );
+        damage.push(damaged(whole, bytes.len() - whole, reason));
+    }
+    let mut previous: Option<(u64, u64)> = None;
+    for (i, entry) in bytes[..whole].chunks_exact(ENTRY).enumerate() {
+        let relative = u32::from_le_bytes(entry[..4].try_into().expect("4 bytes"));
+        let position = u32::from_le_bytes(entry[4..].try_into().expect("4 bytes"));
+        let (offset, position) = (segment_base + u64::from(relative), u64::from(position));
+        let batch = batches.iter().find(|b| b.position == position);
+        let reason = match batch {
+            _ if previous.is_some_and(|(o, p)| o >= offset || p >= position) => {
+                Some("not after the previous entry".to_owned())
+            }
+            None => Some(format!("position {position} is not the start of a batch")),
+            Some(b) if !b.crc_valid => Some(format!("position {position} is a damaged batch")),
+            Some(b) if b.base_offset != offset => Some(format!(
+                "offset {offset}, but the batch at position {position} starts at {}",
+                b.base_offset
+            )),
+            Some(_) => None,
+        };
+        if let Some(reason) = reason {
+            damage.push(damaged(i * ENTRY, ENTRY, format!("entry {i}: {reason}")));
+        }
+        previous = Some((offset, position));
+    }
+    damage
+}
+
+/// The base offset a segment or index file is named after (`<base_offset:020>.log`).
+pub fn segment_base(file: &Path) -> Option<u64> {
+    file.file_stem()?.to_str()?.parse().ok()
+}
+
+/// The exclusive lock of a data directory, held by a reader that must not see it change
+/// (`nanokafka verify`): taken without waiting, and without writing (the lock file keeps
+/// naming the last broker). Released when dropped.
+#[derive(Debug)]
+pub struct ReadLock {
+    _file: std::fs::File,
+}
+
+/// Takes the lock of the data directory at `data_dir`, which must exist.
+///
+/// # Errors
+/// `DataDirLocked` naming the holder when a broker has it open; `Io` when the lock file
+/// cannot be opened.
+pub fn lock_for_reading(data_dir: &Path) -> crate::Result<ReadLock> {
+    use std::io::Read;
+    let path = data_dir.join(crate::storage::data_dir::LOCK_FILE);
+    let io = |e: std::io::Error| {
+        crate::Error::from(crate::storage::error::StorageError::io(
+            "open lock file",
+            &path,
+            e,
+        ))
+    };
+    // Opened for writing only because some systems lock only files opened so; never written.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(ReadLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = match holder.trim() {
+                "" => "unknown holder".to_owned(),
+                pid => format!("pid {pid}"),
+            };
+            Err(crate::Error::DataDirLocked {
+                path: data_dir.to_owned(),
+                holder,
+            })
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
+}

@@ -3,8 +3,10 @@
 //! checked), bad input, and a data directory locked by a running broker.
 
 mod consume;
+mod dump;
 mod groups;
 mod topics;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

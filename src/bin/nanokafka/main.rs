@@ -14,11 +14,13 @@
 //! in a binary built without the `kafka` feature).
 
 mod consume;
+mod dump;
 mod groups;
 mod offline;
 mod serve;
 mod topics;
 mod transfer;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -53,6 +55,10 @@ enum Command {
     Groups(groups::GroupsCommand),
     /// Print a stopped data directory's records, without committing or joining a group.
     Consume(consume::ConsumeArgs),
+    /// Show the batches of one segment file, like Kafka's kafka-dump-log (no lock needed).
+    Dump(dump::DumpArgs),
+    /// Check every segment and index of a stopped data directory; exit 1 when damaged.
+    Verify(offline::OfflineArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +77,8 @@ fn main() -> ExitCode {
         Command::Topics(command) => topics::run(command),
         Command::Groups(command) => groups::run(command),
         Command::Consume(args) => consume::run(args),
+        Command::Dump(args) => dump::run(args),
+        Command::Verify(args) => verify::run(args),
     }
 }
 

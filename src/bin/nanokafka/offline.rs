@@ -54,16 +54,24 @@ pub fn finish(result: Result<(), Failure>) -> ExitCode {
 /// Not a data directory; locked; the broker's own errors.
 pub fn open(dir: &Path) -> Result<NanoKafka, Failure> {
     check_data_dir(dir)?;
-    match NanoKafka::builder().data_dir(dir).build() {
-        Ok(broker) => Ok(broker),
-        Err(Error::DataDirLocked { path, holder }) => Err(Failure(format!(
+    NanoKafka::builder()
+        .data_dir(dir)
+        .build()
+        .map_err(open_error(dir))
+}
+
+/// How an error opening `dir` is reported: a lock names its holder and where to look
+/// instead.
+pub fn open_error(dir: &Path) -> impl Fn(Error) -> Failure + '_ {
+    move |e| match e {
+        Error::DataDirLocked { path, holder } => Failure(format!(
             "data directory {} is locked by a running broker ({holder}); it is only read \
              offline: inspect it live through that broker's Kafka listener (the address \
              `nanokafka serve --listen` or the service was given) with any Kafka client, \
              or stop it first",
             path.display()
-        ))),
-        Err(e) => Err(Failure(format!("cannot open {}: {e}", dir.display()))),
+        )),
+        e => Failure(format!("cannot open {}: {e}", dir.display())),
     }
 }
 
