@@ -8,10 +8,17 @@
 //! import` a cluster's topics into a data directory: built with the `kafka` feature; without
 //! it they exit 2 saying so.
 //!
-//! Exit codes: 0 after a clean shutdown or a complete transfer; 1 when the broker cannot
-//! start or stop cleanly (the data directory locked by another broker, a port taken, an
-//! unreadable directory) or a transfer failed; 2 for a bad command line (and for a transfer
-//! in a binary built without the `kafka` feature).
+//! The inspection subcommands read a stopped data directory, one module per group: `topics`
+//! (list, describe), `groups` (list, describe, lag), `consume`, `verify` (all with
+//! `--data-dir`, refused at once when a running broker holds the directory's lock), and
+//! `dump` (one segment file, no lock). Each prints a table, or with `--json` one JSON
+//! document (`consume`: one per record); `offline` holds what they share.
+//!
+//! Exit codes: 0 after a clean shutdown, a complete transfer or an inspection; 1 when the
+//! broker cannot start or stop cleanly (the data directory locked by another broker, a port
+//! taken, an unreadable directory), a transfer failed, an inspection failed (a locked
+//! directory, an unknown topic or group) or `verify`/`dump` found damage; 2 for a bad command
+//! line (and for a transfer in a binary built without the `kafka` feature).
 
 mod consume;
 mod dump;

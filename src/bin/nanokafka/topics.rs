@@ -139,11 +139,13 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
     println!("retention: {}", retention_text(&config));
     println!("segment bytes: {}", config.segment_bytes);
     println!("timestamp type: {:?}", config.timestamp_type);
-    println!(
-        "max size: {} ({:?})",
-        offline::or_dash(config.max_size),
-        config.backpressure
-    );
+    match config.max_size {
+        Some(records) => println!(
+            "max size: {records} records (then {:?})",
+            config.backpressure
+        ),
+        None => println!("max size: none"),
+    }
     println!();
     let rows: Vec<Vec<String>> = partitions
         .iter()
