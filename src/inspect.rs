@@ -326,3 +326,93 @@ pub fn lock_for_reading(data_dir: &Path) -> crate::Result<ReadLock> {
         Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::format::{assign_base_offset, encode_client_batch, ClientRecord};
+
+    /// Two one-record batches, offsets 0 and 1, back to back; and where the second starts.
+    fn two_batches() -> (Vec<u8>, usize) {
+        let record = |value: &'static [u8]| ClientRecord {
+            timestamp_ms: 1_000,
+            key: Some(b"k"),
+            value: Some(value),
+            headers: &[],
+        };
+        let mut bytes = encode_client_batch(&[record(b"first")]);
+        let second_at = bytes.len();
+        let mut second = encode_client_batch(&[record(b"second")]);
+        assign_base_offset(&mut second, 1);
+        bytes.extend(second);
+        (bytes, second_at)
+    }
+
+    #[test]
+    fn valid_batches_scan_clean_and_decode() {
+        let (bytes, second_at) = two_batches();
+        let (batches, damage) = scan_segment(Path::new("s.log"), &bytes);
+        assert!(damage.is_empty(), "{damage:?}");
+        let positions: Vec<u64> = batches.iter().map(|b| b.position).collect();
+        assert_eq!(positions, [0, second_at as u64]);
+        assert!(batches.iter().all(|b| b.crc_valid && b.codec == "none"));
+        let records = batch_records(&bytes).unwrap();
+        assert_eq!(records[1].offset, 1);
+        assert_eq!(records[1].value.as_deref(), Some(&b"second"[..]));
+    }
+
+    #[test]
+    fn a_bad_length_ends_the_walk_with_the_rest_of_the_file_damaged() {
+        let (mut bytes, second_at) = two_batches();
+        bytes[second_at + 8..second_at + 12].copy_from_slice(&i32::MAX.to_be_bytes());
+        let (batches, damage) = scan_segment(Path::new("s.log"), &bytes);
+        assert_eq!(batches.len(), 1);
+        assert_eq!(damage.len(), 1);
+        assert_eq!(damage[0].position, second_at as u64);
+        assert_eq!(damage[0].length, (bytes.len() - second_at) as u64);
+        assert!(batch_records(&bytes).is_err());
+    }
+
+    #[test]
+    fn a_bad_crc_is_one_damaged_batch_and_the_walk_goes_on() {
+        let (mut bytes, second_at) = two_batches();
+        bytes[30] ^= 1; // inside the first batch's CRC-covered header
+        let (batches, damage) = scan_segment(Path::new("s.log"), &bytes);
+        assert_eq!(batches.len(), 2);
+        assert!(!batches[0].crc_valid && batches[1].crc_valid);
+        assert_eq!(
+            (damage[0].position, damage[0].length),
+            (0, second_at as u64)
+        );
+    }
+
+    #[test]
+    fn index_entries_must_point_at_their_batches() {
+        let (bytes, second_at) = two_batches();
+        let (batches, _) = scan_segment(Path::new("s.log"), &bytes);
+        let entry = |relative: u32, position: u32| {
+            let mut e = relative.to_le_bytes().to_vec();
+            e.extend(position.to_le_bytes());
+            e
+        };
+        let good = entry(1, second_at as u32);
+        assert!(check_index(Path::new("s.index"), &good, 0, &batches).is_empty());
+        let wrong_offset = entry(2, second_at as u32);
+        assert_eq!(
+            check_index(Path::new("s.index"), &wrong_offset, 0, &batches).len(),
+            1
+        );
+        let mid_batch = entry(1, 5);
+        assert_eq!(
+            check_index(Path::new("s.index"), &mid_batch, 0, &batches).len(),
+            1
+        );
+        let mut torn = good.clone();
+        torn.extend([0, 0, 0]);
+        let damage = check_index(Path::new("s.index"), &torn, 0, &batches);
+        assert_eq!(
+            (damage.len(), damage[0].position, damage[0].length),
+            (1, 8, 3)
+        );
+    }
+}
