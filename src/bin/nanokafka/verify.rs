@@ -3,8 +3,9 @@
 //! range reported (file, position, length, reason). Exit 0 when all is clean, 1 otherwise.
 //!
 //! It holds the directory's lock while it reads (a broker appending meanwhile would look
-//! like a torn tail) but repairs nothing and writes nothing: the broker's recovery, when it
-//! next opens the directory, is what cuts a damaged tail.
+//! like a torn tail) but repairs nothing and writes nothing: repair is the broker's recovery,
+//! when it next opens the directory (a torn tail past the recovery point is cut; damage below
+//! it is kept, and reads of it fail).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -58,8 +59,9 @@ fn verify(args: &OfflineArgs) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure(format!(
-            "{} is damaged: {} damaged range(s); the broker's recovery cuts a damaged log \
-             back to its last valid batch when it next opens the directory",
+            "{} is damaged: {} damaged range(s); nothing was changed (see the README's \
+             Durability section for what the broker does with each when it opens the \
+             directory)",
             args.data_dir.display(),
             report.damage.len()
         )))
