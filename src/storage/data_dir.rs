@@ -14,7 +14,7 @@ use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
 
 mod delete;
-pub use delete::DeleteError;
+pub use delete::{DeleteError, Step as DeleteStep};
 
 pub const LOCK_FILE: &str = ".lock";
 /// The file naming the format of the directory's segments; written when the directory is

@@ -16,3 +16,4 @@ mod test_basic;
 mod test_commit;
 mod test_retention;
 mod topic_delete;
+mod topic_delete_kill9;

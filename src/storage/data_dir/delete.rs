@@ -45,8 +45,8 @@ pub enum DeleteError {
 
 /// The steps of a delete, for tests that stop after one of them (a crash).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[cfg_attr(not(test), allow(dead_code))]
-pub(super) enum Step {
+#[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
+pub enum Step {
     Commit,
     MovePartitions,
     EmptyTrash,
@@ -63,7 +63,12 @@ impl DataDir {
         self.delete_topic_until(topic, Step::EmptyTrash)
     }
 
-    pub(super) fn delete_topic_until(
+    /// [`DataDir::delete_topic`] up to and including `last`: what a crash right after that
+    /// step leaves (for the crash tests).
+    ///
+    /// # Errors
+    /// As [`DataDir::delete_topic`].
+    pub fn delete_topic_until(
         &self,
         topic: &str,
         last: Step,
