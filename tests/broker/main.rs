@@ -15,4 +15,5 @@ mod produce_batch;
 mod test_basic;
 mod test_commit;
 mod test_retention;
+mod topic_alter;
 mod topic_delete;
