@@ -221,11 +221,22 @@ impl AsyncNanoKafka {
     /// (nothing changed), `Io`, `BrokerStopped`.
     pub async fn alter_topic(&self, topic: &str, changes: TopicChanges) -> Result<TopicConfig> {
         on_kafka!(self, |k| k.alter_topic(topic, &changes).await);
+        self.alter_embedded(topic, changes, false).await
+    }
+
+    /// [`AsyncNanoKafka::alter_topic`] on the embedded broker, or with `validate_only` only
+    /// checked (for the listener's CreatePartitions and IncrementalAlterConfigs).
+    pub(crate) async fn alter_embedded(
+        &self,
+        topic: &str,
+        changes: TopicChanges,
+        validate_only: bool,
+    ) -> Result<TopicConfig> {
         let config = self
             .ask(AlterTopic {
                 topic: topic.to_owned(),
                 changes,
-                validate_only: false,
+                validate_only,
             })
             .await?;
         self.routes.forget(topic);
