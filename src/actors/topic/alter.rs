@@ -1,7 +1,6 @@
 //! `AlterTopicActors`: the topic's part of an alter.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use actix::prelude::*;
 use futures::future::join_all;
@@ -68,7 +67,7 @@ impl TopicActor {
             });
         }
         // Routes cached before now miss the new partitions: make their holders ask again.
-        std::mem::replace(&mut self.stale, Arc::default()).store(true, Ordering::Release);
+        std::mem::take(&mut self.stale).store(true, Ordering::Release);
         tracing::info!(topic = %self.name, partitions = self.partitions.len(), "topic grew");
     }
 }
