@@ -422,6 +422,15 @@ fn default_request(api: ApiKey) -> RequestKind {
                     .with_resources(vec![resource]),
             )
         }
+        ApiKey::AlterConfigs => {
+            use kafka_protocol::messages::alter_configs_request::*;
+            let resource = AlterConfigsResource::default()
+                .with_configs(vec![AlterableConfig::default().with_value(None)]);
+            RequestKind::AlterConfigs(
+                kafka_protocol::messages::AlterConfigsRequest::default()
+                    .with_resources(vec![resource]),
+            )
+        }
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -468,6 +477,7 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::SaslAuthenticate => SaslAuthenticateRequest::VERSIONS,
         ApiKey::CreatePartitions => CreatePartitionsRequest::VERSIONS,
         ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
+        ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeade
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
-use super::incremental_alter_configs;
+use super::{alter_configs, incremental_alter_configs};
 use super::{api_versions, frame, groups, metadata, sanity, sasl, ListenerConfig, Shared};
 use super::{create_partitions, create_topics, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
@@ -38,6 +38,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::AlterConfigs, 0, 2),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),
@@ -281,6 +282,9 @@ async fn route(
         }
         RequestKind::CreatePartitions(r) => {
             ResponseKind::CreatePartitions(create_partitions::handle(ctx, r).await)
+        }
+        RequestKind::AlterConfigs(r) => {
+            ResponseKind::AlterConfigs(alter_configs::handle(ctx, r).await)
         }
         RequestKind::IncrementalAlterConfigs(r) => {
             ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(ctx, r).await)

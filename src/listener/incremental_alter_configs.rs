@@ -20,7 +20,7 @@ use super::topic_configs;
 use crate::config::{TopicChanges, TopicConfig};
 
 /// Kafka's resource type of a topic.
-const TOPIC: i8 = 2;
+pub(super) const TOPIC: i8 = 2;
 
 /// Kafka's config operations.
 const SET: i8 = 0;
@@ -29,7 +29,7 @@ const APPEND: i8 = 2;
 const SUBTRACT: i8 = 3;
 
 /// Why a resource's configs cannot change: Kafka's error and its message.
-type Refusal = (ResponseError, String);
+pub(super) type Refusal = (ResponseError, String);
 
 pub async fn handle(
     ctx: &RequestContext<'_>,
@@ -64,6 +64,21 @@ async fn alter(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     let topic = resource.resource_name.as_str();
+    alter_topic_configs(ctx, topic, validate_only, |current| {
+        operated(current, resource)
+    })
+    .await
+}
+
+/// Makes `topic`'s new config with `operate` from its current one and, unless
+/// `validate_only`, applies it (AlterConfigs and IncrementalAlterConfigs differ only in
+/// `operate`). `segment.bytes` must stay as it is.
+pub(super) async fn alter_topic_configs(
+    ctx: &RequestContext<'_>,
+    topic: &str,
+    validate_only: bool,
+    operate: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Refusal>,
+) -> Result<(), Refusal> {
     let current = ctx
         .broker
         .list_topics()
@@ -76,7 +91,7 @@ async fn alter(
                 format!("unknown topic {topic:?}"),
             )
         })?;
-    let next = operated(&current, resource)?;
+    let next = operate(&current)?;
     if next.segment_bytes != current.segment_bytes {
         return Err((
             ResponseError::InvalidConfig,
@@ -95,7 +110,7 @@ async fn alter(
         tracing::info!(
             topic,
             client_id = ctx.client_id,
-            "altered topic configs on an IncrementalAlterConfigs request"
+            "altered topic configs on an AlterConfigs request"
         );
     }
     Ok(())

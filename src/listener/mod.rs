@@ -25,7 +25,7 @@
 //!   `produce`, `fetch`, `offsets` (ListOffsets, OffsetForLeaderEpoch), `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
 //!   groups), `create_topics` / `delete_topics` / `describe_configs` /
-//!   `create_partitions` / `incremental_alter_configs` (with `topic_configs`, Kafka's config
+//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with `topic_configs`, Kafka's config
 //!   names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
 //!   codes.
 //!
@@ -35,6 +35,7 @@
 //! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
 //! with the default [`crate::TopicConfig`].
 
+mod alter_configs;
 mod api_versions;
 mod config;
 mod connection;

@@ -13,8 +13,8 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::{
-    BrokerId, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-    DescribeConfigsRequest, IncrementalAlterConfigsRequest, TopicName,
+    AlterConfigsRequest, BrokerId, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -578,6 +578,74 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
     assert_eq!(
         response.responses[0].error_code,
         code(ResponseError::InvalidRequest)
+    );
+    assert_eq!(broker.list_topics().unwrap()["t"], altered);
+}
+
+fn whole_set(topic: &str, configs: &[(&str, &str)]) -> AlterConfigsRequest {
+    use kafka_protocol::messages::alter_configs_request as legacy;
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            legacy::AlterableConfig::default()
+                .with_name(StrBytes::from_string((*k).into()))
+                .with_value(Some(StrBytes::from_string((*v).into())))
+        })
+        .collect();
+    AlterConfigsRequest::default().with_resources(vec![legacy::AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.into()))
+        .with_configs(configs)])
+}
+
+#[test]
+fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let created = TopicConfig::default()
+        .partitions(2)
+        .max_size(100)
+        .retention_ms(1000)
+        .timestamp_type(TimestampType::LogAppendTime);
+    broker.create_topic("t", created.clone()).unwrap();
+    let mut client = WireClient::connect(addr);
+    let request = whole_set("t", &[("retention.bytes", "4096")]);
+    let response = client.call(&request.clone().with_validate_only(true), 2);
+    assert_eq!(response.responses[0].error_code, 0);
+    assert_eq!(broker.list_topics().unwrap()["t"], created);
+
+    let response = client.call(&request, 0);
+    let result = &response.responses[0];
+    assert_eq!(result.error_code, 0, "{:?}", result.error_message);
+    // Left out: back to the defaults; max_size has no Kafka name and stays.
+    let altered = TopicConfig::default()
+        .partitions(2)
+        .max_size(100)
+        .retention_bytes(4096);
+    assert_eq!(broker.list_topics().unwrap()["t"], altered);
+
+    for (configs, expected) in [
+        (
+            &[("segment.bytes", "1048576")][..],
+            ResponseError::InvalidConfig,
+        ),
+        (&[("retention.ms", "-5")][..], ResponseError::InvalidConfig),
+        (
+            &[("retention.ms", "1"), ("retention.ms", "2")][..],
+            ResponseError::InvalidRequest,
+        ),
+    ] {
+        let response = client.call(&whole_set("t", configs), 1);
+        assert_eq!(
+            response.responses[0].error_code,
+            code(expected),
+            "{configs:?}"
+        );
+    }
+    let response = client.call(&whole_set("missing", &[]), 1);
+    assert_eq!(
+        response.responses[0].error_code,
+        code(ResponseError::UnknownTopicOrPartition)
     );
     assert_eq!(broker.list_topics().unwrap()["t"], altered);
 }

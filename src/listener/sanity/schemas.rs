@@ -76,6 +76,7 @@ pub static ALL: &[Schema] = &[
         1,
         INCREMENTAL_ALTER_CONFIGS,
     ),
+    api(ApiKey::AlterConfigs, 0, 2, 2, ALTER_CONFIGS),
 ];
 
 const PRODUCE: &[Field] = &[
@@ -469,6 +470,28 @@ const INCREMENTAL_ALTER_CONFIGS: &[Field] = &[
                 Array(&Struct(&[
                     f(0, N, Str),  // name
                     f(0, N, I8),   // config_operation
+                    f(0, N, NStr), // value
+                ])),
+            ),
+        ])),
+    ),
+    f(0, N, Bool), // validate_only
+];
+
+const ALTER_CONFIGS: &[Field] = &[
+    // resources
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, I8),  // resource_type
+            f(0, N, Str), // resource_name
+            // configs
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, Str),  // name
                     f(0, N, NStr), // value
                 ])),
             ),
