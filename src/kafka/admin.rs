@@ -108,6 +108,7 @@ impl KafkaBackend {
         }
         if next.partitions > current.partitions {
             self.create_partitions(topic, next.partitions).await?;
+            self.await_partitions(topic, next.partitions).await?;
         }
         let set = topic_configs::changed(changes);
         if !set.is_empty() {
@@ -133,6 +134,47 @@ impl KafkaBackend {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Waits until the producer's metadata shows `topic` with `partitions` partitions: a
+    /// metadata request refreshes librdkafka's cache, which would otherwise keep routing
+    /// keyed records by the old count until its periodic refresh (minutes).
+    ///
+    /// # Errors
+    /// `Kafka` when the count is not seen within the request timeout.
+    async fn await_partitions(&self, topic: &str, partitions: u32) -> Result<()> {
+        let producer = self.producer.clone();
+        let (topic, timeout) = (topic.to_owned(), self.config.request_timeout);
+        blocking(move || {
+            use rdkafka::producer::Producer;
+            let deadline = std::time::Instant::now() + timeout;
+            loop {
+                let metadata = producer
+                    .client()
+                    .fetch_metadata(Some(&topic), timeout)
+                    .map_err(|e| topic_error("metadata", &topic, e))?;
+                let seen = metadata
+                    .topics()
+                    .iter()
+                    .find(|t| t.name() == topic)
+                    .map_or(0, |t| t.partitions().len());
+                if seen >= partitions as usize {
+                    return Ok(());
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::Kafka {
+                        op: "create partitions",
+                        reason: format!(
+                            "{topic}: the cluster still reports {seen} partitions, not \
+                             {partitions}, after {timeout:?}"
+                        ),
+                    });
+                }
+                // The controller propagates the new count to the brokers asynchronously.
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+        .await
     }
 
     /// Sets `set` on `topic`, keeping its other topic-level configs (see the module docs).
