@@ -444,6 +444,61 @@ mod tests {
     }
 
     #[test]
+    fn changes_set_remove_or_keep_each_field_and_partitions_only_grow() {
+        let current = TopicConfig::default()
+            .partitions(2)
+            .retention_ms(5000)
+            .max_size(10);
+        let next = TopicChanges::default()
+            .partitions(3)
+            .retention_ms(None)
+            .retention_bytes(Some(4096))
+            .backpressure(Backpressure::Reject)
+            .apply_to(&current)
+            .unwrap();
+        let expected = TopicConfig::default()
+            .partitions(3)
+            .retention_bytes(4096)
+            .max_size(10)
+            .backpressure(Backpressure::Reject);
+        assert_eq!(next, expected);
+        assert_eq!(TopicChanges::default().apply_to(&current).unwrap(), current);
+        for partitions in [2, 1] {
+            let refused = TopicChanges::default()
+                .partitions(partitions)
+                .apply_to(&current);
+            assert!(
+                matches!(
+                    refused,
+                    Err(Error::InvalidConfig {
+                        field: "partitions",
+                        ..
+                    })
+                ),
+                "{refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_altered_config_replaces_the_file_and_adds_the_partition_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let current = TopicConfig::default();
+        create_topic(&data, "t", &current).unwrap();
+        let next = TopicChanges::default()
+            .partitions(3)
+            .retention_ms(Some(5000))
+            .apply_to(&current)
+            .unwrap();
+        alter_topic(&data, "t", &current, &next).unwrap();
+        assert!(data.partition_dir("t", 2).is_dir());
+        drop(data);
+        let data = DataDir::open(dir.path()).unwrap();
+        assert_eq!(load_topics(&data).unwrap(), vec![("t".to_owned(), next)]);
+    }
+
+    #[test]
     fn ids_must_be_printable_and_short() {
         assert!(validate_id("group", "group-1 ü").is_ok());
         for bad in ["", "a\nb"] {
