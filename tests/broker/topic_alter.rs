@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use nanokafka::{
-    partition_for_key, AsyncNanoKafka, Error, NanoKafka, TopicChanges, TopicConfig, MAX_PARTITIONS,
+    partition_for_key, AsyncNanoKafka, Backpressure, Error, NanoKafka, TopicChanges, TopicConfig,
+    MAX_PARTITIONS,
 };
 
 const WATCHDOG: Duration = Duration::from_secs(60);
@@ -216,5 +217,61 @@ fn values_that_cannot_work_are_refused_with_nothing_changed() {
         assert_eq!(config_file(dir.path(), "t"), before);
         assert_eq!(common::partition_stats(&broker, "t", 0).log_start_offset, 0);
         assert!(!dir.path().join("t_1").exists());
+    });
+}
+
+#[test]
+fn a_long_poll_parked_before_the_topic_grows_is_served_from_a_new_partition() {
+    common::within(WATCHDOG, || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = common::broker_with_topic(dir.path(), "t", TopicConfig::default());
+        broker.join_group("t", "g", "a").unwrap();
+        let poller = broker.clone();
+        let wait = Duration::from_secs(30);
+        let parked = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let record = poller.poll_timeout::<u64>("t", "g", "a", wait).unwrap();
+            (record, started.elapsed())
+        });
+        broker
+            .alter_topic("t", TopicChanges::default().partitions(2))
+            .unwrap();
+        common::produce_to(&broker, "t", 1, &[7]);
+        let (record, waited) = parked.join().unwrap();
+        let record = record.expect("the record on the new partition");
+        assert_eq!((record.partition, record.value), (1, 7));
+        assert!(waited < wait, "{waited:?}");
+    });
+}
+
+#[test]
+fn a_raised_or_removed_max_size_applies_to_the_next_produce() {
+    common::within(WATCHDOG, || {
+        let dir = tempfile::tempdir().unwrap();
+        let config = TopicConfig::default()
+            .max_size(2)
+            .backpressure(Backpressure::Reject);
+        let broker = common::broker_with_topic(dir.path(), "t", config);
+        for value in 0..2u64 {
+            broker.produce("t", &value).unwrap();
+        }
+        let full = broker.produce("t", &2u64);
+        assert!(matches!(full, Err(Error::PartitionFull { .. })), "{full:?}");
+
+        broker
+            .alter_topic("t", TopicChanges::default().max_size(Some(3)))
+            .unwrap();
+        broker.produce("t", &2u64).unwrap();
+        let full = broker.produce("t", &3u64);
+        assert!(
+            matches!(full, Err(Error::PartitionFull { max_size: 3, .. })),
+            "{full:?}"
+        );
+        // Unbounded: nothing is refused any more.
+        broker
+            .alter_topic("t", TopicChanges::default().max_size(None))
+            .unwrap();
+        broker.produce("t", &3u64).unwrap();
+        assert_eq!(common::log_end(&broker, "t", 0), 4);
     });
 }
