@@ -27,7 +27,8 @@ pub async fn handle(
         let outcome = match resource.resource_type {
             TOPIC => {
                 let topic = resource.resource_name.as_str();
-                alter_topic_configs(ctx, topic, request.validate_only, |current| {
+                let name = ("AlterConfigs", topic);
+                alter_topic_configs(ctx, name, request.validate_only, |current| {
                     replaced(current, &resource)
                 })
                 .await

@@ -64,7 +64,8 @@ async fn alter(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     let topic = resource.resource_name.as_str();
-    alter_topic_configs(ctx, topic, validate_only, |current| {
+    let api = "IncrementalAlterConfigs";
+    alter_topic_configs(ctx, (api, topic), validate_only, |current| {
         operated(current, resource)
     })
     .await
@@ -72,10 +73,10 @@ async fn alter(
 
 /// Makes `topic`'s new config with `operate` from its current one and, unless
 /// `validate_only`, applies it (AlterConfigs and IncrementalAlterConfigs differ only in
-/// `operate`). `segment.bytes` must stay as it is.
+/// `operate`; `api` names the request in the log). `segment.bytes` must stay as it is.
 pub(super) async fn alter_topic_configs(
     ctx: &RequestContext<'_>,
-    topic: &str,
+    (api, topic): (&'static str, &str),
     validate_only: bool,
     operate: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Refusal>,
 ) -> Result<(), Refusal> {
@@ -109,8 +110,9 @@ pub(super) async fn alter_topic_configs(
     if !validate_only {
         tracing::info!(
             topic,
+            api,
             client_id = ctx.client_id,
-            "altered topic configs on an AlterConfigs request"
+            "altered topic configs on a Kafka request"
         );
     }
     Ok(())
