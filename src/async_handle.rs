@@ -17,14 +17,14 @@ use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::coordinator::FetchedBatch;
 use crate::actors::lane::append_routed;
 use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetched};
-use crate::config::TopicConfig;
+use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::listener::ListenerMetrics;
 use crate::messages::{
-    BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic, Delivered,
-    DescribeBroker, FencedCommit, GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup,
-    ListTopics, OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe,
+    AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic,
+    Delivered, DescribeBroker, FencedCommit, GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag,
+    LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe,
     SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
@@ -207,6 +207,40 @@ impl AsyncNanoKafka {
         .await?;
         self.routes.forget(topic);
         Ok(())
+    }
+
+    /// Alters a topic's config: grows its partitions, changes its retention, backlog bound,
+    /// backpressure or timestamp type (the rules are on [`TopicChanges`]); returns the
+    /// config after the change. See [`AlterTopic`](crate::messages::AlterTopic): the change
+    /// is checked before anything is written, persisted, and applied to the running topic
+    /// before this returns. This handle's next produce uses the new partition count (as
+    /// does every other handle's).
+    ///
+    /// # Errors
+    /// As [`AlterTopic`](crate::messages::AlterTopic): `UnknownTopic`, `InvalidConfig`
+    /// (nothing changed), `Io`, `BrokerStopped`.
+    pub async fn alter_topic(&self, topic: &str, changes: TopicChanges) -> Result<TopicConfig> {
+        on_kafka!(self, |k| k.alter_topic(topic, &changes).await);
+        self.alter_embedded(topic, changes, false).await
+    }
+
+    /// [`AsyncNanoKafka::alter_topic`] on the embedded broker, or with `validate_only` only
+    /// checked (for the listener's CreatePartitions and IncrementalAlterConfigs).
+    pub(crate) async fn alter_embedded(
+        &self,
+        topic: &str,
+        changes: TopicChanges,
+        validate_only: bool,
+    ) -> Result<TopicConfig> {
+        let config = self
+            .ask(AlterTopic {
+                topic: topic.to_owned(),
+                changes,
+                validate_only,
+            })
+            .await?;
+        self.routes.forget(topic);
+        Ok(config)
     }
 
     /// The broker-wide settings (data directory, size limits).

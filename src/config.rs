@@ -29,7 +29,7 @@ pub enum Backpressure {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TopicConfig {
-    /// Number of partitions, fixed at creation.
+    /// Number of partitions; can only grow (see [`TopicChanges`]).
     pub partitions: u32,
     /// Backlog (records not yet committed by the slowest group) at which producers meet
     /// backpressure; `None`: unbounded.
@@ -49,6 +49,111 @@ pub struct TopicConfig {
     /// the producer's (`CreateTime`, the default) or the broker's at the append
     /// (`LogAppendTime`).
     pub timestamp_type: TimestampType,
+}
+
+/// What [`crate::AsyncNanoKafka::alter_topic`] changes in a topic's [`TopicConfig`]: each
+/// field left `None` keeps its value. Built with chained setters from
+/// [`TopicChanges::default`] (which changes nothing).
+///
+/// The rules are Kafka's:
+/// * `partitions` can only grow: a count equal to or below the current one is
+///   `InvalidConfig` and changes nothing. The new partitions start empty and are served at
+///   once; groups rebalance to include them. Keyed records produced afterwards may land on
+///   a different partition than before ([`crate::partition_for_key`] depends on the count),
+///   so per-key order holds only among records produced after the change.
+/// * The retention fields take `Some(None)` to remove the limit and `Some(Some(v))` to set
+///   it; the running partitions apply a lowered limit at once (records beyond it go).
+/// * `max_size`, `backpressure` and `timestamp_type` apply to the next produce.
+/// * `segment_bytes` cannot be changed (existing segments were sized by it).
+///
+/// The changed config is checked with [`TopicConfig::validate`] before anything is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicChanges {
+    pub partitions: Option<u32>,
+    pub max_size: Option<Option<u64>>,
+    pub retention_size: Option<Option<u64>>,
+    pub retention_bytes: Option<Option<u64>>,
+    pub retention_ms: Option<Option<u64>>,
+    pub backpressure: Option<Backpressure>,
+    pub timestamp_type: Option<TimestampType>,
+}
+
+impl TopicChanges {
+    /// Grows the topic to `partitions` partitions.
+    pub fn partitions(mut self, partitions: u32) -> Self {
+        self.partitions = Some(partitions);
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) the backlog bound.
+    pub fn max_size(mut self, records: Option<u64>) -> Self {
+        self.max_size = Some(records);
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) the record-count retention.
+    pub fn retention_size(mut self, records: Option<u64>) -> Self {
+        self.retention_size = Some(records);
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) the byte retention.
+    pub fn retention_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.retention_bytes = Some(bytes);
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) the time retention.
+    pub fn retention_ms(mut self, ms: Option<u64>) -> Self {
+        self.retention_ms = Some(ms);
+        self
+    }
+
+    /// Sets what producers meet at `max_size`.
+    pub fn backpressure(mut self, backpressure: Backpressure) -> Self {
+        self.backpressure = Some(backpressure);
+        self
+    }
+
+    /// Sets whose clock record timestamps come from.
+    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
+        self.timestamp_type = Some(timestamp_type);
+        self
+    }
+
+    /// `current` with these changes applied, checked.
+    ///
+    /// # Errors
+    /// `InvalidConfig` when the partition count does not grow or a value cannot work
+    /// ([`TopicConfig::validate`]).
+    pub fn apply_to(&self, current: &TopicConfig) -> Result<TopicConfig> {
+        let mut next = current.clone();
+        if let Some(partitions) = self.partitions {
+            if partitions <= current.partitions {
+                return Err(Error::InvalidConfig {
+                    field: "partitions",
+                    reason: format!(
+                        "can only grow: the topic has {}, asked for {partitions}",
+                        current.partitions
+                    ),
+                });
+            }
+            next.partitions = partitions;
+        }
+        let set = |field: &mut Option<u64>, change: Option<Option<u64>>| {
+            if let Some(value) = change {
+                *field = value;
+            }
+        };
+        set(&mut next.max_size, self.max_size);
+        set(&mut next.retention_size, self.retention_size);
+        set(&mut next.retention_bytes, self.retention_bytes);
+        set(&mut next.retention_ms, self.retention_ms);
+        next.backpressure = self.backpressure.unwrap_or(next.backpressure);
+        next.timestamp_type = self.timestamp_type.unwrap_or(next.timestamp_type);
+        next.validate()?;
+        Ok(next)
+    }
 }
 
 /// Partition directories are named `<topic>_<partition>`: with a 249-byte topic name, four
@@ -208,6 +313,22 @@ pub fn create_topic(data_dir: &DataDir, topic: &str, config: &TopicConfig) -> Re
     Ok(())
 }
 
+/// Persists `topic`'s altered config `next` (checked by [`TopicChanges::apply_to`]),
+/// creating the directories of the partitions it adds to `current` first.
+///
+/// # Errors
+/// `Io`; the config on disk is then `current`'s.
+pub fn alter_topic(
+    data_dir: &DataDir,
+    topic: &str,
+    current: &TopicConfig,
+    next: &TopicConfig,
+) -> Result<()> {
+    let added = current.partitions..next.partitions.max(current.partitions);
+    data_dir.alter_topic(topic, added, &next.to_json())?;
+    Ok(())
+}
+
 /// Every topic of the data directory with its config, sorted by name.
 ///
 /// # Errors
@@ -320,6 +441,61 @@ mod tests {
         let c = TopicConfig::default().partitions(3).retention_ms(5000);
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), c);
+    }
+
+    #[test]
+    fn changes_set_remove_or_keep_each_field_and_partitions_only_grow() {
+        let current = TopicConfig::default()
+            .partitions(2)
+            .retention_ms(5000)
+            .max_size(10);
+        let next = TopicChanges::default()
+            .partitions(3)
+            .retention_ms(None)
+            .retention_bytes(Some(4096))
+            .backpressure(Backpressure::Reject)
+            .apply_to(&current)
+            .unwrap();
+        let expected = TopicConfig::default()
+            .partitions(3)
+            .retention_bytes(4096)
+            .max_size(10)
+            .backpressure(Backpressure::Reject);
+        assert_eq!(next, expected);
+        assert_eq!(TopicChanges::default().apply_to(&current).unwrap(), current);
+        for partitions in [2, 1] {
+            let refused = TopicChanges::default()
+                .partitions(partitions)
+                .apply_to(&current);
+            assert!(
+                matches!(
+                    refused,
+                    Err(Error::InvalidConfig {
+                        field: "partitions",
+                        ..
+                    })
+                ),
+                "{refused:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_altered_config_replaces_the_file_and_adds_the_partition_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let current = TopicConfig::default();
+        create_topic(&data, "t", &current).unwrap();
+        let next = TopicChanges::default()
+            .partitions(3)
+            .retention_ms(Some(5000))
+            .apply_to(&current)
+            .unwrap();
+        alter_topic(&data, "t", &current, &next).unwrap();
+        assert!(data.partition_dir("t", 2).is_dir());
+        drop(data);
+        let data = DataDir::open(dir.path()).unwrap();
+        assert_eq!(load_topics(&data).unwrap(), vec![("t".to_owned(), next)]);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::actors::io_thread::IoThread;
 use crate::actors::BrokerSettings;
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::{SharedClock, SystemClock};
-use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicConfig};
+use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::listener::{ListenerConfig, ListenerHandle};
@@ -738,6 +738,16 @@ impl NanoKafka {
     /// As [`AsyncNanoKafka::list_topics`]; `BlockingInActorContext` on an actix/tokio thread.
     pub fn list_topics(&self) -> Result<std::collections::BTreeMap<String, TopicConfig>> {
         self.call(self.inner.handle.list_topics())
+    }
+
+    /// [`AsyncNanoKafka::alter_topic`], blocking this thread until it answers: grows the
+    /// topic's partitions or changes its settings (see [`TopicChanges`]); returns the
+    /// config after the change.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::alter_topic`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn alter_topic(&self, topic: &str, changes: TopicChanges) -> Result<TopicConfig> {
+        self.call(self.inner.handle.alter_topic(topic, changes))
     }
 
     /// [`AsyncNanoKafka::delete_topic`], blocking this thread until it answers.

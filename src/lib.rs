@@ -59,8 +59,8 @@ pub use actors::broker::BrokerActor;
 pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
 pub use config::{
-    Backpressure, FsyncPolicy, TimestampType, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES,
-    MIN_SEGMENT_BYTES,
+    Backpressure, FsyncPolicy, TimestampType, TopicChanges, TopicConfig, MAX_PARTITIONS,
+    MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 pub use consumer::Consumer;
 pub use error::{Error, Result};

@@ -13,7 +13,7 @@ use std::time::Duration;
 use actix::{Message, MessageResponse, Recipient};
 use serde::de::DeserializeOwned;
 
-use crate::config::TopicConfig;
+use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::partition::ProduceRecord;
@@ -80,6 +80,33 @@ pub struct DeleteTopic {
 
 impl Message for DeleteTopic {
     type Result = Result<()>;
+}
+
+/// Alter a topic's config: grow its partitions, change its retention, backlog bound,
+/// backpressure or timestamp type (the rules are on [`TopicChanges`]). Sender: any actor
+/// or handle; answered by the broker. Reply: the topic's config after the change.
+///
+/// The changed config is checked first (nothing is written when it is refused), then
+/// persisted in `<topic>.json` (replaced atomically: a reopen finds the old config or the
+/// new one, and the new partitions' directories exist before the config names them), then
+/// applied to the running topic: new partitions are served, and the groups rebalance over
+/// them, before the reply; every partition has taken the new settings (a lowered retention
+/// has dropped what it no longer keeps). Cached produce routes of every `AsyncNanoKafka`
+/// learn the new partition count on their next produce. With `validate_only` the change
+/// is checked and the would-be config returned, and nothing else happens.
+///
+/// Errors: `UnknownTopic`, `InvalidConfig` (the partition count does not grow, or a value
+/// cannot work; nothing changed), `Io` (the config on disk and the running topic are
+/// unchanged), `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct AlterTopic {
+    pub topic: String,
+    pub changes: TopicChanges,
+    pub validate_only: bool,
+}
+
+impl Message for AlterTopic {
+    type Result = Result<TopicConfig>;
 }
 
 /// The broker-wide settings a client may be told about (Kafka's broker configs). Answered

@@ -267,6 +267,24 @@ impl Partition {
         (backlog >= max).then_some(backlog)
     }
 
+    /// Takes the altered settings of its topic: retention and timestamp type from
+    /// `log_config` (see [`PartitionLog::set_retention`]) and the backlog bound, then applies
+    /// retention as of `now_ms` (a lowered limit drops records at once).
+    ///
+    /// # Errors
+    /// As [`PartitionLog::enforce_retention`]; the new settings hold anyway.
+    pub fn reconfigure(
+        &mut self,
+        log_config: &LogConfig,
+        max_size: Option<u64>,
+        now_ms: u64,
+    ) -> Result<()> {
+        self.log
+            .set_retention(log_config.retention, log_config.timestamp_type);
+        self.max_size = max_size;
+        self.enforce_retention(now_ms)
+    }
+
     pub fn max_size(&self) -> Option<u64> {
         self.max_size
     }

@@ -105,6 +105,11 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         }
     }
 
+    /// What the next produce that meets `max_size` gets (a topic altered while running).
+    pub fn set_backpressure(&mut self, backpressure: Backpressure) {
+        self.backpressure = backpressure;
+    }
+
     /// Whether produces wait in the group commit.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()

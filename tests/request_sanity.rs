@@ -403,6 +403,34 @@ fn default_request(api: ApiKey) -> RequestKind {
         ApiKey::OffsetForLeaderEpoch => RequestKind::OffsetForLeaderEpoch(Default::default()),
         ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(Default::default()),
         ApiKey::SaslAuthenticate => RequestKind::SaslAuthenticate(Default::default()),
+        // One of each nested struct, so the walk reaches them.
+        ApiKey::CreatePartitions => {
+            use kafka_protocol::messages::create_partitions_request::*;
+            let assignment = CreatePartitionsAssignment::default().with_broker_ids(vec![0.into()]);
+            let topic = CreatePartitionsTopic::default().with_assignments(Some(vec![assignment]));
+            RequestKind::CreatePartitions(
+                kafka_protocol::messages::CreatePartitionsRequest::default()
+                    .with_topics(vec![topic]),
+            )
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            use kafka_protocol::messages::incremental_alter_configs_request::*;
+            let resource = AlterConfigsResource::default()
+                .with_configs(vec![AlterableConfig::default().with_value(None)]);
+            RequestKind::IncrementalAlterConfigs(
+                kafka_protocol::messages::IncrementalAlterConfigsRequest::default()
+                    .with_resources(vec![resource]),
+            )
+        }
+        ApiKey::AlterConfigs => {
+            use kafka_protocol::messages::alter_configs_request::*;
+            let resource = AlterConfigsResource::default()
+                .with_configs(vec![AlterableConfig::default().with_value(None)]);
+            RequestKind::AlterConfigs(
+                kafka_protocol::messages::AlterConfigsRequest::default()
+                    .with_resources(vec![resource]),
+            )
+        }
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -447,6 +475,9 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::OffsetForLeaderEpoch => OffsetForLeaderEpochRequest::VERSIONS,
         ApiKey::DescribeConfigs => DescribeConfigsRequest::VERSIONS,
         ApiKey::SaslAuthenticate => SaslAuthenticateRequest::VERSIONS,
+        ApiKey::CreatePartitions => CreatePartitionsRequest::VERSIONS,
+        ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
+        ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

@@ -13,13 +13,15 @@ use serde::de::DeserializeOwned;
 use super::io_thread::{IoThread, IoThreadHandle};
 use super::subscription::{BrokerRequests, SubscriptionActor};
 use super::supervise::{catch_future_panic, guarded, guarded_future, guarded_reply};
-use super::topic::{CloseTopic, CrashCoordinator, DeleteTopicActors, DescribeTopic, TopicActor};
+use super::topic::{
+    AlterTopicActors, CloseTopic, CrashCoordinator, DeleteTopicActors, DescribeTopic, TopicActor,
+};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
-    AllocateProducerId, BrokerDescription, CreateTopic, DeleteTopic, DescribeBroker, GetStats,
-    JoinGroup, ListTopics, Shutdown, Subscribe, Subscription, TopicMessage,
+    AllocateProducerId, AlterTopic, BrokerDescription, CreateTopic, DeleteTopic, DescribeBroker,
+    GetStats, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription, TopicMessage,
 };
 use crate::storage::data_dir::DeleteError;
 use crate::storage::producer_ids::ProducerIdBlocks;
@@ -227,6 +229,49 @@ impl Handler<DeleteTopic> for BrokerActor {
             }
             Ok(())
         })))
+    }
+}
+
+impl BrokerActor {
+    /// Checks and persists an alter: the new config, with the topic's address when the
+    /// running topic must apply it (not for `validate_only` or a change to the same values).
+    fn alter_topic(&mut self, msg: &AlterTopic) -> Result<(Option<Addr<TopicActor>>, TopicConfig)> {
+        let addr = self.topic(&msg.topic)?;
+        let data_dir = self.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
+        let current = self.configs.get(&msg.topic).cloned().unwrap_or_default();
+        let next = msg.changes.apply_to(&current)?;
+        if msg.validate_only || next == current {
+            return Ok((None, next));
+        }
+        crate::config::alter_topic(data_dir, &msg.topic, &current, &next)?;
+        tracing::info!(topic = %msg.topic, from = ?current, to = ?next, "altered topic");
+        self.configs.insert(msg.topic.clone(), next.clone());
+        Ok((Some(addr), next))
+    }
+}
+
+/// The config is checked and persisted here, in the broker's order, so alters of a topic
+/// apply one after another; the topic actor then applies it before any request the broker
+/// forwards afterwards.
+impl Handler<AlterTopic> for BrokerActor {
+    type Result = ResponseFuture<Result<TopicConfig>>;
+
+    fn handle(&mut self, msg: AlterTopic, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "AlterTopic").entered();
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| match act.alter_topic(&msg) {
+            Ok((None, next)) => Box::pin(async move { Ok(next) }),
+            Ok((Some(addr), next)) => {
+                let applied = addr.send(AlterTopicActors {
+                    config: next.clone(),
+                });
+                Box::pin(async move {
+                    applied.await.map_err(|_| Error::BrokerStopped)?;
+                    Ok(next)
+                })
+            }
+            Err(e) => Box::pin(async { Err(e) }),
+        })
     }
 }
 

@@ -22,7 +22,9 @@ use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
 use crate::partition::Fetched;
 use crate::types::GroupStats;
 
+mod alter;
 mod delete;
+pub use alter::AddPartitions;
 pub use delete::DeleteGroup;
 
 /// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.

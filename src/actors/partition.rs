@@ -40,6 +40,9 @@ pub use kafka::{FindKafkaOffset, ReadBatches, WaitForAppend};
 mod delete;
 pub use delete::DeletePartition;
 
+mod alter;
+pub use alter::ReconfigurePartition;
+
 /// A partition actor's address and its I/O thread's doorbell. Every message goes through
 /// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
 /// spins while idle then handles it at once instead of when its spin ends.

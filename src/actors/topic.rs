@@ -40,7 +40,9 @@ use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 pub use kafka_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
 
+mod alter;
 mod delete;
+pub use alter::AlterTopicActors;
 pub use delete::DeleteTopicActors;
 
 /// Everything about the topic, for `stats()`. Never fails.
@@ -82,9 +84,12 @@ pub struct TopicActor {
     /// Next partition for a keyless record.
     next_partition: u32,
     restarts: u64,
-    /// Set when the topic is deleted; shared with the handles' cached produce routes, which
-    /// then stop using them (see [`TopicRoute::deleted`]).
-    deleted: Arc<AtomicBool>,
+    /// Set when the topic is deleted or grows; shared with the handles' cached produce
+    /// routes, which then stop using them (see [`TopicRoute::stale`]).
+    stale: Arc<AtomicBool>,
+    /// Where new partitions are placed, as at creation (see [`TopicActor::new`]).
+    io_threads: Vec<IoThreadHandle>,
+    first_arbiter: usize,
 }
 
 impl TopicActor {
@@ -96,37 +101,41 @@ impl TopicActor {
         io_threads: &[IoThreadHandle],
         first_arbiter: usize,
     ) -> Self {
-        let partitions: Vec<PartitionRef> = (0..config.partitions)
-            .map(|p| {
-                let io = &io_threads[(first_arbiter + p as usize) % io_threads.len()];
-                let (name, config, settings) = (name.to_owned(), config.clone(), settings.clone());
-                let addr = Supervisor::start_in_arbiter(&io.arbiter, move |ctx| {
-                    ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-                    PartitionActor::new(&name, p, &config, settings)
-                });
-                PartitionRef::new(addr, io.doorbell.clone())
-            })
-            .collect();
-        let shared_name: Arc<str> = name.into();
-        let lanes = partitions
-            .iter()
-            .zip(0..)
-            .map(|(partition, p)| {
-                let (addr, doorbell) = partition.lane_target();
-                Arc::new(Lane::new(shared_name.clone(), p, addr, doorbell))
-            })
-            .collect();
-        TopicActor {
+        let mut topic = TopicActor {
             span: tracing::info_span!("topic", topic = %name),
             name: name.to_owned(),
             label: format!("topic {name}").into(),
             settings,
-            partitions,
-            lanes,
+            partitions: Vec::new(),
+            lanes: Vec::new(),
             groups: BTreeMap::new(),
             next_partition: 0,
             restarts: 0,
-            deleted: Arc::default(),
+            stale: Arc::default(),
+            io_threads: io_threads.to_vec(),
+            first_arbiter,
+        };
+        topic.start_partitions(config);
+        topic
+    }
+
+    /// Starts the partitions `config` has beyond those running (all, at first), each with
+    /// its produce lane.
+    fn start_partitions(&mut self, config: &TopicConfig) {
+        let shared_name: Arc<str> = self.name.as_str().into();
+        for p in self.partitions.len() as u32..config.partitions {
+            let io = &self.io_threads[(self.first_arbiter + p as usize) % self.io_threads.len()];
+            let (name, config, settings) =
+                (self.name.clone(), config.clone(), self.settings.clone());
+            let addr = Supervisor::start_in_arbiter(&io.arbiter, move |ctx| {
+                ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+                PartitionActor::new(&name, p, &config, settings)
+            });
+            let partition = PartitionRef::new(addr, io.doorbell.clone());
+            let (addr, doorbell) = partition.lane_target();
+            self.lanes
+                .push(Arc::new(Lane::new(shared_name.clone(), p, addr, doorbell)));
+            self.partitions.push(partition);
         }
     }
 
@@ -216,9 +225,10 @@ pub struct TopicRoute {
     pub next_keyless: u32,
     /// The broker's size limits, checked before a batch is split.
     pub limits: RequestLimits,
-    /// Set once the topic is deleted, before its partitions close: a handle that finds it
-    /// set forgets the route and asks the broker again (the topic may have been re-created).
-    pub deleted: Arc<AtomicBool>,
+    /// Set once the topic is deleted, before its partitions close, or once it has grown: a
+    /// handle that finds it set forgets the route and asks the broker again (the topic may
+    /// have been re-created, or have more partitions).
+    pub stale: Arc<AtomicBool>,
 }
 
 impl Message for GetRoute {
@@ -239,7 +249,7 @@ impl Handler<GetRoute> for TopicActor {
             lanes: self.lanes.clone(),
             limits: self.settings.limits(),
             next_keyless: self.next_partition,
-            deleted: self.deleted.clone(),
+            stale: self.stale.clone(),
         })
     }
 }

@@ -40,8 +40,9 @@ pub(super) struct Route {
     pub next_keyless: AtomicU32,
     /// The broker's size limits.
     pub limits: RequestLimits,
-    /// The topic was deleted: the route leads to closed partitions.
-    deleted: Arc<AtomicBool>,
+    /// The topic was deleted (the route leads to closed partitions) or has grown (the route
+    /// misses its new partitions).
+    stale: Arc<AtomicBool>,
 }
 
 impl Route {
@@ -50,12 +51,12 @@ impl Route {
             lanes: route.lanes,
             next_keyless: AtomicU32::new(route.next_keyless),
             limits: route.limits,
-            deleted: route.deleted,
+            stale: route.stale,
         }
     }
 
     fn is_live(&self) -> bool {
-        !self.deleted.load(Ordering::Acquire)
+        !self.stale.load(Ordering::Acquire)
     }
 }
 
@@ -71,14 +72,14 @@ impl RouteCache {
     pub fn learn(&self, topic: &str, route: TopicRoute) {
         let mut slots = self.slots();
         let slot = slots.entry(topic.to_owned()).or_default();
-        // A deleted topic's route counts as none: `route` is its re-created successor's.
+        // A stale route counts as none: `route` is its re-created or grown successor's.
         let stale = slot.direct.as_ref().is_none_or(|r| !r.is_live());
         if stale && slot.via_broker == 0 {
             slot.direct = Some(Arc::new(Route::new(route)));
         }
     }
 
-    /// Forgets `topic`'s route (deleted): its next produce goes through the broker.
+    /// Forgets `topic`'s route (deleted or grown): its next produce goes through the broker.
     pub fn forget(&self, topic: &str) {
         let mut slots = self.slots();
         if let Some(slot) = slots.get_mut(topic) {
@@ -94,8 +95,8 @@ impl RouteCache {
         let mut slots = self.slots();
         // The common case, a known route, looks up without allocating the key.
         if let Some(slot) = slots.get_mut(topic) {
-            // A deleted topic's route is dropped: the broker knows whether the name exists
-            // again.
+            // A stale route is dropped: the broker knows whether the name exists again, and
+            // how many partitions it has.
             slot.direct = slot.direct.take().filter(|r| r.is_live());
             slot.learned = slot.learned.take().filter(|r| r.is_live());
             let usable = match sequential {

@@ -105,6 +105,18 @@ impl GroupState {
         self.assignment_of(member)
     }
 
+    /// The topic grew to `partitions` partitions: the members (if any) rebalance over them
+    /// all. A count that does not grow changes nothing.
+    pub fn grow(&mut self, partitions: u32) {
+        if partitions <= self.partitions {
+            return;
+        }
+        self.partitions = partitions;
+        if !self.members.is_empty() {
+            self.rebalance(&format!("topic grew to {partitions} partitions"));
+        }
+    }
+
     /// Removes `member` and rebalances.
     ///
     /// # Errors
@@ -281,6 +293,23 @@ mod tests {
         g.leave("a", 0).unwrap();
         assert_eq!(g.generation(), 3);
         assert_eq!(g.heartbeat("b", 0).unwrap().partitions, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_topic_that_grows_rebalances_its_members_over_every_partition() {
+        let mut g = group(2);
+        g.join("a", 0);
+        g.join("b", 0);
+        g.grow(2);
+        assert_eq!(
+            g.generation(),
+            2,
+            "a count that does not grow changes nothing"
+        );
+        g.grow(4);
+        assert_eq!(g.generation(), 3);
+        assert_eq!(g.heartbeat("a", 0).unwrap().partitions, vec![0, 2]);
+        assert_eq!(g.heartbeat("b", 0).unwrap().partitions, vec![1, 3]);
     }
 
     #[test]

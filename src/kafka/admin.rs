@@ -1,5 +1,5 @@
-//! Topics and offsets on the Kafka backend: create, delete and list topics; a group's lag;
-//! the offset of a timestamp.
+//! Topics and offsets on the Kafka backend: create, alter, delete and list topics; a group's
+//! lag; the offset of a timestamp.
 //!
 //! A topic is created with every setting of its [`TopicConfig`] that Kafka has, stated
 //! explicitly (`retention.ms`/`retention.bytes` `-1` for "keep everything", the segment
@@ -7,17 +7,25 @@
 //! the cluster's defaults (Kafka's own default retention is 7 days). The replication factor
 //! is the cluster's default (`-1`). The settings Kafka does not have (`max_size` with its
 //! `backpressure`, and `retention_size`, retention by record count) are logged as ignored.
+//!
+//! An alter grows the partitions with CreatePartitions and changes the configs with
+//! AlterConfigs. AlterConfigs (the one librdkafka's Rust binding offers) replaces every
+//! config of the topic, so the topic's own configs are read first (DescribeConfigs) and
+//! sent again with the changed ones; the cluster's defaults stay defaults.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rdkafka::admin::{AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{
+    AdminOptions, AlterConfig, ConfigSource, NewPartitions, NewTopic, ResourceSpecifier,
+    TopicReplication,
+};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::{blocking, kafka_error, topic_error, KafkaBackend};
-use crate::config::TopicConfig;
+use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::GroupOptions;
 use crate::listener::topic_configs;
@@ -62,6 +70,152 @@ impl KafkaBackend {
             }),
             Some(Err((_, code))) => Err(Error::Kafka {
                 op: "create topic",
+                reason: format!("{topic}: {code}"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Alters `topic` (the rules are on [`TopicChanges`]): grows its partitions, then sets
+    /// the configs Kafka has. Returns the topic's partition count with the changed values
+    /// (the other fields are `TopicConfig`'s defaults, as `list_topics` reports them).
+    ///
+    /// # Errors
+    /// `UnknownTopic`; `InvalidConfig` (nothing changed) when the partition count does not
+    /// grow or a value cannot work; `Kafka`.
+    pub(crate) async fn alter_topic(
+        &self,
+        topic: &str,
+        changes: &TopicChanges,
+    ) -> Result<TopicConfig> {
+        let current =
+            self.list_topics()
+                .await?
+                .remove(topic)
+                .ok_or_else(|| Error::UnknownTopic {
+                    topic: topic.to_owned(),
+                })?;
+        let next = changes.apply_to(&current)?;
+        if changes.max_size.is_some()
+            || changes.retention_size.is_some()
+            || changes.backpressure.is_some()
+        {
+            tracing::warn!(
+                topic,
+                ?changes,
+                "Kafka has no max_size, backpressure or retention by record count: ignored"
+            );
+        }
+        if next.partitions > current.partitions {
+            self.create_partitions(topic, next.partitions).await?;
+            self.await_partitions(topic, next.partitions).await?;
+        }
+        let set = topic_configs::changed(changes);
+        if !set.is_empty() {
+            self.alter_configs(topic, &set).await?;
+        }
+        Ok(next)
+    }
+
+    async fn create_partitions(&self, topic: &str, partitions: u32) -> Result<()> {
+        let new = NewPartitions::new(topic, partitions as usize);
+        let results = self
+            .admin
+            .create_partitions([&new], &self.admin_options())
+            .await
+            .map_err(|e| topic_error("create partitions", topic, e))?;
+        match results.into_iter().next() {
+            Some(Err((_, RDKafkaErrorCode::UnknownTopicOrPartition))) => Err(Error::UnknownTopic {
+                topic: topic.to_owned(),
+            }),
+            Some(Err((_, code))) => Err(Error::Kafka {
+                op: "create partitions",
+                reason: format!("{topic}: {code}"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits until the producer's metadata shows `topic` with `partitions` partitions: a
+    /// metadata request refreshes librdkafka's cache, which would otherwise keep routing
+    /// keyed records by the old count until its periodic refresh (minutes).
+    ///
+    /// # Errors
+    /// `Kafka` when the count is not seen within the request timeout.
+    async fn await_partitions(&self, topic: &str, partitions: u32) -> Result<()> {
+        let producer = self.producer.clone();
+        let (topic, timeout) = (topic.to_owned(), self.config.request_timeout);
+        blocking(move || {
+            use rdkafka::producer::Producer;
+            let deadline = std::time::Instant::now() + timeout;
+            loop {
+                let metadata = producer
+                    .client()
+                    .fetch_metadata(Some(&topic), timeout)
+                    .map_err(|e| topic_error("metadata", &topic, e))?;
+                let seen = metadata
+                    .topics()
+                    .iter()
+                    .find(|t| t.name() == topic)
+                    .map_or(0, |t| t.partitions().len());
+                if seen >= partitions as usize {
+                    return Ok(());
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::Kafka {
+                        op: "create partitions",
+                        reason: format!(
+                            "{topic}: the cluster still reports {seen} partitions, not \
+                             {partitions}, after {timeout:?}"
+                        ),
+                    });
+                }
+                // The controller propagates the new count to the brokers asynchronously.
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+        .await
+    }
+
+    /// Sets `set` on `topic`, keeping its other topic-level configs (see the module docs).
+    async fn alter_configs(&self, topic: &str, set: &[(&'static str, String)]) -> Result<()> {
+        let resource = ResourceSpecifier::Topic(topic);
+        let described = self
+            .admin
+            .describe_configs([&resource], &self.admin_options())
+            .await
+            .map_err(|e| topic_error("describe configs", topic, e))?;
+        let own = match described.into_iter().next() {
+            Some(Ok(resource)) => resource.entries,
+            Some(Err(code)) => {
+                return Err(Error::Kafka {
+                    op: "describe configs",
+                    reason: format!("{topic}: {code}"),
+                })
+            }
+            None => Vec::new(),
+        };
+        let mut configs: BTreeMap<String, String> = own
+            .into_iter()
+            .filter(|e| e.source == ConfigSource::DynamicTopic && !e.is_read_only)
+            .filter_map(|e| Some((e.name, e.value?)))
+            .collect();
+        for (name, value) in set {
+            configs.insert((*name).to_owned(), value.clone());
+        }
+        let alter = configs
+            .iter()
+            .fold(AlterConfig::new(resource), |alter, (name, value)| {
+                alter.set(name, value)
+            });
+        let results = self
+            .admin
+            .alter_configs([&alter], &self.admin_options())
+            .await
+            .map_err(|e| topic_error("alter configs", topic, e))?;
+        match results.into_iter().next() {
+            Some(Err((_, code))) => Err(Error::Kafka {
+                op: "alter configs",
                 reason: format!("{topic}: {code}"),
             }),
             _ => Ok(()),

@@ -24,8 +24,9 @@
 //! * one module per API family answers requests with the broker's state: `metadata`,
 //!   `produce`, `fetch`, `offsets` (ListOffsets, OffsetForLeaderEpoch), `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
-//!   groups), `create_topics` / `delete_topics` / `describe_configs` (with `topic_configs`,
-//!   Kafka's config names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
+//!   groups), `create_topics` / `delete_topics` / `describe_configs` /
+//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with `topic_configs`, Kafka's config
+//!   names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
 //!   codes.
 //!
 //! # What a Kafka client sees
@@ -34,9 +35,11 @@
 //! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
 //! with the default [`crate::TopicConfig`].
 
+mod alter_configs;
 mod api_versions;
 mod config;
 mod connection;
+mod create_partitions;
 mod create_topics;
 mod delete_topics;
 mod describe_configs;
@@ -45,6 +48,7 @@ mod errors;
 mod fetch;
 mod frame;
 mod groups;
+mod incremental_alter_configs;
 mod init_producer_id;
 mod metadata;
 mod metrics;

@@ -14,7 +14,10 @@ use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
 
 mod delete;
-pub use delete::{DeleteError, Step as DeleteStep};
+pub use delete::DeleteError;
+/// The steps of a topic delete, for the crash tests (`test-support`).
+#[cfg(feature = "test-support")]
+pub use delete::Step as DeleteStep;
 
 pub const LOCK_FILE: &str = ".lock";
 /// The file naming the format of the directory's segments; written when the directory is
@@ -269,6 +272,36 @@ impl DataDir {
             &OsFs,
             &self.path.join(TOPIC_CONFIG_TMP),
             &config_path,
+            config,
+        )
+    }
+
+    /// Replaces `topic`'s config with `config`, creating the directories of the partitions
+    /// `added` first (as a creation does: a crash in between leaves the old config and
+    /// empty directories, which the next alter reuses). The config is replaced atomically,
+    /// so a reopen finds the old config or the new one, whole.
+    ///
+    /// # Errors
+    /// `Io`.
+    pub fn alter_topic(
+        &self,
+        topic: &str,
+        added: std::ops::Range<u32>,
+        config: &[u8],
+    ) -> Result<()> {
+        validate_topic_name(topic)?;
+        if !added.is_empty() {
+            for partition in added {
+                let dir = self.partition_dir(topic, partition);
+                fs::create_dir_all(&dir)
+                    .map_err(|e| StorageError::io("create partition directory", &dir, e))?;
+            }
+            sync_dir(&OsFs, &self.path)?;
+        }
+        write_atomically_via(
+            &OsFs,
+            &self.path.join(TOPIC_CONFIG_TMP),
+            &self.config_path(topic),
             config,
         )
     }

@@ -315,6 +315,14 @@ impl PartitionLog {
         &self.config
     }
     /// The first offset still readable.
+    /// Replaces the retention rules and the timestamp type (a topic altered while open);
+    /// the next [`PartitionLog::enforce_retention`] applies them. The other settings are
+    /// fixed for the log's life.
+    pub fn set_retention(&mut self, retention: RetentionPolicy, timestamp_type: TimestampType) {
+        self.config.retention = retention;
+        self.config.timestamp_type = timestamp_type;
+    }
+
     pub fn log_start_offset(&self) -> u64 {
         self.log_start_offset
     }

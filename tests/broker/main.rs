@@ -15,5 +15,6 @@ mod produce_batch;
 mod test_basic;
 mod test_commit;
 mod test_retention;
+mod topic_alter;
 mod topic_delete;
 mod topic_delete_kill9;

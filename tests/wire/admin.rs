@@ -1,12 +1,20 @@
-//! CreateTopics, DeleteTopics and DescribeConfigs through the socket, each error included.
+//! CreateTopics, DeleteTopics, DescribeConfigs, CreatePartitions and IncrementalAlterConfigs
+//! through the socket, each error included.
 
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, TopicName,
+    AlterConfigsRequest, BrokerId, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteTopicsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -370,4 +378,274 @@ fn describe_configs_reports_the_brokers_read_only_configs_and_refuses_other_reso
     assert!(response.results[1..]
         .iter()
         .all(|r| r.error_message.is_some() && r.configs.is_empty()));
+}
+
+fn grow_to(topic: &str, count: i32) -> CreatePartitionsTopic {
+    CreatePartitionsTopic::default()
+        .with_name(name(topic))
+        .with_count(count)
+}
+
+fn create_partitions(topics: Vec<CreatePartitionsTopic>) -> CreatePartitionsRequest {
+    CreatePartitionsRequest::default()
+        .with_topics(topics)
+        .with_timeout_ms(5000)
+}
+
+#[test]
+fn create_partitions_grows_a_topic_that_is_served_at_once_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker
+        .create_topic("t", TopicConfig::default().partitions(2))
+        .unwrap();
+    let mut client = WireClient::connect(addr);
+    let mut count = 2;
+    for version in 0..=3 {
+        count += 1;
+        // validate_only checks and changes nothing.
+        let check = create_partitions(vec![grow_to("t", count)]).with_validate_only(true);
+        let response = client.call(&check, version);
+        assert_eq!(response.results[0].error_code, 0, "v{version}");
+        assert_eq!(
+            broker.list_topics().unwrap()["t"].partitions as i32,
+            count - 1
+        );
+
+        let response = client.call(&create_partitions(vec![grow_to("t", count)]), version);
+        let result = &response.results[0];
+        assert_eq!(result.name.0.as_str(), "t");
+        assert_eq!(
+            result.error_code, 0,
+            "v{version}: {:?}",
+            result.error_message
+        );
+        assert_eq!(broker.list_topics().unwrap()["t"].partitions as i32, count);
+        // The newest partition takes records now.
+        let record = nanokafka::ProduceRecord {
+            key: None,
+            value: nanokafka::encode(&1u64).unwrap(),
+        };
+        let delivered = broker
+            .produce_batch_raw("t", Some(count as u32 - 1), vec![record])
+            .unwrap();
+        assert_eq!(delivered[0].offset, 0);
+    }
+
+    let assigned = grow_to("t", 10).with_assignments(Some(vec![
+        CreatePartitionsAssignment::default().with_broker_ids(vec![BrokerId(0)]),
+    ]));
+    let cases = vec![
+        (grow_to("t", count), ResponseError::InvalidPartitions),
+        (grow_to("t", 1), ResponseError::InvalidPartitions),
+        (grow_to("t", 0), ResponseError::InvalidPartitions),
+        (grow_to("t", 10_001), ResponseError::InvalidPartitions),
+        (
+            grow_to("missing", 4),
+            ResponseError::UnknownTopicOrPartition,
+        ),
+        (assigned, ResponseError::InvalidReplicaAssignment),
+    ];
+    for (topic, expected) in cases {
+        let label = format!("{} -> {}", topic.name.0.as_str(), topic.count);
+        let response = client.call(&create_partitions(vec![topic]), 3);
+        let result = &response.results[0];
+        assert_eq!(result.error_code, code(expected), "{label}");
+        assert!(result.error_message.is_some(), "{label}");
+    }
+    // The same topic twice: both refused, nothing grown.
+    let twice = create_partitions(vec![grow_to("t", 20), grow_to("t", 21)]);
+    let response = client.call(&twice, 3);
+    assert!(response
+        .results
+        .iter()
+        .all(|r| r.error_code == code(ResponseError::InvalidRequest)));
+    assert_eq!(broker.list_topics().unwrap()["t"].partitions as i32, count);
+    assert!(!dir.path().join(format!("t_{count}")).exists());
+}
+
+fn op(key: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
+    AlterableConfig::default()
+        .with_name(StrBytes::from_string(key.into()))
+        .with_config_operation(operation)
+        .with_value(value.map(|v| StrBytes::from_string(v.into())))
+}
+
+fn alter_configs(topic: &str, configs: Vec<AlterableConfig>) -> IncrementalAlterConfigsRequest {
+    IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.into()))
+        .with_configs(configs)])
+}
+
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+
+#[test]
+fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let created = TopicConfig::default().retention_bytes(1 << 20);
+    broker.create_topic("t", created.clone()).unwrap();
+    let mut client = WireClient::connect(addr);
+
+    let request = alter_configs(
+        "t",
+        vec![
+            op("retention.ms", SET, Some("60000")),
+            op("message.timestamp.type", SET, Some("LogAppendTime")),
+            op("retention.bytes", DELETE, None),
+        ],
+    );
+    // validate_only first: checked, nothing changed.
+    let response = client.call(&request.clone().with_validate_only(true), 1);
+    assert_eq!(response.responses[0].error_code, 0);
+    assert_eq!(broker.list_topics().unwrap()["t"], created);
+
+    let response = client.call(&request, 0);
+    let result = &response.responses[0];
+    assert_eq!(
+        (
+            result.error_code,
+            result.resource_type,
+            result.resource_name.as_str()
+        ),
+        (0, 2, "t"),
+        "{:?}",
+        result.error_message
+    );
+    let altered = TopicConfig::default()
+        .retention_ms(60_000)
+        .timestamp_type(TimestampType::LogAppendTime);
+    assert_eq!(broker.list_topics().unwrap()["t"], altered);
+
+    // Each refused whole: its valid operation alongside is not applied either.
+    let valid = || op("message.timestamp.type", SET, Some("CreateTime"));
+    let cases = vec![
+        (
+            op("segment.bytes", SET, Some("1048576")),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            op("retention.ms", SET, Some("0")),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            op("cleanup.policy", APPEND, Some("compact")),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            op("min.insync.replicas", SET, Some("1")),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            op("retention.bytes", SET, None),
+            ResponseError::InvalidRequest,
+        ),
+        (
+            op("retention.bytes", 9, Some("1")),
+            ResponseError::InvalidRequest,
+        ),
+    ];
+    for (config, expected) in cases {
+        let label = format!("{config:?}");
+        let response = client.call(&alter_configs("t", vec![valid(), config]), 1);
+        let result = &response.responses[0];
+        assert_eq!(result.error_code, code(expected), "{label}");
+        assert!(result.error_message.is_some(), "{label}");
+    }
+    // A config named twice for one resource.
+    let twice = vec![
+        valid(),
+        op("retention.ms", SET, Some("1000")),
+        op("retention.ms", DELETE, None),
+    ];
+    let response = client.call(&alter_configs("t", twice), 1);
+    assert_eq!(
+        response.responses[0].error_code,
+        code(ResponseError::InvalidRequest)
+    );
+    let missing = client.call(&alter_configs("missing", vec![valid()]), 1);
+    assert_eq!(
+        missing.responses[0].error_code,
+        code(ResponseError::UnknownTopicOrPartition)
+    );
+    let broker_resource = alter_configs("0", vec![valid()]);
+    let mut resources = broker_resource.resources.clone();
+    resources[0].resource_type = 4;
+    let response = client.call(&broker_resource.with_resources(resources), 1);
+    assert_eq!(
+        response.responses[0].error_code,
+        code(ResponseError::InvalidRequest)
+    );
+    assert_eq!(broker.list_topics().unwrap()["t"], altered);
+}
+
+fn whole_set(topic: &str, configs: &[(&str, &str)]) -> AlterConfigsRequest {
+    use kafka_protocol::messages::alter_configs_request as legacy;
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            legacy::AlterableConfig::default()
+                .with_name(StrBytes::from_string((*k).into()))
+                .with_value(Some(StrBytes::from_string((*v).into())))
+        })
+        .collect();
+    AlterConfigsRequest::default().with_resources(vec![legacy::AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.into()))
+        .with_configs(configs)])
+}
+
+#[test]
+fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let created = TopicConfig::default()
+        .partitions(2)
+        .max_size(100)
+        .retention_ms(1000)
+        .timestamp_type(TimestampType::LogAppendTime);
+    broker.create_topic("t", created.clone()).unwrap();
+    let mut client = WireClient::connect(addr);
+    let request = whole_set("t", &[("retention.bytes", "4096")]);
+    let response = client.call(&request.clone().with_validate_only(true), 2);
+    assert_eq!(response.responses[0].error_code, 0);
+    assert_eq!(broker.list_topics().unwrap()["t"], created);
+
+    let response = client.call(&request, 0);
+    let result = &response.responses[0];
+    assert_eq!(result.error_code, 0, "{:?}", result.error_message);
+    // Left out: back to the defaults; max_size has no Kafka name and stays.
+    let altered = TopicConfig::default()
+        .partitions(2)
+        .max_size(100)
+        .retention_bytes(4096);
+    assert_eq!(broker.list_topics().unwrap()["t"], altered);
+
+    for (configs, expected) in [
+        (
+            &[("segment.bytes", "1048576")][..],
+            ResponseError::InvalidConfig,
+        ),
+        (&[("retention.ms", "-5")][..], ResponseError::InvalidConfig),
+        (
+            &[("retention.ms", "1"), ("retention.ms", "2")][..],
+            ResponseError::InvalidRequest,
+        ),
+    ] {
+        let response = client.call(&whole_set("t", configs), 1);
+        assert_eq!(
+            response.responses[0].error_code,
+            code(expected),
+            "{configs:?}"
+        );
+    }
+    let response = client.call(&whole_set("missing", &[]), 1);
+    assert_eq!(
+        response.responses[0].error_code,
+        code(ResponseError::UnknownTopicOrPartition)
+    );
+    assert_eq!(broker.list_topics().unwrap()["t"], altered);
 }

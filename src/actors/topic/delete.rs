@@ -26,7 +26,7 @@ impl Handler<DeleteTopicActors> for TopicActor {
 
     fn handle(&mut self, _: DeleteTopicActors, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "DeleteTopicActors").entered();
-        self.deleted.store(true, Ordering::Release);
+        self.stale.store(true, Ordering::Release);
         let groups = std::mem::take(&mut self.groups);
         let partitions = self.partitions.clone();
         Box::pin(async move {

@@ -68,6 +68,15 @@ pub static ALL: &[Schema] = &[
     api(ApiKey::OffsetForLeaderEpoch, 2, 4, 4, LEADER_EPOCH),
     api(ApiKey::DescribeConfigs, 1, 4, 4, DESCRIBE_CONFIGS),
     api(ApiKey::SaslAuthenticate, 0, 2, 2, SASL_AUTHENTICATE),
+    api(ApiKey::CreatePartitions, 0, 3, 2, CREATE_PARTITIONS),
+    api(
+        ApiKey::IncrementalAlterConfigs,
+        0,
+        1,
+        1,
+        INCREMENTAL_ALTER_CONFIGS,
+    ),
+    api(ApiKey::AlterConfigs, 0, 2, 2, ALTER_CONFIGS),
 ];
 
 const PRODUCE: &[Field] = &[
@@ -422,6 +431,73 @@ const DESCRIBE_CONFIGS: &[Field] = &[
     ),
     f(0, N, Bool), // include_synonyms
     f(3, N, Bool), // include_documentation
+];
+
+const CREATE_PARTITIONS: &[Field] = &[
+    // topics
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str), // name
+            f(0, N, I32), // count
+            // assignments
+            f(
+                0,
+                N,
+                NArray(&Struct(&[
+                    f(0, N, Array(&I32)), // broker_ids
+                ])),
+            ),
+        ])),
+    ),
+    f(0, N, I32),  // timeout_ms
+    f(0, N, Bool), // validate_only
+];
+
+const INCREMENTAL_ALTER_CONFIGS: &[Field] = &[
+    // resources
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, I8),  // resource_type
+            f(0, N, Str), // resource_name
+            // configs
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, Str),  // name
+                    f(0, N, I8),   // config_operation
+                    f(0, N, NStr), // value
+                ])),
+            ),
+        ])),
+    ),
+    f(0, N, Bool), // validate_only
+];
+
+const ALTER_CONFIGS: &[Field] = &[
+    // resources
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, I8),  // resource_type
+            f(0, N, Str), // resource_name
+            // configs
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, Str),  // name
+                    f(0, N, NStr), // value
+                ])),
+            ),
+        ])),
+    ),
+    f(0, N, Bool), // validate_only
 ];
 
 const SASL_AUTHENTICATE: &[Field] = &[

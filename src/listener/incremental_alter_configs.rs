@@ -1,0 +1,174 @@
+//! IncrementalAlterConfigs (v0–1): a topic's configs in Kafka's names (see `topic_configs`),
+//! changed as `alter_topic` does. SET sets a config, DELETE returns it to its default;
+//! APPEND and SUBTRACT are for list configs, and the only one here (`cleanup.policy`) has
+//! one allowed value, so they are INVALID_CONFIG. `segment.bytes` cannot change after
+//! creation. Every resource is checked whole before anything of it changes;
+//! `validate_only` changes nothing. Broker configs are read-only (INVALID_REQUEST), as are
+//! other resource types.
+
+use std::collections::BTreeSet;
+
+use kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::create_partitions::refusal;
+use super::dispatch::RequestContext;
+use super::topic_configs;
+use crate::config::{TopicChanges, TopicConfig};
+
+/// Kafka's resource type of a topic.
+pub(super) const TOPIC: i8 = 2;
+
+/// Kafka's config operations.
+const SET: i8 = 0;
+const DELETE: i8 = 1;
+const APPEND: i8 = 2;
+const SUBTRACT: i8 = 3;
+
+/// Why a resource's configs cannot change: Kafka's error and its message.
+pub(super) type Refusal = (ResponseError, String);
+
+pub async fn handle(
+    ctx: &RequestContext<'_>,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let outcome = match resource.resource_type {
+            TOPIC => alter(ctx, &resource, request.validate_only).await,
+            other => Err((
+                ResponseError::InvalidRequest,
+                format!("resource type {other} cannot be altered (only topics, 2)"),
+            )),
+        };
+        let response = AlterConfigsResourceResponse::default()
+            .with_resource_type(resource.resource_type)
+            .with_resource_name(resource.resource_name);
+        responses.push(match outcome {
+            Ok(()) => response,
+            Err((error, message)) => response
+                .with_error_code(error.code())
+                .with_error_message(Some(StrBytes::from_string(message))),
+        });
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+/// Checks and, unless `validate_only`, applies one topic's config operations.
+async fn alter(
+    ctx: &RequestContext<'_>,
+    resource: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), Refusal> {
+    let topic = resource.resource_name.as_str();
+    let api = "IncrementalAlterConfigs";
+    alter_topic_configs(ctx, (api, topic), validate_only, |current| {
+        operated(current, resource)
+    })
+    .await
+}
+
+/// Makes `topic`'s new config with `operate` from its current one and, unless
+/// `validate_only`, applies it (AlterConfigs and IncrementalAlterConfigs differ only in
+/// `operate`; `api` names the request in the log). `segment.bytes` must stay as it is.
+pub(super) async fn alter_topic_configs(
+    ctx: &RequestContext<'_>,
+    (api, topic): (&'static str, &str),
+    validate_only: bool,
+    operate: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Refusal>,
+) -> Result<(), Refusal> {
+    let current = ctx
+        .broker
+        .list_topics()
+        .await
+        .map_err(|e| refusal(topic, e))?
+        .remove(topic)
+        .ok_or_else(|| {
+            (
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {topic:?}"),
+            )
+        })?;
+    let next = operate(&current)?;
+    if next.segment_bytes != current.segment_bytes {
+        return Err((
+            ResponseError::InvalidConfig,
+            "segment.bytes cannot be changed after the topic is created".into(),
+        ));
+    }
+    let changes = changes_between(&current, &next);
+    if changes == TopicChanges::default() {
+        return Ok(());
+    }
+    ctx.broker
+        .alter_embedded(topic, changes, validate_only)
+        .await
+        .map_err(|e| refusal(topic, e))?;
+    if !validate_only {
+        tracing::info!(
+            topic,
+            api,
+            client_id = ctx.client_id,
+            "altered topic configs on a Kafka request"
+        );
+    }
+    Ok(())
+}
+
+/// `current` with the resource's operations applied, in order.
+fn operated(
+    current: &TopicConfig,
+    resource: &AlterConfigsResource,
+) -> Result<TopicConfig, Refusal> {
+    let mut names = BTreeSet::new();
+    let mut next = current.clone();
+    for config in &resource.configs {
+        let name = config.name.as_str();
+        if !names.insert(name) {
+            return Err((
+                ResponseError::InvalidRequest,
+                format!("config {name:?} appears more than once for one resource"),
+            ));
+        }
+        let value = match (config.config_operation, config.value.as_deref()) {
+            (SET, Some(value)) => Some(value),
+            (SET, None) => {
+                return Err((
+                    ResponseError::InvalidRequest,
+                    format!("SET of {name:?} without a value"),
+                ))
+            }
+            (DELETE, _) => None,
+            (APPEND | SUBTRACT, _) => {
+                return Err((
+                    ResponseError::InvalidConfig,
+                    format!("APPEND and SUBTRACT apply to list configs; {name:?} cannot take them"),
+                ))
+            }
+            (other, _) => {
+                return Err((
+                    ResponseError::InvalidRequest,
+                    format!("unknown config operation {other} for {name:?}"),
+                ))
+            }
+        };
+        topic_configs::apply(&mut next, name, value)
+            .map_err(|reason| (ResponseError::InvalidConfig, reason))?;
+    }
+    Ok(next)
+}
+
+/// The changes that make `next` of `current`, for the fields Kafka configs reach.
+fn changes_between(current: &TopicConfig, next: &TopicConfig) -> TopicChanges {
+    let differs = |a: Option<u64>, b: Option<u64>| (a != b).then_some(b);
+    TopicChanges {
+        retention_ms: differs(current.retention_ms, next.retention_ms),
+        retention_bytes: differs(current.retention_bytes, next.retention_bytes),
+        timestamp_type: (current.timestamp_type != next.timestamp_type)
+            .then_some(next.timestamp_type),
+        ..TopicChanges::default()
+    }
+}
