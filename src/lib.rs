@@ -43,6 +43,7 @@ pub mod inspect;
 pub mod kafka;
 pub mod listener;
 pub mod messages;
+pub mod metrics;
 mod partition;
 mod partitioner;
 mod produce_queue;
