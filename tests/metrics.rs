@@ -295,3 +295,34 @@ fn serve_metrics_exposes_produce_counters_and_lag_to_a_prometheus_scrape() {
         &[("topic", "events"), ("partition", "0")],
     )));
 }
+
+#[test]
+fn serve_refuses_a_bad_metrics_address_and_a_taken_port_before_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let run = |metrics: &str| {
+        let out = Command::new(BIN)
+            .args(["serve", "--data-dir", data_dir, "--listen", "127.0.0.1:0"])
+            .args(["--metrics", metrics])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run("localhost-ish");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--metrics"), "{stderr}");
+
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, stderr) = run(&addr);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot serve metrics on {addr}")),
+        "{stderr}"
+    );
+    // Refused before the broker started: the directory holds no broker's files.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
