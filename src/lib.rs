@@ -19,7 +19,9 @@
 //!    backlog), `produce_queue` (backpressure admission and the group commit), `group`
 //!    (membership, generations, assignors, liveness, a member's own positions), `routing`
 //!    and `partitioner` (where a produced record goes), `types` (what the API returns),
-//!    [`clock`].
+//!    [`clock`], [`metrics`] (the metrics' names and handles, recorded through the `metrics`
+//!    facade by the produce queue, the actors and the listener; storage only times its
+//!    fsyncs for its owner to report).
 //! 3. `actors`: the actix adapters; each handler decodes a message, calls the domain and
 //!    replies. [`messages`] is the actor face they serve.
 //! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
@@ -43,6 +45,7 @@ pub mod inspect;
 pub mod kafka;
 pub mod listener;
 pub mod messages;
+pub mod metrics;
 mod partition;
 mod partitioner;
 mod produce_queue;

@@ -404,6 +404,11 @@ impl Partition {
         Ok(self.offsets.sync()?)
     }
 
+    /// See [`PartitionLog::drain_sync_times`].
+    pub fn drain_sync_times(&mut self, each: impl FnMut(std::time::Duration)) {
+        self.log.drain_sync_times(each);
+    }
+
     /// Clean shutdown: sync everything and write the clean-shutdown checkpoint.
     ///
     /// # Errors

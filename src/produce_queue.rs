@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Backpressure;
 use crate::error::{Error, Result};
+use crate::metrics::PartitionMetrics;
 use crate::partition::Partition;
 use crate::storage::format::{self, Decoded};
 use crate::storage::log::check_batch_limits;
@@ -91,6 +92,9 @@ pub struct ProduceQueue<R> {
     pending_records: u64,
     pending_bytes: usize,
     parked: VecDeque<Queued<R>>,
+    /// The partition's produce counters and append latency, recorded here because every
+    /// acknowledged produce passes through [`ProduceQueue::flush`] and nowhere else.
+    metrics: PartitionMetrics,
 }
 
 impl<R: AppendAnswer> ProduceQueue<R> {
@@ -102,12 +106,19 @@ impl<R: AppendAnswer> ProduceQueue<R> {
             pending_records: 0,
             pending_bytes: 0,
             parked: VecDeque::new(),
+            metrics: PartitionMetrics::default(),
         }
     }
 
     /// What the next produce that meets `max_size` gets (a topic altered while running).
     pub fn set_backpressure(&mut self, backpressure: Backpressure) {
         self.backpressure = backpressure;
+    }
+
+    /// Records produces and append latencies with `metrics` (none by default).
+    pub fn with_metrics(mut self, metrics: PartitionMetrics) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Whether produces wait in the group commit.
@@ -212,9 +223,16 @@ impl<R: AppendAnswer> ProduceQueue<R> {
             } = first;
             match batch {
                 Produced::Kafka(mut bytes) => {
-                    match partition.append_kafka_batch(&mut bytes, now_ms) {
+                    let started = Instant::now();
+                    let appended = partition.append_kafka_batch(&mut bytes, now_ms);
+                    self.metrics.append_took(started.elapsed());
+                    match appended {
                         Ok(appended) => {
                             written |= !appended.duplicate;
+                            if !appended.duplicate {
+                                let records = appended.last_offset + 1 - appended.base_offset;
+                                self.metrics.produced(records, bytes.len());
+                            }
                             reply.answer_kafka(Ok(appended));
                         }
                         // Only an I/O error leaves the file in doubt; any other refuses this
@@ -240,9 +258,13 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                         let next = queue.next().expect("peeked");
                         group.push((next.reply, next.count));
                     }
-                    match partition.append(&mut records, now_ms) {
+                    let started = Instant::now();
+                    let appended = partition.append(&mut records, now_ms);
+                    self.metrics.append_took(started.elapsed());
+                    match appended {
                         Ok(info) => {
                             written = true;
+                            self.metrics.produced(info.count, records.size_bytes());
                             let mut next = info.base_offset;
                             for (reply, count) in group {
                                 reply.answer(Ok(AppendInfo {

@@ -135,6 +135,7 @@ impl Supervised for BrokerActor {
         let _span = self.span.clone().entered();
         self.restarts += 1;
         tracing::warn!(restarts = self.restarts, "broker actor restarted");
+        crate::metrics::actor_restarted("broker");
     }
 }
 

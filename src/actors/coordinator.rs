@@ -239,6 +239,7 @@ impl GroupCoordinatorActor {
     fn announce_rebalance(&mut self) {
         let generation = self.state.generation();
         if self.announced_generation.swap(generation, Ordering::AcqRel) != generation {
+            crate::metrics::group_rebalanced(&self.topic, &self.group);
             for waiter in self.rebalance_waiters.drain(..) {
                 let _ = waiter.send(());
             }
@@ -275,6 +276,7 @@ impl Supervised for GroupCoordinatorActor {
     fn restarting(&mut self, _: &mut Context<Self>) {
         let _span = self.span.clone().entered();
         self.restarts.record(Instant::now());
+        crate::metrics::actor_restarted("group");
         // A restart cancels the context's timers (`started` makes a new one).
         self.evict_timer = None;
         let partitions = self.partitions.len() as u32;

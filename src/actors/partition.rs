@@ -27,6 +27,7 @@ use super::BrokerSettings;
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
+use crate::metrics::{LagGauges, PartitionMetrics};
 use crate::partition::{Fetched, Partition};
 use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
@@ -294,6 +295,11 @@ pub struct PartitionActor {
     restarts: RestartBudget,
     /// Set by `restarting`; `started` then reopens under the restart budget.
     restart_pending: bool,
+    /// Its produce, fetch and latency metrics (shared with `produces`).
+    metrics: PartitionMetrics,
+    /// Its groups' lag gauges: set on each commit, and after each write for the groups
+    /// already seen committing (a lookup per group, no walk over the log).
+    lag: LagGauges,
     /// The sync and retention timers, cancelled when the topic is deleted (a running timer
     /// would keep the actor alive once every address is gone).
     timers: Vec<SpawnHandle>,
@@ -306,6 +312,7 @@ impl PartitionActor {
         config: &TopicConfig,
         settings: Arc<BrokerSettings>,
     ) -> Self {
+        let metrics = PartitionMetrics::new(topic, partition);
         PartitionActor {
             span: tracing::info_span!("partition", topic = %topic, partition),
             topic: topic.to_owned(),
@@ -315,7 +322,10 @@ impl PartitionActor {
             log_config: config.log_config(settings.fsync, settings.max_record_bytes),
             max_size: config.max_size,
             retention_ms: config.retention_ms,
-            produces: ProduceQueue::new(config.backpressure, settings.block_timeout),
+            produces: ProduceQueue::new(config.backpressure, settings.block_timeout)
+                .with_metrics(metrics.clone()),
+            metrics,
+            lag: LagGauges::new(topic, partition),
             settings,
             slot: Slot::Opening,
             registered: BTreeMap::new(),
@@ -391,7 +401,9 @@ impl PartitionActor {
         if let FsyncPolicy::Interval(every) = self.log_config.fsync {
             let timer = ctx.run_interval(every, |act, ctx| {
                 if let Slot::Open(p) = &mut act.slot {
-                    if let Err(e) = p.sync() {
+                    let synced = p.sync();
+                    p.drain_sync_times(|took| act.metrics.fsync_took(took));
+                    if let Err(e) = synced {
                         // A failed fsync may have dropped dirty pages: never trust a retry.
                         tracing::error!(partition = %act.name(), error = %e, "sync failed; restarting");
                         ctx.stop();
@@ -453,6 +465,11 @@ impl PartitionActor {
             }
             result?;
             act.registered.remove(group);
+            if let Slot::Open(p) = &act.slot {
+                if let Some(lag) = p.lag(group, true) {
+                    act.lag.set_lag(group, lag);
+                }
+            }
             act.admit_parked(ctx);
             Ok(())
         })
@@ -512,6 +529,7 @@ impl PartitionActor {
     }
 
     fn after_write(&mut self, written: Result<bool>, ctx: &mut Context<Self>) {
+        self.record_write_metrics();
         match written {
             Ok(true) => {
                 for waiter in self.waiters.drain(..) {
@@ -521,6 +539,15 @@ impl PartitionActor {
             Ok(false) => {}
             Err(Error::Io { .. }) => ctx.stop(),
             Err(_) => {}
+        }
+    }
+
+    /// After a write: the fsyncs it made (`FsyncPolicy::Always`), and the lag of the groups
+    /// that have a gauge here, which every append moves.
+    fn record_write_metrics(&mut self) {
+        if let Slot::Open(p) = &mut self.slot {
+            p.drain_sync_times(|took| self.metrics.fsync_took(took));
+            self.lag.update_lags(|group| p.lag(group, true));
         }
     }
 
@@ -579,6 +606,7 @@ impl Supervised for PartitionActor {
             let _ = waiter.send(Err(self.restarted()));
         }
         tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, "restarting; reloading from disk");
+        crate::metrics::actor_restarted("partition");
         self.restart_pending = true;
     }
 }
@@ -638,8 +666,12 @@ impl Handler<Fetch> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, _| {
-            act.open_partition()?
-                .fetch(&msg.group, msg.from, msg.max_records)
+            let fetched = act
+                .open_partition()?
+                .fetch(&msg.group, msg.from, msg.max_records)?;
+            let bytes = fetched.records.batches().map(<[u8]>::len).sum();
+            act.metrics.fetched(fetched.records.len() as u64, bytes);
+            Ok(fetched)
         })
         .unwrap_or_else(|| Err(self.restarted()))
     }

@@ -263,6 +263,7 @@ impl Supervised for TopicActor {
         let _span = self.span.clone().entered();
         self.restarts += 1;
         tracing::warn!(restarts = self.restarts, "topic actor restarted");
+        crate::metrics::actor_restarted("topic");
     }
 }
 

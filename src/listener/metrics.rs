@@ -1,4 +1,6 @@
-//! The listener's counters: lock-free, bumped by connections, read by `stats()`.
+//! The listener's counters: lock-free, bumped by connections, read by `stats()`. The
+//! connection counts are also recorded through the `metrics` facade (see
+//! [`crate::metrics`]), for a service's exporter.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,6 +37,7 @@ impl Default for ListenerMetrics {
 impl ListenerMetrics {
     pub fn accepted(&self) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::connection_accepted();
     }
 
     pub fn refused(&self) {
@@ -48,6 +51,7 @@ impl ListenerMetrics {
     /// Counts a connection as open until the returned guard drops.
     pub fn open_connection(self: &std::sync::Arc<Self>) -> OpenConnection {
         self.open.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::connections_open_changed(1.0);
         OpenConnection(self.clone())
     }
 
@@ -89,5 +93,6 @@ pub struct OpenConnection(std::sync::Arc<ListenerMetrics>);
 impl Drop for OpenConnection {
     fn drop(&mut self) {
         self.0.open.fetch_sub(1, Ordering::Relaxed);
+        crate::metrics::connections_open_changed(-1.0);
     }
 }

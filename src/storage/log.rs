@@ -185,6 +185,10 @@ pub struct PartitionLog {
     last_timestamp_ms: u64,
     /// Appended since the last sync.
     dirty: bool,
+    /// How long each `fdatasync` of an appended segment took since the owner last drained
+    /// them ([`PartitionLog::drain_sync_times`]): storage records no metrics itself, its
+    /// owner reports these (usually none or one per call).
+    sync_times: Vec<std::time::Duration>,
     read_hint: Option<ReadHint>,
     /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
     held_budget: &'static HeldBudget,
@@ -267,6 +271,7 @@ impl PartitionLog {
             start_timestamp: None,
             last_timestamp_ms,
             dirty: false,
+            sync_times: Vec::new(),
             read_hint: None,
             held_budget: &HELD_BUDGET,
             max_decompressed_bytes: crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
@@ -403,7 +408,7 @@ impl PartitionLog {
             .append(batch.bytes(), next_offset, timestamp_ms)?;
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
-            self.active_mut().sync()?;
+            self.sync_active()?;
         } else {
             self.dirty = true;
         }
@@ -424,13 +429,31 @@ impl PartitionLog {
         self.config.max_record_bytes
     }
 
+    /// `fdatasync`s the active segment, timing it for [`PartitionLog::drain_sync_times`].
+    fn sync_active(&mut self) -> Result<()> {
+        let started = std::time::Instant::now();
+        self.active_mut().sync()?;
+        // Bounded for owners that never drain (tools, benchmarks); the partition actor
+        // drains after each group commit, far below the bound.
+        if self.sync_times.len() < 64 {
+            self.sync_times.push(started.elapsed());
+        }
+        Ok(())
+    }
+
+    /// Hands `each` the duration of every append's or [`PartitionLog::sync`]'s `fdatasync`
+    /// since the last call, and forgets them.
+    pub fn drain_sync_times(&mut self, each: impl FnMut(std::time::Duration)) {
+        self.sync_times.drain(..).for_each(each);
+    }
+
     /// `fdatasync`s the active segment if anything was appended since the last sync.
     pub fn sync(&mut self) -> Result<()> {
         // A segment created by a roll is durable once the roll's sealing has synced the
         // directory: synced records in it must not vanish with its name.
         self.finish_sealing()?;
         if self.dirty {
-            self.active_mut().sync()?;
+            self.sync_active()?;
             self.dirty = false;
         }
         Ok(())

@@ -52,8 +52,11 @@ impl Handler<ReadBatches> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "ReadBatches").entered();
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
-            act.open_partition()?
-                .read_batches(msg.offset, msg.max_bytes, msg.min_one)
+            let read =
+                act.open_partition()?
+                    .read_batches(msg.offset, msg.max_bytes, msg.min_one)?;
+            act.metrics.fetched(records_in(&read), read.bytes.len());
+            Ok(read)
         })
     }
 }
@@ -113,5 +116,14 @@ impl Handler<FindKafkaOffset> for PartitionActor {
                 }
             })
         })
+    }
+}
+
+/// The records in a read's whole batches: from the first batch's base offset (its first 8
+/// bytes) to the offset after the last; 0 for an empty read.
+fn records_in(read: &BatchRead) -> u64 {
+    match read.bytes.first_chunk::<8>() {
+        Some(base) => read.next_offset.saturating_sub(u64::from_be_bytes(*base)),
+        None => 0,
     }
 }

@@ -1,6 +1,8 @@
 //! `nanokafka serve`: the broker on a data directory with the Kafka listener on, until SIGINT
-//! or SIGTERM.
+//! or SIGTERM; with `--metrics ADDR`, the broker's metrics (`nanokafka::metrics`) served in
+//! Prometheus's text format over HTTP.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -56,6 +58,11 @@ pub struct ServeArgs {
     /// single-consumer setups want; at most 2147483647, Kafka's limit [default: 3000].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(..=i32::MAX as u64))]
     initial_rebalance_delay_ms: Option<u64>,
+
+    /// Serve the broker's metrics in Prometheus's text format over HTTP at this address
+    /// (ip:port, e.g. 127.0.0.1:9464; any path answers). Off by default.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 }
 
 /// A command line that parses but does not make sense; reported like clap's own errors.
@@ -165,6 +172,13 @@ pub fn run(args: ServeArgs) -> ExitCode {
         Ok(signals) => signals,
         Err(e) => return fail(format!("cannot handle SIGINT/SIGTERM: {e}")),
     };
+    // Before the broker starts: its actors register their metrics' handles when created.
+    if let Some(addr) = args.metrics {
+        if let Err(e) = install_metrics(addr) {
+            return fail(format!("cannot serve metrics on {addr}: {e}"));
+        }
+        tracing::info!("metrics on http://{addr}/metrics");
+    }
     let sasl = args.sasl_plain_user.is_some();
     let mut builder = NanoKafka::builder()
         .data_dir(&args.data_dir)
@@ -198,6 +212,26 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
         Err(e) => fail(format!("the broker did not stop cleanly: {e}")),
     }
+}
+
+/// Latency buckets in seconds for the `*_seconds` histograms: 10 µs (a page-cache write) to
+/// 2.5 s (a stalled disk).
+const LATENCY_BUCKETS: [f64; 17] = [
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+/// Installs the Prometheus recorder as the process's `metrics` recorder, with its HTTP
+/// listener bound to `addr` (on its own thread) before this returns.
+fn install_metrics(addr: SocketAddr) -> Result<(), String> {
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+    PrometheusBuilder::new()
+        .with_http_listener(addr)
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &LATENCY_BUCKETS)
+        .and_then(PrometheusBuilder::install)
+        .map_err(|e| e.to_string())?;
+    nanokafka::metrics::describe();
+    Ok(())
 }
 
 /// Waits for SIGINT or SIGTERM; returns which.

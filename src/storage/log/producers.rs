@@ -135,7 +135,7 @@ impl PartitionLog {
         };
         self.producers.apply(&stored, now_ms);
         if self.config.fsync == FsyncPolicy::Always {
-            self.active_mut().sync()?;
+            self.sync_active()?;
         } else {
             self.dirty = true;
         }
