@@ -236,6 +236,16 @@ pub enum Error {
         requested: GroupOptions,
     },
 
+    /// [`crate::NanoKafka::reset_offset`] of a group that has live members on the topic
+    /// (Kafka refuses a group that is not empty too): they would read on from where they are
+    /// and their next commit would undo the reset. Nothing changed; stop the members first.
+    #[error("group {group:?} on topic {topic:?} has live members ({}); stop them first", members.join(", "))]
+    GroupNotEmpty {
+        topic: String,
+        group: String,
+        members: Vec<String>,
+    },
+
     /// A record larger than the configured maximum record size. Nothing was written.
     #[error("record of {size} bytes exceeds the maximum record size of {max} bytes")]
     RecordTooLarge { size: usize, max: usize },

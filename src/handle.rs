@@ -1013,6 +1013,24 @@ impl NanoKafka {
         self.call(self.inner.handle.commit(topic, group, partition, offset))
     }
 
+    /// [`AsyncNanoKafka::reset_offset`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::reset_offset`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn reset_offset(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        offset: u64,
+    ) -> Result<()> {
+        self.call(
+            self.inner
+                .handle
+                .reset_offset(topic, group, partition, offset),
+        )
+    }
+
     /// [`AsyncNanoKafka::lag`], blocking this thread until it answers.
     ///
     /// # Errors

@@ -1,5 +1,6 @@
 //! What the Kafka listener's groups need of the broker: membership of native groups with
-//! the group's own options, committed offsets in Kafka's meaning, and group descriptions.
+//! the group's own options, committed offsets in Kafka's meaning, and group descriptions;
+//! and the operator's offset reset built on them (`nanokafka groups reset-offsets`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use crate::actors::topic::{
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
+use crate::messages::OffsetSpec;
 use crate::types::GroupStats;
 
 impl AsyncNanoKafka {
@@ -57,6 +59,63 @@ impl AsyncNanoKafka {
             offset,
         })
         .await
+    }
+
+    /// Moves `group`'s committed offset of `partition` of `topic` to `offset`, the next
+    /// offset the group reads (Kafka's `kafka-consumer-groups --reset-offsets`): `offset`
+    /// must be within the partition's `[log start, log end]` (the log end: nothing left to
+    /// read). The group need not exist yet.
+    ///
+    /// Refused while the group has live members on `topic`, as Kafka refuses a group that
+    /// is not empty: they would read on from their position and their next commit would
+    /// undo the reset. Membership lives in memory only, so a broker just opened on a data
+    /// directory has no live members. The check and the write are two steps: a member that
+    /// joins between them is not seen.
+    ///
+    /// # Errors
+    /// `GroupNotEmpty`, `InvalidArgument` (offset outside the partition), `InvalidId`,
+    /// `UnknownTopic`, `UnknownPartition`, `Io`, `PartitionRestarted`, `PartitionFailed`,
+    /// `BrokerStopped`; `Unsupported` on the Kafka backend.
+    pub async fn reset_offset(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+        offset: u64,
+    ) -> Result<()> {
+        #[cfg(feature = "kafka")]
+        if self.kafka.is_some() {
+            return Err(crate::kafka::unsupported("reset_offset"));
+        }
+        crate::config::validate_id("group", group)?;
+        if let Some(live) = self.describe_native_group(topic, group).await? {
+            if !live.assignment.is_empty() {
+                return Err(Error::GroupNotEmpty {
+                    topic: topic.to_owned(),
+                    group: group.to_owned(),
+                    members: live.assignment.into_keys().collect(),
+                });
+            }
+        }
+        let bound = |spec| async move {
+            let listed = self.list_kafka_offset(topic, partition, spec).await?;
+            Ok::<_, Error>(listed.map_or(0, |l| l.offset))
+        };
+        let (start, end) = (
+            bound(OffsetSpec::Earliest).await?,
+            bound(OffsetSpec::Latest).await?,
+        );
+        if !(start..=end).contains(&offset) {
+            return Err(Error::InvalidArgument {
+                name: "offset",
+                reason: format!(
+                    "{offset} is outside {topic}/{partition}, which holds offsets {start} to \
+                     {end} (the log end)"
+                ),
+            });
+        }
+        self.set_committed_offset(topic, group, partition, offset)
+            .await
     }
 
     /// `group`'s committed offset on each partition of `topic`, in partition order (`None`:

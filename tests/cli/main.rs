@@ -1,17 +1,23 @@
-//! The `nanokafka` inspection subcommands, run as a process against a data directory the
+//! The `nanokafka` offline subcommands, run as a process against a data directory the
 //! embedded broker wrote in the test: their tables, their `--json` documents (parsed and
-//! checked), bad input, and a data directory locked by a running broker.
+//! checked), bad input, and a data directory locked by a running broker. The write
+//! subcommands' effects are checked by reopening the directory with the embedded broker.
 
 mod consume;
 mod dump;
 mod groups;
+mod produce;
+mod reset_offsets;
 mod topics;
+mod topics_write;
 mod verify;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use nanokafka::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
@@ -31,6 +37,69 @@ pub fn run_on(dir: &Path, args: &[&str]) -> Output {
     let mut all = args.to_vec();
     all.extend(["--data-dir", dir]);
     run(&all)
+}
+
+/// Runs `nanokafka ARGS --data-dir DIR` with `input` on its stdin.
+pub fn run_with_stdin(dir: &Path, args: &[&str], input: &[u8]) -> Output {
+    let dir = dir.to_str().expect("UTF-8 temp path");
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--data-dir", dir])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run nanokafka");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // A command that fails before reading its input closes the pipe: not this helper's
+    // failure, the caller checks the exit.
+    if let Err(e) = stdin.write_all(input) {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
+    }
+    drop(stdin);
+    child.wait_with_output().expect("wait for nanokafka")
+}
+
+/// Asserts a usage error: exit 2, nothing on stdout, clap's message on stderr.
+pub fn usage_error(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(output),
+        stderr(output)
+    );
+    assert!(stdout(output).is_empty(), "stdout: {}", stdout(output));
+    stderr(output)
+}
+
+/// Every record of `topic` in `dir`, by partition, read with the embedded broker at
+/// positions (no group involved).
+pub fn records(dir: &Path, topic: &str) -> Vec<(u32, StoredRecord)> {
+    let broker = NanoKafka::builder().data_dir(dir).build().expect("open");
+    let stats = broker.stats().expect("stats");
+    let mut all = Vec::new();
+    for p in &stats.topics[topic].partitions {
+        let mut offset = p.log_start_offset;
+        while offset < p.log_end_offset {
+            let read = futures::executor::block_on(broker.async_handle().fetch_kafka_batches(
+                topic,
+                p.partition,
+                offset,
+                1 << 20,
+                true,
+            ))
+            .expect("read");
+            for record in batch_records(&read.bytes).expect("batches decode") {
+                if record.offset >= offset {
+                    all.push((p.partition, record));
+                }
+            }
+            offset = read.next_offset;
+        }
+    }
+    broker.shutdown().expect("shutdown");
+    all
 }
 
 pub fn stdout(output: &Output) -> String {

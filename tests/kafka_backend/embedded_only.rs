@@ -82,6 +82,7 @@ fn unsupported_on_kafka(t: &Target, topic: &str) {
     assert_unsupported(t.broker().stats());
     assert_unsupported(t.broker().crash_partition(topic, 0));
     assert_unsupported(t.broker().produce_kafka_batch(topic, 0, kafka_batch()));
+    assert_unsupported(t.broker().reset_offset(topic, "g", 0, 0));
     let bus = t.broker().async_handle();
     let topic = topic.to_owned();
     actix_rt::System::new().block_on(async move {

@@ -1,5 +1,6 @@
 //! `nanokafka groups list`, `groups describe GROUP` and `groups lag GROUP`: a data
-//! directory's consumer groups, their committed offsets and their lag, read offline.
+//! directory's consumer groups, their committed offsets and their lag, read offline
+//! (`groups reset-offsets`, which changes them, is in `reset`).
 //!
 //! A group here belongs to a topic (members join `(topic, group)`), so one group name can
 //! appear under several topics; every view lists it per topic. A group is known by its
@@ -33,6 +34,8 @@ pub enum GroupsCommand {
         #[command(flatten)]
         args: OfflineArgs,
     },
+    /// Move one group's committed offsets on a topic (refused while it has live members).
+    ResetOffsets(crate::reset::ResetArgs),
 }
 
 pub fn run(command: GroupsCommand) -> ExitCode {
@@ -40,6 +43,7 @@ pub fn run(command: GroupsCommand) -> ExitCode {
         GroupsCommand::List(args) => list(&args),
         GroupsCommand::Describe { group, args } => describe(&group, &args),
         GroupsCommand::Lag { group, args } => lag(&group, &args),
+        GroupsCommand::ResetOffsets(args) => return crate::reset::run(args),
     })
 }
 

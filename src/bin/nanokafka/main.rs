@@ -14,16 +14,24 @@
 //! `dump` (one segment file, no lock). Each prints a table, or with `--json` one JSON
 //! document (`consume`: one per record); `offline` holds what they share.
 //!
+//! The write subcommands change a stopped data directory the same way (its lock taken,
+//! refused at once when a running broker holds it): `topics create|delete`, `produce`
+//! (stdin lines) and `groups reset-offsets`.
+//!
 //! Exit codes: 0 after a clean shutdown, a complete transfer or an inspection; 1 when the
 //! broker cannot start or stop cleanly (the data directory locked by another broker, a port
 //! taken, an unreadable directory), a transfer failed, an inspection failed (a locked
-//! directory, an unknown topic or group) or `verify`/`dump` found damage; 2 for a bad command
+//! directory, an unknown topic or group), a write was refused (the topic exists, the group
+//! has live members, an offset out of range, a bad input line) or `verify`/`dump` found
+//! damage; 2 for a bad command
 //! line (and for a transfer in a binary built without the `kafka` feature).
 
 mod consume;
 mod dump;
 mod groups;
 mod offline;
+mod produce;
+mod reset;
 mod serve;
 mod topics;
 mod transfer;
@@ -54,14 +62,17 @@ enum Command {
     /// Copy a Kafka cluster's topics and group offsets into a data directory (needs a build
     /// with `--features kafka`).
     Import(transfer::ImportArgs),
-    /// Inspect a stopped data directory's topics (read only).
+    /// Inspect a stopped data directory's topics, or create and delete them.
     #[command(subcommand)]
     Topics(topics::TopicsCommand),
-    /// Inspect a stopped data directory's consumer groups and their lag (read only).
+    /// Inspect a stopped data directory's consumer groups and their lag, or reset their
+    /// offsets.
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
     /// Print a stopped data directory's records, without committing or joining a group.
     Consume(consume::ConsumeArgs),
+    /// Write stdin's lines to a topic of a stopped data directory, one record per line.
+    Produce(produce::ProduceArgs),
     /// Show the batches of one segment file, like Kafka's kafka-dump-log (no lock needed).
     Dump(dump::DumpArgs),
     /// Check every segment and index of a stopped data directory; exit 1 when damaged.
@@ -84,6 +95,7 @@ fn main() -> ExitCode {
         Command::Topics(command) => topics::run(command),
         Command::Groups(command) => groups::run(command),
         Command::Consume(args) => consume::run(args),
+        Command::Produce(args) => produce::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
     }

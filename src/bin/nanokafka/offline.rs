@@ -1,6 +1,6 @@
-//! What the offline inspection subcommands share: opening a data directory they only read,
-//! the error that ends a subcommand, and the two output forms (an aligned table for people,
-//! one JSON document for programs).
+//! What the offline subcommands share: opening a data directory they read (or, for the
+//! write subcommands, change), the error that ends a subcommand, and the two output forms
+//! (an aligned table for people, one JSON document for programs).
 //!
 //! A data directory has one user at a time (its `.lock`): a directory a running broker
 //! holds is refused at once, naming the holder, because the running broker is the one to
@@ -20,6 +20,19 @@ pub struct OfflineArgs {
     pub data_dir: PathBuf,
 
     /// Print one JSON document on stdout instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The `--data-dir` and `--json` every offline write subcommand takes.
+#[derive(Debug, clap::Args)]
+pub struct WriteArgs {
+    /// The data directory to change. It must not be open in a running broker (change that
+    /// one through its Kafka listener, or stop it first).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: PathBuf,
+
+    /// Print one JSON document on stdout instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -58,6 +71,43 @@ pub fn open(dir: &Path) -> Result<NanoKafka, Failure> {
         .data_dir(dir)
         .build()
         .map_err(open_error(dir))
+}
+
+/// Opens the data directory at `dir` with the embedded broker, to change it: as [`open`],
+/// with a refusal that says to stop the holder or go through its listener.
+///
+/// # Errors
+/// Not a data directory; locked; the broker's own errors.
+pub fn open_for_write(dir: &Path) -> Result<NanoKafka, Failure> {
+    check_data_dir(dir)?;
+    NanoKafka::builder()
+        .data_dir(dir)
+        .build()
+        .map_err(|e| match e {
+            Error::DataDirLocked { path, holder } => Failure(format!(
+                "data directory {} is locked by a running broker ({holder}); nothing was \
+                 changed: stop that broker first, or make the change live through its Kafka \
+                 listener (the address `nanokafka serve --listen` or the service was given) \
+                 with any Kafka client",
+                path.display()
+            )),
+            e => Failure(format!("cannot open {}: {e}", dir.display())),
+        })
+}
+
+/// The error for a topic `dir` does not have, listing those it has.
+pub fn no_such_topic<'a>(
+    topic: &str,
+    dir: &Path,
+    known: impl IntoIterator<Item = &'a String>,
+) -> Failure {
+    let known: Vec<&str> = known.into_iter().map(String::as_str).collect();
+    let known = if known.is_empty() {
+        "it has none".to_owned()
+    } else {
+        format!("it has: {}", known.join(", "))
+    };
+    Failure(format!("no topic '{topic}' in {} ({known})", dir.display()))
 }
 
 /// How an error opening `dir` is reported: a lock names its holder and where to look

@@ -1,13 +1,19 @@
 //! `nanokafka topics list` and `nanokafka topics describe TOPIC`: a data directory's topics,
-//! their configs and their partitions' bounds, read offline.
+//! their configs and their partitions' bounds, read offline. `topics create` and `topics
+//! delete` change a stopped data directory: like `kafka-topics --delete`, a delete asks no
+//! confirmation (it is the library's crash-safe `delete_topic`: records, committed offsets
+//! and groups go with the topic).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use nanokafka::{PartitionStats, TopicConfig};
+use nanokafka::{
+    Backpressure, PartitionStats, TimestampType, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES,
+    MIN_SEGMENT_BYTES,
+};
 use serde_json::json;
 
-use crate::offline::{self, Failure, OfflineArgs};
+use crate::offline::{self, Failure, OfflineArgs, WriteArgs};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TopicsCommand {
@@ -20,13 +26,165 @@ pub enum TopicsCommand {
         #[command(flatten)]
         args: OfflineArgs,
     },
+    /// Create a topic (exit 1 when it exists).
+    Create(CreateArgs),
+    /// Delete a topic with its records, committed offsets and groups, without asking (as
+    /// kafka-topics --delete does).
+    Delete {
+        /// The topic.
+        topic: String,
+        #[command(flatten)]
+        args: WriteArgs,
+    },
+}
+
+/// `topics create`: the topic's config, each flag a [`TopicConfig`] field; unset ones
+/// keep the library's defaults.
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// The topic.
+    topic: String,
+
+    /// Number of partitions, fixed at creation.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PARTITIONS)))]
+    partitions: u32,
+
+    /// Keep records at most this many milliseconds after their append.
+    #[arg(long, value_name = "MS", value_parser = at_least_one())]
+    retention_ms: Option<u64>,
+
+    /// Keep at most this many bytes of batches per partition.
+    #[arg(long, value_name = "BYTES", value_parser = at_least_one())]
+    retention_bytes: Option<u64>,
+
+    /// Keep at most this many records per partition.
+    #[arg(long, value_name = "N", value_parser = at_least_one())]
+    retention_records: Option<u64>,
+
+    /// Backlog (records the slowest group has not committed) at which producers meet
+    /// --backpressure.
+    #[arg(long, value_name = "N", value_parser = at_least_one())]
+    max_size: Option<u64>,
+
+    /// What producers meet at --max-size.
+    #[arg(long, value_enum, requires = "max_size", default_value = "block")]
+    backpressure: BackpressureArg,
+
+    /// Roll a segment file once it reaches this size.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES))]
+    segment_bytes: Option<u64>,
+
+    /// Whose clock a record's timestamp comes from: the producer's or the broker's.
+    #[arg(long, value_enum, default_value = "create")]
+    timestamp_type: TimestampTypeArg,
+
+    #[command(flatten)]
+    args: WriteArgs,
+}
+
+/// A limit of 0 would keep nothing: refused as a usage error (exit 2).
+fn at_least_one() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..)
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum BackpressureArg {
+    Block,
+    Reject,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum TimestampTypeArg {
+    Create,
+    LogAppend,
 }
 
 pub fn run(command: TopicsCommand) -> ExitCode {
     offline::finish(match command {
         TopicsCommand::List(args) => list(&args),
         TopicsCommand::Describe { topic, args } => describe(&topic, &args),
+        TopicsCommand::Create(args) => create(&args),
+        TopicsCommand::Delete { topic, args } => delete(&topic, &args),
     })
+}
+
+impl CreateArgs {
+    fn config(&self) -> TopicConfig {
+        let mut config = TopicConfig::default()
+            .partitions(self.partitions)
+            .timestamp_type(match self.timestamp_type {
+                TimestampTypeArg::Create => TimestampType::CreateTime,
+                TimestampTypeArg::LogAppend => TimestampType::LogAppendTime,
+            });
+        config.retention_ms = self.retention_ms;
+        config.retention_bytes = self.retention_bytes;
+        config.retention_size = self.retention_records;
+        if let Some(records) = self.max_size {
+            config = config
+                .max_size(records)
+                .backpressure(match self.backpressure {
+                    BackpressureArg::Block => Backpressure::Block,
+                    BackpressureArg::Reject => Backpressure::Reject,
+                });
+        }
+        if let Some(bytes) = self.segment_bytes {
+            config = config.segment_bytes(bytes);
+        }
+        config
+    }
+}
+
+fn create(args: &CreateArgs) -> Result<(), Failure> {
+    let config = args.config();
+    // The library validates the config too; checking first says what is wrong before the
+    // directory is opened.
+    config.validate()?;
+    let broker = offline::open_for_write(&args.args.data_dir)?;
+    let created = broker
+        .create_topic(&args.topic, config.clone())
+        .map_err(|e| match e {
+            nanokafka::Error::TopicExists { topic } => Failure(format!(
+                "topic '{topic}' already exists in {}; nothing was changed",
+                args.args.data_dir.display()
+            )),
+            e => Failure(format!("cannot create topic '{}': {e}", args.topic)),
+        });
+    offline::close(broker)?;
+    created?;
+    if args.args.json {
+        offline::print_json(&json!({ "created": args.topic, "config": config }));
+    } else {
+        println!(
+            "created topic {} ({} partitions, retention {})",
+            args.topic,
+            config.partitions,
+            retention_text(&config)
+        );
+    }
+    Ok(())
+}
+
+fn delete(topic: &str, args: &WriteArgs) -> Result<(), Failure> {
+    let broker = offline::open_for_write(&args.data_dir)?;
+    let deleted = broker
+        .list_topics()
+        .map_err(Failure::from)
+        .and_then(|known| {
+            if !known.contains_key(topic) {
+                return Err(offline::no_such_topic(topic, &args.data_dir, known.keys()));
+            }
+            broker
+                .delete_topic(topic)
+                .map_err(|e| Failure(format!("cannot delete topic '{topic}': {e}")))
+        });
+    offline::close(broker)?;
+    deleted?;
+    if args.json {
+        offline::print_json(&json!({ "deleted": topic }));
+    } else {
+        println!("deleted topic {topic}");
+    }
+    Ok(())
 }
 
 /// Every topic's config and partition stats, read with the broker closed again after.

@@ -1,0 +1,386 @@
+//! `nanokafka groups reset-offsets GROUP --topic T --to-…`: moves a group's committed
+//! offsets (the next offset it reads) on a stopped data directory, like
+//! `kafka-consumer-groups --reset-offsets`.
+//!
+//! Kafka refuses to reset a group that has live members, and so does this (through
+//! [`nanokafka::NanoKafka::reset_offset`]). Group membership is held in memory by the broker
+//! that serves it, never on disk: a data directory no broker holds has no live members, so
+//! offline the check always passes. It is still made, so that the rule holds wherever the
+//! command's broker has members.
+//!
+//! Every target offset is worked out and checked before the first is written: a bad
+//! `--to-offset` changes nothing. `--dry-run` prints the plan and writes nothing.
+
+use std::process::ExitCode;
+
+use nanokafka::{NanoKafka, PartitionStats, TopicStats};
+use serde_json::json;
+
+use crate::offline::{self, Failure, WriteArgs};
+
+#[derive(Debug, clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("target")
+        .required(true)
+        .args(["to_earliest", "to_latest", "to_offset", "to_datetime"]),
+))]
+pub struct ResetArgs {
+    /// The group.
+    group: String,
+
+    /// The topic whose offsets to move.
+    #[arg(long, value_name = "T")]
+    topic: String,
+
+    /// Only this partition [default: every partition of the topic].
+    #[arg(long, value_name = "P")]
+    partition: Option<u32>,
+
+    /// To each partition's log start: everything still held is read again.
+    #[arg(long)]
+    to_earliest: bool,
+
+    /// To each partition's log end: everything held is skipped.
+    #[arg(long)]
+    to_latest: bool,
+
+    /// To this offset, which must be within each partition's [log start, log end].
+    #[arg(long, value_name = "N")]
+    to_offset: Option<u64>,
+
+    /// To each partition's first record at or after this time (RFC 3339, e.g.
+    /// 2026-12-03T10:00:00Z, or milliseconds since the epoch); the log end where no record
+    /// is that recent.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    to_datetime: Option<u64>,
+
+    /// Print the new offsets without writing them.
+    #[arg(long)]
+    dry_run: bool,
+
+    #[command(flatten)]
+    args: WriteArgs,
+}
+
+/// One partition's move.
+struct Move {
+    partition: u32,
+    previous: Option<u64>,
+    new: u64,
+}
+
+pub fn run(args: ResetArgs) -> ExitCode {
+    offline::finish(reset(&args))
+}
+
+fn reset(args: &ResetArgs) -> Result<(), Failure> {
+    let broker = offline::open_for_write(&args.args.data_dir)?;
+    let moves = plan(&broker, args).and_then(|moves| {
+        if !args.dry_run {
+            for m in &moves {
+                broker
+                    .reset_offset(&args.topic, &args.group, m.partition, m.new)
+                    .map_err(|e| {
+                        Failure(format!(
+                            "cannot reset {}[{}]: {e} (partitions before it were reset)",
+                            args.topic, m.partition
+                        ))
+                    })?;
+            }
+        }
+        Ok(moves)
+    });
+    offline::close(broker)?;
+    print(args, &moves?);
+    Ok(())
+}
+
+/// The new offset of every partition to move, each checked.
+fn plan(broker: &NanoKafka, args: &ResetArgs) -> Result<Vec<Move>, Failure> {
+    let mut stats = broker.stats()?.topics;
+    let Some(topic) = stats.remove(&args.topic) else {
+        return Err(offline::no_such_topic(
+            &args.topic,
+            &args.args.data_dir,
+            stats.keys(),
+        ));
+    };
+    check_group(args, &topic)?;
+    partitions(args, &topic)?
+        .into_iter()
+        .map(|p| {
+            Ok(Move {
+                partition: p.partition,
+                previous: p.committed.get(&args.group).copied(),
+                new: target(broker, args, p)?,
+            })
+        })
+        .collect()
+}
+
+/// Refuses a group the topic does not know (no commit, no member) and one with live
+/// members.
+fn check_group(args: &ResetArgs, topic: &TopicStats) -> Result<(), Failure> {
+    if let Some(live) = topic.groups.get(&args.group) {
+        if !live.assignment.is_empty() {
+            let members: Vec<&str> = live.assignment.keys().map(String::as_str).collect();
+            return Err(Failure(format!(
+                "group '{}' has live members on '{}' ({}); nothing was changed: stop them \
+                 first",
+                args.group,
+                args.topic,
+                members.join(", ")
+            )));
+        }
+    }
+    let committed = topic
+        .partitions
+        .iter()
+        .any(|p| p.committed.contains_key(&args.group));
+    if committed || topic.groups.contains_key(&args.group) {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = topic
+        .partitions
+        .iter()
+        .flat_map(|p| p.committed.keys())
+        .chain(topic.groups.keys())
+        .map(String::as_str)
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    let known = if known.is_empty() {
+        "it has none".to_owned()
+    } else {
+        format!("it has: {}", known.join(", "))
+    };
+    Err(Failure(format!(
+        "no group '{}' on topic '{}' in {} ({known})",
+        args.group,
+        args.topic,
+        args.args.data_dir.display()
+    )))
+}
+
+/// The partitions to move: all, or the one asked for.
+fn partitions<'a>(
+    args: &ResetArgs,
+    topic: &'a TopicStats,
+) -> Result<Vec<&'a PartitionStats>, Failure> {
+    let all = topic.partitions.iter();
+    let Some(wanted) = args.partition else {
+        return Ok(all.collect());
+    };
+    let chosen: Vec<_> = all.filter(|p| p.partition == wanted).collect();
+    if chosen.is_empty() {
+        let count = topic.partitions.len();
+        return Err(Failure(format!(
+            "topic '{}' has no partition {wanted} (it has {count}: 0 to {})",
+            args.topic,
+            count.saturating_sub(1)
+        )));
+    }
+    Ok(chosen)
+}
+
+/// Where `partition` moves to.
+fn target(broker: &NanoKafka, args: &ResetArgs, p: &PartitionStats) -> Result<u64, Failure> {
+    let (start, end) = (p.log_start_offset, p.log_end_offset);
+    if let Some(reason) = &p.failed {
+        return Err(Failure(format!(
+            "{}[{}] cannot be read: {reason}",
+            args.topic, p.partition
+        )));
+    }
+    match args.target() {
+        Target::Earliest => Ok(start),
+        Target::Latest => Ok(end),
+        Target::Offset(offset) if (start..=end).contains(&offset) => Ok(offset),
+        Target::Offset(offset) => Err(Failure(format!(
+            "offset {offset} is outside {}[{}], which holds offsets {start} to {end} (the log \
+             end); nothing was changed",
+            args.topic, p.partition
+        ))),
+        Target::Time(time_ms) => {
+            let found = broker.offset_for_timestamp(&args.topic, p.partition, time_ms)?;
+            Ok(found.unwrap_or(end).clamp(start, end))
+        }
+    }
+}
+
+/// Where the offsets move, from the one `--to-…` flag given.
+enum Target {
+    Earliest,
+    Latest,
+    Offset(u64),
+    Time(u64),
+}
+
+impl ResetArgs {
+    fn target(&self) -> Target {
+        // clap's "target" group lets exactly one through.
+        match (self.to_offset, self.to_datetime) {
+            (Some(offset), _) => Target::Offset(offset),
+            (_, Some(time_ms)) => Target::Time(time_ms),
+            _ if self.to_earliest => Target::Earliest,
+            _ => Target::Latest,
+        }
+    }
+}
+
+fn print(args: &ResetArgs, moves: &[Move]) {
+    if args.args.json {
+        let partitions: Vec<_> = moves
+            .iter()
+            .map(|m| json!({ "partition": m.partition, "previous": m.previous, "new": m.new }))
+            .collect();
+        offline::print_json(&json!({
+            "group": args.group,
+            "topic": args.topic,
+            "dry_run": args.dry_run,
+            "partitions": partitions,
+        }));
+        return;
+    }
+    let rows: Vec<Vec<String>> = moves
+        .iter()
+        .map(|m| {
+            vec![
+                args.topic.clone(),
+                m.partition.to_string(),
+                offline::or_dash(m.previous),
+                m.new.to_string(),
+            ]
+        })
+        .collect();
+    offline::print_table(&["TOPIC", "PARTITION", "PREVIOUS", "NEW"], &rows);
+    if args.dry_run {
+        println!("dry run: nothing was changed");
+    } else {
+        println!("reset group {} on {}", args.group, args.topic);
+    }
+}
+
+/// Milliseconds since the epoch, or an RFC 3339 time (`YYYY-MM-DDTHH:MM:SS[.frac]` then
+/// `Z` or `±HH:MM`) as milliseconds since the epoch; times before 1970 are refused.
+fn parse_time(text: &str) -> Result<u64, String> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().map_err(|e| format!("{e}"));
+    }
+    parse_rfc3339(text).ok_or_else(|| {
+        format!(
+            "expected milliseconds since the epoch or an RFC 3339 time such as \
+             2026-12-03T10:00:00Z, got '{text}'"
+        )
+    })
+}
+
+fn parse_rfc3339(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| num_of(text.get(range)?);
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut millis = 0;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let padded = format!("{:0<3}", &fraction[..digits.min(3)]);
+        millis = padded.parse::<i64>().ok()?;
+        rest = &fraction[digits..];
+    }
+    let offset_minutes = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let (h, m) = (num_of(rest.get(1..3)?)?, num_of(rest.get(4..6)?)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            sign * (h * 60 + m)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    u64::try_from(seconds * 1000 + millis).ok()
+}
+
+fn num_of(digits: &str) -> Option<i64> {
+    digits
+        .bytes()
+        .all(|c| c.is_ascii_digit())
+        .then(|| digits.parse().ok())?
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let shifted_month = (month + 9) % 12; // March is 0
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_parse_as_epoch_milliseconds() {
+        assert_eq!(parse_time("1700000000123"), Ok(1_700_000_000_123));
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Ok(0));
+        assert_eq!(parse_time("2023-11-14T22:13:20Z"), Ok(1_700_000_000_000));
+        assert_eq!(parse_time("2023-11-14T22:13:20.5Z"), Ok(1_700_000_000_500));
+        assert_eq!(
+            parse_time("2023-11-15T00:13:20.123+02:00"),
+            Ok(1_700_000_000_123)
+        );
+        assert_eq!(parse_time("2024-02-29T00:00:00Z"), Ok(1_709_164_800_000));
+    }
+
+    #[test]
+    fn bad_times_are_refused() {
+        for bad in [
+            "",
+            "yesterday",
+            "2023-02-29T00:00:00Z",
+            "2023-11-14T25:00:00Z",
+            "2023-11-14T22:13:20",
+            "2023-11-14T22:13:20+0200",
+            "1969-12-31T23:59:59Z",
+            "-5",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! `nanokafka topics create` and `topics delete`.
+
+use nanokafka::{Backpressure, NanoKafka, TimestampType, TopicConfig};
+
+use crate::{assert_refused_while_locked, fails, fixture, json, ok, run_on, snapshot, usage_error};
+
+fn topics(dir: &std::path::Path) -> std::collections::BTreeMap<String, TopicConfig> {
+    let broker = NanoKafka::builder().data_dir(dir).build().expect("open");
+    let topics = broker.list_topics().expect("list");
+    broker.shutdown().expect("shutdown");
+    topics
+}
+
+#[test]
+fn create_writes_the_topic_with_every_config_flag() {
+    let dir = fixture();
+    let text = ok(&run_on(
+        dir.path(),
+        &[
+            "topics",
+            "create",
+            "payments",
+            "--partitions",
+            "3",
+            "--retention-ms",
+            "60000",
+            "--retention-bytes",
+            "1048576",
+            "--retention-records",
+            "500",
+            "--max-size",
+            "100",
+            "--backpressure",
+            "reject",
+            "--segment-bytes",
+            "65536",
+            "--timestamp-type",
+            "log-append",
+        ],
+    ));
+    assert!(
+        text.contains("created topic payments (3 partitions"),
+        "{text}"
+    );
+    let expected = TopicConfig::default()
+        .partitions(3)
+        .retention_ms(60_000)
+        .retention_bytes(1_048_576)
+        .retention_size(500)
+        .max_size(100)
+        .backpressure(Backpressure::Reject)
+        .segment_bytes(65_536)
+        .timestamp_type(TimestampType::LogAppendTime);
+    let all = topics(dir.path());
+    assert_eq!(all["payments"], expected);
+    // The others are untouched, and the new topic takes records.
+    assert_eq!(all.len(), 3);
+    let broker = NanoKafka::builder().data_dir(dir.path()).build().unwrap();
+    let delivery = broker.produce_raw("payments", None, b"x".to_vec()).unwrap();
+    assert_eq!(delivery.offset, 0);
+    broker.shutdown().unwrap();
+}
+
+#[test]
+fn create_json_gives_the_config_and_defaults_apply() {
+    let dir = fixture();
+    let doc = json(&run_on(
+        dir.path(),
+        &["topics", "create", "logs", "--partitions", "2", "--json"],
+    ));
+    assert_eq!(doc["created"], "logs");
+    assert_eq!(doc["config"]["partitions"], 2);
+    assert!(doc["config"]["retention_ms"].is_null(), "{doc}");
+    assert_eq!(
+        topics(dir.path())["logs"],
+        TopicConfig::default().partitions(2)
+    );
+}
+
+#[test]
+fn create_of_an_existing_topic_fails_and_changes_nothing() {
+    let dir = fixture();
+    let before = snapshot(dir.path());
+    let message = fails(&run_on(
+        dir.path(),
+        &["topics", "create", "orders", "--partitions", "5"],
+    ));
+    assert!(
+        message.contains("topic 'orders' already exists"),
+        "{message}"
+    );
+    assert_eq!(snapshot(dir.path()), before);
+    assert_eq!(topics(dir.path())["orders"].partitions, 2);
+}
+
+#[test]
+fn bad_flag_values_are_usage_errors() {
+    let dir = fixture();
+    let before = snapshot(dir.path());
+    for args in [
+        &["topics", "create", "t", "--partitions", "0"][..],
+        &["topics", "create", "t", "--partitions", "many"],
+        &["topics", "create", "t"],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--retention-ms",
+            "0",
+        ],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--retention-ms",
+            "-5",
+        ],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--segment-bytes",
+            "10",
+        ],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--max-size",
+            "5",
+            "--backpressure",
+            "drop",
+        ],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--backpressure",
+            "reject",
+        ],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--timestamp-type",
+            "now",
+        ],
+    ] {
+        usage_error(&run_on(dir.path(), args));
+    }
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn a_bad_topic_name_fails_and_creates_nothing() {
+    let dir = fixture();
+    let message = fails(&run_on(
+        dir.path(),
+        &["topics", "create", "a/b", "--partitions", "1"],
+    ));
+    assert!(message.contains("invalid topic name"), "{message}");
+    assert_eq!(topics(dir.path()).len(), 2);
+}
+
+#[test]
+fn delete_removes_the_topic_with_its_groups() {
+    let dir = fixture();
+    let text = ok(&run_on(dir.path(), &["topics", "delete", "events"]));
+    assert_eq!(text.trim(), "deleted topic events");
+    let all = topics(dir.path());
+    assert!(!all.contains_key("events"), "{all:?}");
+    assert!(all.contains_key("orders"));
+    // billing's commits went with the topic; a topic of the same name starts empty.
+    let doc = json(&run_on(dir.path(), &["groups", "list", "--json"]));
+    assert_eq!(doc["groups"].as_array().unwrap().len(), 1, "{doc}");
+    ok(&run_on(
+        dir.path(),
+        &["topics", "create", "events", "--partitions", "1"],
+    ));
+    let doc = json(&run_on(
+        dir.path(),
+        &["topics", "describe", "events", "--json"],
+    ));
+    assert_eq!(doc["partitions"][0]["log_end_offset"], 0);
+}
+
+#[test]
+fn delete_json_and_unknown_topic() {
+    let dir = fixture();
+    let doc = json(&run_on(
+        dir.path(),
+        &["topics", "delete", "orders", "--json"],
+    ));
+    assert_eq!(doc["deleted"], "orders");
+    let before = snapshot(dir.path());
+    let message = fails(&run_on(dir.path(), &["topics", "delete", "orders"]));
+    assert!(message.contains("no topic 'orders'"), "{message}");
+    assert!(message.contains("it has: events"), "{message}");
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn a_locked_data_directory_is_refused_at_once() {
+    let dir = fixture();
+    assert_refused_while_locked(
+        dir.path(),
+        &["topics", "create", "new", "--partitions", "1"],
+    );
+    assert_refused_while_locked(dir.path(), &["topics", "delete", "orders", "--json"]);
+}
