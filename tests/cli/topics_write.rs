@@ -1,4 +1,4 @@
-//! `nanokafka topics create` and `topics delete`.
+//! `nanokafka topics create`, `topics alter` and `topics delete`.
 
 use nanokafka::{Backpressure, NanoKafka, TimestampType, TopicConfig};
 
@@ -219,4 +219,83 @@ fn a_locked_data_directory_is_refused_at_once() {
         &["topics", "create", "new", "--partitions", "1"],
     );
     assert_refused_while_locked(dir.path(), &["topics", "delete", "orders", "--json"]);
+}
+
+#[test]
+fn alter_grows_partitions_and_changes_limits_and_none_removes_one() {
+    let dir = fixture();
+    let doc = json(&run_on(
+        dir.path(),
+        &[
+            "topics",
+            "alter",
+            "orders",
+            "--partitions",
+            "4",
+            "--retention-ms",
+            "none",
+            "--retention-records",
+            "100",
+            "--max-size",
+            "50",
+            "--backpressure",
+            "reject",
+            "--timestamp-type",
+            "log-append",
+            "--json",
+        ],
+    ));
+    assert_eq!(doc["altered"], "orders");
+    assert_eq!(doc["config"]["partitions"], 4);
+    let expected = TopicConfig {
+        retention_ms: None,
+        ..TopicConfig::default()
+            .partitions(4)
+            .retention_size(100)
+            .max_size(50)
+            .backpressure(Backpressure::Reject)
+            .timestamp_type(TimestampType::LogAppendTime)
+    };
+    assert_eq!(topics(dir.path())["orders"], expected);
+    // The new partitions take records.
+    let broker = NanoKafka::builder().data_dir(dir.path()).build().unwrap();
+    let mut batch = nanokafka::RecordBatch::new();
+    batch.push_raw(None, b"x");
+    let delivered = broker.produce_batch("orders", Some(3), batch).unwrap();
+    assert_eq!((delivered[0].partition, delivered[0].offset), (3, 0));
+    broker.shutdown().unwrap();
+}
+
+#[test]
+fn alter_refuses_fewer_partitions_an_unknown_topic_and_no_change_changing_nothing() {
+    let dir = fixture();
+    let before = snapshot(dir.path());
+    let message = fails(&run_on(
+        dir.path(),
+        &["topics", "alter", "orders", "--partitions", "1"],
+    ));
+    assert!(message.contains("nothing was changed"), "{message}");
+    assert!(message.contains("partitions"), "{message}");
+    let message = fails(&run_on(
+        dir.path(),
+        &["topics", "alter", "nope", "--partitions", "9"],
+    ));
+    assert!(message.contains("nope"), "{message}");
+    let usage = usage_error(&run_on(dir.path(), &["topics", "alter", "orders"]));
+    assert!(usage.contains("required"), "{usage}");
+    let usage = usage_error(&run_on(
+        dir.path(),
+        &["topics", "alter", "orders", "--retention-ms", "0"],
+    ));
+    assert!(usage.contains("keep nothing"), "{usage}");
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn alter_on_a_locked_data_directory_is_refused_at_once() {
+    let dir = fixture();
+    assert_refused_while_locked(
+        dir.path(),
+        &["topics", "alter", "orders", "--partitions", "3"],
+    );
 }

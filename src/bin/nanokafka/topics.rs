@@ -1,15 +1,16 @@
 //! `nanokafka topics list` and `nanokafka topics describe TOPIC`: a data directory's topics,
-//! their configs and their partitions' bounds, read offline. `topics create` and `topics
-//! delete` change a stopped data directory: like `kafka-topics --delete`, a delete asks no
-//! confirmation (it is the library's crash-safe `delete_topic`: records, committed offsets
-//! and groups go with the topic).
+//! their configs and their partitions' bounds, read offline. `topics create`, `topics alter`
+//! and `topics delete` change a stopped data directory: like `kafka-topics --delete`, a
+//! delete asks no confirmation (it is the library's crash-safe `delete_topic`: records,
+//! committed offsets and groups go with the topic); `alter` is the library's `alter_topic`
+//! (partitions only grow; retention lowered applies at once).
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use nanokafka::{
-    Backpressure, PartitionStats, TimestampType, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES,
-    MIN_SEGMENT_BYTES,
+    Backpressure, PartitionStats, TimestampType, TopicChanges, TopicConfig, MAX_PARTITIONS,
+    MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 use serde_json::json;
 
@@ -28,6 +29,9 @@ pub enum TopicsCommand {
     },
     /// Create a topic (exit 1 when it exists).
     Create(CreateArgs),
+    /// Change a topic: grow its partitions, change retention, max size, backpressure or
+    /// timestamp type (exit 1, nothing changed, when the change cannot work).
+    Alter(AlterArgs),
     /// Delete a topic with its records, committed offsets and groups, without asking (as
     /// kafka-topics --delete does).
     Delete {
@@ -82,6 +86,108 @@ pub struct CreateArgs {
     args: WriteArgs,
 }
 
+/// `topics alter`: each flag one change; a limit given as `none` is removed. At least one
+/// change is required.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("change").required(true).multiple(true)))]
+pub struct AlterArgs {
+    /// The topic.
+    topic: String,
+
+    /// The new number of partitions: more than now (as in Kafka, never fewer). Keyed
+    /// records produced after it may go to other partitions than before.
+    #[arg(long, value_name = "N", group = "change", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PARTITIONS)))]
+    partitions: Option<u32>,
+
+    /// Keep records at most this many milliseconds after their append, or `none`.
+    #[arg(long, value_name = "MS|none", group = "change", value_parser = limit)]
+    retention_ms: Option<Limit>,
+
+    /// Keep at most this many bytes of batches per partition, or `none`.
+    #[arg(long, value_name = "BYTES|none", group = "change", value_parser = limit)]
+    retention_bytes: Option<Limit>,
+
+    /// Keep at most this many records per partition, or `none`.
+    #[arg(long, value_name = "N|none", group = "change", value_parser = limit)]
+    retention_records: Option<Limit>,
+
+    /// The backlog at which producers meet the backpressure, or `none`.
+    #[arg(long, value_name = "N|none", group = "change", value_parser = limit)]
+    max_size: Option<Limit>,
+
+    /// What producers meet at the max size.
+    #[arg(long, value_enum, group = "change")]
+    backpressure: Option<BackpressureArg>,
+
+    /// Whose clock a record's timestamp comes from.
+    #[arg(long, value_enum, group = "change")]
+    timestamp_type: Option<TimestampTypeArg>,
+
+    #[command(flatten)]
+    args: WriteArgs,
+}
+
+/// A limit flag's value: a number of at least 1, or `none` (no limit).
+#[derive(Debug, Clone, Copy)]
+struct Limit(Option<u64>);
+
+fn limit(value: &str) -> Result<Limit, String> {
+    if value == "none" {
+        return Ok(Limit(None));
+    }
+    match value.parse::<u64>() {
+        Ok(0) => Err("0 would keep nothing: give at least 1, or `none`".into()),
+        Ok(n) => Ok(Limit(Some(n))),
+        Err(_) => Err(format!("`{value}` is neither a number nor `none`")),
+    }
+}
+
+impl AlterArgs {
+    fn changes(&self) -> TopicChanges {
+        let mut changes = TopicChanges::default();
+        if let Some(n) = self.partitions {
+            changes = changes.partitions(n);
+        }
+        if let Some(Limit(ms)) = self.retention_ms {
+            changes = changes.retention_ms(ms);
+        }
+        if let Some(Limit(bytes)) = self.retention_bytes {
+            changes = changes.retention_bytes(bytes);
+        }
+        if let Some(Limit(records)) = self.retention_records {
+            changes = changes.retention_size(records);
+        }
+        if let Some(Limit(records)) = self.max_size {
+            changes = changes.max_size(records);
+        }
+        if let Some(backpressure) = self.backpressure {
+            changes = changes.backpressure(backpressure.into());
+        }
+        if let Some(timestamp_type) = self.timestamp_type {
+            changes = changes.timestamp_type(timestamp_type.into());
+        }
+        changes
+    }
+}
+
+impl From<BackpressureArg> for Backpressure {
+    fn from(arg: BackpressureArg) -> Self {
+        match arg {
+            BackpressureArg::Block => Backpressure::Block,
+            BackpressureArg::Reject => Backpressure::Reject,
+        }
+    }
+}
+
+impl From<TimestampTypeArg> for TimestampType {
+    fn from(arg: TimestampTypeArg) -> Self {
+        match arg {
+            TimestampTypeArg::Create => TimestampType::CreateTime,
+            TimestampTypeArg::LogAppend => TimestampType::LogAppendTime,
+        }
+    }
+}
+
 /// A limit of 0 would keep nothing: refused as a usage error (exit 2).
 fn at_least_one() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(1..)
@@ -104,6 +210,7 @@ pub fn run(command: TopicsCommand) -> ExitCode {
         TopicsCommand::List(args) => list(&args),
         TopicsCommand::Describe { topic, args } => describe(&topic, &args),
         TopicsCommand::Create(args) => create(&args),
+        TopicsCommand::Alter(args) => alter(&args),
         TopicsCommand::Delete { topic, args } => delete(&topic, &args),
     })
 }
@@ -112,20 +219,14 @@ impl CreateArgs {
     fn config(&self) -> TopicConfig {
         let mut config = TopicConfig::default()
             .partitions(self.partitions)
-            .timestamp_type(match self.timestamp_type {
-                TimestampTypeArg::Create => TimestampType::CreateTime,
-                TimestampTypeArg::LogAppend => TimestampType::LogAppendTime,
-            });
+            .timestamp_type(self.timestamp_type.into());
         config.retention_ms = self.retention_ms;
         config.retention_bytes = self.retention_bytes;
         config.retention_size = self.retention_records;
         if let Some(records) = self.max_size {
             config = config
                 .max_size(records)
-                .backpressure(match self.backpressure {
-                    BackpressureArg::Block => Backpressure::Block,
-                    BackpressureArg::Reject => Backpressure::Reject,
-                });
+                .backpressure(self.backpressure.into());
         }
         if let Some(bytes) = self.segment_bytes {
             config = config.segment_bytes(bytes);
@@ -159,6 +260,40 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
             args.topic,
             config.partitions,
             retention_text(&config)
+        );
+    }
+    Ok(())
+}
+
+fn alter(args: &AlterArgs) -> Result<(), Failure> {
+    let (topic, dir) = (args.topic.as_str(), &args.args.data_dir);
+    let broker = offline::open_for_write(dir)?;
+    let altered = broker
+        .list_topics()
+        .map_err(Failure::from)
+        .and_then(|known| {
+            if !known.contains_key(topic) {
+                return Err(offline::no_such_topic(topic, dir, known.keys()));
+            }
+            broker.alter_topic(topic, args.changes()).map_err(|e| {
+                Failure(format!(
+                    "cannot alter topic '{topic}': {e}; nothing was changed"
+                ))
+            })
+        });
+    offline::close(broker)?;
+    let config = altered?;
+    if args.args.json {
+        offline::print_json(&json!({ "altered": topic, "config": config }));
+    } else {
+        println!(
+            "altered topic {topic} ({} partitions, retention {}, max size {})",
+            config.partitions,
+            retention_text(&config),
+            config.max_size.map_or_else(
+                || "none".to_owned(),
+                |n| format!("{n} ({:?})", config.backpressure)
+            )
         );
     }
     Ok(())
