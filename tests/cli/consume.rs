@@ -120,3 +120,60 @@ fn a_locked_data_directory_is_refused_at_once() {
     let dir = fixture();
     assert_refused_while_locked(dir.path(), &["consume", "events"]);
 }
+
+#[test]
+fn group_starts_at_its_committed_offsets_and_leaves_them_as_they_are() {
+    let dir = fixture();
+    // `billing` committed events offset 1: it reads on from 2.
+    let before = snapshot(dir.path());
+    let lines = records(&["events", "--group", "billing"], dir.path());
+    let offsets: Vec<i64> = lines
+        .iter()
+        .map(|l| l["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, [2, 3]);
+    assert_eq!(snapshot(dir.path()), before, "nothing committed or created");
+    let message = fails(&run_on(
+        dir.path(),
+        &["consume", "events", "--group", "nobody"],
+    ));
+    assert!(message.contains("no group 'nobody'"), "{message}");
+}
+
+#[test]
+fn from_timestamp_starts_at_the_first_record_at_or_after_it() {
+    let dir = fixture();
+    let all = records(&["events"], dir.path());
+    let second = all[1]["timestamp_ms"].as_u64().unwrap();
+    // Records produced within one millisecond share a timestamp: the first of them starts.
+    let first_at = all
+        .iter()
+        .find(|l| l["timestamp_ms"].as_u64().unwrap() >= second)
+        .unwrap()["offset"]
+        .as_i64()
+        .unwrap();
+    let lines = records(
+        &["events", "--from-timestamp", &second.to_string()],
+        dir.path(),
+    );
+    let offsets: Vec<i64> = lines
+        .iter()
+        .map(|l| l["offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(offsets, (first_at..4).collect::<Vec<_>>());
+    let newest = all
+        .iter()
+        .map(|l| l["timestamp_ms"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let later = records(
+        &["events", "--from-timestamp", &(newest + 1).to_string()],
+        dir.path(),
+    );
+    assert!(later.is_empty(), "{later:?}");
+    let as_rfc3339 = records(
+        &["events", "--from-timestamp", "1970-01-01T00:00:00Z"],
+        dir.path(),
+    );
+    assert_eq!(as_rfc3339.len(), 4);
+}

@@ -1,7 +1,9 @@
 //! `nanokafka consume TOPIC`: a stopped data directory's records, printed, read-only.
 //!
 //! Records are read at positions (the batch reads the Kafka listener serves Fetch with),
-//! never through a consumer group: nothing is committed and no group is created. A value
+//! never through a consumer group: nothing is committed and no group is created. Each
+//! partition starts at its log start, an `--offset`, the first record at or after a
+//! `--from-timestamp`, or a `--group`'s committed offset. A value
 //! that decodes as MessagePack (what the typed produce methods write) is shown as JSON; any
 //! other value as text (lossy UTF-8). Keys and header values are shown as text.
 
@@ -36,8 +38,18 @@ pub struct ConsumeArgs {
     offset: Option<u64>,
 
     /// Start at each partition's log start (the default).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["from_timestamp", "group"])]
     from_beginning: bool,
+
+    /// Start at each partition's first record at or after this time (RFC 3339, or
+    /// milliseconds since the epoch); a partition with no record that recent prints nothing.
+    #[arg(long, value_name = "TIME", value_parser = crate::reset::parse_time, conflicts_with_all = ["offset", "group"])]
+    from_timestamp: Option<u64>,
+
+    /// Start at GROUP's committed offsets (its log start where it has none). Read-only: the
+    /// group's offsets stay as they are.
+    #[arg(long, value_name = "GROUP", conflicts_with = "offset")]
+    group: Option<String>,
 
     /// Stop after N records.
     #[arg(long, value_name = "N")]
@@ -98,6 +110,17 @@ fn print_records(broker: &NanoKafka, args: &ConsumeArgs) -> Result<(), Failure> 
 
 /// The partitions to read and the offset each starts at, checked against the topic.
 fn starts(broker: &NanoKafka, args: &ConsumeArgs) -> Result<Vec<(PartitionStats, u64)>, Failure> {
+    let group_lag = match &args.group {
+        Some(group) => Some(broker.lag(&args.topic, group).map_err(|e| match e {
+            nanokafka::Error::UnknownGroup { .. } => Failure(format!(
+                "no group '{group}' on topic '{}' in {}",
+                args.topic,
+                args.args.data_dir.display()
+            )),
+            e => Failure::from(e),
+        })?),
+        None => None,
+    };
     let mut stats = broker.stats()?.topics;
     let Some(topic) = stats.remove(&args.topic) else {
         let known: Vec<String> = stats.into_keys().collect();
@@ -142,7 +165,16 @@ fn starts(broker: &NanoKafka, args: &ConsumeArgs) -> Result<Vec<(PartitionStats,
                     )))
                 }
                 Some(offset) => offset,
-                None => p.log_start_offset,
+                None => match (args.from_timestamp, &group_lag) {
+                    (Some(time), _) => broker
+                        .offset_for_timestamp(&args.topic, p.partition, time)?
+                        .unwrap_or(p.log_end_offset),
+                    // The lag is log end minus the group's position.
+                    (None, Some(lag)) => lag
+                        .get(&p.partition)
+                        .map_or(p.log_start_offset, |lag| p.log_end_offset - lag),
+                    (None, None) => p.log_start_offset,
+                },
             };
             Ok((p, start))
         })

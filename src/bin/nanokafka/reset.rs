@@ -263,7 +263,7 @@ fn print(args: &ResetArgs, moves: &[Move]) {
 
 /// Milliseconds since the epoch, or an RFC 3339 time (`YYYY-MM-DDTHH:MM:SS[.frac]` then
 /// `Z` or `±HH:MM`) as milliseconds since the epoch; times before 1970 are refused.
-fn parse_time(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_time(text: &str) -> Result<u64, String> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return text.parse().map_err(|e| format!("{e}"));
     }
