@@ -5,6 +5,7 @@
 
 mod consume;
 mod dump;
+mod follow;
 mod groups;
 mod produce;
 mod reset_offsets;
@@ -21,7 +22,7 @@ use nanokafka::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
+pub const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
 
 /// Runs `nanokafka ARGS`.
 pub fn run(args: &[&str]) -> Output {

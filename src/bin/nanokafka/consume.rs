@@ -3,18 +3,23 @@
 //! Records are read at positions (the batch reads the Kafka listener serves Fetch with),
 //! never through a consumer group: nothing is committed and no group is created. Each
 //! partition starts at its log start, an `--offset`, the first record at or after a
-//! `--from-timestamp`, or a `--group`'s committed offset. A value
+//! `--from-timestamp`, or a `--group`'s committed offset.
+//!
+//! `--follow` tails a running broker instead (whose data directory is locked): through its
+//! Kafka listener at `--bootstrap`, with the Kafka backend (`kafka` feature), as the member
+//! of a group of its own that starts at the log start and commits nothing. A value
 //! that decodes as MessagePack (what the typed produce methods write) is shown as JSON; any
 //! other value as text (lossy UTF-8). Keys and header values are shown as text.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use nanokafka::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, PartitionStats};
 use serde_json::{json, Value};
 
-use crate::offline::{self, Failure, OfflineArgs};
+use crate::offline::{self, Failure};
 
 /// How many bytes of batches one read asks for (a larger batch still comes whole).
 const READ_BYTES: usize = 1 << 20;
@@ -55,16 +60,106 @@ pub struct ConsumeArgs {
     #[arg(long, value_name = "N")]
     max: Option<u64>,
 
-    #[command(flatten)]
-    args: OfflineArgs,
+    /// Keep printing records as they are produced, until interrupted (or --max): reads a
+    /// running broker through its Kafka listener at --bootstrap (its data directory is
+    /// locked), as a member of a group of its own that commits nothing, from the log start.
+    /// Needs a build with `--features kafka`.
+    #[arg(long, requires = "bootstrap")]
+    follow: bool,
+
+    /// The Kafka listener (host:port) of the running broker to --follow, or any Kafka
+    /// cluster.
+    #[arg(long, value_name = "HOST:PORT", requires = "follow", conflicts_with_all = ["data_dir", "partition", "offset", "from_timestamp", "group"])]
+    bootstrap: Option<String>,
+
+    /// The data directory to read. It must not be open in a running broker (follow that
+    /// one with --bootstrap --follow); it is only read.
+    #[arg(long, value_name = "DIR", required_unless_present = "bootstrap")]
+    data_dir: Option<PathBuf>,
+
+    /// Print one JSON document per record on stdout instead of a line of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ConsumeArgs {
+    fn data_dir(&self) -> &Path {
+        self.data_dir.as_deref().unwrap_or(Path::new(""))
+    }
 }
 
 pub fn run(args: ConsumeArgs) -> ExitCode {
-    offline::finish(consume(&args))
+    match &args.bootstrap {
+        Some(bootstrap) => follow(&args, bootstrap),
+        // clap lets `requires` go when the required flag conflicts with one given
+        // (--data-dir): said here instead.
+        None if args.follow => {
+            eprintln!(
+                "error: --follow reads a running broker: give its Kafka listener with \
+                 --bootstrap HOST:PORT instead of --data-dir\n\nFor more information, try '--help'."
+            );
+            ExitCode::from(2)
+        }
+        None => offline::finish(consume(&args)),
+    }
+}
+
+/// `--follow`: a private group's member on the broker at `bootstrap`, printing what it
+/// reads until interrupted or `--max`.
+#[cfg(feature = "kafka")]
+fn follow(args: &ConsumeArgs, bootstrap: &str) -> ExitCode {
+    offline::finish(follow_records(args, bootstrap))
+}
+
+#[cfg(feature = "kafka")]
+fn follow_records(args: &ConsumeArgs, bootstrap: &str) -> Result<(), Failure> {
+    use nanokafka::{GroupOptions, StartFrom};
+    use std::time::Duration;
+    let broker = NanoKafka::builder()
+        .kafka_bootstrap(bootstrap)
+        .session_timeout(Duration::from_secs(10))
+        .build()?;
+    let (topic, member) = (args.topic.as_str(), "nanokafka-consume");
+    let group = format!("nanokafka-consume-{}", std::process::id());
+    let options = GroupOptions::default().start(StartFrom::Earliest);
+    broker.join_group_with(topic, &group, member, options)?;
+    let mut remaining = args.max.unwrap_or(u64::MAX);
+    while remaining > 0 {
+        let max = usize::try_from(remaining.min(500)).unwrap_or(500);
+        let records =
+            broker.poll_batch_raw(topic, &group, member, max, Duration::from_millis(500))?;
+        for record in records {
+            let stored = StoredRecord {
+                offset: record.offset,
+                timestamp_ms: i64::try_from(record.timestamp_ms).unwrap_or(-1),
+                key: record.key,
+                value: Some(record.value),
+                headers: record
+                    .headers
+                    .into_iter()
+                    .map(|h| (h.key.into_bytes(), h.value))
+                    .collect(),
+            };
+            print_record(topic, record.partition, &stored, args.json)?;
+            remaining -= 1;
+        }
+    }
+    broker.leave_group(topic, &group, member)?;
+    broker.shutdown()?;
+    Ok(())
+}
+
+#[cfg(not(feature = "kafka"))]
+fn follow(_: &ConsumeArgs, _: &str) -> ExitCode {
+    eprintln!(
+        "error: consume --follow reads through a Kafka listener, which needs a build with \
+         --features kafka (cargo install --path . --features kafka)\n\nFor more information, try '--help'."
+    );
+    ExitCode::from(2)
 }
 
 fn consume(args: &ConsumeArgs) -> Result<(), Failure> {
-    let broker = offline::open(&args.args.data_dir)?;
+    let broker = offline::open(args.data_dir())?;
     let result = print_records(&broker, args);
     offline::close(broker)?;
     result
@@ -96,7 +191,7 @@ fn print_records(broker: &NanoKafka, args: &ConsumeArgs) -> Result<(), Failure> 
                 if remaining == 0 {
                     break;
                 }
-                print_record(&args.topic, partition.partition, record, args.args.json)?;
+                print_record(&args.topic, partition.partition, record, args.json)?;
                 remaining -= 1;
             }
             if read.next_offset <= offset {
@@ -115,7 +210,7 @@ fn starts(broker: &NanoKafka, args: &ConsumeArgs) -> Result<Vec<(PartitionStats,
             nanokafka::Error::UnknownGroup { .. } => Failure(format!(
                 "no group '{group}' on topic '{}' in {}",
                 args.topic,
-                args.args.data_dir.display()
+                args.data_dir().display()
             )),
             e => Failure::from(e),
         })?),
@@ -127,7 +222,7 @@ fn starts(broker: &NanoKafka, args: &ConsumeArgs) -> Result<Vec<(PartitionStats,
         return Err(Failure(format!(
             "no topic '{}' in {} ({})",
             args.topic,
-            args.args.data_dir.display(),
+            args.data_dir().display(),
             if known.is_empty() {
                 "it has none".to_owned()
             } else {
