@@ -352,3 +352,33 @@ fn export_and_import_without_the_kafka_feature_exit_2_saying_how_to_get_them() {
         assert!(!Path::new(data_dir).exists());
     }
 }
+
+/// `serve --json`: every log line is one JSON object (level, message, fields), the
+/// `listening on ADDR` line included, so a script can find the address.
+#[test]
+fn json_logs_one_object_per_line_with_the_listening_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap();
+    let mut served = Served::start(&["--json", "--data-dir", dir_arg, "--listen", "127.0.0.1:0"]);
+    let until = Instant::now() + DEADLINE;
+    let addr: SocketAddr = loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let line = served.lines.recv_timeout(left).expect("a log line");
+        let object: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        served.log.push(line);
+        let message = object["fields"]["message"].as_str().unwrap_or_default();
+        if let Some(addr) = message.strip_prefix("listening on ") {
+            assert_eq!(object["level"], "INFO");
+            break addr.parse().unwrap();
+        }
+    };
+    assert_ne!(addr.port(), 0);
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait();
+    assert!(status.success(), "{status:?}");
+    for line in &log {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    }
+}

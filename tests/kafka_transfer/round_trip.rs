@@ -109,3 +109,31 @@ fn the_library_reports_progress_and_a_second_export_copies_nothing() {
         after_round_trip(&snapshot(source.path()))
     );
 }
+
+/// `--json`: export and import also print their final count as one JSON document on stdout.
+#[test]
+fn export_and_import_report_their_count_as_json() {
+    let source = tempfile::tempdir().unwrap();
+    let cluster = tempfile::tempdir().unwrap();
+    let imported = tempfile::tempdir().unwrap();
+    seed_source(source.path());
+    let served = Served::start(cluster.path());
+    let report = |args: &[&str]| -> serde_json::Value {
+        let output = std::process::Command::new(crate::harness::BIN)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let exported = report(&export_args(source.path(), &served.bootstrap, &["--json"]));
+    assert_eq!(exported["exported"], served.bootstrap.as_str());
+    assert_eq!(exported["complete"], true);
+    assert_eq!(exported["records"], 143);
+    assert_eq!(exported["topics_created"], 4);
+    let mut args = import_args(&served.bootstrap, imported.path());
+    args.push("--json");
+    let back = report(&args);
+    assert_eq!(back["records"], 143);
+    served.stop();
+}

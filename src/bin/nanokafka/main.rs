@@ -84,10 +84,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // A transfer reports on stderr itself: the embedded broker's routine lines (partitions
     // opened, topics created) would drown it.
-    init_logging(match cli.command {
-        Command::Serve(_) => "info",
-        _ => "warn",
-    });
+    let json_log = matches!(&cli.command, Command::Serve(args) if args.json);
+    init_logging(
+        match cli.command {
+            Command::Serve(_) => "info",
+            _ => "warn",
+        },
+        json_log,
+    );
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Export(args) => transfer::export(args),
@@ -102,14 +106,16 @@ fn main() -> ExitCode {
 }
 
 /// Log lines on stderr, `default` and up unless RUST_LOG says otherwise; colours only on a
-/// terminal, so that a supervisor's log file gets plain text.
-fn init_logging(default: &str) {
+/// terminal, so that a supervisor's log file gets plain text; JSON objects with `json`.
+fn init_logging(default: &str, json: bool) {
     use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    match json {
+        true => log.json().init(),
+        false => log.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
 }

@@ -20,6 +20,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     data_dir: PathBuf,
 
+    /// Log one JSON object per line on stderr (time, level, message, fields) instead of
+    /// text, for log collectors and scripts (e.g. the `listening on ADDR` line).
+    #[arg(long)]
+    pub json: bool,
+
     /// Where the Kafka listener binds (host:port; port 0 picks a free one). Any address but
     /// loopback exposes every topic to the network.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9092")]

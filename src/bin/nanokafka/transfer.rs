@@ -32,6 +32,11 @@ pub struct ExportArgs {
     /// Stop after N records, as a crash would (testing the resume rule).
     #[arg(long, value_name = "N", hide = true)]
     max_records: Option<u64>,
+
+    /// Also print the final count as one JSON document on stdout (progress stays on
+    /// stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -49,6 +54,11 @@ pub struct ImportArgs {
     /// (repeatable).
     #[arg(short = 'X', long = "kafka-setting", value_name = "KEY=VALUE")]
     settings: Vec<String>,
+
+    /// Also print the final count as one JSON document on stdout (progress stays on
+    /// stderr).
+    #[arg(long)]
+    json: bool,
 }
 
 /// `KEY=VALUE` pairs, or the usage error.
@@ -95,7 +105,7 @@ pub fn export(args: ExportArgs) -> ExitCode {
     if let Some(records) = args.max_records {
         options = options.max_records(records);
     }
-    let mut shown = progress::Shown::new("exported");
+    let mut shown = progress::Shown::new("exported", args.json);
     let summary = export(&options, |p| shown.show(p));
     shown.finish(summary, "exported", &args.to)
 }
@@ -111,7 +121,7 @@ pub fn import(args: ImportArgs) -> ExitCode {
     for (key, value) in settings {
         options = options.kafka_setting(key, value);
     }
-    let mut shown = progress::Shown::new("imported");
+    let mut shown = progress::Shown::new("imported", args.json);
     let summary = import(&options, |p| shown.show(p));
     let into = args.data_dir.display().to_string();
     shown.finish(summary, "imported", &into)
@@ -134,14 +144,17 @@ mod progress {
         verb: &'static str,
         terminal: bool,
         drawn: Option<Instant>,
+        /// `--json`: the final count also goes to stdout as a JSON document.
+        json: bool,
     }
 
     impl Shown {
-        pub fn new(verb: &'static str) -> Self {
+        pub fn new(verb: &'static str, json: bool) -> Self {
             Shown {
                 verb,
                 terminal: std::io::stderr().is_terminal(),
                 drawn: None,
+                json,
             }
         }
 
@@ -203,6 +216,20 @@ mod progress {
             place: &str,
         ) -> ExitCode {
             self.clear();
+            if let (true, Ok(s)) = (self.json, &summary) {
+                let document = serde_json::json!({
+                    verb: place,
+                    "complete": s.complete,
+                    "records": s.records,
+                    "already_copied": s.already_copied,
+                    "topics": s.topics,
+                    "partitions": s.partitions,
+                    "topics_created": s.topics_created,
+                    "groups": s.groups,
+                    "offsets": s.offsets,
+                });
+                println!("{document}");
+            }
             match summary {
                 Ok(s) if s.complete => {
                     eprintln!(
