@@ -26,7 +26,11 @@
 //!    replies. [`messages`] is the actor face they serve.
 //! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
 //!    wrapper over the async handle that waits in `wait`), `consumer` ([`Consumer`]), and
-//!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`.
+//!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`;
+//!    with the `kafka` feature, `kafka`: the same handles served by an Apache Kafka cluster
+//!    through librdkafka, and `kafka::transfer` (`nanokafka export` / `import`). [`inspect`]
+//!    reads segment files and stored batches for the command line (`dump`, `verify`,
+//!    `consume`).
 //!
 //! The modules are private; what a user needs is re-exported here and in [`messages`]. The
 //! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for

@@ -3,20 +3,20 @@
 //! changing its configuration, not its code.
 //!
 //! `NanoKafka::builder().kafka_bootstrap("host:9092")` builds a [`crate::NanoKafka`] whose
-//! [`crate::AsyncNanoKafka`] holds a [`KafkaBackend`] instead of the broker actor's address;
+//! [`crate::AsyncNanoKafka`] holds a `KafkaBackend` instead of the broker actor's address;
 //! every public call checks for it first. Payloads are encoded the same way (rmp-serde), so
 //! records written by one backend read the same on the other.
 //!
 //! # Pieces
-//! - [`KafkaBackend`] (here): the cluster's settings, one idempotent producer shared by every
+//! - `KafkaBackend` (here): the cluster's settings, one idempotent producer shared by every
 //!   clone of the handle, the admin client, and the group members of the flat
 //!   `join_group`/`poll`/`commit` calls.
-//! - `produce`: a [`RecordBatch`] becomes one librdkafka record per entry. Keyed records go
+//! - `produce`: a [`crate::RecordBatch`] becomes one librdkafka record per entry. Keyed records go
 //!   through Kafka's murmur2 partitioner (librdkafka's `murmur2_random`), the partition
 //!   [`crate::partition_for_key`] computes, so keys land on the same partitions on both
 //!   backends.
 //! - `admin`: topics (create, delete, list), lag and offsets by timestamp.
-//! - `member`: [`member::KafkaMember`], one librdkafka group consumer with manual commits,
+//! - `member`: `member::KafkaMember`, one librdkafka group consumer with manual commits,
 //!   behind `Consumer<T>`, the flat calls and subscriptions.
 //! - [`transfer`]: `nanokafka export` / `import`, moving a data directory to a Kafka cluster
 //!   and back.

@@ -8,7 +8,7 @@ use crate::storage::format::{decode, Decoded};
 /// first batch is still read whole, however large: see [`PartitionLog::read_batches`]).
 const MAX_BATCH_READ: usize = 64 << 20;
 
-/// Whole batches read by [`PartitionLog::read_batches`], as stored, and the log's bounds when
+/// Whole batches read by `PartitionLog::read_batches`, as stored, and the log's bounds when
 /// they were read.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BatchRead {
