@@ -14,7 +14,7 @@ use nanokafka::{AsyncNanoKafka, Backpressure, Error, NanoKafka, TopicConfig};
 const WATCHDOG: Duration = Duration::from_secs(60);
 
 /// The data directory's entries but the lock and the format file, sorted.
-fn entries(dir: &Path) -> Vec<String> {
+pub(crate) fn entries(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -3,6 +3,7 @@
 //! after any step), and the name can be created again, empty.
 
 use crate::common;
+use crate::topic_delete::entries;
 
 use std::path::Path;
 use std::process::Command;
@@ -61,17 +62,6 @@ fn delete_in_child_then_kill(dir: &Path, step: &str) {
         .unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{step}: {status:?}");
-}
-
-/// The data directory's entries but the lock and the format file, sorted.
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != ".lock" && n != "format")
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
