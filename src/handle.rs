@@ -427,8 +427,8 @@ impl NanoKafkaBuilder {
         let config = crate::kafka::KafkaConfig {
             bootstrap: servers,
             settings: self.kafka_settings,
-            request_timeout: self.block_timeout,
-            session_timeout: self.session_timeout,
+            request_timeout: self.block_timeout.min(crate::kafka::MAX_WAIT),
+            session_timeout: self.session_timeout.min(crate::kafka::MAX_WAIT),
         };
         let backend = Arc::new(crate::kafka::KafkaBackend::connect(config)?);
         // One worker: librdkafka does the work on its own threads; the runtime only drives

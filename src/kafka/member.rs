@@ -194,7 +194,8 @@ impl KafkaMember {
     }
 
     /// Up to `max_records` consecutive records of one assigned partition, waiting up to
-    /// `timeout` for the first. Advances this member's position past them.
+    /// `timeout` for the first (at most `MAX_WAIT`). Advances this member's position
+    /// past them.
     ///
     /// # Errors
     /// `UnknownTopic` when the topic was deleted, `Kafka` for a consumer error.
@@ -203,7 +204,7 @@ impl KafkaMember {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now() + timeout.min(super::MAX_WAIT);
         loop {
             self.forget_unassigned();
             if !self.pending.is_empty() {

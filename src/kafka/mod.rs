@@ -47,6 +47,10 @@ use crate::error::{Error, Result};
 use crate::group::GroupOptions;
 use flat::SharedMember;
 
+/// The longest wait librdkafka takes (its timeouts are `i32` milliseconds, about 24.8 days):
+/// longer timeouts given to the backend are cut to it, so none wraps or overflows a deadline.
+pub(crate) const MAX_WAIT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// The name the `Unsupported` errors give this backend.
 pub(crate) const BACKEND: &str = "kafka";
 
@@ -60,9 +64,9 @@ pub struct KafkaConfig {
     /// librdkafka settings, by name (<https://docs.confluent.io/platform/current/clients/librdkafka/html/md_CONFIGURATION.html>).
     pub settings: BTreeMap<String, String>,
     /// How long a call waits for the cluster (a produce's delivery, a join, an admin request):
-    /// the builder's `block_timeout`.
+    /// the builder's `block_timeout`, at most `MAX_WAIT` (about 24.8 days).
     pub request_timeout: Duration,
-    /// A member's `session.timeout.ms`: the builder's `session_timeout`.
+    /// A member's `session.timeout.ms`: the builder's `session_timeout`, at most `MAX_WAIT`.
     pub session_timeout: Duration,
 }
 

@@ -76,7 +76,24 @@ fn poll_batch_then_commit_the_last_record(t: &Target) {
     assert_eq!(broker.lag(&topic, "g").unwrap()[&0], 0);
 }
 
+/// The largest timeouts a caller can give (`Duration::MAX` for the block timeout and a
+/// poll's wait) neither panic nor wrap: a poll with a record waiting returns it.
+fn the_largest_timeouts_work(t: &Target) {
+    let topic = t.new_topic("extreme", 1);
+    let client = t
+        .another_client_with(|b| b.block_timeout(Duration::MAX))
+        .expect("a client with the largest block timeout");
+    client.produce(&topic, &7u64).unwrap();
+    client.join_group(&topic, "g", "m").unwrap();
+    let record = client
+        .poll_timeout::<u64>(&topic, "g", "m", Duration::MAX)
+        .unwrap()
+        .expect("the record");
+    assert_eq!(record.value, 7);
+}
+
 on_every_target!(
+    the_largest_timeouts_work,
     join_poll_timeout_commit_and_lag_as_basic_usage_does,
     poll_batch_then_commit_the_last_record,
 );
