@@ -33,11 +33,15 @@ use crate::storage::RecordBatch;
 use crate::types::{Backend, BrokerStats, ConsumerBatch, Delivery, Header, Record};
 
 mod kafka;
+mod lifecycle;
 mod routes;
+pub(crate) use lifecycle::BrokerLink;
 use routes::{ProducePath, RouteCache};
 
-/// The async face of a broker. Obtain one from [`crate::NanoKafka::async_handle`] or wrap an
-/// `Addr<BrokerActor>`.
+/// The async face of a broker. Open one with [`AsyncNanoKafka::open`] or
+/// [`crate::NanoKafkaBuilder::build_async`] (the handle then owns the broker: see
+/// [`AsyncNanoKafka::shutdown`]), take one from [`crate::NanoKafka::async_handle`] (the
+/// blocking handle keeps owning it), or wrap an `Addr<BrokerActor>`.
 ///
 /// Produces take a direct route: the handle learns a topic's partition actors' addresses
 /// (they survive restarts; a deleted topic's route is dropped and learned again if the
@@ -64,6 +68,8 @@ pub struct AsyncNanoKafka {
     /// there, and `addr` is a closed mailbox.
     #[cfg(feature = "kafka")]
     kafka: Option<Arc<crate::kafka::KafkaBackend>>,
+    /// Whether this handle keeps the broker running, and how `shutdown` reaches it.
+    link: BrokerLink,
 }
 
 /// On the Kafka backend, answers with `$body` (where `$k` is the backend) instead of the
@@ -88,6 +94,7 @@ impl From<Addr<BrokerActor>> for AsyncNanoKafka {
             listener_metrics: None,
             #[cfg(feature = "kafka")]
             kafka: None,
+            link: BrokerLink::default(),
         }
     }
 }
@@ -766,5 +773,12 @@ impl AsyncNanoKafka {
             group: group.to_owned(),
         })
         .await
+    }
+
+    /// The broker actor behind a [`crate::BrokerRef`], whose `request` answers one flat
+    /// `Result`. Embedded backend only, as [`AsyncNanoKafka::addr`]: on the Kafka backend
+    /// every request answers `BrokerStopped`.
+    pub fn broker_ref(&self) -> crate::BrokerRef {
+        crate::BrokerRef::new(self.addr.clone())
     }
 }

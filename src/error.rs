@@ -208,7 +208,11 @@ pub enum Error {
 
     /// A blocking `NanoKafka` method was called on an actix thread, where it would deadlock
     /// that thread. Use the async handle or the actor messages there.
-    #[error("blocking NanoKafka call on an actix thread; use AsyncNanoKafka or messages instead")]
+    #[error(
+        "blocking NanoKafka call on an actix/tokio thread (it would stall the runtime); in async \
+         code use AsyncNanoKafka: AsyncNanoKafka::open(dir).await or \
+         NanoKafka::builder()...build_async().await, then its methods, or the actor messages"
+    )]
     BlockingInActorContext,
 
     /// A `TopicConfig` field (`field`) whose value cannot work: 0 partitions, a retention

@@ -20,7 +20,8 @@ use serde::Serialize;
 use crate::actors::broker::BrokerActor;
 use crate::actors::io_thread::IoThread;
 use crate::actors::BrokerSettings;
-use crate::async_handle::AsyncNanoKafka;
+use crate::async_handle::{AsyncNanoKafka, BrokerLink};
+use crate::broker_ref::BrokerRef;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
@@ -398,13 +399,14 @@ impl NanoKafkaBuilder {
         for name in &topic_names {
             crate::wait::block_on(handle.learn_route(name));
         }
+        let listener_addr = listener.as_ref().map(ListenerHandle::addr);
         Ok(NanoKafka {
-            inner: Arc::new(Inner {
-                handle,
+            inner: Arc::new_cyclic(|inner| Inner {
+                handle: handle.with_link(BrokerLink::borrowing(inner.clone(), listener_addr)),
                 system: Some(system),
                 thread: Mutex::new(Some(thread)),
                 stopped: AtomicBool::new(false),
-                listener_addr: listener.as_ref().map(ListenerHandle::addr),
+                listener_addr,
                 listener: Mutex::new(listener),
                 #[cfg(feature = "kafka")]
                 kafka: None,
@@ -440,8 +442,9 @@ impl NanoKafkaBuilder {
             .build()
             .map_err(|e| Error::io("start the Kafka backend's runtime", "", e))?;
         Ok(NanoKafka {
-            inner: Arc::new(Inner {
-                handle: AsyncNanoKafka::kafka(backend),
+            inner: Arc::new_cyclic(|inner| Inner {
+                handle: AsyncNanoKafka::kafka(backend)
+                    .with_link(BrokerLink::borrowing(inner.clone(), None)),
                 system: None,
                 thread: Mutex::new(None),
                 stopped: AtomicBool::new(false),
@@ -530,8 +533,10 @@ pub struct NanoKafka {
     inner: Arc<Inner>,
 }
 
+/// The broker a [`NanoKafka`] (or an owning [`AsyncNanoKafka`]) keeps running: dropping the
+/// last `Arc` of it shuts the broker down. Its own `handle` reaches it only weakly (no cycle).
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     handle: AsyncNanoKafka,
     /// The broker's actor system; `None` on the Kafka backend.
     system: Option<System>,
@@ -612,7 +617,13 @@ impl Inner {
         closed
     }
 
-    fn shutdown(&self) -> Result<()> {
+    /// Where the Kafka listener is bound, if there is one.
+    pub(crate) fn listener_addr(&self) -> Option<std::net::SocketAddr> {
+        self.listener_addr
+    }
+
+    /// [`NanoKafka::shutdown`]: the close, once; `Ok` when already shut down.
+    pub(crate) fn shutdown(&self) -> Result<()> {
         // Refused before anything changes: an error means nothing happened.
         refuse_actix_thread()?;
         if self.stopped.swap(true, Ordering::SeqCst) {
@@ -693,6 +704,21 @@ impl NanoKafka {
     /// The broker actor, for actors that send [`crate::messages`].
     pub fn addr(&self) -> Addr<BrokerActor> {
         self.inner.handle.addr().clone()
+    }
+
+    /// The broker actor behind [`BrokerRef`], whose `request` answers one flat `Result`.
+    /// Embedded backend only, as [`NanoKafka::addr`]: on the Kafka backend every request
+    /// answers `BrokerStopped`.
+    pub fn broker_ref(&self) -> BrokerRef {
+        BrokerRef::new(self.addr())
+    }
+
+    /// An async handle that keeps this broker running as a `NanoKafka` clone does.
+    pub(crate) fn owning_async_handle(&self) -> AsyncNanoKafka {
+        self.inner
+            .handle
+            .for_any_caller()
+            .with_link(BrokerLink::owning(self.inner.clone()))
     }
 
     fn call<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {

@@ -7,7 +7,9 @@
 //! topic, which starts one `PartitionActor` per partition (the single owner of its files)
 //! and one `GroupCoordinatorActor` per consumer group. Two handles front it: the blocking
 //! [`NanoKafka`] for plain threads and [`AsyncNanoKafka`] for code already on actix/tokio;
-//! actors can also send the typed [`messages`] to the broker's `Addr<BrokerActor>`.
+//! actors can also send the typed [`messages`] to the broker's `Addr<BrokerActor>`, or
+//! through a [`BrokerRef`] that answers one flat `Result`. Async code opens a broker with
+//! [`AsyncNanoKafka::open`] and closes it with [`AsyncNanoKafka::shutdown`].
 //! `actors.md` at the crate root maps every actor and message.
 //!
 //! # Layers, bottom up (each module uses only the ones below it)
@@ -38,6 +40,7 @@
 
 mod actors;
 mod async_handle;
+mod broker_ref;
 pub mod clock;
 mod config;
 mod consumer;
@@ -65,6 +68,7 @@ mod wait;
 pub use actors::broker::BrokerActor;
 pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
+pub use broker_ref::{BrokerRef, RequestExt};
 pub use config::{
     Backpressure, FsyncPolicy, TimestampType, TopicChanges, TopicConfig, MAX_PARTITIONS,
     MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
