@@ -1092,4 +1092,38 @@ impl NanoKafka {
     pub fn shutdown(&self) -> Result<()> {
         self.inner.shutdown()
     }
+
+    /// [`AsyncNanoKafka::describe_broker`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::describe_broker`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn describe_broker(&self) -> Result<crate::messages::BrokerDescription> {
+        self.call(self.inner.handle.describe_broker())
+    }
+
+    /// [`AsyncNanoKafka::crash_topic`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::crash_topic`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn crash_topic(&self, topic: &str) -> Result<()> {
+        self.call(self.inner.handle.crash_topic(topic))
+    }
+
+    /// [`AsyncNanoKafka::crash_broker`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::crash_broker`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn crash_broker(&self) -> Result<()> {
+        self.call(self.inner.handle.crash_broker())
+    }
+
+    /// [`AsyncNanoKafka::crash_group_coordinator`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::crash_group_coordinator`]; `BlockingInActorContext` on an
+    /// actix/tokio thread.
+    pub fn crash_group_coordinator(&self, topic: &str, group: &str) -> Result<()> {
+        self.call(self.inner.handle.crash_group_coordinator(topic, group))
+    }
 }

@@ -5,7 +5,51 @@
 //! Topic-scoped messages are forwarded by the `BrokerActor` to the topic's `TopicActor`
 //! (`Error::UnknownTopic` if there is none). Payloads are bytes on this face; build them with
 //! [`crate::types::encode`] and read them back with [`Record::decode`], or use
-//! [`crate::AsyncNanoKafka`], which does both.
+//! [`crate::AsyncNanoKafka`], which does both. [`crate::BrokerRef::request`] (or
+//! [`crate::RequestExt::request`] on the `Addr`) folds the `MailboxError` into
+//! `Error::BrokerStopped`, so a request answers one `Result`.
+//!
+//! # The three faces
+//! Every method of the blocking [`crate::NanoKafka`] is on [`crate::AsyncNanoKafka`] with the
+//! same name and arguments (async), and is one message here (or, where noted, a few). "same"
+//! is the blocking handle's name.
+//!
+//! | `NanoKafka` | `AsyncNanoKafka` | message |
+//! |---|---|---|
+//! | `open`, `builder().build()` | `open`, `builder().build_async()` | (starts the broker) |
+//! | `shutdown` | same | [`Shutdown`] (the handles also stop the actor system) |
+//! | `create_topic` | same | [`CreateTopic`] |
+//! | `list_topics` | same | [`ListTopics`] |
+//! | `alter_topic` | same | [`AlterTopic`] |
+//! | `delete_topic` | same | [`DeleteTopic`] |
+//! | `describe_broker` | same | [`DescribeBroker`] |
+//! | `produce`, `produce_keyed`, `produce_raw` | same | [`Produce`] of one record |
+//! | `produce_with_headers`, `produce_raw_with_headers` | same | [`ProduceBatch`] of one |
+//! | `produce_batch`, `produce_batch_raw` | same | [`ProduceBatch`], [`Produce`] |
+//! | `produce_kafka_batch` | same | [`ProduceKafkaBatch`] |
+//! | `offset_for_timestamp` | same | [`OffsetForTimestamp`] |
+//! | `join_group`, `join_group_with` | same | [`JoinGroup`] |
+//! | `leave_group` | same | [`LeaveGroup`] |
+//! | `heartbeat` | same | [`Heartbeat`] |
+//! | `poll`, `poll_timeout`, `poll_batch`, `poll_batch_raw` | same | [`Poll`] |
+//! | `commit` | same | [`Commit`] |
+//! | `reset_offset` | same | [`ResetOffset`] |
+//! | `lag` | same | [`Lag`] |
+//! | `stats` | same | [`GetStats`] (handles add the listener's counters) |
+//! | `consumer`, `consumer_with` ([`crate::Consumer`]) | `consumer_poll`, `fenced_commit` | [`JoinGroup`], [`ConsumerPoll`], [`FencedCommit`] |
+//! | (an actor receives the records) | `subscribe` | [`Subscribe`] |
+//! | `crash_partition` | same | [`CrashPartition`] |
+//! | `crash_topic` | same | [`CrashTopic`] |
+//! | `crash_broker` | same | [`CrashBroker`] |
+//! | `crash_group_coordinator` | same | [`CrashGroupCoordinator`] |
+//! | `listener_addr`, `backend`, `addr`, `broker_ref` | same | (local to the handle) |
+//! | `async_handle` | (it is one) | (local) |
+//! | (the Kafka listener's data path) | `fetch_kafka_batches`, `wait_for_kafka_append`, `list_kafka_offset`, `allocate_producer_id` | [`FetchKafkaBatches`], [`WaitForKafkaAppend`], [`ListKafkaOffset`], [`AllocateProducerId`] |
+//!
+//! The handles' produces may skip the broker (each partition's lane, learned with the
+//! topic's route); the messages above take the broker's path to the same lanes, with the
+//! same answers. On the Kafka backend the handles' methods answer from the cluster, while
+//! these messages have no actor to go to and answer `BrokerStopped`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +84,9 @@ macro_rules! topic_message {
         }
     };
 }
+
+pub use crate::actors::broker::{CrashBroker, CrashGroupCoordinator};
+pub use crate::actors::topic::CrashTopic;
 
 mod kafka;
 pub use kafka::{
@@ -292,6 +339,29 @@ pub struct Lag {
     pub group: String,
 }
 topic_message!(Lag => BTreeMap<u32, u64>);
+
+/// Move `group`'s committed offset of `partition` to `offset`, the next offset the group
+/// reads (Kafka's `kafka-consumer-groups --reset-offsets`; an operator's tool, not a
+/// consumer's commit). `offset` must be within the partition's `[log start, log end]` (the
+/// log end: nothing left to read). The group need not exist yet. Reply: `()` once the new
+/// offset is stored.
+///
+/// Refused while the group has live members on the topic, as Kafka refuses a group that is
+/// not empty: they would read on from their position and their next commit would undo the
+/// reset. Membership lives in memory only, so a broker just opened has no live members. The
+/// check and the write are two steps: a member that joins between them is not seen.
+///
+/// Errors: `GroupNotEmpty`, `InvalidArgument` (offset outside the partition), `InvalidId`,
+/// `UnknownTopic`, `UnknownPartition`, `Io`, `PartitionRestarted`, `PartitionFailed`,
+/// `BrokerStopped`. Nothing changes on an error.
+#[derive(Debug, Clone)]
+pub struct ResetOffset {
+    pub topic: String,
+    pub group: String,
+    pub partition: u32,
+    pub offset: u64,
+}
+topic_message!(ResetOffset => ());
 
 /// Fault injection, for tests and demos: the partition's actor panics inside its handler,
 /// is restarted by its supervisor and reloads from disk. Reply: `()` once the crash was

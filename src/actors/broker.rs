@@ -28,9 +28,12 @@ use crate::storage::producer_ids::ProducerIdBlocks;
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
 
-/// Fault injection for tests: crash a group's coordinator (internal; see
-/// `messages::CrashPartition` for the public one).
-#[derive(Debug)]
+/// Fault injection, for tests and demos: the coordinator actor of `group` on `topic` panics
+/// inside its handler and is restarted by its supervisor. Memberships are reset (members get
+/// `UnknownMember` and join again; a `Consumer` rejoins by itself); committed offsets stay.
+/// Reply: `()` once the crash was triggered. Errors: `UnknownTopic`, `UnknownGroup`,
+/// `BrokerStopped`.
+#[derive(Debug, Clone)]
 pub struct CrashGroupCoordinator {
     pub topic: String,
     pub group: String,
@@ -140,8 +143,8 @@ impl Supervised for BrokerActor {
 }
 
 /// Fault injection: the broker actor panics inside its handler and is restarted with the
-/// same state (topics, lock, arbiters). Never fails.
-#[derive(Debug)]
+/// same state (topics, lock, arbiters). Errors: `BrokerStopped` only.
+#[derive(Debug, Clone, Copy)]
 pub struct CrashBroker;
 impl Message for CrashBroker {
     type Result = Result<()>;

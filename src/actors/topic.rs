@@ -42,6 +42,7 @@ pub use kafka_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetC
 
 mod alter;
 mod delete;
+mod reset;
 pub use alter::AlterTopicActors;
 pub use delete::DeleteTopicActors;
 
@@ -267,9 +268,10 @@ impl Supervised for TopicActor {
     }
 }
 
-/// Fault injection: the topic's actor panics inside its handler and is restarted.
-/// Errors: `UnknownTopic` (from the broker).
-#[derive(Debug)]
+/// Fault injection, for tests and demos: the topic's actor panics inside its handler and is
+/// restarted with its state (partitions and groups keep running). Reply: `()` once the crash
+/// was triggered. Errors: `UnknownTopic` (from the broker), `BrokerStopped`.
+#[derive(Debug, Clone)]
 pub struct CrashTopic {
     pub topic: String,
 }

@@ -15,7 +15,7 @@ use crate::actors::topic::{
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
-use crate::messages::OffsetSpec;
+use crate::messages::ResetOffset;
 use crate::types::GroupStats;
 
 impl AsyncNanoKafka {
@@ -87,35 +87,15 @@ impl AsyncNanoKafka {
         if self.kafka.is_some() {
             return Err(crate::kafka::unsupported("reset_offset"));
         }
+        // Checked here too, so a bad group id is named before the topic is looked up.
         crate::config::validate_id("group", group)?;
-        if let Some(live) = self.describe_native_group(topic, group).await? {
-            if !live.assignment.is_empty() {
-                return Err(Error::GroupNotEmpty {
-                    topic: topic.to_owned(),
-                    group: group.to_owned(),
-                    members: live.assignment.into_keys().collect(),
-                });
-            }
-        }
-        let bound = |spec| async move {
-            let listed = self.list_kafka_offset(topic, partition, spec).await?;
-            Ok::<_, Error>(listed.map_or(0, |l| l.offset))
-        };
-        let (start, end) = (
-            bound(OffsetSpec::Earliest).await?,
-            bound(OffsetSpec::Latest).await?,
-        );
-        if !(start..=end).contains(&offset) {
-            return Err(Error::InvalidArgument {
-                name: "offset",
-                reason: format!(
-                    "{offset} is outside {topic}/{partition}, which holds offsets {start} to \
-                     {end} (the log end)"
-                ),
-            });
-        }
-        self.set_committed_offset(topic, group, partition, offset)
-            .await
+        self.ask(ResetOffset {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partition,
+            offset,
+        })
+        .await
     }
 
     /// `group`'s committed offset on each partition of `topic`, in partition order (`None`:

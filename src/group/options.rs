@@ -18,19 +18,39 @@ pub enum StartFrom {
     Latest,
 }
 
-/// How a group behaves, fixed by its first member's join.
+/// How a group behaves, fixed by its first member's join (a later join with other options
+/// is refused with `GroupOptionsMismatch`). Built with chainable setters from the defaults
+/// (round-robin, from the earliest offset):
+///
+/// ```
+/// use nanokafka::{Assignor, GroupOptions, StartFrom};
+/// let options = GroupOptions::new()
+///     .assignor(Assignor::Range)
+///     .start(StartFrom::Latest);
+/// assert_eq!(options.start, StartFrom::Latest);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct GroupOptions {
+    /// How partitions are spread over the members (default round-robin).
     pub assignor: Assignor,
+    /// Where the group starts reading a partition it has no committed offset for (default
+    /// the earliest offset).
     pub start: StartFrom,
 }
 
 impl GroupOptions {
+    /// The defaults: [`Assignor::default`], [`StartFrom::Earliest`].
+    pub fn new() -> Self {
+        GroupOptions::default()
+    }
+
+    /// Sets how partitions are spread over the members.
     pub fn assignor(mut self, assignor: Assignor) -> Self {
         self.assignor = assignor;
         self
     }
 
+    /// Sets where the group starts reading a partition without a committed offset.
     pub fn start(mut self, start: StartFrom) -> Self {
         self.start = start;
         self
