@@ -3,7 +3,8 @@
 //! It owns an actix System on a background thread (`nanokafka-broker`) plus the I/O
 //! arbiters; each call sends one message and blocks the calling thread for the reply. Called
 //! on an actix thread, where blocking would deadlock, a call returns
-//! `Error::BlockingInActorContext` instead. Dropping the last clone shuts the broker down.
+//! `Error::BlockingInActorContext` instead. Dropping the last clone (and the last owning
+//! `AsyncNanoKafka`, see `async_handle::lifecycle`) shuts the broker down.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -696,7 +697,11 @@ impl NanoKafka {
         self.inner.handle.backend()
     }
 
-    /// The async face of this broker, for code on actix/tokio threads.
+    /// The async face of this broker, for code on actix/tokio threads. It does not keep the
+    /// broker running: once the last `NanoKafka` (and owning async handle) is dropped, its
+    /// calls answer `BrokerStopped`. Its [`AsyncNanoKafka::shutdown`] shuts this broker down
+    /// as [`NanoKafka::shutdown`] does (this handle then answers `BrokerStopped`). To open a
+    /// broker that async code owns, use [`AsyncNanoKafka::open`].
     pub fn async_handle(&self) -> AsyncNanoKafka {
         self.inner.handle.for_any_caller()
     }

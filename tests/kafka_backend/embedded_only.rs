@@ -132,17 +132,29 @@ fn difference_embedded_only_calls(t: &Target) {
 }
 
 /// The actor face: messages sent to `addr()` reach the broker actor on the embedded broker;
-/// on Kafka no broker actor runs, and the send fails with a closed mailbox.
+/// on Kafka no broker actor runs, and the send fails with a closed mailbox (through
+/// `broker_ref()`: `BrokerStopped`).
 fn difference_actor_face(t: &Target) {
-    let addr = t.broker().addr();
-    let sent = actix_rt::System::new()
-        .block_on(async move { addr.send(nanokafka::messages::ListTopics).await });
+    let (addr, broker) = (t.broker().addr(), t.broker().broker_ref());
+    let (sent, requested) = actix_rt::System::new().block_on(async move {
+        let sent = addr.send(nanokafka::messages::ListTopics).await;
+        (sent, broker.request(nanokafka::messages::ListTopics).await)
+    });
     match t.is_kafka() {
-        false => assert!(matches!(sent, Ok(Ok(_))), "{sent:?}"),
-        true => assert!(
-            sent.is_err(),
-            "Kafka: a message to addr() was answered: {sent:?}"
-        ),
+        false => {
+            assert!(matches!(sent, Ok(Ok(_))), "{sent:?}");
+            assert!(requested.is_ok(), "{requested:?}");
+        }
+        true => {
+            assert!(
+                sent.is_err(),
+                "Kafka: a message to addr() was answered: {sent:?}"
+            );
+            assert!(
+                matches!(requested, Err(nanokafka::Error::BrokerStopped)),
+                "{requested:?}"
+            );
+        }
     }
 }
 

@@ -20,6 +20,7 @@ mod differences;
 mod embedded_only;
 mod flat;
 mod groups;
+mod lifecycle;
 mod produce;
 mod records;
 mod subscribe;
