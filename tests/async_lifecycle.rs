@@ -238,3 +238,28 @@ fn an_async_handle_outlives_the_blocking_handle_it_came_from_only_if_it_owns() {
             .unwrap();
     });
 }
+
+#[test]
+fn a_handle_wrapped_from_an_addr_shuts_down_through_the_actor_face() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    let broker = NanoKafka::open(&path).unwrap();
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    broker.produce("t", &3u64).unwrap();
+    let wrapped = AsyncNanoKafka::from(broker.addr());
+    let reopen_path = path.clone();
+    in_system(move || async move {
+        wrapped.shutdown().await.unwrap();
+        wrapped.shutdown().await.unwrap();
+        // The partitions are closed and the lock released; the data is on disk.
+        assert!(matches!(
+            wrapped.lag("t", "g").await,
+            Err(Error::BrokerStopped)
+        ));
+        let again = AsyncNanoKafka::open(&reopen_path).await.unwrap();
+        assert_eq!(produced_values(&again, "t", "g").await, [3]);
+        again.shutdown().await.unwrap();
+    });
+    // The blocking handle's own close finds nothing left to close.
+    broker.shutdown().unwrap();
+}

@@ -129,8 +129,12 @@ struct Replan {
     generation: u64,
 }
 impl Message for Replan {
-    type Result = Result<(Option<(Assignment, Vec<u32>)>, Rebalanced)>;
+    type Result = Result<(Option<Replanned>, Rebalanced)>;
 }
+
+/// A changed plan: the member's assignment, its partitions in poll order, and every
+/// partition of the topic (a topic alter may have added some since the poll began).
+type Replanned = (Assignment, Vec<u32>, Vec<PartitionRef>);
 
 /// Resolves when the group rebalances (or its coordinator restarts).
 type Rebalanced = oneshot::Receiver<()>;
@@ -371,7 +375,7 @@ impl Handler<PollServed> for GroupCoordinatorActor {
 }
 
 impl Handler<Replan> for GroupCoordinatorActor {
-    type Result = Result<(Option<(Assignment, Vec<u32>)>, Rebalanced)>;
+    type Result = Result<(Option<Replanned>, Rebalanced)>;
 
     fn handle(&mut self, msg: Replan, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Replan").entered();
@@ -389,6 +393,8 @@ impl Handler<Replan> for GroupCoordinatorActor {
                     (assignment.generation != msg.generation).then_some((assignment, order)),
                 )
             })?;
+            let replanned =
+                replanned.map(|(assignment, order)| (assignment, order, act.partitions.clone()));
             Ok((replanned, act.next_rebalance()))
         })
     }
@@ -557,7 +563,8 @@ impl PollPlan {
             .await
             .map_err(|_| Error::BrokerStopped)??;
         self.rebalanced = Some(next);
-        if let Some((assignment, order)) = changed {
+        if let Some((assignment, order, partitions)) = changed {
+            self.partitions = partitions;
             self.targets = order.into_iter().map(|p| (p, None)).collect();
             self.generation = assignment.generation;
             *replanned = Some(assignment);
