@@ -16,6 +16,12 @@
 //! is forwarded keeps its original context. Outside any span nothing is added, and the
 //! produce allocates nothing more than it would without this module.
 //!
+//! The span is the one current where the produce runs: for the blocking handle the caller's
+//! thread; for the async handle, where its future is first polled, so an async caller awaits
+//! the produce inside the span or instruments the future
+//! (`bus.produce(..).instrument(span)`); a future spawned elsewhere does not inherit the span
+//! that was current when it was created.
+//!
 //! Not injected: [`produce_batch`](crate::AsyncNanoKafka::produce_batch) and
 //! [`produce_batch_raw`](crate::AsyncNanoKafka::produce_batch_raw) store the records as the
 //! caller laid them out (add [`current_headers`] to a record's headers there), and
@@ -32,9 +38,10 @@
 //!   *follows from* it (`Span::follows_from`): a `tracing` layer sees
 //!   `on_follows_from(handler, producer)`. Linking is best effort: a `tracing` registry reuses
 //!   the id of a closed span, so a record handled after its producer's span closed may be
-//!   linked to whichever span has that id now, or to none. A header written by another
-//!   process, or by this program before a restart, names another process's spans: it is
-//!   recognised by its process nonce and ignored.
+//!   linked to whichever span has that id now, or to none; the same holds when the producer
+//!   and the handler run under two different subscribers of one process. A header written by
+//!   another process, or by this program before a restart, names another process's spans: it
+//!   is recognised by its process nonce and ignored.
 //! - With the `otel` feature, and an OpenTelemetry layer (`tracing_opentelemetry`) on the
 //!   producer's subscriber: W3C Trace Context, [`TRACEPARENT_HEADER`] (and
 //!   [`TRACESTATE_HEADER`] when the span's trace state is not empty), written by
