@@ -270,15 +270,21 @@ impl AsyncNanoKafka {
 
     /// Produces a typed record without a key (round-robin over partitions).
     ///
+    /// Inside a `tracing` span the record also carries that span's context in a header
+    /// ([`crate::trace`]).
+    ///
     /// # Errors
     /// As [`crate::messages::Produce`], plus `Encode`.
     pub async fn produce<T: Serialize + ?Sized>(&self, topic: &str, value: &T) -> Result<Delivery> {
         let mut batch = RecordBatch::new();
-        batch.push(value)?;
+        crate::trace::push_typed(&mut batch, None, value, &[])?;
         self.produce_one(topic, batch).await
     }
 
     /// Produces a typed record with a key (Kafka's partitioner picks the partition).
+    ///
+    /// Inside a `tracing` span the record also carries that span's context in a header
+    /// ([`crate::trace`]).
     ///
     /// # Errors
     /// As [`crate::messages::Produce`], plus `Encode`.
@@ -289,11 +295,14 @@ impl AsyncNanoKafka {
         value: &T,
     ) -> Result<Delivery> {
         let mut batch = RecordBatch::new();
-        batch.push_keyed(key, value)?;
+        crate::trace::push_typed(&mut batch, Some(key.as_ref()), value, &[])?;
         self.produce_one(topic, batch).await
     }
 
     /// Produces payload bytes unchanged (the raw-bytes path, for interop).
+    ///
+    /// Inside a `tracing` span the record also carries that span's context in a header
+    /// ([`crate::trace`]).
     ///
     /// # Errors
     /// As [`crate::messages::Produce`].
@@ -304,12 +313,15 @@ impl AsyncNanoKafka {
         value: Vec<u8>,
     ) -> Result<Delivery> {
         let mut batch = RecordBatch::with_capacity(1, key.map_or(0, <[u8]>::len) + value.len());
-        batch.push_raw(key, &value);
+        crate::trace::push_raw(&mut batch, key, &value, &[]);
         self.produce_one(topic, batch).await
     }
 
     /// Produces a typed record with headers, and a key when given (Kafka's partitioner then
     /// picks the partition; without one, round-robin).
+    ///
+    /// Inside a `tracing` span the record also carries that span's context in a header
+    /// ([`crate::trace`]).
     ///
     /// # Errors
     /// As [`crate::messages::Produce`], plus `Encode`.
@@ -321,11 +333,14 @@ impl AsyncNanoKafka {
         headers: &[Header],
     ) -> Result<Delivery> {
         let mut batch = RecordBatch::new();
-        batch.push_with_headers(key, value, headers)?;
+        crate::trace::push_typed(&mut batch, key, value, headers)?;
         self.produce_one(topic, batch).await
     }
 
     /// Produces payload bytes unchanged, with headers.
+    ///
+    /// Inside a `tracing` span the record also carries that span's context in a header
+    /// ([`crate::trace`]).
     ///
     /// # Errors
     /// As [`crate::messages::Produce`].
@@ -337,7 +352,7 @@ impl AsyncNanoKafka {
         headers: &[Header],
     ) -> Result<Delivery> {
         let mut batch = RecordBatch::new();
-        batch.push_raw_with_headers(key, value, headers);
+        crate::trace::push_raw(&mut batch, key, value, headers);
         self.produce_one(topic, batch).await
     }
 

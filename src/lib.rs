@@ -32,7 +32,8 @@
 //!    with the `kafka` feature, `kafka`: the same handles served by an Apache Kafka cluster
 //!    through librdkafka, and `kafka::transfer` (`nanokafka export` / `import`). [`inspect`]
 //!    reads segment files and stored batches for the command line (`dump`, `verify`,
-//!    `consume`).
+//!    `consume`). [`trace`] carries the producer's span to the handler's in record headers
+//!    (W3C `traceparent` with the `otel` feature).
 //!
 //! The modules are private; what a user needs is re-exported here and in [`messages`]. The
 //! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for
@@ -62,6 +63,7 @@ mod storage;
 /// The storage engine, for tests, benchmarks and fuzzing (`test-support` feature).
 #[cfg(feature = "test-support")]
 pub mod storage;
+pub mod trace;
 mod types;
 mod wait;
 
