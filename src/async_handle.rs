@@ -23,9 +23,9 @@ use crate::group::{Assignment, GroupOptions};
 use crate::listener::ListenerMetrics;
 use crate::messages::{
     AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic,
-    Delivered, DescribeBroker, FencedCommit, GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag,
-    LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe,
-    SubscribeOptions, Subscription,
+    Delivered, DescribeBroker, FencedCommit, GetStats, GetTopicConfig, Heartbeat, JoinGroup,
+    KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch,
+    ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::route as route_batch;
@@ -764,6 +764,26 @@ impl AsyncNanoKafka {
         self.ask(CrashGroupCoordinator {
             topic: topic.to_owned(),
             group: group.to_owned(),
+        })
+        .await
+    }
+
+    /// One topic's config, as [`AsyncNanoKafka::list_topics`] reports it, without copying
+    /// every other topic's. On the Kafka backend it is taken from `list_topics` (Kafka keeps
+    /// no `payload_type`: it reads `None` there).
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `BrokerStopped`.
+    pub async fn describe_topic(&self, topic: &str) -> Result<TopicConfig> {
+        on_kafka!(self, |k| k.list_topics().await?.remove(topic).ok_or_else(
+            || {
+                Error::UnknownTopic {
+                    topic: topic.to_owned(),
+                }
+            }
+        ));
+        self.ask(GetTopicConfig {
+            topic: topic.to_owned(),
         })
         .await
     }

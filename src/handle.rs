@@ -1066,4 +1066,13 @@ impl NanoKafka {
     pub fn shutdown(&self) -> Result<()> {
         self.inner.shutdown()
     }
+
+    /// [`AsyncNanoKafka::describe_topic`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::describe_topic`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn describe_topic(&self, topic: &str) -> Result<TopicConfig> {
+        self.call(self.inner.handle.describe_topic(topic))
+    }
 }
