@@ -51,9 +51,7 @@ fn broker_with_orders(records: u64) -> (tempfile::TempDir, NanoKafka) {
     let dir = tempfile::tempdir().unwrap();
     let broker = NanoKafka::open(dir.path()).unwrap();
     let orders = broker.topic::<Order>(TOPIC);
-    orders
-        .create(TopicConfig::default().partitions(2))
-        .unwrap();
+    orders.create(TopicConfig::default().partitions(2)).unwrap();
     for id in 0..records {
         orders.produce(&order(id)).unwrap();
     }
@@ -165,7 +163,9 @@ fn a_subscription_or_stream_of_another_type_is_refused_and_does_not_join() {
     });
     // The group was never created: nobody joined, nobody read or committed.
     assert!(members(&broker, "g").is_empty());
-    assert!(!broker.stats().unwrap().topics[TOPIC].groups.contains_key("g"));
+    assert!(!broker.stats().unwrap().topics[TOPIC]
+        .groups
+        .contains_key("g"));
 }
 
 #[test]
@@ -184,7 +184,13 @@ fn accept_any_payload_type_reads_a_subset_struct() {
         .unwrap();
     let mut ids = Vec::new();
     while ids.len() < 4 {
-        ids.extend(consumer.poll_batch(10, PATIENCE).unwrap().into_iter().map(|r| r.value.id));
+        ids.extend(
+            consumer
+                .poll_batch(10, PATIENCE)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.value.id),
+        );
     }
     ids.sort_unstable();
     assert_eq!(ids, [0, 1, 2, 3]);
@@ -238,7 +244,10 @@ fn topic_produce_calls_carry_keys_and_headers() {
     while read.len() < 3 {
         read.extend(consumer.poll_batch(10, PATIENCE).unwrap());
     }
-    let last = read.iter().find(|r| r.offset == with_headers.offset).unwrap();
+    let last = read
+        .iter()
+        .find(|r| r.offset == with_headers.offset)
+        .unwrap();
     assert_eq!(last.value, order(3));
     assert_eq!(last.headers, headers);
     assert_eq!(last.key.as_deref(), Some(&b"customer-1"[..]));
@@ -279,8 +288,14 @@ fn alter_topic_records_a_new_type_name_or_clears_it() {
     assert!(broker.topic::<Shipment>(TOPIC).consumer("c", "m").is_ok());
     // An empty name is refused and changes nothing.
     assert!(matches!(
-        broker.alter_topic(TOPIC, TopicChanges::default().payload_type(Some(String::new()))),
-        Err(Error::InvalidConfig { field: "payload_type", .. })
+        broker.alter_topic(
+            TOPIC,
+            TopicChanges::default().payload_type(Some(String::new()))
+        ),
+        Err(Error::InvalidConfig {
+            field: "payload_type",
+            ..
+        })
     ));
     assert_eq!(broker.describe_topic(TOPIC).unwrap().payload_type, None);
 }
@@ -320,7 +335,9 @@ fn a_topic_config_file_written_before_payload_type_existed_loads_unchecked() {
     broker
         .alter_topic(TOPIC, TopicChanges::default().partitions(3))
         .unwrap();
-    assert!(!std::fs::read_to_string(dir.path().join(format!("{TOPIC}.json")))
-        .unwrap()
-        .contains("payload_type"));
+    assert!(
+        !std::fs::read_to_string(dir.path().join(format!("{TOPIC}.json")))
+            .unwrap()
+            .contains("payload_type")
+    );
 }
