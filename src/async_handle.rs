@@ -487,6 +487,8 @@ impl AsyncNanoKafka {
 
     /// Subscribes `recipient` (an actor) to `topic` as `member` of `group`: records are
     /// pushed as typed [`Delivered<T>`] batches and committed by its [`crate::messages::Ack`].
+    /// The payload type the topic records is not checked here (any `T` may read it):
+    /// [`crate::Topic::subscribe`] is the checked way.
     ///
     /// # Errors
     /// As [`crate::messages::Subscribe`].

@@ -221,6 +221,8 @@ pub(crate) async fn poll_rejoining(
 
 impl NanoKafka {
     /// Joins `group` as `member` and returns a [`Consumer`] of `T` payloads.
+    /// The payload type the topic records is not checked here (any `T` may read it):
+    /// [`crate::BlockingTopic::consumer`] is the checked way.
     ///
     /// # Errors
     /// As [`NanoKafka::join_group`].
