@@ -1,5 +1,6 @@
 //! [`RecordStream`]: a consumer group member as a `futures::Stream`, the async twin of
-//! [`crate::Consumer`], built on the member state the consumer module shares. The rules
+//! [`crate::Consumer`], built on the member state the consumer module shares (embedded) or a
+//! librdkafka member (`kafka`, the Kafka backend). The rules
 //! (polling, rebalances, commits, decode errors, leaving) are documented on
 //! [`RecordStream`], where rustdoc shows them.
 
@@ -18,6 +19,9 @@ use crate::consumer::{poll_rejoining, Membership, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
+
+#[cfg(feature = "kafka")]
+mod kafka;
 
 /// How a [`RecordStream`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,8 +110,13 @@ const GENERATIONS_REMEMBERED: usize = 8;
 ///   dropping the stream leaves too, without blocking (the leave is sent, not awaited), so
 ///   the partitions go to the other members at once instead of after the session timeout.
 ///
-/// On the Kafka backend, streams are not available yet: [`AsyncNanoKafka::stream`] returns
-/// `Error::Unsupported` there (use [`crate::NanoKafka::consumer`] or a subscription).
+/// On the Kafka backend the member is a librdkafka group member (as a `Consumer`'s is
+/// there), whose blocking calls run on tokio's blocking pool: the same rules, with its
+/// generations counting the assignments it received; a commit is refused with
+/// `IllegalGeneration` when the member was assigned again since the record was yielded.
+/// A commit made while a poll is in flight (the stream's `next` was dropped before it
+/// answered) waits for that poll there, at most `poll_wait`. [`RecordStream::seek`] is
+/// `Unsupported` there.
 ///
 /// ```no_run
 /// # async fn run(bus: nanokafka::AsyncNanoKafka) -> nanokafka::Result<()> {
@@ -125,13 +134,13 @@ const GENERATIONS_REMEMBERED: usize = 8;
 #[must_use = "a stream does nothing unless polled; dropping it leaves the group"]
 pub struct RecordStream<T> {
     handle: AsyncNanoKafka,
-    membership: Membership,
+    member: Member,
     options: StreamOptions,
     /// Records read in the membership's current generation, not yet yielded, with the
     /// partition each is of (a decode error's too).
     buffer: VecDeque<(u32, Result<Record<T>>)>,
     /// The poll in flight.
-    polling: Option<BoxFuture<'static, Result<Polled>>>,
+    polling: Option<BoxFuture<'static, Result<Answer>>>,
     /// Per partition, the offsets yielded in each of its last generations: `(generation,
     /// first, last)`, newest last. A commit looks the record's generation up here.
     yielded: BTreeMap<u32, VecDeque<(u64, u64, u64)>>,
@@ -145,10 +154,45 @@ pub struct RecordStream<T> {
 // No field is ever pinned: the poll in flight is boxed, the rest is plain data.
 impl<T> Unpin for RecordStream<T> {}
 
+/// The group member behind a stream, on either backend.
+#[derive(Debug)]
+enum Member {
+    /// On the embedded broker: the member state `Consumer` uses too.
+    Embedded(Membership),
+    /// On the Kafka backend: a librdkafka member.
+    #[cfg(feature = "kafka")]
+    Kafka(kafka::KafkaSide),
+}
+
+/// A poll's answer, per backend.
+enum Answer {
+    Embedded(Polled),
+    #[cfg(feature = "kafka")]
+    Kafka(Vec<Record<Vec<u8>>>, Assignment),
+}
+
+impl Member {
+    fn assignment(&self) -> &Assignment {
+        match self {
+            Member::Embedded(m) => m.assignment(),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.assignment(),
+        }
+    }
+
+    fn topic(&self) -> &str {
+        match self {
+            Member::Embedded(m) => &m.topic,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => &k.topic,
+        }
+    }
+}
+
 impl<T> std::fmt::Debug for RecordStream<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecordStream")
-            .field("membership", &self.membership)
+            .field("member", &self.member)
             .field("options", &self.options)
             .field("buffered", &self.buffer.len())
             .field("polling", &self.polling.is_some())
@@ -164,7 +208,8 @@ impl AsyncNanoKafka {
     ///
     /// # Errors
     /// As [`AsyncNanoKafka::join_group_with`] (`UnknownTopic`, `InvalidId`,
-    /// `GroupOptionsMismatch`, ...); nothing joined then. `Unsupported` on the Kafka backend.
+    /// `GroupOptionsMismatch`, ...); nothing joined then. On the Kafka backend, as a
+    /// librdkafka member's join (`Kafka` when no assignment came within the request timeout).
     pub async fn stream<T: DeserializeOwned>(
         &self,
         topic: &str,
@@ -188,17 +233,13 @@ impl AsyncNanoKafka {
         member: &str,
         options: StreamOptions,
     ) -> Result<RecordStream<T>> {
-        #[cfg(feature = "kafka")]
-        if self.kafka_backend().is_some() {
-            return Err(crate::kafka::unsupported("stream"));
-        }
         options.validate()?;
-        let assignment = self
-            .join_group_with(topic, group, member, options.group)
+        let member = self
+            .join_stream_member((topic, group, member), options)
             .await?;
         Ok(RecordStream {
             handle: self.clone(),
-            membership: Membership::new((topic, group, member), options.group, assignment),
+            member,
             options,
             buffer: VecDeque::new(),
             polling: None,
@@ -210,15 +251,40 @@ impl AsyncNanoKafka {
     }
 }
 
+impl AsyncNanoKafka {
+    async fn join_stream_member(
+        &self,
+        (topic, group, member): (&str, &str, &str),
+        options: StreamOptions,
+    ) -> Result<Member> {
+        #[cfg(feature = "kafka")]
+        if let Some(backend) = self.kafka_backend() {
+            backend.check_open()?;
+            let names = (topic, group, member);
+            let joined = kafka::KafkaSide::join(backend, names, options.group).await?;
+            return Ok(Member::Kafka(joined));
+        }
+        let assignment = self
+            .join_group_with(topic, group, member, options.group)
+            .await?;
+        let names = (topic, group, member);
+        Ok(Member::Embedded(Membership::new(
+            names,
+            options.group,
+            assignment,
+        )))
+    }
+}
+
 impl<T: DeserializeOwned> RecordStream<T> {
     /// The member's assignment as of its last poll or join.
     pub fn assignment(&self) -> &Assignment {
-        self.membership.assignment()
+        self.member.assignment()
     }
 
     /// The topic this stream reads.
     pub fn topic(&self) -> &str {
-        &self.membership.topic
+        self.member.topic()
     }
 
     /// Commits `record` and everything before it in its partition, fenced by the generation
@@ -231,16 +297,16 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// `InvalidArgument` for a record this stream did not yield in its last 8 generations
     /// (use [`RecordStream::commit_offset`] to commit it anyway).
     pub async fn commit(&mut self, record: &Record<T>) -> Result<()> {
-        let generation = self
-            .read_in(record.partition, record.offset)
-            .ok_or_else(|| Error::InvalidArgument {
-                name: "record",
-                reason: format!(
+        let generation =
+            self.read_in(record.partition, record.offset)
+                .ok_or_else(|| Error::InvalidArgument {
+                    name: "record",
+                    reason: format!(
                     "{}/{}@{} was not yielded by this stream in its last {GENERATIONS_REMEMBERED} \
                      generations; commit_offset commits it in the current one",
-                    self.membership.topic, record.partition, record.offset
+                    self.member.topic(), record.partition, record.offset
                 ),
-            })?;
+                })?;
         self.commit_in(generation, record.partition, record.offset)
             .await
     }
@@ -251,7 +317,7 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// # Errors
     /// As [`RecordStream::commit`], but for `InvalidArgument`.
     pub async fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
-        let generation = self.membership.generation();
+        let generation = self.generation();
         self.commit_in(generation, partition, offset).await
     }
 
@@ -261,9 +327,14 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// [`crate::Consumer::seek`], a rebalance drops the position again.
     ///
     /// # Errors
-    /// `PartitionNotAssigned` when the partition is not in the current assignment.
+    /// `PartitionNotAssigned` when the partition is not in the current assignment;
+    /// `Unsupported` on the Kafka backend (its member's seek blocks on the poll in flight).
     pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
-        self.membership.seek(partition, offset)?;
+        match &mut self.member {
+            Member::Embedded(m) => m.seek(partition, offset)?,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => return Err(crate::kafka::unsupported("RecordStream::seek")),
+        }
         self.buffer.retain(|(p, _)| *p != partition);
         self.polling = None;
         Ok(())
@@ -277,8 +348,15 @@ impl<T: DeserializeOwned> RecordStream<T> {
     pub async fn leave(mut self) -> Result<()> {
         self.left = true;
         self.polling = None;
-        let m = &self.membership;
-        self.handle.leave_group(&m.topic, &m.group, &m.member).await
+        match &mut self.member {
+            Member::Embedded(m) => self.handle.leave_group(&m.topic, &m.group, &m.member).await,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.leave().await,
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        self.member.assignment().generation
     }
 
     /// The generation `offset` of `partition` was yielded in, the newest if several.
@@ -293,7 +371,7 @@ impl<T: DeserializeOwned> RecordStream<T> {
 
     /// Notes that `offset` of `partition` is yielded in the current generation.
     fn note_yielded(&mut self, partition: u32, offset: u64) {
-        let generation = self.membership.generation();
+        let generation = self.generation();
         let ranges = self.yielded.entry(partition).or_default();
         match ranges.back_mut() {
             Some((g, first, last)) if *g == generation => {
@@ -310,15 +388,19 @@ impl<T: DeserializeOwned> RecordStream<T> {
     }
 
     async fn commit_in(&mut self, generation: u64, partition: u32, offset: u64) -> Result<()> {
-        let commit = self
-            .membership
-            .commit_request(generation, partition, offset);
-        let committed = self.handle.fenced_commit(commit).await;
-        let current = generation == self.membership.generation();
-        match &committed {
-            Ok(()) if current => self.membership.committed(partition, offset),
+        let committed = match &self.member {
+            Member::Embedded(m) => {
+                let commit = m.commit_request(generation, partition, offset);
+                self.handle.fenced_commit(commit).await
+            }
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.commit(generation, partition, offset).await,
+        };
+        let current = generation == self.generation();
+        match (&committed, &mut self.member) {
+            (Ok(()), Member::Embedded(m)) if current => m.committed(partition, offset),
             // The group moved on: what is buffered belongs to the old generation.
-            Err(Error::IllegalGeneration { .. } | Error::UnknownMember { .. }) if current => {
+            (Err(Error::IllegalGeneration { .. } | Error::UnknownMember { .. }), _) if current => {
                 self.buffer.clear();
             }
             _ => {}
@@ -327,42 +409,79 @@ impl<T: DeserializeOwned> RecordStream<T> {
     }
 
     /// The next poll, as a future that owns what it needs.
-    fn start_poll(&self) -> BoxFuture<'static, Result<Polled>> {
-        let request = self
-            .membership
-            .poll_request(self.options.max_batch, self.options.poll_wait);
-        let handle = self.handle.clone();
-        async move { poll_rejoining(&handle, request).await }.boxed()
+    fn start_poll(&self) -> BoxFuture<'static, Result<Answer>> {
+        let (max, wait) = (self.options.max_batch, self.options.poll_wait);
+        match &self.member {
+            Member::Embedded(m) => {
+                let request = m.poll_request(max, wait);
+                let handle = self.handle.clone();
+                async move { poll_rejoining(&handle, request).await.map(Answer::Embedded) }.boxed()
+            }
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => {
+                let poll = k.poll(max, wait);
+                async move { poll.await.map(|(r, a)| Answer::Kafka(r, a)) }.boxed()
+            }
+        }
     }
 
     /// Takes a poll's answer in: its records go to the buffer (a bad one as its error, and
-    /// the position moves past it).
-    fn take_in(&mut self, polled: Result<Polled>) -> Result<()> {
-        let before = self.membership.generation();
-        let fetched = self.membership.polled(polled?);
-        if self.membership.generation() != before {
-            self.buffer.clear();
-        }
-        let Some(fetched) = fetched else {
-            return Ok(());
-        };
-        let partition = fetched.partition;
-        match fetched.decode::<T>(&self.membership.topic) {
-            Ok(records) => {
-                if let Some(last) = records.last() {
-                    self.membership.delivered(partition, last.offset);
+    /// the position moves past it). A new generation drops what is buffered.
+    fn take_in(&mut self, answer: Result<Answer>) -> Result<()> {
+        match (answer?, &mut self.member) {
+            (Answer::Embedded(polled), Member::Embedded(m)) => {
+                let before = m.generation();
+                let fetched = m.polled(polled);
+                if m.generation() != before {
+                    self.buffer.clear();
                 }
-                self.buffer
-                    .extend(records.into_iter().map(|r| (partition, Ok(r))));
+                if let Some(fetched) = fetched {
+                    buffer_fetched(m, &mut self.buffer, &fetched);
+                }
             }
-            Err(e) => {
-                if let Error::Decode { offset, .. } = &e {
-                    self.membership.delivered(partition, *offset);
+            #[cfg(feature = "kafka")]
+            (Answer::Kafka(records, assignment), Member::Kafka(k)) => {
+                if k.assigned(assignment) {
+                    self.buffer.clear();
                 }
-                self.buffer.push_back((partition, Err(e)));
+                let topic = k.topic.clone();
+                // The member's positions are past these records already.
+                let decoded = records.into_iter().map(|r| (r.partition, r.decode(&topic)));
+                self.buffer.extend(decoded);
+            }
+            #[cfg(feature = "kafka")]
+            _ => {
+                return Err(Error::Internal {
+                    actor: "record stream".into(),
+                    reason: "a poll was answered by the other backend".into(),
+                })
             }
         }
         Ok(())
+    }
+}
+
+/// An embedded poll's records, decoded from their read buffer into `buffer`; `m`'s position
+/// moves past them (and past a record that does not decode, which goes in as its error).
+fn buffer_fetched<T: DeserializeOwned>(
+    m: &mut Membership,
+    buffer: &mut VecDeque<(u32, Result<Record<T>>)>,
+    fetched: &crate::partition::Fetched,
+) {
+    let partition = fetched.partition;
+    match fetched.decode::<T>(&m.topic) {
+        Ok(records) => {
+            if let Some(last) = records.last() {
+                m.delivered(partition, last.offset);
+            }
+            buffer.extend(records.into_iter().map(|r| (partition, Ok(r))));
+        }
+        Err(e) => {
+            if let Error::Decode { offset, .. } = &e {
+                m.delivered(partition, *offset);
+            }
+            buffer.push_back((partition, Err(e)));
+        }
     }
 }
 
@@ -417,6 +536,11 @@ impl<T> Drop for RecordStream<T> {
             return;
         }
         self.polling = None;
-        self.handle.addr().do_send(self.membership.take_leave());
+        match &mut self.member {
+            Member::Embedded(m) => self.handle.addr().do_send(m.take_leave()),
+            // Its own drop leaves.
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => {}
+        }
     }
 }

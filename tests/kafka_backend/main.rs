@@ -22,4 +22,5 @@ mod flat;
 mod groups;
 mod produce;
 mod records;
+mod stream;
 mod subscribe;
