@@ -423,3 +423,50 @@ fn bad_options_and_unknown_topics_are_refused_before_joining() {
         ));
     });
 }
+
+/// A stream moves into spawned tasks and works with `StreamExt` combinators that need
+/// `Unpin`; a `Topic` is shared between tasks.
+#[test]
+fn a_stream_is_send_and_unpin_and_a_topic_send_sync_and_clone() {
+    fn send_unpin<S: Send + Unpin>() {}
+    fn send_sync_clone<S: Send + Sync + Clone>() {}
+    send_unpin::<RecordStream<u64>>();
+    send_sync_clone::<nanokafka::Topic<u64>>();
+    send_sync_clone::<nanokafka::BlockingTopic<u64>>();
+}
+
+#[test]
+fn after_its_coordinator_restarts_the_stream_joins_again_and_resumes_at_the_commit() {
+    let (_dir, broker) = broker_with(0, 1);
+    for i in 0..10 {
+        broker.produce(TOPIC, &i).unwrap();
+    }
+    run(broker.async_handle(), |bus| async move {
+        let opts = StreamOptions {
+            max_batch: 5,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        let mut last = None;
+        for _ in 0..5 {
+            last = Some(next(&mut stream).await);
+        }
+        let last = last.unwrap();
+        assert_eq!(last.offset, 4);
+        stream.commit(&last).await.unwrap();
+        // The coordinator forgets its members: the stream's next poll is refused
+        // (`UnknownMember`), and it joins again by itself.
+        bus.crash_group_coordinator(TOPIC, "g").await.unwrap();
+        let resumed = next(&mut stream).await;
+        assert_eq!(resumed.offset, 5);
+        assert_eq!(members(&bus, "g").await, ["m"]);
+        let rest: Vec<u64> = {
+            let mut rest = vec![resumed.offset];
+            while rest.len() < 5 {
+                rest.push(next(&mut stream).await.offset);
+            }
+            rest
+        };
+        assert_eq!(rest, [5, 6, 7, 8, 9]);
+    });
+}
