@@ -23,9 +23,9 @@ use crate::group::{Assignment, GroupOptions};
 use crate::listener::ListenerMetrics;
 use crate::messages::{
     AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic,
-    Delivered, DescribeBroker, FencedCommit, GetStats, Heartbeat, JoinGroup, KafkaAppend, Lag,
-    LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe,
-    SubscribeOptions, Subscription,
+    Delivered, DescribeBroker, FencedCommit, GetStats, GetTopicConfig, Heartbeat, JoinGroup,
+    KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch,
+    ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
 };
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::route as route_batch;
@@ -509,6 +509,8 @@ impl AsyncNanoKafka {
 
     /// Subscribes `recipient` (an actor) to `topic` as `member` of `group`: records are
     /// pushed as typed [`Delivered<T>`] batches and committed by its [`crate::messages::Ack`].
+    /// The payload type the topic records is not checked here (any `T` may read it):
+    /// [`crate::Topic::subscribe`] is the checked way.
     ///
     /// # Errors
     /// As [`crate::messages::Subscribe`].
@@ -795,5 +797,25 @@ impl AsyncNanoKafka {
     /// every request answers `BrokerStopped`.
     pub fn broker_ref(&self) -> crate::BrokerRef {
         crate::BrokerRef::new(self.addr.clone())
+    }
+
+    /// One topic's config, as [`AsyncNanoKafka::list_topics`] reports it, without copying
+    /// every other topic's. On the Kafka backend it is taken from `list_topics` (Kafka keeps
+    /// no `payload_type`: it reads `None` there).
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `BrokerStopped`.
+    pub async fn describe_topic(&self, topic: &str) -> Result<TopicConfig> {
+        on_kafka!(self, |k| k.list_topics().await?.remove(topic).ok_or_else(
+            || {
+                Error::UnknownTopic {
+                    topic: topic.to_owned(),
+                }
+            }
+        ));
+        self.ask(GetTopicConfig {
+            topic: topic.to_owned(),
+        })
+        .await
     }
 }

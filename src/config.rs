@@ -49,6 +49,14 @@ pub struct TopicConfig {
     /// the producer's (`CreateTime`, the default) or the broker's at the append
     /// (`LogAppendTime`).
     pub timestamp_type: TimestampType,
+    /// The name of the Rust type the topic's payloads are (`std::any::type_name`), recorded
+    /// by [`crate::Topic::create`] and checked by the typed subscribers of [`crate::Topic`]
+    /// (see the `topic` module docs for what the check catches and what it does not).
+    /// `None`: not recorded, nothing is checked. Left out of the JSON when `None`, so a
+    /// config file without it (every file written before it existed) reads as `None` and
+    /// is written back unchanged. The broker itself never reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payload_type: Option<String>,
 }
 
 /// What [`crate::AsyncNanoKafka::alter_topic`] changes in a topic's [`TopicConfig`]: each
@@ -76,6 +84,8 @@ pub struct TopicChanges {
     pub retention_ms: Option<Option<u64>>,
     pub backpressure: Option<Backpressure>,
     pub timestamp_type: Option<TimestampType>,
+    /// `Some(Some(name))` records a payload type name, `Some(None)` clears it.
+    pub payload_type: Option<Option<String>>,
 }
 
 impl TopicChanges {
@@ -121,6 +131,15 @@ impl TopicChanges {
         self
     }
 
+    /// Records `name` as the topic's payload type (`Some`), or clears it (`None`: typed
+    /// subscribers of any type are accepted again). For a payload type that was renamed or
+    /// moved to another module, or evolved into a new type: record the name of the type the
+    /// subscribers now use, e.g. `Some(std::any::type_name::<OrderV2>().to_owned())`.
+    pub fn payload_type(mut self, name: Option<String>) -> Self {
+        self.payload_type = Some(name);
+        self
+    }
+
     /// `current` with these changes applied, checked.
     ///
     /// # Errors
@@ -151,6 +170,9 @@ impl TopicChanges {
         set(&mut next.retention_ms, self.retention_ms);
         next.backpressure = self.backpressure.unwrap_or(next.backpressure);
         next.timestamp_type = self.timestamp_type.unwrap_or(next.timestamp_type);
+        if let Some(payload_type) = &self.payload_type {
+            next.payload_type.clone_from(payload_type);
+        }
         next.validate()?;
         Ok(next)
     }
@@ -176,6 +198,7 @@ impl Default for TopicConfig {
             backpressure: Backpressure::Block,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             timestamp_type: TimestampType::CreateTime,
+            payload_type: None,
         }
     }
 }
@@ -230,6 +253,13 @@ impl TopicConfig {
         self
     }
 
+    /// Records `name` as the payload type (see [`TopicConfig::payload_type`]);
+    /// [`crate::Topic::create`] sets it to `std::any::type_name::<T>()`.
+    pub fn payload_type(mut self, name: impl Into<String>) -> Self {
+        self.payload_type = Some(name.into());
+        self
+    }
+
     /// Checks that every value can work.
     ///
     /// # Errors
@@ -251,6 +281,12 @@ impl TopicConfig {
             if value == Some(0) {
                 return invalid(field, "must be at least 1 when set, got 0".to_owned());
             }
+        }
+        if self.payload_type.as_deref().is_some_and(str::is_empty) {
+            return invalid(
+                "payload_type",
+                "must be a type name or unset, got an empty name".to_owned(),
+            );
         }
         if !(MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).contains(&self.segment_bytes) {
             return invalid(
@@ -547,6 +583,42 @@ mod tests {
         // Fields added later are missing from older files: they take their defaults.
         let old = TopicConfig::from_json(path, br#"{"partitions": 2}"#).unwrap();
         assert_eq!(old, TopicConfig::default().partitions(2));
+    }
+
+    #[test]
+    fn a_payload_type_is_persisted_set_and_cleared_and_an_empty_one_refused() {
+        let typed = stored_config().payload_type("app::Order");
+        let json = String::from_utf8(typed.to_json()).unwrap();
+        assert!(json.contains(r#""payload_type": "app::Order""#), "{json}");
+        let path = std::path::Path::new("t.json");
+        assert_eq!(
+            TopicConfig::from_json(path, json.as_bytes()).unwrap(),
+            typed
+        );
+        let renamed = TopicChanges::default()
+            .payload_type(Some("app::v2::Order".into()))
+            .apply_to(&typed)
+            .unwrap();
+        assert_eq!(renamed.payload_type.as_deref(), Some("app::v2::Order"));
+        let cleared = TopicChanges::default()
+            .payload_type(None)
+            .apply_to(&renamed)
+            .unwrap();
+        assert_eq!(cleared, stored_config());
+        let kept = TopicChanges::default()
+            .partitions(4)
+            .apply_to(&typed)
+            .unwrap();
+        assert_eq!(kept.payload_type, typed.payload_type);
+        assert!(matches!(
+            TopicChanges::default()
+                .payload_type(Some(String::new()))
+                .apply_to(&typed),
+            Err(Error::InvalidConfig {
+                field: "payload_type",
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -19,31 +19,210 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::actors::coordinator::FetchedBatch;
+use crate::async_handle::AsyncNanoKafka;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions, Positions};
 use crate::handle::NanoKafka;
 use crate::messages::{ConsumerPoll, FencedCommit, LeaveGroup};
+use crate::partition::Fetched;
 use crate::types::Record;
 
 /// A group member with its own positions. See the module docs.
 #[derive(Debug)]
 pub struct Consumer<T> {
     broker: NanoKafka,
-    topic: String,
-    group: String,
-    member: String,
-    options: GroupOptions,
-    assignment: Assignment,
-    /// The next offset to read per partition read in this generation.
-    positions: Positions,
+    /// Who the member is, its assignment and positions (embedded backend).
+    membership: Membership,
     /// The Kafka backend's member, which keeps its own positions; `None` when embedded.
     #[cfg(feature = "kafka")]
     kafka: Option<crate::kafka::member::KafkaMember>,
     payload: PhantomData<fn() -> T>,
 }
 
+/// A member of a group on the embedded broker that keeps its own positions: who it is, its
+/// assignment, and where it reads next. The state [`Consumer`] and the async
+/// `RecordStream` share; each drives it with its own kind of waiting (a blocked thread, a
+/// polled future), through [`poll_rejoining`] and the requests built here.
+#[derive(Debug)]
+pub(crate) struct Membership {
+    pub(crate) topic: String,
+    pub(crate) group: String,
+    pub(crate) member: String,
+    options: GroupOptions,
+    assignment: Assignment,
+    /// The next offset to read per partition read in this generation.
+    positions: Positions,
+}
+
+/// What one poll of a [`Membership`] sends: the poll, and how to join again if the member
+/// was evicted. Owned, so that the poll can run in a `'static` future.
+#[derive(Debug, Clone)]
+pub(crate) struct PollRequest {
+    poll: ConsumerPoll,
+    options: GroupOptions,
+}
+
+/// The answer to a [`PollRequest`]: the batch, and the assignment of the join in between
+/// when the member had to join again.
+#[derive(Debug)]
+pub(crate) struct Polled {
+    rejoined: Option<Assignment>,
+    batch: FetchedBatch,
+}
+
+impl Membership {
+    /// A member that just joined with `assignment`.
+    pub(crate) fn new(
+        (topic, group, member): (&str, &str, &str),
+        options: GroupOptions,
+        assignment: Assignment,
+    ) -> Self {
+        Membership {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            member: member.to_owned(),
+            options,
+            positions: Positions::new(assignment.generation),
+            assignment,
+        }
+    }
+
+    pub(crate) fn assignment(&self) -> &Assignment {
+        &self.assignment
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.assignment.generation
+    }
+
+    pub(crate) fn position(&self, partition: u32) -> Option<u64> {
+        self.positions.get(partition)
+    }
+
+    /// The next poll: up to `max_records` from the positions, waiting up to `timeout`.
+    pub(crate) fn poll_request(&self, max_records: usize, timeout: Duration) -> PollRequest {
+        PollRequest {
+            poll: ConsumerPoll {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                member: self.member.clone(),
+                generation: self.positions.generation(),
+                positions: self.positions.all().clone(),
+                max_records,
+                wait: (!timeout.is_zero()).then_some(timeout),
+            },
+            options: self.options,
+        }
+    }
+
+    /// Takes in a poll's answer: after a rejoin the positions start over; a new generation
+    /// drops them (reading resumes at the committed offsets). Returns the records read; the
+    /// caller reports with [`Membership::delivered`] how far it took them.
+    pub(crate) fn polled(&mut self, polled: Polled) -> Option<Fetched> {
+        if let Some(assignment) = polled.rejoined {
+            self.positions = Positions::new(assignment.generation);
+        }
+        self.positions.enter(polled.batch.assignment.generation);
+        self.assignment = polled.batch.assignment;
+        polled.batch.fetched
+    }
+
+    /// Records up to `last_offset` of `partition` were taken: read on after it.
+    pub(crate) fn delivered(&mut self, partition: u32, last_offset: u64) {
+        self.positions.delivered(partition, last_offset);
+    }
+
+    /// The commit of `offset` of `partition`, fenced by `generation`.
+    pub(crate) fn commit_request(
+        &self,
+        generation: u64,
+        partition: u32,
+        offset: u64,
+    ) -> FencedCommit {
+        FencedCommit {
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            member: self.member.clone(),
+            generation,
+            partition,
+            offset,
+        }
+    }
+
+    /// `offset` of `partition` was committed: never read below it again.
+    pub(crate) fn committed(&mut self, partition: u32, offset: u64) {
+        self.positions.committed(partition, offset);
+    }
+
+    /// Moves the position of `partition` to `offset`.
+    ///
+    /// # Errors
+    /// `PartitionNotAssigned` when the partition is not in the current assignment.
+    pub(crate) fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
+        if !self.assignment.partitions.contains(&partition) {
+            return Err(Error::PartitionNotAssigned {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                member: self.member.clone(),
+                partition,
+                generation: self.assignment.generation,
+            });
+        }
+        self.positions.seek(partition, offset);
+        Ok(())
+    }
+
+    /// A heartbeat's answer (positions are dropped on a new generation).
+    pub(crate) fn heartbeat_answered(&mut self, assignment: Assignment) {
+        self.positions.enter(assignment.generation);
+        self.assignment = assignment;
+    }
+
+    /// The leave this member sends when it is dropped (the names are taken: call it last).
+    pub(crate) fn take_leave(&mut self) -> LeaveGroup {
+        LeaveGroup {
+            topic: std::mem::take(&mut self.topic),
+            group: std::mem::take(&mut self.group),
+            member: std::mem::take(&mut self.member),
+        }
+    }
+}
+
+/// Sends `request`; when the member was evicted, or its coordinator restarted
+/// (`UnknownMember`), joins again and polls once more from the committed offsets.
+///
+/// # Errors
+/// As [`ConsumerPoll`] and [`JoinGroup`](crate::messages::JoinGroup).
+pub(crate) async fn poll_rejoining(
+    handle: &AsyncNanoKafka,
+    request: PollRequest,
+) -> Result<Polled> {
+    let PollRequest { mut poll, options } = request;
+    match handle.consumer_poll_fetched(poll.clone()).await {
+        Err(Error::UnknownMember { .. }) => {}
+        other => {
+            return other.map(|batch| Polled {
+                rejoined: None,
+                batch,
+            })
+        }
+    }
+    let assignment = handle
+        .join_group_with(&poll.topic, &poll.group, &poll.member, options)
+        .await?;
+    poll.generation = assignment.generation;
+    poll.positions.clear();
+    let batch = handle.consumer_poll_fetched(poll).await?;
+    Ok(Polled {
+        rejoined: Some(assignment),
+        batch,
+    })
+}
+
 impl NanoKafka {
     /// Joins `group` as `member` and returns a [`Consumer`] of `T` payloads.
+    /// The payload type the topic records is not checked here (any `T` may read it):
+    /// [`crate::BlockingTopic::consumer`] is the checked way.
     ///
     /// # Errors
     /// As [`NanoKafka::join_group`].
@@ -79,12 +258,7 @@ impl NanoKafka {
         let assignment = self.join_group_with(topic, group, member, options)?;
         Ok(Consumer {
             broker: self.clone(),
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
-            options,
-            positions: Positions::new(assignment.generation),
-            assignment,
+            membership: Membership::new((topic, group, member), options, assignment),
             #[cfg(feature = "kafka")]
             kafka,
             payload: PhantomData,
@@ -119,7 +293,7 @@ impl NanoKafka {
 impl<T: DeserializeOwned> Consumer<T> {
     /// The member's assignment as of its last poll, heartbeat or join.
     pub fn assignment(&self) -> &Assignment {
-        &self.assignment
+        self.membership.assignment()
     }
 
     /// The next offset this consumer reads in `partition`, if it has read there in this
@@ -129,7 +303,7 @@ impl<T: DeserializeOwned> Consumer<T> {
         if let Some(member) = &self.kafka {
             return member.position(partition);
         }
-        self.positions.get(partition)
+        self.membership.position(partition)
     }
 
     /// Up to `max_records` consecutive records of one assigned partition from this
@@ -143,50 +317,23 @@ impl<T: DeserializeOwned> Consumer<T> {
         if let Some(member) = &mut self.kafka {
             crate::handle::refuse_actix_thread()?;
             let records = member.poll_batch(max_records, timeout)?;
-            self.assignment = member.assignment();
-            return records.into_iter().map(|r| r.decode(&self.topic)).collect();
+            self.membership.heartbeat_answered(member.assignment());
+            let topic = &self.membership.topic;
+            return records.into_iter().map(|r| r.decode(topic)).collect();
         }
-        let batch = match self.fetch(max_records, timeout) {
-            Err(Error::UnknownMember { .. }) => {
-                // Evicted, or the coordinator restarted: join again, read from the commits.
-                self.rejoin()?;
-                self.fetch(max_records, timeout)?
-            }
-            other => other?,
-        };
-        self.positions.enter(batch.assignment.generation);
-        self.assignment = batch.assignment;
+        let request = self.membership.poll_request(max_records, timeout);
+        let polled = self
+            .broker
+            .call_async(|h| poll_rejoining(h, request), timeout)?;
         // Decoded straight from the read buffer, on this thread.
-        let records = match batch.fetched {
-            Some(fetched) => fetched.decode::<T>(&self.topic)?,
+        let records = match self.membership.polled(polled) {
+            Some(fetched) => fetched.decode::<T>(&self.membership.topic)?,
             None => Vec::new(),
         };
         if let Some(last) = records.last() {
-            self.positions.delivered(last.partition, last.offset);
+            self.membership.delivered(last.partition, last.offset);
         }
         Ok(records)
-    }
-
-    fn fetch(&self, max_records: usize, timeout: Duration) -> Result<FetchedBatch> {
-        let poll = ConsumerPoll {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            member: self.member.clone(),
-            generation: self.positions.generation(),
-            positions: self.positions.all().clone(),
-            max_records,
-            wait: (!timeout.is_zero()).then_some(timeout),
-        };
-        self.broker
-            .call_async(|h| h.consumer_poll_fetched(poll), timeout)
-    }
-
-    fn rejoin(&mut self) -> Result<()> {
-        self.assignment =
-            self.broker
-                .join_group_with(&self.topic, &self.group, &self.member, self.options)?;
-        self.positions = Positions::new(self.assignment.generation);
-        Ok(())
     }
 
     /// Commits `record` and everything before it in its partition, fenced by this
@@ -209,17 +356,13 @@ impl<T: DeserializeOwned> Consumer<T> {
             crate::handle::refuse_actix_thread()?;
             return member.commit(partition, offset);
         }
-        let commit = FencedCommit {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            member: self.member.clone(),
-            generation: self.assignment.generation,
-            partition,
-            offset,
-        };
+        let generation = self.membership.generation();
+        let commit = self
+            .membership
+            .commit_request(generation, partition, offset);
         self.broker
             .call_async(|h| h.fenced_commit(commit), Duration::ZERO)?;
-        self.positions.committed(partition, offset);
+        self.membership.committed(partition, offset);
         Ok(())
     }
 
@@ -237,17 +380,7 @@ impl<T: DeserializeOwned> Consumer<T> {
             crate::handle::refuse_actix_thread()?;
             return member.seek(partition, offset);
         }
-        if !self.assignment.partitions.contains(&partition) {
-            return Err(Error::PartitionNotAssigned {
-                topic: self.topic.clone(),
-                group: self.group.clone(),
-                member: self.member.clone(),
-                partition,
-                generation: self.assignment.generation,
-            });
-        }
-        self.positions.seek(partition, offset);
-        Ok(())
+        self.membership.seek(partition, offset)
     }
 
     /// A sign of life; refreshes the assignment (positions are dropped on a new generation).
@@ -258,15 +391,13 @@ impl<T: DeserializeOwned> Consumer<T> {
         #[cfg(feature = "kafka")]
         if let Some(member) = &mut self.kafka {
             crate::handle::refuse_actix_thread()?;
-            self.assignment = member.heartbeat()?;
-            return Ok(&self.assignment);
+            self.membership.heartbeat_answered(member.heartbeat()?);
+            return Ok(self.membership.assignment());
         }
-        let assignment = self
-            .broker
-            .heartbeat(&self.topic, &self.group, &self.member)?;
-        self.positions.enter(assignment.generation);
-        self.assignment = assignment;
-        Ok(&self.assignment)
+        let m = &self.membership;
+        let assignment = self.broker.heartbeat(&m.topic, &m.group, &m.member)?;
+        self.membership.heartbeat_answered(assignment);
+        Ok(self.membership.assignment())
     }
 }
 
@@ -287,15 +418,10 @@ impl<T> Drop for Consumer<T> {
             }
             return;
         }
-        let left = self
-            .broker
-            .leave_group(&self.topic, &self.group, &self.member);
+        let m = &self.membership;
+        let left = self.broker.leave_group(&m.topic, &m.group, &m.member);
         if let Err(Error::BlockingInActorContext) = left {
-            self.broker.addr().do_send(LeaveGroup {
-                topic: std::mem::take(&mut self.topic),
-                group: std::mem::take(&mut self.group),
-                member: std::mem::take(&mut self.member),
-            });
+            self.broker.addr().do_send(self.membership.take_leave());
         }
     }
 }

@@ -290,6 +290,24 @@ pub enum Error {
     /// A refusal before copying changes nothing.
     #[error("{op} refused: {reason}")]
     Transfer { op: &'static str, reason: String },
+
+    /// A typed subscriber (a [`crate::Topic`]'s `subscribe`, `stream` or `consumer`) asked for
+    /// payloads of type `requested`, but the topic records that its payloads are `recorded`
+    /// ([`crate::TopicConfig::payload_type`]). Nothing changed: no member joined. Use the
+    /// recorded type; or, for a type that reads the same payloads (a struct with a subset of
+    /// the fields, an older or newer version), say so with
+    /// [`crate::Topic::accept_any_payload_type`]; or, when the type was renamed or moved,
+    /// record the new name with `alter_topic` and [`crate::TopicChanges::payload_type`].
+    #[error(
+        "topic {topic:?} holds {recorded} payloads, the subscriber asked for {requested}; \
+         subscribe with {recorded}, or call accept_any_payload_type() on the Topic if \
+         {requested} reads the same payloads, or record the new type name with alter_topic"
+    )]
+    PayloadTypeMismatch {
+        topic: String,
+        recorded: String,
+        requested: String,
+    },
 }
 
 /// The crate's result type.

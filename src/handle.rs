@@ -1131,4 +1131,13 @@ impl NanoKafka {
     pub fn crash_group_coordinator(&self, topic: &str, group: &str) -> Result<()> {
         self.call(self.inner.handle.crash_group_coordinator(topic, group))
     }
+
+    /// [`AsyncNanoKafka::describe_topic`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::describe_topic`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn describe_topic(&self, topic: &str) -> Result<TopicConfig> {
+        self.call(self.inner.handle.describe_topic(topic))
+    }
 }

@@ -27,7 +27,9 @@
 //! 3. `actors`: the actix adapters; each handler decodes a message, calls the domain and
 //!    replies. [`messages`] is the actor face they serve.
 //! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
-//!    wrapper over the async handle that waits in `wait`), `consumer` ([`Consumer`]), and
+//!    wrapper over the async handle that waits in `wait`), `topic` ([`Topic`], typed
+//!    topics: where an actix service starts), `consumer` ([`Consumer`]), `stream`
+//!    ([`RecordStream`], its async twin), and
 //!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`;
 //!    with the `kafka` feature, `kafka`: the same handles served by an Apache Kafka cluster
 //!    through librdkafka, and `kafka::transfer` (`nanokafka export` / `import`). [`inspect`]
@@ -63,6 +65,8 @@ mod storage;
 /// The storage engine, for tests, benchmarks and fuzzing (`test-support` feature).
 #[cfg(feature = "test-support")]
 pub mod storage;
+mod stream;
+mod topic;
 pub mod trace;
 mod types;
 mod wait;
@@ -87,6 +91,8 @@ pub use listener::ListenerConfig;
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use storage::{KafkaAppend, RecordBatch};
+pub use stream::{RecordStream, StreamOptions};
+pub use topic::{BlockingTopic, Topic};
 pub use types::{
     encode, Backend, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
     PartitionStats, Record, TopicStats,

@@ -185,6 +185,17 @@ impl Message for ListTopics {
     type Result = Result<BTreeMap<String, TopicConfig>>;
 }
 
+/// One topic's config. Answered by the broker from its registry, without asking the topic.
+/// Errors: `UnknownTopic`, `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct GetTopicConfig {
+    pub topic: String,
+}
+
+impl Message for GetTopicConfig {
+    type Result = Result<TopicConfig>;
+}
+
 /// Append records to a topic. With `partition: None` each record goes by its key (Kafka's
 /// murmur2 partitioner) or, keyless, round-robin; a batch whose records would land on
 /// several partitions is split. Reply: one [`Delivery`] per record, in order, once every

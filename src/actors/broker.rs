@@ -21,7 +21,8 @@ use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
     AllocateProducerId, AlterTopic, BrokerDescription, CreateTopic, DeleteTopic, DescribeBroker,
-    GetStats, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription, TopicMessage,
+    GetStats, GetTopicConfig, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription,
+    TopicMessage,
 };
 use crate::storage::data_dir::DeleteError;
 use crate::storage::producer_ids::ProducerIdBlocks;
@@ -302,6 +303,20 @@ impl Handler<ListTopics> for BrokerActor {
             return Err(Error::BrokerStopped);
         }
         Ok(self.configs.clone())
+    }
+}
+
+impl Handler<GetTopicConfig> for BrokerActor {
+    type Result = Result<TopicConfig>;
+
+    fn handle(&mut self, msg: GetTopicConfig, _: &mut Context<Self>) -> Self::Result {
+        if self.data_dir.is_none() {
+            return Err(Error::BrokerStopped);
+        }
+        self.configs
+            .get(&msg.topic)
+            .cloned()
+            .ok_or(Error::UnknownTopic { topic: msg.topic })
     }
 }
 

@@ -23,4 +23,5 @@ mod groups;
 mod lifecycle;
 mod produce;
 mod records;
+mod stream;
 mod subscribe;

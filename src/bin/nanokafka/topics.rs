@@ -432,6 +432,9 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
     println!("retention: {}", retention_text(&config));
     println!("segment bytes: {}", config.segment_bytes);
     println!("timestamp type: {:?}", config.timestamp_type);
+    if let Some(payload_type) = &config.payload_type {
+        println!("payload type: {payload_type}");
+    }
     match config.max_size {
         Some(records) => println!(
             "max size: {records} records (then {:?})",

@@ -1,0 +1,546 @@
+//! [`RecordStream`]: a consumer group member as a `futures::Stream`, the async twin of
+//! [`crate::Consumer`], built on the member state the consumer module shares (embedded) or a
+//! librdkafka member (`kafka`, the Kafka backend). The rules
+//! (polling, rebalances, commits, decode errors, leaving) are documented on
+//! [`RecordStream`], where rustdoc shows them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream};
+use serde::de::DeserializeOwned;
+
+use crate::async_handle::AsyncNanoKafka;
+use crate::consumer::{poll_rejoining, Membership, Polled};
+use crate::error::{Error, Result};
+use crate::group::{Assignment, GroupOptions};
+use crate::types::Record;
+
+#[cfg(feature = "kafka")]
+mod kafka;
+
+/// How a [`RecordStream`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// The group's options, as for a join (the first member's are the group's).
+    pub group: GroupOptions,
+    /// Records per poll at most (default 100): how many the stream buffers.
+    pub max_batch: usize,
+    /// How long one poll waits for data (default 1 s). The poll is the member's sign of
+    /// life too, so keep it well below the session timeout.
+    pub poll_wait: Duration,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        StreamOptions {
+            group: GroupOptions::default(),
+            max_batch: 100,
+            poll_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+impl StreamOptions {
+    /// Checks the options a stream cannot work with.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero `max_batch` or `poll_wait` (a zero wait would poll in a
+    /// busy loop).
+    pub fn validate(&self) -> Result<()> {
+        let zero = [
+            ("max_batch", self.max_batch == 0),
+            ("poll_wait", self.poll_wait.is_zero()),
+        ];
+        match zero.iter().find(|(_, zero)| *zero) {
+            Some(&(name, _)) => Err(Error::InvalidArgument {
+                name,
+                reason: format!("a stream needs it above zero, got {self:?}"),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// How many generations back a partition's yielded offsets are remembered, to fence the
+/// commit of a record read before the latest rebalances. Older records' commits are
+/// refused as not read by this stream.
+const GENERATIONS_REMEMBERED: usize = 8;
+
+/// A consumer group member as a [`futures::Stream`] of typed records, for async code that
+/// wants `while let Some(record) = stream.next().await` rather than an actor subscription
+/// or a poll loop. Obtain one from [`crate::Topic::stream`] or [`AsyncNanoKafka::stream`].
+/// `Unpin`, and `Send` when `T` is.
+///
+/// It is the async twin of [`crate::Consumer`]: it keeps its own position per partition,
+/// so nothing is yielded twice inside a generation, and it commits only when told to.
+///
+/// * **Polling.** When its buffer is empty the stream sends one long poll (up to
+///   [`StreamOptions::max_batch`] records of one partition, waiting up to
+///   [`StreamOptions::poll_wait`]); an empty answer is followed by the next poll. Polls are
+///   the member's sign of life: a stream that is not polled for the broker's session
+///   timeout is evicted, and its next poll joins the group again and reads from the
+///   committed offsets. Nothing is read ahead: a poll in flight is dropped without loss
+///   (positions live in the stream, not in the broker).
+/// * **Rebalances.** Records are read in a generation of the group. When a poll, or a
+///   commit refused with `IllegalGeneration` or `UnknownMember`, shows that the group moved
+///   on, the records still buffered are dropped, and reading resumes at the committed
+///   offsets of the partitions assigned in the new generation: a record not committed
+///   before a rebalance is yielded again after it (by this member or the partition's new
+///   owner), never twice inside one generation.
+/// * **Commits** are fenced like [`crate::Consumer::commit`]: [`RecordStream::commit`] sends
+///   the generation the record was yielded in, so a record of an older generation is
+///   refused (`IllegalGeneration`) and cannot overwrite the progress of the partition's new
+///   owner.
+/// * **Records that do not decode** as `T` are yielded as `Err(Error::Decode { partition,
+///   offset, .. })`, and the stream moves past them, as a user iterating a stream expects
+///   (a stream that stalls on its first bad record would yield the same error forever).
+///   The bad record is not committed by that: a later commit of its partition covers it,
+///   and if the group rebalances first it is read, and reported, again.
+/// * **Other errors** are yielded as `Err` too; the next `poll_next` polls again (a
+///   restarted partition, an I/O error: they repeat until their cause is gone, so a
+///   caller that only logs errors should not spin on them without a pause). After an
+///   error the stream cannot recover from (`BrokerStopped`, `UnknownTopic`: the topic was
+///   deleted, `GroupOptionsMismatch`) it ends: `None` follows.
+/// * **Leaving.** [`RecordStream::leave`] leaves the group and waits for the answer;
+///   dropping the stream leaves too, without blocking (the leave is sent, not awaited), so
+///   the partitions go to the other members at once instead of after the session timeout.
+///
+/// On the Kafka backend the member is a librdkafka group member (as a `Consumer`'s is
+/// there), whose blocking calls run on tokio's blocking pool: the same rules, with its
+/// generations counting the assignments it received; a commit is refused with
+/// `IllegalGeneration` when the member was assigned again since the record was yielded.
+/// A commit made while a poll is in flight (the stream's `next` was dropped before it
+/// answered) waits for that poll there, at most `poll_wait`. [`RecordStream::seek`] is
+/// `Unsupported` there.
+///
+/// ```no_run
+/// # async fn run(bus: nanokafka::AsyncNanoKafka) -> nanokafka::Result<()> {
+/// use futures::StreamExt;
+///
+/// let mut orders = bus.stream::<u64>("orders", "billing", "billing-1").await?;
+/// while let Some(record) = orders.next().await {
+///     let record = record?;
+///     println!("{}/{}: {}", record.partition, record.offset, record.value);
+///     orders.commit(&record).await?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "a stream does nothing unless polled; dropping it leaves the group"]
+pub struct RecordStream<T> {
+    handle: AsyncNanoKafka,
+    member: Member,
+    options: StreamOptions,
+    /// Records read in the membership's current generation, not yet yielded, with the
+    /// partition each is of (a decode error's too).
+    buffer: VecDeque<(u32, Result<Record<T>>)>,
+    /// The poll in flight.
+    polling: Option<BoxFuture<'static, Result<Answer>>>,
+    /// Per partition, the offsets yielded in each of its last generations: `(generation,
+    /// first, last)`, newest last. A commit looks the record's generation up here.
+    yielded: BTreeMap<u32, VecDeque<(u64, u64, u64)>>,
+    /// A terminal error was yielded: only `None` follows.
+    ended: bool,
+    /// `leave` was called: the drop sends nothing.
+    left: bool,
+    payload: PhantomData<fn() -> T>,
+}
+
+// No field is ever pinned: the poll in flight is boxed, the rest is plain data.
+impl<T> Unpin for RecordStream<T> {}
+
+/// The group member behind a stream, on either backend.
+#[derive(Debug)]
+enum Member {
+    /// On the embedded broker: the member state `Consumer` uses too.
+    Embedded(Membership),
+    /// On the Kafka backend: a librdkafka member.
+    #[cfg(feature = "kafka")]
+    Kafka(kafka::KafkaSide),
+}
+
+/// A poll's answer, per backend.
+enum Answer {
+    Embedded(Polled),
+    #[cfg(feature = "kafka")]
+    Kafka(Vec<Record<Vec<u8>>>, Assignment),
+}
+
+impl Member {
+    fn assignment(&self) -> &Assignment {
+        match self {
+            Member::Embedded(m) => m.assignment(),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.assignment(),
+        }
+    }
+
+    fn topic(&self) -> &str {
+        match self {
+            Member::Embedded(m) => &m.topic,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => &k.topic,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for RecordStream<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordStream")
+            .field("member", &self.member)
+            .field("options", &self.options)
+            .field("buffered", &self.buffer.len())
+            .field("polling", &self.polling.is_some())
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsyncNanoKafka {
+    /// Joins `group` on `topic` as `member` and returns its records as a [`RecordStream`]
+    /// of `T` payloads, with the default [`StreamOptions`]. Not checked against the
+    /// topic's recorded payload type: [`crate::Topic::stream`] is the checked way.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::join_group_with`] (`UnknownTopic`, `InvalidId`,
+    /// `GroupOptionsMismatch`, ...); nothing joined then. On the Kafka backend, as a
+    /// librdkafka member's join (`Kafka` when no assignment came within the request timeout).
+    pub async fn stream<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+    ) -> Result<RecordStream<T>> {
+        self.stream_with(topic, group, member, StreamOptions::default())
+            .await
+    }
+
+    /// As [`AsyncNanoKafka::stream`], with [`StreamOptions`] (the group's options, the batch
+    /// size, the long poll's wait).
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::stream`], plus `InvalidArgument` for options that cannot work
+    /// ([`StreamOptions::validate`]; nothing joined).
+    pub async fn stream_with<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        group: &str,
+        member: &str,
+        options: StreamOptions,
+    ) -> Result<RecordStream<T>> {
+        options.validate()?;
+        let member = self
+            .join_stream_member((topic, group, member), options)
+            .await?;
+        Ok(RecordStream {
+            handle: self.clone(),
+            member,
+            options,
+            buffer: VecDeque::new(),
+            polling: None,
+            yielded: BTreeMap::new(),
+            ended: false,
+            left: false,
+            payload: PhantomData,
+        })
+    }
+}
+
+impl AsyncNanoKafka {
+    async fn join_stream_member(
+        &self,
+        (topic, group, member): (&str, &str, &str),
+        options: StreamOptions,
+    ) -> Result<Member> {
+        #[cfg(feature = "kafka")]
+        if let Some(backend) = self.kafka_backend() {
+            backend.check_open()?;
+            let names = (topic, group, member);
+            let joined = kafka::KafkaSide::join(backend, names, options.group).await?;
+            return Ok(Member::Kafka(joined));
+        }
+        let assignment = self
+            .join_group_with(topic, group, member, options.group)
+            .await?;
+        let names = (topic, group, member);
+        Ok(Member::Embedded(Membership::new(
+            names,
+            options.group,
+            assignment,
+        )))
+    }
+}
+
+impl<T: DeserializeOwned> RecordStream<T> {
+    /// The member's assignment as of its last poll or join.
+    pub fn assignment(&self) -> &Assignment {
+        self.member.assignment()
+    }
+
+    /// The topic this stream reads.
+    pub fn topic(&self) -> &str {
+        self.member.topic()
+    }
+
+    /// Commits `record` and everything before it in its partition, fenced by the generation
+    /// the record was yielded in (as [`crate::Consumer::commit`]).
+    ///
+    /// # Errors
+    /// `IllegalGeneration` when the record was read before a rebalance (nothing changed: it
+    /// is yielded again from the committed offset, by this member or the partition's new
+    /// owner); `PartitionNotAssigned`, `UnknownMember`, `OffsetOutOfRange`, `Io`;
+    /// `InvalidArgument` for a record this stream did not yield in its last 8 generations
+    /// (use [`RecordStream::commit_offset`] to commit it anyway).
+    pub async fn commit(&mut self, record: &Record<T>) -> Result<()> {
+        let generation =
+            self.read_in(record.partition, record.offset)
+                .ok_or_else(|| Error::InvalidArgument {
+                    name: "record",
+                    reason: format!(
+                    "{}/{}@{} was not yielded by this stream in its last {GENERATIONS_REMEMBERED} \
+                     generations; commit_offset commits it in the current one",
+                    self.member.topic(), record.partition, record.offset
+                ),
+                })?;
+        self.commit_in(generation, record.partition, record.offset)
+            .await
+    }
+
+    /// Commits `offset` of `partition` (and everything before it), fenced by the member's
+    /// current generation. Commits past a record that did not decode, too.
+    ///
+    /// # Errors
+    /// As [`RecordStream::commit`], but for `InvalidArgument`.
+    pub async fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
+        let generation = self.generation();
+        self.commit_in(generation, partition, offset).await
+    }
+
+    /// Moves the stream's position in `partition` to `offset` (the next record yielded from
+    /// there). Buffered records of the partition are dropped, and a poll in flight is
+    /// abandoned (nothing is lost: positions live in the stream). As for
+    /// [`crate::Consumer::seek`], a rebalance drops the position again.
+    ///
+    /// # Errors
+    /// `PartitionNotAssigned` when the partition is not in the current assignment;
+    /// `Unsupported` on the Kafka backend (its member's seek blocks on the poll in flight).
+    pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
+        match &mut self.member {
+            Member::Embedded(m) => m.seek(partition, offset)?,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => return Err(crate::kafka::unsupported("RecordStream::seek")),
+        }
+        self.buffer.retain(|(p, _)| *p != partition);
+        self.polling = None;
+        Ok(())
+    }
+
+    /// Leaves the group and waits for the broker's answer (dropping the stream leaves
+    /// without waiting).
+    ///
+    /// # Errors
+    /// `UnknownMember` (already evicted: nothing to leave), `UnknownTopic`, `BrokerStopped`.
+    pub async fn leave(mut self) -> Result<()> {
+        self.left = true;
+        self.polling = None;
+        match &mut self.member {
+            Member::Embedded(m) => self.handle.leave_group(&m.topic, &m.group, &m.member).await,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.leave().await,
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        self.member.assignment().generation
+    }
+
+    /// The generation `offset` of `partition` was yielded in, the newest if several.
+    fn read_in(&self, partition: u32, offset: u64) -> Option<u64> {
+        let ranges = self.yielded.get(&partition)?;
+        ranges
+            .iter()
+            .rev()
+            .find(|(_, first, last)| (*first..=*last).contains(&offset))
+            .map(|(generation, _, _)| *generation)
+    }
+
+    /// Notes that `offset` of `partition` is yielded in the current generation.
+    fn note_yielded(&mut self, partition: u32, offset: u64) {
+        let generation = self.generation();
+        let ranges = self.yielded.entry(partition).or_default();
+        match ranges.back_mut() {
+            Some((g, first, last)) if *g == generation => {
+                *first = (*first).min(offset);
+                *last = (*last).max(offset);
+            }
+            _ => {
+                ranges.push_back((generation, offset, offset));
+                if ranges.len() > GENERATIONS_REMEMBERED {
+                    ranges.pop_front();
+                }
+            }
+        }
+    }
+
+    async fn commit_in(&mut self, generation: u64, partition: u32, offset: u64) -> Result<()> {
+        let committed = match &self.member {
+            Member::Embedded(m) => {
+                let commit = m.commit_request(generation, partition, offset);
+                self.handle.fenced_commit(commit).await
+            }
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.commit(generation, partition, offset).await,
+        };
+        let current = generation == self.generation();
+        match (&committed, &mut self.member) {
+            (Ok(()), Member::Embedded(m)) if current => m.committed(partition, offset),
+            // The group moved on: what is buffered belongs to the old generation.
+            (Err(Error::IllegalGeneration { .. } | Error::UnknownMember { .. }), _) if current => {
+                self.buffer.clear();
+            }
+            _ => {}
+        }
+        committed
+    }
+
+    /// The next poll, as a future that owns what it needs.
+    fn start_poll(&self) -> BoxFuture<'static, Result<Answer>> {
+        let (max, wait) = (self.options.max_batch, self.options.poll_wait);
+        match &self.member {
+            Member::Embedded(m) => {
+                let request = m.poll_request(max, wait);
+                let handle = self.handle.clone();
+                async move { poll_rejoining(&handle, request).await.map(Answer::Embedded) }.boxed()
+            }
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => {
+                let poll = k.poll(max, wait);
+                async move { poll.await.map(|(r, a)| Answer::Kafka(r, a)) }.boxed()
+            }
+        }
+    }
+
+    /// Takes a poll's answer in: its records go to the buffer (a bad one as its error, and
+    /// the position moves past it). A new generation drops what is buffered.
+    fn take_in(&mut self, answer: Result<Answer>) -> Result<()> {
+        match (answer?, &mut self.member) {
+            (Answer::Embedded(polled), Member::Embedded(m)) => {
+                let before = m.generation();
+                let fetched = m.polled(polled);
+                if m.generation() != before {
+                    self.buffer.clear();
+                }
+                if let Some(fetched) = fetched {
+                    buffer_fetched(m, &mut self.buffer, &fetched);
+                }
+            }
+            #[cfg(feature = "kafka")]
+            (Answer::Kafka(records, assignment), Member::Kafka(k)) => {
+                if k.assigned(assignment) {
+                    self.buffer.clear();
+                }
+                let topic = k.topic.clone();
+                // The member's positions are past these records already.
+                let decoded = records.into_iter().map(|r| (r.partition, r.decode(&topic)));
+                self.buffer.extend(decoded);
+            }
+            #[cfg(feature = "kafka")]
+            _ => {
+                return Err(Error::Internal {
+                    actor: "record stream".into(),
+                    reason: "a poll was answered by the other backend".into(),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An embedded poll's records, decoded from their read buffer into `buffer`; `m`'s position
+/// moves past them (and past a record that does not decode, which goes in as its error).
+fn buffer_fetched<T: DeserializeOwned>(
+    m: &mut Membership,
+    buffer: &mut VecDeque<(u32, Result<Record<T>>)>,
+    fetched: &crate::partition::Fetched,
+) {
+    let partition = fetched.partition;
+    match fetched.decode::<T>(&m.topic) {
+        Ok(records) => {
+            if let Some(last) = records.last() {
+                m.delivered(partition, last.offset);
+            }
+            buffer.extend(records.into_iter().map(|r| (partition, Ok(r))));
+        }
+        Err(e) => {
+            if let Error::Decode { offset, .. } = &e {
+                m.delivered(partition, *offset);
+            }
+            buffer.push_back((partition, Err(e)));
+        }
+    }
+}
+
+/// Errors after which polling again cannot help: the stream ends.
+fn ends_the_stream(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::BrokerStopped
+            | Error::UnknownTopic { .. }
+            | Error::GroupOptionsMismatch { .. }
+            | Error::Unsupported { .. }
+    )
+}
+
+impl<T: DeserializeOwned> Stream for RecordStream<T> {
+    type Item = Result<Record<T>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some((partition, item)) = this.buffer.pop_front() {
+                if let Ok(record) = &item {
+                    this.note_yielded(partition, record.offset);
+                }
+                return Poll::Ready(Some(item));
+            }
+            if this.ended {
+                return Poll::Ready(None);
+            }
+            let polling = match &mut this.polling {
+                Some(polling) => polling,
+                None => this.polling.insert(this.start_poll()),
+            };
+            let answer = match polling.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(answer) => answer,
+            };
+            this.polling = None;
+            if let Err(e) = this.take_in(answer) {
+                this.ended = ends_the_stream(&e);
+                return Poll::Ready(Some(Err(e)));
+            }
+            // An empty answer (the wait passed): poll again, which registers the waker.
+        }
+    }
+}
+
+impl<T> Drop for RecordStream<T> {
+    /// Leaves the group without waiting: the leave is sent, its answer ignored.
+    fn drop(&mut self) {
+        if self.left {
+            return;
+        }
+        self.polling = None;
+        match &mut self.member {
+            Member::Embedded(m) => self.handle.addr().do_send(m.take_leave()),
+            // Its own drop leaves.
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => {}
+        }
+    }
+}
