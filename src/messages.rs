@@ -46,7 +46,10 @@ pub use kafka::{
     AllocateProducerId, BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, OffsetSpec,
     WaitForKafkaAppend,
 };
-pub use subscription::{Ack, Delivered, Subscribe, SubscribeOptions, Subscription, Unsubscribe};
+pub use subscription::{
+    Ack, DecodeAction, Delivered, OnDecodeError, Subscribe, SubscribeOptions, Subscription,
+    SubscriptionEnd, SubscriptionEvent, Unsubscribe,
+};
 
 /// Create a topic. Reply: `()` once its partitions exist on disk.
 /// Errors: `InvalidTopicName`, `InvalidConfig`, `TopicExists`, `Io`.

@@ -11,7 +11,7 @@ use futures::future::join_all;
 use serde::de::DeserializeOwned;
 
 use super::io_thread::{IoThread, IoThreadHandle};
-use super::subscription::{BrokerRequests, SubscriptionActor};
+use super::subscription::{subscribe, BrokerRequests};
 use super::supervise::{catch_future_panic, guarded, guarded_future, guarded_reply};
 use super::topic::{
     AlterTopicActors, CloseTopic, CrashCoordinator, DeleteTopicActors, DescribeTopic, TopicActor,
@@ -342,7 +342,9 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             poll: address.clone().recipient(),
             commit: address.clone().recipient(),
             join: address.clone().recipient(),
-            leave: address.recipient(),
+            leave: address.clone().recipient(),
+            produce: address.clone().recipient(),
+            create: address.recipient(),
         };
         let join = JoinGroup {
             topic: msg.topic,
@@ -350,17 +352,8 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             member: msg.member,
             options: options.group,
         };
-        let joined = broker.join.send(join.clone());
-        Box::pin(catch_future_panic(self.label.clone(), async move {
-            let assignment = joined.await.map_err(|_| Error::BrokerStopped)??;
-            Ok(SubscriptionActor::start(
-                broker,
-                join,
-                &assignment,
-                msg.recipient,
-                options,
-            ))
-        }))
+        let subscribed = subscribe(broker, join, msg.recipient, options);
+        Box::pin(catch_future_panic(self.label.clone(), subscribed))
     }
 }
 

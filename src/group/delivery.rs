@@ -266,6 +266,7 @@ impl Deliveries {
     }
 
     /// Deliveries so far of a retried record (1 for a record never retried).
+    #[cfg(test)]
     pub fn attempts(&self, partition: u32, offset: u64) -> u32 {
         self.attempts
             .get(&(partition, offset))
