@@ -61,6 +61,9 @@ pub struct BrokerActor {
     restarts: u64,
     /// Kafka producer ids (InitProducerId), loaded on the first request.
     producer_ids: Option<ProducerIdBlocks>,
+    /// A shutdown has begun: topics are closing, requests meet `BrokerStopped` (not
+    /// `UnknownTopic`, which would read as a deleted topic).
+    stopping: bool,
 }
 
 impl BrokerActor {
@@ -82,6 +85,7 @@ impl BrokerActor {
             next_arbiter: 0,
             restarts: 0,
             producer_ids: None,
+            stopping: false,
         }
     }
 
@@ -106,7 +110,7 @@ impl BrokerActor {
     }
 
     fn topic(&self, name: &str) -> Result<Addr<TopicActor>> {
-        if self.data_dir.is_none() {
+        if self.data_dir.is_none() || self.stopping {
             return Err(Error::BrokerStopped);
         }
         self.topics
@@ -419,6 +423,7 @@ impl Handler<Shutdown> for BrokerActor {
 
     fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Shutdown").entered();
+        self.stopping = true;
         let topics: Vec<Addr<TopicActor>> =
             std::mem::take(&mut self.topics).into_values().collect();
         let close_all = async move {
