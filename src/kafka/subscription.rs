@@ -151,8 +151,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
 
     /// Polls again if there is a credit, no poll is running and the subscription runs.
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight
-        {
+        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
             return;
         }
         self.polling = true;
