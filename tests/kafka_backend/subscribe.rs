@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::channel::mpsc;
 use futures::StreamExt;
-use nanokafka::messages::{Ack, Delivered, SubscribeOptions};
-use nanokafka::AsyncNanoKafka;
+use nanokafka::messages::{
+    Ack, DecodeAction, Delivered, SubscribeOptions, SubscriptionEnd, SubscriptionEvent,
+};
+use nanokafka::{AsyncNanoKafka, Error};
 
 use crate::target::{on_every_target, Target};
 use crate::wait::{self, PATIENCE};
@@ -129,4 +131,128 @@ fn a_subscribed_actor_gets_batches_and_its_acks_commit_them(t: &Target) {
     assert_eq!(read, [30], "only what came after the acknowledged records");
 }
 
-on_every_target!(a_subscribed_actor_gets_batches_and_its_acks_commit_them);
+/// Answers the first batch that holds offset 2 with `Retry { offset: 2 }` and every other
+/// with `Commit`; reports each record it is handed and each event.
+struct Retrier {
+    retried: bool,
+    seen: mpsc::UnboundedSender<u64>,
+    events: mpsc::UnboundedSender<SubscriptionEvent>,
+}
+
+impl Actor for Retrier {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivered<u64>> for Retrier {
+    type Result = Ack;
+
+    fn handle(&mut self, batch: Delivered<u64>, _: &mut Context<Self>) -> Ack {
+        for r in &batch.records {
+            let _ = self.seen.unbounded_send(r.offset);
+        }
+        if !self.retried && batch.records.iter().any(|r| r.offset == 2) {
+            self.retried = true;
+            return Ack::Retry {
+                offset: 2,
+                after: Duration::from_millis(50),
+            };
+        }
+        Ack::Commit
+    }
+}
+
+impl Handler<SubscriptionEvent> for Retrier {
+    type Result = ();
+
+    fn handle(&mut self, event: SubscriptionEvent, _: &mut Context<Self>) {
+        let _ = self.events.unbounded_send(event);
+    }
+}
+
+/// A retried record comes back first, its later records after it in order, the rest is
+/// committed; a record that does not decode ends the subscription with its event and its
+/// end; a dead-letter topic is refused on the Kafka backend (nothing joins).
+fn a_retry_keeps_order_and_a_record_that_does_not_decode_ends_the_subscription(t: &Target) {
+    let topic = t.new_topic("retried", 1);
+    for v in 0..6u64 {
+        t.broker().produce_keyed(&topic, "k", &v).unwrap();
+    }
+    t.broker()
+        .produce_keyed(&topic, "k", "not a number")
+        .unwrap();
+    let bus = t.broker().async_handle();
+    let kafka = t.is_kafka();
+    System::new().block_on(async move {
+        let (seen_tx, mut seen) = mpsc::unbounded();
+        let (events_tx, mut events) = mpsc::unbounded();
+        let retrier = Retrier {
+            retried: false,
+            seen: seen_tx,
+            events: events_tx,
+        }
+        .start();
+        let options = SubscribeOptions::default()
+            .poll_wait(Duration::from_millis(200))
+            .events(retrier.clone().recipient());
+        if kafka {
+            let refused = bus
+                .subscribe(
+                    &topic,
+                    "g",
+                    "m",
+                    retrier.clone().recipient(),
+                    options.clone().dead_letter_topic("dlq"),
+                )
+                .await;
+            assert!(matches!(refused, Err(Error::Unsupported { .. })));
+        }
+        let subscription = bus
+            .subscribe(&topic, "g", "m", retrier.recipient(), options)
+            .await
+            .expect("subscribe");
+        let end = actix_rt::time::timeout(PATIENCE, subscription.ended())
+            .await
+            .expect("the end within PATIENCE");
+        assert!(
+            matches!(end, SubscriptionEnd::DecodeError { offset: 6, .. }),
+            "{end:?}"
+        );
+        let mut offsets = Vec::new();
+        while let Ok(offset) = seen.try_recv() {
+            offsets.push(offset);
+        }
+        let back = offsets.windows(2).position(|w| w[1] <= w[0]).expect("a retry");
+        let (first, again) = offsets.split_at(back + 1);
+        assert_eq!(again, [2, 3, 4, 5], "2 again, then what follows, in order: {offsets:?}");
+        assert!(first.starts_with(&[0, 1, 2]), "{offsets:?}");
+        assert!(first.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
+        let mut told = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            told.push(event);
+        }
+        assert!(
+            matches!(told.first(), Some(SubscriptionEvent::Assigned { partitions, .. }) if partitions == &[0]),
+            "{told:?}"
+        );
+        assert!(told.iter().any(|e| matches!(
+            e,
+            SubscriptionEvent::DecodeFailed {
+                offset: 6,
+                action: DecodeAction::Stopped,
+                ..
+            }
+        )));
+        assert!(matches!(
+            told.last(),
+            Some(SubscriptionEvent::Ended(SubscriptionEnd::DecodeError { .. }))
+        ));
+        // Everything before the record that does not decode is committed.
+        let lag = bus.lag(&topic, "g").await.unwrap();
+        assert_eq!(lag[&0], 1, "{lag:?}");
+    });
+}
+
+on_every_target!(
+    a_subscribed_actor_gets_batches_and_its_acks_commit_them,
+    a_retry_keeps_order_and_a_record_that_does_not_decode_ends_the_subscription
+);
