@@ -19,7 +19,7 @@ use crate::types::Record;
 /// Subscribe an actor to a topic as member `member` of `group`: records are pushed to
 /// `recipient` as [`Delivered<T>`] batches, at most `options.max_in_flight` unanswered, and
 /// the subscriber's [`Ack`] commits them. Reply: a [`Subscription`] once the member joined.
-/// Errors: as [`JoinGroup`]; `InvalidArgument` for options [`SubscribeOptions::validate`]
+/// Errors: as [`JoinGroup`](super::JoinGroup); `InvalidArgument` for options [`SubscribeOptions::validate`]
 /// refuses, and for a dead-letter topic named as the subscribed topic (nothing joined);
 /// as [`CreateTopic`](super::CreateTopic) when the dead-letter topic is missing and cannot be
 /// created. See `actors::subscription` for the delivery rules.
