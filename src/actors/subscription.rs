@@ -652,6 +652,9 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         let join = ask(&self.broker.join, self.join.clone());
         ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
             Ok(assignment) => {
+                // A new membership: positions of the old one are stale even when the
+                // generation number happens to be the same.
+                act.positions = Positions::new(assignment.generation);
                 act.learn(assignment);
                 act.pump(ctx);
             }

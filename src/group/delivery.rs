@@ -122,7 +122,9 @@ impl Deliveries {
 
     /// The subscription is in `generation` now: a new one forgets the attempt counts and the
     /// retry waits (reading resumes at the committed offsets). Batches still with the
-    /// subscriber keep their partitions held until they are answered.
+    /// subscriber, and records being dead-lettered, keep their partitions held until they are
+    /// answered or done (reading such a partition meanwhile would deliver or dead-letter a
+    /// record twice).
     pub fn enter(&mut self, generation: u64) {
         if generation == self.generation {
             return;
@@ -130,7 +132,7 @@ impl Deliveries {
         self.generation = generation;
         self.attempts.clear();
         self.held
-            .retain(|_, hold| *hold != Hold::Busy && !matches!(hold, Hold::Waiting { .. }));
+            .retain(|_, hold| !matches!(hold, Hold::Waiting { .. }));
     }
 
     /// `batch` was handed to the subscriber: its partition is held until it is answered.
@@ -462,8 +464,10 @@ mod tests {
             panic!("a wait")
         };
         d.delivered(batch(1, 0, 4));
+        d.hold(2);
         d.enter(2);
-        assert!(!d.is_held(0) && d.is_held(1));
+        assert!(!d.is_held(0) && d.is_held(1) && d.is_held(2));
+        d.release(2, 0);
         assert!(!d.wake(0, token));
         assert_eq!(d.attempts(0, 1), 1);
         // The old generation's batch: its commit is asked for (and will be refused), no retry.
