@@ -294,7 +294,10 @@ pub enum SubscriptionEvent {
     /// one, sent as the subscription starts, names every partition it was assigned at
     /// subscribe time). Sent once per generation the subscription learns of (possibly with
     /// no partitions), after `Revoked`: the partitions assigned so far minus those revoked
-    /// are the member's assignment in the group's `stats()` for that generation.
+    /// are the member's assignment in the group's `stats()` for that generation. The
+    /// subscription learns of rebalances from its polls (within `poll_wait`): when two
+    /// happen between two polls only the later generation is told, with the differences
+    /// from the last one told.
     Assigned {
         generation: u64,
         partitions: Vec<u32>,

@@ -654,3 +654,26 @@ fn bad_options_are_refused_at_subscribe_and_nothing_joins() {
         assert!(!bus.list_topics().await.unwrap().contains_key("bad/name"));
     });
 }
+
+#[test]
+fn a_poll_waiting_without_a_held_partition_takes_it_in_once_it_is_released() {
+    let (_dir, broker) = broker(1);
+    produce(&broker, 0, &[0, 1, 2]);
+    let bus = broker.async_handle();
+    System::new().block_on(async move {
+        // Each batch holds the only partition, so the next poll waits without it; a wait of
+        // a minute would outlast PATIENCE unless the ack's release cuts it short.
+        let options = SubscribeOptions::default()
+            .max_batch(1)
+            .poll_wait(Duration::from_secs(60));
+        let mut watch = subscribe_with(&bus, "m", commit_all(), None, options)
+            .await
+            .unwrap();
+        assert_eq!(watch.records(3).await, vec![(0, 0), (0, 1), (0, 2)]);
+        watch.subscription.unsubscribe();
+        assert!(matches!(
+            watch.subscription.ended().await,
+            SubscriptionEnd::Unsubscribed
+        ));
+    });
+}
