@@ -4,10 +4,12 @@
 //! (`Commit`, `Defer`, `CommitUpTo`, `Retry` with `max_attempts`, following the same rules,
 //! `group::delivery`), the same [`SubscriptionEvent`]s and the same awaitable end.
 //!
+//! Dead letters have the embedded format (headers `nanokafka.dlq.*`, see
+//! `actors::subscription`); the dead-letter topic is created through the cluster's admin
+//! API when missing (1 partition), and a dead letter is produced (and delivered) before the
+//! source record is committed past.
+//!
 //! Differences:
-//! - a dead-letter topic is not supported (`Unsupported` at subscribe, nothing joins), so a
-//!   record that does not decode ends the subscription (`OnDecodeError::Stop`), and a
-//!   record's last `Retry` ends it too (`SubscriptionEnd::RetriesExhausted`);
 //! - a held partition is paused in librdkafka; once released it is read again on the next
 //!   poll (a poll already waiting is not cut short, so that can take up to `poll_wait`);
 //! - generations are the member's own count of assignments (see `kafka::member`).
@@ -26,14 +28,16 @@ use tokio::sync::watch;
 
 use super::flat::{lock, SharedMember};
 use super::member::KafkaMember;
-use super::{blocking, unsupported, KafkaConfig};
+use super::{blocking, KafkaBackend};
+use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::delivery::{self, Answer, Batch, Deliveries, Outcome};
 use crate::group::Assignment;
 use crate::messages::{
-    Ack, DecodeAction, Delivered, SubscribeOptions, Subscription, SubscriptionEnd,
+    Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, Subscription, SubscriptionEnd,
     SubscriptionEvent, Unsubscribe,
 };
+use crate::storage::RecordBatch;
 use crate::types::Record;
 
 /// Retry delay after a failed poll.
@@ -42,19 +46,23 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Joins (waiting for the first assignment) and starts the subscription.
 ///
 /// # Errors
-/// `InvalidArgument` for options `SubscribeOptions::validate` refuses; `Unsupported` for a
-/// dead-letter topic; as [`KafkaMember::join`].
+/// `InvalidArgument` for options `SubscribeOptions::validate` refuses and a dead-letter
+/// topic named as the subscribed topic; as [`KafkaMember::join`]; as the dead-letter
+/// topic's creation (the member then leaves).
 pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
-    config: &KafkaConfig,
+    backend: Arc<KafkaBackend>,
     (topic, group, member): (&str, &str, &str),
     recipient: Recipient<Delivered<T>>,
     mut options: SubscribeOptions,
 ) -> Result<Subscription> {
     options.validate()?;
-    if options.dead_letter_topic.is_some() {
-        return Err(unsupported("a subscription's dead_letter_topic"));
+    if options.dead_letter_topic.as_deref() == Some(topic) {
+        return Err(Error::InvalidArgument {
+            name: "dead_letter_topic",
+            reason: format!("{topic:?} is the subscribed topic itself"),
+        });
     }
-    let config = config.clone();
+    let config = backend.config().clone();
     let names = (topic.to_owned(), group.to_owned(), member.to_owned());
     let group_options = options.group;
     let joined = blocking(move || {
@@ -62,6 +70,20 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
         KafkaMember::join(&config, topic, group, member, group_options)
     })
     .await?;
+    if let Some(dlq) = &options.dead_letter_topic {
+        match backend.create_topic(dlq, &TopicConfig::default()).await {
+            Ok(()) | Err(Error::TopicExists { .. }) => {}
+            Err(e) => {
+                // Dropping the member leaves the group; it blocks, so not on this thread.
+                let _ = blocking(move || {
+                    drop(joined);
+                    Ok(())
+                })
+                .await;
+                return Err(e);
+            }
+        }
+    }
     let assignment = joined.assignment();
     let (end, ended) = watch::channel(None);
     let mut actor = KafkaSubscriptionActor {
@@ -71,8 +93,14 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
         member: Arc::new(Mutex::new(joined)),
         recipient,
         events: options.events.take(),
-        rules: Deliveries::new(assignment.generation, options.max_attempts, false),
+        rules: Deliveries::new(
+            assignment.generation,
+            options.max_attempts,
+            options.dead_letter_topic.is_some(),
+        ),
         options,
+        backend,
+        unanswered: std::collections::BTreeMap::new(),
         generation: assignment.generation,
         assignment: Vec::new(),
         told: None,
@@ -95,6 +123,11 @@ struct KafkaSubscriptionActor<T: DeserializeOwned + Send + 'static> {
     recipient: Recipient<Delivered<T>>,
     events: Option<Recipient<SubscriptionEvent>>,
     options: SubscribeOptions,
+    /// Dead letters are produced through it.
+    backend: Arc<KafkaBackend>,
+    /// The records of each unanswered batch as read, kept for their dead letters when a
+    /// dead-letter topic is named.
+    unanswered: std::collections::BTreeMap<u32, Vec<Record<Vec<u8>>>>,
     rules: Deliveries,
     /// The member's generation as last learned.
     generation: u64,
@@ -200,12 +233,16 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         if self.rules.is_held(partition) {
             return;
         }
+        if self.options.dead_letter_topic.is_some() {
+            self.unanswered.insert(partition, raw.clone());
+        }
         let mut records = Vec::with_capacity(raw.len());
         for record in raw {
             let offset = record.offset;
+            let kept = record.clone();
             match record.decode::<T>(&self.topic) {
                 Ok(record) => records.push(record),
-                Err(e) if records.is_empty() => return self.undecodable(partition, offset, e, ctx),
+                Err(e) if records.is_empty() => return self.undecodable(kept, e, ctx),
                 Err(_) => {
                     // Read it again, first in line, after the records before it.
                     self.rules.delivered(self.batch(partition, &records));
@@ -232,11 +269,17 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         }
     }
 
-    fn undecodable(&mut self, partition: u32, offset: u64, e: Error, ctx: &mut Context<Self>) {
+    fn undecodable(&mut self, record: Record<Vec<u8>>, e: Error, ctx: &mut Context<Self>) {
+        let (partition, offset) = (record.partition, record.offset);
         let error = match &e {
             Error::Decode { source, .. } => source.to_string(),
             other => other.to_string(),
         };
+        if self.options.decode_error_policy() == OnDecodeError::DeadLetter {
+            self.rules.hold(partition);
+            let reason = Reason::Decode(error);
+            return self.dead_letter(record, 1, reason, ctx);
+        }
         self.emit(SubscriptionEvent::DecodeFailed {
             partition,
             offset,
@@ -268,8 +311,9 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         let answer = self.recipient.send(delivered);
         ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
             act.in_flight -= 1;
+            let raw = act.unanswered.remove(&batch.partition);
             match answer {
-                Ok(ack) => act.answered(batch, ack, ctx),
+                Ok(ack) => act.answered(batch, ack, raw, ctx),
                 Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
             }
         }));
@@ -277,7 +321,13 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
 
     /// Acts on the subscriber's answer (see `group::delivery`). A partition read again from
     /// another offset stays held until the seek is done, so no poll reads it before.
-    fn answered(&mut self, batch: Batch, ack: Ack, ctx: &mut Context<Self>) {
+    fn answered(
+        &mut self,
+        batch: Batch,
+        ack: Ack,
+        raw: Option<Vec<Record<Vec<u8>>>>,
+        ctx: &mut Context<Self>,
+    ) {
         if self.ending.is_some() {
             return;
         }
@@ -325,16 +375,121 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
                 };
                 self.end(end, ctx);
             }
-            // Without a dead-letter topic the rules never dead-letter.
             Outcome::DeadLetter { offset, attempts } => {
-                let end = SubscriptionEnd::RetriesExhausted {
+                let record = raw.into_iter().flatten().find(|r| r.offset == offset);
+                match record {
+                    Some(record) => {
+                        self.dead_letter(record, attempts, Reason::RetriesExhausted, ctx);
+                    }
+                    // Not kept (cannot happen: kept for every batch with a dead-letter topic).
+                    None => {
+                        self.rules.release(partition, offset.saturating_sub(1));
+                        self.pump(ctx);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Produces `record` to the dead-letter topic, then commits past it (a commit refused
+    /// after a rebalance is reported), then reads its partition (held meanwhile) on after it.
+    fn dead_letter(
+        &mut self,
+        record: Record<Vec<u8>>,
+        attempts: u32,
+        reason: Reason,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(topic) = self.options.dead_letter_topic.clone() else {
+            return;
+        };
+        let (partition, offset) = (record.partition, record.offset);
+        let letter = self.letter(&record, attempts, &reason);
+        let backend = self.backend.clone();
+        let member = self.member.clone();
+        let written = async move {
+            backend
+                .produce_batch(&topic, None, &letter)
+                .await
+                .map_err(|e| (true, e))?;
+            blocking(move || {
+                let mut member = lock(&member)?;
+                member.commit_forward(partition, offset)?;
+                member.seek(partition, offset.saturating_add(1))
+            })
+            .await
+            .map_err(|e| (false, e))
+        };
+        ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
+            match written {
+                Err((true, error)) => {
+                    let end = SubscriptionEnd::DeadLetterFailed {
+                        partition,
+                        offset,
+                        error,
+                    };
+                    return act.end(end, ctx);
+                }
+                Err((false, error)) => act.emit(SubscriptionEvent::CommitRefused {
+                    partition,
+                    offset,
+                    error,
+                }),
+                Ok(()) => {}
+            }
+            act.emit(match reason {
+                Reason::Decode(error) => SubscriptionEvent::DecodeFailed {
+                    partition,
+                    offset,
+                    error,
+                    action: DecodeAction::DeadLettered,
+                },
+                Reason::RetriesExhausted => SubscriptionEvent::DeadLettered {
                     partition,
                     offset,
                     attempts,
-                };
-                self.end(end, ctx);
-            }
+                },
+            });
+            act.rules.release(partition, offset);
+            act.pump(ctx);
+        }));
+    }
+
+    /// The dead letter of `record` (the embedded format: `actors::subscription`).
+    fn letter(&self, record: &Record<Vec<u8>>, attempts: u32, reason: &Reason) -> RecordBatch {
+        let (why, error) = match reason {
+            Reason::Decode(error) => ("decode", Some(error.as_str())),
+            Reason::RetriesExhausted => ("retries-exhausted", None),
+        };
+        let (partition, offset, attempts) = (
+            record.partition.to_string(),
+            record.offset.to_string(),
+            attempts.to_string(),
+        );
+        let mut about: Vec<(&str, &str)> = vec![
+            ("nanokafka.dlq.topic", &self.topic),
+            ("nanokafka.dlq.partition", &partition),
+            ("nanokafka.dlq.offset", &offset),
+            ("nanokafka.dlq.group", &self.group),
+            ("nanokafka.dlq.reason", why),
+        ];
+        if let Some(error) = error {
+            about.push(("nanokafka.dlq.error", error));
         }
+        about.push(("nanokafka.dlq.attempts", &attempts));
+        let headers: Vec<_> = record
+            .headers
+            .iter()
+            .map(|h| (h.key.as_bytes(), h.value.as_deref()))
+            .chain(
+                about
+                    .iter()
+                    .map(|(k, v)| (k.as_bytes(), Some(v.as_bytes()))),
+            )
+            .collect();
+        let mut batch = RecordBatch::new();
+        batch.push_header_refs(record.key.as_deref(), &record.value, &headers);
+        batch
     }
 
     /// Moves the member's position in `partition` to `offset` (a failure is logged: the
@@ -380,6 +535,13 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         });
         ctx.wait(left.into_actor(self).map(|_, _, ctx| ctx.stop()));
     }
+}
+
+/// Why a record is dead-lettered (the `nanokafka.dlq.reason` header and its details).
+#[derive(Debug, Clone)]
+enum Reason {
+    Decode(String),
+    RetriesExhausted,
 }
 
 /// The actor face's `Ack` as the rules take it.
