@@ -522,13 +522,13 @@ impl AsyncNanoKafka {
         recipient: Recipient<Delivered<T>>,
         options: SubscribeOptions,
     ) -> Result<Subscription> {
-        on_kafka!(self, |k| crate::kafka::subscription::subscribe(
-            k.config(),
-            (topic, group, member),
-            recipient,
-            options
-        )
-        .await);
+        // As `on_kafka!`, with the backend itself: the subscription keeps it for dead letters.
+        #[cfg(feature = "kafka")]
+        if let Some(k) = self.kafka.clone() {
+            k.check_open()?;
+            let names = (topic, group, member);
+            return crate::kafka::subscription::subscribe(k, names, recipient, options).await;
+        }
         self.ask(Subscribe {
             topic: topic.to_owned(),
             group: group.to_owned(),

@@ -11,7 +11,7 @@ use futures::future::join_all;
 use serde::de::DeserializeOwned;
 
 use super::io_thread::{IoThread, IoThreadHandle};
-use super::subscription::{BrokerRequests, SubscriptionActor};
+use super::subscription::{subscribe, BrokerRequests};
 use super::supervise::{catch_future_panic, guarded, guarded_future, guarded_reply};
 use super::topic::{
     AlterTopicActors, CloseTopic, CrashCoordinator, DeleteTopicActors, DescribeTopic, TopicActor,
@@ -65,6 +65,9 @@ pub struct BrokerActor {
     restarts: u64,
     /// Kafka producer ids (InitProducerId), loaded on the first request.
     producer_ids: Option<ProducerIdBlocks>,
+    /// A shutdown has begun: topics are closing, requests meet `BrokerStopped` (not
+    /// `UnknownTopic`, which would read as a deleted topic).
+    stopping: bool,
 }
 
 impl BrokerActor {
@@ -86,6 +89,7 @@ impl BrokerActor {
             next_arbiter: 0,
             restarts: 0,
             producer_ids: None,
+            stopping: false,
         }
     }
 
@@ -110,7 +114,7 @@ impl BrokerActor {
     }
 
     fn topic(&self, name: &str) -> Result<Addr<TopicActor>> {
-        if self.data_dir.is_none() {
+        if self.data_dir.is_none() || self.stopping {
             return Err(Error::BrokerStopped);
         }
         self.topics
@@ -360,7 +364,9 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             poll: address.clone().recipient(),
             commit: address.clone().recipient(),
             join: address.clone().recipient(),
-            leave: address.recipient(),
+            leave: address.clone().recipient(),
+            produce: address.clone().recipient(),
+            create: address.recipient(),
         };
         let join = JoinGroup {
             topic: msg.topic,
@@ -368,17 +374,8 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             member: msg.member,
             options: options.group,
         };
-        let joined = broker.join.send(join.clone());
-        Box::pin(catch_future_panic(self.label.clone(), async move {
-            let assignment = joined.await.map_err(|_| Error::BrokerStopped)??;
-            Ok(SubscriptionActor::start(
-                broker,
-                join,
-                &assignment,
-                msg.recipient,
-                options,
-            ))
-        }))
+        let subscribed = subscribe(broker, join, msg.recipient, options);
+        Box::pin(catch_future_panic(self.label.clone(), subscribed))
     }
 }
 
@@ -444,6 +441,7 @@ impl Handler<Shutdown> for BrokerActor {
 
     fn handle(&mut self, _: Shutdown, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Shutdown").entered();
+        self.stopping = true;
         let topics: Vec<Addr<TopicActor>> =
             std::mem::take(&mut self.topics).into_values().collect();
         let close_all = async move {

@@ -4,7 +4,7 @@
 //! memberships (members rejoin, their next call gets `UnknownMember`), committed offsets are
 //! untouched (they live in the partitions).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -92,9 +92,22 @@ pub struct ConsumerPollGroup {
     pub positions: BTreeMap<u32, u64>,
     pub max_records: usize,
     pub wait: Option<Duration>,
+    /// What a push subscription holds back (nothing for a `Consumer`).
+    pub pause: PollPause,
 }
 impl Message for ConsumerPollGroup {
     type Result = Result<FetchedBatch>;
+}
+
+/// The partitions a push subscription holds back from a poll (their earlier records are
+/// still with its subscriber, or waiting for a retry: reading them now would break their
+/// order), and a signal that ends the poll's wait early, answered with no records (a held
+/// partition was released: the subscription polls again with it). The signal fires when its
+/// sender is used or dropped.
+#[derive(Debug, Default)]
+pub struct PollPause {
+    pub partitions: BTreeSet<u32>,
+    pub wake: Option<oneshot::Receiver<()>>,
 }
 
 /// The reply to [`ConsumerPollGroup`]: the member's current assignment and what the poll read.
@@ -356,7 +369,13 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
                 Ok(order) => order,
                 Err(e) => return Box::pin(async { Err(e) }),
             };
-            let poll = act.serve_poll(ctx, msg.member, &order, None, msg.max_records, msg.wait);
+            let poll = act.serve_poll(
+                ctx,
+                msg.member,
+                (&order, None, PollPause::default()),
+                msg.max_records,
+                msg.wait,
+            );
             Box::pin(async move { Ok(poll.await?.0) })
         })
     }
@@ -416,6 +435,10 @@ struct PollPlan {
     current: Arc<AtomicU64>,
     /// Resolves at the next rebalance after the plan was made; set for polls that may wait.
     rebalanced: Option<Rebalanced>,
+    /// Partitions never read (see [`PollPause`]), also after a re-plan.
+    paused: BTreeSet<u32>,
+    /// Ends a wait early (see [`PollPause`]).
+    wake: Option<oneshot::Receiver<()>>,
 }
 
 impl GroupCoordinatorActor {
@@ -423,18 +446,18 @@ impl GroupCoordinatorActor {
     /// committed offsets). Once it is served, the member's next poll starts after the
     /// partition that answered (`PollServed`, sent before the reply, so it is handled first).
     /// Resolves to what was read and, when the group rebalanced while the poll waited, the
-    /// member's new assignment.
+    /// member's new assignment. Partitions in `pause` are not read.
     fn serve_poll(
         &mut self,
         ctx: &mut Context<Self>,
         member: String,
-        order: &[u32],
-        positions: Option<&BTreeMap<u32, u64>>,
+        (order, positions, pause): (&[u32], Option<&BTreeMap<u32, u64>>, PollPause),
         max_records: usize,
         wait: Option<Duration>,
     ) -> impl Future<Output = Result<(Option<Fetched>, Option<Assignment>)>> + 'static {
         let targets = order
             .iter()
+            .filter(|p| !pause.partitions.contains(p))
             .map(|&p| (p, positions.and_then(|ps| ps.get(&p).copied())))
             .collect();
         // `None` inside: a wait too long to add to the clock, i.e. forever.
@@ -448,6 +471,8 @@ impl GroupCoordinatorActor {
             generation: self.state.generation(),
             current: self.announced_generation.clone(),
             rebalanced: wait.map(|_| self.next_rebalance()),
+            paused: pause.partitions,
+            wake: pause.wake,
         };
         async move {
             let (member, coordinator) = (plan.member.clone(), plan.coordinator.clone());
@@ -534,9 +559,19 @@ async fn poll_partitions(
             Some(signal) => signal.map(drop).boxed_local(),
             None => futures::future::pending().boxed_local(),
         };
+        let woken = match plan.wake.as_mut() {
+            Some(wake) => wake.map(drop).boxed_local(),
+            None => futures::future::pending().boxed_local(),
+        };
+        let rebalanced = select(rebalanced, woken).map(|either| match either {
+            Either::Left(_) => false,
+            Either::Right(_) => true,
+        });
         match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
             Ok(Either::Left((woken_by_error, _))) => restarted = woken_by_error,
-            Ok(Either::Right(((), _))) => {}
+            Ok(Either::Right((false, _))) => {}
+            // The subscription released a held partition: it polls again with it.
+            Ok(Either::Right((true, _))) => return Ok((None, replanned)),
             Err(_deadline) => return Ok((None, replanned)),
         }
         plan.replan(&mut replanned).await?;
@@ -565,7 +600,12 @@ impl PollPlan {
         self.rebalanced = Some(next);
         if let Some((assignment, order, partitions)) = changed {
             self.partitions = partitions;
-            self.targets = order.into_iter().map(|p| (p, None)).collect();
+            let paused = &self.paused;
+            self.targets = order
+                .into_iter()
+                .filter(|p| !paused.contains(p))
+                .map(|p| (p, None))
+                .collect();
             self.generation = assignment.generation;
             *replanned = Some(assignment);
         }
@@ -593,8 +633,7 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
             let poll = act.serve_poll(
                 ctx,
                 msg.member,
-                &order,
-                positions,
+                (&order, positions, msg.pause),
                 msg.max_records,
                 msg.wait,
             );

@@ -1,63 +1,166 @@
 //! `SubscriptionActor<T>`: pushes a topic's records to a subscribing actor as typed
-//! [`Delivered<T>`] messages, as a member of a consumer group.
+//! [`Delivered<T>`] messages, as a member of a consumer group, and reports what happens to
+//! it as [`SubscriptionEvent`]s.
 //!
 //! It is a `Consumer` that runs by itself: it polls with its own [`Positions`] (the same
 //! consumer poll the `Consumer` handle sends), decodes each batch from the buffer it was read
 //! into and `send`s it to the subscriber's `Recipient`. At most `max_in_flight` batches are
-//! unanswered at once: when the subscriber is slow the actor stops polling, records stay in
-//! the log, the topic's backlog grows and producers meet `max_size` backpressure. Nothing is
-//! sent with `do_send`.
+//! unanswered at once, and at most one per partition: when the subscriber is slow the actor
+//! stops polling, records stay in the log, the topic's backlog grows and producers meet
+//! `max_size` backpressure. Batches are sent with `send`, never `do_send`.
 //!
-//! The subscriber answers each batch with an [`Ack`]: `Commit` commits the batch (fenced by
-//! the generation it was delivered in), `Defer` leaves it uncommitted. After a rebalance, an
-//! eviction or a coordinator restart the positions are dropped and reading resumes at the
-//! committed offsets, so whatever was not committed is delivered again (at-least-once).
+//! **Order.** The rules are `group::delivery`'s: a partition is held (left out of the polls)
+//! while a batch of it is unanswered, while it waits for a retry, and while one of its
+//! records is being dead-lettered, so the subscriber always sees a partition's records in
+//! offset order, each after every earlier one was answered for the last time. Other
+//! partitions are read meanwhile; a poll that waits is woken when a partition it left out is
+//! released.
 //!
-//! A record whose payload does not decode as `T` stops progress on its partition (like
-//! Kafka's consumer, which keeps failing on it): the records before it are delivered, then
-//! the actor logs the error and retries every second; commit past it (or fix the producer)
-//! to move on. The subscription ends when the subscriber's mailbox closes or on
-//! [`Subscription::unsubscribe`]; it then leaves the group.
+//! **Acks.** `Commit` commits the batch, `Defer` commits nothing, `CommitUpTo(o)` commits
+//! through `o` and delivers the rest of the batch again at once, `Retry { offset, after }`
+//! commits the records before `offset` and delivers `offset` and everything after it again
+//! after `after`. A record retried `max_attempts` times goes to the dead-letter topic and is
+//! committed past (without one, the subscription ends with
+//! [`SubscriptionEnd::RetriesExhausted`]). Every commit is fenced by the generation the batch
+//! was delivered in; a refused one is reported ([`SubscriptionEvent::CommitRefused`]). After
+//! a rebalance, an eviction or a coordinator restart the positions, retry waits and attempt
+//! counts are dropped and reading resumes at the committed offsets, so whatever was not
+//! committed is delivered again (at-least-once).
+//!
+//! **Records that do not decode** as `T`: the records before one are delivered; then, per
+//! `on_decode_error`, it is dead-lettered and committed past, or the subscription ends with
+//! [`SubscriptionEnd::DecodeError`] (the record stays uncommitted).
+//!
+//! **Dead letters.** A dead-lettered record is produced to the dead-letter topic (keyed
+//! like the original, so all of them go to the same partition of a topic with several)
+//! with its key, its value bytes unchanged and its headers, followed by:
+//!
+//! | header | value (UTF-8) |
+//! | --- | --- |
+//! | `nanokafka.dlq.topic` | the source topic |
+//! | `nanokafka.dlq.partition` | the source partition, decimal |
+//! | `nanokafka.dlq.offset` | the source offset, decimal |
+//! | `nanokafka.dlq.group` | the subscription's group |
+//! | `nanokafka.dlq.reason` | `decode` or `retries-exhausted` |
+//! | `nanokafka.dlq.error` | the decode error's text (`decode` only) |
+//! | `nanokafka.dlq.attempts` | deliveries of the record, decimal (1 for `decode`) |
+//!
+//! It is produced before the source record is committed past, so it is never lost; a crash
+//! (or a refused commit) between the two dead-letters it again when it is read next:
+//! at-least-once across crashes, exactly once otherwise. A dead letter that cannot be
+//! produced ends the subscription ([`SubscriptionEnd::DeadLetterFailed`]) with the record
+//! uncommitted.
+//!
+//! **The end.** The subscription ends on [`Subscription::unsubscribe`], when the subscriber's
+//! mailbox closes, when the broker stops or the topic is deleted, and on the two cases above;
+//! it then leaves the group (unless the broker or topic is gone), sends
+//! [`SubscriptionEvent::Ended`] and resolves [`Subscription::ended`].
 //!
 //! It reaches the broker through [`BrokerRequests`] (recipients of the broker's messages),
 //! not through a handle, so the actor layer never depends on the client layer above it.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures::channel::oneshot;
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
-use super::topic::ConsumerPollFetched;
+use super::coordinator::{FetchedBatch, PollPause};
+use super::topic::SubscriptionPoll;
+use crate::config::TopicConfig;
 use crate::error::{Error, Result};
+use crate::group::delivery::{self, Answer, Batch, Deliveries, Outcome};
 use crate::group::{Assignment, Positions};
 use crate::messages::{
-    Ack, ConsumerPoll, Delivered, FencedCommit, JoinGroup, LeaveGroup, SubscribeOptions,
-    Subscription, Unsubscribe,
+    Ack, ConsumerPoll, CreateTopic, DecodeAction, Delivered, FencedCommit, JoinGroup, LeaveGroup,
+    OnDecodeError, ProduceBatch, SubscribeOptions, Subscription, SubscriptionEnd,
+    SubscriptionEvent, Unsubscribe,
 };
-
-use super::coordinator::FetchedBatch;
+use crate::partition::Fetched;
+use crate::storage::RecordBatch;
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
 pub struct BrokerRequests {
-    pub poll: Recipient<ConsumerPollFetched>,
+    pub poll: Recipient<SubscriptionPoll>,
     pub commit: Recipient<FencedCommit>,
     pub join: Recipient<JoinGroup>,
     pub leave: Recipient<LeaveGroup>,
+    /// Dead letters.
+    pub produce: Recipient<ProduceBatch>,
+    /// The dead-letter topic, when missing.
+    pub create: Recipient<CreateTopic>,
 }
 
-/// Sends `msg` and flattens a closed mailbox into `BrokerStopped`.
-async fn ask<M, T>(to: Recipient<M>, msg: M) -> Result<T>
+/// Sends `msg` now (so requests leave in the order they are made) and flattens a closed
+/// mailbox into `BrokerStopped`.
+fn ask<M, T>(to: &Recipient<M>, msg: M) -> impl std::future::Future<Output = Result<T>>
 where
     M: Message<Result = Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    to.send(msg).await.map_err(|_| Error::BrokerStopped)?
+    let request = to.send(msg);
+    async move { request.await.map_err(|_| Error::BrokerStopped)? }
 }
 
-/// Retry delay after a failed poll (a partition restarting, a poison record).
+/// Retry delay after a failed poll (a partition restarting) or rejoin.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Joins `join`'s group, makes sure the dead-letter topic exists and starts the
+/// subscription. Nothing stays joined when it fails.
+///
+/// # Errors
+/// As `messages::Subscribe`.
+pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
+    broker: BrokerRequests,
+    join: JoinGroup,
+    recipient: Recipient<Delivered<T>>,
+    options: SubscribeOptions,
+) -> Result<Subscription> {
+    options.validate()?;
+    if options.dead_letter_topic.as_deref() == Some(join.topic.as_str()) {
+        return Err(Error::InvalidArgument {
+            name: "dead_letter_topic",
+            reason: format!("{:?} is the subscribed topic itself", join.topic),
+        });
+    }
+    let assignment = ask(&broker.join, join.clone()).await?;
+    if let Some(topic) = &options.dead_letter_topic {
+        let create = CreateTopic {
+            topic: topic.clone(),
+            config: TopicConfig::default(),
+        };
+        match ask(&broker.create, create).await {
+            Ok(()) | Err(Error::TopicExists { .. }) => {}
+            Err(e) => {
+                let leave = LeaveGroup {
+                    topic: join.topic,
+                    group: join.group,
+                    member: join.member,
+                };
+                let _ = ask(&broker.leave, leave).await;
+                return Err(e);
+            }
+        }
+    }
+    Ok(SubscriptionActor::start(
+        broker,
+        join,
+        &assignment,
+        recipient,
+        options,
+    ))
+}
+
+/// Why a record is dead-lettered (the `nanokafka.dlq.reason` header and its details).
+#[derive(Debug, Clone)]
+enum DeadLetterReason {
+    Decode(String),
+    RetriesExhausted,
+}
 
 /// See the module docs.
 pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
@@ -66,9 +169,24 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     join: JoinGroup,
     options: SubscribeOptions,
     recipient: Recipient<Delivered<T>>,
+    events: Option<Recipient<SubscriptionEvent>>,
     positions: Positions,
+    /// The member's partitions as last told (the events' differences are against it).
+    assignment: Vec<u32>,
+    /// The generation the events last told of.
+    told: Option<u64>,
+    rules: Deliveries,
+    /// What each unanswered batch was read from (one per partition), for its dead letters.
+    unanswered: BTreeMap<u32, Fetched>,
     in_flight: usize,
+    /// A poll (or the pause after a failed one) is running.
     polling: bool,
+    /// The partitions the running poll leaves out, and the signal that ends its wait.
+    poll_paused: BTreeSet<u32>,
+    poll_wake: Option<oneshot::Sender<()>>,
+    /// Set once the subscription is ending: nothing more is polled or delivered.
+    ending: Option<SubscriptionEnd>,
+    end: watch::Sender<Option<SubscriptionEnd>>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -77,6 +195,7 @@ impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for SubscriptionActor
         f.debug_struct("SubscriptionActor")
             .field("join", &self.join)
             .field("positions", &self.positions)
+            .field("rules", &self.rules)
             .field("in_flight", &self.in_flight)
             .finish_non_exhaustive()
     }
@@ -89,8 +208,9 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         join: JoinGroup,
         assignment: &Assignment,
         recipient: Recipient<Delivered<T>>,
-        options: SubscribeOptions,
+        mut options: SubscribeOptions,
     ) -> Subscription {
+        let (end, ended) = watch::channel(None);
         let actor = SubscriptionActor {
             span: tracing::info_span!(
                 "subscription",
@@ -100,42 +220,119 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             ),
             broker,
             join,
+            events: options.events.take(),
+            rules: Deliveries::new(
+                assignment.generation,
+                options.max_attempts,
+                options.dead_letter_topic.is_some(),
+            ),
             options,
             recipient,
             positions: Positions::new(assignment.generation),
+            assignment: Vec::new(),
+            told: None,
+            unanswered: BTreeMap::new(),
             in_flight: 0,
             polling: false,
+            poll_paused: BTreeSet::new(),
+            poll_wake: None,
+            ending: None,
+            end,
             payload: PhantomData,
         };
-        Subscription::new(actor.start().recipient())
+        let mut actor = actor;
+        actor.learn(assignment.clone());
+        Subscription::new(actor.start().recipient(), ended)
     }
 
-    /// Polls again if there is a credit and no poll is running.
+    /// Logs `event` and sends it to the events recipient. `do_send`: events keep their order
+    /// and the last one is sent as the actor stops (a pending `send` would be dropped).
+    fn emit(&self, event: SubscriptionEvent) {
+        let _span = self.span.clone().entered();
+        match &event {
+            SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
+            SubscriptionEvent::DeadLettered { .. } | SubscriptionEvent::CommitRefused { .. } => {
+                tracing::warn!(?event, "subscription")
+            }
+            _ => tracing::info!(?event, "subscription"),
+        }
+        if let Some(events) = &self.events {
+            events.do_send(event);
+        }
+    }
+
+    /// The member's assignment as a poll, a join or a rejoin told it: a new generation drops
+    /// the positions and the rules' waits, and is reported as differences.
+    fn learn(&mut self, assignment: Assignment) {
+        if self.told == Some(assignment.generation) {
+            return;
+        }
+        self.told = Some(assignment.generation);
+        let (revoked, assigned) = delivery::rebalance(&self.assignment, &assignment.partitions);
+        let generation = assignment.generation;
+        if !revoked.is_empty() {
+            self.emit(SubscriptionEvent::Revoked {
+                generation,
+                partitions: revoked,
+            });
+        }
+        self.emit(SubscriptionEvent::Assigned {
+            generation,
+            partitions: assigned,
+        });
+        self.assignment = assignment.partitions;
+        self.positions.enter(generation);
+        self.rules.enter(generation);
+    }
+
+    /// Polls again if there is a credit, no poll is running and the subscription runs. The
+    /// held partitions are left out; a poll of nothing but held partitions still waits, as
+    /// a sign of life, until one is released.
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.polling || self.in_flight >= self.options.max_in_flight {
+        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
             return;
         }
         self.polling = true;
-        let poll = ConsumerPollFetched(ConsumerPoll {
-            topic: self.join.topic.clone(),
-            group: self.join.group.clone(),
-            member: self.join.member.clone(),
-            generation: self.positions.generation(),
-            positions: self.positions.all().clone(),
-            max_records: self.options.max_batch,
-            wait: Some(self.options.poll_wait),
-        });
-        let request = ask(self.broker.poll.clone(), poll);
+        let (wake, woken) = oneshot::channel();
+        self.poll_wake = Some(wake);
+        self.poll_paused = self.rules.held();
+        let poll = SubscriptionPoll {
+            poll: ConsumerPoll {
+                topic: self.join.topic.clone(),
+                group: self.join.group.clone(),
+                member: self.join.member.clone(),
+                generation: self.positions.generation(),
+                positions: self.positions.all().clone(),
+                max_records: self.options.max_batch,
+                wait: Some(self.options.poll_wait),
+            },
+            pause: PollPause {
+                partitions: self.poll_paused.clone(),
+                wake: Some(woken),
+            },
+        };
+        let request = ask(&self.broker.poll, poll);
         ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
             act.polling = false;
+            act.poll_wake = None;
+            if act.ending.is_some() {
+                return;
+            }
             match polled {
-                Ok(batch) => act.deliver(batch, ctx),
+                Ok(batch) => act.polled(batch, ctx),
                 Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
-                Err(Error::BrokerStopped) | Err(Error::UnknownTopic { .. }) => return ctx.stop(),
+                Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
+                Err(Error::UnknownTopic { .. }) => {
+                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
+                }
                 Err(e) => {
                     let _span = act.span.clone().entered();
                     tracing::warn!(error = %e, "subscription poll failed; retrying");
-                    ctx.run_later(RETRY_AFTER, |act, ctx| act.pump(ctx));
+                    act.polling = true;
+                    ctx.run_later(RETRY_AFTER, |act, ctx| {
+                        act.polling = false;
+                        act.pump(ctx);
+                    });
                     return;
                 }
             }
@@ -143,78 +340,326 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }));
     }
 
-    /// Sends a polled batch to the subscriber, holding a credit until it answers.
-    fn deliver(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
-        // A rebalance: what this member reads now starts at the committed offsets.
-        self.positions.enter(batch.assignment.generation);
+    /// `partition` is free again: a poll waiting without it is cut short to take it in.
+    fn released(&mut self, partition: u32, ctx: &mut Context<Self>) {
+        if self.poll_paused.contains(&partition) {
+            self.poll_wake.take();
+        }
+        self.pump(ctx);
+    }
+
+    /// What a poll read: decoded and handed over, or the record that does not decode dealt
+    /// with.
+    fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
+        self.learn(batch.assignment);
         let Some(fetched) = batch.fetched else { return };
-        let records = match fetched.decode::<T>(&self.join.topic) {
-            Ok(records) => records,
-            Err(e) => {
-                let _span = self.span.clone().entered();
-                tracing::error!(error = %e, "record does not decode; its partition is stalled until it is committed past");
-                self.polling = true; // hold polling for the retry delay
-                ctx.run_later(RETRY_AFTER, |act, ctx| {
-                    act.polling = false;
-                    act.pump(ctx);
-                });
-                return;
-            }
+        if self.rules.is_held(fetched.partition) {
+            // Read by a poll re-planned after a rebalance: read again once released.
+            return;
+        }
+        match fetched.decode::<T>(&self.join.topic) {
+            Ok(records) if records.is_empty() => {}
+            Ok(records) => self.hand_over(fetched, records, ctx),
+            Err(e) => self.undecodable(fetched, e, ctx),
+        }
+    }
+
+    /// Sends a batch to the subscriber, holding a credit and its partition until it answers.
+    fn hand_over(
+        &mut self,
+        fetched: Fetched,
+        records: Vec<crate::types::Record<T>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let (first, last) = match (records.first(), records.last()) {
+            (Some(first), Some(last)) => (first.offset, last.offset),
+            _ => return,
         };
-        let Some(last) = records.last() else { return };
-        let (partition, offset) = (last.partition, last.offset);
-        self.positions.delivered(partition, offset);
+        let batch = Batch {
+            partition: fetched.partition,
+            first,
+            last,
+            generation: self.positions.generation(),
+        };
+        self.positions.delivered(batch.partition, last);
+        self.rules.delivered(batch);
+        self.unanswered.insert(batch.partition, fetched);
         self.in_flight += 1;
-        let generation = self.positions.generation();
         let delivered = Delivered {
             topic: self.join.topic.clone(),
             group: self.join.group.clone(),
-            generation,
+            generation: batch.generation,
             records,
         };
-        ctx.spawn(
-            self.recipient
-                .send(delivered)
-                .into_actor(self)
-                .map(move |answer, act, ctx| {
-                    act.in_flight -= 1;
-                    match answer {
-                        Ok(Ack::Commit) => act.commit(generation, partition, offset, ctx),
-                        Ok(Ack::Defer) => {}
-                        // The subscriber is gone: end the subscription.
-                        Err(_) => return act.leave(ctx),
-                    }
-                    act.pump(ctx);
-                }),
-        );
+        let answer = self.recipient.send(delivered);
+        ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
+            act.in_flight -= 1;
+            let fetched = act.unanswered.remove(&batch.partition);
+            match answer {
+                Ok(ack) => act.answered(batch, ack, fetched, ctx),
+                Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
+            }
+        }));
     }
 
-    fn commit(&mut self, generation: u64, partition: u32, offset: u64, ctx: &mut Context<Self>) {
-        let commit = FencedCommit {
+    /// Acts on the subscriber's answer to `batch` (see `group::delivery`).
+    fn answered(
+        &mut self,
+        batch: Batch,
+        ack: Ack,
+        fetched: Option<Fetched>,
+        ctx: &mut Context<Self>,
+    ) {
+        if self.ending.is_some() {
+            return;
+        }
+        let partition = batch.partition;
+        match self.rules.answered(batch, answer(ack)) {
+            Outcome::Go { commit, resume } => {
+                self.commit(batch.generation, partition, commit, ctx);
+                if let Some(offset) = resume {
+                    self.positions.seek(partition, offset);
+                }
+                self.released(partition, ctx);
+            }
+            Outcome::Wait {
+                commit,
+                from,
+                delay,
+                token,
+            } => {
+                self.commit(batch.generation, partition, commit, ctx);
+                self.positions.seek(partition, from);
+                ctx.run_later(delay, move |act, ctx| {
+                    if act.rules.wake(partition, token) {
+                        act.released(partition, ctx);
+                    }
+                });
+                self.pump(ctx);
+            }
+            Outcome::DeadLetter { offset, attempts } => match fetched {
+                Some(fetched) => self.dead_letter(
+                    &fetched,
+                    (batch.generation, offset, attempts),
+                    DeadLetterReason::RetriesExhausted,
+                    ctx,
+                ),
+                None => {
+                    self.rules.release(partition, offset.saturating_sub(1));
+                    self.released(partition, ctx);
+                }
+            },
+            Outcome::Exhausted {
+                commit,
+                offset,
+                attempts,
+            } => {
+                self.commit(batch.generation, partition, commit, ctx);
+                let end = SubscriptionEnd::RetriesExhausted {
+                    partition,
+                    offset,
+                    attempts,
+                };
+                self.end(end, ctx);
+            }
+        }
+    }
+
+    /// The first record `fetched` holds does not decode (`error`): dead-letter it, or end.
+    fn undecodable(&mut self, fetched: Fetched, error: Error, ctx: &mut Context<Self>) {
+        let (partition, offset, text) = match &error {
+            Error::Decode {
+                partition,
+                offset,
+                source,
+                ..
+            } => (*partition, *offset, source.to_string()),
+            other => (fetched.partition, 0, other.to_string()),
+        };
+        match self.options.decode_error_policy() {
+            OnDecodeError::Stop => {
+                self.emit(SubscriptionEvent::DecodeFailed {
+                    partition,
+                    offset,
+                    error: text.clone(),
+                    action: DecodeAction::Stopped,
+                });
+                let end = SubscriptionEnd::DecodeError {
+                    partition,
+                    offset,
+                    error: text,
+                };
+                self.end(end, ctx);
+            }
+            OnDecodeError::DeadLetter => {
+                self.rules.hold(partition);
+                let at = (self.positions.generation(), offset, 1);
+                self.dead_letter(&fetched, at, DeadLetterReason::Decode(text), ctx);
+            }
+        }
+    }
+
+    /// Produces the record at `offset` of `fetched` to the dead-letter topic, then commits
+    /// past it (fenced by `generation`), then releases its partition (held meanwhile) and
+    /// reads on after it.
+    fn dead_letter(
+        &mut self,
+        fetched: &Fetched,
+        (generation, offset, attempts): (u64, u64, u32),
+        reason: DeadLetterReason,
+        ctx: &mut Context<Self>,
+    ) {
+        let partition = fetched.partition;
+        let Some(topic) = self.options.dead_letter_topic.clone() else {
+            return;
+        };
+        let Some(letter) = self.letter(fetched, offset, attempts, &reason) else {
+            // Not in what was read (cannot happen: the offset comes from the same read).
+            self.rules.release(partition, offset.saturating_sub(1));
+            return self.released(partition, ctx);
+        };
+        let produce = ask(
+            &self.broker.produce,
+            ProduceBatch {
+                topic,
+                partition: None,
+                batch: letter,
+            },
+        );
+        let (commits, commit) = (
+            self.broker.commit.clone(),
+            self.fenced(generation, partition, offset),
+        );
+        let written = async move {
+            produce.await.map_err(|e| (true, e))?;
+            ask(&commits, commit).await.map_err(|e| (false, e))
+        };
+        ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
+            match written {
+                Err((true, error)) => {
+                    let end = SubscriptionEnd::DeadLetterFailed {
+                        partition,
+                        offset,
+                        error,
+                    };
+                    return act.end(end, ctx);
+                }
+                Err((false, error)) => act.emit(SubscriptionEvent::CommitRefused {
+                    partition,
+                    offset,
+                    error,
+                }),
+                Ok(()) => act.positions.seek(partition, offset.saturating_add(1)),
+            }
+            act.emit(match reason {
+                DeadLetterReason::Decode(error) => SubscriptionEvent::DecodeFailed {
+                    partition,
+                    offset,
+                    error,
+                    action: DecodeAction::DeadLettered,
+                },
+                DeadLetterReason::RetriesExhausted => SubscriptionEvent::DeadLettered {
+                    partition,
+                    offset,
+                    attempts,
+                },
+            });
+            act.rules.release(partition, offset);
+            act.released(partition, ctx);
+        }));
+    }
+
+    /// The dead letter of the record at `offset` of `fetched` (format in the module docs).
+    fn letter(
+        &self,
+        fetched: &Fetched,
+        offset: u64,
+        attempts: u32,
+        reason: &DeadLetterReason,
+    ) -> Option<RecordBatch> {
+        let record = fetched.records.iter().find(|r| r.offset == offset)?;
+        let (why, error) = match reason {
+            DeadLetterReason::Decode(error) => ("decode", Some(error.as_str())),
+            DeadLetterReason::RetriesExhausted => ("retries-exhausted", None),
+        };
+        let (partition, offset, attempts) = (
+            fetched.partition.to_string(),
+            offset.to_string(),
+            attempts.to_string(),
+        );
+        let mut about: Vec<(&str, &str)> = vec![
+            ("nanokafka.dlq.topic", &self.join.topic),
+            ("nanokafka.dlq.partition", &partition),
+            ("nanokafka.dlq.offset", &offset),
+            ("nanokafka.dlq.group", &self.join.group),
+            ("nanokafka.dlq.reason", why),
+        ];
+        if let Some(error) = error {
+            about.push(("nanokafka.dlq.error", error));
+        }
+        about.push(("nanokafka.dlq.attempts", &attempts));
+        let headers: Vec<_> = record
+            .headers
+            .iter()
+            .chain(
+                about
+                    .iter()
+                    .map(|(k, v)| (k.as_bytes(), Some(v.as_bytes()))),
+            )
+            .collect();
+        let mut batch = RecordBatch::new();
+        batch.push_header_refs(record.key, record.value, &headers);
+        Some(batch)
+    }
+
+    fn fenced(&self, generation: u64, partition: u32, offset: u64) -> FencedCommit {
+        FencedCommit {
             topic: self.join.topic.clone(),
             group: self.join.group.clone(),
             member: self.join.member.clone(),
             generation,
             partition,
             offset,
-        };
-        let request = ask(self.broker.commit.clone(), commit);
-        ctx.spawn(request.into_actor(self).map(|result, act, _| {
-            if let Err(e) = result {
-                // Fenced after a rebalance: the new owner re-reads from the last commit.
-                let _span = act.span.clone().entered();
-                tracing::debug!(error = %e, "subscription commit refused");
+        }
+    }
+
+    /// Commits `offset` (if any) of `partition`, fenced by `generation`; a refusal is
+    /// reported.
+    fn commit(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        offset: Option<u64>,
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(offset) = offset else { return };
+        let request = ask(
+            &self.broker.commit,
+            self.fenced(generation, partition, offset),
+        );
+        ctx.spawn(request.into_actor(self).map(move |result, act, _| {
+            if let Err(error) = result {
+                act.emit(SubscriptionEvent::CommitRefused {
+                    partition,
+                    offset,
+                    error,
+                });
             }
         }));
     }
 
     fn rejoin(&mut self, ctx: &mut Context<Self>) {
-        let join = ask(self.broker.join.clone(), self.join.clone());
+        let join = ask(&self.broker.join, self.join.clone());
         ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
             Ok(assignment) => {
+                // A new membership: positions of the old one are stale even when the
+                // generation number happens to be the same.
                 act.positions = Positions::new(assignment.generation);
+                act.learn(assignment);
                 act.pump(ctx);
             }
+            Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
+            Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
             Err(e) => {
                 let _span = act.span.clone().entered();
                 tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
@@ -223,15 +668,38 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }));
     }
 
-    /// Leaves the group, then stops.
-    fn leave(&mut self, ctx: &mut Context<Self>) {
+    /// Ends the subscription with `why`: leaves the group (unless the broker or the topic is
+    /// gone), then stops. The first end wins.
+    fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
+        if self.ending.is_some() {
+            return;
+        }
+        let leave = !matches!(
+            why,
+            SubscriptionEnd::BrokerStopped | SubscriptionEnd::TopicDeleted
+        );
+        self.ending = Some(why);
+        self.poll_wake.take();
+        if !leave {
+            return ctx.stop();
+        }
         let leave = LeaveGroup {
             topic: self.join.topic.clone(),
             group: self.join.group.clone(),
             member: self.join.member.clone(),
         };
-        let request = ask(self.broker.leave.clone(), leave);
+        let request = ask(&self.broker.leave, leave);
         ctx.wait(request.into_actor(self).map(|_, _, ctx| ctx.stop()));
+    }
+}
+
+/// The actor face's `Ack` as the rules take it.
+fn answer(ack: Ack) -> Answer {
+    match ack {
+        Ack::Commit => Answer::Commit,
+        Ack::Defer => Answer::Defer,
+        Ack::CommitUpTo(offset) => Answer::CommitUpTo(offset),
+        Ack::Retry { offset, after } => Answer::Retry { offset, after },
     }
 }
 
@@ -246,6 +714,13 @@ impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
         );
         self.pump(ctx);
     }
+
+    fn stopped(&mut self, _: &mut Context<Self>) {
+        // Stopped without a reason: its system is stopping (the broker's thread).
+        let why = self.ending.take().unwrap_or(SubscriptionEnd::BrokerStopped);
+        self.emit(SubscriptionEvent::Ended(why.clone()));
+        self.end.send_replace(Some(why));
+    }
 }
 
 impl<T: DeserializeOwned + Send + 'static> Handler<Unsubscribe> for SubscriptionActor<T> {
@@ -253,6 +728,6 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Unsubscribe> for Subscription
 
     fn handle(&mut self, _: Unsubscribe, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "Unsubscribe").entered();
-        self.leave(ctx);
+        self.end(SubscriptionEnd::Unsubscribed, ctx);
     }
 }

@@ -16,7 +16,7 @@ use futures::future::join_all;
 
 use super::coordinator::{
     Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, FetchedBatch,
-    GroupCoordinatorActor, Join, Leave, PollGroup,
+    GroupCoordinatorActor, Join, Leave, PollGroup, PollPause,
 };
 use super::io_thread::IoThreadHandle;
 use super::lane::{append_routed, Lane};
@@ -414,6 +414,23 @@ impl crate::messages::TopicMessage for ConsumerPollFetched {
     }
 }
 
+/// A push subscription's poll: [`ConsumerPoll`] that skips the partitions in `pause` and
+/// whose wait its `wake` cuts short (see [`PollPause`]). Answered as [`ConsumerPollFetched`].
+#[derive(Debug)]
+pub struct SubscriptionPoll {
+    pub poll: ConsumerPoll,
+    pub pause: PollPause,
+}
+impl Message for SubscriptionPoll {
+    type Result = Result<FetchedBatch>;
+}
+impl crate::messages::TopicMessage for SubscriptionPoll {
+    type Reply = FetchedBatch;
+    fn topic(&self) -> &str {
+        &self.poll.topic
+    }
+}
+
 /// `max_records` of a poll must be at least 1.
 fn check_max_records(max_records: usize) -> Result<()> {
     match max_records {
@@ -444,7 +461,11 @@ impl TopicActor {
     }
 
     /// Hands a consumer's poll to its group's coordinator.
-    fn consumer_poll_group(&self, msg: ConsumerPoll) -> ResponseFuture<Result<FetchedBatch>> {
+    fn consumer_poll_group(
+        &self,
+        msg: ConsumerPoll,
+        pause: PollPause,
+    ) -> ResponseFuture<Result<FetchedBatch>> {
         let coordinator = check_max_records(msg.max_records)
             .and_then(|()| self.member_group(&msg.group, &msg.member));
         match coordinator {
@@ -456,6 +477,7 @@ impl TopicActor {
                     positions: msg.positions,
                     max_records: msg.max_records,
                     wait: msg.wait,
+                    pause,
                 },
             )),
             Err(e) => Box::pin(async { Err(e) }),
@@ -495,7 +517,7 @@ impl Handler<ConsumerPoll> for TopicActor {
         let _span = tracing::debug_span!(parent: &self.span, "ConsumerPoll").entered();
         let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
-            let poll = act.consumer_poll_group(msg);
+            let poll = act.consumer_poll_group(msg, PollPause::default());
             Box::pin(async move {
                 let batch = poll.await?;
                 Ok(ConsumerBatch {
@@ -513,7 +535,21 @@ impl Handler<ConsumerPollFetched> for TopicActor {
     fn handle(&mut self, msg: ConsumerPollFetched, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "ConsumerPollFetched").entered();
         let name = self.label.clone();
-        guarded_future(self, ctx, &name, |act, _| act.consumer_poll_group(msg.0))
+        guarded_future(self, ctx, &name, |act, _| {
+            act.consumer_poll_group(msg.0, PollPause::default())
+        })
+    }
+}
+
+impl Handler<SubscriptionPoll> for TopicActor {
+    type Result = ResponseFuture<Result<FetchedBatch>>;
+
+    fn handle(&mut self, msg: SubscriptionPoll, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "SubscriptionPoll").entered();
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            act.consumer_poll_group(msg.poll, msg.pause)
+        })
     }
 }
 

@@ -19,7 +19,7 @@
 //! - **Positions.** Kafka's consumer advances its position with each poll: an uncommitted
 //!   record is read again only after a rebalance or a new member, not on the next poll.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -86,6 +86,9 @@ pub(crate) struct KafkaMember {
     /// The highest offset `commit_forward` committed per partition, and the generation it
     /// was committed in.
     forward: (u64, BTreeMap<u32, u64>),
+    /// The partitions paused in librdkafka for a subscription (`poll_batch_holding`), and
+    /// the generation they were paused in.
+    paused: (u64, BTreeSet<u32>),
 }
 
 impl std::fmt::Debug for KafkaMember {
@@ -135,6 +138,7 @@ impl KafkaMember {
             pending: VecDeque::new(),
             timeout: config.request_timeout,
             forward: (0, BTreeMap::new()),
+            paused: (0, BTreeSet::new()),
         };
         joined.wait_for_assignment()?;
         Ok(joined)
@@ -204,13 +208,30 @@ impl KafkaMember {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
+        self.poll_batch_holding(max_records, timeout, &BTreeSet::new())
+    }
+
+    /// As [`KafkaMember::poll_batch`], never returning records of the `held` partitions: a
+    /// subscription holds a partition while a batch of it is unanswered or waits for a
+    /// retry. They are paused in librdkafka (no fetching) and resumed once no longer held;
+    /// records of theirs already read stay pending, in order.
+    ///
+    /// # Errors
+    /// As [`KafkaMember::poll_batch`]; `Kafka` when librdkafka refuses a pause or resume.
+    pub(crate) fn poll_batch_holding(
+        &mut self,
+        max_records: usize,
+        timeout: Duration,
+        held: &BTreeSet<u32>,
+    ) -> Result<Vec<Record<Vec<u8>>>> {
+        self.pause_only(held)?;
         let deadline = Instant::now() + timeout.min(super::MAX_WAIT);
         loop {
             self.forget_unassigned();
-            if !self.pending.is_empty() {
+            if self.pending.iter().any(|r| !held.contains(&r.partition)) {
                 // Whatever else is already in librdkafka's queue joins the batch.
                 while self.pending.len() < max_records && self.poll_one(Duration::ZERO)? {}
-                return Ok(self.take_run(max_records));
+                return Ok(self.take_run(max_records, held));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if !self.poll_one(left)? && left.is_zero() {
@@ -240,9 +261,50 @@ impl KafkaMember {
         self.pending.retain(|r| owned.contains(&r.partition));
     }
 
-    /// Takes up to `max` pending records of the first pending record's partition, in order.
-    fn take_run(&mut self, max: usize) -> Vec<Record<Vec<u8>>> {
-        let Some(partition) = self.pending.front().map(|r| r.partition) else {
+    /// Pauses the assigned partitions in `held` and resumes the others paused before (all
+    /// of them are unpaused by a rebalance).
+    fn pause_only(&mut self, held: &BTreeSet<u32>) -> Result<()> {
+        let assignment = self.assignment();
+        if self.paused.0 != assignment.generation {
+            self.paused = (assignment.generation, BTreeSet::new());
+        }
+        let held: BTreeSet<u32> = assignment
+            .partitions
+            .iter()
+            .copied()
+            .filter(|p| held.contains(p))
+            .collect();
+        if held == self.paused.1 {
+            return Ok(());
+        }
+        let list = |partitions: &mut dyn Iterator<Item = &u32>| {
+            let mut list = TopicPartitionList::new();
+            for &p in partitions {
+                list.add_partition(&self.topic, partition_id(p));
+            }
+            list
+        };
+        let resume = list(&mut self.paused.1.difference(&held));
+        let pause = list(&mut held.difference(&self.paused.1));
+        if resume.count() > 0 {
+            self.consumer
+                .resume(&resume)
+                .map_err(|e| kafka_error("resume", e))?;
+        }
+        if pause.count() > 0 {
+            self.consumer
+                .pause(&pause)
+                .map_err(|e| kafka_error("pause", e))?;
+        }
+        self.paused.1 = held;
+        Ok(())
+    }
+
+    /// Takes up to `max` pending records of the first pending record's partition that is
+    /// not `held`, in order.
+    fn take_run(&mut self, max: usize, held: &BTreeSet<u32>) -> Vec<Record<Vec<u8>>> {
+        let first = self.pending.iter().find(|r| !held.contains(&r.partition));
+        let Some(partition) = first.map(|r| r.partition) else {
             return Vec::new();
         };
         let mut run = Vec::new();

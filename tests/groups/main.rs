@@ -5,4 +5,5 @@ mod common;
 
 mod consumer_groups;
 mod consumer_handle;
+mod subscription_events;
 mod subscriptions;

@@ -143,8 +143,8 @@ fn every_record_is_pushed_once_in_partition_order_and_commit_acks_commit() {
 }
 
 #[test]
-fn no_more_than_max_in_flight_batches_are_unanswered() {
-    let (_dir, broker) = broker_with(10, 1);
+fn no_more_than_max_in_flight_batches_are_unanswered_and_one_per_partition() {
+    let (_dir, broker) = broker_with(12, 3);
     let bus = broker.async_handle();
     System::new().block_on(async move {
         let (tx, mut batches) = mpsc::unbounded();
@@ -159,9 +159,9 @@ fn no_more_than_max_in_flight_batches_are_unanswered() {
             .subscribe(TOPIC, "g", "m", recorder.recipient(), options(2, 1))
             .await
             .unwrap();
-        // Two batches arrive and are held unanswered...
+        // Two batches arrive, of two partitions, and are held unanswered...
         let held = collect(&mut batches, 2).await;
-        assert_eq!(held.iter().map(|s| s.1).collect::<Vec<_>>(), vec![0, 1]);
+        assert_ne!(held[0].0, held[1].0, "one unanswered batch per partition");
         // ...and with both credits spent, no third comes (it would within microseconds).
         let third = actix_rt::time::timeout(Duration::from_millis(300), batches.next()).await;
         assert!(
@@ -169,12 +169,45 @@ fn no_more_than_max_in_flight_batches_are_unanswered() {
             "a third batch was pushed while two were unanswered"
         );
         // Nothing was committed while held.
-        assert_eq!(bus.lag(TOPIC, "g").await.unwrap()[&0], 10);
+        let lag = bus.lag(TOPIC, "g").await.unwrap();
+        assert_eq!(lag.values().sum::<u64>(), 12);
         drop(release); // answers the held batches, and every later one at once
-        let rest = collect(&mut batches, 8).await;
+        let rest = collect(&mut batches, 10).await;
+        let mut all: Vec<(u32, u64)> = held.iter().chain(&rest).map(|s| (s.0, s.1)).collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 12, "every record once");
+    });
+}
+
+#[test]
+fn one_partition_never_has_two_batches_unanswered() {
+    let (_dir, broker) = broker_with(10, 1);
+    let bus = broker.async_handle();
+    System::new().block_on(async move {
+        let (tx, mut batches) = mpsc::unbounded();
+        let (release, held) = oneshot::channel::<()>();
+        let recorder = Recorder {
+            ack: Ack::Commit,
+            batches: tx,
+            hold: Some(held.shared()),
+        }
+        .start();
+        let _sub = bus
+            .subscribe(TOPIC, "g", "m", recorder.recipient(), options(4, 1))
+            .await
+            .unwrap();
+        assert_eq!(collect(&mut batches, 1).await[0].1, 0);
+        let second = actix_rt::time::timeout(Duration::from_millis(300), batches.next()).await;
+        assert!(
+            second.is_err(),
+            "a second batch of the partition while one was unanswered"
+        );
+        drop(release);
+        let rest = collect(&mut batches, 9).await;
         assert_eq!(
             rest.iter().map(|s| s.1).collect::<Vec<_>>(),
-            (2..10).collect::<Vec<_>>()
+            (1..10).collect::<Vec<_>>()
         );
     });
 }
@@ -230,7 +263,7 @@ fn a_subscription_with_zero_credits_or_batch_is_refused() {
             }
             .start();
             let refused = bus
-                .subscribe(TOPIC, "g", "m", recorder.recipient(), bad)
+                .subscribe(TOPIC, "g", "m", recorder.recipient(), bad.clone())
                 .await;
             assert!(
                 matches!(refused, Err(Error::InvalidArgument { .. })),

@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::channel::mpsc;
 use futures::StreamExt;
-use nanokafka::messages::{Ack, Delivered, SubscribeOptions};
-use nanokafka::AsyncNanoKafka;
+use nanokafka::messages::{
+    Ack, DecodeAction, Delivered, SubscribeOptions, SubscriptionEnd, SubscriptionEvent,
+};
+use nanokafka::{AsyncNanoKafka, Header};
 
 use crate::target::{on_every_target, Target};
 use crate::wait::{self, PATIENCE};
@@ -129,4 +131,242 @@ fn a_subscribed_actor_gets_batches_and_its_acks_commit_them(t: &Target) {
     assert_eq!(read, [30], "only what came after the acknowledged records");
 }
 
-on_every_target!(a_subscribed_actor_gets_batches_and_its_acks_commit_them);
+/// Answers the first batch that holds offset 2 with `Retry { offset: 2 }` and every other
+/// with `Commit`; reports each record it is handed and each event.
+struct Retrier {
+    retried: bool,
+    seen: mpsc::UnboundedSender<u64>,
+    events: mpsc::UnboundedSender<SubscriptionEvent>,
+}
+
+impl Actor for Retrier {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivered<u64>> for Retrier {
+    type Result = Ack;
+
+    fn handle(&mut self, batch: Delivered<u64>, _: &mut Context<Self>) -> Ack {
+        for r in &batch.records {
+            let _ = self.seen.unbounded_send(r.offset);
+        }
+        if !self.retried && batch.records.iter().any(|r| r.offset == 2) {
+            self.retried = true;
+            return Ack::Retry {
+                offset: 2,
+                after: Duration::from_millis(50),
+            };
+        }
+        Ack::Commit
+    }
+}
+
+impl Handler<SubscriptionEvent> for Retrier {
+    type Result = ();
+
+    fn handle(&mut self, event: SubscriptionEvent, _: &mut Context<Self>) {
+        let _ = self.events.unbounded_send(event);
+    }
+}
+
+/// A retried record comes back first, its later records after it in order, the rest is
+/// committed; a record that does not decode ends the subscription with its event and its
+/// end.
+fn a_retry_keeps_order_and_a_record_that_does_not_decode_ends_the_subscription(t: &Target) {
+    let topic = t.new_topic("retried", 1);
+    for v in 0..6u64 {
+        t.broker().produce_keyed(&topic, "k", &v).unwrap();
+    }
+    t.broker()
+        .produce_keyed(&topic, "k", "not a number")
+        .unwrap();
+    let bus = t.broker().async_handle();
+    System::new().block_on(async move {
+        let (seen_tx, mut seen) = mpsc::unbounded();
+        let (events_tx, mut events) = mpsc::unbounded();
+        let retrier = Retrier {
+            retried: false,
+            seen: seen_tx,
+            events: events_tx,
+        }
+        .start();
+        let options = SubscribeOptions::default()
+            .poll_wait(Duration::from_millis(200))
+            .events(retrier.clone().recipient());
+        let subscription = bus
+            .subscribe(&topic, "g", "m", retrier.recipient(), options)
+            .await
+            .expect("subscribe");
+        let end = actix_rt::time::timeout(PATIENCE, subscription.ended())
+            .await
+            .expect("the end within PATIENCE");
+        assert!(
+            matches!(end, SubscriptionEnd::DecodeError { offset: 6, .. }),
+            "{end:?}"
+        );
+        let mut offsets = Vec::new();
+        while let Ok(offset) = seen.try_recv() {
+            offsets.push(offset);
+        }
+        let back = offsets.windows(2).position(|w| w[1] <= w[0]).expect("a retry");
+        let (first, again) = offsets.split_at(back + 1);
+        assert_eq!(again, [2, 3, 4, 5], "2 again, then what follows, in order: {offsets:?}");
+        assert!(first.starts_with(&[0, 1, 2]), "{offsets:?}");
+        assert!(first.windows(2).all(|w| w[1] == w[0] + 1), "{offsets:?}");
+        // The end event reaches the subscriber's mailbox after the end resolves: wait for it.
+        let mut told = Vec::new();
+        while !matches!(told.last(), Some(SubscriptionEvent::Ended(_))) {
+            let event = actix_rt::time::timeout(PATIENCE, events.next()).await;
+            told.push(event.expect("the end event").expect("subscriber alive"));
+        }
+        assert!(
+            matches!(told.first(), Some(SubscriptionEvent::Assigned { partitions, .. }) if partitions == &[0]),
+            "{told:?}"
+        );
+        assert!(told.iter().any(|e| matches!(
+            e,
+            SubscriptionEvent::DecodeFailed {
+                offset: 6,
+                action: DecodeAction::Stopped,
+                ..
+            }
+        )));
+        assert!(matches!(
+            told.last(),
+            Some(SubscriptionEvent::Ended(SubscriptionEnd::DecodeError { .. }))
+        ));
+        // Everything before the record that does not decode is committed.
+        let lag = bus.lag(&topic, "g").await.unwrap();
+        assert_eq!(lag[&0], 1, "{lag:?}");
+    });
+}
+
+/// Answers a batch that starts at offset 0 with `CommitUpTo(0)`, one that starts at offset
+/// 1 with `Retry { offset: 1 }` (always), every other with `Commit`; reports each event.
+struct AlwaysFails {
+    events: mpsc::UnboundedSender<SubscriptionEvent>,
+}
+
+impl Actor for AlwaysFails {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivered<u64>> for AlwaysFails {
+    type Result = Ack;
+
+    fn handle(&mut self, batch: Delivered<u64>, _: &mut Context<Self>) -> Ack {
+        match batch.records[0].offset {
+            0 => Ack::CommitUpTo(0),
+            1 => Ack::Retry {
+                offset: 1,
+                after: Duration::ZERO,
+            },
+            _ => Ack::Commit,
+        }
+    }
+}
+
+impl Handler<SubscriptionEvent> for AlwaysFails {
+    type Result = ();
+
+    fn handle(&mut self, event: SubscriptionEvent, _: &mut Context<Self>) {
+        let _ = self.events.unbounded_send(event);
+    }
+}
+
+/// A record retried to its last attempt, and one that does not decode, go to the
+/// dead-letter topic (created at subscribe time) with their key, value and headers and
+/// where they came from; the source is committed past both.
+fn dead_letters_keep_the_record_and_say_where_it_came_from(t: &Target) {
+    let topic = t.new_topic("dead", 1);
+    let dlq = t.topic("dead-letters");
+    t.broker().produce_keyed(&topic, "k", &0u64).unwrap();
+    let origin = [Header::new("origin", "test")];
+    t.broker()
+        .produce_with_headers(&topic, Some(b"k"), &1u64, &origin)
+        .unwrap();
+    t.broker()
+        .produce_keyed(&topic, "k", "not a number")
+        .unwrap();
+    t.broker().produce_keyed(&topic, "k", &3u64).unwrap();
+    let bus = t.broker().async_handle();
+    let (topic_name, dlq_name) = (topic.clone(), dlq.clone());
+    let told = System::new().block_on(async move {
+        let (events_tx, mut events) = mpsc::unbounded();
+        let fails = AlwaysFails { events: events_tx }.start();
+        let options = SubscribeOptions::default()
+            .poll_wait(Duration::from_millis(200))
+            .max_attempts(2)
+            .dead_letter_topic(&dlq_name)
+            .events(fails.clone().recipient());
+        let subscription = bus
+            .subscribe(&topic_name, "g", "m", fails.recipient(), options)
+            .await
+            .expect("subscribe");
+        let mut told = Vec::new();
+        let deadline = Instant::now() + PATIENCE;
+        while bus.lag(&topic_name, "g").await.unwrap()[&0] > 0 {
+            assert!(Instant::now() < deadline, "not committed past: {told:?}");
+            while let Ok(event) = events.try_recv() {
+                told.push(event);
+            }
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        subscription.unsubscribe();
+        subscription.ended().await;
+        while !matches!(told.last(), Some(SubscriptionEvent::Ended(_))) {
+            let event = actix_rt::time::timeout(PATIENCE, events.next()).await;
+            told.push(event.expect("the end event").expect("subscriber alive"));
+        }
+        told
+    });
+    assert!(
+        told.iter().any(|e| matches!(
+            e,
+            SubscriptionEvent::DeadLettered {
+                partition: 0,
+                offset: 1,
+                attempts: 2
+            }
+        )),
+        "{told:?}"
+    );
+    assert!(
+        told.iter().any(|e| matches!(
+            e,
+            SubscriptionEvent::DecodeFailed {
+                offset: 2,
+                action: DecodeAction::DeadLettered,
+                ..
+            }
+        )),
+        "{told:?}"
+    );
+    // The first dead letter is the retried record (the second, the string, is not a u64).
+    let mut reader = t.broker().consumer::<u64>(&dlq, "inspect", "i").unwrap();
+    let letters = wait::read(&mut reader, 1);
+    let letter = &letters[0];
+    assert_eq!(letter.value, 1);
+    assert_eq!(letter.key.as_deref(), Some(&b"k"[..]));
+    let header = |key: &str| {
+        letter
+            .headers
+            .iter()
+            .find(|h| h.key == key)
+            .and_then(|h| String::from_utf8(h.value.clone()?).ok())
+    };
+    assert_eq!(header("origin").as_deref(), Some("test"));
+    assert_eq!(header("nanokafka.dlq.topic"), Some(topic));
+    assert_eq!(header("nanokafka.dlq.offset").as_deref(), Some("1"));
+    assert_eq!(
+        header("nanokafka.dlq.reason").as_deref(),
+        Some("retries-exhausted")
+    );
+    assert_eq!(header("nanokafka.dlq.attempts").as_deref(), Some("2"));
+}
+
+on_every_target!(
+    dead_letters_keep_the_record_and_say_where_it_came_from,
+    a_subscribed_actor_gets_batches_and_its_acks_commit_them,
+    a_retry_keeps_order_and_a_record_that_does_not_decode_ends_the_subscription
+);
