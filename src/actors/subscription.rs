@@ -251,9 +251,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         let _span = self.span.clone().entered();
         match &event {
             SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
-            SubscriptionEvent::DeadLettered { .. } | SubscriptionEvent::CommitRefused { .. } => {
-                tracing::warn!(?event, "subscription")
-            }
+            SubscriptionEvent::DeadLettered { .. } => tracing::warn!(?event, "subscription"),
             _ => tracing::info!(?event, "subscription"),
         }
         if let Some(events) = &self.events {

@@ -151,7 +151,6 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         let _span = self.span.clone().entered();
         match &event {
             SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
-            SubscriptionEvent::CommitRefused { .. } => tracing::warn!(?event, "subscription"),
             _ => tracing::info!(?event, "subscription"),
         }
         if let Some(events) = &self.events {

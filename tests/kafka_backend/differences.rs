@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use actix::System;
 use nanokafka::{Backpressure, Error, TopicConfig};
 
 use crate::target::{on_every_target, Target};
@@ -233,7 +234,61 @@ fn difference_produce_to_a_missing_topic(t: &Target) {
     }
 }
 
+/// A typed topic's payload type: the embedded broker records it with the topic and refuses
+/// a subscriber of another type; Kafka keeps nothing of the kind with a topic (its configs
+/// are a fixed set of keys), so the Kafka backend records nothing and checks nothing.
+fn difference_payload_type(t: &Target) {
+    /// A type the topic's records are not.
+    #[derive(serde::Deserialize)]
+    struct Other {
+        _name: String,
+    }
+    let topic = t.topic("typed");
+    let bus = t.broker().async_handle();
+    System::new().block_on(async {
+        let typed = bus.topic::<u64>(&topic);
+        typed.create(TopicConfig::default()).await.unwrap();
+        let recorded = bus.describe_topic(&topic).await.unwrap().payload_type;
+        let other = bus.topic::<Other>(&topic).check_payload_type().await;
+        match t.is_kafka() {
+            false => {
+                assert_eq!(recorded.as_deref(), Some("u64"));
+                assert!(
+                    matches!(&other, Err(Error::PayloadTypeMismatch { .. })),
+                    "{other:?}"
+                );
+            }
+            true => {
+                assert_eq!(recorded, None);
+                other.unwrap();
+            }
+        }
+    });
+}
+
+/// `RecordStream::seek` moves the stream's position on the embedded broker; on Kafka it is
+/// `Unsupported` (the librdkafka member's seek would wait for the poll in flight).
+fn difference_stream_seek(t: &Target) {
+    let topic = t.new_topic("stream-seek", 1);
+    t.broker().produce(&topic, &1u64).unwrap();
+    let bus = t.broker().async_handle();
+    System::new().block_on(async {
+        let mut stream = bus.stream::<u64>(&topic, "g", "m").await.unwrap();
+        let sought = stream.seek(0, 0);
+        match t.is_kafka() {
+            false => sought.unwrap(),
+            true => assert!(
+                matches!(sought, Err(Error::Unsupported { .. })),
+                "{sought:?}"
+            ),
+        }
+        stream.leave().await.unwrap();
+    });
+}
+
 on_every_target!(
+    difference_payload_type,
+    difference_stream_seek,
     difference_produce_to_a_missing_topic,
     difference_flat_poll,
     difference_keyless_spread,
