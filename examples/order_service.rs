@@ -348,6 +348,10 @@ async fn main() -> Result<(), Error> {
     let dir = data_dir::ExampleDir::new();
     let bus = NanoKafka::builder()
         .data_dir(dir.path())
+        // Members poll at least every second (`poll_wait`), so a short session is safe; on a
+        // Kafka cluster it also shortens a new group's first join on brokers that hold it for
+        // part of the session timeout.
+        .session_timeout(Duration::from_secs(10))
         .kafka_bootstrap_from_env()
         .build_async()
         .await?;
