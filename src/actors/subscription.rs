@@ -1,6 +1,6 @@
 //! `SubscriptionActor<T>`: pushes a topic's records to a subscribing actor as typed
 //! [`Delivered<T>`] messages, as a member of a consumer group, and reports what happens to
-//! it as [`SubscriptionEvent`]s.
+//! it as [`SubscriptionEvent`](crate::messages::SubscriptionEvent)s.
 //!
 //! It is a `Consumer` that runs by itself: it polls with its own [`Positions`] (the same
 //! consumer poll the `Consumer` handle sends), decodes each batch from the buffer it was read
@@ -22,10 +22,11 @@
 //! after `after`. A record retried `max_attempts` times goes to the dead-letter topic and is
 //! committed past (without one, the subscription ends with
 //! [`SubscriptionEnd::RetriesExhausted`]). Every commit is fenced by the generation the batch
-//! was delivered in; a refused one is reported ([`SubscriptionEvent::CommitRefused`]). After
-//! a rebalance, an eviction or a coordinator restart the positions, retry waits and attempt
-//! counts are dropped and reading resumes at the committed offsets, so whatever was not
-//! committed is delivered again (at-least-once).
+//! was delivered in; a refused one is reported
+//! ([`SubscriptionEvent::CommitRefused`](crate::messages::SubscriptionEvent::CommitRefused)).
+//! After a rebalance, an eviction or a coordinator restart the positions, retry waits and
+//! attempt counts are dropped and reading resumes at the committed offsets, so whatever was
+//! not committed is delivered again (at-least-once).
 //!
 //! **Records that do not decode** as `T`: the records before one are delivered; then, per
 //! `on_decode_error`, it is dead-lettered and committed past, or the subscription ends with
@@ -54,10 +55,15 @@
 //! **The end.** The subscription ends on [`Subscription::unsubscribe`], when the subscriber's
 //! mailbox closes, when the broker stops or the topic is deleted, and on the two cases above;
 //! it then leaves the group (unless the broker or topic is gone), sends
-//! [`SubscriptionEvent::Ended`] and resolves [`Subscription::ended`].
+//! [`SubscriptionEvent::Ended`](crate::messages::SubscriptionEvent::Ended) and resolves
+//! [`Subscription::ended`].
 //!
 //! It reaches the broker through [`BrokerRequests`] (recipients of the broker's messages),
 //! not through a handle, so the actor layer never depends on the client layer above it.
+//! What it does alike with the Kafka backend's subscription (its events, the decode-error
+//! policy, writing dead letters) is in `shared`.
+
+pub(crate) mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
@@ -72,15 +78,15 @@ use super::coordinator::{FetchedBatch, PollPause};
 use super::topic::SubscriptionPoll;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::delivery::{self, Answer, Batch, Deliveries, Outcome};
+use crate::group::dead_letter::{DeadLetter, DeadLetterReason};
+use crate::group::delivery::{Batch, Deliveries, Outcome};
 use crate::group::{Assignment, Positions};
 use crate::messages::{
-    Ack, ConsumerPoll, CreateTopic, DecodeAction, Delivered, FencedCommit, JoinGroup, LeaveGroup,
-    OnDecodeError, ProduceBatch, SubscribeOptions, Subscription, SubscriptionEnd,
-    SubscriptionEvent, Unsubscribe,
+    Ack, ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
+    SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe,
 };
 use crate::partition::Fetched;
-use crate::storage::RecordBatch;
+use shared::{LetterFailed, Reporter};
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
@@ -120,13 +126,7 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     recipient: Recipient<Delivered<T>>,
     options: SubscribeOptions,
 ) -> Result<Subscription> {
-    options.validate()?;
-    if options.dead_letter_topic.as_deref() == Some(join.topic.as_str()) {
-        return Err(Error::InvalidArgument {
-            name: "dead_letter_topic",
-            reason: format!("{:?} is the subscribed topic itself", join.topic),
-        });
-    }
+    options.validate_for(&join.topic)?;
     let assignment = ask(&broker.join, join.clone()).await?;
     if let Some(topic) = &options.dead_letter_topic {
         let create = CreateTopic {
@@ -155,26 +155,15 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     ))
 }
 
-/// Why a record is dead-lettered (the `nanokafka.dlq.reason` header and its details).
-#[derive(Debug, Clone)]
-enum DeadLetterReason {
-    Decode(String),
-    RetriesExhausted,
-}
-
 /// See the module docs.
 pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
-    span: tracing::Span,
+    /// Its events and its end.
+    report: Reporter,
     broker: BrokerRequests,
     join: JoinGroup,
     options: SubscribeOptions,
     recipient: Recipient<Delivered<T>>,
-    events: Option<Recipient<SubscriptionEvent>>,
     positions: Positions,
-    /// The member's partitions as last told (the events' differences are against it).
-    assignment: Vec<u32>,
-    /// The generation the events last told of.
-    told: Option<u64>,
     rules: Deliveries,
     /// What each unanswered batch was read from (one per partition), for its dead letters.
     unanswered: BTreeMap<u32, Fetched>,
@@ -186,7 +175,6 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     poll_wake: Option<oneshot::Sender<()>>,
     /// Set once the subscription is ending: nothing more is polled or delivered.
     ending: Option<SubscriptionEnd>,
-    end: watch::Sender<Option<SubscriptionEnd>>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -211,16 +199,16 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         mut options: SubscribeOptions,
     ) -> Subscription {
         let (end, ended) = watch::channel(None);
+        let span = tracing::info_span!(
+            "subscription",
+            topic = %join.topic,
+            group = %join.group,
+            member = %join.member
+        );
         let actor = SubscriptionActor {
-            span: tracing::info_span!(
-                "subscription",
-                topic = %join.topic,
-                group = %join.group,
-                member = %join.member
-            ),
+            report: Reporter::new(span, options.events.take(), end),
             broker,
             join,
-            events: options.events.take(),
             rules: Deliveries::new(
                 assignment.generation,
                 options.max_attempts,
@@ -229,15 +217,12 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             options,
             recipient,
             positions: Positions::new(assignment.generation),
-            assignment: Vec::new(),
-            told: None,
             unanswered: BTreeMap::new(),
             in_flight: 0,
             polling: false,
             poll_paused: BTreeSet::new(),
             poll_wake: None,
             ending: None,
-            end,
             payload: PhantomData,
         };
         let mut actor = actor;
@@ -245,42 +230,13 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         Subscription::new(actor.start().recipient(), ended)
     }
 
-    /// Logs `event` and sends it to the events recipient. `do_send`: events keep their order
-    /// and the last one is sent as the actor stops (a pending `send` would be dropped).
-    fn emit(&self, event: SubscriptionEvent) {
-        let _span = self.span.clone().entered();
-        match &event {
-            SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
-            SubscriptionEvent::DeadLettered { .. } => tracing::warn!(?event, "subscription"),
-            _ => tracing::info!(?event, "subscription"),
-        }
-        if let Some(events) = &self.events {
-            events.do_send(event);
-        }
-    }
-
-    /// The member's assignment as a poll, a join or a rejoin told it: a new generation drops
-    /// the positions and the rules' waits, and is reported as differences.
+    /// The member's assignment as a poll, a join or a rejoin told it: a new generation
+    /// (reported) drops the positions and the rules' waits.
     fn learn(&mut self, assignment: Assignment) {
-        if self.told == Some(assignment.generation) {
-            return;
+        if let Some(generation) = self.report.learn(assignment) {
+            self.positions.enter(generation);
+            self.rules.enter(generation);
         }
-        self.told = Some(assignment.generation);
-        let (revoked, assigned) = delivery::rebalance(&self.assignment, &assignment.partitions);
-        let generation = assignment.generation;
-        if !revoked.is_empty() {
-            self.emit(SubscriptionEvent::Revoked {
-                generation,
-                partitions: revoked,
-            });
-        }
-        self.emit(SubscriptionEvent::Assigned {
-            generation,
-            partitions: assigned,
-        });
-        self.assignment = assignment.partitions;
-        self.positions.enter(generation);
-        self.rules.enter(generation);
     }
 
     /// Polls again if there is a credit, no poll is running and the subscription runs. The
@@ -324,7 +280,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
                     return act.end(SubscriptionEnd::TopicDeleted, ctx)
                 }
                 Err(e) => {
-                    let _span = act.span.clone().entered();
+                    let _span = act.report.span().clone().entered();
                     tracing::warn!(error = %e, "subscription poll failed; retrying");
                     act.polling = true;
                     ctx.run_later(RETRY_AFTER, |act, ctx| {
@@ -412,7 +368,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             return;
         }
         let partition = batch.partition;
-        match self.rules.answered(batch, answer(ack)) {
+        match self.rules.answered(batch, ack.into()) {
             Outcome::Go { commit, resume } => {
                 self.commit(batch.generation, partition, commit, ctx);
                 if let Some(offset) = resume {
@@ -436,12 +392,15 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
                 self.pump(ctx);
             }
             Outcome::DeadLetter { offset, attempts } => match fetched {
-                Some(fetched) => self.dead_letter(
-                    &fetched,
-                    (batch.generation, offset, attempts),
-                    DeadLetterReason::RetriesExhausted,
-                    ctx,
-                ),
+                Some(fetched) => {
+                    let letter = DeadLetter {
+                        partition,
+                        offset,
+                        attempts,
+                        reason: DeadLetterReason::RetriesExhausted,
+                    };
+                    self.dead_letter(&fetched, batch.generation, letter, ctx);
+                }
                 None => {
                     self.rules.release(partition, offset.saturating_sub(1));
                     self.released(partition, ctx);
@@ -465,63 +424,44 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
 
     /// The first record `fetched` holds does not decode (`error`): dead-letter it, or end.
     fn undecodable(&mut self, fetched: Fetched, error: Error, ctx: &mut Context<Self>) {
-        let (partition, offset, text) = match &error {
-            Error::Decode {
-                partition,
-                offset,
-                source,
-                ..
-            } => (*partition, *offset, source.to_string()),
-            other => (fetched.partition, 0, other.to_string()),
-        };
-        match self.options.decode_error_policy() {
-            OnDecodeError::Stop => {
-                self.emit(SubscriptionEvent::DecodeFailed {
-                    partition,
-                    offset,
-                    error: text.clone(),
-                    action: DecodeAction::Stopped,
-                });
-                let end = SubscriptionEnd::DecodeError {
-                    partition,
-                    offset,
-                    error: text,
-                };
-                self.end(end, ctx);
+        let at = (fetched.partition, 0);
+        match self.report.undecodable(&self.options, &error, at) {
+            Ok(letter) => {
+                self.rules.hold(letter.partition);
+                let generation = self.positions.generation();
+                self.dead_letter(&fetched, generation, letter, ctx);
             }
-            OnDecodeError::DeadLetter => {
-                self.rules.hold(partition);
-                let at = (self.positions.generation(), offset, 1);
-                self.dead_letter(&fetched, at, DeadLetterReason::Decode(text), ctx);
-            }
+            Err(end) => self.end(end, ctx),
         }
     }
 
-    /// Produces the record at `offset` of `fetched` to the dead-letter topic, then commits
-    /// past it (fenced by `generation`), then releases its partition (held meanwhile) and
-    /// reads on after it.
+    /// Produces the record `letter` names, read in `fetched`, to the dead-letter topic, then
+    /// commits past it (fenced by `generation`), then releases its partition (held
+    /// meanwhile) and reads on after it.
     fn dead_letter(
         &mut self,
         fetched: &Fetched,
-        (generation, offset, attempts): (u64, u64, u32),
-        reason: DeadLetterReason,
+        generation: u64,
+        letter: DeadLetter,
         ctx: &mut Context<Self>,
     ) {
-        let partition = fetched.partition;
+        let (partition, offset) = (fetched.partition, letter.offset);
         let Some(topic) = self.options.dead_letter_topic.clone() else {
             return;
         };
-        let Some(letter) = self.letter(fetched, offset, attempts, &reason) else {
+        let Some(record) = fetched.records.iter().find(|r| r.offset == offset) else {
             // Not in what was read (cannot happen: the offset comes from the same read).
             self.rules.release(partition, offset.saturating_sub(1));
             return self.released(partition, ctx);
         };
+        let names = (self.join.topic.as_str(), self.join.group.as_str());
+        let batch = letter.batch(names, record.key, record.value, record.headers.iter());
         let produce = ask(
             &self.broker.produce,
             ProduceBatch {
                 topic,
                 partition: None,
-                batch: letter,
+                batch,
             },
         );
         let (commits, commit) = (
@@ -529,85 +469,19 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             self.fenced(generation, partition, offset),
         );
         let written = async move {
-            produce.await.map_err(|e| (true, e))?;
-            ask(&commits, commit).await.map_err(|e| (false, e))
+            produce.await.map_err(LetterFailed::Produce)?;
+            ask(&commits, commit).await.map_err(LetterFailed::Commit)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
-            match written {
-                Err((true, error)) => {
-                    let end = SubscriptionEnd::DeadLetterFailed {
-                        partition,
-                        offset,
-                        error,
-                    };
-                    return act.end(end, ctx);
-                }
-                Err((false, error)) => act.emit(SubscriptionEvent::CommitRefused {
-                    partition,
-                    offset,
-                    error,
-                }),
-                Ok(()) => act.positions.seek(partition, offset.saturating_add(1)),
+            if written.is_ok() {
+                act.positions.seek(partition, offset.saturating_add(1));
             }
-            act.emit(match reason {
-                DeadLetterReason::Decode(error) => SubscriptionEvent::DecodeFailed {
-                    partition,
-                    offset,
-                    error,
-                    action: DecodeAction::DeadLettered,
-                },
-                DeadLetterReason::RetriesExhausted => SubscriptionEvent::DeadLettered {
-                    partition,
-                    offset,
-                    attempts,
-                },
-            });
+            if let Some(end) = act.report.dead_lettered(letter, written) {
+                return act.end(end, ctx);
+            }
             act.rules.release(partition, offset);
             act.released(partition, ctx);
         }));
-    }
-
-    /// The dead letter of the record at `offset` of `fetched` (format in the module docs).
-    fn letter(
-        &self,
-        fetched: &Fetched,
-        offset: u64,
-        attempts: u32,
-        reason: &DeadLetterReason,
-    ) -> Option<RecordBatch> {
-        let record = fetched.records.iter().find(|r| r.offset == offset)?;
-        let (why, error) = match reason {
-            DeadLetterReason::Decode(error) => ("decode", Some(error.as_str())),
-            DeadLetterReason::RetriesExhausted => ("retries-exhausted", None),
-        };
-        let (partition, offset, attempts) = (
-            fetched.partition.to_string(),
-            offset.to_string(),
-            attempts.to_string(),
-        );
-        let mut about: Vec<(&str, &str)> = vec![
-            ("nanokafka.dlq.topic", &self.join.topic),
-            ("nanokafka.dlq.partition", &partition),
-            ("nanokafka.dlq.offset", &offset),
-            ("nanokafka.dlq.group", &self.join.group),
-            ("nanokafka.dlq.reason", why),
-        ];
-        if let Some(error) = error {
-            about.push(("nanokafka.dlq.error", error));
-        }
-        about.push(("nanokafka.dlq.attempts", &attempts));
-        let headers: Vec<_> = record
-            .headers
-            .iter()
-            .chain(
-                about
-                    .iter()
-                    .map(|(k, v)| (k.as_bytes(), Some(v.as_bytes()))),
-            )
-            .collect();
-        let mut batch = RecordBatch::new();
-        batch.push_header_refs(record.key, record.value, &headers);
-        Some(batch)
     }
 
     fn fenced(&self, generation: u64, partition: u32, offset: u64) -> FencedCommit {
@@ -637,11 +511,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         );
         ctx.spawn(request.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
-                act.emit(SubscriptionEvent::CommitRefused {
-                    partition,
-                    offset,
-                    error,
-                });
+                act.report.commit_refused(partition, offset, error);
             }
         }));
     }
@@ -659,7 +529,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
             Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
             Err(e) => {
-                let _span = act.span.clone().entered();
+                let _span = act.report.span().clone().entered();
                 tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
                 ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
             }
@@ -691,21 +561,11 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 }
 
-/// The actor face's `Ack` as the rules take it.
-fn answer(ack: Ack) -> Answer {
-    match ack {
-        Ack::Commit => Answer::Commit,
-        Ack::Defer => Answer::Defer,
-        Ack::CommitUpTo(offset) => Answer::CommitUpTo(offset),
-        Ack::Retry { offset, after } => Answer::Retry { offset, after },
-    }
-}
-
 impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let _span = self.span.clone().entered();
+        let _span = self.report.span().clone().entered();
         tracing::info!(
             generation = self.positions.generation(),
             "subscription started"
@@ -715,9 +575,7 @@ impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         // Stopped without a reason: its system is stopping (the broker's thread).
-        let why = self.ending.take().unwrap_or(SubscriptionEnd::BrokerStopped);
-        self.emit(SubscriptionEvent::Ended(why.clone()));
-        self.end.send_replace(Some(why));
+        self.report.ended(self.ending.take());
     }
 }
 
@@ -725,7 +583,7 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Unsubscribe> for Subscription
     type Result = ();
 
     fn handle(&mut self, _: Unsubscribe, ctx: &mut Context<Self>) {
-        let _span = tracing::debug_span!(parent: &self.span, "Unsubscribe").entered();
+        let _span = tracing::debug_span!(parent: self.report.span(), "Unsubscribe").entered();
         self.end(SubscriptionEnd::Unsubscribed, ctx);
     }
 }
