@@ -78,15 +78,15 @@ use super::coordinator::{FetchedBatch, PollPause};
 use super::topic::SubscriptionPoll;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::dead_letter::{DeadLetter, DeadLetterReason};
-use crate::group::delivery::{Batch, Deliveries, Outcome};
+use crate::group::dead_letter::DeadLetter;
+use crate::group::delivery::{Batch, Deliveries};
 use crate::group::{Assignment, Positions};
 use crate::messages::{
-    Ack, ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
+    ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
     SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe,
 };
 use crate::partition::Fetched;
-use shared::{LetterFailed, Reporter};
+use shared::{LetterFailed, Reporter, Subscribing, RETRY_AFTER};
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
@@ -111,9 +111,6 @@ where
     let request = to.send(msg);
     async move { request.await.map_err(|_| Error::BrokerStopped)? }
 }
-
-/// Retry delay after a failed poll (a partition restarting) or rejoin.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Joins `join`'s group, makes sure the dead-letter topic exists and starts the
 /// subscription. Nothing stays joined when it fails.
@@ -239,69 +236,6 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }
     }
 
-    /// Polls again if there is a credit, no poll is running and the subscription runs. The
-    /// held partitions are left out; a poll of nothing but held partitions still waits, as
-    /// a sign of life, until one is released.
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
-            return;
-        }
-        self.polling = true;
-        let (wake, woken) = oneshot::channel();
-        self.poll_wake = Some(wake);
-        self.poll_paused = self.rules.held();
-        let poll = SubscriptionPoll {
-            poll: ConsumerPoll {
-                topic: self.join.topic.clone(),
-                group: self.join.group.clone(),
-                member: self.join.member.clone(),
-                generation: self.positions.generation(),
-                positions: self.positions.all().clone(),
-                max_records: self.options.max_batch,
-                wait: Some(self.options.poll_wait),
-            },
-            pause: PollPause {
-                partitions: self.poll_paused.clone(),
-                wake: Some(woken),
-            },
-        };
-        let request = ask(&self.broker.poll, poll);
-        ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
-            act.polling = false;
-            act.poll_wake = None;
-            if act.ending.is_some() {
-                return;
-            }
-            match polled {
-                Ok(batch) => act.polled(batch, ctx),
-                Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
-                Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
-                Err(Error::UnknownTopic { .. }) => {
-                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
-                }
-                Err(e) => {
-                    let _span = act.report.span().clone().entered();
-                    tracing::warn!(error = %e, "subscription poll failed; retrying");
-                    act.polling = true;
-                    ctx.run_later(RETRY_AFTER, |act, ctx| {
-                        act.polling = false;
-                        act.pump(ctx);
-                    });
-                    return;
-                }
-            }
-            act.pump(ctx);
-        }));
-    }
-
-    /// `partition` is free again: a poll waiting without it is cut short to take it in.
-    fn released(&mut self, partition: u32, ctx: &mut Context<Self>) {
-        if self.poll_paused.contains(&partition) {
-            self.poll_wake.take();
-        }
-        self.pump(ctx);
-    }
-
     /// What a poll read: decoded and handed over, or the record that does not decode dealt
     /// with.
     fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
@@ -338,88 +272,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         self.positions.delivered(batch.partition, last);
         self.rules.delivered(batch);
         self.unanswered.insert(batch.partition, fetched);
-        self.in_flight += 1;
-        let delivered = Delivered {
-            topic: self.join.topic.clone(),
-            group: self.join.group.clone(),
-            generation: batch.generation,
-            records,
-        };
-        let answer = self.recipient.send(delivered);
-        ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
-            act.in_flight -= 1;
-            let fetched = act.unanswered.remove(&batch.partition);
-            match answer {
-                Ok(ack) => act.answered(batch, ack, fetched, ctx),
-                Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
-            }
-        }));
-    }
-
-    /// Acts on the subscriber's answer to `batch` (see `group::delivery`).
-    fn answered(
-        &mut self,
-        batch: Batch,
-        ack: Ack,
-        fetched: Option<Fetched>,
-        ctx: &mut Context<Self>,
-    ) {
-        if self.ending.is_some() {
-            return;
-        }
-        let partition = batch.partition;
-        match self.rules.answered(batch, ack.into()) {
-            Outcome::Go { commit, resume } => {
-                self.commit(batch.generation, partition, commit, ctx);
-                if let Some(offset) = resume {
-                    self.positions.seek(partition, offset);
-                }
-                self.released(partition, ctx);
-            }
-            Outcome::Wait {
-                commit,
-                from,
-                delay,
-                token,
-            } => {
-                self.commit(batch.generation, partition, commit, ctx);
-                self.positions.seek(partition, from);
-                ctx.run_later(delay, move |act, ctx| {
-                    if act.rules.wake(partition, token) {
-                        act.released(partition, ctx);
-                    }
-                });
-                self.pump(ctx);
-            }
-            Outcome::DeadLetter { offset, attempts } => match fetched {
-                Some(fetched) => {
-                    let letter = DeadLetter {
-                        partition,
-                        offset,
-                        attempts,
-                        reason: DeadLetterReason::RetriesExhausted,
-                    };
-                    self.dead_letter(&fetched, batch.generation, letter, ctx);
-                }
-                None => {
-                    self.rules.release(partition, offset.saturating_sub(1));
-                    self.released(partition, ctx);
-                }
-            },
-            Outcome::Exhausted {
-                commit,
-                offset,
-                attempts,
-            } => {
-                self.commit(batch.generation, partition, commit, ctx);
-                let end = SubscriptionEnd::RetriesExhausted {
-                    partition,
-                    offset,
-                    attempts,
-                };
-                self.end(end, ctx);
-            }
-        }
+        self.send_batch(batch, records, ctx);
     }
 
     /// The first record `fetched` holds does not decode (`error`): dead-letter it, or end.
@@ -450,9 +303,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             return;
         };
         let Some(record) = fetched.records.iter().find(|r| r.offset == offset) else {
-            // Not in what was read (cannot happen: the offset comes from the same read).
-            self.rules.release(partition, offset.saturating_sub(1));
-            return self.released(partition, ctx);
+            return self.letter_lost(partition, offset, ctx);
         };
         let names = (self.join.topic.as_str(), self.join.group.as_str());
         let batch = letter.batch(names, record.key, record.value, record.headers.iter());
@@ -495,6 +346,113 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }
     }
 
+    fn rejoin(&mut self, ctx: &mut Context<Self>) {
+        let join = ask(&self.broker.join, self.join.clone());
+        ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
+            Ok(assignment) => {
+                // A new membership: positions of the old one are stale even when the
+                // generation number happens to be the same.
+                act.positions = Positions::new(assignment.generation);
+                act.learn(assignment);
+                act.pump(ctx);
+            }
+            Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
+            Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
+            Err(e) => {
+                let _span = act.report.span().clone().entered();
+                tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
+                ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
+            }
+        }));
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> {
+    type Payload = T;
+    type Kept = Fetched;
+
+    fn report(&self) -> &Reporter {
+        &self.report
+    }
+
+    fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
+        (&self.recipient, &self.join.topic, &self.join.group)
+    }
+
+    fn in_flight(&mut self) -> &mut usize {
+        &mut self.in_flight
+    }
+
+    fn polling(&mut self) -> &mut bool {
+        &mut self.polling
+    }
+
+    fn take_kept(&mut self, partition: u32) -> Option<Fetched> {
+        self.unanswered.remove(&partition)
+    }
+
+    fn ending(&self) -> bool {
+        self.ending.is_some()
+    }
+
+    fn rules(&mut self) -> &mut Deliveries {
+        &mut self.rules
+    }
+
+    /// Polls again if there is a credit, no poll is running and the subscription runs. The
+    /// held partitions are left out; a poll of nothing but held partitions still waits, as
+    /// a sign of life, until one is released.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
+            return;
+        }
+        self.polling = true;
+        let (wake, woken) = oneshot::channel();
+        self.poll_wake = Some(wake);
+        self.poll_paused = self.rules.held();
+        let poll = SubscriptionPoll {
+            poll: ConsumerPoll {
+                topic: self.join.topic.clone(),
+                group: self.join.group.clone(),
+                member: self.join.member.clone(),
+                generation: self.positions.generation(),
+                positions: self.positions.all().clone(),
+                max_records: self.options.max_batch,
+                wait: Some(self.options.poll_wait),
+            },
+            pause: PollPause {
+                partitions: self.poll_paused.clone(),
+                wake: Some(woken),
+            },
+        };
+        let request = ask(&self.broker.poll, poll);
+        ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
+            act.polling = false;
+            act.poll_wake = None;
+            if act.ending.is_some() {
+                return;
+            }
+            match polled {
+                Ok(batch) => act.polled(batch, ctx),
+                Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
+                Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
+                Err(Error::UnknownTopic { .. }) => {
+                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
+                }
+                Err(e) => return act.poll_failed(&e, ctx),
+            }
+            act.pump(ctx);
+        }));
+    }
+
+    /// `partition` is free again: a poll waiting without it is cut short to take it in.
+    fn released(&mut self, partition: u32, ctx: &mut Context<Self>) {
+        if self.poll_paused.contains(&partition) {
+            self.poll_wake.take();
+        }
+        self.pump(ctx);
+    }
+
     /// Commits `offset` (if any) of `partition`, fenced by `generation`; a refusal is
     /// reported.
     fn commit(
@@ -516,24 +474,37 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }));
     }
 
-    fn rejoin(&mut self, ctx: &mut Context<Self>) {
-        let join = ask(&self.broker.join, self.join.clone());
-        ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
-            Ok(assignment) => {
-                // A new membership: positions of the old one are stale even when the
-                // generation number happens to be the same.
-                act.positions = Positions::new(assignment.generation);
-                act.learn(assignment);
-                act.pump(ctx);
+    fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
+        if let Some(offset) = from {
+            self.positions.seek(partition, offset);
+        }
+        self.released(partition, ctx);
+    }
+
+    fn retry_later(
+        &mut self,
+        partition: u32,
+        from: u64,
+        (delay, token): (Duration, u64),
+        ctx: &mut Context<Self>,
+    ) {
+        self.positions.seek(partition, from);
+        ctx.run_later(delay, move |act, ctx| {
+            if act.rules.wake(partition, token) {
+                act.released(partition, ctx);
             }
-            Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
-            Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
-            Err(e) => {
-                let _span = act.report.span().clone().entered();
-                tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
-                ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
-            }
-        }));
+        });
+        self.pump(ctx);
+    }
+
+    fn dead_letter_from(
+        &mut self,
+        kept: Fetched,
+        generation: u64,
+        letter: DeadLetter,
+        ctx: &mut Context<Self>,
+    ) {
+        self.dead_letter(&kept, generation, letter, ctx);
     }
 
     /// Ends the subscription with `why`: leaves the group (unless the broker or the topic is

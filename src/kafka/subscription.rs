@@ -30,19 +30,14 @@ use tokio::sync::watch;
 use super::flat::{lock, SharedMember};
 use super::member::KafkaMember;
 use super::{blocking, KafkaBackend};
-use crate::actors::subscription::shared::{LetterFailed, Reporter};
+use crate::actors::subscription::shared::{LetterFailed, Reporter, Subscribing};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::dead_letter::{DeadLetter, DeadLetterReason};
-use crate::group::delivery::{Batch, Deliveries, Outcome};
+use crate::group::dead_letter::DeadLetter;
+use crate::group::delivery::{Batch, Deliveries};
 use crate::group::Assignment;
-use crate::messages::{
-    Ack, Delivered, SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe,
-};
+use crate::messages::{Delivered, SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe};
 use crate::types::Record;
-
-/// Retry delay after a failed poll.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Joins (waiting for the first assignment) and starts the subscription.
 ///
@@ -142,50 +137,8 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         }
     }
 
-    /// Polls again if there is a credit, no poll is running and the subscription runs.
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
-            return;
-        }
-        self.polling = true;
-        let member = self.member.clone();
-        let (max, wait) = (self.options.max_batch, self.options.poll_wait);
-        let held = self.rules.held();
-        let poll = blocking(move || -> Polled {
-            let mut member = lock(&member)?;
-            let records = member.poll_batch_holding(max, wait, &held)?;
-            Ok((records, member.assignment()))
-        });
-        ctx.spawn(poll.into_actor(self).map(|polled, act, ctx| {
-            act.polling = false;
-            if act.ending.is_some() {
-                return;
-            }
-            match polled {
-                Ok((records, assignment)) => {
-                    act.learn(assignment);
-                    act.deliver(records, ctx);
-                }
-                Err(Error::UnknownTopic { .. }) => {
-                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
-                }
-                Err(e) => {
-                    let _span = act.report.span().clone().entered();
-                    tracing::warn!(error = %e, "subscription poll failed; retrying");
-                    act.polling = true;
-                    ctx.run_later(RETRY_AFTER, |act, ctx| {
-                        act.polling = false;
-                        act.pump(ctx);
-                    });
-                    return;
-                }
-            }
-            act.pump(ctx);
-        }));
-    }
-
     /// Decodes a polled run and hands over the records before the first that does not
-    /// decode; that one ends the subscription once it is first in line.
+    /// decode; that one is dealt with (`undecodable`) once it is first in line.
     fn deliver(&mut self, raw: Vec<Record<Vec<u8>>>, ctx: &mut Context<Self>) {
         let Some(partition) = raw.first().map(|r| r.partition) else {
             return;
@@ -248,100 +201,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         };
         let batch = self.batch(partition, &records);
         self.rules.delivered(batch);
-        self.in_flight += 1;
-        let delivered = Delivered {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            generation: batch.generation,
-            records,
-        };
-        let answer = self.recipient.send(delivered);
-        ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
-            act.in_flight -= 1;
-            let raw = act.unanswered.remove(&batch.partition);
-            match answer {
-                Ok(ack) => act.answered(batch, ack, raw, ctx),
-                Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
-            }
-        }));
-    }
-
-    /// Acts on the subscriber's answer (see `group::delivery`). A partition read again from
-    /// another offset stays held until the seek is done, so no poll reads it before.
-    fn answered(
-        &mut self,
-        batch: Batch,
-        ack: Ack,
-        raw: Option<Vec<Record<Vec<u8>>>>,
-        ctx: &mut Context<Self>,
-    ) {
-        if self.ending.is_some() {
-            return;
-        }
-        let partition = batch.partition;
-        match self.rules.answered(batch, ack.into()) {
-            Outcome::Go { commit, resume } => {
-                self.commit(partition, commit, ctx);
-                if let Some(offset) = resume {
-                    self.rules.hold(partition);
-                    let seek = self.seek(partition, offset);
-                    ctx.spawn(seek.into_actor(self).map(move |(), act, ctx| {
-                        act.rules.release(partition, offset.saturating_sub(1));
-                        act.pump(ctx);
-                    }));
-                }
-                self.pump(ctx);
-            }
-            Outcome::Wait {
-                commit,
-                from,
-                delay,
-                token,
-            } => {
-                self.commit(partition, commit, ctx);
-                let seek = self.seek(partition, from);
-                ctx.spawn(seek.into_actor(self).map(move |(), _, ctx| {
-                    ctx.run_later(delay, move |act, ctx| {
-                        if act.rules.wake(partition, token) {
-                            act.pump(ctx);
-                        }
-                    });
-                }));
-                self.pump(ctx);
-            }
-            Outcome::Exhausted {
-                commit,
-                offset,
-                attempts,
-            } => {
-                self.commit(partition, commit, ctx);
-                let end = SubscriptionEnd::RetriesExhausted {
-                    partition,
-                    offset,
-                    attempts,
-                };
-                self.end(end, ctx);
-            }
-            Outcome::DeadLetter { offset, attempts } => {
-                let record = raw.into_iter().flatten().find(|r| r.offset == offset);
-                match record {
-                    Some(record) => {
-                        let letter = DeadLetter {
-                            partition,
-                            offset,
-                            attempts,
-                            reason: DeadLetterReason::RetriesExhausted,
-                        };
-                        self.dead_letter(record, letter, ctx);
-                    }
-                    // Not kept (cannot happen: kept for every batch with a dead-letter topic).
-                    None => {
-                        self.rules.release(partition, offset.saturating_sub(1));
-                        self.pump(ctx);
-                    }
-                }
-            }
-        }
+        self.send_batch(batch, records, ctx);
     }
 
     /// Produces `record` (which `letter` names) to the dead-letter topic, then commits past
@@ -401,8 +261,78 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             }
         }
     }
+}
 
-    fn commit(&mut self, partition: u32, offset: Option<u64>, ctx: &mut Context<Self>) {
+impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActor<T> {
+    type Payload = T;
+    type Kept = Vec<Record<Vec<u8>>>;
+
+    fn report(&self) -> &Reporter {
+        &self.report
+    }
+
+    fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
+        (&self.recipient, &self.topic, &self.group)
+    }
+
+    fn in_flight(&mut self) -> &mut usize {
+        &mut self.in_flight
+    }
+
+    fn polling(&mut self) -> &mut bool {
+        &mut self.polling
+    }
+
+    fn take_kept(&mut self, partition: u32) -> Option<Vec<Record<Vec<u8>>>> {
+        self.unanswered.remove(&partition)
+    }
+
+    fn ending(&self) -> bool {
+        self.ending.is_some()
+    }
+
+    fn rules(&mut self) -> &mut Deliveries {
+        &mut self.rules
+    }
+
+    /// Polls again if there is a credit, no poll is running and the subscription runs.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
+            return;
+        }
+        self.polling = true;
+        let member = self.member.clone();
+        let (max, wait) = (self.options.max_batch, self.options.poll_wait);
+        let held = self.rules.held();
+        let poll = blocking(move || -> Polled {
+            let mut member = lock(&member)?;
+            let records = member.poll_batch_holding(max, wait, &held)?;
+            Ok((records, member.assignment()))
+        });
+        ctx.spawn(poll.into_actor(self).map(|polled, act, ctx| {
+            act.polling = false;
+            if act.ending.is_some() {
+                return;
+            }
+            match polled {
+                Ok((records, assignment)) => {
+                    act.learn(assignment);
+                    act.deliver(records, ctx);
+                }
+                Err(Error::UnknownTopic { .. }) => {
+                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
+                }
+                Err(e) => return act.poll_failed(&e, ctx),
+            }
+            act.pump(ctx);
+        }));
+    }
+
+    fn released(&mut self, _: u32, ctx: &mut Context<Self>) {
+        self.pump(ctx);
+    }
+
+    fn commit(&mut self, _: u64, partition: u32, offset: Option<u64>, ctx: &mut Context<Self>) {
         let Some(offset) = offset else { return };
         let member = self.member.clone();
         let commit = blocking(move || lock(&member)?.commit_forward(partition, offset));
@@ -412,6 +342,51 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
                 act.report.commit_refused(partition, offset, error);
             }
         }));
+    }
+
+    /// A partition read again from another offset stays held until the seek is done, so no
+    /// poll reads it before.
+    fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
+        if let Some(offset) = from {
+            self.rules.hold(partition);
+            let seek = self.seek(partition, offset);
+            ctx.spawn(seek.into_actor(self).map(move |(), act, ctx| {
+                act.rules.release(partition, offset.saturating_sub(1));
+                act.pump(ctx);
+            }));
+        }
+        self.pump(ctx);
+    }
+
+    fn retry_later(
+        &mut self,
+        partition: u32,
+        from: u64,
+        (delay, token): (Duration, u64),
+        ctx: &mut Context<Self>,
+    ) {
+        let seek = self.seek(partition, from);
+        ctx.spawn(seek.into_actor(self).map(move |(), _, ctx| {
+            ctx.run_later(delay, move |act, ctx| {
+                if act.rules.wake(partition, token) {
+                    act.pump(ctx);
+                }
+            });
+        }));
+        self.pump(ctx);
+    }
+
+    fn dead_letter_from(
+        &mut self,
+        kept: Vec<Record<Vec<u8>>>,
+        _: u64,
+        letter: DeadLetter,
+        ctx: &mut Context<Self>,
+    ) {
+        match kept.into_iter().find(|r| r.offset == letter.offset) {
+            Some(record) => self.dead_letter(record, letter, ctx),
+            None => self.letter_lost(letter.partition, letter.offset, ctx),
+        }
     }
 
     /// Ends the subscription with `why`: leaves the group (on a blocking thread), then stops.

@@ -1,21 +1,190 @@
 //! What the embedded `SubscriptionActor<T>` and the Kafka backend's
 //! `KafkaSubscriptionActor<T>` do alike, apart from reaching the broker: the
 //! [`Reporter`] that logs and sends their [`SubscriptionEvent`]s (rebalances told as
-//! differences, records that do not decode, dead letters, the end), and what the
-//! decode-error policy makes of a record that does not decode. The rules per partition are
+//! differences, records that do not decode, dead letters, the end), what the
+//! decode-error policy makes of a record that does not decode, and the steps of
+//! [`Subscribing`] (handing a batch over and taking its answer, pausing after a failed
+//! poll). The rules per partition are
 //! `group::delivery`'s and the dead letters' format `group::dead_letter`'s (plain Rust); this
 //! is the part that needs actix.
 
-use actix::Recipient;
+use std::time::Duration;
+
+use actix::prelude::*;
 use tokio::sync::watch;
 
 use crate::error::Error;
 use crate::group::dead_letter::{DeadLetter, DeadLetterReason};
-use crate::group::delivery;
+use crate::group::delivery::{self, Batch, Deliveries, Outcome};
 use crate::group::Assignment;
 use crate::messages::{
-    DecodeAction, OnDecodeError, SubscribeOptions, SubscriptionEnd, SubscriptionEvent,
+    Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, SubscriptionEnd,
+    SubscriptionEvent,
 };
+use crate::types::Record;
+
+/// Retry delay after a failed poll (a partition restarting) or rejoin.
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// A subscription actor, as the steps both kinds take alike see it; each reaches its
+/// broker its own way (`pump` polls, `commit` commits, `resume` and `retry_later` seek,
+/// `dead_letter_from` produces, `end` leaves).
+pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
+    /// The subscriber's record type.
+    type Payload: Send + 'static;
+    /// What an unanswered batch was read from, kept for its dead letters.
+    type Kept;
+
+    fn report(&self) -> &Reporter;
+    /// The subscriber, and the topic and group its batches name.
+    fn subscriber(&self) -> (&Recipient<Delivered<Self::Payload>>, &str, &str);
+    /// Batches sent and not answered yet.
+    fn in_flight(&mut self) -> &mut usize;
+    /// A poll (or the pause after a failed one) is running.
+    fn polling(&mut self) -> &mut bool;
+    /// The batch of `partition` was answered: what it was read from, if kept.
+    fn take_kept(&mut self, partition: u32) -> Option<Self::Kept>;
+    /// The subscription is ending: nothing more is polled or delivered.
+    fn ending(&self) -> bool;
+    fn rules(&mut self) -> &mut Deliveries;
+
+    /// Polls again if there is a credit, no poll is running and the subscription runs.
+    fn pump(&mut self, ctx: &mut Context<Self>);
+    /// `partition` is free again: read it (soon).
+    fn released(&mut self, partition: u32, ctx: &mut Context<Self>);
+    /// Commits `offset` (if any) of `partition`, read in `generation`; a refusal is
+    /// reported.
+    fn commit(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        offset: Option<u64>,
+        ctx: &mut Context<Self>,
+    );
+    /// An answered batch's partition is free: read it on from `from` (`None`: after the
+    /// batch).
+    fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>);
+    /// `partition` is read again from `from` once the delay of `wait` (delay, token) has
+    /// passed and the rules' `wake(partition, token)` frees it.
+    fn retry_later(
+        &mut self,
+        partition: u32,
+        from: u64,
+        wait: (Duration, u64),
+        ctx: &mut Context<Self>,
+    );
+    /// Dead-letters the record `letter` names, read in `kept` in `generation` (then commits
+    /// past it and releases its partition).
+    fn dead_letter_from(
+        &mut self,
+        kept: Self::Kept,
+        generation: u64,
+        letter: DeadLetter,
+        ctx: &mut Context<Self>,
+    );
+    /// Ends the subscription with `why` (the first end wins), then stops.
+    fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>);
+
+    /// Acts on the subscriber's answer to `batch` (see `group::delivery`), read from `kept`.
+    fn answered(
+        &mut self,
+        batch: Batch,
+        ack: Ack,
+        kept: Option<Self::Kept>,
+        ctx: &mut Context<Self>,
+    ) {
+        if self.ending() {
+            return;
+        }
+        let (partition, generation) = (batch.partition, batch.generation);
+        match self.rules().answered(batch, ack.into()) {
+            Outcome::Go { commit, resume } => {
+                self.commit(generation, partition, commit, ctx);
+                self.resume(partition, resume, ctx);
+            }
+            Outcome::Wait {
+                commit,
+                from,
+                delay,
+                token,
+            } => {
+                self.commit(generation, partition, commit, ctx);
+                self.retry_later(partition, from, (delay, token), ctx);
+            }
+            Outcome::DeadLetter { offset, attempts } => {
+                let letter = DeadLetter {
+                    partition,
+                    offset,
+                    attempts,
+                    reason: DeadLetterReason::RetriesExhausted,
+                };
+                match kept {
+                    Some(kept) => self.dead_letter_from(kept, generation, letter, ctx),
+                    None => self.letter_lost(partition, offset, ctx),
+                }
+            }
+            Outcome::Exhausted {
+                commit,
+                offset,
+                attempts,
+            } => {
+                self.commit(generation, partition, commit, ctx);
+                let end = SubscriptionEnd::RetriesExhausted {
+                    partition,
+                    offset,
+                    attempts,
+                };
+                self.end(end, ctx);
+            }
+        }
+    }
+
+    /// The record at `offset` of `partition` to dead-letter is not in what was kept
+    /// (cannot happen: what a batch was read from is kept whenever a dead-letter topic is
+    /// named): read on after it.
+    fn letter_lost(&mut self, partition: u32, offset: u64, ctx: &mut Context<Self>) {
+        self.rules().release(partition, offset.saturating_sub(1));
+        self.released(partition, ctx);
+    }
+
+    /// Sends `records` (`batch`) to the subscriber, holding a credit until it answers; its
+    /// mailbox closed ends the subscription.
+    fn send_batch(
+        &mut self,
+        batch: Batch,
+        records: Vec<Record<Self::Payload>>,
+        ctx: &mut Context<Self>,
+    ) {
+        *self.in_flight() += 1;
+        let (recipient, topic, group) = self.subscriber();
+        let answer = recipient.send(Delivered {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            generation: batch.generation,
+            records,
+        });
+        ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
+            *act.in_flight() -= 1;
+            let kept = act.take_kept(batch.partition);
+            match answer {
+                Ok(ack) => act.answered(batch, ack, kept, ctx),
+                Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
+            }
+        }));
+    }
+
+    /// A poll failed (`error`, not one that ends the subscription): logged, and the next
+    /// one waits [`RETRY_AFTER`].
+    fn poll_failed(&mut self, error: &Error, ctx: &mut Context<Self>) {
+        let _span = self.report().span().clone().entered();
+        tracing::warn!(error = %error, "subscription poll failed; retrying");
+        *self.polling() = true;
+        ctx.run_later(RETRY_AFTER, |act, ctx| {
+            *act.polling() = false;
+            act.pump(ctx);
+        });
+    }
+}
 
 /// How writing a dead letter failed.
 #[derive(Debug)]
