@@ -65,7 +65,7 @@
 
 pub(crate) mod shared;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -79,14 +79,14 @@ use super::topic::SubscriptionPoll;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::dead_letter::DeadLetter;
-use crate::group::delivery::{Batch, Deliveries};
+use crate::group::delivery::Batch;
 use crate::group::{Assignment, Positions};
 use crate::messages::{
     ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
     SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe,
 };
 use crate::partition::Fetched;
-use shared::{LetterFailed, Reporter, Subscribing, RETRY_AFTER};
+use shared::{Flow, LetterFailed, Subscribing, RETRY_AFTER};
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
@@ -154,24 +154,16 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
 
 /// See the module docs.
 pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
-    /// Its events and its end.
-    report: Reporter,
+    /// Its events, rules, batches out and end.
+    flow: Flow<Fetched>,
     broker: BrokerRequests,
     join: JoinGroup,
     options: SubscribeOptions,
     recipient: Recipient<Delivered<T>>,
     positions: Positions,
-    rules: Deliveries,
-    /// What each unanswered batch was read from (one per partition), for its dead letters.
-    unanswered: BTreeMap<u32, Fetched>,
-    in_flight: usize,
-    /// A poll (or the pause after a failed one) is running.
-    polling: bool,
     /// The partitions the running poll leaves out, and the signal that ends its wait.
     poll_paused: BTreeSet<u32>,
     poll_wake: Option<oneshot::Sender<()>>,
-    /// Set once the subscription is ending: nothing more is polled or delivered.
-    ending: Option<SubscriptionEnd>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -180,8 +172,8 @@ impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for SubscriptionActor
         f.debug_struct("SubscriptionActor")
             .field("join", &self.join)
             .field("positions", &self.positions)
-            .field("rules", &self.rules)
-            .field("in_flight", &self.in_flight)
+            .field("rules", &self.flow.rules)
+            .field("in_flight", &self.flow.in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -203,23 +195,14 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             member = %join.member
         );
         let actor = SubscriptionActor {
-            report: Reporter::new(span, options.events.take(), end),
+            flow: Flow::new(span, &mut options, assignment.generation, end),
             broker,
             join,
-            rules: Deliveries::new(
-                assignment.generation,
-                options.max_attempts,
-                options.dead_letter_topic.is_some(),
-            ),
             options,
             recipient,
             positions: Positions::new(assignment.generation),
-            unanswered: BTreeMap::new(),
-            in_flight: 0,
-            polling: false,
             poll_paused: BTreeSet::new(),
             poll_wake: None,
-            ending: None,
             payload: PhantomData,
         };
         let mut actor = actor;
@@ -230,9 +213,9 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     /// The member's assignment as a poll, a join or a rejoin told it: a new generation
     /// (reported) drops the positions and the rules' waits.
     fn learn(&mut self, assignment: Assignment) {
-        if let Some(generation) = self.report.learn(assignment) {
+        if let Some(generation) = self.flow.report.learn(assignment) {
             self.positions.enter(generation);
-            self.rules.enter(generation);
+            self.flow.rules.enter(generation);
         }
     }
 
@@ -241,7 +224,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
         self.learn(batch.assignment);
         let Some(fetched) = batch.fetched else { return };
-        if self.rules.is_held(fetched.partition) {
+        if self.flow.rules.is_held(fetched.partition) {
             // Read by a poll re-planned after a rebalance: read again once released.
             return;
         }
@@ -270,17 +253,17 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             generation: self.positions.generation(),
         };
         self.positions.delivered(batch.partition, last);
-        self.rules.delivered(batch);
-        self.unanswered.insert(batch.partition, fetched);
+        self.flow.rules.delivered(batch);
+        self.flow.unanswered.insert(batch.partition, fetched);
         self.send_batch(batch, records, ctx);
     }
 
     /// The first record `fetched` holds does not decode (`error`): dead-letter it, or end.
     fn undecodable(&mut self, fetched: Fetched, error: Error, ctx: &mut Context<Self>) {
         let at = (fetched.partition, 0);
-        match self.report.undecodable(&self.options, &error, at) {
+        match self.flow.report.undecodable(&self.options, &error, at) {
             Ok(letter) => {
-                self.rules.hold(letter.partition);
+                self.flow.rules.hold(letter.partition);
                 let generation = self.positions.generation();
                 self.dead_letter(&fetched, generation, letter, ctx);
             }
@@ -327,10 +310,10 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             if written.is_ok() {
                 act.positions.seek(partition, offset.saturating_add(1));
             }
-            if let Some(end) = act.report.dead_lettered(letter, written) {
+            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
                 return act.end(end, ctx);
             }
-            act.rules.release(partition, offset);
+            act.flow.rules.release(partition, offset);
             act.released(partition, ctx);
         }));
     }
@@ -359,7 +342,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
             Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
             Err(e) => {
-                let _span = act.report.span().clone().entered();
+                let _span = act.flow.report.span().clone().entered();
                 tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
                 ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
             }
@@ -371,45 +354,24 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
     type Payload = T;
     type Kept = Fetched;
 
-    fn report(&self) -> &Reporter {
-        &self.report
+    fn flow(&mut self) -> &mut Flow<Fetched> {
+        &mut self.flow
     }
 
     fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
         (&self.recipient, &self.join.topic, &self.join.group)
     }
 
-    fn in_flight(&mut self) -> &mut usize {
-        &mut self.in_flight
-    }
-
-    fn polling(&mut self) -> &mut bool {
-        &mut self.polling
-    }
-
-    fn take_kept(&mut self, partition: u32) -> Option<Fetched> {
-        self.unanswered.remove(&partition)
-    }
-
-    fn ending(&self) -> bool {
-        self.ending.is_some()
-    }
-
-    fn rules(&mut self) -> &mut Deliveries {
-        &mut self.rules
-    }
-
     /// Polls again if there is a credit, no poll is running and the subscription runs. The
     /// held partitions are left out; a poll of nothing but held partitions still waits, as
     /// a sign of life, until one is released.
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
+        if !self.flow.start_poll(self.options.max_in_flight) {
             return;
         }
-        self.polling = true;
         let (wake, woken) = oneshot::channel();
         self.poll_wake = Some(wake);
-        self.poll_paused = self.rules.held();
+        self.poll_paused = self.flow.rules.held();
         let poll = SubscriptionPoll {
             poll: ConsumerPoll {
                 topic: self.join.topic.clone(),
@@ -427,9 +389,8 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         };
         let request = ask(&self.broker.poll, poll);
         ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
-            act.polling = false;
             act.poll_wake = None;
-            if act.ending.is_some() {
+            if !act.flow.poll_done() {
                 return;
             }
             match polled {
@@ -469,7 +430,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         );
         ctx.spawn(request.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
-                act.report.commit_refused(partition, offset, error);
+                act.flow.report.commit_refused(partition, offset, error);
             }
         }));
     }
@@ -490,7 +451,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
     ) {
         self.positions.seek(partition, from);
         ctx.run_later(delay, move |act, ctx| {
-            if act.rules.wake(partition, token) {
+            if act.flow.rules.wake(partition, token) {
                 act.released(partition, ctx);
             }
         });
@@ -510,14 +471,14 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
     /// Ends the subscription with `why`: leaves the group (unless the broker or the topic is
     /// gone), then stops. The first end wins.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.ending.is_some() {
+        if self.flow.ending.is_some() {
             return;
         }
         let leave = !matches!(
             why,
             SubscriptionEnd::BrokerStopped | SubscriptionEnd::TopicDeleted
         );
-        self.ending = Some(why);
+        self.flow.ending = Some(why);
         self.poll_wake.take();
         if !leave {
             return ctx.stop();
@@ -536,7 +497,7 @@ impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let _span = self.report.span().clone().entered();
+        let _span = self.flow.report.span().clone().entered();
         tracing::info!(
             generation = self.positions.generation(),
             "subscription started"
@@ -546,7 +507,7 @@ impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         // Stopped without a reason: its system is stopping (the broker's thread).
-        self.report.ended(self.ending.take());
+        self.flow.report.ended(self.flow.ending.take());
     }
 }
 
@@ -554,7 +515,7 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Unsubscribe> for Subscription
     type Result = ();
 
     fn handle(&mut self, _: Unsubscribe, ctx: &mut Context<Self>) {
-        let _span = tracing::debug_span!(parent: self.report.span(), "Unsubscribe").entered();
+        let _span = tracing::debug_span!(parent: self.flow.report.span(), "Unsubscribe").entered();
         self.end(SubscriptionEnd::Unsubscribed, ctx);
     }
 }

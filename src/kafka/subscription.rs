@@ -30,11 +30,11 @@ use tokio::sync::watch;
 use super::flat::{lock, SharedMember};
 use super::member::KafkaMember;
 use super::{blocking, KafkaBackend};
-use crate::actors::subscription::shared::{LetterFailed, Reporter, Subscribing};
+use crate::actors::subscription::shared::{Flow, LetterFailed, Subscribing};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::dead_letter::DeadLetter;
-use crate::group::delivery::{Batch, Deliveries};
+use crate::group::delivery::Batch;
 use crate::group::Assignment;
 use crate::messages::{Delivered, SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe};
 use crate::types::Record;
@@ -78,23 +78,14 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     let (end, ended) = watch::channel(None);
     let span = tracing::info_span!("kafka subscription", topic, group, member);
     let mut actor = KafkaSubscriptionActor {
-        report: Reporter::new(span, options.events.take(), end),
+        flow: Flow::new(span, &mut options, assignment.generation, end),
         topic: topic.to_owned(),
         group: group.to_owned(),
         member: Arc::new(Mutex::new(joined)),
         recipient,
-        rules: Deliveries::new(
-            assignment.generation,
-            options.max_attempts,
-            options.dead_letter_topic.is_some(),
-        ),
         options,
         backend,
-        unanswered: std::collections::BTreeMap::new(),
         generation: assignment.generation,
-        in_flight: 0,
-        polling: false,
-        ending: None,
         payload: PhantomData,
     };
     actor.learn(assignment);
@@ -103,8 +94,9 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
 
 /// See the module docs.
 struct KafkaSubscriptionActor<T: DeserializeOwned + Send + 'static> {
-    /// Its events and its end.
-    report: Reporter,
+    /// Its events, rules, batches out (with the records they were read from, kept for
+    /// their dead letters when a dead-letter topic is named) and end.
+    flow: Flow<Vec<Record<Vec<u8>>>>,
     topic: String,
     group: String,
     member: SharedMember,
@@ -112,15 +104,8 @@ struct KafkaSubscriptionActor<T: DeserializeOwned + Send + 'static> {
     options: SubscribeOptions,
     /// Dead letters are produced through it.
     backend: Arc<KafkaBackend>,
-    /// The records of each unanswered batch as read, kept for their dead letters when a
-    /// dead-letter topic is named.
-    unanswered: std::collections::BTreeMap<u32, Vec<Record<Vec<u8>>>>,
-    rules: Deliveries,
     /// The member's generation as last learned.
     generation: u64,
-    in_flight: usize,
-    polling: bool,
-    ending: Option<SubscriptionEnd>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -131,9 +116,9 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
     /// The member's assignment after a poll: a new generation (reported) drops the rules'
     /// waits.
     fn learn(&mut self, assignment: Assignment) {
-        if let Some(generation) = self.report.learn(assignment) {
+        if let Some(generation) = self.flow.report.learn(assignment) {
             self.generation = generation;
-            self.rules.enter(generation);
+            self.flow.rules.enter(generation);
         }
     }
 
@@ -143,11 +128,11 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         let Some(partition) = raw.first().map(|r| r.partition) else {
             return;
         };
-        if self.rules.is_held(partition) {
+        if self.flow.rules.is_held(partition) {
             return;
         }
         if self.options.dead_letter_topic.is_some() {
-            self.unanswered.insert(partition, raw.clone());
+            self.flow.unanswered.insert(partition, raw.clone());
         }
         let mut records = Vec::with_capacity(raw.len());
         for record in raw {
@@ -158,7 +143,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
                 Err(e) if records.is_empty() => return self.undecodable(kept, e, ctx),
                 Err(_) => {
                     // Read it again, first in line, after the records before it.
-                    self.rules.delivered(self.batch(partition, &records));
+                    self.flow.rules.delivered(self.batch(partition, &records));
                     let seek = self.seek(partition, offset);
                     let records = std::mem::take(&mut records);
                     ctx.wait(seek.into_actor(self).map(move |(), act, ctx| {
@@ -185,9 +170,9 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
     /// `record`, first in line, does not decode (`e`): dead-letter it, or end.
     fn undecodable(&mut self, record: Record<Vec<u8>>, e: Error, ctx: &mut Context<Self>) {
         let at = (record.partition, record.offset);
-        match self.report.undecodable(&self.options, &e, at) {
+        match self.flow.report.undecodable(&self.options, &e, at) {
             Ok(letter) => {
-                self.rules.hold(letter.partition);
+                self.flow.rules.hold(letter.partition);
                 self.dead_letter(record, letter, ctx);
             }
             Err(end) => self.end(end, ctx),
@@ -200,7 +185,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             return;
         };
         let batch = self.batch(partition, &records);
-        self.rules.delivered(batch);
+        self.flow.rules.delivered(batch);
         self.send_batch(batch, records, ctx);
     }
 
@@ -240,10 +225,10 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             .map_err(LetterFailed::Commit)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
-            if let Some(end) = act.report.dead_lettered(letter, written) {
+            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
                 return act.end(end, ctx);
             }
-            act.rules.release(partition, offset);
+            act.flow.rules.release(partition, offset);
             act.pump(ctx);
         }));
     }
@@ -252,7 +237,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
     /// partition is then read on where it was, and a rebalance resets it anyway).
     fn seek(&self, partition: u32, offset: u64) -> impl std::future::Future<Output = ()> {
         let member = self.member.clone();
-        let span = self.report.span().clone();
+        let span = self.flow.report.span().clone();
         let seek = blocking(move || lock(&member)?.seek(partition, offset));
         async move {
             if let Err(e) = seek.await {
@@ -267,51 +252,29 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
     type Payload = T;
     type Kept = Vec<Record<Vec<u8>>>;
 
-    fn report(&self) -> &Reporter {
-        &self.report
+    fn flow(&mut self) -> &mut Flow<Vec<Record<Vec<u8>>>> {
+        &mut self.flow
     }
 
     fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
         (&self.recipient, &self.topic, &self.group)
     }
 
-    fn in_flight(&mut self) -> &mut usize {
-        &mut self.in_flight
-    }
-
-    fn polling(&mut self) -> &mut bool {
-        &mut self.polling
-    }
-
-    fn take_kept(&mut self, partition: u32) -> Option<Vec<Record<Vec<u8>>>> {
-        self.unanswered.remove(&partition)
-    }
-
-    fn ending(&self) -> bool {
-        self.ending.is_some()
-    }
-
-    fn rules(&mut self) -> &mut Deliveries {
-        &mut self.rules
-    }
-
     /// Polls again if there is a credit, no poll is running and the subscription runs.
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
+        if !self.flow.start_poll(self.options.max_in_flight) {
             return;
         }
-        self.polling = true;
         let member = self.member.clone();
         let (max, wait) = (self.options.max_batch, self.options.poll_wait);
-        let held = self.rules.held();
+        let held = self.flow.rules.held();
         let poll = blocking(move || -> Polled {
             let mut member = lock(&member)?;
             let records = member.poll_batch_holding(max, wait, &held)?;
             Ok((records, member.assignment()))
         });
         ctx.spawn(poll.into_actor(self).map(|polled, act, ctx| {
-            act.polling = false;
-            if act.ending.is_some() {
+            if !act.flow.poll_done() {
                 return;
             }
             match polled {
@@ -339,7 +302,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
         ctx.spawn(commit.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
                 // A rebalance moved the partition: its new owner re-reads from the last commit.
-                act.report.commit_refused(partition, offset, error);
+                act.flow.report.commit_refused(partition, offset, error);
             }
         }));
     }
@@ -348,10 +311,10 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
     /// poll reads it before.
     fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
         if let Some(offset) = from {
-            self.rules.hold(partition);
+            self.flow.rules.hold(partition);
             let seek = self.seek(partition, offset);
             ctx.spawn(seek.into_actor(self).map(move |(), act, ctx| {
-                act.rules.release(partition, offset.saturating_sub(1));
+                act.flow.rules.release(partition, offset.saturating_sub(1));
                 act.pump(ctx);
             }));
         }
@@ -368,7 +331,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
         let seek = self.seek(partition, from);
         ctx.spawn(seek.into_actor(self).map(move |(), _, ctx| {
             ctx.run_later(delay, move |act, ctx| {
-                if act.rules.wake(partition, token) {
+                if act.flow.rules.wake(partition, token) {
                     act.pump(ctx);
                 }
             });
@@ -391,10 +354,10 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
 
     /// Ends the subscription with `why`: leaves the group (on a blocking thread), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.ending.is_some() {
+        if self.flow.ending.is_some() {
             return;
         }
-        self.ending = Some(why);
+        self.flow.ending = Some(why);
         let member = self.member.clone();
         let left = blocking(move || {
             lock(&member)?.leave();
@@ -408,14 +371,14 @@ impl<T: DeserializeOwned + Send + 'static> Actor for KafkaSubscriptionActor<T> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let _span = self.report.span().clone().entered();
+        let _span = self.flow.report.span().clone().entered();
         tracing::info!("subscription started");
         self.pump(ctx);
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         // Stopped without a reason: its system is stopping.
-        self.report.ended(self.ending.take());
+        self.flow.report.ended(self.flow.ending.take());
     }
 }
 

@@ -8,6 +8,7 @@
 //! `group::delivery`'s and the dead letters' format `group::dead_letter`'s (plain Rust); this
 //! is the part that needs actix.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -26,6 +27,64 @@ use crate::types::Record;
 /// Retry delay after a failed poll (a partition restarting) or rejoin.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// The state both kinds of subscription actor keep alike. `K`: what an unanswered batch
+/// was read from.
+#[derive(Debug)]
+pub(crate) struct Flow<K> {
+    /// Its events and its end.
+    pub(crate) report: Reporter,
+    pub(crate) rules: Deliveries,
+    /// What each unanswered batch was read from (one per partition), for its dead letters.
+    pub(crate) unanswered: BTreeMap<u32, K>,
+    /// Batches sent and not answered yet.
+    pub(crate) in_flight: usize,
+    /// A poll (or the pause after a failed one) is running.
+    pub(crate) polling: bool,
+    /// Set once the subscription is ending: nothing more is polled or delivered.
+    pub(crate) ending: Option<SubscriptionEnd>,
+}
+
+impl<K> Flow<K> {
+    /// A subscription with `options` (its events recipient taken out of them), starting in
+    /// `generation`, logging in `span`, whose end goes to `end`.
+    pub(crate) fn new(
+        span: tracing::Span,
+        options: &mut SubscribeOptions,
+        generation: u64,
+        end: watch::Sender<Option<SubscriptionEnd>>,
+    ) -> Self {
+        Flow {
+            report: Reporter::new(span, options.events.take(), end),
+            rules: Deliveries::new(
+                generation,
+                options.max_attempts,
+                options.dead_letter_topic.is_some(),
+            ),
+            unanswered: BTreeMap::new(),
+            in_flight: 0,
+            polling: false,
+            ending: None,
+        }
+    }
+
+    /// Starts a poll if the subscription runs, no poll is running and fewer than
+    /// `max_in_flight` batches are unanswered; whether it did.
+    pub(crate) fn start_poll(&mut self, max_in_flight: usize) -> bool {
+        if self.ending.is_some() || self.polling || self.in_flight >= max_in_flight {
+            return false;
+        }
+        self.polling = true;
+        true
+    }
+
+    /// The running poll is done; whether the subscription still runs (what a poll read
+    /// after its end is dropped).
+    pub(crate) fn poll_done(&mut self) -> bool {
+        self.polling = false;
+        self.ending.is_none()
+    }
+}
+
 /// A subscription actor, as the steps both kinds take alike see it; each reaches its
 /// broker its own way (`pump` polls, `commit` commits, `resume` and `retry_later` seek,
 /// `dead_letter_from` produces, `end` leaves).
@@ -35,18 +94,9 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     /// What an unanswered batch was read from, kept for its dead letters.
     type Kept;
 
-    fn report(&self) -> &Reporter;
+    fn flow(&mut self) -> &mut Flow<Self::Kept>;
     /// The subscriber, and the topic and group its batches name.
     fn subscriber(&self) -> (&Recipient<Delivered<Self::Payload>>, &str, &str);
-    /// Batches sent and not answered yet.
-    fn in_flight(&mut self) -> &mut usize;
-    /// A poll (or the pause after a failed one) is running.
-    fn polling(&mut self) -> &mut bool;
-    /// The batch of `partition` was answered: what it was read from, if kept.
-    fn take_kept(&mut self, partition: u32) -> Option<Self::Kept>;
-    /// The subscription is ending: nothing more is polled or delivered.
-    fn ending(&self) -> bool;
-    fn rules(&mut self) -> &mut Deliveries;
 
     /// Polls again if there is a credit, no poll is running and the subscription runs.
     fn pump(&mut self, ctx: &mut Context<Self>);
@@ -93,11 +143,11 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         kept: Option<Self::Kept>,
         ctx: &mut Context<Self>,
     ) {
-        if self.ending() {
+        if self.flow().ending.is_some() {
             return;
         }
         let (partition, generation) = (batch.partition, batch.generation);
-        match self.rules().answered(batch, ack.into()) {
+        match self.flow().rules.answered(batch, ack.into()) {
             Outcome::Go { commit, resume } => {
                 self.commit(generation, partition, commit, ctx);
                 self.resume(partition, resume, ctx);
@@ -143,7 +193,9 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     /// (cannot happen: what a batch was read from is kept whenever a dead-letter topic is
     /// named): read on after it.
     fn letter_lost(&mut self, partition: u32, offset: u64, ctx: &mut Context<Self>) {
-        self.rules().release(partition, offset.saturating_sub(1));
+        self.flow()
+            .rules
+            .release(partition, offset.saturating_sub(1));
         self.released(partition, ctx);
     }
 
@@ -155,7 +207,7 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         records: Vec<Record<Self::Payload>>,
         ctx: &mut Context<Self>,
     ) {
-        *self.in_flight() += 1;
+        self.flow().in_flight += 1;
         let (recipient, topic, group) = self.subscriber();
         let answer = recipient.send(Delivered {
             topic: topic.to_owned(),
@@ -164,8 +216,9 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
             records,
         });
         ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
-            *act.in_flight() -= 1;
-            let kept = act.take_kept(batch.partition);
+            let flow = act.flow();
+            flow.in_flight -= 1;
+            let kept = flow.unanswered.remove(&batch.partition);
             match answer {
                 Ok(ack) => act.answered(batch, ack, kept, ctx),
                 Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
@@ -176,11 +229,11 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     /// A poll failed (`error`, not one that ends the subscription): logged, and the next
     /// one waits [`RETRY_AFTER`].
     fn poll_failed(&mut self, error: &Error, ctx: &mut Context<Self>) {
-        let _span = self.report().span().clone().entered();
+        let _span = self.flow().report.span().clone().entered();
         tracing::warn!(error = %error, "subscription poll failed; retrying");
-        *self.polling() = true;
+        self.flow().polling = true;
         ctx.run_later(RETRY_AFTER, |act, ctx| {
-            *act.polling() = false;
+            act.flow().polling = false;
             act.pump(ctx);
         });
     }
