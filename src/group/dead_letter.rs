@@ -72,3 +72,72 @@ impl DeadLetter {
         batch
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers_of(batch: &RecordBatch) -> Vec<(String, Option<String>)> {
+        let view = batch.views().next().expect("one record");
+        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+        view.headers
+            .iter()
+            .map(|(k, v)| (text(k), v.map(text)))
+            .collect()
+    }
+
+    fn pairs(of: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+        of.iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect()
+    }
+
+    #[test]
+    fn a_record_that_does_not_decode_keeps_its_bytes_and_says_why() {
+        let letter = DeadLetter {
+            partition: 2,
+            offset: 41,
+            attempts: 1,
+            reason: DeadLetterReason::Decode("bad type".into()),
+        };
+        let original: Vec<HeaderRef<'_>> = vec![(b"trace", Some(b"t1")), (b"empty", None)];
+        let batch = letter.batch(("orders", "billing"), Some(b"k"), b"\xff\x00", original);
+        let record = batch.records().next().expect("one record");
+        assert_eq!(
+            (record.key, record.value),
+            (Some(&b"k"[..]), &b"\xff\x00"[..])
+        );
+        let expected = pairs(&[
+            ("trace", Some("t1")),
+            ("empty", None),
+            ("nanokafka.dlq.topic", Some("orders")),
+            ("nanokafka.dlq.partition", Some("2")),
+            ("nanokafka.dlq.offset", Some("41")),
+            ("nanokafka.dlq.group", Some("billing")),
+            ("nanokafka.dlq.reason", Some("decode")),
+            ("nanokafka.dlq.error", Some("bad type")),
+            ("nanokafka.dlq.attempts", Some("1")),
+        ]);
+        assert_eq!(headers_of(&batch), expected);
+    }
+
+    #[test]
+    fn a_record_out_of_attempts_has_no_error_header() {
+        let letter = DeadLetter {
+            partition: 0,
+            offset: 7,
+            attempts: 3,
+            reason: DeadLetterReason::RetriesExhausted,
+        };
+        let batch = letter.batch(("orders", "billing"), None, b"v", []);
+        let expected = pairs(&[
+            ("nanokafka.dlq.topic", Some("orders")),
+            ("nanokafka.dlq.partition", Some("0")),
+            ("nanokafka.dlq.offset", Some("7")),
+            ("nanokafka.dlq.group", Some("billing")),
+            ("nanokafka.dlq.reason", Some("retries-exhausted")),
+            ("nanokafka.dlq.attempts", Some("3")),
+        ]);
+        assert_eq!(headers_of(&batch), expected);
+    }
+}

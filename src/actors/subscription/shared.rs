@@ -1,12 +1,12 @@
 //! What the embedded `SubscriptionActor<T>` and the Kafka backend's
-//! `KafkaSubscriptionActor<T>` do alike, apart from reaching the broker: the
-//! [`Reporter`] that logs and sends their [`SubscriptionEvent`]s (rebalances told as
-//! differences, records that do not decode, dead letters, the end), what the
-//! decode-error policy makes of a record that does not decode, and the steps of
-//! [`Subscribing`] (handing a batch over and taking its answer, pausing after a failed
-//! poll). The rules per partition are
-//! `group::delivery`'s and the dead letters' format `group::dead_letter`'s (plain Rust); this
-//! is the part that needs actix.
+//! `KafkaSubscriptionActor<T>` do alike, apart from reaching the broker: the state they keep
+//! alike ([`Flow`]: rules, credit, unanswered batches, end); the [`Reporter`] that logs and
+//! sends their [`SubscriptionEvent`]s (rebalances told as differences, records that do not
+//! decode, dead letters, refused commits, the end) and applies the decode-error policy; and
+//! the steps of [`Subscribing`] (handing a batch over, acting on the subscriber's `Ack`,
+//! pausing after a failed poll). The rules per partition are `group::delivery`'s and dead
+//! letters are written by `group::dead_letter` (plain Rust); this is the part that needs
+//! actix.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
