@@ -1,6 +1,6 @@
 //! `SubscriptionActor<T>`: pushes a topic's records to a subscribing actor as typed
 //! [`Delivered<T>`] messages, as a member of a consumer group, and reports what happens to
-//! it as [`SubscriptionEvent`]s.
+//! it as [`SubscriptionEvent`](crate::messages::SubscriptionEvent)s.
 //!
 //! It is a `Consumer` that runs by itself: it polls with its own [`Positions`] (the same
 //! consumer poll the `Consumer` handle sends), decodes each batch from the buffer it was read
@@ -22,10 +22,11 @@
 //! after `after`. A record retried `max_attempts` times goes to the dead-letter topic and is
 //! committed past (without one, the subscription ends with
 //! [`SubscriptionEnd::RetriesExhausted`]). Every commit is fenced by the generation the batch
-//! was delivered in; a refused one is reported ([`SubscriptionEvent::CommitRefused`]). After
-//! a rebalance, an eviction or a coordinator restart the positions, retry waits and attempt
-//! counts are dropped and reading resumes at the committed offsets, so whatever was not
-//! committed is delivered again (at-least-once).
+//! was delivered in; a refused one is reported
+//! ([`SubscriptionEvent::CommitRefused`](crate::messages::SubscriptionEvent::CommitRefused)).
+//! After a rebalance, an eviction or a coordinator restart the positions, retry waits and
+//! attempt counts are dropped and reading resumes at the committed offsets, so whatever was
+//! not committed is delivered again (at-least-once).
 //!
 //! **Records that do not decode** as `T`: the records before one are delivered; then, per
 //! `on_decode_error`, it is dead-lettered and committed past, or the subscription ends with
@@ -54,12 +55,17 @@
 //! **The end.** The subscription ends on [`Subscription::unsubscribe`], when the subscriber's
 //! mailbox closes, when the broker stops or the topic is deleted, and on the two cases above;
 //! it then leaves the group (unless the broker or topic is gone), sends
-//! [`SubscriptionEvent::Ended`] and resolves [`Subscription::ended`].
+//! [`SubscriptionEvent::Ended`](crate::messages::SubscriptionEvent::Ended) and resolves
+//! [`Subscription::ended`].
 //!
 //! It reaches the broker through [`BrokerRequests`] (recipients of the broker's messages),
 //! not through a handle, so the actor layer never depends on the client layer above it.
+//! What it does alike with the Kafka backend's subscription (its events, the decode-error
+//! policy, writing dead letters) is in `shared`.
 
-use std::collections::{BTreeMap, BTreeSet};
+pub(crate) mod shared;
+
+use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -72,15 +78,15 @@ use super::coordinator::{FetchedBatch, PollPause};
 use super::topic::SubscriptionPoll;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::delivery::{self, Answer, Batch, Deliveries, Outcome};
+use crate::group::dead_letter::DeadLetter;
+use crate::group::delivery::Batch;
 use crate::group::{Assignment, Positions};
 use crate::messages::{
-    Ack, ConsumerPoll, CreateTopic, DecodeAction, Delivered, FencedCommit, JoinGroup, LeaveGroup,
-    OnDecodeError, ProduceBatch, SubscribeOptions, Subscription, SubscriptionEnd,
-    SubscriptionEvent, Unsubscribe,
+    ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
+    SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe,
 };
 use crate::partition::Fetched;
-use crate::storage::RecordBatch;
+use shared::{Flow, LetterFailed, Subscribing, RETRY_AFTER};
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
@@ -106,9 +112,6 @@ where
     async move { request.await.map_err(|_| Error::BrokerStopped)? }
 }
 
-/// Retry delay after a failed poll (a partition restarting) or rejoin.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
-
 /// Joins `join`'s group, makes sure the dead-letter topic exists and starts the
 /// subscription. Nothing stays joined when it fails.
 ///
@@ -120,13 +123,7 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     recipient: Recipient<Delivered<T>>,
     options: SubscribeOptions,
 ) -> Result<Subscription> {
-    options.validate()?;
-    if options.dead_letter_topic.as_deref() == Some(join.topic.as_str()) {
-        return Err(Error::InvalidArgument {
-            name: "dead_letter_topic",
-            reason: format!("{:?} is the subscribed topic itself", join.topic),
-        });
-    }
+    options.validate_for(&join.topic)?;
     let assignment = ask(&broker.join, join.clone()).await?;
     if let Some(topic) = &options.dead_letter_topic {
         let create = CreateTopic {
@@ -155,38 +152,18 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     ))
 }
 
-/// Why a record is dead-lettered (the `nanokafka.dlq.reason` header and its details).
-#[derive(Debug, Clone)]
-enum DeadLetterReason {
-    Decode(String),
-    RetriesExhausted,
-}
-
 /// See the module docs.
 pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
-    span: tracing::Span,
+    /// Its events, rules, batches out and end.
+    flow: Flow<Fetched>,
     broker: BrokerRequests,
     join: JoinGroup,
     options: SubscribeOptions,
     recipient: Recipient<Delivered<T>>,
-    events: Option<Recipient<SubscriptionEvent>>,
     positions: Positions,
-    /// The member's partitions as last told (the events' differences are against it).
-    assignment: Vec<u32>,
-    /// The generation the events last told of.
-    told: Option<u64>,
-    rules: Deliveries,
-    /// What each unanswered batch was read from (one per partition), for its dead letters.
-    unanswered: BTreeMap<u32, Fetched>,
-    in_flight: usize,
-    /// A poll (or the pause after a failed one) is running.
-    polling: bool,
     /// The partitions the running poll leaves out, and the signal that ends its wait.
     poll_paused: BTreeSet<u32>,
     poll_wake: Option<oneshot::Sender<()>>,
-    /// Set once the subscription is ending: nothing more is polled or delivered.
-    ending: Option<SubscriptionEnd>,
-    end: watch::Sender<Option<SubscriptionEnd>>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -195,8 +172,8 @@ impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for SubscriptionActor
         f.debug_struct("SubscriptionActor")
             .field("join", &self.join)
             .field("positions", &self.positions)
-            .field("rules", &self.rules)
-            .field("in_flight", &self.in_flight)
+            .field("rules", &self.flow.rules)
+            .field("in_flight", &self.flow.in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -211,33 +188,21 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         mut options: SubscribeOptions,
     ) -> Subscription {
         let (end, ended) = watch::channel(None);
+        let span = tracing::info_span!(
+            "subscription",
+            topic = %join.topic,
+            group = %join.group,
+            member = %join.member
+        );
         let actor = SubscriptionActor {
-            span: tracing::info_span!(
-                "subscription",
-                topic = %join.topic,
-                group = %join.group,
-                member = %join.member
-            ),
+            flow: Flow::new(span, &mut options, assignment.generation, end),
             broker,
             join,
-            events: options.events.take(),
-            rules: Deliveries::new(
-                assignment.generation,
-                options.max_attempts,
-                options.dead_letter_topic.is_some(),
-            ),
             options,
             recipient,
             positions: Positions::new(assignment.generation),
-            assignment: Vec::new(),
-            told: None,
-            unanswered: BTreeMap::new(),
-            in_flight: 0,
-            polling: false,
             poll_paused: BTreeSet::new(),
             poll_wake: None,
-            ending: None,
-            end,
             payload: PhantomData,
         };
         let mut actor = actor;
@@ -245,105 +210,13 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         Subscription::new(actor.start().recipient(), ended)
     }
 
-    /// Logs `event` and sends it to the events recipient. `do_send`: events keep their order
-    /// and the last one is sent as the actor stops (a pending `send` would be dropped).
-    fn emit(&self, event: SubscriptionEvent) {
-        let _span = self.span.clone().entered();
-        match &event {
-            SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
-            SubscriptionEvent::DeadLettered { .. } => tracing::warn!(?event, "subscription"),
-            _ => tracing::info!(?event, "subscription"),
-        }
-        if let Some(events) = &self.events {
-            events.do_send(event);
-        }
-    }
-
-    /// The member's assignment as a poll, a join or a rejoin told it: a new generation drops
-    /// the positions and the rules' waits, and is reported as differences.
+    /// The member's assignment as a poll, a join or a rejoin told it: a new generation
+    /// (reported) drops the positions and the rules' waits.
     fn learn(&mut self, assignment: Assignment) {
-        if self.told == Some(assignment.generation) {
-            return;
+        if let Some(generation) = self.flow.report.learn(assignment) {
+            self.positions.enter(generation);
+            self.flow.rules.enter(generation);
         }
-        self.told = Some(assignment.generation);
-        let (revoked, assigned) = delivery::rebalance(&self.assignment, &assignment.partitions);
-        let generation = assignment.generation;
-        if !revoked.is_empty() {
-            self.emit(SubscriptionEvent::Revoked {
-                generation,
-                partitions: revoked,
-            });
-        }
-        self.emit(SubscriptionEvent::Assigned {
-            generation,
-            partitions: assigned,
-        });
-        self.assignment = assignment.partitions;
-        self.positions.enter(generation);
-        self.rules.enter(generation);
-    }
-
-    /// Polls again if there is a credit, no poll is running and the subscription runs. The
-    /// held partitions are left out; a poll of nothing but held partitions still waits, as
-    /// a sign of life, until one is released.
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
-            return;
-        }
-        self.polling = true;
-        let (wake, woken) = oneshot::channel();
-        self.poll_wake = Some(wake);
-        self.poll_paused = self.rules.held();
-        let poll = SubscriptionPoll {
-            poll: ConsumerPoll {
-                topic: self.join.topic.clone(),
-                group: self.join.group.clone(),
-                member: self.join.member.clone(),
-                generation: self.positions.generation(),
-                positions: self.positions.all().clone(),
-                max_records: self.options.max_batch,
-                wait: Some(self.options.poll_wait),
-            },
-            pause: PollPause {
-                partitions: self.poll_paused.clone(),
-                wake: Some(woken),
-            },
-        };
-        let request = ask(&self.broker.poll, poll);
-        ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
-            act.polling = false;
-            act.poll_wake = None;
-            if act.ending.is_some() {
-                return;
-            }
-            match polled {
-                Ok(batch) => act.polled(batch, ctx),
-                Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
-                Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
-                Err(Error::UnknownTopic { .. }) => {
-                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
-                }
-                Err(e) => {
-                    let _span = act.span.clone().entered();
-                    tracing::warn!(error = %e, "subscription poll failed; retrying");
-                    act.polling = true;
-                    ctx.run_later(RETRY_AFTER, |act, ctx| {
-                        act.polling = false;
-                        act.pump(ctx);
-                    });
-                    return;
-                }
-            }
-            act.pump(ctx);
-        }));
-    }
-
-    /// `partition` is free again: a poll waiting without it is cut short to take it in.
-    fn released(&mut self, partition: u32, ctx: &mut Context<Self>) {
-        if self.poll_paused.contains(&partition) {
-            self.poll_wake.take();
-        }
-        self.pump(ctx);
     }
 
     /// What a poll read: decoded and handed over, or the record that does not decode dealt
@@ -351,7 +224,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
         self.learn(batch.assignment);
         let Some(fetched) = batch.fetched else { return };
-        if self.rules.is_held(fetched.partition) {
+        if self.flow.rules.is_held(fetched.partition) {
             // Read by a poll re-planned after a rebalance: read again once released.
             return;
         }
@@ -380,148 +253,49 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             generation: self.positions.generation(),
         };
         self.positions.delivered(batch.partition, last);
-        self.rules.delivered(batch);
-        self.unanswered.insert(batch.partition, fetched);
-        self.in_flight += 1;
-        let delivered = Delivered {
-            topic: self.join.topic.clone(),
-            group: self.join.group.clone(),
-            generation: batch.generation,
-            records,
-        };
-        let answer = self.recipient.send(delivered);
-        ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
-            act.in_flight -= 1;
-            let fetched = act.unanswered.remove(&batch.partition);
-            match answer {
-                Ok(ack) => act.answered(batch, ack, fetched, ctx),
-                Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
-            }
-        }));
-    }
-
-    /// Acts on the subscriber's answer to `batch` (see `group::delivery`).
-    fn answered(
-        &mut self,
-        batch: Batch,
-        ack: Ack,
-        fetched: Option<Fetched>,
-        ctx: &mut Context<Self>,
-    ) {
-        if self.ending.is_some() {
-            return;
-        }
-        let partition = batch.partition;
-        match self.rules.answered(batch, answer(ack)) {
-            Outcome::Go { commit, resume } => {
-                self.commit(batch.generation, partition, commit, ctx);
-                if let Some(offset) = resume {
-                    self.positions.seek(partition, offset);
-                }
-                self.released(partition, ctx);
-            }
-            Outcome::Wait {
-                commit,
-                from,
-                delay,
-                token,
-            } => {
-                self.commit(batch.generation, partition, commit, ctx);
-                self.positions.seek(partition, from);
-                ctx.run_later(delay, move |act, ctx| {
-                    if act.rules.wake(partition, token) {
-                        act.released(partition, ctx);
-                    }
-                });
-                self.pump(ctx);
-            }
-            Outcome::DeadLetter { offset, attempts } => match fetched {
-                Some(fetched) => self.dead_letter(
-                    &fetched,
-                    (batch.generation, offset, attempts),
-                    DeadLetterReason::RetriesExhausted,
-                    ctx,
-                ),
-                None => {
-                    self.rules.release(partition, offset.saturating_sub(1));
-                    self.released(partition, ctx);
-                }
-            },
-            Outcome::Exhausted {
-                commit,
-                offset,
-                attempts,
-            } => {
-                self.commit(batch.generation, partition, commit, ctx);
-                let end = SubscriptionEnd::RetriesExhausted {
-                    partition,
-                    offset,
-                    attempts,
-                };
-                self.end(end, ctx);
-            }
-        }
+        self.flow.rules.delivered(batch);
+        self.flow.unanswered.insert(batch.partition, fetched);
+        self.send_batch(batch, records, ctx);
     }
 
     /// The first record `fetched` holds does not decode (`error`): dead-letter it, or end.
     fn undecodable(&mut self, fetched: Fetched, error: Error, ctx: &mut Context<Self>) {
-        let (partition, offset, text) = match &error {
-            Error::Decode {
-                partition,
-                offset,
-                source,
-                ..
-            } => (*partition, *offset, source.to_string()),
-            other => (fetched.partition, 0, other.to_string()),
-        };
-        match self.options.decode_error_policy() {
-            OnDecodeError::Stop => {
-                self.emit(SubscriptionEvent::DecodeFailed {
-                    partition,
-                    offset,
-                    error: text.clone(),
-                    action: DecodeAction::Stopped,
-                });
-                let end = SubscriptionEnd::DecodeError {
-                    partition,
-                    offset,
-                    error: text,
-                };
-                self.end(end, ctx);
+        let at = (fetched.partition, 0);
+        match self.flow.report.undecodable(&self.options, &error, at) {
+            Ok(letter) => {
+                self.flow.rules.hold(letter.partition);
+                let generation = self.positions.generation();
+                self.dead_letter(&fetched, generation, letter, ctx);
             }
-            OnDecodeError::DeadLetter => {
-                self.rules.hold(partition);
-                let at = (self.positions.generation(), offset, 1);
-                self.dead_letter(&fetched, at, DeadLetterReason::Decode(text), ctx);
-            }
+            Err(end) => self.end(end, ctx),
         }
     }
 
-    /// Produces the record at `offset` of `fetched` to the dead-letter topic, then commits
-    /// past it (fenced by `generation`), then releases its partition (held meanwhile) and
-    /// reads on after it.
+    /// Produces the record `letter` names, read in `fetched`, to the dead-letter topic, then
+    /// commits past it (fenced by `generation`), then releases its partition (held
+    /// meanwhile) and reads on after it.
     fn dead_letter(
         &mut self,
         fetched: &Fetched,
-        (generation, offset, attempts): (u64, u64, u32),
-        reason: DeadLetterReason,
+        generation: u64,
+        letter: DeadLetter,
         ctx: &mut Context<Self>,
     ) {
-        let partition = fetched.partition;
+        let (partition, offset) = (fetched.partition, letter.offset);
         let Some(topic) = self.options.dead_letter_topic.clone() else {
             return;
         };
-        let Some(letter) = self.letter(fetched, offset, attempts, &reason) else {
-            // Not in what was read (cannot happen: the offset comes from the same read).
-            self.rules.release(partition, offset.saturating_sub(1));
-            return self.released(partition, ctx);
+        let Some(record) = fetched.records.iter().find(|r| r.offset == offset) else {
+            return self.letter_lost(partition, offset, ctx);
         };
+        let names = (self.join.topic.as_str(), self.join.group.as_str());
+        let batch = letter.batch(names, record.key, record.value, record.headers.iter());
         let produce = ask(
             &self.broker.produce,
             ProduceBatch {
                 topic,
                 partition: None,
-                batch: letter,
+                batch,
             },
         );
         let (commits, commit) = (
@@ -529,85 +303,19 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             self.fenced(generation, partition, offset),
         );
         let written = async move {
-            produce.await.map_err(|e| (true, e))?;
-            ask(&commits, commit).await.map_err(|e| (false, e))
+            produce.await.map_err(LetterFailed::Produce)?;
+            ask(&commits, commit).await.map_err(LetterFailed::Commit)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
-            match written {
-                Err((true, error)) => {
-                    let end = SubscriptionEnd::DeadLetterFailed {
-                        partition,
-                        offset,
-                        error,
-                    };
-                    return act.end(end, ctx);
-                }
-                Err((false, error)) => act.emit(SubscriptionEvent::CommitRefused {
-                    partition,
-                    offset,
-                    error,
-                }),
-                Ok(()) => act.positions.seek(partition, offset.saturating_add(1)),
+            if written.is_ok() {
+                act.positions.seek(partition, offset.saturating_add(1));
             }
-            act.emit(match reason {
-                DeadLetterReason::Decode(error) => SubscriptionEvent::DecodeFailed {
-                    partition,
-                    offset,
-                    error,
-                    action: DecodeAction::DeadLettered,
-                },
-                DeadLetterReason::RetriesExhausted => SubscriptionEvent::DeadLettered {
-                    partition,
-                    offset,
-                    attempts,
-                },
-            });
-            act.rules.release(partition, offset);
+            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
+                return act.end(end, ctx);
+            }
+            act.flow.rules.release(partition, offset);
             act.released(partition, ctx);
         }));
-    }
-
-    /// The dead letter of the record at `offset` of `fetched` (format in the module docs).
-    fn letter(
-        &self,
-        fetched: &Fetched,
-        offset: u64,
-        attempts: u32,
-        reason: &DeadLetterReason,
-    ) -> Option<RecordBatch> {
-        let record = fetched.records.iter().find(|r| r.offset == offset)?;
-        let (why, error) = match reason {
-            DeadLetterReason::Decode(error) => ("decode", Some(error.as_str())),
-            DeadLetterReason::RetriesExhausted => ("retries-exhausted", None),
-        };
-        let (partition, offset, attempts) = (
-            fetched.partition.to_string(),
-            offset.to_string(),
-            attempts.to_string(),
-        );
-        let mut about: Vec<(&str, &str)> = vec![
-            ("nanokafka.dlq.topic", &self.join.topic),
-            ("nanokafka.dlq.partition", &partition),
-            ("nanokafka.dlq.offset", &offset),
-            ("nanokafka.dlq.group", &self.join.group),
-            ("nanokafka.dlq.reason", why),
-        ];
-        if let Some(error) = error {
-            about.push(("nanokafka.dlq.error", error));
-        }
-        about.push(("nanokafka.dlq.attempts", &attempts));
-        let headers: Vec<_> = record
-            .headers
-            .iter()
-            .chain(
-                about
-                    .iter()
-                    .map(|(k, v)| (k.as_bytes(), Some(v.as_bytes()))),
-            )
-            .collect();
-        let mut batch = RecordBatch::new();
-        batch.push_header_refs(record.key, record.value, &headers);
-        Some(batch)
     }
 
     fn fenced(&self, generation: u64, partition: u32, offset: u64) -> FencedCommit {
@@ -619,6 +327,91 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             partition,
             offset,
         }
+    }
+
+    fn rejoin(&mut self, ctx: &mut Context<Self>) {
+        let join = ask(&self.broker.join, self.join.clone());
+        ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
+            Ok(assignment) => {
+                // A new membership: positions of the old one are stale even when the
+                // generation number happens to be the same.
+                act.positions = Positions::new(assignment.generation);
+                act.learn(assignment);
+                act.pump(ctx);
+            }
+            Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
+            Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
+            Err(e) => {
+                let _span = act.flow.report.span().clone().entered();
+                tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
+                ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
+            }
+        }));
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> {
+    type Payload = T;
+    type Kept = Fetched;
+
+    fn flow(&mut self) -> &mut Flow<Fetched> {
+        &mut self.flow
+    }
+
+    fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
+        (&self.recipient, &self.join.topic, &self.join.group)
+    }
+
+    /// Polls again if there is a credit, no poll is running and the subscription runs. The
+    /// held partitions are left out; a poll of nothing but held partitions still waits, as
+    /// a sign of life, until one is released.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if !self.flow.start_poll(self.options.max_in_flight) {
+            return;
+        }
+        let (wake, woken) = oneshot::channel();
+        self.poll_wake = Some(wake);
+        self.poll_paused = self.flow.rules.held();
+        let poll = SubscriptionPoll {
+            poll: ConsumerPoll {
+                topic: self.join.topic.clone(),
+                group: self.join.group.clone(),
+                member: self.join.member.clone(),
+                generation: self.positions.generation(),
+                positions: self.positions.all().clone(),
+                max_records: self.options.max_batch,
+                wait: Some(self.options.poll_wait),
+            },
+            pause: PollPause {
+                partitions: self.poll_paused.clone(),
+                wake: Some(woken),
+            },
+        };
+        let request = ask(&self.broker.poll, poll);
+        ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
+            act.poll_wake = None;
+            if !act.flow.poll_done() {
+                return;
+            }
+            match polled {
+                Ok(batch) => act.polled(batch, ctx),
+                Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
+                Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
+                Err(Error::UnknownTopic { .. }) => {
+                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
+                }
+                Err(e) => return act.poll_failed(&e, ctx),
+            }
+            act.pump(ctx);
+        }));
+    }
+
+    /// `partition` is free again: a poll waiting without it is cut short to take it in.
+    fn released(&mut self, partition: u32, ctx: &mut Context<Self>) {
+        if self.poll_paused.contains(&partition) {
+            self.poll_wake.take();
+        }
+        self.pump(ctx);
     }
 
     /// Commits `offset` (if any) of `partition`, fenced by `generation`; a refusal is
@@ -637,46 +430,55 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         );
         ctx.spawn(request.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
-                act.emit(SubscriptionEvent::CommitRefused {
-                    partition,
-                    offset,
-                    error,
-                });
+                act.flow.report.commit_refused(partition, offset, error);
             }
         }));
     }
 
-    fn rejoin(&mut self, ctx: &mut Context<Self>) {
-        let join = ask(&self.broker.join, self.join.clone());
-        ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
-            Ok(assignment) => {
-                // A new membership: positions of the old one are stale even when the
-                // generation number happens to be the same.
-                act.positions = Positions::new(assignment.generation);
-                act.learn(assignment);
-                act.pump(ctx);
+    fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
+        if let Some(offset) = from {
+            self.positions.seek(partition, offset);
+        }
+        self.released(partition, ctx);
+    }
+
+    fn retry_later(
+        &mut self,
+        partition: u32,
+        from: u64,
+        (delay, token): (Duration, u64),
+        ctx: &mut Context<Self>,
+    ) {
+        self.positions.seek(partition, from);
+        ctx.run_later(delay, move |act, ctx| {
+            if act.flow.rules.wake(partition, token) {
+                act.released(partition, ctx);
             }
-            Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
-            Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
-            Err(e) => {
-                let _span = act.span.clone().entered();
-                tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
-                ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
-            }
-        }));
+        });
+        self.pump(ctx);
+    }
+
+    fn dead_letter_from(
+        &mut self,
+        kept: Fetched,
+        generation: u64,
+        letter: DeadLetter,
+        ctx: &mut Context<Self>,
+    ) {
+        self.dead_letter(&kept, generation, letter, ctx);
     }
 
     /// Ends the subscription with `why`: leaves the group (unless the broker or the topic is
     /// gone), then stops. The first end wins.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.ending.is_some() {
+        if self.flow.ending.is_some() {
             return;
         }
         let leave = !matches!(
             why,
             SubscriptionEnd::BrokerStopped | SubscriptionEnd::TopicDeleted
         );
-        self.ending = Some(why);
+        self.flow.ending = Some(why);
         self.poll_wake.take();
         if !leave {
             return ctx.stop();
@@ -691,21 +493,11 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 }
 
-/// The actor face's `Ack` as the rules take it.
-fn answer(ack: Ack) -> Answer {
-    match ack {
-        Ack::Commit => Answer::Commit,
-        Ack::Defer => Answer::Defer,
-        Ack::CommitUpTo(offset) => Answer::CommitUpTo(offset),
-        Ack::Retry { offset, after } => Answer::Retry { offset, after },
-    }
-}
-
 impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let _span = self.span.clone().entered();
+        let _span = self.flow.report.span().clone().entered();
         tracing::info!(
             generation = self.positions.generation(),
             "subscription started"
@@ -715,9 +507,7 @@ impl<T: DeserializeOwned + Send + 'static> Actor for SubscriptionActor<T> {
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         // Stopped without a reason: its system is stopping (the broker's thread).
-        let why = self.ending.take().unwrap_or(SubscriptionEnd::BrokerStopped);
-        self.emit(SubscriptionEvent::Ended(why.clone()));
-        self.end.send_replace(Some(why));
+        self.flow.report.ended(self.flow.ending.take());
     }
 }
 
@@ -725,7 +515,7 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Unsubscribe> for Subscription
     type Result = ();
 
     fn handle(&mut self, _: Unsubscribe, ctx: &mut Context<Self>) {
-        let _span = tracing::debug_span!(parent: &self.span, "Unsubscribe").entered();
+        let _span = tracing::debug_span!(parent: self.flow.report.span(), "Unsubscribe").entered();
         self.end(SubscriptionEnd::Unsubscribed, ctx);
     }
 }

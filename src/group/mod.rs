@@ -12,6 +12,7 @@
 
 pub mod assignor;
 pub(crate) mod classic;
+pub(crate) mod dead_letter;
 pub(crate) mod delivery;
 pub(crate) mod options;
 mod positions;

@@ -16,7 +16,8 @@
 //!
 //! It runs on the arbiter of the code that subscribed and owns a [`KafkaMember`]; every
 //! librdkafka call (poll, commit, seek, close) runs on tokio's blocking pool, so the arbiter
-//! never blocks.
+//! never blocks. What it does alike with the embedded actor (its events, the decode-error
+//! policy, writing dead letters) is in `actors::subscription::shared`.
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -29,19 +30,14 @@ use tokio::sync::watch;
 use super::flat::{lock, SharedMember};
 use super::member::KafkaMember;
 use super::{blocking, KafkaBackend};
+use crate::actors::subscription::shared::{Flow, LetterFailed, Subscribing};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
-use crate::group::delivery::{self, Answer, Batch, Deliveries, Outcome};
+use crate::group::dead_letter::DeadLetter;
+use crate::group::delivery::Batch;
 use crate::group::Assignment;
-use crate::messages::{
-    Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, Subscription, SubscriptionEnd,
-    SubscriptionEvent, Unsubscribe,
-};
-use crate::storage::RecordBatch;
+use crate::messages::{Delivered, SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe};
 use crate::types::Record;
-
-/// Retry delay after a failed poll.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// Joins (waiting for the first assignment) and starts the subscription.
 ///
@@ -55,13 +51,7 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     recipient: Recipient<Delivered<T>>,
     mut options: SubscribeOptions,
 ) -> Result<Subscription> {
-    options.validate()?;
-    if options.dead_letter_topic.as_deref() == Some(topic) {
-        return Err(Error::InvalidArgument {
-            name: "dead_letter_topic",
-            reason: format!("{topic:?} is the subscribed topic itself"),
-        });
-    }
+    options.validate_for(topic)?;
     let config = backend.config().clone();
     let names = (topic.to_owned(), group.to_owned(), member.to_owned());
     let group_options = options.group;
@@ -86,28 +76,16 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
     }
     let assignment = joined.assignment();
     let (end, ended) = watch::channel(None);
+    let span = tracing::info_span!("kafka subscription", topic, group, member);
     let mut actor = KafkaSubscriptionActor {
-        span: tracing::info_span!("kafka subscription", topic, group, member),
+        flow: Flow::new(span, &mut options, assignment.generation, end),
         topic: topic.to_owned(),
         group: group.to_owned(),
         member: Arc::new(Mutex::new(joined)),
         recipient,
-        events: options.events.take(),
-        rules: Deliveries::new(
-            assignment.generation,
-            options.max_attempts,
-            options.dead_letter_topic.is_some(),
-        ),
         options,
         backend,
-        unanswered: std::collections::BTreeMap::new(),
         generation: assignment.generation,
-        assignment: Vec::new(),
-        told: None,
-        in_flight: 0,
-        polling: false,
-        ending: None,
-        end,
         payload: PhantomData,
     };
     actor.learn(assignment);
@@ -116,28 +94,18 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
 
 /// See the module docs.
 struct KafkaSubscriptionActor<T: DeserializeOwned + Send + 'static> {
-    span: tracing::Span,
+    /// Its events, rules, batches out (with the records they were read from, kept for
+    /// their dead letters when a dead-letter topic is named) and end.
+    flow: Flow<Vec<Record<Vec<u8>>>>,
     topic: String,
     group: String,
     member: SharedMember,
     recipient: Recipient<Delivered<T>>,
-    events: Option<Recipient<SubscriptionEvent>>,
     options: SubscribeOptions,
     /// Dead letters are produced through it.
     backend: Arc<KafkaBackend>,
-    /// The records of each unanswered batch as read, kept for their dead letters when a
-    /// dead-letter topic is named.
-    unanswered: std::collections::BTreeMap<u32, Vec<Record<Vec<u8>>>>,
-    rules: Deliveries,
     /// The member's generation as last learned.
     generation: u64,
-    /// The member's partitions as last told.
-    assignment: Vec<u32>,
-    told: Option<u64>,
-    in_flight: usize,
-    polling: bool,
-    ending: Option<SubscriptionEnd>,
-    end: watch::Sender<Option<SubscriptionEnd>>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -145,95 +113,26 @@ struct KafkaSubscriptionActor<T: DeserializeOwned + Send + 'static> {
 type Polled = Result<(Vec<Record<Vec<u8>>>, Assignment)>;
 
 impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
-    /// Logs `event` and sends it to the events recipient (`do_send`: in order, and the last
-    /// one as the actor stops).
-    fn emit(&self, event: SubscriptionEvent) {
-        let _span = self.span.clone().entered();
-        match &event {
-            SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
-            _ => tracing::info!(?event, "subscription"),
-        }
-        if let Some(events) = &self.events {
-            events.do_send(event);
-        }
-    }
-
-    /// The member's assignment after a poll: a new generation is told as differences.
+    /// The member's assignment after a poll: a new generation (reported) drops the rules'
+    /// waits.
     fn learn(&mut self, assignment: Assignment) {
-        if self.told == Some(assignment.generation) {
-            return;
+        if let Some(generation) = self.flow.report.learn(assignment) {
+            self.generation = generation;
+            self.flow.rules.enter(generation);
         }
-        self.told = Some(assignment.generation);
-        let (revoked, assigned) = delivery::rebalance(&self.assignment, &assignment.partitions);
-        let generation = assignment.generation;
-        if !revoked.is_empty() {
-            self.emit(SubscriptionEvent::Revoked {
-                generation,
-                partitions: revoked,
-            });
-        }
-        self.emit(SubscriptionEvent::Assigned {
-            generation,
-            partitions: assigned,
-        });
-        self.assignment = assignment.partitions;
-        self.generation = generation;
-        self.rules.enter(generation);
-    }
-
-    /// Polls again if there is a credit, no poll is running and the subscription runs.
-    fn pump(&mut self, ctx: &mut Context<Self>) {
-        if self.ending.is_some() || self.polling || self.in_flight >= self.options.max_in_flight {
-            return;
-        }
-        self.polling = true;
-        let member = self.member.clone();
-        let (max, wait) = (self.options.max_batch, self.options.poll_wait);
-        let held = self.rules.held();
-        let poll = blocking(move || -> Polled {
-            let mut member = lock(&member)?;
-            let records = member.poll_batch_holding(max, wait, &held)?;
-            Ok((records, member.assignment()))
-        });
-        ctx.spawn(poll.into_actor(self).map(|polled, act, ctx| {
-            act.polling = false;
-            if act.ending.is_some() {
-                return;
-            }
-            match polled {
-                Ok((records, assignment)) => {
-                    act.learn(assignment);
-                    act.deliver(records, ctx);
-                }
-                Err(Error::UnknownTopic { .. }) => {
-                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
-                }
-                Err(e) => {
-                    let _span = act.span.clone().entered();
-                    tracing::warn!(error = %e, "subscription poll failed; retrying");
-                    act.polling = true;
-                    ctx.run_later(RETRY_AFTER, |act, ctx| {
-                        act.polling = false;
-                        act.pump(ctx);
-                    });
-                    return;
-                }
-            }
-            act.pump(ctx);
-        }));
     }
 
     /// Decodes a polled run and hands over the records before the first that does not
-    /// decode; that one ends the subscription once it is first in line.
+    /// decode; that one is dealt with (`undecodable`) once it is first in line.
     fn deliver(&mut self, raw: Vec<Record<Vec<u8>>>, ctx: &mut Context<Self>) {
         let Some(partition) = raw.first().map(|r| r.partition) else {
             return;
         };
-        if self.rules.is_held(partition) {
+        if self.flow.rules.is_held(partition) {
             return;
         }
         if self.options.dead_letter_topic.is_some() {
-            self.unanswered.insert(partition, raw.clone());
+            self.flow.unanswered.insert(partition, raw.clone());
         }
         let mut records = Vec::with_capacity(raw.len());
         for record in raw {
@@ -244,7 +143,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
                 Err(e) if records.is_empty() => return self.undecodable(kept, e, ctx),
                 Err(_) => {
                     // Read it again, first in line, after the records before it.
-                    self.rules.delivered(self.batch(partition, &records));
+                    self.flow.rules.delivered(self.batch(partition, &records));
                     let seek = self.seek(partition, offset);
                     let records = std::mem::take(&mut records);
                     ctx.wait(seek.into_actor(self).map(move |(), act, ctx| {
@@ -268,29 +167,16 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
         }
     }
 
+    /// `record`, first in line, does not decode (`e`): dead-letter it, or end.
     fn undecodable(&mut self, record: Record<Vec<u8>>, e: Error, ctx: &mut Context<Self>) {
-        let (partition, offset) = (record.partition, record.offset);
-        let error = match &e {
-            Error::Decode { source, .. } => source.to_string(),
-            other => other.to_string(),
-        };
-        if self.options.decode_error_policy() == OnDecodeError::DeadLetter {
-            self.rules.hold(partition);
-            let reason = Reason::Decode(error);
-            return self.dead_letter(record, 1, reason, ctx);
+        let at = (record.partition, record.offset);
+        match self.flow.report.undecodable(&self.options, &e, at) {
+            Ok(letter) => {
+                self.flow.rules.hold(letter.partition);
+                self.dead_letter(record, letter, ctx);
+            }
+            Err(end) => self.end(end, ctx),
         }
-        self.emit(SubscriptionEvent::DecodeFailed {
-            partition,
-            offset,
-            error: error.clone(),
-            action: DecodeAction::Stopped,
-        });
-        let end = SubscriptionEnd::DecodeError {
-            partition,
-            offset,
-            error,
-        };
-        self.end(end, ctx);
     }
 
     /// Sends a batch to the subscriber, holding a credit and its partition until it answers.
@@ -299,203 +185,59 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             return;
         };
         let batch = self.batch(partition, &records);
-        self.rules.delivered(batch);
-        self.in_flight += 1;
-        let delivered = Delivered {
-            topic: self.topic.clone(),
-            group: self.group.clone(),
-            generation: batch.generation,
-            records,
-        };
-        let answer = self.recipient.send(delivered);
-        ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
-            act.in_flight -= 1;
-            let raw = act.unanswered.remove(&batch.partition);
-            match answer {
-                Ok(ack) => act.answered(batch, ack, raw, ctx),
-                Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
-            }
-        }));
+        self.flow.rules.delivered(batch);
+        self.send_batch(batch, records, ctx);
     }
 
-    /// Acts on the subscriber's answer (see `group::delivery`). A partition read again from
-    /// another offset stays held until the seek is done, so no poll reads it before.
-    fn answered(
-        &mut self,
-        batch: Batch,
-        ack: Ack,
-        raw: Option<Vec<Record<Vec<u8>>>>,
-        ctx: &mut Context<Self>,
-    ) {
-        if self.ending.is_some() {
-            return;
-        }
-        let partition = batch.partition;
-        match self.rules.answered(batch, answer(ack)) {
-            Outcome::Go { commit, resume } => {
-                self.commit(partition, commit, ctx);
-                if let Some(offset) = resume {
-                    self.rules.hold(partition);
-                    let seek = self.seek(partition, offset);
-                    ctx.spawn(seek.into_actor(self).map(move |(), act, ctx| {
-                        act.rules.release(partition, offset.saturating_sub(1));
-                        act.pump(ctx);
-                    }));
-                }
-                self.pump(ctx);
-            }
-            Outcome::Wait {
-                commit,
-                from,
-                delay,
-                token,
-            } => {
-                self.commit(partition, commit, ctx);
-                let seek = self.seek(partition, from);
-                ctx.spawn(seek.into_actor(self).map(move |(), _, ctx| {
-                    ctx.run_later(delay, move |act, ctx| {
-                        if act.rules.wake(partition, token) {
-                            act.pump(ctx);
-                        }
-                    });
-                }));
-                self.pump(ctx);
-            }
-            Outcome::Exhausted {
-                commit,
-                offset,
-                attempts,
-            } => {
-                self.commit(partition, commit, ctx);
-                let end = SubscriptionEnd::RetriesExhausted {
-                    partition,
-                    offset,
-                    attempts,
-                };
-                self.end(end, ctx);
-            }
-            Outcome::DeadLetter { offset, attempts } => {
-                let record = raw.into_iter().flatten().find(|r| r.offset == offset);
-                match record {
-                    Some(record) => {
-                        self.dead_letter(record, attempts, Reason::RetriesExhausted, ctx);
-                    }
-                    // Not kept (cannot happen: kept for every batch with a dead-letter topic).
-                    None => {
-                        self.rules.release(partition, offset.saturating_sub(1));
-                        self.pump(ctx);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Produces `record` to the dead-letter topic, then commits past it (a commit refused
-    /// after a rebalance is reported), then reads its partition (held meanwhile) on after it.
+    /// Produces `record` (which `letter` names) to the dead-letter topic, then commits past
+    /// it (a commit refused after a rebalance is reported), then reads its partition (held
+    /// meanwhile) on after it.
     fn dead_letter(
         &mut self,
         record: Record<Vec<u8>>,
-        attempts: u32,
-        reason: Reason,
+        letter: DeadLetter,
         ctx: &mut Context<Self>,
     ) {
         let Some(topic) = self.options.dead_letter_topic.clone() else {
             return;
         };
         let (partition, offset) = (record.partition, record.offset);
-        let letter = self.letter(&record, attempts, &reason);
+        let headers = record.headers.iter();
+        let batch = letter.batch(
+            (&self.topic, &self.group),
+            record.key.as_deref(),
+            &record.value,
+            headers.map(|h| (h.key.as_bytes(), h.value.as_deref())),
+        );
         let backend = self.backend.clone();
         let member = self.member.clone();
         let written = async move {
             backend
-                .produce_batch(&topic, None, &letter)
+                .produce_batch(&topic, None, &batch)
                 .await
-                .map_err(|e| (true, e))?;
+                .map_err(LetterFailed::Produce)?;
             blocking(move || {
                 let mut member = lock(&member)?;
                 member.commit_forward(partition, offset)?;
                 member.seek(partition, offset.saturating_add(1))
             })
             .await
-            .map_err(|e| (false, e))
+            .map_err(LetterFailed::Commit)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
-            match written {
-                Err((true, error)) => {
-                    let end = SubscriptionEnd::DeadLetterFailed {
-                        partition,
-                        offset,
-                        error,
-                    };
-                    return act.end(end, ctx);
-                }
-                Err((false, error)) => act.emit(SubscriptionEvent::CommitRefused {
-                    partition,
-                    offset,
-                    error,
-                }),
-                Ok(()) => {}
+            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
+                return act.end(end, ctx);
             }
-            act.emit(match reason {
-                Reason::Decode(error) => SubscriptionEvent::DecodeFailed {
-                    partition,
-                    offset,
-                    error,
-                    action: DecodeAction::DeadLettered,
-                },
-                Reason::RetriesExhausted => SubscriptionEvent::DeadLettered {
-                    partition,
-                    offset,
-                    attempts,
-                },
-            });
-            act.rules.release(partition, offset);
+            act.flow.rules.release(partition, offset);
             act.pump(ctx);
         }));
-    }
-
-    /// The dead letter of `record` (the embedded format: `actors::subscription`).
-    fn letter(&self, record: &Record<Vec<u8>>, attempts: u32, reason: &Reason) -> RecordBatch {
-        let (why, error) = match reason {
-            Reason::Decode(error) => ("decode", Some(error.as_str())),
-            Reason::RetriesExhausted => ("retries-exhausted", None),
-        };
-        let (partition, offset, attempts) = (
-            record.partition.to_string(),
-            record.offset.to_string(),
-            attempts.to_string(),
-        );
-        let mut about: Vec<(&str, &str)> = vec![
-            ("nanokafka.dlq.topic", &self.topic),
-            ("nanokafka.dlq.partition", &partition),
-            ("nanokafka.dlq.offset", &offset),
-            ("nanokafka.dlq.group", &self.group),
-            ("nanokafka.dlq.reason", why),
-        ];
-        if let Some(error) = error {
-            about.push(("nanokafka.dlq.error", error));
-        }
-        about.push(("nanokafka.dlq.attempts", &attempts));
-        let headers: Vec<_> = record
-            .headers
-            .iter()
-            .map(|h| (h.key.as_bytes(), h.value.as_deref()))
-            .chain(
-                about
-                    .iter()
-                    .map(|(k, v)| (k.as_bytes(), Some(v.as_bytes()))),
-            )
-            .collect();
-        let mut batch = RecordBatch::new();
-        batch.push_header_refs(record.key.as_deref(), &record.value, &headers);
-        batch
     }
 
     /// Moves the member's position in `partition` to `offset` (a failure is logged: the
     /// partition is then read on where it was, and a rebalance resets it anyway).
     fn seek(&self, partition: u32, offset: u64) -> impl std::future::Future<Output = ()> {
         let member = self.member.clone();
-        let span = self.span.clone();
+        let span = self.flow.report.span().clone();
         let seek = blocking(move || lock(&member)?.seek(partition, offset));
         async move {
             if let Err(e) = seek.await {
@@ -504,29 +246,118 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             }
         }
     }
+}
 
-    fn commit(&mut self, partition: u32, offset: Option<u64>, ctx: &mut Context<Self>) {
+impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActor<T> {
+    type Payload = T;
+    type Kept = Vec<Record<Vec<u8>>>;
+
+    fn flow(&mut self) -> &mut Flow<Vec<Record<Vec<u8>>>> {
+        &mut self.flow
+    }
+
+    fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
+        (&self.recipient, &self.topic, &self.group)
+    }
+
+    /// Polls again if there is a credit, no poll is running and the subscription runs.
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        if !self.flow.start_poll(self.options.max_in_flight) {
+            return;
+        }
+        let member = self.member.clone();
+        let (max, wait) = (self.options.max_batch, self.options.poll_wait);
+        let held = self.flow.rules.held();
+        let poll = blocking(move || -> Polled {
+            let mut member = lock(&member)?;
+            let records = member.poll_batch_holding(max, wait, &held)?;
+            Ok((records, member.assignment()))
+        });
+        ctx.spawn(poll.into_actor(self).map(|polled, act, ctx| {
+            if !act.flow.poll_done() {
+                return;
+            }
+            match polled {
+                Ok((records, assignment)) => {
+                    act.learn(assignment);
+                    act.deliver(records, ctx);
+                }
+                Err(Error::UnknownTopic { .. }) => {
+                    return act.end(SubscriptionEnd::TopicDeleted, ctx)
+                }
+                Err(e) => return act.poll_failed(&e, ctx),
+            }
+            act.pump(ctx);
+        }));
+    }
+
+    fn released(&mut self, _: u32, ctx: &mut Context<Self>) {
+        self.pump(ctx);
+    }
+
+    fn commit(&mut self, _: u64, partition: u32, offset: Option<u64>, ctx: &mut Context<Self>) {
         let Some(offset) = offset else { return };
         let member = self.member.clone();
         let commit = blocking(move || lock(&member)?.commit_forward(partition, offset));
         ctx.spawn(commit.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
                 // A rebalance moved the partition: its new owner re-reads from the last commit.
-                act.emit(SubscriptionEvent::CommitRefused {
-                    partition,
-                    offset,
-                    error,
-                });
+                act.flow.report.commit_refused(partition, offset, error);
             }
         }));
     }
 
+    /// A partition read again from another offset stays held until the seek is done, so no
+    /// poll reads it before.
+    fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
+        if let Some(offset) = from {
+            self.flow.rules.hold(partition);
+            let seek = self.seek(partition, offset);
+            ctx.spawn(seek.into_actor(self).map(move |(), act, ctx| {
+                act.flow.rules.release(partition, offset.saturating_sub(1));
+                act.pump(ctx);
+            }));
+        }
+        self.pump(ctx);
+    }
+
+    fn retry_later(
+        &mut self,
+        partition: u32,
+        from: u64,
+        (delay, token): (Duration, u64),
+        ctx: &mut Context<Self>,
+    ) {
+        let seek = self.seek(partition, from);
+        ctx.spawn(seek.into_actor(self).map(move |(), _, ctx| {
+            ctx.run_later(delay, move |act, ctx| {
+                if act.flow.rules.wake(partition, token) {
+                    act.pump(ctx);
+                }
+            });
+        }));
+        self.pump(ctx);
+    }
+
+    fn dead_letter_from(
+        &mut self,
+        kept: Vec<Record<Vec<u8>>>,
+        _: u64,
+        letter: DeadLetter,
+        ctx: &mut Context<Self>,
+    ) {
+        match kept.into_iter().find(|r| r.offset == letter.offset) {
+            Some(record) => self.dead_letter(record, letter, ctx),
+            None => self.letter_lost(letter.partition, letter.offset, ctx),
+        }
+    }
+
     /// Ends the subscription with `why`: leaves the group (on a blocking thread), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.ending.is_some() {
+        if self.flow.ending.is_some() {
             return;
         }
-        self.ending = Some(why);
+        self.flow.ending = Some(why);
         let member = self.member.clone();
         let left = blocking(move || {
             lock(&member)?.leave();
@@ -536,37 +367,18 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
     }
 }
 
-/// Why a record is dead-lettered (the `nanokafka.dlq.reason` header and its details).
-#[derive(Debug, Clone)]
-enum Reason {
-    Decode(String),
-    RetriesExhausted,
-}
-
-/// The actor face's `Ack` as the rules take it.
-fn answer(ack: Ack) -> Answer {
-    match ack {
-        Ack::Commit => Answer::Commit,
-        Ack::Defer => Answer::Defer,
-        Ack::CommitUpTo(offset) => Answer::CommitUpTo(offset),
-        Ack::Retry { offset, after } => Answer::Retry { offset, after },
-    }
-}
-
 impl<T: DeserializeOwned + Send + 'static> Actor for KafkaSubscriptionActor<T> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let _span = self.span.clone().entered();
+        let _span = self.flow.report.span().clone().entered();
         tracing::info!("subscription started");
         self.pump(ctx);
     }
 
     fn stopped(&mut self, _: &mut Context<Self>) {
         // Stopped without a reason: its system is stopping.
-        let why = self.ending.take().unwrap_or(SubscriptionEnd::BrokerStopped);
-        self.emit(SubscriptionEvent::Ended(why.clone()));
-        self.end.send_replace(Some(why));
+        self.flow.report.ended(self.flow.ending.take());
     }
 }
 

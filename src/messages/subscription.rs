@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
+use crate::group::delivery::Answer;
 use crate::group::GroupOptions;
 use crate::types::Record;
 
@@ -98,6 +99,18 @@ pub enum Ack {
     /// An offset outside the batch is brought into it (below: its first record; above: its
     /// last).
     Retry { offset: u64, after: Duration },
+}
+
+/// The actor face's `Ack` as the delivery rules take it.
+impl From<Ack> for Answer {
+    fn from(ack: Ack) -> Self {
+        match ack {
+            Ack::Commit => Answer::Commit,
+            Ack::Defer => Answer::Defer,
+            Ack::CommitUpTo(offset) => Answer::CommitUpTo(offset),
+            Ack::Retry { offset, after } => Answer::Retry { offset, after },
+        }
+    }
 }
 
 /// What a subscription does with a record that does not decode as the subscriber's type.
@@ -279,6 +292,21 @@ impl SubscribeOptions {
             return Err(Error::InvalidArgument {
                 name: "on_decode_error",
                 reason: "DeadLetter needs a dead_letter_topic".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// [`SubscribeOptions::validate`] for a subscription to `topic`.
+    ///
+    /// # Errors
+    /// As `validate`, and `InvalidArgument` for a dead-letter topic named as `topic`.
+    pub(crate) fn validate_for(&self, topic: &str) -> Result<()> {
+        self.validate()?;
+        if self.dead_letter_topic.as_deref() == Some(topic) {
+            return Err(Error::InvalidArgument {
+                name: "dead_letter_topic",
+                reason: format!("{topic:?} is the subscribed topic itself"),
             });
         }
         Ok(())
