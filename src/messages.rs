@@ -95,7 +95,7 @@ pub use kafka::{
 };
 pub use subscription::{
     Ack, DecodeAction, Delivered, OnDecodeError, Subscribe, SubscribeOptions, Subscription,
-    SubscriptionEnd, SubscriptionEvent, Unsubscribe,
+    SubscriptionEnd, SubscriptionEvent, SubscriptionRequest, Unsubscribe,
 };
 
 /// Create a topic. Reply: `()` once its partitions exist on disk.

@@ -28,6 +28,11 @@
 //! attempt counts are dropped and reading resumes at the committed offsets, so whatever was
 //! not committed is delivered again (at-least-once).
 //!
+//! **Failed requests.** A poll or a rejoin that fails with an error that does not end the
+//! subscription (a partition restarting, a batch that cannot be read) is reported
+//! ([`SubscriptionEvent::RequestFailed`](crate::messages::SubscriptionEvent::RequestFailed))
+//! and sent again after a second, from where reading was.
+//!
 //! **Records that do not decode** as `T`: the records before one are delivered; then, per
 //! `on_decode_error`, it is dead-lettered and committed past, or the subscription ends with
 //! [`SubscriptionEnd::DecodeError`] (the record stays uncommitted).
@@ -83,7 +88,8 @@ use crate::group::delivery::Batch;
 use crate::group::{Assignment, Positions};
 use crate::messages::{
     ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
-    SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe,
+    SubscribeOptions, Subscription, SubscriptionEnd, SubscriptionEvent, SubscriptionRequest,
+    Unsubscribe,
 };
 use crate::partition::Fetched;
 use shared::{Flow, LetterFailed, Subscribing, RETRY_AFTER};
@@ -341,9 +347,12 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             }
             Err(Error::BrokerStopped) => act.end(SubscriptionEnd::BrokerStopped, ctx),
             Err(Error::UnknownTopic { .. }) => act.end(SubscriptionEnd::TopicDeleted, ctx),
-            Err(e) => {
-                let _span = act.flow.report.span().clone().entered();
-                tracing::warn!(error = %e, "subscription cannot rejoin; retrying");
+            Err(error) => {
+                act.flow.report.emit(SubscriptionEvent::RequestFailed {
+                    request: SubscriptionRequest::Rejoin,
+                    error,
+                    retry_in: RETRY_AFTER,
+                });
                 ctx.run_later(RETRY_AFTER, |act, ctx| act.rejoin(ctx));
             }
         }));

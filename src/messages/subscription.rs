@@ -360,8 +360,26 @@ pub enum SubscriptionEvent {
         offset: u64,
         error: Error,
     },
+    /// A request the subscription depends on failed with an error that does not end it (a
+    /// partition restarting, a batch that cannot be read, a group coordinator restarting): it
+    /// is sent again after `retry_in`, for as long as the error lasts, one event per failure.
+    /// Reading stays where it was meanwhile: nothing is skipped.
+    RequestFailed {
+        request: SubscriptionRequest,
+        error: Error,
+        retry_in: Duration,
+    },
     /// The subscription ended; nothing follows.
     Ended(SubscriptionEnd),
+}
+
+/// Which of a subscription's requests failed (see [`SubscriptionEvent::RequestFailed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionRequest {
+    /// A poll for records (it doubles as the member's sign of life).
+    Poll,
+    /// Joining the group again after the member was evicted.
+    Rejoin,
 }
 
 impl Message for SubscriptionEvent {

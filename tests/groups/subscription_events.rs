@@ -10,7 +10,7 @@ use futures::channel::{mpsc, oneshot};
 use futures::StreamExt;
 use nanokafka::messages::{
     Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, Subscription, SubscriptionEnd,
-    SubscriptionEvent,
+    SubscriptionEvent, SubscriptionRequest,
 };
 use nanokafka::{AsyncNanoKafka, Error, Header, NanoKafka, ProduceRecord, TopicConfig};
 
@@ -675,5 +675,47 @@ fn a_poll_waiting_without_a_held_partition_takes_it_in_once_it_is_released() {
             watch.subscription.ended().await,
             SubscriptionEnd::Unsubscribed
         ));
+    });
+}
+
+#[test]
+fn a_poll_that_fails_is_reported_retried_and_reading_resumes_where_it_was() {
+    let (dir, broker) = broker(1);
+    produce(&broker, 0, &[0, 1]);
+    // Damage a byte of the first batch's records (its 61-byte header comes first): its CRC no
+    // longer matches, so every read of it fails until the byte is put back.
+    let segment = dir
+        .path()
+        .join(format!("{TOPIC}_0"))
+        .join("00000000000000000000.log");
+    let original = std::fs::read(&segment).unwrap();
+    let mut damaged = original.clone();
+    damaged[63] ^= 0xff;
+    std::fs::write(&segment, &damaged).unwrap();
+    let bus = broker.async_handle();
+    System::new().block_on(async move {
+        let mut watch = subscribe_with(&bus, "m", commit_all(), None, options())
+            .await
+            .unwrap();
+        let events = watch
+            .events_until(|e| matches!(e, SubscriptionEvent::RequestFailed { .. }))
+            .await;
+        let Some(SubscriptionEvent::RequestFailed {
+            request: SubscriptionRequest::Poll,
+            error,
+            retry_in,
+        }) = events.last()
+        else {
+            panic!("a failed poll, got {events:?}");
+        };
+        assert!(matches!(error, Error::Corrupt { .. }), "{error:?}");
+        assert!(!retry_in.is_zero());
+        // Told, not ended, and nothing was skipped or handed over.
+        assert!(watch.subscription.end().is_none());
+        assert!(watch.seen.try_recv().is_err(), "nothing delivered");
+        // Repaired, the next retry reads from where it was.
+        std::fs::write(&segment, &original).unwrap();
+        assert_eq!(watch.records(2).await, vec![(0, 0), (0, 1)]);
+        lag_becomes(&bus, &[(0, 0)]).await;
     });
 }

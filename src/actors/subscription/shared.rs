@@ -20,7 +20,7 @@ use crate::group::delivery::{self, Batch, Deliveries, Outcome};
 use crate::group::Assignment;
 use crate::messages::{
     Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, SubscriptionEnd,
-    SubscriptionEvent,
+    SubscriptionEvent, SubscriptionRequest,
 };
 use crate::types::Record;
 
@@ -229,8 +229,11 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     /// A poll failed (`error`, not one that ends the subscription): logged, and the next
     /// one waits [`RETRY_AFTER`].
     fn poll_failed(&mut self, error: &Error, ctx: &mut Context<Self>) {
-        let _span = self.flow().report.span().clone().entered();
-        tracing::warn!(error = %error, "subscription poll failed; retrying");
+        self.flow().report.emit(SubscriptionEvent::RequestFailed {
+            request: SubscriptionRequest::Poll,
+            error: error.clone(),
+            retry_in: RETRY_AFTER,
+        });
         self.flow().polling = true;
         ctx.run_later(RETRY_AFTER, |act, ctx| {
             act.flow().polling = false;
@@ -288,7 +291,9 @@ impl Reporter {
         let _span = self.span.clone().entered();
         match &event {
             SubscriptionEvent::DecodeFailed { .. } => tracing::error!(?event, "subscription"),
-            SubscriptionEvent::DeadLettered { .. } => tracing::warn!(?event, "subscription"),
+            SubscriptionEvent::DeadLettered { .. } | SubscriptionEvent::RequestFailed { .. } => {
+                tracing::warn!(?event, "subscription")
+            }
             _ => tracing::info!(?event, "subscription"),
         }
         if let Some(events) = &self.events {
