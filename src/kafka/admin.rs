@@ -6,7 +6,9 @@
 //! size, the timestamp type), so that it keeps what the application asked for rather than
 //! the cluster's defaults (Kafka's own default retention is 7 days). The replication factor
 //! is the cluster's default (`-1`). The settings Kafka does not have (`max_size` with its
-//! `backpressure`, and `retention_size`, retention by record count) are logged as ignored.
+//! `backpressure`, and `retention_size`, retention by record count) are logged as ignored; so
+//! is an altered `payload_type` (a typed topic's; `Topic::create` sets one on every topic it
+//! creates, so a create does not log it: Kafka has nowhere to keep it).
 //!
 //! An alter grows the partitions with CreatePartitions and changes the configs with
 //! AlterConfigs. AlterConfigs (the one librdkafka's Rust binding offers) replaces every
@@ -95,15 +97,19 @@ impl KafkaBackend {
                 .ok_or_else(|| Error::UnknownTopic {
                     topic: topic.to_owned(),
                 })?;
-        let next = changes.apply_to(&current)?;
+        let mut next = changes.apply_to(&current)?;
+        // Nothing keeps it on Kafka: the config returned says what the cluster has.
+        next.payload_type = None;
         if changes.max_size.is_some()
             || changes.retention_size.is_some()
             || changes.backpressure.is_some()
+            || changes.payload_type.is_some()
         {
             tracing::warn!(
                 topic,
                 ?changes,
-                "Kafka has no max_size, backpressure or retention by record count: ignored"
+                "Kafka has no max_size, backpressure, retention by record count or payload type: \
+                 ignored"
             );
         }
         if next.partitions > current.partitions {
