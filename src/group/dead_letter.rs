@@ -19,7 +19,7 @@ pub enum DeadLetterReason {
 ///
 /// Its dead letter keeps the record's key, value bytes and headers and adds headers
 /// `nanokafka.dlq.*` saying where it came from and why: the format is documented for users
-/// in `actors::subscription` (public), and [`DeadLetter::batch`] is its one writer.
+/// on `SubscribeOptions::dead_letter_topic`, and [`DeadLetter::batch`] is its one writer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
     pub partition: u32,

@@ -2,7 +2,8 @@
 //! [`Delivered`] batches and answers each with an [`Ack`]; [`SubscribeOptions`] shape it and
 //! [`Subscription`] ends it; [`SubscriptionEvent`]s tell a recipient of the options what
 //! happened (rebalances, records that do not decode, dead letters, refused commits, the end).
-//! The delivery rules are in `actors::subscription`.
+//! The delivery rules are on [`Ack`] (order, retries, attempts) and [`SubscribeOptions`] (dead
+//! letters, decode errors); the README's group model has them in one place.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
@@ -23,7 +24,7 @@ use crate::types::Record;
 /// Errors: as [`JoinGroup`](super::JoinGroup); `InvalidArgument` for options [`SubscribeOptions::validate`]
 /// refuses, and for a dead-letter topic named as the subscribed topic (nothing joined);
 /// as [`CreateTopic`](super::CreateTopic) when the dead-letter topic is missing and cannot be
-/// created. See `actors::subscription` for the delivery rules.
+/// created. The delivery rules are on [`Ack`] and [`SubscribeOptions`].
 pub struct Subscribe<T: DeserializeOwned + Send + 'static> {
     pub topic: String,
     pub group: String,
@@ -159,8 +160,14 @@ pub struct SubscribeOptions {
     pub max_attempts: u32,
     /// Where records go after their last attempt, or when they do not decode (default
     /// none). Created at subscribe time when missing, with 1 partition (dead letters of
-    /// every partition in one order); an existing topic is used as it is. The format of a
-    /// dead letter is in `actors::subscription`.
+    /// every partition in one order); an existing topic is used as it is. A dead letter keeps
+    /// the record's key, its value bytes unchanged (also when they do not decode) and its
+    /// headers, followed by these (values UTF-8): `nanokafka.dlq.topic` (the source topic),
+    /// `nanokafka.dlq.partition`, `nanokafka.dlq.offset` (decimal), `nanokafka.dlq.group`,
+    /// `nanokafka.dlq.reason` (`decode` or `retries-exhausted`), `nanokafka.dlq.error` (the
+    /// decode error's text, `decode` only) and `nanokafka.dlq.attempts` (deliveries of the
+    /// record, decimal; 1 for `decode`). It is written before the source record is committed
+    /// past: once, or twice if the process dies between the two.
     pub dead_letter_topic: Option<String>,
     /// What to do with a record that does not decode; `None`: [`OnDecodeError::DeadLetter`]
     /// with a dead-letter topic, [`OnDecodeError::Stop`] without.
