@@ -470,3 +470,23 @@ fn after_its_coordinator_restarts_the_stream_joins_again_and_resumes_at_the_comm
         assert_eq!(rest, [5, 6, 7, 8, 9]);
     });
 }
+
+#[test]
+fn the_largest_batch_and_wait_work() {
+    let (_dir, broker) = broker_with(10, 1);
+    run(broker.async_handle(), |bus| async move {
+        let largest = StreamOptions {
+            max_batch: usize::MAX,
+            poll_wait: Duration::MAX,
+            ..StreamOptions::default()
+        };
+        let mut stream = bus
+            .stream_with::<u64>(TOPIC, "g", "m", largest)
+            .await
+            .unwrap();
+        for offset in 0..10 {
+            assert_eq!(next(&mut stream).await.offset, offset);
+        }
+        stream.leave().await.unwrap();
+    });
+}

@@ -719,3 +719,38 @@ fn a_poll_that_fails_is_reported_retried_and_reading_resumes_where_it_was() {
         lag_becomes(&bus, &[(0, 0)]).await;
     });
 }
+
+#[test]
+fn the_largest_values_work_a_retry_forever_holds_its_partition_until_the_end() {
+    let (_dir, broker) = broker(2);
+    produce(&broker, 0, &[0, 1]);
+    produce(&broker, 1, &[5]);
+    let bus = broker.async_handle();
+    System::new().block_on(async move {
+        let script: Script = Box::new(|batch| match batch.records[0].partition {
+            0 => Ack::Retry {
+                offset: batch.records[0].offset,
+                after: Duration::MAX,
+            },
+            _ => Ack::Commit,
+        });
+        let options = SubscribeOptions::default()
+            .max_batch(usize::MAX)
+            .max_in_flight(usize::MAX)
+            .max_attempts(u32::MAX)
+            .poll_wait(Duration::MAX);
+        let mut watch = subscribe_with(&bus, "m", script, None, options)
+            .await
+            .unwrap();
+        let mut seen = watch.records(3).await;
+        seen.sort();
+        assert_eq!(seen, vec![(0, 0), (0, 1), (1, 0)]);
+        // Partition 1 is committed; partition 0 waits for a retry that never comes due.
+        lag_becomes(&bus, &[(0, 2), (1, 0)]).await;
+        watch.subscription.unsubscribe();
+        assert!(matches!(
+            watch.subscription.clone().await,
+            SubscriptionEnd::Unsubscribed
+        ));
+    });
+}
