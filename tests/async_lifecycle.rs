@@ -4,6 +4,7 @@
 #[path = "common/watchdog.rs"]
 mod watchdog;
 
+use std::path::Path;
 use std::time::Duration;
 
 use actix::System;
@@ -28,6 +29,24 @@ async fn produced_values(bus: &AsyncNanoKafka, topic: &str, group: &str) -> Vec<
     records.into_iter().map(|r| r.value).collect()
 }
 
+/// Opens the broker in `path` again (its lock must be free), then shuts it down.
+async fn reopen_and_shut_down(path: &Path) {
+    AsyncNanoKafka::open(path)
+        .await
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
+}
+
+/// Opens the broker in `path` again, reads topic `t`'s values as a new group, shuts it down.
+async fn reopened_values(path: &Path) -> Vec<u64> {
+    let again = AsyncNanoKafka::open(path).await.unwrap();
+    let values = produced_values(&again, "t", "g").await;
+    again.shutdown().await.unwrap();
+    values
+}
+
 #[test]
 fn open_produce_shutdown_and_reopen_at_once_in_one_system() {
     let dir = tempfile::tempdir().unwrap();
@@ -41,9 +60,7 @@ fn open_produce_shutdown_and_reopen_at_once_in_one_system() {
         bus.shutdown().await.unwrap();
 
         // The lock is released when shutdown returns: the same System reopens at once.
-        let again = AsyncNanoKafka::open(&path).await.unwrap();
-        assert_eq!(produced_values(&again, "t", "g").await, [0, 1, 2]);
-        again.shutdown().await.unwrap();
+        assert_eq!(reopened_values(&path).await, [0, 1, 2]);
     });
 }
 
@@ -148,9 +165,7 @@ fn dropping_the_last_async_handle_releases_the_lock() {
         clone.produce("t", &8u64).await.unwrap();
         drop(clone);
 
-        let again = AsyncNanoKafka::open(&path).await.unwrap();
-        assert_eq!(produced_values(&again, "t", "g").await, [7, 8]);
-        again.shutdown().await.unwrap();
+        assert_eq!(reopened_values(&path).await, [7, 8]);
     });
 }
 
@@ -190,12 +205,7 @@ fn the_blocking_open_inside_a_runtime_points_to_the_async_open() {
             "{refused}"
         );
         // Nothing was taken: the async open of the same directory works.
-        AsyncNanoKafka::open(&path)
-            .await
-            .unwrap()
-            .shutdown()
-            .await
-            .unwrap();
+        reopen_and_shut_down(&path).await;
     });
 }
 
@@ -211,9 +221,7 @@ fn shutting_down_a_borrowed_async_handle_stops_the_blocking_handle_too() {
         bus.produce("t", &1u64).await.unwrap();
         bus.shutdown().await.unwrap();
         // The lock is released: the directory opens again while `broker` is still alive.
-        let again = AsyncNanoKafka::open(&reopen_path).await.unwrap();
-        assert_eq!(produced_values(&again, "t", "g").await, [1]);
-        again.shutdown().await.unwrap();
+        assert_eq!(reopened_values(&reopen_path).await, [1]);
     });
     assert!(matches!(broker.stats(), Err(Error::BrokerStopped)));
     broker.shutdown().unwrap();
@@ -230,12 +238,7 @@ fn an_async_handle_outlives_the_blocking_handle_it_came_from_only_if_it_owns() {
         // The borrowed handle did not keep the broker: it is closed, and shutdown is a no-op.
         assert!(matches!(borrowed.stats().await, Err(Error::BrokerStopped)));
         borrowed.shutdown().await.unwrap();
-        AsyncNanoKafka::open(&path)
-            .await
-            .unwrap()
-            .shutdown()
-            .await
-            .unwrap();
+        reopen_and_shut_down(&path).await;
     });
 }
 
@@ -256,9 +259,7 @@ fn a_handle_wrapped_from_an_addr_shuts_down_through_the_actor_face() {
             wrapped.lag("t", "g").await,
             Err(Error::BrokerStopped)
         ));
-        let again = AsyncNanoKafka::open(&reopen_path).await.unwrap();
-        assert_eq!(produced_values(&again, "t", "g").await, [3]);
-        again.shutdown().await.unwrap();
+        assert_eq!(reopened_values(&reopen_path).await, [3]);
     });
     // The blocking handle's own close finds nothing left to close.
     broker.shutdown().unwrap();

@@ -25,6 +25,22 @@ where
     watchdog::within(WATCHDOG, move || System::new().block_on(body()));
 }
 
+/// Runs `body` in an actix System with a broker opened there on a fresh directory (its
+/// async handle and its `BrokerRef`), then shuts the broker down.
+fn with_broker<F>(body: impl FnOnce(AsyncNanoKafka, BrokerRef) -> F + Send + 'static)
+where
+    F: std::future::Future<Output = ()> + 'static,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    in_system(move || async move {
+        let bus = AsyncNanoKafka::open(&path).await.unwrap();
+        let broker = bus.broker_ref();
+        body(bus.clone(), broker).await;
+        bus.shutdown().await.unwrap();
+    });
+}
+
 fn produce(topic: &str, values: &[u64]) -> Produce {
     Produce {
         topic: topic.into(),
@@ -73,11 +89,7 @@ async fn poll_values(broker: &BrokerRef, topic: &str, group: &str, member: &str)
 
 #[test]
 fn requests_answer_their_reply_flat() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    in_system(move || async move {
-        let bus = AsyncNanoKafka::open(&path).await.unwrap();
-        let broker = bus.broker_ref();
+    with_broker(|bus, broker| async move {
         let create = CreateTopic {
             topic: "t".into(),
             config: TopicConfig::default().partitions(2),
@@ -111,17 +123,12 @@ fn requests_answer_their_reply_flat() {
         let stats = bus.addr().request(GetStats).await.unwrap();
         assert_eq!(stats.topics["t"].partitions.len(), 2);
         assert_eq!(stats.topics["t"].partitions[0].committed["g"], 1);
-        bus.shutdown().await.unwrap();
     });
 }
 
 #[test]
 fn a_message_error_comes_through_as_it_is() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    in_system(move || async move {
-        let bus = AsyncNanoKafka::open(&path).await.unwrap();
-        let broker = bus.broker_ref();
+    with_broker(|bus, broker| async move {
         let unknown = broker.request(lag("nope", "g")).await;
         assert!(
             matches!(&unknown, Err(Error::UnknownTopic { topic }) if topic == "nope"),
@@ -132,7 +139,6 @@ fn a_message_error_comes_through_as_it_is() {
             matches!(unknown, Err(Error::UnknownTopic { .. })),
             "{unknown:?}"
         );
-        bus.shutdown().await.unwrap();
     });
 }
 
@@ -159,11 +165,7 @@ fn a_stopped_broker_answers_broker_stopped() {
 
 #[test]
 fn a_crashed_group_coordinator_recovers_through_the_actor_face() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    in_system(move || async move {
-        let bus = AsyncNanoKafka::open(&path).await.unwrap();
-        let broker = bus.broker_ref();
+    with_broker(|bus, broker| async move {
         bus.create_topic("t", TopicConfig::default()).await.unwrap();
         broker.request(produce("t", &[0, 1, 2])).await.unwrap();
         broker.request(join("t", "g", "c")).await.unwrap();
@@ -214,17 +216,12 @@ fn a_crashed_group_coordinator_recovers_through_the_actor_face() {
             matches!(refused, Err(Error::UnknownGroup { .. })),
             "{refused:?}"
         );
-        bus.shutdown().await.unwrap();
     });
 }
 
 #[test]
 fn topic_and_broker_crashes_are_requests_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    in_system(move || async move {
-        let bus = AsyncNanoKafka::open(&path).await.unwrap();
-        let broker = bus.broker_ref();
+    with_broker(|bus, broker| async move {
         bus.create_topic("t", TopicConfig::default()).await.unwrap();
         broker.request(produce("t", &[5])).await.unwrap();
         broker
@@ -238,17 +235,12 @@ fn topic_and_broker_crashes_are_requests_too() {
         let stats = broker.request(GetStats).await.unwrap();
         assert_eq!(stats.restarts, 1);
         assert_eq!(stats.topics["t"].restarts, 1);
-        bus.shutdown().await.unwrap();
     });
 }
 
 #[test]
 fn reset_offset_is_a_message_refused_while_the_group_has_members() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_owned();
-    in_system(move || async move {
-        let bus = AsyncNanoKafka::open(&path).await.unwrap();
-        let broker = bus.broker_ref();
+    with_broker(|bus, broker| async move {
         bus.create_topic("t", TopicConfig::default()).await.unwrap();
         broker.request(produce("t", &[0, 1, 2, 3])).await.unwrap();
         let reset = |offset| ResetOffset {
@@ -273,6 +265,5 @@ fn reset_offset_is_a_message_refused_while_the_group_has_members() {
         );
         // Nothing changed: the member reads from the reset position.
         assert_eq!(poll_values(&broker, "t", "g", "m").await, [2, 3]);
-        bus.shutdown().await.unwrap();
     });
 }
