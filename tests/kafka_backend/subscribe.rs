@@ -81,7 +81,11 @@ fn collect_and_commit(
             assert!(Instant::now() < deadline, "the acks' commits did not land");
             actix_rt::time::sleep(Duration::from_millis(5)).await;
         }
+        // Unsubscribing is fire-and-forget; the end says the member has left, so the group's
+        // next member (on Kafka, a join waits for the group) does not wait for this one.
         subscription.unsubscribe();
+        let end = actix_rt::time::timeout(PATIENCE, subscription.ended()).await;
+        assert!(matches!(end, Ok(SubscriptionEnd::Unsubscribed)), "{end:?}");
         seen
     })
 }
