@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::coordinator::FetchedBatch;
 use crate::actors::lane::append_routed;
+use crate::actors::partition::CommitOffset;
 use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetched};
 use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
@@ -710,13 +711,31 @@ impl AsyncNanoKafka {
         offset: u64,
     ) -> Result<()> {
         on_kafka!(self, |k| k.commit(topic, group, partition, offset).await);
-        self.ask(Commit {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            partition,
-            offset,
-        })
-        .await
+        if let Some((route, target)) = self.routes.commit_target(topic, group, partition) {
+            let commit = target.send(CommitOffset {
+                group: group.to_owned(),
+                offset,
+            });
+            match commit.await {
+                Ok(result) => return result,
+                // The partition closed: the topic was deleted (the route is stale now, and
+                // the broker answers `UnknownTopic`) or the broker stopped.
+                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
+                Err(_) => {}
+            }
+        }
+        let committed = self
+            .ask(Commit {
+                topic: topic.to_owned(),
+                group: group.to_owned(),
+                partition,
+                offset,
+            })
+            .await;
+        if committed.is_ok() {
+            self.routes.group_exists(topic, group);
+        }
+        committed
     }
 
     /// Per-partition lag of `group`: `log end - max(committed, log start)`.

@@ -45,7 +45,7 @@ pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(45);
 /// How long an idle I/O thread waits for work before it sleeps; see
 /// [`NanoKafkaBuilder::idle_spin`].
-pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(20);
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
 /// The longest `idle_spin` accepted. A spinning I/O thread notices its timers (interval
 /// fsyncs, block timeouts, long-poll deadlines) only when the spin ends, so they may fire
 /// this much late; a spin that pays for itself is tens of microseconds anyway.
@@ -93,7 +93,7 @@ impl Default for NanoKafkaBuilder {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_decompressed_batch_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
             // One I/O thread per core (at most 4): a partition's fsync blocks only its thread.
-            io_threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
+            io_threads: default_io_threads(),
             idle_spin: DEFAULT_IDLE_SPIN,
             clock: Arc::new(SystemClock),
             fs: crate::storage::fs::os(),
@@ -198,18 +198,23 @@ impl NanoKafkaBuilder {
         self
     }
 
-    /// Threads that run partition actors (default: one per core, at most 4).
+    /// Threads that run partition actors (default: one per core but one, at least 1 and at
+    /// most 4). One core is left to the threads that call the broker: on two cores, a caller
+    /// and two I/O threads would fight over them, and one I/O thread appends hundreds of
+    /// thousands of records per second.
     pub fn io_threads(mut self, threads: usize) -> Self {
         self.io_threads = threads;
         self
     }
 
     /// How long an idle I/O thread spins, waiting for the next produce, before it sleeps
-    /// (default 20 µs; zero never spins). Waking a sleeping thread costs tens of microseconds
+    /// (default 50 µs; zero never spins). Waking a sleeping thread costs tens of microseconds
     /// on a virtual machine, so a caller producing one record at a time goes several times
-    /// faster with the spin; the price is at most this much CPU each time a thread runs out
-    /// of work, and timers on that thread may fire up to this much late. At most
-    /// [`MAX_IDLE_SPIN`] (1 ms). See `actors::io_thread`.
+    /// faster with the spin. The spin yields the core after its first microseconds (a busy
+    /// neighbour or a caller on the same core gets it), and it is skipped while it has not
+    /// been paying: after a spin that no produce ended, the thread sleeps at once until a
+    /// sleep turns out shorter than the spin. Timers on that thread may fire up to this much
+    /// late. At most [`MAX_IDLE_SPIN`] (1 ms). See `actors::io_thread`.
     pub fn idle_spin(mut self, spin: Duration) -> Self {
         self.idle_spin = spin;
         self
@@ -509,6 +514,12 @@ impl std::hash::Hasher for Fnv1a {
             self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
     }
+}
+
+/// The default I/O thread count: the cores but one, within 1..=4.
+fn default_io_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    cores.saturating_sub(1).clamp(1, 4)
 }
 
 /// Starts `count` I/O threads, or none: on a failure the ones started are stopped.

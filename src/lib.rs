@@ -27,7 +27,8 @@
 //! 3. `actors`: the actix adapters; each handler decodes a message, calls the domain and
 //!    replies. [`messages`] is the actor face they serve.
 //! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
-//!    wrapper over the async handle that waits in `wait`), `topic` ([`Topic`], typed
+//!    wrapper over the async handle that waits in `wait`; how it and the I/O threads wait
+//!    without wasting cores is `spin`), `topic` ([`Topic`], typed
 //!    topics: where an actix service starts), `consumer` ([`Consumer`]), `stream`
 //!    ([`RecordStream`], its async twin), and
 //!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`;
@@ -60,6 +61,7 @@ mod partition;
 mod partitioner;
 mod produce_queue;
 mod routing;
+mod spin;
 #[cfg(not(feature = "test-support"))]
 mod storage;
 /// The storage engine, for tests, benchmarks and fuzzing (`test-support` feature).

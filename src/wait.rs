@@ -4,27 +4,37 @@
 //! Why not `futures::executor::block_on`: it parks at once, and on this kind of (virtual)
 //! machine a parked thread takes tens of microseconds to be woken, far longer than a
 //! partition takes to answer a produce. A reply that arrives while the caller still spins
-//! costs no system call and no wake-up. The spin is bounded ([`SPIN_ROUNDS`] and
-//! [`YIELD_ROUNDS`], a few tens of microseconds), so a caller waiting for an fsync or a long
-//! poll parks as before and burns no CPU.
+//! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`]), yields the
+//! core after its first microseconds, and is skipped while this thread's spins have not been
+//! paying (see `crate::spin`); a caller waiting for an fsync or a long poll parks and burns no
+//! CPU.
 
 use std::future::Future;
-use std::hint::spin_loop;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
 
-/// Busy rounds (each a few `spin_loop` hints) before yielding.
-const SPIN_ROUNDS: u32 = 64;
-/// `yield_now` rounds before parking.
-const YIELD_ROUNDS: u32 = 64;
+use crate::spin::{now_nanos, spin_until, SpinHistory};
 
-/// Wakes the waiting thread: sets the flag, then unparks (a no-op syscall-wise unless the
-/// thread is already parked).
+/// How long a caller spins for its reply before it sleeps. A produce is answered within a
+/// few microseconds by a partition thread that is awake, and within tens when it must first
+/// be woken: both fit.
+const SPIN_WINDOW: Duration = Duration::from_micros(50);
+
+thread_local! {
+    /// Whether this thread's spins have been paying (see `crate::spin`).
+    static HISTORY: SpinHistory = SpinHistory::default();
+}
+
+/// Wakes the waiting thread: notes when, sets the flag, then unparks (a no-op syscall-wise
+/// unless the thread is already parked).
 struct ThreadWaker {
     woken: AtomicBool,
+    /// When the last wake came ([`now_nanos`]).
+    woken_at: AtomicU64,
     thread: Thread,
 }
 
@@ -34,6 +44,7 @@ impl Wake for ThreadWaker {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
+        self.woken_at.store(now_nanos(), Ordering::Relaxed);
         self.woken.store(true, Ordering::Release);
         self.thread.unpark();
     }
@@ -59,6 +70,7 @@ pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Outp
     let mut future = pin!(future);
     let signal = Arc::new(ThreadWaker {
         woken: AtomicBool::new(false),
+        woken_at: AtomicU64::new(0),
         thread: thread::current(),
     });
     let waker = Waker::from(Arc::clone(&signal));
@@ -67,54 +79,57 @@ pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Outp
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return output;
         }
-        wait(&signal.woken, patience);
+        wait(&signal, patience);
     }
 }
 
 /// Threads spinning in [`wait`] right now.
 static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 
-/// How many threads may spin at once: all cores but one, which is left to the broker's
-/// threads (spinning callers would otherwise slow down the very thread that answers them).
+/// How many threads may spin at once: four per core. Spinners yield the core between checks
+/// (see `crate::spin`), so they do not keep the broker's threads from answering them; the
+/// bound only keeps a crowd of callers from turning the spin windows into a core's worth of
+/// `sched_yield` calls.
 fn max_spinners() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get()) - 1)
+    *MAX.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get()) * 4)
 }
 
-/// Returns once `woken` is set (and clears it): spin, then yield, then park. Only
-/// [`max_spinners`] threads spin at a time, and only for [`Patience::Spin`]; the others park
-/// at once.
-fn wait(woken: &AtomicBool, patience: Patience) {
-    let spinning = patience == Patience::Spin
-        && SPINNERS
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max_spinners()).then_some(n + 1)
-            })
-            .is_ok();
-    let mut round = if spinning {
-        0
-    } else {
-        SPIN_ROUNDS + YIELD_ROUNDS
-    };
-    while !woken.swap(false, Ordering::Acquire) {
-        if round < SPIN_ROUNDS {
-            for _ in 0..(1 << (round / 8).min(6)) {
-                spin_loop();
-            }
-        } else if round < SPIN_ROUNDS + YIELD_ROUNDS {
-            thread::yield_now();
-        } else {
-            if round == SPIN_ROUNDS + YIELD_ROUNDS && spinning {
-                SPINNERS.fetch_sub(1, Ordering::AcqRel);
-            }
-            // Spurious unparks are fine: the flag is checked again.
-            thread::park();
-        }
-        round = round.saturating_add(1);
-    }
-    if spinning && round <= SPIN_ROUNDS + YIELD_ROUNDS {
+/// Returns once `signal` is woken (and clears it): spin (see `crate::spin`), then park. Only
+/// [`max_spinners`] threads spin at a time, only for [`Patience::Spin`], and only while this
+/// thread's spins have been paying; the others park at once.
+fn wait(signal: &ThreadWaker, patience: Patience) {
+    let woken = || signal.woken.swap(false, Ordering::Acquire);
+    let start = Instant::now();
+    let spin = patience == Patience::Spin && HISTORY.with(SpinHistory::pays);
+    if spin && take_spin_slot() {
+        let answered = spin_until(start, SPIN_WINDOW, woken);
         SPINNERS.fetch_sub(1, Ordering::AcqRel);
+        HISTORY.with(|h| h.spun(answered));
+        if answered {
+            return;
+        }
     }
+    if patience == Patience::Spin {
+        HISTORY.with(SpinHistory::sleeping);
+    }
+    // Spurious unparks are fine: the flag is checked again.
+    while !woken() {
+        thread::park();
+    }
+    if patience == Patience::Spin {
+        let at = signal.woken_at.load(Ordering::Relaxed);
+        HISTORY.with(|h| h.woke(at, SPIN_WINDOW));
+    }
+}
+
+/// Takes one of the [`max_spinners`] slots, if one is free.
+fn take_spin_slot() -> bool {
+    SPINNERS
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max_spinners()).then_some(n + 1)
+        })
+        .is_ok()
 }
 
 #[cfg(test)]

@@ -7,11 +7,16 @@
 //! record right after the last reply finds the I/O thread still spinning and pays no wake-up.
 //!
 //! How: the arbiter's tokio runtime calls `Doorbell::idle` each time it is about to park.
-//! That spins until the doorbell rings or `idle_spin` has passed. Whoever sends an actor on
-//! this thread a message that should be answered fast (a produce) rings it *after* the
-//! message is enqueued, so the message's own wake-up has already been signalled and the
-//! runtime's park returns at once. Other messages do not ring: they are handled when the spin
-//! ends, at most `idle_spin` later. `idle_spin` of zero turns the spin off.
+//! That spins (yielding the core after its first microseconds: `crate::spin`) until the
+//! doorbell rings or `idle_spin` has passed. Whoever sends an actor on this thread a message
+//! that should be answered fast (a produce) rings it *after* the message is enqueued, so the
+//! message's own wake-up has already been signalled and the runtime's park returns at once.
+//! Other messages do not ring: they are handled when the spin ends, at most `idle_spin`
+//! later. `idle_spin` of zero turns the spin off.
+//!
+//! The spin happens only while it pays: a spin that ended without a ring makes the next idle
+//! sleep at once, and a sleep that ends within `idle_spin` (the runtime's unpark hook) turns
+//! spinning back on. A trickle of messages costs a wake-up each and no spin.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,40 +25,62 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
+use crate::spin::{now_nanos, spin_until, SpinHistory};
+
 /// Rung by senders of latency-sensitive messages; see the module docs.
 #[derive(Debug)]
 pub struct Doorbell {
     rings: AtomicU64,
+    /// When the last ring came ([`now_nanos`]): a sleep that a ring ended within `idle_spin`
+    /// would have been a paying spin.
+    rung_at: AtomicU64,
     idle_spin: Duration,
+    history: SpinHistory,
 }
 
 impl Doorbell {
     pub fn new(idle_spin: Duration) -> Self {
         Doorbell {
             rings: AtomicU64::new(0),
+            rung_at: AtomicU64::new(0),
             idle_spin,
+            history: SpinHistory::default(),
         }
     }
 
     /// Tells the thread, if it is spinning, that a message is waiting for it.
     pub fn ring(&self) {
         if !self.idle_spin.is_zero() {
+            self.rung_at.store(now_nanos(), Ordering::Relaxed);
             self.rings.fetch_add(1, Ordering::Release);
         }
     }
 
-    /// Called by the runtime before it parks: returns when rung or after `idle_spin`.
+    /// Called by the runtime before it parks: returns when rung or after `idle_spin`, or at
+    /// once while spinning has not been paying.
     fn idle(&self) {
         if self.idle_spin.is_zero() {
             return;
         }
-        let seen = self.rings.load(Ordering::Acquire);
-        let start = Instant::now();
-        while self.rings.load(Ordering::Acquire) == seen && start.elapsed() < self.idle_spin {
-            for _ in 0..16 {
-                std::hint::spin_loop();
+        if self.history.pays() {
+            let seen = self.rings.load(Ordering::Acquire);
+            let rung = spin_until(Instant::now(), self.idle_spin, || {
+                self.rings.load(Ordering::Acquire) != seen
+            });
+            self.history.spun(rung);
+            if rung {
+                return;
             }
         }
+        self.history.sleeping();
+    }
+
+    /// Called by the runtime when it wakes from a park: judged by when the last ring came,
+    /// not by when this thread got a core again (on a loaded host that can take far longer
+    /// than the ring).
+    fn woke(&self) {
+        let rung_at = self.rung_at.load(Ordering::Relaxed);
+        self.history.woke(rung_at, self.idle_spin);
     }
 }
 
@@ -92,11 +119,12 @@ impl IoThread {
     /// inside a running actix System.
     pub fn start(idle_spin: Duration) -> io::Result<Self> {
         let doorbell = Arc::new(Doorbell::new(idle_spin));
-        let bell = doorbell.clone();
+        let (parking, waking) = (doorbell.clone(), doorbell.clone());
         let arbiter = Arbiter::try_with_tokio_rt(move || {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .on_thread_park(move || bell.idle())
+                .on_thread_park(move || parking.idle())
+                .on_thread_unpark(move || waking.woke())
                 .build()
         })?;
         arbiter.spawn_fn(mark_broker_thread);

@@ -223,6 +223,9 @@ pub struct GetRoute {
 pub struct TopicRoute {
     /// One per partition.
     pub lanes: Vec<Arc<Lane>>,
+    /// One per partition: where a handle sends a commit for a group it knows exists here
+    /// (groups are never removed from a live topic, so `stale` covers them too).
+    pub partitions: Vec<PartitionRef>,
     pub next_keyless: u32,
     /// The broker's size limits, checked before a batch is split.
     pub limits: RequestLimits,
@@ -248,6 +251,7 @@ impl Handler<GetRoute> for TopicActor {
     fn handle(&mut self, _: GetRoute, _: &mut Context<Self>) -> Self::Result {
         Ok(TopicRoute {
             lanes: self.lanes.clone(),
+            partitions: self.partitions.clone(),
             limits: self.settings.limits(),
             next_keyless: self.next_partition,
             stale: self.stale.clone(),

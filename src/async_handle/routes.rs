@@ -1,10 +1,11 @@
 //! The direct produce routes an [`super::AsyncNanoKafka`] caches, per topic (see its docs).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::actors::lane::Lane;
+use crate::actors::partition::PartitionRef;
 use crate::actors::topic::TopicRoute;
 use crate::routing::RequestLimits;
 
@@ -36,6 +37,12 @@ pub(super) enum ProducePath {
 pub(super) struct Route {
     /// Each partition's produce lane (the topic's own: see `actors::lane`).
     pub lanes: Vec<Arc<Lane>>,
+    /// Each partition's actor, for the direct commit route.
+    pub partitions: Vec<PartitionRef>,
+    /// Groups this handle has seen exist on the topic (a commit or a join through the
+    /// broker succeeded): their commits go straight to the partition. A group is never
+    /// removed from a live topic, so the `UnknownGroup` rule holds without asking the topic.
+    known_groups: Mutex<HashSet<String>>,
     /// Round-robin counter for keyless records sent through this handle (and its clones).
     pub next_keyless: AtomicU32,
     /// The broker's size limits.
@@ -49,14 +56,23 @@ impl Route {
     fn new(route: TopicRoute) -> Self {
         Route {
             lanes: route.lanes,
+            partitions: route.partitions,
+            known_groups: Mutex::default(),
             next_keyless: AtomicU32::new(route.next_keyless),
             limits: route.limits,
             stale: route.stale,
         }
     }
 
-    fn is_live(&self) -> bool {
+    pub fn is_live(&self) -> bool {
         !self.stale.load(Ordering::Acquire)
+    }
+
+    fn knows_group(&self, group: &str) -> bool {
+        self.known_groups
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .contains(group)
     }
 }
 
@@ -126,6 +142,34 @@ impl RouteCache {
         }
         if slot.via_broker == 0 && slot.learned.is_some() {
             slot.direct = slot.learned.take();
+        }
+    }
+
+    /// The partition a commit for `group` may go to directly: `topic`'s route is known and
+    /// live, has `partition`, and `group` is known to exist there. `None`: ask the broker
+    /// (which also answers `UnknownGroup`, `UnknownPartition` and `UnknownTopic`).
+    pub fn commit_target(
+        &self,
+        topic: &str,
+        group: &str,
+        partition: u32,
+    ) -> Option<(Arc<Route>, PartitionRef)> {
+        let slots = self.slots();
+        let route = slots.get(topic)?.direct.as_ref()?;
+        let target = route.partitions.get(partition as usize)?;
+        (route.is_live() && route.knows_group(group)).then(|| (route.clone(), target.clone()))
+    }
+
+    /// `group` was seen to exist on `topic` (a join or a commit through the broker answered
+    /// `Ok`): its next commits may take the direct route.
+    pub fn group_exists(&self, topic: &str, group: &str) {
+        let slots = self.slots();
+        if let Some(route) = slots.get(topic).and_then(|slot| slot.direct.as_ref()) {
+            route
+                .known_groups
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(group.to_owned());
         }
     }
 }

@@ -416,3 +416,63 @@ fn a_poll_parked_across_a_rebalance_returns_only_partitions_its_member_still_own
         [1, 3].into()
     );
 }
+
+/// Commits from a handle that has seen its group exist go straight to the partition; the
+/// rules stay the broker's: an unknown group, a partition the topic does not have, a deleted
+/// topic, and a re-created topic that does not know the group are refused as before, and a
+/// grown topic's new partition takes commits.
+#[test]
+fn commits_keep_their_rules_when_they_take_the_direct_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    produce_to(&broker, "t", 0, &[1, 2, 3]);
+    produce_to(&broker, "t", 1, &[4]);
+    broker.join_group("t", "g", "m").unwrap();
+    // The first commit asks the broker; the next ones go direct.
+    for offset in 0..3 {
+        broker.commit("t", "g", 0, offset).unwrap();
+        assert_eq!(committed(&broker, "g", 0), Some(offset + 1));
+    }
+    assert!(matches!(
+        broker.commit("t", "g", 0, 3),
+        Err(Error::OffsetOutOfRange { offset: 3, .. })
+    ));
+    assert_eq!(
+        committed(&broker, "g", 0),
+        Some(3),
+        "a refused commit changes nothing"
+    );
+    assert!(matches!(
+        broker.commit("t", "other", 0, 0),
+        Err(Error::UnknownGroup { ref group, .. }) if group == "other"
+    ));
+    assert!(matches!(
+        broker.commit("t", "g", 2, 0),
+        Err(Error::UnknownPartition { partition: 2, .. })
+    ));
+
+    broker
+        .alter_topic("t", nanokafka::TopicChanges::default().partitions(3))
+        .unwrap();
+    produce_to(&broker, "t", 2, &[5]);
+    broker.commit("t", "g", 2, 0).unwrap();
+    assert_eq!(committed(&broker, "g", 2), Some(1));
+
+    broker.delete_topic("t").unwrap();
+    assert!(matches!(
+        broker.commit("t", "g", 0, 0),
+        Err(Error::UnknownTopic { .. })
+    ));
+    broker
+        .create_topic("t", TopicConfig::default().partitions(2))
+        .unwrap();
+    produce_to(&broker, "t", 0, &[6]);
+    assert!(
+        matches!(
+            broker.commit("t", "g", 0, 0),
+            Err(Error::UnknownGroup { .. })
+        ),
+        "the re-created topic does not know the group"
+    );
+    assert_eq!(committed(&broker, "g", 0), None);
+}
