@@ -14,10 +14,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
-use crate::actors::coordinator::FetchedBatch;
+use crate::actors::coordinator::{ConsumerPollGroup, FetchedBatch, PollGroup, PollPause};
 use crate::actors::lane::append_routed;
 use crate::actors::partition::CommitOffset;
-use crate::actors::topic::{ConsumerPollFetched, CrashTopic, GetRoute, PollFetched};
+use crate::actors::topic::{
+    check_max_records, ConsumerPollFetched, CrashTopic, GetGroupRoute, GetRoute, PollFetched,
+};
 use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
@@ -556,7 +558,27 @@ impl AsyncNanoKafka {
     /// consumer decodes them from it).
     pub(crate) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
         on_kafka!(self, |_k| Err(crate::kafka::unsupported("consumer_poll")));
-        self.ask(ConsumerPollFetched(poll)).await
+        if let Some((route, coordinator)) = self.routes.poll_target(&poll.topic, &poll.group) {
+            check_max_records(poll.max_records)?;
+            let request = coordinator.send(ConsumerPollGroup {
+                member: poll.member.clone(),
+                generation: poll.generation,
+                positions: poll.positions.clone(),
+                max_records: poll.max_records,
+                wait: poll.wait,
+                pause: PollPause::default(),
+            });
+            match request.await {
+                Ok(batch) => return batch,
+                // As in `poll_fetched`.
+                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
+                Err(_) => {}
+            }
+        }
+        let (topic, group) = (poll.topic.clone(), poll.group.clone());
+        let batch = self.ask(ConsumerPollFetched(poll)).await?;
+        self.learn_group(&topic, &group).await;
+        Ok(batch)
     }
 
     /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].
@@ -629,14 +651,32 @@ impl AsyncNanoKafka {
         max_records: usize,
         wait: Option<Duration>,
     ) -> Result<Option<Fetched>> {
-        self.ask(PollFetched(Poll {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
-            max_records,
-            wait,
-        }))
-        .await
+        if let Some((route, coordinator)) = self.routes.poll_target(topic, group) {
+            check_max_records(max_records)?;
+            let poll = coordinator.send(PollGroup {
+                member: member.to_owned(),
+                max_records,
+                wait,
+            });
+            match poll.await {
+                Ok(fetched) => return fetched,
+                // The coordinator stopped: its topic was deleted (the route is stale now, and
+                // the broker answers for the topic's successor) or the broker stopped.
+                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
+                Err(_) => {}
+            }
+        }
+        let fetched = self
+            .ask(PollFetched(Poll {
+                topic: topic.to_owned(),
+                group: group.to_owned(),
+                member: member.to_owned(),
+                max_records,
+                wait,
+            }))
+            .await?;
+        self.learn_group(topic, group).await;
+        Ok(fetched)
     }
 
     /// The record at the group's committed offset of one of the member's partitions, or
@@ -724,18 +764,31 @@ impl AsyncNanoKafka {
                 Err(_) => {}
             }
         }
-        let committed = self
-            .ask(Commit {
-                topic: topic.to_owned(),
-                group: group.to_owned(),
-                partition,
-                offset,
-            })
-            .await;
-        if committed.is_ok() {
-            self.routes.group_exists(topic, group);
+        self.ask(Commit {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partition,
+            offset,
+        })
+        .await?;
+        self.learn_group(topic, group).await;
+        Ok(())
+    }
+
+    /// Learns `group`'s coordinator on `topic` once the group is known to exist there (a
+    /// request for it through the broker succeeded), so that its next polls and commits
+    /// take the direct route. A no-op when it is known or the topic's route is not.
+    async fn learn_group(&self, topic: &str, group: &str) {
+        let Some(route) = self.routes.lacking_group(topic, group) else {
+            return;
+        };
+        let asked = self.ask(GetGroupRoute {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+        });
+        if let Ok(coordinator) = asked.await {
+            route.learn_group(group, coordinator);
         }
-        committed
     }
 
     /// Per-partition lag of `group`: `log end - max(committed, log start)`.

@@ -20,6 +20,8 @@ pub enum Target {
     RatioAtLeast(f64),
     /// `value / baseline > x`.
     RatioAbove(f64),
+    /// `value / baseline <= x` (for latencies: at most x times the baseline's).
+    RatioAtMost(f64),
     /// `value >= x` in the figure's unit.
     AtLeast(f64),
     /// `value <= x` in the figure's unit.
@@ -92,6 +94,7 @@ impl Figure {
         match self.target? {
             Target::RatioAtLeast(x) => self.ratio().map(|r| r >= x),
             Target::RatioAbove(x) => self.ratio().map(|r| r > x),
+            Target::RatioAtMost(x) => self.ratio().map(|r| r <= x),
             Target::AtLeast(x) => Some(self.value >= x),
             Target::AtMost(x) => Some(self.value <= x),
         }
@@ -102,6 +105,7 @@ impl Figure {
             None => "-".into(),
             Some(Target::RatioAtLeast(x)) => format!(">= {x}x baseline"),
             Some(Target::RatioAbove(x)) => format!("> {x}x baseline"),
+            Some(Target::RatioAtMost(x)) => format!("<= {x}x baseline"),
             Some(Target::AtLeast(x)) => format!(">= {} {}", human(x), self.unit),
             Some(Target::AtMost(x)) => format!("<= {} {}", human(x), self.unit),
         }

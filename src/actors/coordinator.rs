@@ -1,6 +1,8 @@
 //! `GroupCoordinatorActor`: one consumer group of one topic. Owns a [`GroupState`]
 //! (members, generation, assignment) and serves polls by fetching from the member's
-//! partitions. Runs under a `Supervisor` on the broker's arbiter; a restart resets
+//! partitions. Runs under a `Supervisor` on the I/O arbiter of its topic's first partition
+//! (so a poll's fetches from partitions on that thread cross no thread, and a handle's poll
+//! reaches it without waking the broker thread: [`CoordinatorRef`]); a restart resets
 //! memberships (members rejoin, their next call gets `UnknownMember`), committed offsets are
 //! untouched (they live in the partitions).
 
@@ -14,6 +16,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::future::{select, select_all, Either, FutureExt};
 
+use super::io_thread::Doorbell;
 use super::partition::{CommitOffset, Fetch, PartitionRef, WaitForData};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget};
 use super::BrokerSettings;
@@ -26,6 +29,56 @@ mod alter;
 mod delete;
 pub use alter::AddPartitions;
 pub use delete::DeleteGroup;
+
+/// A coordinator's address and its I/O thread's doorbell: every message goes through it and
+/// rings the doorbell after it is enqueued (see [`PartitionRef`], which does the same for
+/// partitions).
+#[derive(Debug, Clone)]
+pub struct CoordinatorRef {
+    addr: Addr<GroupCoordinatorActor>,
+    doorbell: Arc<Doorbell>,
+}
+
+impl CoordinatorRef {
+    pub fn new(addr: Addr<GroupCoordinatorActor>, doorbell: Arc<Doorbell>) -> Self {
+        CoordinatorRef { addr, doorbell }
+    }
+
+    /// Sends `msg` (enqueued before this returns) and rings the doorbell.
+    pub fn send<M>(&self, msg: M) -> Request<GroupCoordinatorActor, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        GroupCoordinatorActor: Handler<M>,
+    {
+        let request = self.addr.send(msg);
+        self.doorbell.ring();
+        request
+    }
+
+    /// Sends `msg` without waiting for room or a reply, and rings the doorbell.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        GroupCoordinatorActor: Handler<M>,
+    {
+        self.addr.do_send(msg);
+        self.doorbell.ring();
+    }
+
+    /// Sends `msg` now (see [`CoordinatorRef::send`]) and flattens a closed mailbox into
+    /// `BrokerStopped`.
+    pub fn ask<M, T>(&self, msg: M) -> impl Future<Output = Result<T>> + 'static
+    where
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+        GroupCoordinatorActor: Handler<M>,
+    {
+        let request = self.send(msg);
+        async move { request.await.map_err(|_| Error::BrokerStopped)? }
+    }
+}
 
 /// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.
 #[derive(Debug)]

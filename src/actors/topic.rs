@@ -15,8 +15,8 @@ use actix::prelude::*;
 use futures::future::join_all;
 
 use super::coordinator::{
-    Beat, CommitAsMember, ConsumerPollGroup, CrashGroup, DescribeGroup, FetchedBatch,
-    GroupCoordinatorActor, Join, Leave, PollGroup, PollPause,
+    Beat, CommitAsMember, ConsumerPollGroup, CoordinatorRef, CrashGroup, DescribeGroup,
+    FetchedBatch, GroupCoordinatorActor, Join, Leave, PollGroup, PollPause,
 };
 use super::io_thread::IoThreadHandle;
 use super::lane::{append_routed, Lane};
@@ -81,7 +81,7 @@ pub struct TopicActor {
     partitions: Vec<PartitionRef>,
     /// Each partition's produce lane, shared with the handles (see [`super::lane`]).
     lanes: Vec<Arc<Lane>>,
-    groups: BTreeMap<String, Addr<GroupCoordinatorActor>>,
+    groups: BTreeMap<String, CoordinatorRef>,
     /// Next partition for a keyless record.
     next_partition: u32,
     restarts: u64,
@@ -149,7 +149,7 @@ impl TopicActor {
             })
     }
 
-    fn group(&self, group: &str) -> Result<&Addr<GroupCoordinatorActor>> {
+    fn group(&self, group: &str) -> Result<&CoordinatorRef> {
         self.groups.get(group).ok_or_else(|| Error::UnknownGroup {
             topic: self.name.clone(),
             group: group.to_owned(),
@@ -157,33 +157,38 @@ impl TopicActor {
     }
 
     /// `group`'s coordinator, started with `options` (and registered with every partition)
-    /// when the group is new.
-    fn coordinator(&mut self, group: &str, options: GroupOptions) -> Addr<GroupCoordinatorActor> {
-        if let Some(addr) = self.groups.get(group) {
-            return addr.clone();
+    /// when the group is new, on the I/O thread of the topic's first partition.
+    fn coordinator(&mut self, group: &str, options: GroupOptions) -> CoordinatorRef {
+        if let Some(coordinator) = self.groups.get(group) {
+            return coordinator.clone();
         }
+        let io = &self.io_threads[self.first_arbiter % self.io_threads.len()];
         let (topic, name, partitions, settings) = (
             self.name.clone(),
             group.to_owned(),
             self.partitions.clone(),
             self.settings.clone(),
         );
-        let addr = Supervisor::start(move |ctx: &mut Context<GroupCoordinatorActor>| {
-            ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-            GroupCoordinatorActor::new(&topic, &name, options, partitions, settings)
-        });
+        let addr = Supervisor::start_in_arbiter(
+            &io.arbiter,
+            move |ctx: &mut Context<GroupCoordinatorActor>| {
+                ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
+                GroupCoordinatorActor::new(&topic, &name, options, partitions, settings)
+            },
+        );
+        let coordinator = CoordinatorRef::new(addr, io.doorbell.clone());
         for partition in &self.partitions {
             partition.do_send(RegisterGroup {
                 group: group.to_owned(),
                 start: options.start,
             });
         }
-        self.groups.insert(group.to_owned(), addr.clone());
-        addr
+        self.groups.insert(group.to_owned(), coordinator.clone());
+        coordinator
     }
 
     /// For member-scoped requests, a group that does not exist means "not a member".
-    fn member_group(&self, group: &str, member: &str) -> Result<&Addr<GroupCoordinatorActor>> {
+    fn member_group(&self, group: &str, member: &str) -> Result<&CoordinatorRef> {
         self.groups.get(group).ok_or_else(|| Error::UnknownMember {
             topic: self.name.clone(),
             group: group.to_owned(),
@@ -256,6 +261,33 @@ impl Handler<GetRoute> for TopicActor {
             next_keyless: self.next_partition,
             stale: self.stale.clone(),
         })
+    }
+}
+
+/// A group's coordinator, for the handles' direct poll route (a handle that knows it polls the
+/// coordinator without waking the broker thread; see `actors.md`). Sent to the broker,
+/// answered by the topic. Errors: `UnknownTopic`, `UnknownGroup`.
+#[derive(Debug)]
+pub struct GetGroupRoute {
+    pub topic: String,
+    pub group: String,
+}
+
+impl Message for GetGroupRoute {
+    type Result = Result<CoordinatorRef>;
+}
+impl crate::messages::TopicMessage for GetGroupRoute {
+    type Reply = CoordinatorRef;
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+}
+
+impl Handler<GetGroupRoute> for TopicActor {
+    type Result = Result<CoordinatorRef>;
+
+    fn handle(&mut self, msg: GetGroupRoute, _: &mut Context<Self>) -> Self::Result {
+        self.group(&msg.group).cloned()
     }
 }
 
@@ -350,13 +382,10 @@ impl Handler<JoinGroup> for TopicActor {
                 return Box::pin(async { Err(e) });
             }
             let coordinator = act.coordinator(&msg.group, msg.options);
-            Box::pin(ask(
-                coordinator,
-                Join {
-                    member: msg.member,
-                    options: Some(msg.options),
-                },
-            ))
+            Box::pin(coordinator.ask(Join {
+                member: msg.member,
+                options: Some(msg.options),
+            }))
         })
     }
 }
@@ -369,7 +398,7 @@ impl Handler<LeaveGroup> for TopicActor {
         let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
             match act.member_group(&msg.group, &msg.member) {
-                Ok(addr) => Box::pin(ask(addr.clone(), Leave { member: msg.member })),
+                Ok(addr) => Box::pin(addr.ask(Leave { member: msg.member })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })
@@ -384,7 +413,7 @@ impl Handler<Heartbeat> for TopicActor {
         let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
             match act.member_group(&msg.group, &msg.member) {
-                Ok(addr) => Box::pin(ask(addr.clone(), Beat { member: msg.member })),
+                Ok(addr) => Box::pin(addr.ask(Beat { member: msg.member })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })
@@ -436,7 +465,7 @@ impl crate::messages::TopicMessage for SubscriptionPoll {
 }
 
 /// `max_records` of a poll must be at least 1.
-fn check_max_records(max_records: usize) -> Result<()> {
+pub(crate) fn check_max_records(max_records: usize) -> Result<()> {
     match max_records {
         0 => Err(Error::InvalidArgument {
             name: "max_records",
@@ -452,14 +481,11 @@ impl TopicActor {
         let coordinator = check_max_records(msg.max_records)
             .and_then(|()| self.member_group(&msg.group, &msg.member));
         match coordinator {
-            Ok(addr) => Box::pin(ask(
-                addr.clone(),
-                PollGroup {
-                    member: msg.member,
-                    max_records: msg.max_records,
-                    wait: msg.wait,
-                },
-            )),
+            Ok(addr) => Box::pin(addr.ask(PollGroup {
+                member: msg.member,
+                max_records: msg.max_records,
+                wait: msg.wait,
+            })),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
@@ -473,17 +499,14 @@ impl TopicActor {
         let coordinator = check_max_records(msg.max_records)
             .and_then(|()| self.member_group(&msg.group, &msg.member));
         match coordinator {
-            Ok(addr) => Box::pin(ask(
-                addr.clone(),
-                ConsumerPollGroup {
-                    member: msg.member,
-                    generation: msg.generation,
-                    positions: msg.positions,
-                    max_records: msg.max_records,
-                    wait: msg.wait,
-                    pause,
-                },
-            )),
+            Ok(addr) => Box::pin(addr.ask(ConsumerPollGroup {
+                member: msg.member,
+                generation: msg.generation,
+                positions: msg.positions,
+                max_records: msg.max_records,
+                wait: msg.wait,
+                pause,
+            })),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
@@ -568,15 +591,12 @@ impl Handler<FencedCommit> for TopicActor {
                 .partition(msg.partition)
                 .and_then(|_| act.member_group(&msg.group, &msg.member));
             match target {
-                Ok(addr) => Box::pin(ask(
-                    addr.clone(),
-                    CommitAsMember {
-                        member: msg.member,
-                        generation: msg.generation,
-                        partition: msg.partition,
-                        offset: msg.offset,
-                    },
-                )),
+                Ok(addr) => Box::pin(addr.ask(CommitAsMember {
+                    member: msg.member,
+                    generation: msg.generation,
+                    partition: msg.partition,
+                    offset: msg.offset,
+                })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })

@@ -1,9 +1,10 @@
 //! The direct produce routes an [`super::AsyncNanoKafka`] caches, per topic (see its docs).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::actors::coordinator::CoordinatorRef;
 use crate::actors::lane::Lane;
 use crate::actors::partition::PartitionRef;
 use crate::actors::topic::TopicRoute;
@@ -39,10 +40,11 @@ pub(super) struct Route {
     pub lanes: Vec<Arc<Lane>>,
     /// Each partition's actor, for the direct commit route.
     pub partitions: Vec<PartitionRef>,
-    /// Groups this handle has seen exist on the topic (a commit or a join through the
-    /// broker succeeded): their commits go straight to the partition. A group is never
-    /// removed from a live topic, so the `UnknownGroup` rule holds without asking the topic.
-    known_groups: Mutex<HashSet<String>>,
+    /// The coordinators of the groups this handle has seen exist on the topic (a commit or a
+    /// poll through the broker succeeded): their polls go straight to the coordinator and
+    /// their commits straight to the partition. A group is never removed from a live topic,
+    /// so the `UnknownGroup` rule holds without asking the topic.
+    groups: Mutex<HashMap<String, CoordinatorRef>>,
     /// Round-robin counter for keyless records sent through this handle (and its clones).
     pub next_keyless: AtomicU32,
     /// The broker's size limits.
@@ -57,7 +59,7 @@ impl Route {
         Route {
             lanes: route.lanes,
             partitions: route.partitions,
-            known_groups: Mutex::default(),
+            groups: Mutex::default(),
             next_keyless: AtomicU32::new(route.next_keyless),
             limits: route.limits,
             stale: route.stale,
@@ -68,11 +70,24 @@ impl Route {
         !self.stale.load(Ordering::Acquire)
     }
 
-    fn knows_group(&self, group: &str) -> bool {
-        self.known_groups
+    /// `group` exists on this route's topic, with `coordinator`, as the topic answered after
+    /// this route was taken: its next polls and commits take the direct route, unless the
+    /// topic was deleted (or grew) meanwhile, when the answer may be another topic's.
+    pub fn learn_group(&self, group: &str, coordinator: CoordinatorRef) {
+        if self.is_live() {
+            self.groups
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(group.to_owned(), coordinator);
+        }
+    }
+
+    fn coordinator(&self, group: &str) -> Option<CoordinatorRef> {
+        self.groups
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .contains(group)
+            .get(group)
+            .cloned()
     }
 }
 
@@ -145,6 +160,13 @@ impl RouteCache {
         }
     }
 
+    /// `topic`'s live direct route, if this handle knows it.
+    fn live_route(&self, topic: &str) -> Option<Arc<Route>> {
+        let slots = self.slots();
+        let route = slots.get(topic)?.direct.as_ref()?;
+        route.is_live().then(|| route.clone())
+    }
+
     /// The partition a commit for `group` may go to directly: `topic`'s route is known and
     /// live, has `partition`, and `group` is known to exist there. `None`: ask the broker
     /// (which also answers `UnknownGroup`, `UnknownPartition` and `UnknownTopic`).
@@ -154,22 +176,23 @@ impl RouteCache {
         group: &str,
         partition: u32,
     ) -> Option<(Arc<Route>, PartitionRef)> {
-        let slots = self.slots();
-        let route = slots.get(topic)?.direct.as_ref()?;
-        let target = route.partitions.get(partition as usize)?;
-        (route.is_live() && route.knows_group(group)).then(|| (route.clone(), target.clone()))
+        let route = self.live_route(topic)?;
+        let target = route.partitions.get(partition as usize)?.clone();
+        route.coordinator(group).map(|_| (route, target))
     }
 
-    /// `group` was seen to exist on `topic` (a join or a commit through the broker answered
-    /// `Ok`): its next commits may take the direct route.
-    pub fn group_exists(&self, topic: &str, group: &str) {
-        let slots = self.slots();
-        if let Some(route) = slots.get(topic).and_then(|slot| slot.direct.as_ref()) {
-            route
-                .known_groups
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(group.to_owned());
-        }
+    /// The coordinator a poll of `group` may go to directly: `topic`'s route is known and
+    /// live, and `group`'s coordinator known. `None`: ask the broker.
+    pub fn poll_target(&self, topic: &str, group: &str) -> Option<(Arc<Route>, CoordinatorRef)> {
+        let route = self.live_route(topic)?;
+        let coordinator = route.coordinator(group)?;
+        Some((route, coordinator))
+    }
+
+    /// `topic`'s live route when it does not know `group`'s coordinator yet: ask the broker
+    /// for it ([`Route::learn_group`]).
+    pub fn lacking_group(&self, topic: &str, group: &str) -> Option<Arc<Route>> {
+        self.live_route(topic)
+            .filter(|route| route.coordinator(group).is_none())
     }
 }

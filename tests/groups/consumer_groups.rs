@@ -476,3 +476,48 @@ fn commits_keep_their_rules_when_they_take_the_direct_route() {
     );
     assert_eq!(committed(&broker, "g", 0), None);
 }
+
+/// Polls from a handle that has seen its group exist go straight to the group's coordinator;
+/// what they answer stays the broker's: records in order, `UnknownMember` for a stranger,
+/// `InvalidArgument` for zero records, `UnknownTopic` once the topic is deleted, and
+/// `UnknownMember` on a re-created topic that does not know the group.
+#[test]
+fn polls_keep_their_rules_when_they_take_the_direct_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    produce_to(&broker, "t", 0, &[1, 2, 3]);
+    broker.join_group("t", "g", "m").unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let records = broker
+            .poll_batch_raw("t", "g", "m", 1, Duration::ZERO)
+            .unwrap();
+        let record = records[0].clone().decode::<u64>("t").unwrap();
+        seen.push(record.value);
+        broker.commit("t", "g", 0, record.offset).unwrap();
+    }
+    assert_eq!(seen, [1, 2, 3]);
+    assert!(broker
+        .poll_batch_raw("t", "g", "m", 10, Duration::ZERO)
+        .unwrap()
+        .is_empty());
+    assert!(matches!(
+        broker.poll_batch_raw("t", "g", "stranger", 1, Duration::ZERO),
+        Err(Error::UnknownMember { .. })
+    ));
+    assert!(matches!(
+        broker.poll_batch_raw("t", "g", "m", 0, Duration::ZERO),
+        Err(Error::InvalidArgument { .. })
+    ));
+
+    broker.delete_topic("t").unwrap();
+    assert!(matches!(
+        broker.poll_batch_raw("t", "g", "m", 1, Duration::ZERO),
+        Err(Error::UnknownTopic { .. })
+    ));
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    assert!(matches!(
+        broker.poll_batch_raw("t", "g", "m", 1, Duration::ZERO),
+        Err(Error::UnknownMember { .. })
+    ));
+}

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use actix::prelude::*;
 use futures::future::join_all;
 
-use super::{ask, TopicActor};
+use super::TopicActor;
 use crate::actors::coordinator::{DescribeGroup, Join};
 use crate::actors::partition::{GetCommitted, SetCommitted};
 use crate::actors::supervise::guarded_future;
@@ -91,7 +91,7 @@ impl Handler<JoinAsKafkaMember> for TopicActor {
                 member: msg.member,
                 options: None,
             };
-            Box::pin(ask(coordinator, join))
+            Box::pin(coordinator.ask(join))
         })
     }
 }
