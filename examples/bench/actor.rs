@@ -159,7 +159,12 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
         .start();
         let group = "low-rate";
         let subscription = events
-            .subscribe(group, "member-0", sink.recipient(), SubscribeOptions::default())
+            .subscribe(
+                group,
+                "member-0",
+                sink.recipient(),
+                SubscribeOptions::default(),
+            )
             .await
             .expect("subscribe");
         let meter = Meter::start();

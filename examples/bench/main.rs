@@ -105,9 +105,8 @@ fn main() {
         println!("{}", report::json_line(&rows, settings_json));
         return;
     }
-    let mut progress = Progress::new(
-        21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats,
-    );
+    let mut progress =
+        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -625,10 +624,15 @@ const ACTOR_STEPS: usize = 5;
 
 /// The actor developer's path (see `actor`), on a broker of its own: measured, then as rows.
 fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
-    let idle_spin = std::env::var("NANOKAFKA_BENCH_IDLE_SPIN_US").ok().map(|us| {
-        let us: u64 = us.trim().parse().expect("NANOKAFKA_BENCH_IDLE_SPIN_US: microseconds");
-        Duration::from_micros(us)
-    });
+    let idle_spin = std::env::var("NANOKAFKA_BENCH_IDLE_SPIN_US")
+        .ok()
+        .map(|us| {
+            let us: u64 = us
+                .trim()
+                .parse()
+                .expect("NANOKAFKA_BENCH_IDLE_SPIN_US: microseconds");
+            Duration::from_micros(us)
+        });
     let broker = TempBroker::start_with(FsyncPolicy::Never, idle_spin);
     let broker = &broker.broker;
     let low_for = budget.max(Duration::from_secs(1));
