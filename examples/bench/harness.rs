@@ -244,12 +244,17 @@ pub struct TempBroker {
 
 impl TempBroker {
     pub fn start(fsync: FsyncPolicy) -> Self {
+        Self::start_with(fsync, None)
+    }
+
+    /// As [`TempBroker::start`], with the I/O threads' `idle_spin` when given.
+    pub fn start_with(fsync: FsyncPolicy, idle_spin: Option<std::time::Duration>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let broker = NanoKafka::builder()
-            .data_dir(dir.path())
-            .fsync(fsync)
-            .build()
-            .expect("start broker");
+        let mut builder = NanoKafka::builder().data_dir(dir.path()).fsync(fsync);
+        if let Some(spin) = idle_spin {
+            builder = builder.idle_spin(spin);
+        }
+        let broker = builder.build().expect("start broker");
         TempBroker { broker, _dir: dir }
     }
 

@@ -39,12 +39,20 @@
 //! NanoKafka figure it compares to. Without it (or if it fails to start) the peer rows are
 //! reported as skipped, with the reason.
 //!
-//! Layout: `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
+//! The actor developer's path (`actor`): a service producing through `Topic<T>` at 500
+//! events/s with a subscriber actor committing every batch (CPU per event end to end, every
+//! event delivered and committed), an actor awaiting each `produce_keyed` against one
+//! blocking thread, and `ProduceBatch` messages of 100 records to the broker's `Addr` against
+//! single `Produce` messages. `NANOKAFKA_BENCH_ACTOR_ONLY=1` runs only these rows;
+//! `NANOKAFKA_BENCH_IDLE_SPIN_US` sets their broker's `idle_spin` (default: the builder's).
+//!
+//! Layout: `actor`, `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
 //! append, fdatasync, crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`,
 //! `idle`, `open`, `rss`, `scale`, `wire` (Kafka clients through the listener and against
 //! `tansu`; the client runs in `wire_clients`, their rows in `wire_rows`), and `report` (the
 //! table, the targets and the JSON line).
 
+mod actor;
 mod baselines;
 mod consume;
 mod harness;
@@ -89,7 +97,16 @@ fn main() {
     if wire_settings.only {
         return wire_only(wire_settings, redis_server.as_deref(), budget, peer_steps);
     }
-    let mut progress = Progress::new(21 + peer_steps + wire::STEPS * wire_settings.repeats);
+    if std::env::var_os("NANOKAFKA_BENCH_ACTOR_ONLY").is_some_and(|v| v == "1") {
+        let mut progress = Progress::new(ACTOR_STEPS);
+        let rows = actor_rows(budget, &mut progress);
+        report::print_table(&rows);
+        let settings_json = json!({ "measure_secs": budget.as_secs_f64() });
+        println!("{}", report::json_line(&rows, settings_json));
+        return;
+    }
+    let mut progress =
+        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -232,6 +249,8 @@ fn main() {
         settings.scale_partitions
     ));
     let scaled = scale::many_partitions(settings.scale_partitions);
+
+    let actor = actor_rows(budget, &mut progress);
 
     let raw_label = "raw BufWriter append";
     let chan_label = "crossbeam channel";
@@ -506,6 +525,7 @@ fn main() {
         chan_label,
         channel,
     )));
+    rows.extend(actor);
     rows.extend(wire_rows::rows(
         &wired,
         redis.as_ref().map_err(String::as_str),
@@ -615,5 +635,96 @@ fn peer_rows(
         .vs("NanoKafka poll_batch_raw 500 + commit", poll_raw),
     ];
     rows.extend(figures.into_iter().map(Row::Figure));
+    rows
+}
+
+/// Progress steps of [`actor_rows`].
+const ACTOR_STEPS: usize = 5;
+
+/// The actor developer's path (see `actor`), on a broker of its own: measured, then as rows.
+fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
+    let idle_spin = std::env::var("NANOKAFKA_BENCH_IDLE_SPIN_US")
+        .ok()
+        .map(|us| {
+            let us: u64 = us
+                .trim()
+                .parse()
+                .expect("NANOKAFKA_BENCH_IDLE_SPIN_US: microseconds");
+            Duration::from_micros(us)
+        });
+    let broker = TempBroker::start_with(FsyncPolicy::Never, idle_spin);
+    let broker = &broker.broker;
+    let low_for = budget.max(Duration::from_secs(1));
+    progress.step(&format!(
+        "actor: Topic<T> producer at {} events/s + subscriber committing each batch, {:.1} s",
+        actor::LOW_RATE,
+        low_for.as_secs_f64()
+    ));
+    let low = actor::low_rate(broker, "actor-low-rate", actor::LOW_RATE, low_for);
+    progress.step("actor: one blocking thread, NanoKafka::produce_keyed, 4 partitions");
+    let blocking = actor::blocking_keyed(broker, "actor-blocking", budget);
+    progress.step("actor: an actor awaiting each Topic::produce_keyed, 4 partitions");
+    let awaited = actor::awaited(broker, "actor-awaited", budget);
+    progress.step("actor: Produce messages of 1 record to the broker's Addr, awaited");
+    let single = actor::single_messages(broker, "actor-single", budget);
+    progress.step(&format!(
+        "actor: ProduceBatch messages of {} records to the broker's Addr, awaited",
+        actor::BATCH_RECORDS
+    ));
+    let batch = actor::batch_messages(broker, "actor-batch", budget);
+    assert_eq!(low.delivered, low.produced, "every event delivered");
+    assert_eq!(low.lag, 0, "every event committed");
+    let mut rows = vec![Row::Section(
+        "actor path (FsyncPolicy::Never, 4 partitions, keyed, ~110 B events)",
+    )];
+    rows.push(Row::Figure(
+        Figure::new(
+            "actor_low_rate_cpu",
+            format!(
+                "Topic<T> producer at {} ev/s + subscriber, Ack::Commit: CPU per event \
+                 ({} rec/s reached, {} of {} delivered, lag {})",
+                actor::LOW_RATE,
+                report::human(low.rate.per_sec),
+                low.delivered,
+                low.produced,
+                low.lag
+            ),
+            low.rate.cpu_us_per_record,
+            "us/event",
+        )
+        .cpu(low.rate.cpu_us_per_record)
+        .target(Target::AtMost(100.0)),
+    ));
+    rows.push(Row::Figure(
+        Figure::rate(
+            "actor_awaited_produce_keyed",
+            "actor awaiting each Topic::produce_keyed",
+            awaited,
+        )
+        .vs("1 blocking thread, produce_keyed", blocking.per_sec)
+        .target(Target::RatioAtLeast(0.5)),
+    ));
+    rows.push(Row::Figure(
+        Figure::rate(
+            "actor_produce_batch_message",
+            format!(
+                "actor: ProduceBatch of {} to the broker's Addr, per record",
+                actor::BATCH_RECORDS
+            ),
+            batch,
+        )
+        .vs("single Produce messages, awaited", single.per_sec)
+        .target(Target::RatioAtLeast(1.0)),
+    ));
+    rows.push(Row::Figure(Figure::rate(
+        "actor_single_produce_message",
+        "actor: single Produce messages to the broker's Addr, awaited (context)",
+        single,
+    )));
+    rows.push(Row::Figure(Figure::rate(
+        "actor_blocking_produce_keyed",
+        "1 blocking thread, NanoKafka::produce_keyed (baseline)",
+        blocking,
+    )));
     rows
 }

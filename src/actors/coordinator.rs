@@ -161,6 +161,11 @@ impl Message for ConsumerPollGroup {
 pub struct PollPause {
     pub partitions: BTreeSet<u32>,
     pub wake: Option<oneshot::Receiver<()>>,
+    /// The subscription is caught up (its last poll found no backlog): the poll waits for
+    /// data first instead of fetching every partition first. A wait answers at once where
+    /// data is, so nothing is missed, and a poll that finds nothing costs one parallel round
+    /// of waits instead of a fetch of each partition in turn and then the waits.
+    pub wait_first: bool,
 }
 
 /// The reply to [`ConsumerPollGroup`]: the member's current assignment and what the poll read.
@@ -492,6 +497,11 @@ struct PollPlan {
     paused: BTreeSet<u32>,
     /// Ends a wait early (see [`PollPause`]).
     wake: Option<oneshot::Receiver<()>>,
+    /// Wait before the first fetch (see [`PollPause::wait_first`]).
+    wait_first: bool,
+    /// A push subscription's poll (it has a `wake`): after a wait, the partition whose data
+    /// ended it is fetched first.
+    subscription: bool,
 }
 
 impl GroupCoordinatorActor {
@@ -515,6 +525,7 @@ impl GroupCoordinatorActor {
             .collect();
         // `None` inside: a wait too long to add to the clock, i.e. forever.
         let deadline = wait.map(|w| Instant::now().checked_add(w));
+        let subscription = pause.wake.is_some();
         let plan = PollPlan {
             coordinator: ctx.address(),
             group: self.group.clone(),
@@ -526,6 +537,8 @@ impl GroupCoordinatorActor {
             rebalanced: wait.map(|_| self.next_rebalance()),
             paused: pause.partitions,
             wake: pause.wake,
+            wait_first: pause.wait_first && wait.is_some(),
+            subscription,
         };
         async move {
             let (member, coordinator) = (plan.member.clone(), plan.coordinator.clone());
@@ -555,11 +568,14 @@ async fn poll_partitions(
 ) -> Result<(Option<Fetched>, Option<Assignment>)> {
     let mut restarted = None;
     let mut replanned = None;
+    // The target whose wait ended the last wait (a subscription's poll fetches it first).
+    let mut woken_target = None;
     'fetch: loop {
         // A partition that fails (restarting, corrupt) must not starve the others: its error
         // is returned only when no other partition has data.
         let mut first_error = None;
-        for &(p, from) in &plan.targets {
+        for k in plan.fetch_order(woken_target.take()) {
+            let (p, from) = plan.targets[k];
             let fetch = Fetch {
                 group: plan.group.clone(),
                 from,
@@ -606,7 +622,9 @@ async fn poll_partitions(
         });
         let data = match plan.targets.is_empty() {
             true => futures::future::pending().boxed_local(),
-            false => select_all(waits).map(|(woken, _, _)| woken).boxed_local(),
+            false => select_all(waits)
+                .map(|(by_error, index, _)| (by_error, index))
+                .boxed_local(),
         };
         let rebalanced = match plan.rebalanced.as_mut() {
             Some(signal) => signal.map(drop).boxed_local(),
@@ -621,17 +639,40 @@ async fn poll_partitions(
             Either::Right(_) => true,
         });
         match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
-            Ok(Either::Left((woken_by_error, _))) => restarted = woken_by_error,
+            Ok(Either::Left(((woken_by_error, index), _))) => {
+                restarted = woken_by_error;
+                woken_target = Some(index);
+            }
             Ok(Either::Right((false, _))) => {}
             // The subscription released a held partition: it polls again with it.
             Ok(Either::Right((true, _))) => return Ok((None, replanned)),
             Err(_deadline) => return Ok((None, replanned)),
         }
+        let generation = plan.generation;
         plan.replan(&mut replanned).await?;
+        if plan.generation != generation {
+            // Other targets now: the index names none of them.
+            woken_target = None;
+        }
     }
 }
 
 impl PollPlan {
+    /// The indexes of `targets` to fetch from, in order: none for a subscription's poll that
+    /// waits first (once); for a subscription's, the target `woken` by data first, then the
+    /// others in order (a fetch of each before it would find nothing at low rates); for a
+    /// `Consumer`'s, all in order.
+    fn fetch_order(&mut self, woken: Option<usize>) -> impl Iterator<Item = usize> {
+        let n = match std::mem::take(&mut self.wait_first) {
+            true => 0,
+            false => self.targets.len(),
+        };
+        let first = woken.filter(|&k| self.subscription && k < n);
+        first
+            .into_iter()
+            .chain((0..n).filter(move |&k| Some(k) != first))
+    }
+
     /// Whether the group rebalanced since the plan was made.
     fn rebalance_seen(&self) -> bool {
         self.current.load(Ordering::Acquire) != self.generation

@@ -9,12 +9,18 @@
 //! stops polling, records stay in the log, the topic's backlog grows and producers meet
 //! `max_size` backpressure. Batches are sent with `send`, never `do_send`.
 //!
+//! **Polls per batch.** After a batch that was not full (its partition caught up: at low
+//! rates, every batch) the next poll waits up to [`POLL_GRACE`] for the subscriber's
+//! answer, so that one poll of every partition follows each batch instead of a poll without
+//! the batch's partition, cut short by the answer, and another; after a full batch (a
+//! backlog) it starts at once.
+//!
 //! **Order.** The rules are `group::delivery`'s: a partition is held (left out of the polls)
 //! while a batch of it is unanswered, while it waits for a retry, and while one of its
 //! records is being dead-lettered, so the subscriber always sees a partition's records in
 //! offset order, each after every earlier one was answered for the last time. Other
-//! partitions are read meanwhile; a poll that waits is woken when a partition it left out is
-//! released.
+//! partitions are read meanwhile (after a batch that was not full, from [`POLL_GRACE`] on:
+//! see below); a poll that waits is woken when a partition it left out is released.
 //!
 //! **Acks.** `Commit` commits the batch, `Defer` commits nothing, `CommitUpTo(o)` commits
 //! through `o` and delivers the rest of the batch again at once, `Retry { offset, after }`
@@ -170,8 +176,21 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     /// The partitions the running poll leaves out, and the signal that ends its wait.
     poll_paused: BTreeSet<u32>,
     poll_wake: Option<oneshot::Sender<()>>,
+    /// The next poll, put off by [`POLL_GRACE`] after a batch that caught its partition up.
+    deferred_poll: Option<SpawnHandle>,
+    /// The last poll found no backlog (no records, or a batch that was not full): the next
+    /// one waits for data before it fetches (see [`PollPause::wait_first`]).
+    caught_up: bool,
     payload: PhantomData<fn() -> T>,
 }
+
+/// How long the next poll waits after a batch that was not full (its partition caught up)
+/// went out, unless the subscriber answers first. At low rates every batch is such a batch,
+/// and the subscriber's answer usually comes well within this: the poll that starts then
+/// reads every partition, where one started at once would leave the batch's partition out,
+/// be cut short by the answer and be made again (its fetches and waits twice per batch).
+/// Under a backlog batches are full and the next poll starts at once, as before.
+const POLL_GRACE: Duration = Duration::from_millis(2);
 
 impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for SubscriptionActor<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -209,6 +228,8 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             positions: Positions::new(assignment.generation),
             poll_paused: BTreeSet::new(),
             poll_wake: None,
+            deferred_poll: None,
+            caught_up: false,
             payload: PhantomData,
         };
         let mut actor = actor;
@@ -226,19 +247,39 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 
     /// What a poll read: decoded and handed over, or the record that does not decode dealt
-    /// with.
-    fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) {
+    /// with. Whether a batch was handed over.
+    fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) -> bool {
         self.learn(batch.assignment);
-        let Some(fetched) = batch.fetched else { return };
+        let max_batch = self.options.max_batch;
+        self.caught_up = (batch.fetched.as_ref()).is_none_or(|f| f.records.len() < max_batch);
+        let Some(fetched) = batch.fetched else {
+            return false;
+        };
         if self.flow.rules.is_held(fetched.partition) {
             // Read by a poll re-planned after a rebalance: read again once released.
-            return;
+            return false;
         }
         match fetched.decode::<T>(&self.join.topic) {
-            Ok(records) if records.is_empty() => {}
-            Ok(records) => self.hand_over(fetched, records, ctx),
-            Err(e) => self.undecodable(fetched, e, ctx),
+            Ok(records) if records.is_empty() => false,
+            Ok(records) => {
+                self.hand_over(fetched, records, ctx);
+                true
+            }
+            Err(e) => {
+                self.undecodable(fetched, e, ctx);
+                false
+            }
         }
+    }
+
+    /// Polls again after [`POLL_GRACE`], or when something else pumps first (the
+    /// subscriber's answer).
+    fn pump_after_grace(&mut self, ctx: &mut Context<Self>) {
+        let later = ctx.run_later(POLL_GRACE, |act, ctx| {
+            act.deferred_poll = None;
+            act.pump(ctx);
+        });
+        self.deferred_poll = Some(later);
     }
 
     /// Sends a batch to the subscriber, holding a credit and its partition until it answers.
@@ -375,6 +416,9 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
     /// held partitions are left out; a poll of nothing but held partitions still waits, as
     /// a sign of life, until one is released.
     fn pump(&mut self, ctx: &mut Context<Self>) {
+        if let Some(deferred) = self.deferred_poll.take() {
+            ctx.cancel_future(deferred);
+        }
         if !self.flow.start_poll(self.options.max_in_flight) {
             return;
         }
@@ -394,6 +438,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
             pause: PollPause {
                 partitions: self.poll_paused.clone(),
                 wake: Some(woken),
+                wait_first: self.caught_up,
             },
         };
         let request = ask(&self.broker.poll, poll);
@@ -403,7 +448,11 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
                 return;
             }
             match polled {
-                Ok(batch) => act.polled(batch, ctx),
+                Ok(batch) => {
+                    if act.polled(batch, ctx) && act.caught_up {
+                        return act.pump_after_grace(ctx);
+                    }
+                }
                 Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
                 Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
                 Err(Error::UnknownTopic { .. }) => {

@@ -1,0 +1,351 @@
+//! The actor developer's path: what an actix service pays per event when it produces through
+//! [`Topic<T>`] / the broker's `Addr` and consumes through a push subscription.
+//!
+//! - [`low_rate`]: a producer actor sends keyed [`Event`]s through `Topic::produce_keyed`
+//!   onto a 4-partition topic, paced at a fixed rate, while a subscriber actor
+//!   (`Topic::subscribe`) takes each batch and answers `Ack::Commit`. The interval runs from
+//!   the first produce until every event was delivered and the group's lag is 0; the figure
+//!   is the process's CPU per event over it (what a steady trickle costs, spinning included).
+//! - [`awaited`]: an actor awaiting each `Topic::produce_keyed`, one at a time, as fast as it
+//!   can; [`blocking_keyed`] is its baseline, one thread calling `NanoKafka::produce_keyed`
+//!   with the same keys and values.
+//! - [`batch_messages`]: an actor sending `ProduceBatch` messages of [`BATCH_RECORDS`] keyed
+//!   records to the broker's `Addr`, and [`single_messages`], one record per `Produce`
+//!   message, each awaited before the next: the figure is per record.
+//!
+//! Every measurement runs in an actix System on its own thread (the application's), talking
+//! to the broker's System as an application would; every topic is fresh, with 4 partitions.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use nanokafka::messages::{Ack, Delivered, Produce, ProduceBatch, SubscribeOptions};
+use nanokafka::{AsyncNanoKafka, NanoKafka, ProduceRecord, RecordBatch, Topic, TopicConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::harness::{Meter, Rate, RETENTION_BYTES, VALUE_LEN};
+
+/// Partitions of every topic here.
+pub const PARTITIONS: u32 = 4;
+/// Events per second of the low-rate row.
+pub const LOW_RATE: u32 = 500;
+/// Records per `ProduceBatch` message.
+pub const BATCH_RECORDS: usize = 100;
+/// Distinct keys, cycled through.
+const KEYS: usize = 64;
+/// How long the low-rate row waits for the last deliveries and commits after producing.
+const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// Produces awaited per clock check in the throughput rows.
+const ROUND: u64 = 256;
+
+/// The event the service produces: an id and a body of [`VALUE_LEN`] bytes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Event {
+    pub id: u64,
+    pub body: String,
+}
+
+impl Event {
+    fn new(id: u64) -> Self {
+        Event {
+            id,
+            body: "e".repeat(VALUE_LEN),
+        }
+    }
+}
+
+fn key(i: u64) -> String {
+    format!("customer-{}", i % KEYS as u64)
+}
+
+fn config() -> TopicConfig {
+    TopicConfig::default()
+        .partitions(PARTITIONS)
+        .retention_bytes(RETENTION_BYTES)
+}
+
+/// What the low-rate row reached: its rate and CPU per event, and the events produced,
+/// delivered and left uncommitted.
+#[derive(Debug, Clone, Copy)]
+pub struct LowRate {
+    pub rate: Rate,
+    pub produced: u64,
+    pub delivered: u64,
+    /// Sum of the group's lag over the partitions once the interval ended.
+    pub lag: u64,
+}
+
+/// Runs `work` in a fresh actix System on its own thread and returns what it returns.
+fn in_system<R: Send + 'static, F: std::future::Future<Output = R> + 'static>(
+    work: impl FnOnce() -> F + Send + 'static,
+) -> R {
+    std::thread::spawn(move || actix_rt::System::new().block_on(work()))
+        .join()
+        .expect("actix thread")
+}
+
+/// The subscriber: counts what it is given and commits every batch.
+struct Sink {
+    delivered: Arc<AtomicU64>,
+}
+
+impl Actor for Sink {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivered<Event>> for Sink {
+    type Result = Ack;
+
+    fn handle(&mut self, batch: Delivered<Event>, _: &mut Context<Self>) -> Ack {
+        self.delivered
+            .fetch_add(batch.records.len() as u64, Ordering::Relaxed);
+        Ack::Commit
+    }
+}
+
+/// The producer actor of the low-rate row: sends event `n` at `start + n / rate` until
+/// `duration` has passed, then reports how many it sent.
+struct Pacer {
+    topic: Topic<Event>,
+    rate: u32,
+    duration: Duration,
+    done: Option<futures::channel::oneshot::Sender<u64>>,
+}
+
+impl Actor for Pacer {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (topic, rate, duration) = (self.topic.clone(), self.rate, self.duration);
+        let paced = async move {
+            let interval = Duration::from_secs(1) / rate;
+            let start = Instant::now();
+            let mut sent = 0u64;
+            loop {
+                let due = interval * sent as u32;
+                if due >= duration {
+                    return sent;
+                }
+                actix_rt::time::sleep_until((start + due).into()).await;
+                topic
+                    .produce_keyed(key(sent), &Event::new(sent))
+                    .await
+                    .expect("produce_keyed");
+                sent += 1;
+            }
+        };
+        ctx.wait(paced.into_actor(self).map(|sent, act, ctx| {
+            if let Some(done) = act.done.take() {
+                let _ = done.send(sent);
+            }
+            ctx.stop();
+        }));
+    }
+}
+
+/// The low-rate row: see the module docs.
+pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> LowRate {
+    let handle = broker.async_handle();
+    let topic = topic.to_owned();
+    in_system(move || async move {
+        let events: Topic<Event> = handle.topic(topic);
+        events.create(config()).await.expect("create topic");
+        let delivered = Arc::new(AtomicU64::new(0));
+        let sink = Sink {
+            delivered: delivered.clone(),
+        }
+        .start();
+        let group = "low-rate";
+        let subscription = events
+            .subscribe(
+                group,
+                "member-0",
+                sink.recipient(),
+                SubscribeOptions::default(),
+            )
+            .await
+            .expect("subscribe");
+        let meter = Meter::start();
+        let (done, sent) = futures::channel::oneshot::channel();
+        Pacer {
+            topic: events.clone(),
+            rate,
+            duration,
+            done: Some(done),
+        }
+        .start();
+        let produced = sent.await.expect("pacer");
+        let lag = drained(&events, group, &delivered, produced).await;
+        let rate = meter.rate(produced);
+        subscription.unsubscribe();
+        LowRate {
+            rate,
+            produced,
+            delivered: delivered.load(Ordering::Relaxed),
+            lag,
+        }
+    })
+}
+
+/// Waits (up to [`DRAIN_DEADLINE`]) until `produced` events were delivered and the group's
+/// lag is 0; returns the lag left.
+async fn drained(events: &Topic<Event>, group: &str, delivered: &AtomicU64, produced: u64) -> u64 {
+    let deadline = Instant::now() + DRAIN_DEADLINE;
+    loop {
+        let lag: u64 = match delivered.load(Ordering::Relaxed) >= produced {
+            true => events.lag(group).await.expect("lag").values().sum(),
+            false => u64::MAX,
+        };
+        if lag == 0 || Instant::now() >= deadline {
+            return lag;
+        }
+        actix_rt::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Runs `work` (given its actor's context) inside an actor started for it, and returns what
+/// it returns: the code under measurement runs as an actor's future, as a service's would.
+async fn in_actor<R: 'static, F: std::future::Future<Output = R> + 'static>(work: F) -> R {
+    struct Runner<R: 'static> {
+        work: Option<std::pin::Pin<Box<dyn std::future::Future<Output = R>>>>,
+        done: Option<futures::channel::oneshot::Sender<R>>,
+    }
+    impl<R: 'static> Actor for Runner<R> {
+        type Context = Context<Self>;
+
+        fn started(&mut self, ctx: &mut Context<Self>) {
+            let work = self.work.take().expect("work");
+            ctx.wait(work.into_actor(self).map(|result, act, ctx| {
+                if let Some(done) = act.done.take() {
+                    let _ = done.send(result);
+                }
+                ctx.stop();
+            }));
+        }
+    }
+    let (done, result) = futures::channel::oneshot::channel();
+    Runner {
+        work: Some(Box::pin(work)),
+        done: Some(done),
+    }
+    .start();
+    result.await.expect("runner actor")
+}
+
+/// An actor awaiting each `Topic::produce_keyed`, one at a time, for `budget`.
+pub fn awaited(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+    let handle = broker.async_handle();
+    let topic = topic.to_owned();
+    in_system(move || async move {
+        let events: Topic<Event> = handle.topic(topic);
+        events.create(config()).await.expect("create topic");
+        in_actor(async move {
+            let meter = Meter::start();
+            let mut sent = 0u64;
+            while meter.elapsed() < budget {
+                for _ in 0..ROUND {
+                    events
+                        .produce_keyed(key(sent), &Event::new(sent))
+                        .await
+                        .expect("produce_keyed");
+                    sent += 1;
+                }
+            }
+            meter.rate(sent)
+        })
+        .await
+    })
+}
+
+/// The baseline of [`awaited`]: one blocking thread calling `NanoKafka::produce_keyed` with
+/// the same keys and values on a fresh 4-partition topic.
+pub fn blocking_keyed(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+    broker.create_topic(topic, config()).expect("create topic");
+    let meter = Meter::start();
+    let mut sent = 0u64;
+    while meter.elapsed() < budget {
+        for _ in 0..ROUND {
+            broker
+                .produce_keyed(topic, key(sent), &Event::new(sent))
+                .expect("produce_keyed");
+            sent += 1;
+        }
+    }
+    meter.rate(sent)
+}
+
+/// A keyed raw record as both message rows send it: the same bytes the typed rows encode.
+fn record(i: u64) -> ProduceRecord {
+    ProduceRecord {
+        key: Some(key(i).into_bytes()),
+        value: rmp_serde::to_vec_named(&Event::new(i)).expect("encode"),
+    }
+}
+
+/// An actor sending `ProduceBatch` messages of [`BATCH_RECORDS`] keyed records to the
+/// broker's `Addr`, each awaited before the next (building the batch is inside the loop).
+pub fn batch_messages(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+    message_rows(broker, topic, budget, |addr, topic, sent| {
+        let mut batch = RecordBatch::with_capacity(BATCH_RECORDS, BATCH_RECORDS * VALUE_LEN);
+        for i in 0..BATCH_RECORDS as u64 {
+            let r = record(sent + i);
+            batch.push_raw(r.key.as_deref(), &r.value);
+        }
+        let request = addr.send(ProduceBatch {
+            topic,
+            partition: None,
+            batch,
+        });
+        Box::pin(async move {
+            let deliveries = request.await.expect("mailbox").expect("ProduceBatch");
+            deliveries.len() as u64
+        })
+    })
+}
+
+/// The same actor sending one record per `Produce` message, each awaited before the next.
+pub fn single_messages(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+    message_rows(broker, topic, budget, |addr, topic, sent| {
+        let request = addr.send(Produce {
+            topic,
+            partition: None,
+            records: vec![record(sent)],
+        });
+        Box::pin(async move {
+            let deliveries = request.await.expect("mailbox").expect("Produce");
+            deliveries.len() as u64
+        })
+    })
+}
+
+type Sent = std::pin::Pin<Box<dyn std::future::Future<Output = u64>>>;
+
+/// An actor calling `send(addr, topic, records sent so far)` and awaiting each until
+/// `budget` has passed.
+fn message_rows(
+    broker: &NanoKafka,
+    topic: &str,
+    budget: Duration,
+    send: fn(&Addr<nanokafka::BrokerActor>, String, u64) -> Sent,
+) -> Rate {
+    let handle: AsyncNanoKafka = broker.async_handle();
+    let topic = topic.to_owned();
+    in_system(move || async move {
+        handle
+            .create_topic(&topic, config())
+            .await
+            .expect("create topic");
+        let addr = handle.addr().clone();
+        in_actor(async move {
+            let meter = Meter::start();
+            let mut sent = 0u64;
+            while meter.elapsed() < budget {
+                sent += send(&addr, topic.clone(), sent).await;
+            }
+            meter.rate(sent)
+        })
+        .await
+    })
+}
