@@ -26,6 +26,8 @@
 //! a group that stopped committing still shows its lag growing.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ::metrics::{counter, gauge, histogram, Counter, Gauge, Histogram, Unit};
@@ -104,6 +106,9 @@ pub(crate) struct PartitionMetrics {
     fetched_bytes: Counter,
     append_seconds: Histogram,
     fsync_seconds: Histogram,
+    /// `fdatasync`s of the log since the actor was made (restarts included), for
+    /// `PartitionStats::fsyncs`: counted here whatever recorder is installed.
+    fsyncs: Arc<AtomicU64>,
 }
 
 impl Default for PartitionMetrics {
@@ -116,6 +121,7 @@ impl Default for PartitionMetrics {
             fetched_bytes: Counter::noop(),
             append_seconds: Histogram::noop(),
             fsync_seconds: Histogram::noop(),
+            fsyncs: Arc::default(),
         }
     }
 }
@@ -133,6 +139,7 @@ impl PartitionMetrics {
             fetched_bytes: counter!(FETCHED_BYTES, &labels),
             append_seconds: histogram!(APPEND_SECONDS, &labels),
             fsync_seconds: histogram!(FSYNC_SECONDS, &labels),
+            fsyncs: Arc::default(),
         }
     }
 
@@ -154,6 +161,12 @@ impl PartitionMetrics {
 
     pub fn fsync_took(&self, took: Duration) {
         self.fsync_seconds.record(took);
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `fdatasync`s recorded with [`PartitionMetrics::fsync_took`] so far.
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs.load(Ordering::Relaxed)
     }
 }
 

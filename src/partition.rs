@@ -431,6 +431,7 @@ impl Partition {
                 .map(|(g, o)| (g.to_owned(), o))
                 .collect::<BTreeMap<_, _>>(),
             restarts: 0,
+            fsyncs: 0,
             failed: None,
         }
     }

@@ -194,6 +194,12 @@ pub struct PartitionStats {
     pub committed: BTreeMap<String, u64>,
     /// Times the partition's actor was restarted after a crash.
     pub restarts: u64,
+    /// `fdatasync`s of the partition's log since the broker opened it (restarts included):
+    /// one per group commit under `FsyncPolicy::Always`, one per tick with new records under
+    /// `Interval`. Records produced over an interval divided by the change of this count is
+    /// how many records each sync covered.
+    #[serde(default)]
+    pub fsyncs: u64,
     /// Set when the partition cannot serve (why).
     pub failed: Option<String>,
 }

@@ -3,7 +3,10 @@
 //! - raw append: 110-byte records (a 100 B payload in Kafka's record format, as a batch of
 //!   1000 lays them out) one at a time into a 64 KiB `BufWriter<File>`, flushed every 1000
 //!   records so the bytes are in the OS, as an append of a batch leaves them;
-//! - the same plus `fdatasync` after every flush (what `FsyncPolicy::Always` pays per batch);
+//! - `threads` threads sharing one file, each appending one 110-byte record with `write`
+//!   (`O_APPEND`) and then `fdatasync`ing it before its next: what eight single-record
+//!   producers get from the OS when each makes its own record durable (the file system may
+//!   let concurrent syncs share a journal commit; the broker's group commit should beat it);
 //! - a crossbeam channel handing fresh 100-byte `Vec`s from one thread to another (the
 //!   floor for any design that crosses threads per record).
 //!
@@ -19,8 +22,8 @@ use crate::harness::{payload, Meter, Rate, Usage, BATCH, RECORD_LEN};
 /// 256 × 110 kB ≈ 28 MB keeps the disk from filling (as `benches/storage.rs` does).
 const FLUSHES_PER_FILE: u64 = 256;
 
-/// Raw appends per second; with `sync`, `fdatasync` after every [`BATCH`] records.
-pub fn raw_append(budget: Duration, sync: bool) -> Rate {
+/// Raw appends per second, flushed to the OS every [`BATCH`] records.
+pub fn raw_append(budget: Duration) -> Rate {
     let dir = tempfile::tempdir().expect("temp dir");
     let record = [0x5au8; RECORD_LEN];
     let mut timed = Usage::default();
@@ -38,19 +41,48 @@ pub fn raw_append(budget: Duration, sync: bool) -> Rate {
                     .expect("write");
             }
             writer.flush().expect("flush");
-            if sync {
-                writer.get_ref().sync_data().expect("fdatasync");
-            }
             records += BATCH as u64;
-            if sync && meter.elapsed() + timed.wall >= budget {
-                break;
-            }
         }
         timed += meter.usage();
         drop(writer);
         std::fs::remove_file(&path).expect("remove raw file");
     }
     Rate::of(records, timed)
+}
+
+/// Records per second of `threads` threads each doing `write` + `fdatasync` of one
+/// [`RECORD_LEN`]-byte record at a time on one shared `O_APPEND` file, until `budget` has
+/// passed. Few bytes are written (thousands of records a second), so one file serves.
+pub fn shared_fdatasync(budget: Duration, threads: usize) -> Rate {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("shared.log"))
+        .expect("create");
+    let record = [0x5au8; RECORD_LEN];
+    let meter = Meter::start();
+    let records = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut written = 0u64;
+                    while meter.elapsed() < budget {
+                        // One `write` of an O_APPEND file: the record lands whole at the end.
+                        (&file).write_all(&record).expect("write");
+                        file.sync_data().expect("fdatasync");
+                        written += 1;
+                    }
+                    written
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("fdatasync thread"))
+            .sum()
+    });
+    meter.rate(records)
 }
 
 /// Messages per second through a bounded crossbeam channel, a fresh 100-byte `Vec` each.

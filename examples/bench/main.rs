@@ -33,6 +33,8 @@
 //! listener, beside tansu (another Kafka broker) and Redis in the same run: see `wire`.
 //! `NANOKAFKA_BENCH_WIRE_RECORDS` (default 1,000,000), `NANOKAFKA_BENCH_WIRE_REPEATS`
 //! (default 1; medians) and `NANOKAFKA_BENCH_WIRE_ONLY=1` (only these rows and Redis).
+//! `NANOKAFKA_BENCH_PRODUCE_ONLY=1` runs only the batch-produce and `FsyncPolicy::Always`
+//! rows and their baselines (`produce_rows`).
 //!
 //! If `redis-server` is on PATH, a private instance on a loopback port is the peer: Redis
 //! Streams `XADD` (one at a time and pipelined) and `XREADGROUP` + `XACK`, each beside the
@@ -61,6 +63,7 @@ mod latency;
 mod open;
 mod peer;
 mod produce;
+mod produce_rows;
 mod report;
 mod rss;
 mod scale;
@@ -77,8 +80,6 @@ use serde_json::json;
 use harness::{Progress, Settings, TempBroker};
 use report::{Figure, Row, Target};
 
-/// Producer threads of the `FsyncPolicy::Always` measurement (its target is stated for 8).
-const ALWAYS_PRODUCERS: usize = 8;
 /// The fixed rate of the end-to-end latency measurement, records per second.
 const LATENCY_RATE: u32 = 2_000;
 const MB: f64 = 1e6;
@@ -97,6 +98,9 @@ fn main() {
     if wire_settings.only {
         return wire_only(wire_settings, redis_server.as_deref(), budget, peer_steps);
     }
+    if std::env::var_os("NANOKAFKA_BENCH_PRODUCE_ONLY").is_some_and(|v| v == "1") {
+        return produce_only(budget);
+    }
     if std::env::var_os("NANOKAFKA_BENCH_ACTOR_ONLY").is_some_and(|v| v == "1") {
         let mut progress = Progress::new(ACTOR_STEPS);
         let rows = actor_rows(budget, &mut progress);
@@ -106,34 +110,17 @@ fn main() {
         return;
     }
     let mut progress =
-        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+        Progress::new(22 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
     // later would otherwise sit in front of every fdatasync.
-    progress.step("baseline: raw append + fdatasync every 1000 records");
-    let raw_sync = baselines::raw_append(budget, true);
-    let always = TempBroker::start(FsyncPolicy::Always);
-    progress.step("FsyncPolicy::Always, 8 producer threads, produce_raw");
-    let always_single = produce::blocking_threads(
-        &always.broker,
-        always.topic("always-single"),
-        ALWAYS_PRODUCERS,
-        budget,
-    );
-    progress.step("FsyncPolicy::Always, 8 producer threads, produce_batch of 1000");
-    let always_batch = produce::batch_threads(
-        &always.broker,
-        always.topic("always-batch"),
-        ALWAYS_PRODUCERS,
-        budget,
-    );
-    drop(always);
+    let always = produce_rows::measure_always(budget, &mut progress);
 
     progress.step("baseline: crossbeam channel, 100-byte Vecs between two threads");
     let channel = baselines::crossbeam_channel(budget);
     progress.step("baseline: raw BufWriter append");
-    let raw = baselines::raw_append(budget, false);
+    let raw = baselines::raw_append(budget);
 
     let never = TempBroker::start(FsyncPolicy::Never);
     let broker = &never.broker;
@@ -150,10 +137,7 @@ fn main() {
         produce::blocking_threads(broker, never.partitioned("four-4p", 4), 4, budget);
     progress.step("produce: pipelined AsyncNanoKafka::produce_raw from an actix System");
     let pipelined = produce::pipelined(broker, never.topic("pipelined"), budget);
-    progress.step("produce: produce_batch (RecordBatch), 1000 x 100 B per call");
-    let batch = produce::batch(broker, never.topic("batch"), budget);
-    progress.step("produce: produce_batch_raw (Vec<ProduceRecord>), 1000 x 100 B per call");
-    let batch_raw = produce::batch_raw(broker, never.topic("batch-raw"), budget);
+    let batches = produce_rows::measure_batches(budget, &mut progress);
 
     progress.step("consume: prefill, then poll_batch_raw of 500 + commit");
     // No retention on the consumed topics: the reader must find every prefilled record.
@@ -280,23 +264,7 @@ fn main() {
         .vs(chan_label, channel.per_sec)
         .target(Target::AtLeast(1e6)),
     ));
-    rows.push(Row::Figure(
-        Figure::rate(
-            "produce_batch",
-            "produce_batch (RecordBatch), 1000 x 100 B",
-            batch,
-        )
-        .vs(raw_label, raw.per_sec)
-        .target(Target::RatioAtLeast(0.5)),
-    ));
-    rows.push(Row::Figure(
-        Figure::rate(
-            "produce_batch_raw",
-            "produce_batch_raw (1000 Vecs), 1000 x 100 B (context)",
-            batch_raw,
-        )
-        .vs(raw_label, raw.per_sec),
-    ));
+    rows.extend(produce_rows::batch_rows(&batches, raw_label, raw.per_sec));
     let one_label = "1 thread, 1 partition, quiet";
     rows.push(Row::Section(
         "produce: neighbours and partitions (FsyncPolicy::Never, 100 B, keyless)",
@@ -360,21 +328,7 @@ fn main() {
         .vs(raw_label, raw.per_sec)
         .target(Target::RatioAtLeast(0.4)),
     ));
-    rows.push(Row::Section("FsyncPolicy::Always, 8 producer threads"));
-    let sync_label = "raw append + fdatasync/1000";
-    rows.push(Row::Figure(
-        Figure::rate("always_8_threads", "8 threads, produce_raw", always_single)
-            .vs(sync_label, raw_sync.per_sec)
-            .target(Target::RatioAtLeast(0.3)),
-    ));
-    rows.push(Row::Figure(
-        Figure::rate(
-            "always_8_threads_batch",
-            "8 threads, produce_batch of 1000 (context)",
-            always_batch,
-        )
-        .vs(sync_label, raw_sync.per_sec),
-    ));
+    rows.extend(produce_rows::always_rows(&always));
     rows.push(Row::Section(
         "end-to-end latency at 2,000 rec/s (FsyncPolicy default)",
     ));
@@ -515,11 +469,7 @@ fn main() {
         raw_label,
         raw,
     )));
-    rows.push(Row::Figure(Figure::rate(
-        "baseline_raw_fdatasync",
-        sync_label,
-        raw_sync,
-    )));
+    rows.push(produce_rows::always_baseline_row(&always));
     rows.push(Row::Figure(Figure::rate(
         "baseline_crossbeam",
         chan_label,
@@ -551,6 +501,29 @@ fn main() {
         "wire_records": wire_settings.records,
         "wire_repeats": wire_settings.repeats,
     });
+    println!("{}", report::json_line(&rows, settings_json));
+}
+
+/// `NANOKAFKA_BENCH_PRODUCE_ONLY=1`: the `FsyncPolicy::Always` and batch-produce rows with
+/// their baselines, nothing else.
+fn produce_only(budget: Duration) {
+    let steps = produce_rows::ALWAYS_STEPS + 1 + produce_rows::BATCH_STEPS;
+    let mut progress = Progress::new(steps);
+    let always = produce_rows::measure_always(budget, &mut progress);
+    progress.step("baseline: raw BufWriter append");
+    let raw = baselines::raw_append(budget);
+    let batches = produce_rows::measure_batches(budget, &mut progress);
+    let raw_label = "raw BufWriter append";
+    let mut rows = vec![Row::Section(
+        "produce (FsyncPolicy::Never, 1 partition, 100 B)",
+    )];
+    rows.extend(produce_rows::batch_rows(&batches, raw_label, raw.per_sec));
+    rows.extend(produce_rows::always_rows(&always));
+    rows.push(Row::Section("baselines"));
+    rows.push(Row::Figure(Figure::rate("baseline_raw_append", raw_label, raw)));
+    rows.push(produce_rows::always_baseline_row(&always));
+    report::print_table(&rows);
+    let settings_json = json!({ "measure_secs": budget.as_secs_f64() });
     println!("{}", report::json_line(&rows, settings_json));
 }
 

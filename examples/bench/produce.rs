@@ -21,6 +21,11 @@ use crate::harness::{
 const IN_FLIGHT: usize = 256;
 /// Records per `buffered` run of the pipelined measurement, between two clock checks.
 const PIPELINE_ROUND: usize = 10_000;
+/// `produce_batch` futures in flight in the pipelined batch measurement: the next batch is
+/// built while the ones before it are appended.
+pub const BATCHES_IN_FLIGHT: usize = 4;
+/// Batches per `buffered` run of the pipelined batch measurement, between two clock checks.
+const BATCH_ROUND: usize = 64;
 
 /// `threads` blocking threads, each calling `produce_raw` with one 100-byte record at a time.
 pub fn blocking_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Rate {
@@ -76,6 +81,55 @@ pub fn batch(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
             .expect("produce_batch");
         deliveries.len() as u64
     })
+}
+
+/// As [`batch`], with [`BATCHES_IN_FLIGHT`] `AsyncNanoKafka::produce_batch` futures in
+/// flight from a task of an actix System on its own thread: each batch is built while the
+/// ones before it are appended. The deliveries are checked to be consecutive across batches
+/// (pipelined batches keep their order).
+pub fn batch_pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+    let handle = broker.async_handle();
+    let topic = topic.to_owned();
+    std::thread::spawn(move || {
+        actix_rt::System::new().block_on(async move {
+            let meter = Meter::start();
+            let mut produced = 0u64;
+            let mut next_offset = None;
+            while meter.elapsed() < budget {
+                let mut replies = futures::stream::iter(0..BATCH_ROUND)
+                    .map(|_| handle.produce_batch(&topic, Some(0), record_batch()))
+                    .buffered(BATCHES_IN_FLIGHT);
+                while let Some(reply) = replies.next().await {
+                    let deliveries = reply.expect("produce_batch");
+                    let first = deliveries.first().expect("a delivery per record").offset;
+                    if let Some(expected) = next_offset {
+                        assert_eq!(first, expected, "batches appended in call order");
+                    }
+                    next_offset = Some(first + deliveries.len() as u64);
+                    produced += deliveries.len() as u64;
+                }
+            }
+            meter.rate(produced)
+        })
+    })
+    .join()
+    .expect("actix thread")
+}
+
+/// Runs `measure` (a produce measurement on partition 0 of `topic`) and returns its rate
+/// with the records each of the partition's `fdatasync`s covered over the run (from
+/// `PartitionStats::fsyncs` and the log end offset before and after).
+pub fn with_fsyncs(broker: &NanoKafka, topic: &str, measure: impl FnOnce() -> Rate) -> (Rate, f64) {
+    let counts = || {
+        let stats = broker.stats().expect("stats");
+        let partition = &stats.topics[topic].partitions[0];
+        (partition.log_end_offset, partition.fsyncs)
+    };
+    let (records_before, syncs_before) = counts();
+    let rate = measure();
+    let (records_after, syncs_after) = counts();
+    let syncs = (syncs_after - syncs_before).max(1);
+    (rate, (records_after - records_before) as f64 / syncs as f64)
 }
 
 /// As [`batch`], through `produce_batch_raw`: 1000 small `Vec`s built per call, then copied

@@ -757,6 +757,7 @@ impl Handler<DescribePartition> for PartitionActor {
             },
         };
         stats.restarts = self.restarts.total();
+        stats.fsyncs = self.metrics.fsyncs();
         MessageResult(stats)
     }
 }
