@@ -110,7 +110,7 @@ fn main() {
         return;
     }
     let mut progress =
-        Progress::new(22 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -520,7 +520,11 @@ fn produce_only(budget: Duration) {
     rows.extend(produce_rows::batch_rows(&batches, raw_label, raw.per_sec));
     rows.extend(produce_rows::always_rows(&always));
     rows.push(Row::Section("baselines"));
-    rows.push(Row::Figure(Figure::rate("baseline_raw_append", raw_label, raw)));
+    rows.push(Row::Figure(Figure::rate(
+        "baseline_raw_append",
+        raw_label,
+        raw,
+    )));
     rows.push(produce_rows::always_baseline_row(&always));
     report::print_table(&rows);
     let settings_json = json!({ "measure_secs": budget.as_secs_f64() });

@@ -117,9 +117,13 @@ pub fn batch_pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> Rat
 }
 
 /// Runs `measure` (a produce measurement on partition 0 of `topic`) and returns its rate
-/// with the records each of the partition's `fdatasync`s covered over the run (from
-/// `PartitionStats::fsyncs` and the log end offset before and after).
-pub fn with_fsyncs(broker: &NanoKafka, topic: &str, measure: impl FnOnce() -> Rate) -> (Rate, f64) {
+/// with the records appended and the partition's `fdatasync`s over the run (from the log
+/// end offset and `PartitionStats::fsyncs` before and after).
+pub fn with_fsyncs(
+    broker: &NanoKafka,
+    topic: &str,
+    measure: impl FnOnce() -> Rate,
+) -> (Rate, u64, u64) {
     let counts = || {
         let stats = broker.stats().expect("stats");
         let partition = &stats.topics[topic].partitions[0];
@@ -128,8 +132,11 @@ pub fn with_fsyncs(broker: &NanoKafka, topic: &str, measure: impl FnOnce() -> Ra
     let (records_before, syncs_before) = counts();
     let rate = measure();
     let (records_after, syncs_after) = counts();
-    let syncs = (syncs_after - syncs_before).max(1);
-    (rate, (records_after - records_before) as f64 / syncs as f64)
+    (
+        rate,
+        records_after - records_before,
+        syncs_after - syncs_before,
+    )
 }
 
 /// As [`batch`], through `produce_batch_raw`: 1000 small `Vec`s built per call, then copied

@@ -15,40 +15,76 @@ use crate::report::{Figure, Row, Target};
 /// and threads of its baseline.
 pub const ALWAYS_PRODUCERS: usize = 8;
 /// Progress steps of [`measure_always`] and of [`measure_batches`].
-pub const ALWAYS_STEPS: usize = 3;
+pub const ALWAYS_STEPS: usize = 2;
 pub const BATCH_STEPS: usize = 3;
 
 /// The `FsyncPolicy::Always` figures, each broker row with the records one `fdatasync`
 /// covered.
 pub struct AlwaysFigures {
-    /// 8 threads, `write` + `fdatasync` of one record each, one shared file.
+    /// 8 threads, `write` + `fdatasync` of one record each, one shared file (measured in
+    /// slices alternating with `single`'s).
     pub baseline: Rate,
     pub single: (Rate, f64),
     pub batch: (Rate, f64),
 }
 
-/// The baseline and the two broker rows back to back (fsync-bound figures drift with the
-/// disk's state: measured together they compare fairly).
+/// Slices the baseline and the single-record row alternate in: an fdatasync's cost drifts
+/// with what the shared disk is doing, so both see the same conditions.
+const ALWAYS_ROUNDS: u32 = 4;
+
+/// The baseline and the single-record row in alternating slices ([`ALWAYS_ROUNDS`] of each,
+/// `budget` in all per figure), then the batch row.
 pub fn measure_always(budget: Duration, progress: &mut Progress) -> AlwaysFigures {
-    progress.step("baseline: 8 threads, write + fdatasync of one record each, one file");
-    let baseline = baselines::shared_fdatasync(budget, ALWAYS_PRODUCERS);
     let always = TempBroker::start(FsyncPolicy::Always);
     let broker = &always.broker;
-    progress.step("FsyncPolicy::Always, 8 producer threads, produce_raw");
+    progress.step(
+        "FsyncPolicy::Always, 8 producer threads, produce_raw, alternating with the baseline \
+         (8 threads, write + fdatasync of one record each, one file)",
+    );
     let topic = always.topic("always-single");
-    let single = produce::with_fsyncs(broker, topic, || {
-        produce::blocking_threads(broker, topic, ALWAYS_PRODUCERS, budget)
-    });
+    let slice = budget / ALWAYS_ROUNDS;
+    let (mut baseline, mut single) = (Vec::new(), Vec::new());
+    let (mut records, mut syncs) = (0, 0);
+    for _ in 0..ALWAYS_ROUNDS {
+        baseline.push(baselines::shared_fdatasync(slice, ALWAYS_PRODUCERS));
+        let (rate, appended, synced) = produce::with_fsyncs(broker, topic, || {
+            produce::blocking_threads(broker, topic, ALWAYS_PRODUCERS, slice)
+        });
+        single.push(rate);
+        (records, syncs) = (records + appended, syncs + synced);
+    }
     progress.step("FsyncPolicy::Always, 8 producer threads, produce_batch of 1000");
     let topic = always.topic("always-batch");
-    let batch = produce::with_fsyncs(broker, topic, || {
+    let (batch, batch_records, batch_syncs) = produce::with_fsyncs(broker, topic, || {
         produce::batch_threads(broker, topic, ALWAYS_PRODUCERS, budget)
     });
     AlwaysFigures {
-        baseline,
-        single,
-        batch,
+        baseline: mean(&baseline),
+        single: (mean(&single), per_sync(records, syncs)),
+        batch: (batch, per_sync(batch_records, batch_syncs)),
     }
+}
+
+/// The rate over equal slices: the mean of their rates, CPU per record weighted by records.
+fn mean(slices: &[Rate]) -> Rate {
+    let per_sec = slices.iter().map(|r| r.per_sec).sum::<f64>() / slices.len() as f64;
+    let cpu = slices
+        .iter()
+        .map(|r| r.cpu_us_per_record * r.per_sec)
+        .sum::<f64>()
+        / slices
+            .iter()
+            .map(|r| r.per_sec)
+            .sum::<f64>()
+            .max(f64::MIN_POSITIVE);
+    Rate {
+        per_sec,
+        cpu_us_per_record: cpu,
+    }
+}
+
+fn per_sync(records: u64, syncs: u64) -> f64 {
+    records as f64 / syncs.max(1) as f64
 }
 
 /// The batch-produce figures (`FsyncPolicy::Never`, one partition).
