@@ -122,6 +122,109 @@ fn pipelined_produces_keep_call_order(broker: &NanoKafka) {
     );
 }
 
+/// Batches pipelined from one task (of 1, 5 and 300 records, so that some are coalesced in
+/// the partition's lane behind others) are appended and answered in call order.
+#[test]
+fn pipelined_batches_from_one_task_are_appended_in_call_order() {
+    const BATCHES: u64 = 60;
+    // Batch k holds `size(k)` records: 1, 5, or 300 (about 20 KiB).
+    let size = |k: u64| [1, 5, 300][(k % 3) as usize];
+    for behind_the_handle in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = broker_with_topic(dir.path(), behind_the_handle);
+        let handle = broker.async_handle();
+        let firsts: Vec<u64> = (0..BATCHES)
+            .scan(0, |next, k| Some(std::mem::replace(next, *next + size(k))))
+            .collect();
+        let total = firsts.last().unwrap() + size(BATCHES - 1);
+        let answered = actix_rt::System::new().block_on(async move {
+            futures::stream::iter(0..BATCHES)
+                .map(|k| {
+                    let first = firsts[k as usize];
+                    let mut batch = nanokafka::RecordBatch::new();
+                    for i in first..first + size(k) {
+                        let mut value = i.to_le_bytes().to_vec();
+                        value.resize(64, 0);
+                        batch.push_raw(None, &value);
+                    }
+                    handle.produce_batch("t", None, batch)
+                })
+                .buffered(8)
+                .map(|reply| {
+                    let offsets: Vec<u64> = reply.unwrap().iter().map(|d| d.offset).collect();
+                    offsets
+                })
+                .collect::<Vec<_>>()
+                .await
+        });
+        let offsets: Vec<u64> = answered.concat();
+        assert_eq!(
+            offsets,
+            (0..total).collect::<Vec<_>>(),
+            "record i at offset i"
+        );
+        broker.join_group("t", "g", "c").unwrap();
+        let mut values = Vec::new();
+        while (values.len() as u64) < total {
+            let batch = broker
+                .poll_batch_raw("t", "g", "c", 1000, std::time::Duration::ZERO)
+                .unwrap();
+            let last = batch.last().expect("records remain");
+            broker.commit("t", "g", 0, last.offset).unwrap();
+            values.extend(
+                batch
+                    .iter()
+                    .map(|r| u64::from_le_bytes(r.value[..8].try_into().unwrap())),
+            );
+        }
+        assert_eq!(
+            values,
+            (0..total).collect::<Vec<_>>(),
+            "the log holds them in order"
+        );
+    }
+}
+
+/// Under `FsyncPolicy::Always` the sync is part of the produce: a lone producer's produce is
+/// answered with its `fdatasync` counted (one each), and eight concurrent ones share syncs
+/// (never more syncs than produces; every acknowledged record is in the log).
+#[test]
+fn always_syncs_once_per_lone_produce_and_concurrent_produces_share_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .fsync(nanokafka::FsyncPolicy::Always)
+        .build()
+        .unwrap();
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let syncs = || common::partition_stats(&broker, "t", 0).fsyncs;
+    for i in 0..5u64 {
+        let before = syncs();
+        broker
+            .produce_raw("t", None, i.to_le_bytes().to_vec())
+            .unwrap();
+        assert_eq!(syncs(), before + 1, "produce {i} answered after its sync");
+    }
+    let before = syncs();
+    std::thread::scope(|scope| {
+        for t in 0..8u64 {
+            let broker = &broker;
+            scope.spawn(move || {
+                for i in 0..50u64 {
+                    let value = (t << 32 | i).to_le_bytes().to_vec();
+                    broker.produce_raw("t", None, value).unwrap();
+                }
+            });
+        }
+    });
+    let shared = syncs() - before;
+    assert!(
+        (1..=400).contains(&shared),
+        "{shared} syncs for 400 produces"
+    );
+    assert_eq!(common::log_end(&broker, "t", 0), 405);
+}
+
 /// Produces queued in a partition's lane behind one in flight are answered when the
 /// partition restarts under them: each gets its offset or `PartitionRestarted`, none hangs,
 /// and the acknowledged ones are in the log once each, in call order.
