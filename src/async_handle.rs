@@ -449,7 +449,13 @@ impl AsyncNanoKafka {
                 let limits = (route.lanes.len() as u32, route.limits);
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
                 let routes = route_batch(topic, limits, partition, &batch, next)?;
-                append_routed(&route.lanes, batch, routes).await
+                let appended = Box::pin(append_routed(&route.lanes, batch, routes));
+                // The blocking handle spins in its own wait; an async caller's task is kept
+                // awake for a quick answer (see `Hurry`).
+                match self.sequential {
+                    true => appended.await,
+                    false => crate::spin::Hurry::new(appended).await,
+                }
             }
             ProducePath::ViaBroker { ask_route } => {
                 let produce = ProduceBatch {

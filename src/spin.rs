@@ -23,8 +23,12 @@
 //!   spinning is tried again. So a trickle of records (a few thousand per second) costs a
 //!   wake-up each and no spin, and a tight loop of calls spins and never sleeps.
 
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// Checks of a spin between two yields (a `spin_loop` hint after each).
@@ -102,9 +106,88 @@ impl SpinHistory {
     }
 }
 
+/// How long an awaited request ([`Hurry`]) keeps its task awake for the answer.
+pub const HURRY_WINDOW: Duration = Duration::from_micros(50);
+
+thread_local! {
+    /// [`Hurry`] futures alive on this thread.
+    static HURRYING: Cell<usize> = const { Cell::new(0) };
+    /// Whether this thread's hurried requests have been answered within the window.
+    static HURRY_PAYS: Cell<bool> = const { Cell::new(true) };
+}
+
+/// An awaited request that keeps its task awake, for up to [`HURRY_WINDOW`], instead of
+/// letting the runtime park its thread: it asks to be polled again at once (`wake_by_ref`,
+/// yielding the core first), so a reply that comes within microseconds is found without the
+/// tens of microseconds an epoll wake-up of the thread costs. The actor-face twin of the
+/// blocking handle's spin, with its rules: it keeps awake only while that has been paying on
+/// this thread, and only when it is the only such request on its thread (a caller with
+/// requests pipelined has other work, and must not be kept polling one of them). Other tasks
+/// of the thread still run between its polls.
+pub struct Hurry<F> {
+    inner: F,
+    started: Option<Instant>,
+    /// Counted in `HURRYING` until it ends.
+    counted: bool,
+    /// Still keeping its task awake.
+    awake: bool,
+}
+
+impl<F> Hurry<F> {
+    pub fn new(inner: F) -> Self {
+        HURRYING.with(|n| n.set(n.get() + 1));
+        Hurry {
+            inner,
+            started: None,
+            counted: true,
+            awake: true,
+        }
+    }
+
+    fn uncount(&mut self) {
+        if std::mem::take(&mut self.counted) {
+            HURRYING.with(|n| n.set(n.get().saturating_sub(1)));
+        }
+    }
+}
+
+impl<F> Drop for Hurry<F> {
+    fn drop(&mut self) {
+        self.uncount();
+    }
+}
+
+impl<F: Future + Unpin> Future for Hurry<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let started = *self.started.get_or_insert_with(Instant::now);
+        if let Poll::Ready(output) = Pin::new(&mut self.inner).poll(cx) {
+            // Answered within the window, awake or not: keeping awake pays.
+            if started.elapsed() < HURRY_WINDOW {
+                HURRY_PAYS.with(|p| p.set(true));
+            }
+            self.uncount();
+            return Poll::Ready(output);
+        }
+        let alone = HURRYING.with(Cell::get) == 1;
+        if self.awake && alone && HURRY_PAYS.with(Cell::get) {
+            if started.elapsed() < HURRY_WINDOW {
+                std::thread::yield_now();
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            HURRY_PAYS.with(|p| p.set(false));
+        }
+        self.awake = false;
+        Poll::Pending
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::channel::oneshot;
 
     #[test]
     fn a_spin_that_is_answered_returns_true_and_one_that_is_not_returns_false_after_its_window() {
@@ -139,5 +222,42 @@ mod tests {
         history.sleeping();
         history.woke(before.saturating_sub(1), window);
         assert!(!history.pays());
+    }
+
+    #[test]
+    fn a_hurried_request_alone_keeps_its_task_awake_and_one_among_others_does_not() {
+        let (tx, rx) = oneshot::channel::<u8>();
+        let mut hurried = Hurry::new(rx);
+        let woken = std::sync::Arc::new(AtomicBool::new(false));
+        let waker = waker_setting(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut hurried).poll(&mut cx).is_pending());
+        assert!(
+            woken.swap(false, Ordering::SeqCst),
+            "asks to be polled again"
+        );
+        // A second request on this thread: the first stops asking.
+        let (_tx2, rx2) = oneshot::channel::<u8>();
+        let other = Hurry::new(rx2);
+        assert!(Pin::new(&mut hurried).poll(&mut cx).is_pending());
+        assert!(!woken.swap(false, Ordering::SeqCst));
+        drop(other);
+        tx.send(7).unwrap();
+        assert!(matches!(
+            Pin::new(&mut hurried).poll(&mut cx),
+            Poll::Ready(Ok(7))
+        ));
+        drop(hurried);
+        assert_eq!(HURRYING.with(Cell::get), 0, "every request is uncounted");
+    }
+
+    fn waker_setting(flag: std::sync::Arc<AtomicBool>) -> std::task::Waker {
+        struct Flag(std::sync::Arc<AtomicBool>);
+        impl std::task::Wake for Flag {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        std::task::Waker::from(std::sync::Arc::new(Flag(flag)))
     }
 }
