@@ -366,7 +366,9 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
             join: address.clone().recipient(),
             leave: address.clone().recipient(),
             produce: address.clone().recipient(),
-            create: address.recipient(),
+            create: address.clone().recipient(),
+            group_route: address.recipient(),
+            coordinator: None,
         };
         let join = JoinGroup {
             topic: msg.topic,

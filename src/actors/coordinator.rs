@@ -37,11 +37,26 @@ pub use delete::DeleteGroup;
 pub struct CoordinatorRef {
     addr: Addr<GroupCoordinatorActor>,
     doorbell: Arc<Doorbell>,
+    /// The I/O arbiter it runs on (a push subscription of the group runs there too).
+    arbiter: ArbiterHandle,
 }
 
 impl CoordinatorRef {
-    pub fn new(addr: Addr<GroupCoordinatorActor>, doorbell: Arc<Doorbell>) -> Self {
-        CoordinatorRef { addr, doorbell }
+    pub fn new(
+        addr: Addr<GroupCoordinatorActor>,
+        doorbell: Arc<Doorbell>,
+        arbiter: ArbiterHandle,
+    ) -> Self {
+        CoordinatorRef {
+            addr,
+            doorbell,
+            arbiter,
+        }
+    }
+
+    /// The I/O arbiter the coordinator runs on.
+    pub fn arbiter(&self) -> &ArbiterHandle {
+        &self.arbiter
     }
 
     /// Sends `msg` (enqueued before this returns) and rings the doorbell.

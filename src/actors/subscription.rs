@@ -85,8 +85,10 @@ use futures::channel::oneshot;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::coordinator::{FetchedBatch, PollPause};
-use super::topic::SubscriptionPoll;
+use super::coordinator::{
+    CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
+};
+use super::topic::{GetGroupRoute, SubscriptionPoll};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::dead_letter::DeadLetter;
@@ -111,6 +113,78 @@ pub struct BrokerRequests {
     pub produce: Recipient<ProduceBatch>,
     /// The dead-letter topic, when missing.
     pub create: Recipient<CreateTopic>,
+    /// The group's coordinator, asked for once joined.
+    pub group_route: Recipient<GetGroupRoute>,
+    /// Where polls and fenced commits go once known: straight to the coordinator, on whose
+    /// arbiter the subscription then runs (its polls, their fetches and its commits cross no
+    /// thread). When the coordinator is gone, the request is made through the broker, whose
+    /// answer names why (the topic deleted, the broker stopped).
+    pub coordinator: Option<CoordinatorRef>,
+}
+
+impl BrokerRequests {
+    /// A subscription's poll, to the coordinator when known (see `coordinator`). The
+    /// request through the broker, made only when the coordinator is gone, has no wake
+    /// signal: nothing would be released before its answer.
+    fn poll(
+        &self,
+        poll: SubscriptionPoll,
+    ) -> impl std::future::Future<Output = Result<FetchedBatch>> {
+        let through_broker = self.poll.clone();
+        let (direct, fallback) = match &self.coordinator {
+            None => (None, poll),
+            Some(coordinator) => {
+                let fallback = SubscriptionPoll {
+                    poll: poll.poll.clone(),
+                    pause: PollPause {
+                        partitions: poll.pause.partitions.clone(),
+                        wake: None,
+                        wait_first: poll.pause.wait_first,
+                    },
+                };
+                let direct = coordinator.ask(ConsumerPollGroup {
+                    member: poll.poll.member,
+                    generation: poll.poll.generation,
+                    positions: poll.poll.positions,
+                    max_records: poll.poll.max_records,
+                    wait: poll.poll.wait,
+                    pause: poll.pause,
+                });
+                (Some(direct), fallback)
+            }
+        };
+        async move {
+            if let Some(direct) = direct {
+                match direct.await {
+                    Err(Error::BrokerStopped) => {}
+                    answered => return answered,
+                }
+            }
+            ask(&through_broker, fallback).await
+        }
+    }
+
+    /// A fenced commit, to the coordinator when known (see `coordinator`).
+    fn commit(&self, commit: FencedCommit) -> impl std::future::Future<Output = Result<()>> {
+        let through_broker = self.commit.clone();
+        let direct = self.coordinator.as_ref().map(|coordinator| {
+            coordinator.ask(CommitAsMember {
+                member: commit.member.clone(),
+                generation: commit.generation,
+                partition: commit.partition,
+                offset: commit.offset,
+            })
+        });
+        async move {
+            if let Some(direct) = direct {
+                match direct.await {
+                    Err(Error::BrokerStopped) => {}
+                    answered => return answered,
+                }
+            }
+            ask(&through_broker, commit).await
+        }
+    }
 }
 
 /// Sends `msg` now (so requests leave in the order they are made) and flattens a closed
@@ -155,6 +229,13 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
             }
         }
     }
+    let mut broker = broker;
+    let route = GetGroupRoute {
+        topic: join.topic.clone(),
+        group: join.group.clone(),
+    };
+    // Without it (the topic deleted meanwhile), polls go through the broker, which says so.
+    broker.coordinator = ask(&broker.group_route, route).await.ok();
     Ok(SubscriptionActor::start(
         broker,
         join,
@@ -234,7 +315,14 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         };
         let mut actor = actor;
         actor.learn(assignment.clone());
-        Subscription::new(actor.start().recipient(), ended)
+        let addr = match actor.broker.coordinator.as_ref() {
+            Some(coordinator) => {
+                let arbiter = coordinator.arbiter().clone();
+                SubscriptionActor::start_in_arbiter(&arbiter, move |_| actor)
+            }
+            None => actor.start(),
+        };
+        Subscription::new(addr.recipient(), ended)
     }
 
     /// The member's assignment as a poll, a join or a rejoin told it: a new generation
@@ -345,13 +433,13 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
                 batch,
             },
         );
-        let (commits, commit) = (
-            self.broker.commit.clone(),
+        let (broker, commit) = (
+            self.broker.clone(),
             self.fenced(generation, partition, offset),
         );
         let written = async move {
             produce.await.map_err(LetterFailed::Produce)?;
-            ask(&commits, commit).await.map_err(LetterFailed::Commit)
+            broker.commit(commit).await.map_err(LetterFailed::Commit)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
             if written.is_ok() {
@@ -441,7 +529,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
                 wait_first: self.caught_up,
             },
         };
-        let request = ask(&self.broker.poll, poll);
+        let request = self.broker.poll(poll);
         ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
             act.poll_wake = None;
             if !act.flow.poll_done() {
@@ -482,10 +570,9 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         ctx: &mut Context<Self>,
     ) {
         let Some(offset) = offset else { return };
-        let request = ask(
-            &self.broker.commit,
-            self.fenced(generation, partition, offset),
-        );
+        let request = self
+            .broker
+            .commit(self.fenced(generation, partition, offset));
         ctx.spawn(request.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
                 act.flow.report.commit_refused(partition, offset, error);

@@ -176,7 +176,7 @@ impl TopicActor {
                 GroupCoordinatorActor::new(&topic, &name, options, partitions, settings)
             },
         );
-        let coordinator = CoordinatorRef::new(addr, io.doorbell.clone());
+        let coordinator = CoordinatorRef::new(addr, io.doorbell.clone(), io.arbiter.clone());
         for partition in &self.partitions {
             partition.do_send(RegisterGroup {
                 group: group.to_owned(),
