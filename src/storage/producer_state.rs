@@ -328,11 +328,25 @@ fn list_snapshots(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
 ///
 /// # Errors
 /// `Io` when the directory cannot be listed.
+#[cfg(test)]
 pub fn load_snapshot(
     fs: &dyn FileSystem,
     dir: &Path,
     log_end: u64,
 ) -> Result<(u64, ProducerState)> {
+    load_snapshot_removing(fs, dir, log_end).map(|(offset, state, _)| (offset, state))
+}
+
+/// As [`load_snapshot`], also telling whether it deleted snapshots (the directory changed).
+///
+/// # Errors
+/// As [`load_snapshot`].
+pub fn load_snapshot_removing(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    log_end: u64,
+) -> Result<(u64, ProducerState, bool)> {
+    let mut removed = false;
     for offset in list_snapshots(fs, dir)?.into_iter().rev() {
         let path = snapshot_path(dir, offset);
         if offset > log_end {
@@ -341,6 +355,7 @@ pub fn load_snapshot(
             tracing::warn!(path = %path.display(), log_end, "producer snapshot beyond the log end; removed");
             fs.remove_file(&path)
                 .map_err(|e| StorageError::io("delete producer snapshot", &path, e))?;
+            removed = true;
             continue;
         }
         let parsed = match fs.read(&path) {
@@ -348,7 +363,7 @@ pub fn load_snapshot(
             Err(e) => Err(e.to_string()),
         };
         match parsed {
-            Ok((o, state)) if o == offset => return Ok((offset, state)),
+            Ok((o, state)) if o == offset => return Ok((offset, state, removed)),
             Ok((o, _)) => {
                 tracing::warn!(path = %path.display(), holds = o, "producer snapshot names another offset; ignored")
             }
@@ -357,7 +372,7 @@ pub fn load_snapshot(
             }
         }
     }
-    Ok((0, ProducerState::default()))
+    Ok((0, ProducerState::default(), removed))
 }
 
 struct Reader<'a> {
