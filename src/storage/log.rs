@@ -233,11 +233,10 @@ impl PartitionLog {
         config: LogConfig,
         now_ms: u64,
     ) -> Result<(Self, RecoveryReport)> {
-        fs.create_dir_all(dir)
-            .map_err(|e| StorageError::io("create partition directory", dir, e))?;
         let recovery::Loaded {
             mut segments,
             report,
+            names,
         } = recovery::load(fs, dir, INDEX_INTERVAL_BYTES)?;
         let (log_start_file, stored_start) = LogStartFile::open(fs.as_ref(), dir)?;
         let created_segment = segments.is_empty();
@@ -287,7 +286,7 @@ impl PartitionLog {
             producers: ProducerState::default(),
             clean_on_disk: false,
         };
-        let removed_snapshots = log.load_producers()?;
+        let removed_snapshots = log.load_producers(&names)?;
         if stored_start != Some(log_start_offset) {
             log.log_start_file.store(log_start_offset)?;
         }

@@ -33,15 +33,16 @@ impl From<KafkaAppend> for AppendInfo {
 }
 
 impl PartitionLog {
-    /// Rebuilds the producer state: the newest snapshot, then the batches after it. Returns
-    /// whether it removed snapshots (beyond the log end).
+    /// Rebuilds the producer state: the newest snapshot among `names` (the directory's
+    /// entries), then the batches after it. Returns whether it removed snapshots (beyond the
+    /// log end).
     ///
     /// # Errors
     /// `Io`.
-    pub(super) fn load_producers(&mut self) -> Result<bool> {
+    pub(super) fn load_producers(&mut self, names: &[String]) -> Result<bool> {
         let log_end = self.log_end_offset();
         let (from, state, removed) =
-            producer_state::load_snapshot_removing(self.fs.as_ref(), &self.dir, log_end)?;
+            producer_state::load_snapshot_among(self.fs.as_ref(), &self.dir, names, log_end)?;
         self.producers = state;
         let from = from.max(self.first_offset_on_disk());
         if from >= log_end {
