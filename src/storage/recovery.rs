@@ -226,7 +226,7 @@ fn list_segments(dir: &Path, names: &[String]) -> Vec<u64> {
         match stem.parse::<u64>() {
             Ok(base) if base <= MAX_BASE_OFFSET => bases.push(base),
             _ => tracing::warn!(
-                path = %dir.join(&name).display(),
+                path = %dir.join(name).display(),
                 "segment name beyond the largest offset (Kafka's i64::MAX); ignored"
             ),
         }
