@@ -21,7 +21,8 @@
 //! - `NANOKAFKA_BENCH_OPEN_BYTES`: size of the partition whose open is timed (default 1 GiB);
 //! - `NANOKAFKA_BENCH_RSS_BYTES`: payload bytes produced for the peak-RSS figure (default 2 GiB);
 //! - `NANOKAFKA_BENCH_SCALE_PARTITIONS`: partitions of the scale rows' topic (default 10,000,
-//!   the maximum).
+//!   the maximum);
+//! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
 //!
@@ -97,6 +98,9 @@ fn main() {
     let wire_settings = wire::WireSettings::from_env(budget, latency_run, LATENCY_RATE);
     if wire_settings.only {
         return wire_only(wire_settings, redis_server.as_deref(), budget, peer_steps);
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "scale") {
+        return scale::only(settings.scale_partitions);
     }
     if std::env::var_os("NANOKAFKA_BENCH_PRODUCE_ONLY").is_some_and(|v| v == "1") {
         return produce_only(budget);
@@ -422,47 +426,7 @@ fn main() {
         .vs("RSS before producing", peak.before as f64 / MB)
         .target(Target::AtMost(150.0)),
     ));
-    let n = scaled.partitions;
-    rows.push(Row::Section(
-        "scale: one topic of many partitions, one record each (FsyncPolicy::Never)",
-    ));
-    rows.push(Row::Figure(Figure::new(
-        "scale_create",
-        format!(
-            "create a topic of {n} partitions ({:.0} ms in all)",
-            scaled.create.as_secs_f64() * 1e3
-        ),
-        scaled.create.as_secs_f64() * 1e3 / f64::from(n),
-        "ms/partition",
-    )));
-    rows.push(Row::Figure(
-        Figure::new(
-            "scale_reopen",
-            format!("reopen after a clean shutdown until stats() shows all {n} open"),
-            scaled.reopen.as_secs_f64() * 1e3,
-            "ms",
-        )
-        .target(Target::AtMost(1000.0)),
-    ));
-    rows.push(Row::Figure(Figure::new(
-        "scale_rss_per_partition",
-        format!(
-            "RSS per idle partition after the reopen ({:.0} MB; empty broker {:.0} MB)",
-            scaled.reopened_rss as f64 / MB,
-            scaled.empty_rss as f64 / MB
-        ),
-        scaled.reopened_rss.saturating_sub(scaled.empty_rss) as f64 / 1e3 / f64::from(n),
-        "kB",
-    )));
-    rows.push(Row::Figure(
-        Figure::new(
-            "scale_open_fds",
-            format!("open file descriptors after the reopen ({n} partitions)"),
-            scaled.fds_reopened as f64,
-            "fds",
-        )
-        .vs("before the broker started", scaled.fds_before as f64),
-    ));
+    rows.extend(scale::rows(&scaled));
     rows.push(Row::Section("baselines"));
     rows.push(Row::Figure(Figure::rate(
         "baseline_raw_append",

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use nanokafka::{FsyncPolicy, NanoKafka, RecordBatch, TopicConfig};
 
+use crate::report::{self, Figure, Row, Target};
 use crate::rss::status_bytes;
+
+const MB: f64 = 1e6;
 
 /// What the measurement found.
 #[derive(Debug, Clone, Copy)]
@@ -92,4 +95,59 @@ pub fn many_partitions(partitions: u32) -> Scale {
     };
     drop(broker);
     scale
+}
+
+/// The scale rows of the report.
+pub fn rows(scaled: &Scale) -> Vec<Row> {
+    let n = scaled.partitions;
+    let mut rows = Vec::new();
+    rows.push(Row::Section(
+        "scale: one topic of many partitions, one record each (FsyncPolicy::Never)",
+    ));
+    rows.push(Row::Figure(Figure::new(
+        "scale_create",
+        format!(
+            "create a topic of {n} partitions ({:.0} ms in all)",
+            scaled.create.as_secs_f64() * 1e3
+        ),
+        scaled.create.as_secs_f64() * 1e3 / f64::from(n),
+        "ms/partition",
+    )));
+    rows.push(Row::Figure(
+        Figure::new(
+            "scale_reopen",
+            format!("reopen after a clean shutdown until stats() shows all {n} open"),
+            scaled.reopen.as_secs_f64() * 1e3,
+            "ms",
+        )
+        .target(Target::AtMost(1000.0)),
+    ));
+    rows.push(Row::Figure(Figure::new(
+        "scale_rss_per_partition",
+        format!(
+            "RSS per idle partition after the reopen ({:.0} MB; empty broker {:.0} MB)",
+            scaled.reopened_rss as f64 / MB,
+            scaled.empty_rss as f64 / MB
+        ),
+        scaled.reopened_rss.saturating_sub(scaled.empty_rss) as f64 / 1e3 / f64::from(n),
+        "kB",
+    )));
+    rows.push(Row::Figure(
+        Figure::new(
+            "scale_open_fds",
+            format!("open file descriptors after the reopen ({n} partitions)"),
+            scaled.fds_reopened as f64,
+            "fds",
+        )
+        .vs("before the broker started", scaled.fds_before as f64),
+    ));
+    rows
+}
+
+/// `NANOKAFKA_BENCH_ONLY=scale`: measures and prints only the scale rows.
+pub fn only(partitions: u32) {
+    let rows = rows(&many_partitions(partitions));
+    report::print_table(&rows);
+    let settings = serde_json::json!({ "scale_partitions": partitions });
+    println!("{}", report::json_line(&rows, settings));
 }

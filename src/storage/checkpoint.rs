@@ -1,10 +1,15 @@
 //! The two small per-partition state files besides segments and offsets.
 //!
 //! # `checkpoint` — what recovery may trust
-//! Written atomically (temp file, fsync, rename, fsync dir) at open, after every segment roll
-//! once the sealed segment and the directory are synced (on a background thread unless
-//! `FsyncPolicy::Always`: see `PartitionLog::roll`), and at clean shutdown. 40 bytes,
-//! little-endian:
+//! Written atomically (temp file, fsync, rename, fsync dir) after every segment roll once the
+//! sealed segment and the directory are synced (on a background thread unless
+//! `FsyncPolicy::Always`: see `PartitionLog::roll`), at clean shutdown, and unclean
+//! (`clean` 0, `recovery_point` the log end) before the first change to the log's files after
+//! an open. An open that trusted a clean checkpoint and changed nothing leaves it as it is:
+//! it still describes the files, so a crash before the first append, roll or retention is
+//! recovered as clean (correctly: nothing changed), and its clean shutdown writes nothing.
+//! An open that recovered anything (an unclean or missing checkpoint, a scan, a created
+//! segment, removed leftovers) writes the unclean one at once. 40 bytes, little-endian:
 //!
 //! ```text
 //! offset  size  field

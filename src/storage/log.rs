@@ -14,7 +14,9 @@
 //! [`FsyncPolicy::Always`] it also `fdatasync`s once for the batch; under `Interval` the owner
 //! calls [`PartitionLog::sync`] on a timer; under `Never` it is left to the OS. A rolled
 //! segment is synced and the checkpoint's recovery point moved past it, so after a crash only
-//! the active segment is scanned.
+//! the active segment is scanned. After a clean shutdown the checkpoint stays clean until the
+//! first change (see [`super::checkpoint`]): an open of an untouched partition writes and
+//! syncs nothing.
 //!
 //! # Retention
 //! Three predicates over records (count, bytes, age) each give the first offset they would
@@ -203,6 +205,10 @@ pub struct PartitionLog {
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
     /// Idempotent producers' last batches (see [`producer_state`]).
     producers: ProducerState,
+    /// The checkpoint on disk says clean: the open trusted a clean shutdown and nothing has
+    /// changed the files since. The first change writes the unclean checkpoint first
+    /// ([`PartitionLog::mark_unclean`]), and a `close` with nothing changed writes nothing.
+    clean_on_disk: bool,
 }
 
 impl PartitionLog {
@@ -227,14 +233,14 @@ impl PartitionLog {
         config: LogConfig,
         now_ms: u64,
     ) -> Result<(Self, RecoveryReport)> {
-        fs.create_dir_all(dir)
-            .map_err(|e| StorageError::io("create partition directory", dir, e))?;
         let recovery::Loaded {
             mut segments,
             report,
+            names,
         } = recovery::load(fs, dir, INDEX_INTERVAL_BYTES)?;
         let (log_start_file, stored_start) = LogStartFile::open(fs.as_ref(), dir)?;
-        if segments.is_empty() {
+        let created_segment = segments.is_empty();
+        if created_segment {
             let base = stored_start.unwrap_or(0);
             segments.insert(
                 base,
@@ -278,24 +284,61 @@ impl PartitionLog {
             batch_hint: None,
             sealing: None,
             producers: ProducerState::default(),
+            clean_on_disk: false,
         };
-        log.load_producers()?;
-        log.log_start_file.store(log_start_offset)?;
+        let removed_snapshots = log.load_producers(&names)?;
+        if stored_start != Some(log_start_offset) {
+            log.log_start_file.store(log_start_offset)?;
+        }
+        // After a clean shutdown, with every file as that shutdown left it, the checkpoint
+        // on disk still describes the log: it stays clean until the first change
+        // (`mark_unclean`). Otherwise recovery or this open changed the directory: make the
+        // names it created durable and record the recovery point now.
+        let untouched = report.clean_shutdown
+            && report.segments_scanned == 0
+            && report.leftovers_removed.is_empty()
+            && !created_segment
+            && !removed_snapshots;
+        log.clean_on_disk = true;
+        if !untouched {
+            sync_dir(fs.as_ref(), dir)?;
+            log.mark_unclean()?;
+        }
         // Retention deletes old records; failing to do it now must not keep the partition
         // from opening (it would fail the same way on every restart). It is retried after the
         // next append.
         if let Err(e) = log.enforce_retention(now_ms) {
             tracing::warn!(dir = %dir.display(), error = %e, "retention failed at open; will retry");
         }
-        // Make the names of files this open created (segment, log start) durable.
-        sync_dir(fs.as_ref(), dir)?;
-        Checkpoint {
-            clean: false,
-            recovery_point: log.log_end_offset(),
-            ..Checkpoint::default()
-        }
-        .write(fs.as_ref(), dir)?;
         Ok((log, report))
+    }
+
+    /// Writes the unclean checkpoint if the one on disk still says clean: called before
+    /// anything changes the log's files (an append, a roll, retention), so that a crash from
+    /// then on is recovered by a scan from the recovery point. Every record is synced at that
+    /// moment (the clean shutdown synced them, and nothing was appended since), so the
+    /// recovery point is the log end.
+    ///
+    /// # Errors
+    /// `Io` when the checkpoint cannot be written; the caller then changes nothing.
+    fn mark_unclean(&mut self) -> Result<()> {
+        if self.clean_on_disk {
+            Checkpoint {
+                clean: false,
+                recovery_point: self.log_end_offset(),
+                ..Checkpoint::default()
+            }
+            .write(self.fs.as_ref(), &self.dir)?;
+            self.clean_on_disk = false;
+        }
+        Ok(())
+    }
+
+    /// Whether the checkpoint on disk says clean: this open trusted a clean shutdown and
+    /// nothing has changed the files since (see [`PartitionLog::open`]).
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn is_clean_on_disk(&self) -> bool {
+        self.clean_on_disk
     }
 
     /// Lowers the cap on what a client's compressed batch may decompress to (see
@@ -398,6 +441,7 @@ impl PartitionLog {
                 timestamp_ms,
             });
         }
+        self.mark_unclean()?;
         let active = self.active();
         if active.size() > 0 && active.size() + batch_len as u64 > self.config.segment_bytes {
             self.roll()?;
@@ -681,6 +725,7 @@ impl PartitionLog {
             start = start.max(self.first_offset_within_bytes(max_bytes, start)?);
         }
         if start > self.log_start_offset {
+            self.mark_unclean()?;
             self.log_start_offset = start;
             self.log_start_file.store(start)?;
             self.delete_segments_below_start()?;
@@ -864,6 +909,11 @@ impl PartitionLog {
     /// `Io` when the sync or the checkpoint write fails; the next open then scans.
     pub fn close(mut self) -> Result<()> {
         self.finish_sealing()?;
+        if self.clean_on_disk {
+            // Nothing changed since the clean shutdown this open trusted: its checkpoint and
+            // producer snapshot still describe the files.
+            return Ok(());
+        }
         self.write_producer_snapshot(self.log_end_offset())?;
         self.active_mut().sync_all()?;
         self.dirty = false;

@@ -23,12 +23,15 @@
 //! ```
 //!
 //! # Crash story
-//! The directory is synced when the journal is opened, so the file itself survives a power
-//! loss. An entry is written with one `write` before the commit is acknowledged, so it survives a
-//! process crash; under `FsyncPolicy::Always` it is also `fdatasync`ed first. A torn last entry
-//! (a crash mid-write, or unsynced data lost to a power failure) fails its length or CRC and
-//! is cut on open: that commit was never acknowledged, or was within the documented loss
-//! window, and the group re-reads from its previous commit (at-least-once).
+//! The directory is synced when an open creates the journal, so the file itself survives a
+//! power loss; a journal found at open gets its directory synced with its first synced
+//! commit (the process that created it may have died before its sync), not at open, so an
+//! open costs no fsync. An entry is written with one `write` before the commit is
+//! acknowledged, so it survives a process crash; under `FsyncPolicy::Always` it is also
+//! `fdatasync`ed first. A torn last entry (a crash mid-write, or unsynced data lost to a power
+//! failure) fails its length or CRC and is cut on open: that commit was never acknowledged,
+//! or was within the documented loss window, and the group re-reads from its previous commit
+//! (at-least-once).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,6 +70,10 @@ pub struct OffsetStore {
     /// next sync does that first, or a power loss could bring back the old journal without
     /// the commits written since.
     rename_unsynced: bool,
+    /// The journal existed at open: the open that created it synced the directory, unless
+    /// that process died first. Its first sync of a commit syncs the directory too, once, so
+    /// a synced commit never depends on a name nobody synced (and an open costs no fsync).
+    name_unproven: bool,
     /// No compaction below this journal length: set after a failed one (see
     /// [`COMPACT_RETRY_BYTES`]).
     compact_retry_len: u64,
@@ -90,26 +97,22 @@ impl OffsetStore {
     /// As [`OffsetStore::open`].
     pub fn open_with(fs: &SharedFs, dir: &Path, fsync: FsyncPolicy) -> Result<Self> {
         let path = dir.join(JOURNAL_FILE);
-        let bytes = match fs.read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(StorageError::io("read offsets journal", &path, e)),
-        };
+        let (file, created) = open_journal(fs, &path)?;
+        let bytes = read_whole(file.as_ref(), &path)?;
         let (committed, valid_len) = replay(&bytes);
         if valid_len < bytes.len() {
             tracing::warn!(
                 path = %path.display(), position = valid_len, bytes_cut = bytes.len() - valid_len,
                 "cut a torn entry from the offsets journal"
             );
+            file.set_len(valid_len as u64)
+                .map_err(|e| StorageError::io("truncate offsets journal", &path, e))?;
         }
-        let file = fs
-            .open(&path, OpenMode::CreateIfMissing)
-            .map_err(|e| StorageError::io("open offsets journal", &path, e))?;
         // A journal just created is lost with its directory entry unless the directory is
         // synced: every commit in it, however well synced, would go with it.
-        sync_dir(fs.as_ref(), dir)?;
-        file.set_len(valid_len as u64)
-            .map_err(|e| StorageError::io("truncate offsets journal", &path, e))?;
+        if created {
+            sync_dir(fs.as_ref(), dir)?;
+        }
         let mut store = OffsetStore {
             path,
             file,
@@ -120,6 +123,7 @@ impl OffsetStore {
             fsync,
             dirty: false,
             rename_unsynced: false,
+            name_unproven: !created,
             compact_retry_len: 0,
             scratch: Vec::new(),
         };
@@ -179,9 +183,10 @@ impl OffsetStore {
     /// `fdatasync`s the journal. After a failure the unsynced entries are written again, so
     /// their pages are dirty and the next sync persists them (see [`rewrite_unsynced`]).
     fn sync_journal(&mut self) -> Result<()> {
-        if self.rename_unsynced {
+        if self.rename_unsynced || self.name_unproven {
             sync_dir(self.fs.as_ref(), self.dir())?;
             self.rename_unsynced = false;
+            self.name_unproven = false;
         }
         match self.file.sync_data() {
             Ok(()) => {
@@ -254,8 +259,30 @@ impl OffsetStore {
         self.rename_unsynced = true;
         sync_dir(self.fs.as_ref(), self.dir())?;
         self.rename_unsynced = false;
+        self.name_unproven = false;
         Ok(())
     }
+}
+
+/// Opens the journal at `path`, creating it if absent; `true` when it was created.
+fn open_journal(fs: &SharedFs, path: &Path) -> Result<(Box<dyn StorageFile>, bool)> {
+    let opened = match fs.open(path, OpenMode::Existing) {
+        Ok(file) => Ok((file, false)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs
+            .open(path, OpenMode::CreateIfMissing)
+            .map(|file| (file, true)),
+        Err(e) => Err(e),
+    };
+    opened.map_err(|e| StorageError::io("open offsets journal", path, e))
+}
+
+/// The whole content of `file`.
+fn read_whole(file: &dyn StorageFile, path: &Path) -> Result<Vec<u8>> {
+    let read = file.size().and_then(|len| {
+        let mut bytes = vec![0; len as usize];
+        file.read_exact_at(&mut bytes, 0).map(|()| bytes)
+    });
+    read.map_err(|e| StorageError::io("read offsets journal", path, e))
 }
 
 fn encode_entry(buf: &mut Vec<u8>, group: &str, offset: u64) {

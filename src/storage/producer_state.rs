@@ -313,14 +313,20 @@ pub fn write_snapshot(
 
 /// The offsets of the snapshot files in `dir`, ascending.
 fn list_snapshots(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
-    let mut offsets: Vec<u64> = fs
+    let names = fs
         .list(dir)
-        .map_err(|e| StorageError::io("list partition directory", dir, e))?
+        .map_err(|e| StorageError::io("list partition directory", dir, e))?;
+    Ok(snapshot_offsets(&names))
+}
+
+/// The offsets of the snapshot files among `names`, ascending.
+fn snapshot_offsets(names: &[String]) -> Vec<u64> {
+    let mut offsets: Vec<u64> = names
         .iter()
         .filter_map(|name| name.strip_suffix(SNAPSHOT_SUFFIX)?.parse().ok())
         .collect();
     offsets.sort_unstable();
-    Ok(offsets)
+    offsets
 }
 
 /// The newest valid snapshot at or below `log_end`: `(offset, state)`; `(0, empty)` when
@@ -328,12 +334,31 @@ fn list_snapshots(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>> {
 ///
 /// # Errors
 /// `Io` when the directory cannot be listed.
+#[cfg(test)]
 pub fn load_snapshot(
     fs: &dyn FileSystem,
     dir: &Path,
     log_end: u64,
 ) -> Result<(u64, ProducerState)> {
-    for offset in list_snapshots(fs, dir)?.into_iter().rev() {
+    let names = fs
+        .list(dir)
+        .map_err(|e| StorageError::io("list partition directory", dir, e))?;
+    load_snapshot_among(fs, dir, &names, log_end).map(|(offset, state, _)| (offset, state))
+}
+
+/// As [`load_snapshot`], among `names` (the entries of `dir`, listed by the caller), also
+/// telling whether it deleted snapshots (the directory changed).
+///
+/// # Errors
+/// `Io` when a snapshot beyond `log_end` cannot be deleted.
+pub fn load_snapshot_among(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    log_end: u64,
+) -> Result<(u64, ProducerState, bool)> {
+    let mut removed = false;
+    for offset in snapshot_offsets(names).into_iter().rev() {
         let path = snapshot_path(dir, offset);
         if offset > log_end {
             // The log lost the batches it describes (a cut tail). Removed now, before any
@@ -341,6 +366,7 @@ pub fn load_snapshot(
             tracing::warn!(path = %path.display(), log_end, "producer snapshot beyond the log end; removed");
             fs.remove_file(&path)
                 .map_err(|e| StorageError::io("delete producer snapshot", &path, e))?;
+            removed = true;
             continue;
         }
         let parsed = match fs.read(&path) {
@@ -348,7 +374,7 @@ pub fn load_snapshot(
             Err(e) => Err(e.to_string()),
         };
         match parsed {
-            Ok((o, state)) if o == offset => return Ok((offset, state)),
+            Ok((o, state)) if o == offset => return Ok((offset, state, removed)),
             Ok((o, _)) => {
                 tracing::warn!(path = %path.display(), holds = o, "producer snapshot names another offset; ignored")
             }
@@ -357,7 +383,7 @@ pub fn load_snapshot(
             }
         }
     }
-    Ok((0, ProducerState::default()))
+    Ok((0, ProducerState::default(), removed))
 }
 
 struct Reader<'a> {

@@ -133,6 +133,16 @@ fn run(seed: u64, fsync: FsyncPolicy) -> (usize, usize) {
                 acked.synced_values = acked.values.len();
                 acked.synced_commits = acked.commits.len();
             }
+            17 => {
+                // A clean shutdown and reopen: the reopened log writes nothing until its
+                // first append, and a power loss after that must still be recovered.
+                offsets.sync().expect("sync");
+                log.close().expect("close");
+                (log, offsets) = open(&fs, fsync);
+                assert!(log.is_clean_on_disk(), "seed {seed} step {step}");
+                acked.synced_values = acked.values.len();
+                acked.synced_commits = acked.commits.len();
+            }
             _ => {
                 drop((log, offsets));
                 sim.crash();
@@ -570,5 +580,58 @@ fn commits_of_a_previous_process_survive_a_failed_sync_and_a_power_loss() {
             [("g", 1), ("h", 2), ("k", 3)],
             "seed {seed}: commits lost after a sync that succeeded"
         );
+    }
+}
+
+#[test]
+fn a_commit_to_a_journal_whose_name_was_never_synced_survives_a_power_loss() {
+    // The process that created the journal died before syncing its directory: the next
+    // open finds the file, and its first synced commit must make the name durable too.
+    let sim = SimFs::new(7);
+    let fs: SharedFs = Arc::new(sim.clone());
+    let dir = Path::new(DIR);
+    fs.open(
+        &dir.join("offsets.journal"),
+        nanokafka::storage::fs::OpenMode::CreateIfMissing,
+    )
+    .unwrap();
+    let mut offsets = OffsetStore::open_with(&fs, dir, FsyncPolicy::Always).unwrap();
+    offsets.commit("g", 5).unwrap();
+    drop(offsets);
+    sim.crash();
+    let offsets = OffsetStore::open_with(&fs, dir, FsyncPolicy::Always).unwrap();
+    assert_eq!(offsets.get("g"), Some(5));
+}
+
+#[test]
+fn records_appended_after_a_clean_reopen_survive_a_power_loss() {
+    for fsync in [FsyncPolicy::Always, FsyncPolicy::Never] {
+        let sim = SimFs::new(11);
+        let fs: SharedFs = Arc::new(sim.clone());
+        let (mut log, offsets) = open(&fs, fsync);
+        for i in 0..50 {
+            append_value(&mut log, i).unwrap();
+        }
+        log.close().unwrap();
+        drop(offsets);
+        let before = sim.stats();
+        let (mut log, _offsets) = open(&fs, fsync);
+        let after = sim.stats();
+        assert_eq!(
+            (after.writes, after.syncs),
+            (before.writes, before.syncs),
+            "{fsync:?}: a clean reopen writes and syncs nothing"
+        );
+        for i in 50..60 {
+            append_value(&mut log, i).unwrap();
+        }
+        log.sync().unwrap();
+        drop(log);
+        sim.crash();
+        let (mut log, report) =
+            PartitionLog::open_with(&fs, Path::new(DIR), config(fsync), NOW).unwrap();
+        assert!(!report.clean_shutdown, "{fsync:?}");
+        let values: Vec<Vec<u8>> = read_all(&mut log).into_iter().map(|(_, v)| v).collect();
+        assert_eq!(values, (0..60).map(value).collect::<Vec<_>>(), "{fsync:?}");
     }
 }

@@ -888,3 +888,81 @@ fn bytes_retention_steps_over_a_damaged_record() {
         assert_eq!(read_all(&mut log, 0), expected(keep..1200));
     }
 }
+
+/// The `clean` byte of the partition's checkpoint (its format: `storage::checkpoint`).
+fn checkpoint_says_clean(dir: &Path) -> bool {
+    fs::read(dir.join("checkpoint")).unwrap()[5] == 1
+}
+
+#[test]
+fn a_partition_reopened_cleanly_and_never_written_stays_clean_after_a_crash() {
+    let (dir, log) = log_with(300, config());
+    log.close().unwrap();
+    let checkpoint = fs::read(dir.path().join("checkpoint")).unwrap();
+    let (mut log, report) = reopen(dir.path(), config());
+    assert!(report.clean_shutdown);
+    assert!(log.is_clean_on_disk());
+    assert_eq!(read_all(&mut log, 0), expected(0..300));
+    drop(log); // a crash: no close
+    assert_eq!(fs::read(dir.path().join("checkpoint")).unwrap(), checkpoint);
+
+    let (mut log, report) = reopen(dir.path(), config());
+    assert!(report.clean_shutdown, "nothing changed: still clean");
+    assert_eq!(report.segments_scanned, 0);
+    assert_eq!(read_all(&mut log, 0), expected(0..300));
+    log.close().unwrap();
+    assert_eq!(
+        fs::read(dir.path().join("checkpoint")).unwrap(),
+        checkpoint,
+        "a close with nothing changed rewrites nothing"
+    );
+}
+
+#[test]
+fn a_partition_written_after_a_clean_reopen_is_recovered_as_unclean_after_a_crash() {
+    // One record; enough records to roll segments (the active segment is then another file,
+    // which the clean checkpoint's size check alone cannot vouch for).
+    for appended in [1, 200] {
+        let (dir, log) = log_with(300, config());
+        let segments = log.segment_count();
+        log.close().unwrap();
+        let (mut log, _) = reopen(dir.path(), config());
+        assert!(checkpoint_says_clean(dir.path()));
+        append_n(&mut log, 300, appended);
+        assert!(
+            !checkpoint_says_clean(dir.path()),
+            "{appended}: marked unclean by the first append"
+        );
+        assert!(!log.is_clean_on_disk());
+        if appended > 1 {
+            assert!(log.segment_count() > segments, "the appends rolled");
+        }
+        drop(log); // a crash
+
+        let (mut log, report) = reopen(dir.path(), config());
+        assert!(!report.clean_shutdown, "{appended}");
+        assert!(report.segments_scanned >= 1, "{appended}");
+        assert_eq!(read_all(&mut log, 0), expected(0..300 + appended));
+    }
+}
+
+#[test]
+fn retention_at_a_clean_reopen_marks_the_partition_unclean() {
+    let (dir, log) = log_with(300, config());
+    log.close().unwrap();
+    let keep_ten = LogConfig {
+        retention: RetentionPolicy {
+            records: Some(10),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let (log, report) = reopen(dir.path(), keep_ten);
+    assert!(report.clean_shutdown);
+    assert_eq!(log.log_start_offset(), 290);
+    assert!(!checkpoint_says_clean(dir.path()));
+    drop(log);
+    let (mut log, report) = reopen(dir.path(), keep_ten);
+    assert!(!report.clean_shutdown);
+    assert_eq!(read_all(&mut log, 0), expected(290..300));
+}

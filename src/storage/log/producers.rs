@@ -33,17 +33,20 @@ impl From<KafkaAppend> for AppendInfo {
 }
 
 impl PartitionLog {
-    /// Rebuilds the producer state: the newest snapshot, then the batches after it.
+    /// Rebuilds the producer state: the newest snapshot among `names` (the directory's
+    /// entries), then the batches after it. Returns whether it removed snapshots (beyond the
+    /// log end).
     ///
     /// # Errors
     /// `Io`.
-    pub(super) fn load_producers(&mut self) -> Result<()> {
+    pub(super) fn load_producers(&mut self, names: &[String]) -> Result<bool> {
         let log_end = self.log_end_offset();
-        let (from, state) = producer_state::load_snapshot(self.fs.as_ref(), &self.dir, log_end)?;
+        let (from, state, removed) =
+            producer_state::load_snapshot_among(self.fs.as_ref(), &self.dir, names, log_end)?;
         self.producers = state;
         let from = from.max(self.first_offset_on_disk());
         if from >= log_end {
-            return Ok(());
+            return Ok(removed);
         }
         let mut producers = std::mem::take(&mut self.producers);
         let scanned = self.scan_from(from, |frame| {
@@ -51,7 +54,7 @@ impl PartitionLog {
             true
         });
         self.producers = producers;
-        scanned
+        scanned.map(|()| removed)
     }
 
     /// The base offset of the first segment.
@@ -106,6 +109,7 @@ impl PartitionLog {
                 duplicate: true,
             });
         }
+        self.mark_unclean()?;
         let active = self.active();
         if active.size() > 0 && active.size() + batch.len() as u64 > self.config.segment_bytes {
             self.roll()?;
