@@ -16,7 +16,7 @@ use actix::prelude::*;
 use futures::channel::oneshot;
 use futures::future::{select, select_all, Either, FutureExt};
 
-use super::io_thread::Doorbell;
+use super::io_thread::Rung;
 use super::partition::{CommitOffset, Fetch, PartitionRef, WaitForData};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget};
 use super::BrokerSettings;
@@ -30,70 +30,9 @@ mod delete;
 pub use alter::AddPartitions;
 pub use delete::DeleteGroup;
 
-/// A coordinator's address and its I/O thread's doorbell: every message goes through it and
-/// rings the doorbell after it is enqueued (see [`PartitionRef`], which does the same for
-/// partitions).
-#[derive(Debug, Clone)]
-pub struct CoordinatorRef {
-    addr: Addr<GroupCoordinatorActor>,
-    doorbell: Arc<Doorbell>,
-    /// The I/O arbiter it runs on (a push subscription of the group runs there too).
-    arbiter: ArbiterHandle,
-}
-
-impl CoordinatorRef {
-    pub fn new(
-        addr: Addr<GroupCoordinatorActor>,
-        doorbell: Arc<Doorbell>,
-        arbiter: ArbiterHandle,
-    ) -> Self {
-        CoordinatorRef {
-            addr,
-            doorbell,
-            arbiter,
-        }
-    }
-
-    /// The I/O arbiter the coordinator runs on.
-    pub fn arbiter(&self) -> &ArbiterHandle {
-        &self.arbiter
-    }
-
-    /// Sends `msg` (enqueued before this returns) and rings the doorbell.
-    pub fn send<M>(&self, msg: M) -> Request<GroupCoordinatorActor, M>
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        GroupCoordinatorActor: Handler<M>,
-    {
-        let request = self.addr.send(msg);
-        self.doorbell.ring();
-        request
-    }
-
-    /// Sends `msg` without waiting for room or a reply, and rings the doorbell.
-    pub fn do_send<M>(&self, msg: M)
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        GroupCoordinatorActor: Handler<M>,
-    {
-        self.addr.do_send(msg);
-        self.doorbell.ring();
-    }
-
-    /// Sends `msg` now (see [`CoordinatorRef::send`]) and flattens a closed mailbox into
-    /// `BrokerStopped`.
-    pub fn ask<M, T>(&self, msg: M) -> impl Future<Output = Result<T>> + 'static
-    where
-        M: Message<Result = Result<T>> + Send + 'static,
-        T: Send + 'static,
-        GroupCoordinatorActor: Handler<M>,
-    {
-        let request = self.send(msg);
-        async move { request.await.map_err(|_| Error::BrokerStopped)? }
-    }
-}
+/// A coordinator's address and its I/O thread (see [`Rung`]): a push subscription of the
+/// group runs on that thread too.
+pub type CoordinatorRef = Rung<GroupCoordinatorActor>;
 
 /// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.
 #[derive(Debug)]

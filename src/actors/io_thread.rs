@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 
+use crate::error::{Error, Result};
 use crate::spin::{now_nanos, spin_until, SpinHistory};
 
 /// Rung by senders of latency-sensitive messages; see the module docs.
@@ -136,6 +137,76 @@ impl IoThread {
             arbiter: self.arbiter.handle(),
             doorbell: self.doorbell.clone(),
         }
+    }
+}
+
+/// An actor's address on an I/O thread, with that thread (its arbiter and doorbell). Every
+/// message goes through it, and each send rings the doorbell after the message is enqueued:
+/// a thread that spins while idle then handles it at once instead of when its spin ends.
+/// `PartitionRef` and `CoordinatorRef` are its two kinds.
+#[derive(Debug)]
+pub struct Rung<A: Actor> {
+    addr: Addr<A>,
+    io: IoThreadHandle,
+}
+
+impl<A: Actor> Clone for Rung<A> {
+    fn clone(&self) -> Self {
+        Rung {
+            addr: self.addr.clone(),
+            io: self.io.clone(),
+        }
+    }
+}
+
+impl<A: Actor<Context = Context<A>>> Rung<A> {
+    pub fn new(addr: Addr<A>, io: IoThreadHandle) -> Self {
+        Rung { addr, io }
+    }
+
+    /// The address itself (a message sent through it does not ring).
+    pub fn addr(&self) -> &Addr<A> {
+        &self.addr
+    }
+
+    /// The I/O thread the actor runs on.
+    pub fn io(&self) -> &IoThreadHandle {
+        &self.io
+    }
+
+    /// Sends `msg` (enqueued before this returns) and rings the doorbell.
+    pub fn send<M>(&self, msg: M) -> Request<A, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+    {
+        let request = self.addr.send(msg);
+        self.io.doorbell.ring();
+        request
+    }
+
+    /// Sends `msg` without waiting for room or a reply, and rings the doorbell.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+    {
+        self.addr.do_send(msg);
+        self.io.doorbell.ring();
+    }
+
+    /// Sends `msg` now (see [`Rung::send`]) and flattens a closed mailbox into
+    /// `BrokerStopped`.
+    pub fn ask<M, T>(&self, msg: M) -> impl std::future::Future<Output = Result<T>> + 'static
+    where
+        M: Message<Result = Result<T>> + Send + 'static,
+        T: Send + 'static,
+        A: Handler<M>,
+    {
+        let request = self.send(msg);
+        async move { request.await.map_err(|_| Error::BrokerStopped)? }
     }
 }
 

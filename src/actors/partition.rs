@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::channel::oneshot;
 
-use super::io_thread::Doorbell;
+use super::io_thread::{Doorbell, Rung};
 use super::lane::{Append, AppendReply};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget, RestartDecision};
 use super::BrokerSettings;
@@ -44,58 +44,13 @@ pub use delete::DeletePartition;
 mod alter;
 pub use alter::ReconfigurePartition;
 
-/// A partition actor's address and its I/O thread's doorbell. Every message goes through
-/// it, and each send rings the doorbell after the message is enqueued: an I/O thread that
-/// spins while idle then handles it at once instead of when its spin ends.
-#[derive(Debug, Clone)]
-pub struct PartitionRef {
-    addr: Addr<PartitionActor>,
-    doorbell: Arc<Doorbell>,
-}
+/// A partition actor's address and its I/O thread (see [`Rung`]).
+pub type PartitionRef = Rung<PartitionActor>;
 
 impl PartitionRef {
-    pub fn new(addr: Addr<PartitionActor>, doorbell: Arc<Doorbell>) -> Self {
-        PartitionRef { addr, doorbell }
-    }
-
-    /// Sends `msg` (enqueued before this returns) and rings the doorbell.
-    pub fn send<M>(&self, msg: M) -> Request<PartitionActor, M>
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        PartitionActor: Handler<M>,
-    {
-        let request = self.addr.send(msg);
-        self.doorbell.ring();
-        request
-    }
-
-    /// Sends `msg` without waiting for room or a reply, and rings the doorbell.
-    pub fn do_send<M>(&self, msg: M)
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        PartitionActor: Handler<M>,
-    {
-        self.addr.do_send(msg);
-        self.doorbell.ring();
-    }
-
-    /// Sends `msg` now (see [`PartitionRef::send`]) and flattens a closed mailbox into
-    /// `BrokerStopped`.
-    pub fn ask<M, T>(&self, msg: M) -> impl std::future::Future<Output = Result<T>> + 'static
-    where
-        M: Message<Result = Result<T>> + Send + 'static,
-        T: Send + 'static,
-        PartitionActor: Handler<M>,
-    {
-        let request = self.send(msg);
-        async move { request.await.map_err(|_| Error::BrokerStopped)? }
-    }
-
     /// Where a produce lane sends its `Append`s, and the doorbell it rings after each.
     pub fn lane_target(&self) -> (Recipient<Append>, Arc<Doorbell>) {
-        (self.addr.clone().recipient(), self.doorbell.clone())
+        (self.addr().clone().recipient(), self.io().doorbell.clone())
     }
 }
 

@@ -317,7 +317,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         actor.learn(assignment.clone());
         let addr = match actor.broker.coordinator.as_ref() {
             Some(coordinator) => {
-                let arbiter = coordinator.arbiter().clone();
+                let arbiter = coordinator.io().arbiter.clone();
                 SubscriptionActor::start_in_arbiter(&arbiter, move |_| actor)
             }
             None => actor.start(),

@@ -132,7 +132,7 @@ impl TopicActor {
                 ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
                 PartitionActor::new(&name, p, &config, settings)
             });
-            let partition = PartitionRef::new(addr, io.doorbell.clone());
+            let partition = PartitionRef::new(addr, io.clone());
             let (addr, doorbell) = partition.lane_target();
             self.lanes
                 .push(Arc::new(Lane::new(shared_name.clone(), p, addr, doorbell)));
@@ -176,7 +176,7 @@ impl TopicActor {
                 GroupCoordinatorActor::new(&topic, &name, options, partitions, settings)
             },
         );
-        let coordinator = CoordinatorRef::new(addr, io.doorbell.clone(), io.arbiter.clone());
+        let coordinator = CoordinatorRef::new(addr, io.clone());
         for partition in &self.partitions {
             partition.do_send(RegisterGroup {
                 group: group.to_owned(),
