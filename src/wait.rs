@@ -5,9 +5,9 @@
 //! machine a parked thread takes tens of microseconds to be woken, far longer than a
 //! partition takes to answer a produce. A reply that arrives while the caller still spins
 //! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`]), yields the
-//! core after its first microseconds, and is skipped while this thread's spins have not been
-//! paying (see `crate::spin`); a caller waiting for an fsync or a long poll parks and burns no
-//! CPU.
+//! core between short rounds of checks, and is skipped while this thread's spins have not
+//! been paying (see `crate::spin`); a caller waiting for an fsync or a long poll parks and
+//! burns no CPU.
 
 use std::future::Future;
 use std::pin::pin;
