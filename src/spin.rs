@@ -26,8 +26,8 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -110,8 +110,9 @@ impl SpinHistory {
 pub const HURRY_WINDOW: Duration = Duration::from_micros(50);
 
 thread_local! {
-    /// [`Hurry`] futures alive on this thread.
-    static HURRYING: Cell<usize> = const { Cell::new(0) };
+    /// [`Hurry`] futures made on this thread and not finished (shared, so that one finished on
+    /// another thread of a work-stealing runtime still counts itself out here).
+    static HURRYING: Arc<AtomicUsize> = Arc::default();
     /// Whether this thread's hurried requests have been answered within the window.
     static HURRY_PAYS: Cell<bool> = const { Cell::new(true) };
 }
@@ -127,27 +128,36 @@ thread_local! {
 pub struct Hurry<F> {
     inner: F,
     started: Option<Instant>,
-    /// Counted in `HURRYING` until it ends.
-    counted: bool,
+    /// The `HURRYING` count of the thread that made it, until it ends.
+    counted: Option<Arc<AtomicUsize>>,
     /// Still keeping its task awake.
     awake: bool,
 }
 
 impl<F> Hurry<F> {
     pub fn new(inner: F) -> Self {
-        HURRYING.with(|n| n.set(n.get() + 1));
+        let count = HURRYING.with(Arc::clone);
+        count.fetch_add(1, Ordering::Relaxed);
         Hurry {
             inner,
             started: None,
-            counted: true,
+            counted: Some(count),
             awake: true,
         }
     }
 
     fn uncount(&mut self) {
-        if std::mem::take(&mut self.counted) {
-            HURRYING.with(|n| n.set(n.get().saturating_sub(1)));
+        if let Some(count) = self.counted.take() {
+            count.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    /// Whether it is the only one in flight on this thread (and was made on it).
+    fn alone(&self) -> bool {
+        let Some(count) = &self.counted else {
+            return false;
+        };
+        HURRYING.with(|here| Arc::ptr_eq(here, count)) && count.load(Ordering::Relaxed) == 1
     }
 }
 
@@ -170,8 +180,7 @@ impl<F: Future + Unpin> Future for Hurry<F> {
             self.uncount();
             return Poll::Ready(output);
         }
-        let alone = HURRYING.with(Cell::get) == 1;
-        if self.awake && alone && HURRY_PAYS.with(Cell::get) {
+        if self.awake && self.alone() && HURRY_PAYS.with(Cell::get) {
             if started.elapsed() < HURRY_WINDOW {
                 std::thread::yield_now();
                 cx.waker().wake_by_ref();
@@ -248,7 +257,11 @@ mod tests {
             Poll::Ready(Ok(7))
         ));
         drop(hurried);
-        assert_eq!(HURRYING.with(Cell::get), 0, "every request is uncounted");
+        assert_eq!(
+            HURRYING.with(|n| n.load(Ordering::Relaxed)),
+            0,
+            "every request is uncounted"
+        );
     }
 
     fn waker_setting(flag: std::sync::Arc<AtomicBool>) -> std::task::Waker {
