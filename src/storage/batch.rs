@@ -116,11 +116,17 @@ impl RecordBatch {
     /// A batch with room for `records` records of `payload_bytes` key and value bytes in all.
     /// The room reserved is at most 1 GiB, the largest batch any broker takes,
     /// whatever the arguments say.
+    ///
+    /// The room is enough for records of equal size without headers, so that filling the
+    /// batch never grows its buffer: a grown buffer is a copy of all of it, and one past
+    /// glibc's mmap threshold (128 KiB) is mapped, faulted in page by page and unmapped with
+    /// a TLB shootdown on every batch.
     pub fn with_capacity(records: usize, payload_bytes: usize) -> Self {
         let bytes = records
-            .saturating_mul(8)
+            .saturating_mul(record_framing(records, payload_bytes))
             .saturating_add(payload_bytes)
-            .saturating_add(HEADER_LEN)
+            // `encode_record` reserves a longest varint for each record's length.
+            .saturating_add(HEADER_LEN + format::MAX_VARINT_LEN)
             .min(MAX_BATCH_BYTES);
         let mut buf = Vec::with_capacity(bytes);
         buf.resize(HEADER_LEN, 0);
@@ -283,6 +289,16 @@ impl RecordBatch {
     }
 }
 
+/// The bytes a record takes besides its key and value, for `records` records sharing
+/// `payload_bytes` equally and without headers: the length, offset delta, key length and value
+/// length varints, and the attributes, timestamp delta and header count bytes (one each).
+fn record_framing(records: usize, payload_bytes: usize) -> usize {
+    let per_record = payload_bytes / records.max(1);
+    let varint = |n: usize| format::varint_len(i64::try_from(n).unwrap_or(i64::MAX));
+    // The body (framing included) is below per_record + 32 for any size a batch can hold.
+    varint(per_record + 32) + 3 + varint(records) + 2 * varint(per_record)
+}
+
 impl fmt::Debug for RecordBatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecordBatch")
@@ -313,6 +329,32 @@ mod tests {
         batch.push_raw(Some(b""), b"");
         batch.push_raw(Some(b"key"), b"third value");
         batch
+    }
+
+    #[test]
+    fn a_batch_filled_as_sized_never_grows_its_buffer() {
+        for (records, value_len, key) in [
+            (1000, 100, None),
+            (1000, 100, Some(&b"k"[..])),
+            (1, 0, None),
+            (10, 5000, None),
+            (100_000, 10, Some(&b"key-0001"[..])),
+            (200, 20_000, None),
+        ] {
+            let key_len = key.map_or(0, <[u8]>::len);
+            let mut batch = RecordBatch::with_capacity(records, records * (key_len + value_len));
+            let room = batch.buf.capacity();
+            let value = vec![7u8; value_len];
+            for _ in 0..records {
+                batch.push_raw(key, &value);
+            }
+            assert_eq!(
+                batch.buf.capacity(),
+                room,
+                "{records} records of {key_len} + {value_len} B grew the buffer to {} B",
+                batch.buf.len()
+            );
+        }
     }
 
     #[test]

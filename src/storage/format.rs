@@ -668,7 +668,7 @@ pub fn varint_len(v: i64) -> usize {
 }
 
 /// The longest zigzag varint (a 64-bit value).
-const MAX_VARINT_LEN: usize = 10;
+pub(crate) const MAX_VARINT_LEN: usize = 10;
 
 #[inline]
 fn zigzag(v: i64) -> u64 {
