@@ -270,11 +270,16 @@ impl LogSegment {
     /// The first valid frame that starts at or after byte `position`, as `(offset, position)`;
     /// `None` when no frame of this segment does. One index lookup and a scan of about one
     /// index interval; damage on the way is stepped over (bytes retention drops it anyway).
+    /// Batches larger than the scan's chunk are stepped over by their headers alone, and only
+    /// the one found is read whole (see `LogSegment::hop_to_frame`).
     ///
     /// # Errors
     /// `Io`.
     pub fn first_frame_from(&self, position: u64) -> Result<Option<(u64, u64)>> {
         let entry = self.index.lookup_position(position)?;
+        if let Some(found) = self.hop_to_frame(entry, position)? {
+            return Ok(Some(found));
+        }
         let found = self.find_frame(entry, |frame| frame.position >= position)?;
         Ok(found.map(|frame| (frame.offset, frame.position)))
     }

@@ -315,6 +315,73 @@ fn retention_by_bytes_keeps_at_most_that_many_batch_bytes() {
     assert!(log.segment_count() <= 2);
 }
 
+/// Appends one batch of 100 records of 100 bytes (about 11 kB: more than the chunk a scan
+/// reads at a time, so bytes retention steps over such batches by their headers).
+fn append_large_batch(log: &mut PartitionLog) -> u64 {
+    let value = [0x5a; 100];
+    let records = [AppendRecord {
+        key: None,
+        value: &value,
+    }; 100];
+    let info = log.append(&records, NOW).unwrap();
+    info.base_offset
+}
+
+/// Flips one byte in the records of the batch at `position` of the first segment (its CRC no
+/// longer verifies; its header and length are intact).
+fn damage_batch_body(dir: &Path, position: u64) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join(format!("{:020}.log", 0)))
+        .unwrap();
+    let at = position + HEADER_LEN as u64 + 500;
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, at).unwrap();
+    file.write_all_at(&[byte[0] ^ 0xff], at).unwrap();
+}
+
+#[test]
+fn retention_by_bytes_with_large_batches_keeps_at_most_that_many_batch_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = (HEADER_LEN + (0..100).map(|d| record_len(d, None, 100)).sum::<usize>()) as u64;
+    assert!(
+        batch > 8192,
+        "a batch of {batch} B is not larger than the scan's chunk"
+    );
+    let cfg = LogConfig {
+        segment_bytes: 64 * batch,
+        retention: RetentionPolicy {
+            bytes: Some(5 * batch + 3),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    for i in 0..30u64 {
+        assert_eq!(append_large_batch(&mut log), i * 100);
+        let kept = log.log_end_offset() - log.log_start_offset();
+        assert_eq!(kept, (i + 1).min(5) * 100, "after batch {i}");
+    }
+    // The batch at the log start is stepped over at the next append: damage in its records
+    // changes nothing, as it changes nothing for a scan that steps over it.
+    damage_batch_body(dir.path(), 25 * batch);
+    append_large_batch(&mut log);
+    assert_eq!(log.log_start_offset(), 2_600);
+    // The batch that would become the log start does not verify: the start moves past it,
+    // to the first valid batch, and a read from there returns its records.
+    damage_batch_body(dir.path(), 27 * batch);
+    append_large_batch(&mut log);
+    assert_eq!(log.log_start_offset(), 2_800);
+    assert_eq!(read_all(&mut log, 0).len(), 400);
+    for _ in 0..3 {
+        append_large_batch(&mut log);
+    }
+    assert_eq!(log.log_start_offset(), 3_000);
+    assert_eq!(read_all(&mut log, 0).len(), 500);
+}
+
 #[test]
 fn retention_by_time_uses_the_injected_clock() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,12 +9,17 @@
 //! with a valid CRC. The offsets in between are damaged; the frame found is indexed (see
 //! [`LogSegment::rebuild_index`]), so lookups of later offsets start after the damage.
 
-use super::{LogSegment, SCAN_CHUNK};
+use super::{IndexEntry, LogSegment, SCAN_CHUNK};
 use crate::storage::error::Result;
 use crate::storage::format::{
     self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN,
 };
 use crate::storage::fsutil::AlignedBuf;
+
+/// Batches [`LogSegment::hop_to_frame`] steps over by their headers before it leaves the
+/// search to the scan: the position sought is at most about one index interval past the index
+/// entry, so with batches larger than the scan's chunk one step is the rule.
+const MAX_HOPS: usize = 4;
 
 /// A batch found by [`LogSegment::scan`].
 #[derive(Debug, Clone, Copy)]
@@ -190,6 +195,51 @@ impl LogSegment {
             }
             // The next chunk starts at the first position whose header did not fit in this one.
             from += i as u64;
+        }
+        Ok(None)
+    }
+
+    /// The fast path of [`LogSegment::first_frame_from`] for large batches, as
+    /// `(offset, position)`: from `entry`, reads only each batch's header to step to the next
+    /// by its length, and verifies only the batch found (the first starting at or after
+    /// `position`), in full. The batches stepped over lie before `position`, which bytes
+    /// retention drops: with batches larger than the scan's chunk, the scan would read each of
+    /// them whole and check its CRC, doubling the cost of every append at the retention limit.
+    ///
+    /// `None` when this does not apply or something on the way does not check out (a batch
+    /// smaller than the scan's chunk, a header that is not plausible or holds another offset
+    /// than the one expected, more than [`MAX_HOPS`] batches to step over, the batch found not
+    /// verifying): the scan then decides, stepping over damage as it does. A damaged length
+    /// cannot mislead the hop: the batch it leads to must verify and hold exactly the offset
+    /// that follows the batches stepped over.
+    pub(super) fn hop_to_frame(
+        &self,
+        entry: IndexEntry,
+        position: u64,
+    ) -> Result<Option<(u64, u64)>> {
+        let scan_chunk = 2 * self.index_interval_bytes;
+        let mut buf = AlignedBuf::default();
+        let (mut at, mut expected) = (entry.position, entry.offset);
+        for _ in 0..=MAX_HOPS {
+            if at + HEADER_LEN as u64 > self.size {
+                return Ok(None);
+            }
+            let bytes = self.read_into(&mut buf, at, HEADER_LEN)?;
+            let Some(header) = BatchHeader::parse(bytes) else {
+                return Ok(None);
+            };
+            let plausible = self.plausible_frame(bytes, expected).is_some()
+                && header.base_offset == expected
+                && header.batch_len as u64 >= scan_chunk;
+            if !plausible {
+                return Ok(None);
+            }
+            if at >= position {
+                let verified = self.valid_frame_at(at, expected)?;
+                return Ok(verified.filter(|&o| o == expected).map(|o| (o, at)));
+            }
+            at += header.batch_len as u64;
+            expected = header.next_offset();
         }
         Ok(None)
     }
