@@ -127,6 +127,8 @@ pub struct Partition {
     /// Groups with members on this topic but no commit here yet: they count as reading from
     /// the log start when the backlog is computed.
     registered: BTreeSet<String>,
+    /// Records were appended and retention has not run since (see [`Partition::retain`]).
+    retention_due: bool,
 }
 
 impl Partition {
@@ -152,6 +154,7 @@ impl Partition {
             offsets,
             max_size,
             registered: BTreeSet::new(),
+            retention_due: false,
         };
         Ok((partition, report))
     }
@@ -166,11 +169,23 @@ impl Partition {
     }
 
     /// Appends a batch (one write; its frames are sealed in place), returning where it went.
+    /// Retention is left to [`Partition::retain`], so that the producers can be answered
+    /// before it runs.
     ///
     /// # Errors
     /// As [`PartitionLog::append`].
     pub fn append(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
-        Ok(self.log.append_batch(batch, now_ms)?)
+        let info = self.log.append_batch_unretained(batch, now_ms)?;
+        self.retention_due |= info.count > 0;
+        Ok(info)
+    }
+
+    /// Applies retention if [`Partition::append`] appended since the last call (see
+    /// [`PartitionLog::retain`]).
+    pub fn retain(&mut self, now_ms: u64) {
+        if std::mem::take(&mut self.retention_due) {
+            self.log.retain(now_ms);
+        }
     }
 
     /// The first offset from the log start whose record's timestamp is at least

@@ -199,6 +199,8 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     /// offsets; `Ok(true)` when records were written. `partition` is the open partition, or
     /// why there is none.
     ///
+    /// Retention runs once, after the answers (see [`Partition::retain`]).
+    ///
     /// # Errors
     /// The append's error, also answered to every produce of the group; after an `Io`
     /// error the owner must reopen the partition (the file's state is unknown).
@@ -286,6 +288,8 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 }
             }
         }
+        // After the answers: a producer does not wait for the log start to move.
+        partition.retain(now_ms);
         Ok(written)
     }
 
@@ -418,6 +422,34 @@ mod tests {
         assert_eq!(answers, [(0, 2), (2, 3)]);
         assert_eq!(p.log_end_offset(), 5);
         assert!(!q.flush(Ok(&mut p), NOW).unwrap(), "nothing left");
+    }
+
+    #[test]
+    fn a_flush_applies_retention_once_its_produces_are_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            retention: crate::storage::RetentionPolicy {
+                records: Some(3),
+                ..Default::default()
+            },
+            ..LogConfig::default()
+        };
+        let fs = crate::storage::fs::os();
+        let mut p = Partition::open(&fs, dir.path(), ("t", 0), config, None, NOW)
+            .unwrap()
+            .0;
+        // An append alone leaves retention to `retain`.
+        p.append(&mut batch(4), NOW).unwrap();
+        assert_eq!(p.log_start_offset(), 0);
+        p.retain(NOW);
+        assert_eq!(p.log_start_offset(), 1);
+        // A flush answers, then applies it.
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
+        let (tx, rx) = mpsc::channel();
+        q.offer(&p, Produced::Records(batch(5)), Probe(tx), None);
+        assert!(q.flush(Ok(&mut p), NOW).unwrap());
+        assert_eq!(rx.recv().unwrap().unwrap().base_offset, 4);
+        assert_eq!(p.log_start_offset(), 6, "retention ran within the flush");
     }
 
     #[test]

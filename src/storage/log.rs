@@ -430,6 +430,25 @@ impl PartitionLog {
     /// # Errors
     /// As [`PartitionLog::append`].
     pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
+        let info = self.append_batch_unretained(batch, now_ms)?;
+        if info.count > 0 {
+            self.retain(now_ms);
+        }
+        Ok(info)
+    }
+
+    /// As [`PartitionLog::append_batch`], but leaves retention to the caller's
+    /// [`PartitionLog::retain`], so that an owner can acknowledge the append first: at the
+    /// retention limit every append moves the log start, which reads the batch it cuts at and
+    /// now and then deletes a segment, none of which the producer needs to wait for.
+    ///
+    /// # Errors
+    /// As [`PartitionLog::append`].
+    pub fn append_batch_unretained(
+        &mut self,
+        batch: &mut RecordBatch,
+        now_ms: u64,
+    ) -> Result<AppendInfo> {
         let base_offset = self.log_end_offset();
         let timestamp_ms = now_ms.max(self.last_timestamp_ms);
         check_batch_limits(batch, self.config.max_record_bytes)?;
@@ -456,16 +475,20 @@ impl PartitionLog {
         } else {
             self.dirty = true;
         }
-        // The batch is acknowledged whatever retention does: a failure to delete an old
-        // segment is retried after the next append.
-        if let Err(e) = self.enforce_retention(now_ms) {
-            tracing::warn!(dir = %self.dir.display(), error = %e, "retention failed; will retry");
-        }
         Ok(AppendInfo {
             base_offset,
             count: batch.len() as u64,
             timestamp_ms,
         })
+    }
+
+    /// Applies retention as of `now_ms` after appends. An append is acknowledged whatever
+    /// retention does: a failure (to read the batch to cut at, to delete an old segment) is
+    /// logged and retried after the next append.
+    pub fn retain(&mut self, now_ms: u64) {
+        if let Err(e) = self.enforce_retention(now_ms) {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "retention failed; will retry");
+        }
     }
 
     /// The largest key + value one record may have here.
