@@ -180,6 +180,12 @@ impl Partition {
         Ok(info)
     }
 
+    /// Whether every append is synced before it returns (`FsyncPolicy::Always`): a group
+    /// commit then shares one sync only if it is one append.
+    pub fn syncs_each_append(&self) -> bool {
+        self.log.config().fsync == crate::FsyncPolicy::Always
+    }
+
     /// Applies retention if [`Partition::append`] appended since the last call (see
     /// [`PartitionLog::retain`]).
     pub fn retain(&mut self, now_ms: u64) {

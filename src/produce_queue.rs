@@ -9,7 +9,9 @@
 //! * Backlog at `max_size`: `Reject` answers `PartitionFull`; `Block` parks the produce, as
 //!   does any produce arriving while others are parked (they keep their order).
 //! * Otherwise it joins the group commit: every produce accepted before the next flush shares
-//!   one `write` (and one `fdatasync` under `FsyncPolicy::Always`). The owner flushes once its
+//!   one `write` (and one `fdatasync` under `FsyncPolicy::Always`), except that under the
+//!   other policies batches past [`MERGE_MAX_BYTES`] together are written one after another
+//!   as they came instead of being re-encoded into one. The owner flushes once its
 //!   mailbox is drained, or at once past [`GROUP_COMMIT_MAX_BYTES`] or
 //!   [`GROUP_COMMIT_MAX_REQUESTS`].
 //! * Room freed by a commit or by retention admits parked produces, oldest first.
@@ -33,6 +35,13 @@ use crate::storage::{AppendInfo, KafkaAppend, RecordBatch};
 pub const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
 /// ...or this many produce requests, so a mailbox that never drains cannot delay a flush.
 pub const GROUP_COMMIT_MAX_REQUESTS: usize = 1024;
+
+/// Bytes up to which the records of consecutive native produces are re-encoded into one
+/// batch (one frame, one `write`). Past it each batch is appended as it came, one `write`
+/// each: re-encoding parses and encodes every record into a buffer that grows, which for
+/// batches of this size costs more than the `write` it saves. Under `FsyncPolicy::Always`
+/// everything is merged all the same, so that the group shares one `fdatasync`.
+const MERGE_MAX_BYTES: usize = 64 << 10;
 
 /// Where a produce's answer goes (a lane's reply in the broker).
 pub trait AppendAnswer: Sized {
@@ -251,11 +260,16 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                     // One buffer for the run of native produces: the others' records go
                     // after the first's.
                     let mut group = vec![(reply, count)];
+                    let one_sync = partition.syncs_each_append();
                     while let Some(Queued {
                         batch: Produced::Records(other),
                         ..
                     }) = queue.peek()
                     {
+                        if !one_sync && records.size_bytes() + other.size_bytes() > MERGE_MAX_BYTES
+                        {
+                            break;
+                        }
                         records.append(other);
                         let next = queue.next().expect("peeked");
                         group.push((next.reply, next.count));
@@ -422,6 +436,46 @@ mod tests {
         assert_eq!(answers, [(0, 2), (2, 3)]);
         assert_eq!(p.log_end_offset(), 5);
         assert!(!q.flush(Ok(&mut p), NOW).unwrap(), "nothing left");
+    }
+
+    #[test]
+    fn large_batches_of_one_group_commit_keep_their_offsets_and_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
+        let (tx, rx) = mpsc::channel();
+        // 300 records of 100 B: ~33 kB a batch, so no two of them are re-encoded into one.
+        let large = |first: u8| {
+            let mut batch = RecordBatch::new();
+            for i in 0..300u32 {
+                batch.push_raw(None, &[first.wrapping_add(i as u8); 100]);
+            }
+            batch
+        };
+        for (n, first) in [(300, 1), (2, 0), (300, 7)] {
+            let batch = if n == 2 { batch(2) } else { large(first) };
+            q.offer(&p, Produced::Records(batch), Probe(tx.clone()), None);
+        }
+        assert!(q.flush(Ok(&mut p), NOW).unwrap());
+        let answers: Vec<(u64, u64)> = rx
+            .try_iter()
+            .map(|a| a.map(|i| (i.base_offset, i.count)).unwrap())
+            .collect();
+        assert_eq!(answers, [(0, 300), (300, 2), (302, 300)]);
+        assert_eq!(p.log_end_offset(), 602);
+        let mut values = Vec::new();
+        while values.len() < 602 {
+            let fetched = p.fetch("g", Some(values.len() as u64), 1000).unwrap();
+            values.extend(fetched.to_raw().into_iter().map(|r| (r.offset, r.value[0])));
+        }
+        let expected: Vec<(u64, u8)> = (0..300u32)
+            .map(|i| 1u8.wrapping_add(i as u8))
+            .chain([0, 1])
+            .chain((0..300u32).map(|i| 7u8.wrapping_add(i as u8)))
+            .enumerate()
+            .map(|(offset, value)| (offset as u64, value))
+            .collect();
+        assert_eq!(values, expected);
     }
 
     #[test]
