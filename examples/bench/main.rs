@@ -23,6 +23,7 @@
 //! - `NANOKAFKA_BENCH_SCALE_PARTITIONS`: partitions of the scale rows' topic (default 10,000,
 //!   the maximum);
 //! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
+//! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
 //!
@@ -101,6 +102,16 @@ fn main() {
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "scale") {
         return scale::only(settings.scale_partitions);
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "idle") {
+        let idle_broker = TempBroker::start(FsyncPolicy::default());
+        let idle = idle::parked_polls(&idle_broker.broker, settings.idle());
+        println!(
+            "idle_cpu: {:.2} % of a core over {:.1} s",
+            idle.core_percent(),
+            idle.wall.as_secs_f64()
+        );
+        return;
     }
     if std::env::var_os("NANOKAFKA_BENCH_PRODUCE_ONLY").is_some_and(|v| v == "1") {
         return produce_only(budget);
