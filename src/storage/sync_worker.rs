@@ -37,6 +37,7 @@ pub struct SyncWorker {
 }
 
 impl SyncWorker {
+    /// A worker whose thread is not started yet (the first [`SyncWorker::run`] starts it).
     pub fn new() -> Self {
         Self::default()
     }
@@ -156,6 +157,7 @@ fn take<T>(state: &mut State<T>) -> Option<Result<T, Abandoned>> {
 }
 
 impl<T> Completer<T> {
+    /// Hands `answer` to the [`Completion`], waking whoever waits for it.
     pub fn complete(mut self, answer: T) {
         if let Some(shared) = self.0.take() {
             *shared.lock() = State::Done(answer);
