@@ -360,6 +360,7 @@ impl NanoKafkaBuilder {
             clock: self.clock,
             // Every partition file goes through one budget of descriptors.
             fs: Arc::new(PooledFs::new(self.fs, max_open_files)),
+            sync_worker: Arc::default(),
         });
         let (io_threads, idle_spin) = (self.io_threads, self.idle_spin);
         let (started_tx, started_rx) = std::sync::mpsc::channel();

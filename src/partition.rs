@@ -12,9 +12,10 @@ use crate::storage::fs::SharedFs;
 
 use serde::de::DeserializeOwned;
 
+use crate::storage::sync_worker::{completion, Completer, Completion};
 use crate::storage::{
-    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, OffsetStore, PartitionLog,
-    RecordBatch, RecoveryReport,
+    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
+    OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch, RecoveryReport,
 };
 use crate::types::{PartitionStats, Record};
 
@@ -119,6 +120,9 @@ pub fn lag(committed: Option<u64>, (log_start, log_end): (u64, u64)) -> u64 {
 /// One partition's log and offsets.
 #[derive(Debug)]
 pub struct Partition {
+    /// The interval sync in flight, if any. First, so that it is dropped (waited for) before
+    /// the files it syncs.
+    in_flight: InFlight,
     topic: String,
     partition: u32,
     log: PartitionLog,
@@ -148,6 +152,7 @@ impl Partition {
         let mut offsets = OffsetStore::open_with(fs, dir, log_config.fsync)?;
         clamp_commits_to(&mut offsets, log.log_end_offset(), dir)?;
         let partition = Partition {
+            in_flight: InFlight(None),
             topic: topic.to_owned(),
             partition,
             log,
@@ -416,13 +421,76 @@ impl Partition {
         Ok(self.log.enforce_retention(now_ms)?)
     }
 
-    /// Syncs the log and the offsets (the `FsyncPolicy::Interval` timer).
+    /// Starts the `FsyncPolicy::Interval` sync of what was written so far: returns the job to
+    /// run on another thread ([`SyncJob::run`]), or `None` when there is nothing to sync or a
+    /// sync is already in flight (at most one is). Its result is applied by
+    /// [`Partition::poll_sync`] once done, or by [`Partition::close`], which waits for it; a
+    /// partition dropped meanwhile waits too.
     ///
     /// # Errors
-    /// `Io`: after a failed sync the partition must be reopened.
-    pub fn sync(&mut self) -> Result<()> {
-        self.log.sync()?;
-        Ok(self.offsets.sync()?)
+    /// `Io` (the last roll's sealing failed, or a file cannot be opened for the sync): the
+    /// partition must be reopened.
+    pub fn begin_sync(&mut self) -> Result<Option<SyncJob>> {
+        if self.in_flight.0.is_some() {
+            return Ok(None);
+        }
+        let log = self.log.begin_interval_sync()?;
+        // On an error the log's job is dropped unrun: it claims nothing, and the partition is
+        // reopened anyway.
+        let offsets = self.offsets.begin_sync()?;
+        if log.is_none() && offsets.is_none() {
+            return Ok(None);
+        }
+        let (done, completer) = completion();
+        self.in_flight.0 = Some(done);
+        Ok(Some(SyncJob {
+            log,
+            offsets,
+            completer,
+        }))
+    }
+
+    /// Applies the interval sync in flight if it has finished: `Ok(true)` when one was
+    /// applied. Never blocks.
+    ///
+    /// # Errors
+    /// `Io` when the sync failed: the partition must be reopened (never retry a failed sync).
+    pub fn poll_sync(&mut self) -> Result<bool> {
+        let Some(answer) = self.in_flight.0.as_ref().and_then(Completion::try_take) else {
+            return Ok(false);
+        };
+        self.in_flight.0 = None;
+        self.finish_sync(answer.ok())?;
+        Ok(true)
+    }
+
+    /// Waits for the interval sync in flight, if any, and applies it.
+    fn wait_sync(&mut self) -> Result<()> {
+        if let Some(done) = self.in_flight.0.take() {
+            self.finish_sync(done.wait().ok())?;
+        }
+        Ok(())
+    }
+
+    /// Applies a sync's result to the log and the offsets (`None`: the job was abandoned).
+    fn finish_sync(&mut self, done: Option<SyncDone>) -> Result<()> {
+        let Some(SyncDone { log, offsets }) = done else {
+            return Err(Error::io(
+                "sync a partition in the background",
+                self.log.dir(),
+                std::io::Error::other("the sync job was abandoned (its thread panicked)"),
+            ));
+        };
+        let log = log.map_or(Ok(()), |done| self.log.finish_interval_sync(done));
+        let offsets = offsets.map_or(Ok(()), |done| self.offsets.finish_sync(done));
+        log?;
+        Ok(offsets?)
+    }
+
+    /// An interval sync is in flight (begun, not yet applied).
+    #[cfg(test)]
+    pub fn sync_in_flight(&self) -> bool {
+        self.in_flight.0.is_some()
     }
 
     /// See [`PartitionLog::drain_sync_times`].
@@ -435,6 +503,7 @@ impl Partition {
     /// # Errors
     /// `Io`; the next open then scans the active segment.
     pub fn close(mut self) -> Result<()> {
+        self.wait_sync()?;
         self.offsets.sync()?;
         Ok(self.log.close()?)
     }
@@ -460,6 +529,48 @@ impl Partition {
     /// The topic's name and this partition's number.
     pub fn id(&self) -> (&str, u32) {
         (&self.topic, self.partition)
+    }
+}
+
+/// The blocking half of a partition's interval sync (see [`Partition::begin_sync`]): the
+/// log's and the offsets' syncs, run in that order on whatever thread calls
+/// [`SyncJob::run`]. `Send`.
+#[derive(Debug)]
+pub struct SyncJob {
+    log: Option<LogSyncJob>,
+    offsets: Option<OffsetsSyncJob>,
+    completer: Completer<SyncDone>,
+}
+
+impl SyncJob {
+    /// Runs the syncs (blocking) and hands their results to the partition, which applies
+    /// them at its next [`Partition::poll_sync`] (or wait).
+    pub fn run(self) {
+        let done = SyncDone {
+            log: self.log.map(LogSyncJob::run),
+            offsets: self.offsets.map(OffsetsSyncJob::run),
+        };
+        self.completer.complete(done);
+    }
+}
+
+#[derive(Debug)]
+struct SyncDone {
+    log: Option<LogSynced>,
+    offsets: Option<OffsetsSynced>,
+}
+
+/// The interval sync in flight. Dropped (the partition dropped without `close`, after a
+/// crash of its actor), it waits for the job, so that a reopen never runs beside a sync of
+/// the same files (a failed one writes their unsynced bytes again).
+#[derive(Debug)]
+struct InFlight(Option<Completion<SyncDone>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(done) = self.0.take() {
+            let _ = done.wait();
+        }
     }
 }
 
@@ -517,6 +628,52 @@ mod tests {
             })
             .collect();
         p.append(&mut RecordBatch::from(&records[..]), NOW).unwrap();
+    }
+
+    #[test]
+    fn one_interval_sync_at_a_time_and_close_waits_for_it() {
+        use crate::storage::sim::{GatedFs, SimFs, SyncGate};
+        use std::time::Duration;
+        let gate = SyncGate::new("/t_0/");
+        let fs: SharedFs = std::sync::Arc::new(GatedFs::new(
+            std::sync::Arc::new(SimFs::new(1)),
+            gate.clone(),
+        ));
+        let config = LogConfig {
+            fsync: crate::storage::FsyncPolicy::Interval(Duration::from_secs(3600)),
+            ..LogConfig::default()
+        };
+        let dir = Path::new("/data/t_0");
+        let mut p = Partition::open(&fs, dir, ("t", 0), config, None, NOW)
+            .unwrap()
+            .0;
+        produce(&mut p, 2);
+        p.commit("g", 0).unwrap();
+        gate.close();
+        let job = p.begin_sync().unwrap().expect("log and offsets are dirty");
+        let running = std::thread::spawn(move || job.run());
+        assert!(gate.wait_for_waiting(1, Duration::from_secs(10)));
+        // Served meanwhile; and no second sync while one is in flight.
+        produce(&mut p, 1);
+        p.commit("g", 2).unwrap();
+        assert_eq!(p.fetch("g", None, 5).unwrap().to_raw().len(), 0);
+        assert!(p.begin_sync().unwrap().is_none());
+        assert!(!p.poll_sync().unwrap(), "not done yet");
+        assert!(p.sync_in_flight());
+        // The log's sync, then the journal's.
+        gate.let_through(2);
+        running.join().unwrap();
+        assert!(p.poll_sync().unwrap());
+        let mut times = 0;
+        p.drain_sync_times(|_| times += 1);
+        assert_eq!(times, 1);
+        // What came during the sync is synced by the next one; close waits for it.
+        let job = p.begin_sync().unwrap().expect("dirty again");
+        let running = std::thread::spawn(move || job.run());
+        assert!(gate.wait_for_waiting(1, Duration::from_secs(10)));
+        gate.open();
+        p.close().unwrap();
+        running.join().unwrap();
     }
 
     #[test]

@@ -23,6 +23,8 @@
 //! - `NANOKAFKA_BENCH_SCALE_PARTITIONS`: partitions of the scale rows' topic (default 10,000,
 //!   the maximum);
 //! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
+//! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
+//! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency row of the default policy.
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
 //!
@@ -101,6 +103,26 @@ fn main() {
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "scale") {
         return scale::only(settings.scale_partitions);
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "e2e") {
+        let default_broker = TempBroker::start(FsyncPolicy::default());
+        let topic = default_broker.topic("latency");
+        let e2e = latency::broker_e2e(&default_broker.broker, topic, LATENCY_RATE, latency_run);
+        println!(
+            "e2e (default FsyncPolicy): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us CPU/rec",
+            e2e.p50_us, e2e.p99_us, e2e.p999_us, e2e.cpu_us_per_record
+        );
+        return;
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "idle") {
+        let idle_broker = TempBroker::start(FsyncPolicy::default());
+        let idle = idle::parked_polls(&idle_broker.broker, settings.idle());
+        println!(
+            "idle_cpu: {:.2} % of a core over {:.1} s",
+            idle.core_percent(),
+            idle.wall.as_secs_f64()
+        );
+        return;
     }
     if std::env::var_os("NANOKAFKA_BENCH_PRODUCE_ONLY").is_some_and(|v| v == "1") {
         return produce_only(budget);

@@ -22,6 +22,7 @@ pub mod supervise;
 pub mod topic;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::SharedClock;
@@ -65,4 +66,7 @@ pub struct BrokerSettings {
     pub clock: SharedClock,
     /// Where partition files live: the OS, or a simulated disk in fault tests.
     pub fs: SharedFs,
+    /// Runs the partitions' `FsyncPolicy::Interval` syncs off the I/O threads (one thread
+    /// per broker, started at the first sync: see `storage::sync_worker`).
+    pub sync_worker: Arc<crate::storage::sync_worker::SyncWorker>,
 }

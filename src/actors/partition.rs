@@ -9,6 +9,13 @@
 //!
 //! Every reply travels through a oneshot channel answered by this actor, so a parked request
 //! is answered exactly once: by the append, by its deadline timer, or by a restart.
+//!
+//! Under `FsyncPolicy::Interval` a timer starts the partition's sync each interval, but the
+//! `fdatasync`s run on the broker's sync worker (`storage::sync_worker`), never on this I/O
+//! thread: appends, fetches and commits here and on every other actor of the thread go on
+//! while it is in flight. The worker tells the actor with a `SyncFinished` message (the
+//! next tick also looks), and the actor applies the result (`Partition::poll_sync`): its
+//! durations go to the fsync metrics; a failure stops the actor, so that it reopens from disk.
 
 mod offsets;
 
@@ -217,6 +224,13 @@ impl Slot {
     }
 }
 
+/// The interval sync in flight may be done: apply it. Sent by the sync worker after the job.
+#[derive(Debug)]
+struct SyncFinished;
+impl Message for SyncFinished {
+    type Result = ();
+}
+
 /// Write the group commit. Sent by the actor to itself, so it runs once the mailbox is
 /// drained.
 #[derive(Debug)]
@@ -354,17 +368,7 @@ impl PartitionActor {
 
     fn start_timers(&mut self, ctx: &mut Context<Self>) {
         if let FsyncPolicy::Interval(every) = self.log_config.fsync {
-            let timer = ctx.run_interval(every, |act, ctx| {
-                if let Slot::Open(p) = &mut act.slot {
-                    let synced = p.sync();
-                    p.drain_sync_times(|took| act.metrics.fsync_took(took));
-                    if let Err(e) = synced {
-                        // A failed fsync may have dropped dirty pages: never trust a retry.
-                        tracing::error!(partition = %act.name(), error = %e, "sync failed; restarting");
-                        ctx.stop();
-                    }
-                }
-            });
+            let timer = ctx.run_interval(every, |act, ctx| act.interval_sync(ctx));
             self.timers.push(timer);
         }
         if let Some(ms) = self.retention_ms {
@@ -382,6 +386,45 @@ impl PartitionActor {
             });
             self.timers.push(timer);
         }
+    }
+
+    /// The `FsyncPolicy::Interval` tick: applies the last sync if it is done (in case its
+    /// `SyncFinished` is late), then hands the next one, if there is anything to sync and
+    /// none in flight, to the sync worker.
+    fn interval_sync(&mut self, ctx: &mut Context<Self>) {
+        self.collect_sync(ctx);
+        let Slot::Open(p) = &mut self.slot else {
+            return;
+        };
+        match p.begin_sync() {
+            Ok(Some(job)) => {
+                let addr = ctx.address();
+                self.settings.sync_worker.run(move || {
+                    job.run();
+                    addr.do_send(SyncFinished);
+                });
+            }
+            Ok(None) => {}
+            Err(e) => self.sync_failed(&e, ctx),
+        }
+    }
+
+    /// Applies the interval sync in flight if it is done, recording its durations.
+    fn collect_sync(&mut self, ctx: &mut Context<Self>) {
+        let Slot::Open(p) = &mut self.slot else {
+            return;
+        };
+        let synced = p.poll_sync();
+        p.drain_sync_times(|took| self.metrics.fsync_took(took));
+        if let Err(e) = synced {
+            self.sync_failed(&e, ctx);
+        }
+    }
+
+    fn sync_failed(&self, e: &Error, ctx: &mut Context<Self>) {
+        // A failed fsync may have dropped dirty pages: never trust a retry; reopen from disk.
+        tracing::error!(partition = %self.name(), error = %e, "sync failed; restarting");
+        ctx.stop();
     }
 
     fn unavailable(&self) -> Error {
@@ -611,6 +654,16 @@ impl Handler<FlushAppends> for PartitionActor {
         self.flush_scheduled = false;
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| act.flush(ctx));
+    }
+}
+
+impl Handler<SyncFinished> for PartitionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: SyncFinished, ctx: &mut Context<Self>) {
+        let _span = tracing::debug_span!(parent: &self.span, "SyncFinished").entered();
+        let name = self.name();
+        guarded(self, ctx, &name, |act, ctx| act.collect_sync(ctx));
     }
 }
 

@@ -12,7 +12,9 @@
 //! `append` encodes a whole batch into one buffer and hands it to the OS with one `write`
 //! before returning, so an acknowledged record survives a process crash. Under
 //! [`FsyncPolicy::Always`] it also `fdatasync`s once for the batch; under `Interval` the owner
-//! calls [`PartitionLog::sync`] on a timer; under `Never` it is left to the OS. A rolled
+//! syncs on a timer, off its own thread: [`PartitionLog::begin_interval_sync`] takes a
+//! [`LogSyncJob`] that a worker runs, and [`PartitionLog::finish_interval_sync`] applies its
+//! result (see `log/interval_sync.rs`); under `Never` it is left to the OS. A rolled
 //! segment is synced and the checkpoint's recovery point moved past it, so after a crash only
 //! the active segment is scanned. After a clean shutdown the checkpoint stays clean until the
 //! first change (see [`super::checkpoint`]): an open of an untouched partition writes and
@@ -203,6 +205,10 @@ pub struct PartitionLog {
     batch_hint: Option<(u64, u64, u64)>,
     /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
     sealing: Option<std::thread::JoinHandle<Result<()>>>,
+    /// A second handle to the active segment (by base offset), through which interval syncs
+    /// run on another thread: a pooled handle is locked for the whole of a call, so a sync
+    /// through the appending handle would hold up the appends.
+    sync_file: Option<(u64, Arc<dyn StorageFile>)>,
     /// Idempotent producers' last batches (see [`producer_state`]).
     producers: ProducerState,
     /// The checkpoint on disk says clean: the open trusted a clean shutdown and nothing has
@@ -283,6 +289,7 @@ impl PartitionLog {
             max_decompressed_bytes: crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
             batch_hint: None,
             sealing: None,
+            sync_file: None,
             producers: ProducerState::default(),
             clean_on_disk: false,
         };
@@ -354,7 +361,7 @@ impl PartitionLog {
         self.read_hint = None;
         self.held_budget = budget;
     }
-    #[cfg(any(test, feature = "test-support"))]
+    /// The partition's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -500,21 +507,28 @@ impl PartitionLog {
     fn sync_active(&mut self) -> Result<()> {
         let started = std::time::Instant::now();
         self.active_mut().sync()?;
-        // Bounded for owners that never drain (tools, benchmarks); the partition actor
-        // drains after each group commit, far below the bound.
-        if self.sync_times.len() < 64 {
-            self.sync_times.push(started.elapsed());
-        }
+        self.record_sync_time(started.elapsed());
         Ok(())
     }
 
-    /// Hands `each` the duration of every append's or [`PartitionLog::sync`]'s `fdatasync`
-    /// since the last call, and forgets them.
+    /// Keeps `took` for [`PartitionLog::drain_sync_times`].
+    fn record_sync_time(&mut self, took: std::time::Duration) {
+        // Bounded for owners that never drain (tools, benchmarks); the partition actor
+        // drains after each group commit and each interval sync, far below the bound.
+        if self.sync_times.len() < 64 {
+            self.sync_times.push(took);
+        }
+    }
+
+    /// Hands `each` the duration of every append's, `PartitionLog::sync`'s or interval
+    /// sync's `fdatasync` since the last call, and forgets them.
     pub fn drain_sync_times(&mut self, each: impl FnMut(std::time::Duration)) {
         self.sync_times.drain(..).for_each(each);
     }
 
-    /// `fdatasync`s the active segment if anything was appended since the last sync.
+    /// `fdatasync`s the active segment if anything was appended since the last sync, here
+    /// (the broker syncs on another thread: [`PartitionLog::begin_interval_sync`]).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn sync(&mut self) -> Result<()> {
         // A segment created by a roll is durable once the roll's sealing has synced the
         // directory: synced records in it must not vanish with its name.
@@ -550,6 +564,7 @@ impl PartitionLog {
         self.segments.insert(base, segment);
         self.write_producer_snapshot(base)?;
         self.dirty = false;
+        self.sync_file = None;
         tracing::debug!(dir = %self.dir.display(), base_offset = base, "rolled segment");
         // Opened here, so that retention deleting the sealed segment meanwhile is harmless.
         let file = self
@@ -964,8 +979,10 @@ impl Drop for PartitionLog {
 #[cfg(test)]
 mod time_tests;
 
+mod interval_sync;
 mod kafka_read;
 mod producers;
+pub use interval_sync::{LogSyncJob, LogSynced};
 pub use kafka_read::BatchRead;
 pub use producers::KafkaAppend;
 

@@ -43,6 +43,8 @@
 //!   [`sim`]: a simulated disk for power-loss and I/O-fault tests; [`fd_pool`]: the
 //!   broker-wide budget of open descriptors (`max_open_files`) over either.
 //! - [`fsutil`]: atomic file replacement, directory sync, aligned buffers.
+//! - [`sync_worker`]: the thread that runs `FsyncPolicy::Interval` syncs off the owners'
+//!   threads, and how an owner learns that one is done.
 //! - [`error`]: [`StorageError`], what every storage function fails with; [`policy`]:
 //!   [`FsyncPolicy`], when appended bytes are made durable.
 //!
@@ -75,6 +77,7 @@ pub mod recovery;
 pub mod segment;
 #[cfg(any(test, feature = "test-support"))]
 pub mod sim;
+pub mod sync_worker;
 pub mod time_index;
 
 #[cfg(any(test, feature = "test-support"))]
@@ -83,8 +86,9 @@ pub use batch::RecordBatch;
 pub use data_dir::DataDir;
 pub use error::StorageError;
 pub use log::{
-    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, PartitionLog, RetentionPolicy,
+    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
+    PartitionLog, RetentionPolicy,
 };
-pub use offsets::OffsetStore;
+pub use offsets::{OffsetStore, OffsetsSyncJob, OffsetsSynced};
 pub use policy::FsyncPolicy;
 pub use recovery::RecoveryReport;

@@ -28,13 +28,16 @@
 //! commit (the process that created it may have died before its sync), not at open, so an
 //! open costs no fsync. An entry is written with one `write` before the commit is
 //! acknowledged, so it survives a process crash; under `FsyncPolicy::Always` it is also
-//! `fdatasync`ed first. A torn last entry (a crash mid-write, or unsynced data lost to a power
+//! `fdatasync`ed first; under `Interval` the owner syncs on a timer, off its thread
+//! ([`OffsetStore::begin_sync`], [`OffsetsSyncJob::run`], [`OffsetStore::finish_sync`]: the
+//! same split as the log's, see `log/interval_sync.rs`). A torn last entry (a crash mid-write, or unsynced data lost to a power
 //! failure) fails its length or CRC and is cut on open: that commit was never acknowledged,
 //! or was within the documented loss window, and the group re-reads from its previous commit
 //! (at-least-once).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{Result, StorageError};
 use super::fs::{with_suffix, OpenMode, SharedFs, StorageFile};
@@ -78,6 +81,57 @@ pub struct OffsetStore {
     /// [`COMPACT_RETRY_BYTES`]).
     compact_retry_len: u64,
     scratch: Vec<u8>,
+    /// Counts the files that have been the journal (a compaction replaces it): the result of
+    /// an interval sync of an older one says nothing about the current one.
+    generation: u64,
+    /// A second handle to the journal (of `generation`) for interval syncs on another
+    /// thread, so that they never hold up a commit's write (a pooled handle is locked for the
+    /// whole of a call).
+    sync_file: Option<(u64, Arc<dyn StorageFile>)>,
+}
+
+/// The blocking half of an interval sync of the journal (see [`OffsetStore::begin_sync`]).
+#[derive(Debug)]
+pub struct OffsetsSyncJob {
+    fs: SharedFs,
+    file: Arc<dyn StorageFile>,
+    path: PathBuf,
+    /// Sync the directory first (the journal's name is not proven durable yet).
+    sync_dir_first: bool,
+    len: u64,
+    generation: u64,
+}
+
+/// What an [`OffsetsSyncJob`] did, for [`OffsetStore::finish_sync`].
+#[derive(Debug)]
+pub struct OffsetsSynced {
+    synced_dir: bool,
+    len: u64,
+    generation: u64,
+    result: Result<()>,
+}
+
+impl OffsetsSyncJob {
+    /// Syncs the directory if needed, then `fdatasync`s the journal. Blocks.
+    pub fn run(self) -> OffsetsSynced {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let result = if self.sync_dir_first {
+            sync_dir(self.fs.as_ref(), dir)
+        } else {
+            Ok(())
+        };
+        let result = result.and_then(|()| {
+            self.file
+                .sync_data()
+                .map_err(|e| StorageError::io("fdatasync offsets journal", &self.path, e))
+        });
+        OffsetsSynced {
+            synced_dir: self.sync_dir_first,
+            len: self.len,
+            generation: self.generation,
+            result,
+        }
+    }
 }
 
 impl OffsetStore {
@@ -126,6 +180,8 @@ impl OffsetStore {
             name_unproven: !created,
             compact_retry_len: 0,
             scratch: Vec::new(),
+            generation: 0,
+            sync_file: None,
         };
         // The journal as it is serves: a compaction that fails does not fail the open.
         store.compact_if_due();
@@ -178,6 +234,75 @@ impl OffsetStore {
             self.dirty = false;
         }
         Ok(())
+    }
+
+    /// Starts an interval sync: the job that syncs the commits written so far (and the
+    /// directory, when the journal's name is not proven durable), or `None` when there is
+    /// nothing to sync. The journal counts as clean from here on until the next commit; the
+    /// owner keeps at most one job in flight and hands its result to
+    /// [`OffsetStore::finish_sync`].
+    ///
+    /// # Errors
+    /// `Io` when the journal cannot be opened for the sync.
+    pub fn begin_sync(&mut self) -> Result<Option<OffsetsSyncJob>> {
+        if !(self.dirty || self.rename_unsynced) {
+            return Ok(None);
+        }
+        let file = match &self.sync_file {
+            Some((generation, file)) if *generation == self.generation => file.clone(),
+            _ => {
+                let file: Arc<dyn StorageFile> = self
+                    .fs
+                    .open(&self.path, OpenMode::Existing)
+                    .map_err(|e| StorageError::io("open offsets journal to sync", &self.path, e))?
+                    .into();
+                self.sync_file = Some((self.generation, file.clone()));
+                file
+            }
+        };
+        self.dirty = false;
+        Ok(Some(OffsetsSyncJob {
+            fs: self.fs.clone(),
+            file,
+            path: self.path.clone(),
+            sync_dir_first: self.rename_unsynced || self.name_unproven,
+            len: self.journal_len,
+            generation: self.generation,
+        }))
+    }
+
+    /// Applies a finished [`OffsetsSyncJob`]: on success the commits it covered count as
+    /// synced (unless a compaction replaced the journal meanwhile: the new one was synced by
+    /// the compaction).
+    ///
+    /// # Errors
+    /// `Io` when the sync failed: the unsynced entries have been written again and the store
+    /// must be reopened (a failed sync is never retried).
+    pub fn finish_sync(&mut self, done: OffsetsSynced) -> Result<()> {
+        let current = done.generation == self.generation;
+        match done.result {
+            Ok(()) if current => {
+                self.synced_len = self.synced_len.max(done.len.min(self.journal_len));
+                if done.synced_dir {
+                    self.rename_unsynced = false;
+                    self.name_unproven = false;
+                }
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if current {
+                    rewrite_unsynced(
+                        self.file.as_ref(),
+                        &self.path,
+                        self.synced_len,
+                        self.journal_len,
+                    );
+                }
+                self.dirty = true;
+                Err(e)
+            }
+        }
     }
 
     /// `fdatasync`s the journal. After a failure the unsynced entries are written again, so
@@ -252,6 +377,8 @@ impl OffsetStore {
             .map_err(|e| StorageError::io("rename", &self.path, e))?;
         tracing::debug!(path = %self.path.display(), from = self.journal_len, to = bytes.len(), "compacted offsets journal");
         self.file = file;
+        self.generation += 1;
+        self.sync_file = None;
         self.journal_len = bytes.len() as u64;
         self.synced_len = self.journal_len;
         self.dirty = false;

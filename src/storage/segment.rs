@@ -229,8 +229,14 @@ impl LogSegment {
         }
     }
 
+    /// Records that a sync made from another handle, begun when the segment was `size` bytes
+    /// long, succeeded: those bytes are durable (the bytes appended since are not known to be).
+    pub fn mark_synced(&mut self, size: u64) {
+        self.synced_size = self.synced_size.max(size.min(self.size));
+    }
+
     /// After a failed sync: see [`rewrite_unsynced`].
-    fn redirty_unsynced(&mut self) {
+    pub fn redirty_unsynced(&mut self) {
         rewrite_unsynced(
             self.log.as_ref(),
             &self.log_path,

@@ -13,6 +13,8 @@
 //!   retried sync then "succeeds" without persisting them (Rebello et al., ATC'20).
 //!
 //! Directories are implicit: a file's directory is its path's parent.
+//!
+//! [`GatedFs`] (in `sim/gate.rs`) holds syncs until the test lets them through.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -20,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::fs::{FileSystem, OpenMode, StorageFile};
+
+mod gate;
+pub use gate::{GatedFs, SyncGate};
 
 /// Which operation an injected fault hits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,6 +6,7 @@ mod common;
 
 mod batch_damage;
 mod fuzz_storage;
+mod interval_sync;
 mod io_faults;
 mod power_loss;
 mod storage_log;
