@@ -18,15 +18,19 @@
 //!   cores go faster spinning together than taking turns to sleep. (A busy phase before the
 //!   first yield, tried at 0.5 and 2 µs, halved a producer's rate beside a busy neighbour.)
 //! - **Spin only when it pays.** A [`SpinHistory`] remembers whether the last wait was
-//!   answered within the spin window. When it was not, the next wait sleeps at once; when a
-//!   sleep turns out to have been short (the answer came within the window after all),
-//!   spinning is tried again. So a trickle of records (a few thousand per second) costs a
-//!   wake-up each and no spin, and a tight loop of calls spins and never sleeps.
+//!   answered within the spin window. When it was not, the next wait sleeps at once; when
+//!   sleeps turn out to have been short (the answer came within the window after all),
+//!   spinning is tried again. How many short sleeps in a row that takes doubles with every
+//!   spin no answer ended (up to [`MAX_SHORT_SLEEPS`]) and halves with every one an answer
+//!   did. So a trickle of records (a few thousand per second) costs a wake-up each and no
+//!   spin, even where each record brings a short exchange (a produce, then a commit and the
+//!   next poll microseconds apart) before a long pause; and a tight loop of calls spins and
+//!   never sleeps.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -58,6 +62,10 @@ pub fn spin_until(start: Instant, window: Duration, mut done: impl FnMut() -> bo
     }
 }
 
+/// The most short sleeps in a row a [`SpinHistory`] asks for before it spins again: after
+/// many unanswered spins, one in this many exchanges is still tried.
+pub const MAX_SHORT_SLEEPS: u32 = 64;
+
 /// Whether spinning has been paying for one waiter (a caller thread, an I/O thread); see the
 /// module docs. The waiter records each wait's outcome; anyone may read it.
 #[derive(Debug)]
@@ -66,6 +74,13 @@ pub struct SpinHistory {
     pays: AtomicBool,
     /// When the waiter went to sleep without spinning ([`now_nanos`]), or 0 when awake.
     slept_at: AtomicU64,
+    /// Short sleeps in a row needed before spinning again.
+    needed: AtomicU32,
+    /// What the next unanswered spin sets `needed` to: doubled by each (up to
+    /// [`MAX_SHORT_SLEEPS`]), halved by each answered spin, never below 1.
+    next_needed: AtomicU32,
+    /// Short sleeps in a row since spinning stopped (a long one starts the count again).
+    short_sleeps: AtomicU32,
 }
 
 impl Default for SpinHistory {
@@ -73,6 +88,9 @@ impl Default for SpinHistory {
         SpinHistory {
             pays: AtomicBool::new(true),
             slept_at: AtomicU64::new(0),
+            needed: AtomicU32::new(1),
+            next_needed: AtomicU32::new(1),
+            short_sleeps: AtomicU32::new(0),
         }
     }
 }
@@ -83,8 +101,18 @@ impl SpinHistory {
         self.pays.load(Ordering::Relaxed)
     }
 
-    /// A spin ended: answered within the window, or not (the waiter sleeps next).
+    /// A spin ended: answered within the window, or not (the waiter sleeps next; the more
+    /// unanswered spins came lately, the more short sleeps in a row it needs to spin again).
     pub fn spun(&self, answered: bool) {
+        let next = self.next_needed.load(Ordering::Relaxed);
+        if answered {
+            self.next_needed.store((next / 2).max(1), Ordering::Relaxed);
+        } else {
+            self.needed.store(next, Ordering::Relaxed);
+            self.next_needed
+                .store((next * 2).min(MAX_SHORT_SLEEPS), Ordering::Relaxed);
+        }
+        self.short_sleeps.store(0, Ordering::Relaxed);
         self.pays.store(answered, Ordering::Relaxed);
     }
 
@@ -94,14 +122,25 @@ impl SpinHistory {
     }
 
     /// The waiter woke after [`SpinHistory::sleeping`], for an answer given `at` ([`now_nanos`]):
-    /// an answer within `window` of the sleep would have ended a spin, so the next wait
-    /// spins again. (When the waiter got its core back does not count: on a loaded host
-    /// that can be long after the answer.)
+    /// an answer within `window` of the sleep would have ended a spin. Once enough such short
+    /// sleeps came in a row, the next wait spins again. (When the waiter got its core back
+    /// does not count: on a loaded host that can be long after the answer.)
     pub fn woke(&self, at: u64, window: Duration) {
         let slept_at = self.slept_at.swap(0, Ordering::Relaxed);
         // An answer from before the sleep (a ring that came before it) says nothing.
-        if slept_at != 0 && at >= slept_at && Duration::from_nanos(at - slept_at) < window {
+        if slept_at == 0 || at < slept_at {
+            return;
+        }
+        if Duration::from_nanos(at - slept_at) >= window {
+            self.short_sleeps.store(0, Ordering::Relaxed);
+            return;
+        }
+        let short = self.short_sleeps.load(Ordering::Relaxed) + 1;
+        if short >= self.needed.load(Ordering::Relaxed) {
+            self.short_sleeps.store(0, Ordering::Relaxed);
             self.pays.store(true, Ordering::Relaxed);
+        } else {
+            self.short_sleeps.store(short, Ordering::Relaxed);
         }
     }
 }
@@ -231,6 +270,62 @@ mod tests {
         history.sleeping();
         history.woke(before.saturating_sub(1), window);
         assert!(!history.pays());
+    }
+
+    /// Sleeps of `history` answered after `after` each.
+    fn sleeps(history: &SpinHistory, window: Duration, after: &[Duration]) {
+        for &after in after {
+            history.sleeping();
+            let answered = now_nanos() + u64::try_from(after.as_nanos()).expect("short");
+            history.woke(answered, window);
+        }
+    }
+
+    #[test]
+    fn each_unanswered_spin_doubles_the_short_sleeps_in_a_row_needed_to_spin_again() {
+        let (window, short, long) = (
+            Duration::from_millis(1),
+            Duration::ZERO,
+            Duration::from_millis(10),
+        );
+        let history = SpinHistory::default();
+        history.spun(false);
+        sleeps(&history, window, &[short]);
+        assert!(history.pays(), "after one unanswered spin, one short sleep");
+        history.spun(false);
+        sleeps(&history, window, &[short]);
+        assert!(
+            !history.pays(),
+            "after two in a row, one short sleep is not enough"
+        );
+        // A trickle: a short exchange, then a long pause, over and over.
+        for _ in 0..10 {
+            sleeps(&history, window, &[long, short]);
+            assert!(!history.pays(), "a long sleep starts the count again");
+        }
+        sleeps(&history, window, &[short]);
+        assert!(history.pays(), "two short sleeps in a row");
+        history.spun(false);
+        sleeps(&history, window, &[short, short, short]);
+        assert!(!history.pays());
+        sleeps(&history, window, &[short]);
+        assert!(history.pays(), "after three, four short sleeps in a row");
+        // Answered spins halve what the next unanswered one asks for (8 → 4 → 2).
+        history.spun(true);
+        history.spun(true);
+        history.spun(false);
+        sleeps(&history, window, &[short]);
+        assert!(!history.pays());
+        sleeps(&history, window, &[short]);
+        assert!(history.pays());
+        for _ in 0..20 {
+            history.spun(false);
+        }
+        let needed = usize::try_from(MAX_SHORT_SLEEPS).expect("small");
+        sleeps(&history, window, &vec![short; needed - 1]);
+        assert!(!history.pays());
+        sleeps(&history, window, &[short]);
+        assert!(history.pays(), "never more than MAX_SHORT_SLEEPS");
     }
 
     #[test]
