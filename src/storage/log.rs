@@ -365,7 +365,7 @@ impl PartitionLog {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-    #[cfg(any(test, feature = "test-support"))]
+    /// The settings the log was opened with.
     pub fn config(&self) -> &LogConfig {
         &self.config
     }
@@ -436,6 +436,7 @@ impl PartitionLog {
     ///
     /// # Errors
     /// As [`PartitionLog::append`].
+    #[cfg(any(test, feature = "test-support"))]
     pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         let info = self.append_batch_unretained(batch, now_ms)?;
         if info.count > 0 {

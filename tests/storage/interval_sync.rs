@@ -15,6 +15,8 @@ use nanokafka::storage::fs::SharedFs;
 use nanokafka::storage::sim::{FaultOp, GatedFs, SimFs, SyncGate};
 use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
 
+use crate::common::read_topic;
+
 const TOPIC: &str = "interval";
 /// Partition 0's first segment: the only file whose syncs the tests hold or fail.
 const P0_SEGMENT: &str = "interval_0/00000000000000000000.log";
@@ -73,26 +75,6 @@ fn stat(broker: &NanoKafka, partition: usize) -> (u64, u64) {
     (p.fsyncs, p.restarts)
 }
 
-/// Every record of the topic through a fresh group: partition → (offset → value).
-fn read_all(broker: &NanoKafka, group: &str) -> BTreeMap<u32, BTreeMap<u64, u64>> {
-    broker.join_group(TOPIC, group, "reader").unwrap();
-    let mut log: BTreeMap<u32, BTreeMap<u64, u64>> = BTreeMap::new();
-    loop {
-        let batch = broker
-            .poll_batch::<u64>(TOPIC, group, "reader", 1000, Duration::ZERO)
-            .unwrap();
-        let Some(last) = batch.last() else { return log };
-        broker
-            .commit(TOPIC, group, last.partition, last.offset)
-            .unwrap();
-        for r in batch {
-            log.entry(r.partition)
-                .or_default()
-                .insert(r.offset, r.value);
-        }
-    }
-}
-
 /// Opens the gate when dropped: a failed assertion must not leave the broker's shutdown
 /// waiting for a sync held at it.
 struct OpenOnDrop(Arc<SyncGate>);
@@ -127,7 +109,7 @@ fn a_stuck_interval_sync_stalls_nothing_on_its_io_thread() {
     let served = within(move || {
         produce(&b, 1, &[10, 11]);
         produce(&b, 0, &[2]);
-        read_all(&b, "during")
+        read_topic(&b, TOPIC, "during")
     })
     .expect("produces and polls are answered while a sync is stuck");
     assert_eq!(served[&0].values().copied().collect::<Vec<_>>(), [1, 2]);
@@ -193,7 +175,7 @@ fn a_failed_interval_sync_restarts_the_partition_and_loses_nothing_synced() {
             assert!(matches!(e, Error::PartitionRestarted { .. }), "{e}");
             assert!(Instant::now() < deadline, "partition 0 did not come back");
         }
-        let log = read_all(&broker, "after-restart");
+        let log = read_topic(&broker, TOPIC, "after-restart");
         assert_eq!(
             log[&0].values().copied().collect::<Vec<_>>(),
             [1, 2, 3, 4, 5]
@@ -205,7 +187,7 @@ fn a_failed_interval_sync_restarts_the_partition_and_loses_nothing_synced() {
     }
     sim.crash();
     let broker = broker(dir.path(), fs);
-    let log = read_all(&broker, "after-power-loss");
+    let log = read_topic(&broker, TOPIC, "after-power-loss");
     for (partition, records) in &synced {
         for (offset, value) in records {
             assert_eq!(

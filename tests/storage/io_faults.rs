@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use nanokafka::storage::fs::SharedFs;
 use nanokafka::storage::sim::{FaultOp, SimFs};
 use nanokafka::{Error, FsyncPolicy, NanoKafka, TopicConfig};
+
+use crate::common::read_topic;
 
 const TOPIC: &str = "faults";
 
@@ -40,26 +41,6 @@ fn produce_retrying(broker: &NanoKafka, partition: u32, value: u64) -> u64 {
         }
     }
     panic!("partition {partition} did not come back");
-}
-
-/// Every record of the topic through a fresh group: partition → (offset → value).
-fn read_all(broker: &NanoKafka, group: &str) -> BTreeMap<u32, BTreeMap<u64, u64>> {
-    broker.join_group(TOPIC, group, "reader").unwrap();
-    let mut log: BTreeMap<u32, BTreeMap<u64, u64>> = BTreeMap::new();
-    loop {
-        let batch = broker
-            .poll_batch::<u64>(TOPIC, group, "reader", 1000, Duration::ZERO)
-            .unwrap();
-        let Some(last) = batch.last() else { return log };
-        broker
-            .commit(TOPIC, group, last.partition, last.offset)
-            .unwrap();
-        for r in batch {
-            log.entry(r.partition)
-                .or_default()
-                .insert(r.offset, r.value);
-        }
-    }
 }
 
 fn restarts(broker: &NanoKafka, partition: usize) -> u64 {
@@ -98,7 +79,7 @@ fn a_write_fault_fails_only_that_produce_and_the_partition_recovers() {
         acked.entry(0).or_default().insert(offset, 101);
         assert_eq!(restarts(&broker, 0), 1, "{kind:?}");
         assert_eq!(restarts(&broker, 1), 0);
-        let log = read_all(&broker, "check");
+        let log = read_topic(&broker, TOPIC, "check");
         for (partition, records) in &acked {
             for (offset, value) in records {
                 assert_eq!(
@@ -156,7 +137,7 @@ fn a_sync_fault_under_always_is_fatal_for_the_partition_and_nothing_acknowledged
         }
         sim.crash();
         let broker = broker(dir.path(), &sim, FsyncPolicy::Always);
-        let log = read_all(&broker, "check");
+        let log = read_topic(&broker, TOPIC, "check");
         for (partition, records) in &acked {
             for (offset, value) in records {
                 assert_eq!(
