@@ -153,15 +153,7 @@ impl BrokerRequests {
                 (Some(direct), fallback)
             }
         };
-        async move {
-            if let Some(direct) = direct {
-                match direct.await {
-                    Err(Error::BrokerStopped) => {}
-                    answered => return answered,
-                }
-            }
-            ask(&through_broker, fallback).await
-        }
+        direct_then_broker(direct, move || ask(&through_broker, fallback))
     }
 
     /// A fenced commit, to the coordinator when known (see `coordinator`).
@@ -175,16 +167,26 @@ impl BrokerRequests {
                 offset: commit.offset,
             })
         });
-        async move {
-            if let Some(direct) = direct {
-                match direct.await {
-                    Err(Error::BrokerStopped) => {}
-                    answered => return answered,
-                }
-            }
-            ask(&through_broker, commit).await
+        direct_then_broker(direct, move || ask(&through_broker, commit))
+    }
+}
+
+/// The coordinator's answer to `direct` when there is one; the request through the broker
+/// (`through_broker`, made only then) when there is none or the coordinator is gone.
+async fn direct_then_broker<T, F>(
+    direct: Option<impl std::future::Future<Output = Result<T>>>,
+    through_broker: impl FnOnce() -> F,
+) -> Result<T>
+where
+    F: std::future::Future<Output = Result<T>>,
+{
+    if let Some(direct) = direct {
+        match direct.await {
+            Err(Error::BrokerStopped) => {}
+            answered => return answered,
         }
     }
+    through_broker().await
 }
 
 /// Sends `msg` now (so requests leave in the order they are made) and flattens a closed

@@ -14,28 +14,6 @@ use nanokafka::{Backpressure, Error, FsyncPolicy, NanoKafka, TopicConfig};
 
 const WATCHDOG: Duration = Duration::from_secs(60);
 
-/// Every record of `topic` through a fresh group: partition → (offset → value).
-fn read_all(broker: &NanoKafka, topic: &str, group: &str) -> BTreeMap<u32, BTreeMap<u64, u64>> {
-    broker.join_group(topic, group, "reader").unwrap();
-    let mut log: BTreeMap<u32, BTreeMap<u64, u64>> = BTreeMap::new();
-    loop {
-        let batch = broker
-            .poll_batch::<u64>(topic, group, "reader", 1000, Duration::ZERO)
-            .unwrap();
-        let Some(last) = batch.last() else {
-            return log;
-        };
-        broker
-            .commit(topic, group, last.partition, last.offset)
-            .unwrap();
-        for record in batch {
-            log.entry(record.partition)
-                .or_default()
-                .insert(record.offset, record.value);
-        }
-    }
-}
-
 fn values(log: &BTreeMap<u64, u64>) -> Vec<(u64, u64)> {
     log.iter().map(|(o, v)| (*o, *v)).collect()
 }
@@ -111,7 +89,7 @@ fn topics_records_log_start_and_commits_come_back_after_shutdown() {
         assert_eq!(resumed, BTreeMap::from([(0, (7, 14)), (1, (9, 19))]));
 
         // The records themselves, from the log start.
-        let log = read_all(&broker, "kept", "fresh");
+        let log = common::read_topic(&broker, "kept", "fresh");
         assert_eq!(
             values(&log[&0]),
             [(5, 10), (6, 12), (7, 14), (8, 16), (9, 18)]
@@ -177,7 +155,11 @@ fn both_fsync_extremes_reopen_with_everything_after_a_clean_shutdown() {
             broker.shutdown().unwrap();
 
             let broker = open();
-            assert_eq!(read_all(&broker, "t", "fresh"), produced, "{policy:?}");
+            assert_eq!(
+                common::read_topic(&broker, "t", "fresh"),
+                produced,
+                "{policy:?}"
+            );
             assert_eq!(committed(&broker)["g"], 4, "{policy:?}");
             assert_eq!(committed(&broker).get("g"), before.get("g"));
             broker.shutdown().unwrap();
@@ -212,7 +194,7 @@ fn the_lock_is_released_by_shutdown_and_by_dropping_the_last_handle() {
         drop(clone);
 
         let last = NanoKafka::open(dir.path()).unwrap();
-        let log = read_all(&last, "t", "g");
+        let log = common::read_topic(&last, "t", "g");
         assert_eq!(values(&log[&0]), [(0, 1), (1, 2), (2, 3)]);
         last.shutdown().unwrap();
     });
@@ -353,7 +335,7 @@ fn acknowledged_records_survive_kill_9() {
             // beyond them the child may have written more before it died, but the log is
             // contiguous from 0 and holds only what the child produced, in order.
             let broker = NanoKafka::open(dir.path()).unwrap();
-            let log = read_all(&broker, KILL9_TOPIC, &format!("round-{round}"))
+            let log = common::read_topic(&broker, KILL9_TOPIC, &format!("round-{round}"))
                 .remove(&0)
                 .unwrap_or_default();
             for (offset, value) in &acks {

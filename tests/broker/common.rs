@@ -2,6 +2,8 @@
 
 use nanokafka::NanoKafka;
 
+#[path = "../common/read.rs"]
+mod read;
 #[path = "../common/setup.rs"]
 mod setup;
 #[path = "../common/stats.rs"]
@@ -9,6 +11,7 @@ mod stats;
 #[path = "../common/watchdog.rs"]
 mod watchdog;
 
+pub use read::read_topic;
 pub use setup::{broker_with_topic, produce_to};
 pub use stats::{log_end, partition_stats};
 pub use watchdog::within;

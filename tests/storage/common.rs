@@ -1,18 +1,17 @@
 //! Helpers of the storage tests: partition numbers through a broker, every record of a topic,
 //! and the segment files of a partition directory and the batches in them.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use nanokafka::NanoKafka;
 
 use nanokafka::storage::format::{self, BatchHeader, Decoded};
 
+#[path = "../common/read.rs"]
+mod read;
 #[path = "../common/stats.rs"]
 mod stats;
 
+pub use read::read_topic;
 pub use stats::{log_end, partition_stats};
 
 /// The `.log` files of a partition directory, by base offset.
@@ -79,28 +78,4 @@ pub fn record_len(offset_delta: u32, key_len: Option<usize>, value_len: usize) -
         + bytes_len(Some(value_len))
         + 1;
     varint_len(body as i64) + body
-}
-
-/// Every `u64` record of `topic` through a fresh `group`: partition → (offset → value).
-pub fn read_topic(
-    broker: &NanoKafka,
-    topic: &str,
-    group: &str,
-) -> BTreeMap<u32, BTreeMap<u64, u64>> {
-    broker.join_group(topic, group, "reader").unwrap();
-    let mut log: BTreeMap<u32, BTreeMap<u64, u64>> = BTreeMap::new();
-    loop {
-        let batch = broker
-            .poll_batch::<u64>(topic, group, "reader", 1000, Duration::ZERO)
-            .unwrap();
-        let Some(last) = batch.last() else { return log };
-        broker
-            .commit(topic, group, last.partition, last.offset)
-            .unwrap();
-        for r in batch {
-            log.entry(r.partition)
-                .or_default()
-                .insert(r.offset, r.value);
-        }
-    }
 }
