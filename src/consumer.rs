@@ -9,11 +9,19 @@
 //! partition the member no longer owns, is refused (`IllegalGeneration`,
 //! `PartitionNotAssigned`) and changes nothing, so a consumer that lost a partition in a
 //! rebalance cannot overwrite its new owner's progress. Dropping the handle leaves the group.
+//! A poll that returned records sends the next one at once (fetch ahead, see [`Ahead`]), so
+//! that the partition reads while the caller decodes.
 //!
 //! On the Kafka backend the consumer is a librdkafka group member (`kafka::member`), with the
 //! same calls; its generations count the assignments it received.
 
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -36,7 +44,72 @@ pub struct Consumer<T> {
     /// The Kafka backend's member, which keeps its own positions; `None` when embedded.
     #[cfg(feature = "kafka")]
     kafka: Option<crate::kafka::member::KafkaMember>,
+    /// The next poll, sent while the caller decodes and handles the last batch.
+    ahead: Option<Ahead>,
     payload: PhantomData<fn() -> T>,
+}
+
+/// A poll a [`Consumer`] sent before its caller asked for it: right after a poll returned
+/// records, from the positions after them, so that the partition reads the next batch while
+/// the caller decodes and handles this one (a Kafka consumer's fetch ahead).
+///
+/// Its answer serves the next [`Consumer::poll_batch`] only if nothing it assumed moved:
+/// - the member's generation and positions are still those it was sent from (a `seek`, a
+///   commit past the position, a heartbeat that saw a rebalance all change them);
+/// - the call takes at least as many records, and either the answer has records or the call
+///   would not wait (an empty answer does not stand in for a wait);
+/// - the group has not rebalanced since the answer was made (the coordinator's generation,
+///   read from the answer's [`FetchedBatch::generation_now`] without asking): records of a
+///   partition the member has lost since are never handed out, however late the call comes.
+///
+/// Otherwise the answer is dropped (the poll moved no offset, so nothing is lost) and the
+/// call polls as it would have without it.
+struct Ahead {
+    /// The answer on its way (a `Mutex` only so that a `Consumer` stays `Sync`).
+    reply: Mutex<Pin<Box<dyn Future<Output = Result<Polled>> + Send>>>,
+    generation: u64,
+    positions: BTreeMap<u32, u64>,
+    max_records: usize,
+}
+
+impl std::fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ahead")
+            .field("generation", &self.generation)
+            .field("positions", &self.positions)
+            .field("max_records", &self.max_records)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ahead {
+    /// Sends `request` now; its answer is awaited later.
+    fn send(broker: &NanoKafka, request: PollRequest) -> Self {
+        let (generation, positions) = (request.poll.generation, request.poll.positions.clone());
+        let max_records = request.poll.max_records;
+        let handle = broker.async_handle();
+        let mut reply: Pin<Box<dyn Future<Output = Result<Polled>> + Send>> =
+            Box::pin(async move { poll_rejoining(&handle, request).await });
+        // The first poll of the future sends the request; a later `block_on` registers its
+        // own waker and finds the answer there.
+        if let Poll::Ready(answer) = reply.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            reply = Box::pin(std::future::ready(answer));
+        }
+        Ahead {
+            reply: Mutex::new(reply),
+            generation,
+            positions,
+            max_records,
+        }
+    }
+
+    /// Whether a call for `max_records` from `membership` may take this answer (the checks
+    /// made before waiting for it; see [`Ahead`]).
+    fn fits(&self, membership: &Membership, max_records: usize) -> bool {
+        max_records >= self.max_records
+            && membership.positions.generation() == self.generation
+            && membership.positions.all() == &self.positions
+    }
 }
 
 /// A member of a group on the embedded broker that keeps its own positions: who it is, its
@@ -113,6 +186,17 @@ impl Membership {
             },
             options: self.options,
         }
+    }
+
+    /// The poll after `fetched` is delivered whole: from the positions after its last record.
+    fn poll_after(&self, fetched: &Fetched, max_records: usize) -> Option<PollRequest> {
+        let last = fetched.records.last_offset()?;
+        let mut request = self.poll_request(max_records, Duration::ZERO);
+        request
+            .poll
+            .positions
+            .insert(fetched.partition, last.saturating_add(1));
+        Some(request)
     }
 
     /// Takes in a poll's answer: after a rejoin the positions start over; a new generation
@@ -261,6 +345,7 @@ impl NanoKafka {
             membership: Membership::new((topic, group, member), options, assignment),
             #[cfg(feature = "kafka")]
             kafka,
+            ahead: None,
             payload: PhantomData,
         })
     }
@@ -321,19 +406,44 @@ impl<T: DeserializeOwned> Consumer<T> {
             let topic = &self.membership.topic;
             return records.into_iter().map(|r| r.decode(topic)).collect();
         }
-        let request = self.membership.poll_request(max_records, timeout);
-        let polled = self
-            .broker
-            .call_async(|h| poll_rejoining(h, request), timeout)?;
-        // Decoded straight from the read buffer, on this thread.
-        let records = match self.membership.polled(polled) {
-            Some(fetched) => fetched.decode::<T>(&self.membership.topic)?,
-            None => Vec::new(),
+        let polled = match self.take_ahead(max_records, timeout) {
+            Some(polled) => polled,
+            None => {
+                let request = self.membership.poll_request(max_records, timeout);
+                self.broker
+                    .call_async(|h| poll_rejoining(h, request), timeout)?
+            }
         };
+        let Some(fetched) = self.membership.polled(polled) else {
+            return Ok(Vec::new());
+        };
+        if let Some(next) = self.membership.poll_after(&fetched, max_records) {
+            self.ahead = Some(Ahead::send(&self.broker, next));
+        }
+        // Decoded straight from the read buffer, on this thread, while the next batch is read.
+        let records = fetched
+            .decode::<T>(&self.membership.topic)
+            .inspect_err(|_| self.ahead = None)?;
         if let Some(last) = records.last() {
             self.membership.delivered(last.partition, last.offset);
         }
         Ok(records)
+    }
+
+    /// The answer of the poll sent ahead, when it may serve this call (see [`Ahead`]);
+    /// `None` when there was none or it may not (then it is dropped).
+    fn take_ahead(&mut self, max_records: usize, timeout: Duration) -> Option<Polled> {
+        let ahead = self.ahead.take()?;
+        if !ahead.fits(&self.membership, max_records) {
+            return None;
+        }
+        let reply = ahead.reply.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Its own errors are not this call's: the call then polls afresh and reports its own.
+        let polled = self.broker.call_async(|_| reply, Duration::ZERO).ok()?;
+        let batch = &polled.batch;
+        let current = batch.generation_now.load(Ordering::Acquire) == batch.assignment.generation;
+        let has_records = batch.fetched.as_ref().is_some_and(|f| !f.is_empty());
+        (current && (has_records || timeout.is_zero())).then_some(polled)
     }
 
     /// Commits `record` and everything before it in its partition, fenced by this

@@ -25,6 +25,7 @@
 //! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
 //! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency row of the default policy.
+//! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
 //!
@@ -77,10 +78,10 @@ mod wire_rows;
 
 use std::time::Duration;
 
-use nanokafka::FsyncPolicy;
+use nanokafka::{FsyncPolicy, NanoKafka};
 use serde_json::json;
 
-use harness::{Progress, Settings, TempBroker};
+use harness::{Progress, Rate, Settings, TempBroker};
 use report::{Figure, Row, Target};
 
 /// The fixed rate of the end-to-end latency measurement, records per second.
@@ -123,6 +124,9 @@ fn main() {
             idle.wall.as_secs_f64()
         );
         return;
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "consume") {
+        return consume_only(budget);
     }
     if std::env::var_os("NANOKAFKA_BENCH_PRODUCE_ONLY").is_some_and(|v| v == "1") {
         return produce_only(budget);
@@ -182,18 +186,7 @@ fn main() {
     }
     let batches = produce_rows::measure_batches(budget, &mut progress);
 
-    progress.step("consume: prefill, then poll_batch_raw of 500 + commit");
-    // No retention on the consumed topics: the reader must find every prefilled record.
-    let config = nanokafka::TopicConfig::default();
-    broker
-        .create_topic("consume-raw", config.clone())
-        .expect("topic");
-    consume::prefill(broker, "consume-raw", consume::PREFILL_RECORDS, false);
-    let poll_raw = consume::poll_batch_raw(broker, "consume-raw", budget);
-    progress.step("consume: prefill, then Consumer<String>::poll_batch of 500");
-    broker.create_topic("consume-typed", config).expect("topic");
-    consume::prefill(broker, "consume-typed", consume::PREFILL_RECORDS, true);
-    let poll_typed = consume::consumer_poll_batch(broker, "consume-typed", budget);
+    let (poll_raw, poll_typed) = measure_consume(broker, budget, &mut progress);
     drop(never);
 
     // The peer right after the figures it is compared with, before the gigabytes of the open
@@ -352,25 +345,7 @@ fn main() {
         .vs(one_label, one.per_sec)
         .target(Target::RatioAbove(1.0)),
     ));
-    rows.push(Row::Section("consume (pre-filled, page cache hot)"));
-    rows.push(Row::Figure(
-        Figure::rate(
-            "consume_poll_batch_raw",
-            "poll_batch_raw 500 + commit",
-            poll_raw,
-        )
-        .vs(raw_label, raw.per_sec)
-        .target(Target::RatioAtLeast(0.4)),
-    ));
-    rows.push(Row::Figure(
-        Figure::rate(
-            "consume_consumer_poll_batch",
-            "Consumer<String>::poll_batch 500",
-            poll_typed,
-        )
-        .vs(raw_label, raw.per_sec)
-        .target(Target::RatioAtLeast(0.4)),
-    ));
+    rows.extend(consume_rows(raw_label, raw.per_sec, poll_raw, poll_typed));
     rows.extend(produce_rows::always_rows(&always));
     rows.push(Row::Section(
         "end-to-end latency at 2,000 rec/s (FsyncPolicy default)",
@@ -504,6 +479,69 @@ fn main() {
         "wire_records": wire_settings.records,
         "wire_repeats": wire_settings.repeats,
     });
+    println!("{}", report::json_line(&rows, settings_json));
+}
+
+/// The consume rows' topics, prefilled on `broker`, then read: `(poll_batch_raw + commit,
+/// Consumer<String>::poll_batch)`.
+fn measure_consume(broker: &NanoKafka, budget: Duration, progress: &mut Progress) -> (Rate, Rate) {
+    progress.step("consume: prefill, then poll_batch_raw of 500 + commit");
+    // No retention on the consumed topics: the reader must find every prefilled record.
+    let config = nanokafka::TopicConfig::default();
+    broker
+        .create_topic("consume-raw", config.clone())
+        .expect("topic");
+    consume::prefill(broker, "consume-raw", consume::PREFILL_RECORDS, false);
+    let poll_raw = consume::poll_batch_raw(broker, "consume-raw", budget);
+    progress.step("consume: prefill, then Consumer<String>::poll_batch of 500");
+    broker.create_topic("consume-typed", config).expect("topic");
+    consume::prefill(broker, "consume-typed", consume::PREFILL_RECORDS, true);
+    let poll_typed = consume::consumer_poll_batch(broker, "consume-typed", budget);
+    (poll_raw, poll_typed)
+}
+
+/// The consume rows, held to the raw append baseline `raw_append` (labelled `raw_label`).
+fn consume_rows(raw_label: &str, raw_append: f64, poll_raw: Rate, poll_typed: Rate) -> Vec<Row> {
+    vec![
+        Row::Section("consume (pre-filled, page cache hot)"),
+        Row::Figure(
+            Figure::rate(
+                "consume_poll_batch_raw",
+                "poll_batch_raw 500 + commit",
+                poll_raw,
+            )
+            .vs(raw_label, raw_append)
+            .target(Target::RatioAtLeast(0.4)),
+        ),
+        Row::Figure(
+            Figure::rate(
+                "consume_consumer_poll_batch",
+                "Consumer<String>::poll_batch 500",
+                poll_typed,
+            )
+            .vs(raw_label, raw_append)
+            .target(Target::RatioAtLeast(0.4)),
+        ),
+    ]
+}
+
+/// `NANOKAFKA_BENCH_ONLY=consume`: the raw append baseline and the consume rows, nothing else.
+fn consume_only(budget: Duration) {
+    let mut progress = Progress::new(3);
+    progress.step("baseline: raw BufWriter append");
+    let raw = baselines::raw_append(budget);
+    let never = TempBroker::start(FsyncPolicy::Never);
+    let (poll_raw, poll_typed) = measure_consume(&never.broker, budget, &mut progress);
+    let raw_label = "raw BufWriter append";
+    let mut rows = consume_rows(raw_label, raw.per_sec, poll_raw, poll_typed);
+    rows.push(Row::Section("baselines"));
+    rows.push(Row::Figure(Figure::rate(
+        "baseline_raw_append",
+        raw_label,
+        raw,
+    )));
+    report::print_table(&rows);
+    let settings_json = json!({ "measure_secs": budget.as_secs_f64() });
     println!("{}", report::json_line(&rows, settings_json));
 }
 

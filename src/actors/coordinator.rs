@@ -127,6 +127,10 @@ pub struct PollPause {
 pub struct FetchedBatch {
     pub assignment: Assignment,
     pub fetched: Option<Fetched>,
+    /// The group's generation as it moves on (`u64::MAX` once the coordinator restarted or
+    /// its topic was deleted): whoever keeps this reply for later (a `Consumer`'s fetch
+    /// ahead) checks that no rebalance has happened since, without asking the coordinator.
+    pub generation_now: Arc<AtomicU64>,
 }
 
 /// A commit fenced by generation and ownership, then forwarded to the partition.
@@ -685,11 +689,13 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
                 msg.max_records,
                 msg.wait,
             );
+            let generation_now = act.announced_generation.clone();
             Box::pin(async move {
                 let (fetched, replanned) = poll.await?;
                 Ok(FetchedBatch {
                     assignment: replanned.unwrap_or(assignment),
                     fetched,
+                    generation_now,
                 })
             })
         })

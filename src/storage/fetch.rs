@@ -159,6 +159,10 @@ impl FetchedRecords {
     pub fn next_offset(&self) -> u64 {
         self.next_offset
     }
+    /// The offset of the last record returned, if any.
+    pub fn last_offset(&self) -> Option<u64> {
+        self.records.last().map(|loc| loc.offset)
+    }
     /// The records, in offset order.
     pub fn iter(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
         self.records.iter().map(move |loc| {

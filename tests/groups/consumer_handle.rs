@@ -205,12 +205,16 @@ fn a_consumer_rejoins_by_itself_after_its_coordinator_restarts() {
 
         futures::executor::block_on(broker.async_handle().crash_group_coordinator("t", "g"))
             .unwrap();
+        // The crash answers once the handler panicked; the restart follows it on the
+        // coordinator's thread. Asking the coordinator for its stats waits for the restart.
+        let stats = broker.stats().unwrap().topics["t"].groups["g"].clone();
+        assert_eq!(stats.restarts, 1);
+        assert!(stats.assignment.is_empty(), "{stats:?}");
 
         let resumed = consumer.poll_batch(100, Duration::ZERO).unwrap();
         assert_eq!(offsets(&resumed), [(0, 1), (0, 2), (0, 3)]);
         assert_eq!(consumer.assignment().partitions, vec![0]);
         let stats = broker.stats().unwrap().topics["t"].groups["g"].clone();
-        assert_eq!(stats.restarts, 1);
         assert_eq!(stats.assignment.keys().collect::<Vec<_>>(), ["c"]);
     });
 }
@@ -257,4 +261,77 @@ fn a_commit_from_an_older_generation_or_for_a_lost_partition_changes_nothing() {
     a.commit(fresh.last().unwrap()).unwrap();
     assert_eq!(committed(&broker, "g", 0), Some(4));
     assert_eq!(broker.lag("t", "g").unwrap()[&0], 0);
+}
+
+// ---- fetch ahead: a poll sent before the caller asks serves it only if nothing moved ----
+
+#[test]
+fn records_read_ahead_before_a_rebalance_are_never_handed_out_for_a_partition_lost_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    produce_to(&broker, "t", 1, &[10, 11, 12, 13, 14]);
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    // Only partition 1 has records: this poll reads it, and the one sent ahead reads on there.
+    assert_eq!(
+        offsets(&a.poll_batch(2, Duration::ZERO).unwrap()),
+        [(1, 0), (1, 1)]
+    );
+
+    let b = broker.join_group("t", "g", "b").unwrap(); // a keeps 0, b takes 1
+    assert_eq!(b.partitions, vec![1]);
+    assert!(a.poll_batch(2, Duration::ZERO).unwrap().is_empty());
+    assert_eq!(a.assignment().partitions, vec![0]);
+    produce_to(&broker, "t", 0, &[0, 1]);
+    assert_eq!(
+        offsets(&poll_until_empty(&mut a, 100)),
+        [(0, 0), (0, 1)],
+        "a reads only the partition it kept"
+    );
+}
+
+#[test]
+fn a_smaller_poll_after_a_larger_one_returns_no_more_than_it_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    produce_to(&broker, "t", 0, &(0..10).collect::<Vec<_>>());
+    let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
+    assert_eq!(c.poll_batch(4, Duration::ZERO).unwrap().len(), 4);
+    assert_eq!(
+        offsets(&c.poll_batch(2, Duration::ZERO).unwrap()),
+        [(0, 4), (0, 5)]
+    );
+    assert_eq!(
+        offsets(&poll_until_empty(&mut c, 100)),
+        [(0, 6), (0, 7), (0, 8), (0, 9)]
+    );
+}
+
+#[test]
+fn a_commit_past_the_position_is_where_the_next_poll_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+    produce_to(&broker, "t", 0, &(0..10).collect::<Vec<_>>());
+    let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
+    assert_eq!(c.poll_batch(2, Duration::ZERO).unwrap().len(), 2);
+    c.commit_offset(0, 5).unwrap(); // committed 6: records 2..=5 are never read
+    assert_eq!(
+        offsets(&poll_until_empty(&mut c, 100)),
+        [(0, 6), (0, 7), (0, 8), (0, 9)]
+    );
+}
+
+#[test]
+fn a_poll_that_may_wait_waits_for_the_next_record_after_an_empty_read_ahead() {
+    common::within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+        produce_to(&broker, "t", 0, &[0, 1]);
+        let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
+        // Reads to the log end; the poll sent ahead (almost always answered before the
+        // produce below) finds nothing, and must not stand in for the wait of the next call.
+        assert_eq!(c.poll_batch(100, Duration::ZERO).unwrap().len(), 2);
+        produce_to(&broker, "t", 0, &[2]);
+        let waited = c.poll_batch(100, Duration::from_secs(30)).unwrap();
+        assert_eq!(offsets(&waited), [(0, 2)]);
+    });
 }
