@@ -343,6 +343,12 @@ impl Partition {
         })
     }
 
+    /// Reads ahead what the fetch after the last one (of `max_records`) will ask for, while
+    /// the thread is idle: see `PartitionLog::read_ahead`.
+    pub fn read_ahead(&mut self, max_records: usize) {
+        self.log.read_ahead(max_records, FETCH_MAX_BYTES);
+    }
+
     /// Marks `offset` and everything before it processed by `group` (committed = offset + 1).
     ///
     /// # Errors

@@ -667,18 +667,39 @@ impl Handler<SyncFinished> for PartitionActor {
     }
 }
 
+impl PartitionActor {
+    /// Reads ahead for the fetch after this one (`Partition::read_ahead`) once this fetch's
+    /// answer is on its way: every task already woken on this thread runs first (the
+    /// coordinator forwarding the answer to the poller among them), so the read takes only
+    /// time the thread would spend idle, not the poller's.
+    fn read_ahead_later(&mut self, ctx: &mut Context<Self>, max_records: usize) {
+        let yielded = actix::fut::wrap_future::<_, Self>(actix_rt::task::yield_now());
+        ctx.spawn(yielded.map(move |(), act, ctx| {
+            let name = act.name();
+            guarded(act, ctx, &name, |act, _| {
+                if let Slot::Open(partition) = &mut act.slot {
+                    partition.read_ahead(max_records);
+                }
+            });
+        }));
+    }
+}
+
 impl Handler<Fetch> for PartitionActor {
     type Result = Result<Fetched>;
 
     fn handle(&mut self, msg: Fetch, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();
         let name = self.name();
-        guarded(self, ctx, &name, |act, _| {
+        guarded(self, ctx, &name, |act, ctx| {
             let fetched = act
                 .open_partition()?
                 .fetch(&msg.group, msg.from, msg.max_records)?;
             let bytes = fetched.records.batches().map(<[u8]>::len).sum();
             act.metrics.fetched(fetched.records.len() as u64, bytes);
+            if !fetched.is_empty() {
+                act.read_ahead_later(ctx, msg.max_records);
+            }
             Ok(fetched)
         })
         .unwrap_or_else(|| Err(self.restarted()))

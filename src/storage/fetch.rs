@@ -25,10 +25,10 @@ use super::index::INDEX_INTERVAL_BYTES;
 use super::segment::{LogSegment, ScannedFrame};
 
 mod held;
-pub(super) use held::Held;
 #[cfg(feature = "test-support")]
 pub use held::DEFAULT_HELD_BUDGET_BYTES;
-use held::MAX_HELD_BYTES;
+pub(super) use held::MAX_HELD_BYTES;
+pub(super) use held::{Held, Reservation};
 pub use held::{HeldBudget, HELD_BUDGET};
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
@@ -159,6 +159,14 @@ impl FetchedRecords {
     pub fn next_offset(&self) -> u64 {
         self.next_offset
     }
+    /// The memory these records keep alive: the bytes read, decompressed sections, and the
+    /// records' locations.
+    pub(in crate::storage) fn footprint(&self) -> usize {
+        let sections: usize = self.bytes.sections.iter().map(Vec::len).sum();
+        self.bytes.buf.as_slice().len()
+            + sections
+            + self.records.len() * std::mem::size_of::<RecordLoc>()
+    }
     /// The offset of the last record returned, if any.
     pub fn last_offset(&self) -> Option<u64> {
         self.records.last().map(|loc| loc.offset)
@@ -270,14 +278,21 @@ impl Collector {
         self.out
             .records
             .reserve(wanted.min(header.records_count as usize));
+        // Only a batch verified whole here has its rest held (a resumed one stops at once).
+        let hold = rest_of.is_none();
+        if hold {
+            // The records after the read is full, held for the next read: reserved once, not
+            // grown record by record.
+            let left = (header.records_count as usize).saturating_sub(wanted);
+            self.rest.reserve(left);
+            self.rest_lens.reserve(left);
+        }
         let mut taking = true;
         // Where the first record not taken starts, and its index.
         let mut stopped_at = None;
         let (max_records, max_bytes) = (self.max_records, self.max_bytes);
         let (out, bytes) = (&mut self.out, &mut self.bytes);
         let (rest, rest_lens) = (&mut self.rest, &mut self.rest_lens);
-        // Only a batch verified whole here has its rest held (a resumed one stops at once).
-        let hold = rest_of.is_none();
         // Takes `record` if it is wanted and fits; false once the read is full.
         let mut consider = |record: &format::RecordView<'_>, record_at: usize| {
             let len = record.encoded_len;

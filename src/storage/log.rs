@@ -194,6 +194,8 @@ pub struct PartitionLog {
     /// owner reports these (usually none or one per call).
     sync_times: Vec<std::time::Duration>,
     read_hint: Option<ReadHint>,
+    /// The next read, done before it was asked for (see `read_ahead`).
+    ahead: read_ahead::ReadAheads,
     /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
     held_budget: &'static HeldBudget,
     /// The most bytes a client's compressed batch may decompress to before it is refused
@@ -285,6 +287,7 @@ impl PartitionLog {
             dirty: false,
             sync_times: Vec::new(),
             read_hint: None,
+            ahead: read_ahead::ReadAheads::default(),
             held_budget: &HELD_BUDGET,
             max_decompressed_bytes: crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
             batch_hint: None,
@@ -352,6 +355,8 @@ impl PartitionLog {
     /// [`PartitionLog::append_kafka_batch`]); values above the read side's
     /// `fetch::MAX_DECOMPRESSED_BYTES` are taken as that.
     pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
+        // A read ahead made under the old limit may not be what a read returns now.
+        self.ahead.clear();
         self.max_decompressed_bytes = bytes.min(crate::storage::fetch::MAX_DECOMPRESSED_BYTES);
     }
 
@@ -359,6 +364,7 @@ impl PartitionLog {
     #[cfg(test)]
     pub(super) fn set_held_budget(&mut self, budget: &'static HeldBudget) {
         self.read_hint = None;
+        self.ahead.clear();
         self.held_budget = budget;
     }
     /// The partition's directory.
@@ -645,6 +651,9 @@ impl PartitionLog {
                 log_start_offset: self.log_start_offset,
                 log_end_offset: log_end,
             });
+        }
+        if let Some(records) = self.take_read_ahead(offset, max_records, max_bytes) {
+            return Ok(records);
         }
         let mut offset = offset.max(self.log_start_offset);
         loop {
@@ -983,6 +992,7 @@ mod time_tests;
 mod interval_sync;
 mod kafka_read;
 mod producers;
+mod read_ahead;
 pub use interval_sync::{LogSyncJob, LogSynced};
 pub use kafka_read::BatchRead;
 pub use producers::KafkaAppend;

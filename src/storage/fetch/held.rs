@@ -36,7 +36,7 @@ pub(in crate::storage) struct Held {
 /// 500 records of 100 B from batches of 1000 holds about 138 KB (the batch read, plus the
 /// locations of the 500 records left), within it (checked by the tests); the rest of a
 /// larger batch is read again from the file, as before there were holds.
-pub(super) const MAX_HELD_BYTES: usize = 256 << 10;
+pub(in crate::storage) const MAX_HELD_BYTES: usize = 256 << 10;
 
 /// The default of [`HELD_BUDGET`]: 64 MiB holds the rest of a batch for about 450 partitions
 /// consumed at once by loops like the one above (256 at the per-partition cap), far more
@@ -74,7 +74,7 @@ impl HeldBudget {
     }
     /// Takes `bytes` from the budget until the [`Reservation`] is dropped; `None` (nothing
     /// taken) when that would exceed the limit.
-    pub(super) fn try_reserve(&'static self, bytes: usize) -> Option<Reservation> {
+    pub(in crate::storage) fn try_reserve(&'static self, bytes: usize) -> Option<Reservation> {
         self.used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
                 used.checked_add(bytes).filter(|&u| u <= self.limit)
@@ -89,7 +89,7 @@ impl HeldBudget {
 
 /// Bytes taken from a [`HeldBudget`], given back on drop.
 #[derive(Debug)]
-pub(super) struct Reservation {
+pub(in crate::storage) struct Reservation {
     budget: &'static HeldBudget,
     bytes: usize,
 }
