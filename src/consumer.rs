@@ -9,8 +9,8 @@
 //! partition the member no longer owns, is refused (`IllegalGeneration`,
 //! `PartitionNotAssigned`) and changes nothing, so a consumer that lost a partition in a
 //! rebalance cannot overwrite its new owner's progress. Dropping the handle leaves the group.
-//! A poll that returned records sends the next one at once (fetch ahead, see [`Ahead`]), so
-//! that the partition reads while the caller decodes.
+//! A poll that returned a full batch sends the next one at once (fetch ahead, see [`Ahead`]),
+//! so that the partition reads while the caller decodes.
 //!
 //! On the Kafka backend the consumer is a librdkafka group member (`kafka::member`), with the
 //! same calls; its generations count the assignments it received.
@@ -50,7 +50,7 @@ pub struct Consumer<T> {
 }
 
 /// A poll a [`Consumer`] sent before its caller asked for it: right after a poll returned
-/// records, from the positions after them, so that the partition reads the next batch while
+/// as many records as it asked for (a backlog), from the positions after them, so that the partition reads the next batch while
 /// the caller decodes and handles this one (a Kafka consumer's fetch ahead).
 ///
 /// Its answer serves the next [`Consumer::poll_batch`] only if nothing it assumed moved:
@@ -417,8 +417,12 @@ impl<T: DeserializeOwned> Consumer<T> {
         let Some(fetched) = self.membership.polled(polled) else {
             return Ok(Vec::new());
         };
-        if let Some(next) = self.membership.poll_after(&fetched, max_records) {
-            self.ahead = Some(Ahead::send(&self.broker, next));
+        // A full batch says there is more to read; after a short one (the consumer caught
+        // up) the poll sent ahead would most likely find nothing.
+        if fetched.records.len() >= max_records {
+            if let Some(next) = self.membership.poll_after(&fetched, max_records) {
+                self.ahead = Some(Ahead::send(&self.broker, next));
+            }
         }
         // Decoded straight from the read buffer, on this thread, while the next batch is read.
         let records = fetched
