@@ -210,22 +210,31 @@ impl<F: Future + Unpin> Future for Hurry<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let started = *self.started.get_or_insert_with(Instant::now);
+        // Only a request alone on its thread is timed: one of many in flight never keeps its
+        // task awake, and reading the clock twice per request would be its largest cost.
+        if self.started.is_none() && self.awake {
+            match self.alone() {
+                true => self.started = Some(Instant::now()),
+                false => self.awake = false,
+            }
+        }
         if let Poll::Ready(output) = Pin::new(&mut self.inner).poll(cx) {
             // Answered within the window, awake or not: keeping awake pays.
-            if started.elapsed() < HURRY_WINDOW {
+            if self.started.is_some_and(|s| s.elapsed() < HURRY_WINDOW) {
                 HURRY_PAYS.with(|p| p.set(true));
             }
             self.uncount();
             return Poll::Ready(output);
         }
-        if self.awake && self.alone() && HURRY_PAYS.with(Cell::get) {
-            if started.elapsed() < HURRY_WINDOW {
-                std::thread::yield_now();
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
+        if let Some(started) = self.started.filter(|_| self.awake && self.alone()) {
+            if HURRY_PAYS.with(Cell::get) {
+                if started.elapsed() < HURRY_WINDOW {
+                    std::thread::yield_now();
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                HURRY_PAYS.with(|p| p.set(false));
             }
-            HURRY_PAYS.with(|p| p.set(false));
         }
         self.awake = false;
         Poll::Pending
