@@ -164,6 +164,11 @@ impl Partition {
         Ok((partition, report))
     }
 
+    /// See [`PartitionLog::set_worker`].
+    pub fn set_worker(&mut self, worker: std::sync::Arc<crate::storage::sync_worker::SyncWorker>) {
+        self.log.set_worker(worker);
+    }
+
     /// See [`PartitionLog::set_max_decompressed_bytes`].
     pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
         self.log.set_max_decompressed_bytes(bytes);

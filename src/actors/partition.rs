@@ -16,6 +16,8 @@
 //! while it is in flight. The worker tells the actor with a `SyncFinished` message (the
 //! next tick also looks), and the actor applies the result (`Partition::poll_sync`): its
 //! durations go to the fsync metrics; a failure stops the actor, so that it reopens from disk.
+//! A roll's sealing and the unlinking of the segments retention drops run on that worker too
+//! (`PartitionLog::set_worker`).
 
 mod offsets;
 
@@ -326,6 +328,7 @@ impl PartitionActor {
         match opened {
             Ok((mut partition, report)) => {
                 partition.set_max_decompressed_bytes(self.settings.max_decompressed_batch_bytes);
+                partition.set_worker(self.settings.sync_worker.clone());
                 for (group, &start) in &self.registered {
                     if let Err(e) = partition.register_group(group, start) {
                         tracing::warn!(%group, error = %e, "cannot register group");

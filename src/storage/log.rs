@@ -51,6 +51,7 @@ use super::policy::FsyncPolicy;
 use super::producer_state::{self, ProducerState, SequenceCheck};
 use super::recovery::{self, RecoveryReport};
 use super::segment::{LogSegment, ScannedFrame};
+use super::sync_worker::{completion, Abandoned, Completion, SyncWorker};
 
 /// Kafka's default segment size is 1 GiB; 64 MiB keeps deletion by retention fine-grained and
 /// a crash scan of the active segment short (~10 ms), at the cost of more files.
@@ -205,14 +206,26 @@ pub struct PartitionLog {
     /// `(offset, segment base, position)` where the last [`PartitionLog::read_batches`]
     /// stopped: the next sequential fetch starts there without the index.
     batch_hint: Option<(u64, u64, u64)>,
-    /// The sealing of the last rolled segment, on its own thread (see [`PartitionLog::roll`]).
-    sealing: Option<std::thread::JoinHandle<Result<()>>>,
+    /// The sealing of the last rolled segment, on the worker or its own thread (see
+    /// [`PartitionLog::roll`]).
+    sealing: Option<Completion<Result<()>>>,
+    /// Where sealings and deletions of segments run, when the owner gave one
+    /// ([`PartitionLog::set_worker`]).
+    worker: Option<Arc<SyncWorker>>,
+    /// Deletions of segments below the log start handed to `worker` and not yet seen done
+    /// (see [`PartitionLog::delete_segments_below_start`]).
+    deleting: Vec<Completion<Result<()>>>,
     /// A second handle to the active segment (by base offset), through which interval syncs
     /// run on another thread: a pooled handle is locked for the whole of a call, so a sync
     /// through the appending handle would hold up the appends.
     sync_file: Option<(u64, Arc<dyn StorageFile>)>,
     /// Idempotent producers' last batches (see [`producer_state`]).
     producers: ProducerState,
+    /// `(segment base, byte position)` from which every frame was appended by this open: its
+    /// bytes came from memory and its CRC was computed (or, for a client's batch, verified)
+    /// here, so bytes retention need not read it back to verify it (see
+    /// [`PartitionLog::trusted_from`]). Frames before it were found on disk at the open.
+    appended_from: (u64, u64),
     /// The checkpoint on disk says clean: the open trusted a clean shutdown and nothing has
     /// changed the files since. The first change writes the unclean checkpoint first
     /// ([`PartitionLog::mark_unclean`]), and a `close` with nothing changed writes nothing.
@@ -258,6 +271,7 @@ impl PartitionLog {
         let first_base = *segments.keys().next().expect("at least one segment");
         let active = segments.values().next_back().expect("at least one segment");
         let log_end = active.next_offset();
+        let appended_from = (active.base_offset(), active.size());
         // From the last segment holding a record: the active one may be empty (a crash just
         // after a roll), and 0 would make time retention expire every record.
         let last_timestamp_ms = segments
@@ -292,8 +306,11 @@ impl PartitionLog {
             max_decompressed_bytes: crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
             batch_hint: None,
             sealing: None,
+            worker: None,
+            deleting: Vec::new(),
             sync_file: None,
             producers: ProducerState::default(),
+            appended_from,
             clean_on_disk: false,
         };
         let removed_snapshots = log.load_producers(&names)?;
@@ -316,8 +333,13 @@ impl PartitionLog {
         }
         // Retention deletes old records; failing to do it now must not keep the partition
         // from opening (it would fail the same way on every restart). It is retried after the
-        // next append.
-        if let Err(e) = log.enforce_retention(now_ms) {
+        // next append. Segments wholly below the stored log start are files whose deletion a
+        // crash interrupted (it runs after the start is stored, off the owner's thread): they
+        // hold no live record, and are deleted here first.
+        if let Err(e) = log
+            .delete_segments_below_start()
+            .and_then(|()| log.enforce_retention(now_ms))
+        {
             tracing::warn!(dir = %dir.display(), error = %e, "retention failed at open; will retry");
         }
         Ok((log, report))
@@ -505,6 +527,15 @@ impl PartitionLog {
         }
     }
 
+    /// Runs the sealing of rolled segments and the deletion of segments below the log start
+    /// on `worker` (the broker's sync thread) from now on: without one, a roll seals on a
+    /// thread of its own and retention deletes segments on the caller's thread. Unlinking a
+    /// 64 MiB segment frees its page cache, which takes milliseconds the appends need not
+    /// wait for.
+    pub fn set_worker(&mut self, worker: Arc<SyncWorker>) {
+        self.worker = Some(worker);
+    }
+
     /// The largest key + value one record may have here.
     pub fn max_record_bytes(&self) -> usize {
         self.config.max_record_bytes
@@ -589,18 +620,31 @@ impl PartitionLog {
         if self.config.fsync == FsyncPolicy::Always {
             return sealing.run(file.as_ref());
         }
-        let (job, file) = (sealing, Arc::new(file));
-        let spawned = std::thread::Builder::new()
-            .name("nanokafka-seal".into())
-            .spawn({
-                let (job, file) = (job.clone(), file.clone());
-                move || job.run(file.as_ref().as_ref())
-            });
-        match spawned {
-            Ok(handle) => self.sealing = Some(handle),
-            // No thread to be had: seal here.
-            Err(_) => job.run(file.as_ref().as_ref())?,
-        }
+        let file: Arc<dyn StorageFile> = Arc::from(file);
+        let (done, completer) = completion();
+        let run = {
+            let (sealing, file) = (sealing.clone(), file.clone());
+            move || completer.complete(sealing.run(file.as_ref()))
+        };
+        let done = match &self.worker {
+            Some(worker) => {
+                worker.run(run);
+                done
+            }
+            None => match std::thread::Builder::new()
+                .name("nanokafka-seal".into())
+                .spawn(run)
+            {
+                Ok(_) => done,
+                // No thread to be had: seal here.
+                Err(_) => {
+                    let (done, completer) = completion();
+                    completer.complete(sealing.run(file.as_ref()));
+                    done
+                }
+            },
+        };
+        self.sealing = Some(done);
         Ok(())
     }
 
@@ -609,21 +653,14 @@ impl PartitionLog {
     /// # Errors
     /// `Io` when the sealing could not sync or write the checkpoint.
     fn finish_sealing(&mut self) -> Result<()> {
-        match self.sealing.take().map(std::thread::JoinHandle::join) {
+        match self.sealing.take().map(|done| done.wait()) {
             None => Ok(()),
             Some(Ok(result)) => result,
-            Some(Err(panic)) => {
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "no message".to_owned());
-                Err(StorageError::io(
-                    "seal a rolled segment",
-                    &self.dir,
-                    std::io::Error::other(format!("the sealing thread panicked: {message}")),
-                ))
-            }
+            Some(Err(Abandoned)) => Err(StorageError::io(
+                "seal a rolled segment",
+                &self.dir,
+                std::io::Error::other("the sealing job panicked"),
+            )),
         }
     }
 
@@ -783,7 +820,15 @@ impl PartitionLog {
 
     /// The one deletion routine: removes every segment whose records all lie below the log
     /// start. The active segment is never removed.
+    ///
+    /// With a worker ([`PartitionLog::set_worker`]) a segment leaves the log here and its files
+    /// are deleted there, in the background (as Kafka deletes segments asynchronously); a
+    /// failure there is logged. A crash in between leaves files wholly below the stored log
+    /// start, which the next open deletes before anything reads them. `close` (and a drop)
+    /// wait for the deletions in flight, so a log reopened in the same directory never races
+    /// them.
     fn delete_segments_below_start(&mut self) -> Result<()> {
+        self.reap_deletions(false);
         while self.segments.len() > 1 {
             let mut bases = self.segments.keys();
             let (&first, &second) = (
@@ -795,9 +840,41 @@ impl PartitionLog {
             }
             let segment = self.segments.remove(&first).expect("key exists");
             tracing::debug!(path = %segment.log_path().display(), "deleting segment below the log start");
-            segment.delete()?;
+            match &self.worker {
+                Some(worker) => {
+                    let (done, completer) = completion();
+                    worker.run(move || completer.complete(segment.delete()));
+                    self.deleting.push(done);
+                }
+                None => segment.delete()?,
+            }
         }
         Ok(())
+    }
+
+    /// Forgets the background deletions that are done (all of them, waiting, when `wait`),
+    /// logging those that failed: their files stay below the log start until the next open.
+    fn reap_deletions(&mut self, wait: bool) {
+        let dir = &self.dir;
+        self.deleting.retain(|done| {
+            let answer = if wait {
+                Some(done.wait())
+            } else {
+                done.try_take()
+            };
+            match answer {
+                None => true,
+                Some(Ok(Ok(()))) => false,
+                Some(Ok(Err(e))) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "deleting a segment below the log start failed");
+                    false
+                }
+                Some(Err(Abandoned)) => {
+                    tracing::warn!(dir = %dir.display(), "deleting a segment below the log start panicked");
+                    false
+                }
+            }
+        });
     }
 
     /// The first offset at or after `from` whose batch is not older than `cutoff_ms` (whose
@@ -923,7 +1000,10 @@ impl PartitionLog {
                 (excess, start) = (excess - remaining, 0);
                 continue;
             }
-            if let Some((offset, position)) = segment.first_frame_from(start + excess)? {
+            let trusted_from = self.trusted_from(base);
+            if let Some((offset, position)) =
+                segment.first_frame_from(start + excess, trusted_from)?
+            {
                 cut = Some((offset, base, position));
                 break;
             }
@@ -932,6 +1012,29 @@ impl PartitionLog {
         }
         self.start_position = cut;
         Ok(cut.map_or(log_end, |(offset, _, _)| offset))
+    }
+
+    /// The byte position in the segment at `base` from which its frames were appended by this
+    /// open (`u64::MAX`: none were). Bytes retention verifies in full only the batch it cuts
+    /// at before this position: a batch this process wrote has a CRC it computed over bytes
+    /// from its memory, and reading 100 kB back to check it would cost as much as writing
+    /// it. Its header is still checked (plausible, holding the offset expected), as the index
+    /// that leads to it is trusted. Batches found on disk at the open are verified, so damage
+    /// from an earlier run is stepped over at the cut as before.
+    fn trusted_from(&self, base: u64) -> u64 {
+        let (appended_base, position) = self.appended_from;
+        match base.cmp(&appended_base) {
+            std::cmp::Ordering::Less => u64::MAX,
+            std::cmp::Ordering::Equal => position,
+            std::cmp::Ordering::Greater => 0,
+        }
+    }
+
+    /// Forgets which frames this open appended, so that bytes retention verifies every batch
+    /// it cuts at (tests compare the two paths).
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn verify_all_at_cuts(&mut self) {
+        self.appended_from = (u64::MAX, u64::MAX);
     }
 
     /// `(segment base, byte position)` of the frame holding `offset` (cached for the start).
@@ -956,6 +1059,7 @@ impl PartitionLog {
     /// # Errors
     /// `Io` when the sync or the checkpoint write fails; the next open then scans.
     pub fn close(mut self) -> Result<()> {
+        self.reap_deletions(true);
         self.finish_sealing()?;
         if self.clean_on_disk {
             // Nothing changed since the clean shutdown this open trusted: its checkpoint and
@@ -976,10 +1080,12 @@ impl PartitionLog {
     }
 }
 
-/// A log dropped without `close` (a crash of its actor) still waits for its sealing, so that
-/// a reopen never runs beside a checkpoint being written.
+/// A log dropped without `close` (a crash of its actor) still waits for its sealing and its
+/// deletions, so that a reopen never runs beside a checkpoint being written or a file being
+/// deleted.
 impl Drop for PartitionLog {
     fn drop(&mut self) {
+        self.reap_deletions(true);
         if let Err(e) = self.finish_sealing() {
             tracing::warn!(dir = %self.dir.display(), error = %e, "sealing a rolled segment failed");
         }

@@ -277,13 +277,15 @@ impl LogSegment {
     /// `None` when no frame of this segment does. One index lookup and a scan of about one
     /// index interval; damage on the way is stepped over (bytes retention drops it anyway).
     /// Batches larger than the scan's chunk are stepped over by their headers alone, and only
-    /// the one found is read whole (see `LogSegment::hop_to_frame`).
+    /// the one found is read whole (see `LogSegment::hop_to_frame`); not even that one when it
+    /// starts at or after `trusted_from`, where the caller vouches for the bytes (it wrote
+    /// them in this open: see `PartitionLog::trusted_from`; `u64::MAX` trusts nothing).
     ///
     /// # Errors
     /// `Io`.
-    pub fn first_frame_from(&self, position: u64) -> Result<Option<(u64, u64)>> {
+    pub fn first_frame_from(&self, position: u64, trusted_from: u64) -> Result<Option<(u64, u64)>> {
         let entry = self.index.lookup_position(position)?;
-        if let Some(found) = self.hop_to_frame(entry, position)? {
+        if let Some(found) = self.hop_to_frame(entry, position, trusted_from)? {
             return Ok(Some(found));
         }
         let found = self.find_frame(entry, |frame| frame.position >= position)?;

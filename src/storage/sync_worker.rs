@@ -17,7 +17,10 @@
 //!   second, not 32 thread spawns (a spawn costs tens of microseconds and a stack).
 //! - One at a time is enough: syncs on one file system largely serialize in the kernel anyway
 //!   (one journal), and a slow one only delays the next partitions' syncs, which nobody waits
-//!   for on the hot path (`Always` syncs inline, a roll's sealing has its own thread).
+//!   for on the hot path (`Always` syncs inline).
+//! - The same kind of job runs here too: a roll's sealing (a sync of the sealed segment) and
+//!   the unlinking of segments retention dropped (which frees their page cache: milliseconds
+//!   for 64 MiB), handed over by the partition log ([`super::PartitionLog::set_worker`]).
 //! - Per broker, not per process: a broker that stops takes its worker with it (the thread
 //!   ends once the last sender is dropped), and brokers in one process (tests) never queue
 //!   behind each other's syncs.
@@ -123,6 +126,11 @@ impl<T> Completion<T> {
     /// The answer if it has come (once: later calls return `None`).
     pub fn try_take(&self) -> Option<Result<T, Abandoned>> {
         take(&mut self.0.lock())
+    }
+
+    /// Whether the answer has come (or the job was abandoned), without taking it.
+    pub fn is_done(&self) -> bool {
+        !matches!(*self.0.lock(), State::Waiting)
     }
 
     /// Blocks until the answer comes.

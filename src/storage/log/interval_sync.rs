@@ -65,7 +65,7 @@ impl PartitionLog {
     /// `Io` when the last roll's sealing failed, or the segment cannot be opened for the
     /// sync; the owner then reopens the log, as after a failed sync.
     pub fn begin_interval_sync(&mut self) -> Result<Option<LogSyncJob>> {
-        if self.sealing.as_ref().is_some_and(|h| !h.is_finished()) {
+        if self.sealing.as_ref().is_some_and(|done| !done.is_done()) {
             return Ok(None);
         }
         self.finish_sealing()?;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::storage::batch::AppendRecord;
+use crate::storage::sync_worker::SyncWorker;
 
 /// A read that stops inside a batch leaves a hint to resume at the record: sequential
 /// reads of any size must return exactly what one read of everything returns.
@@ -75,5 +76,121 @@ fn a_read_of_frames_larger_than_the_average_returns_every_record_asked_for() {
             .map(|o| if o < 1000 { 10 } else { 10_000 })
             .collect();
         assert_eq!(values, expected, "reading from {from}");
+    }
+}
+
+/// With a worker, rolled segments are sealed and segments below the log start deleted there:
+/// once the log is closed (which waits for them) the directory holds exactly the live
+/// segments, each sealed one synced with the checkpoint's recovery point past it.
+#[test]
+fn a_worker_seals_rolled_segments_and_deletes_those_below_the_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 4096,
+        fsync: FsyncPolicy::Never,
+        retention: RetentionPolicy {
+            records: Some(100),
+            ..RetentionPolicy::default()
+        },
+        ..LogConfig::default()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    log.set_worker(Arc::new(SyncWorker::new()));
+    let value = [3u8; 100];
+    for _ in 0..500 {
+        log.append(
+            &[AppendRecord {
+                key: None,
+                value: &value,
+            }],
+            0,
+        )
+        .unwrap();
+    }
+    assert_eq!(log.log_start_offset(), 400);
+    let live = log.segment_count();
+    log.close().unwrap();
+    let logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "log")
+        })
+        .count();
+    assert_eq!(logs, live, "the segments below the log start are gone");
+    let (mut log, report) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    assert_eq!(report.segments_scanned, 0, "a clean close");
+    assert_eq!(log.log_start_offset(), 400);
+    let (mut offset, mut read) = (0, 0);
+    loop {
+        let fetched = log.read(offset, 1000, 1 << 20).unwrap();
+        if fetched.is_empty() {
+            break;
+        }
+        (offset, read) = (fetched.next_offset(), read + fetched.len());
+    }
+    assert_eq!(read, 100);
+}
+
+/// Bytes retention trusts the batches this open appended (it does not read them back to
+/// verify them, `PartitionLog::trusted_from`): on an undamaged log it must cut exactly where
+/// the verifying path does, whatever the batch sizes (small ones are scanned, large ones
+/// hopped over), the rolls and a reopen midway (batches from before it are verified).
+mod trusted_cuts {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn append(log: &mut PartitionLog, records: u16, value_len: u16) {
+        let value = vec![7u8; usize::from(value_len)];
+        let records: Vec<_> = (0..records)
+            .map(|_| AppendRecord {
+                key: None,
+                value: &value,
+            })
+            .collect();
+        log.append(&records, 0).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn give_the_same_log_start_as_verifying_every_cut(
+            batches in proptest::collection::vec((1u16..200, 0u16..300), 1..60),
+            retained_kb in 8u64..200,
+            segment_kb in 32u64..256,
+            reopen_at in 0usize..60,
+        ) {
+            let config = LogConfig {
+                segment_bytes: segment_kb << 10,
+                retention: RetentionPolicy {
+                    bytes: Some(retained_kb << 10),
+                    ..RetentionPolicy::default()
+                },
+                ..LogConfig::default()
+            };
+            let (fast_dir, slow_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let open = |dir: &Path, verify_all: bool| {
+                let mut log = PartitionLog::open(dir, config, 0).unwrap().0;
+                if verify_all {
+                    log.verify_all_at_cuts();
+                }
+                log
+            };
+            let (mut fast, mut slow) = (open(fast_dir.path(), false), open(slow_dir.path(), true));
+            for (i, &(records, value_len)) in batches.iter().enumerate() {
+                if i == reopen_at {
+                    fast.close().unwrap();
+                    slow.close().unwrap();
+                    (fast, slow) = (open(fast_dir.path(), false), open(slow_dir.path(), true));
+                }
+                append(&mut fast, records, value_len);
+                append(&mut slow, records, value_len);
+                prop_assert_eq!(fast.log_start_offset(), slow.log_start_offset(), "after batch {}", i);
+                prop_assert_eq!(fast.segment_count(), slow.segment_count());
+            }
+        }
     }
 }

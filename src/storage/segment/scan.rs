@@ -212,10 +212,15 @@ impl LogSegment {
     /// verifying): the scan then decides, stepping over damage as it does. A damaged length
     /// cannot mislead the hop: the batch it leads to must verify and hold exactly the offset
     /// that follows the batches stepped over.
+    ///
+    /// A batch found at or after `trusted_from` (written by this process in this open) is
+    /// not read whole: its plausible header holding the offset expected, and its length
+    /// within the file, are taken as proof enough (see `PartitionLog::trusted_from`).
     pub(super) fn hop_to_frame(
         &self,
         entry: IndexEntry,
         position: u64,
+        trusted_from: u64,
     ) -> Result<Option<(u64, u64)>> {
         let scan_chunk = 2 * self.index_interval_bytes;
         let mut buf = AlignedBuf::default();
@@ -233,6 +238,10 @@ impl LogSegment {
                 && header.batch_len as u64 >= scan_chunk;
             if !plausible {
                 return Ok(None);
+            }
+            if at >= position && at >= trusted_from {
+                let whole = at + header.batch_len as u64 <= self.size;
+                return Ok(whole.then_some((expected, at)));
             }
             if at >= position {
                 let verified = self.valid_frame_at(at, expected)?;
