@@ -1,6 +1,8 @@
 //! Produce lanes: every produce to one partition goes through its [`Lane`], which sends it at
 //! once when nothing of the lane is in flight and otherwise queues it behind the produce in
-//! flight. When that one is answered, everything queued meanwhile goes as one `Append`.
+//! flight. When that one is answered, everything queued meanwhile goes as one `Append`. A
+//! batch large enough to fill a write by itself ([`ALONE_BYTES`]) is never copied into the
+//! queue: with nothing queued it goes at once, as another `Append` in flight.
 //!
 //! Why: a partition handles a message in about a microsecond, but many small produces in
 //! flight (an actor pipelining, several threads) each paid for an actix message, a reply and a
@@ -34,6 +36,11 @@ use crate::types::Delivery;
 /// A queue this large (on disk) is sent as another `Append` in flight rather than grown: the
 /// group commit writes at most about this much at once.
 const MAX_QUEUED_BYTES: usize = 1 << 20;
+
+/// A batch this large (on disk) fills a write by itself: while nothing waits in the queue it
+/// goes at once as another `Append` in flight instead of being copied into the queue (the
+/// partition's group commit does not merge batches past this size either).
+const ALONE_BYTES: usize = 64 << 10;
 
 /// Append records. Sent with `do_send` by a [`Lane`] (the topic's and the handles'
 /// produces all go through one per partition); the answer goes to `reply`: where they went,
@@ -118,6 +125,12 @@ impl Lane {
         let mut state = self.state();
         if state.in_flight == 0 {
             state.in_flight = 1;
+            drop(state);
+            self.send(batch, vec![waiter], None);
+            return answer;
+        }
+        if state.waiters.is_empty() && batch.size_bytes() >= ALONE_BYTES {
+            state.in_flight += 1;
             drop(state);
             self.send(batch, vec![waiter], None);
             return answer;

@@ -127,8 +127,9 @@ fn pipelined_produces_keep_call_order(broker: &NanoKafka) {
 #[test]
 fn pipelined_batches_from_one_task_are_appended_in_call_order() {
     const BATCHES: u64 = 60;
-    // Batch k holds `size(k)` records: 1, 5, or 300 (about 20 KiB).
-    let size = |k: u64| [1, 5, 300][(k % 3) as usize];
+    // Batch k holds `size(k)` records: 1, 5, 300 (about 20 KiB) or 1200 (about 85 KiB: large
+    // enough to go as its own append while others are in flight, never queued behind them).
+    let size = |k: u64| [1, 5, 300, 1200][(k % 4) as usize];
     for behind_the_handle in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let broker = broker_with_topic(dir.path(), behind_the_handle);
