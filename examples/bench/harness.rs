@@ -274,3 +274,10 @@ impl TempBroker {
         name
     }
 }
+
+/// Waits until the page cache's dirty data is on disk (`sync(2)`), outside any measurement:
+/// what the rows before left to write back does not fall into the next row.
+pub fn settle_disk() {
+    // SAFETY: `sync` takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
