@@ -50,8 +50,9 @@ pub struct Consumer<T> {
 }
 
 /// A poll a [`Consumer`] sent before its caller asked for it: right after a poll returned
-/// as many records as it asked for (a backlog), from the positions after them, so that the partition reads the next batch while
-/// the caller decodes and handles this one (a Kafka consumer's fetch ahead).
+/// as many records as it asked for (a backlog), from the positions after them, so that the
+/// partition reads the next batch while the caller decodes and handles this one (a Kafka
+/// consumer's fetch ahead).
 ///
 /// Its answer serves the next [`Consumer::poll_batch`] only if nothing it assumed moved:
 /// - the member's generation and positions are still those it was sent from (a `seek`, a
