@@ -166,7 +166,7 @@ enum Member {
 
 /// A poll's answer, per backend.
 enum Answer {
-    Embedded(Polled),
+    Embedded(Box<Polled>),
     #[cfg(feature = "kafka")]
     Kafka(Vec<Record<Vec<u8>>>, Assignment),
 }
@@ -415,7 +415,11 @@ impl<T: DeserializeOwned> RecordStream<T> {
             Member::Embedded(m) => {
                 let request = m.poll_request(max, wait);
                 let handle = self.handle.clone();
-                async move { poll_rejoining(&handle, request).await.map(Answer::Embedded) }.boxed()
+                async move {
+                    let polled = poll_rejoining(&handle, request).await?;
+                    Ok(Answer::Embedded(Box::new(polled)))
+                }
+                .boxed()
             }
             #[cfg(feature = "kafka")]
             Member::Kafka(k) => {
@@ -431,7 +435,7 @@ impl<T: DeserializeOwned> RecordStream<T> {
         match (answer?, &mut self.member) {
             (Answer::Embedded(polled), Member::Embedded(m)) => {
                 let before = m.generation();
-                let fetched = m.polled(polled);
+                let fetched = m.polled(*polled);
                 if m.generation() != before {
                     self.buffer.clear();
                 }
