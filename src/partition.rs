@@ -354,6 +354,12 @@ impl Partition {
         self.log.read_ahead(max_records, FETCH_MAX_BYTES);
     }
 
+    /// Whether [`Partition::read_ahead`] would find anything to read now (not after a fetch
+    /// that reached the log end, nor one that left the rest of its batch parsed).
+    pub fn can_read_ahead(&self) -> bool {
+        self.log.read_ahead_from().is_some()
+    }
+
     /// Marks `offset` and everything before it processed by `group` (committed = offset + 1).
     ///
     /// # Errors

@@ -416,8 +416,9 @@ impl<T: DeserializeOwned> RecordStream<T> {
                 let request = m.poll_request(max, wait);
                 let handle = self.handle.clone();
                 async move {
-                    let polled = poll_rejoining(&handle, request).await?;
-                    Ok(Answer::Embedded(Box::new(polled)))
+                    poll_rejoining(&handle, request)
+                        .await
+                        .map(|polled| Answer::Embedded(Box::new(polled)))
                 }
                 .boxed()
             }

@@ -695,12 +695,13 @@ impl Handler<Fetch> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| {
-            let fetched = act
-                .open_partition()?
-                .fetch(&msg.group, msg.from, msg.max_records)?;
+            let partition = act.open_partition()?;
+            let fetched = partition.fetch(&msg.group, msg.from, msg.max_records)?;
+            // A fetch at the log end (a consumer caught up) schedules nothing.
+            let ahead = !fetched.is_empty() && partition.can_read_ahead();
             let bytes = fetched.records.batches().map(<[u8]>::len).sum();
             act.metrics.fetched(fetched.records.len() as u64, bytes);
-            if !fetched.is_empty() {
+            if ahead {
                 act.read_ahead_later(ctx, msg.max_records);
             }
             Ok(fetched)

@@ -98,16 +98,14 @@ impl PartitionLog {
     /// cheap already), nor at the log end. A failed read ahead is forgotten: the read itself
     /// meets the failure and reports it.
     pub fn read_ahead(&mut self, max_records: usize, max_bytes: usize) {
-        let Some(hint) = &self.read_hint else { return };
-        let log_end = self.log_end_offset();
-        let offset = hint.offset;
-        if hint.held.is_some() || offset >= log_end || offset < self.log_start_offset {
+        let Some(offset) = self.read_ahead_from() else {
             return;
-        }
+        };
         if !self.ahead.wanted() {
             return;
         }
-        let before = hint.without_held();
+        let log_end = self.log_end_offset();
+        let before = self.read_hint.as_ref().map(ReadHint::without_held);
         let Ok(records) = self.read(offset, max_records, max_bytes) else {
             return;
         };
@@ -127,8 +125,18 @@ impl PartitionLog {
                 });
             }
             // Not kept: the next read resumes where the last one stopped, as if none was made.
-            None => self.read_hint = Some(before),
+            None => self.read_hint = before,
         }
+    }
+
+    /// Where [`PartitionLog::read_ahead`] would read from now: where the last read stopped,
+    /// when that read left nothing of its batch parsed and the log goes on past it. `None`
+    /// (nothing to read ahead) lets the owner skip scheduling one, as after every read at the
+    /// log end.
+    pub fn read_ahead_from(&self) -> Option<u64> {
+        let hint = self.read_hint.as_ref()?;
+        let readable = self.log_start_offset..self.log_end_offset();
+        (hint.held.is_none() && readable.contains(&hint.offset)).then_some(hint.offset)
     }
 
     /// The records read ahead for this read, if they answer it; drops them otherwise (the
