@@ -51,25 +51,43 @@ struct MemberContext {
 
 impl ClientContext for MemberContext {}
 
-impl ConsumerContext for MemberContext {
-    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        let assigned = consumer.assignment().map(|list| {
-            let mut partitions: Vec<u32> = list
-                .elements_for_topic(&self.topic)
+impl Rebalances {
+    /// Follows `rebalance` of `topic` from the list librdkafka hands the callback: an
+    /// assignment adds its partitions (and counts), a revocation removes its own (an eager
+    /// revocation names the whole assignment, a cooperative one what moves), and a failed
+    /// rebalance, which rdkafka answers by unassigning, leaves none.
+    fn follow(&mut self, topic: &str, rebalance: &Rebalance<'_>) {
+        let of_topic = |list: &TopicPartitionList| -> Vec<u32> {
+            list.elements_for_topic(topic)
                 .iter()
                 .filter_map(|e| u32::try_from(e.partition()).ok())
-                .collect();
-            partitions.sort_unstable();
-            partitions
-        });
-        let Ok(mut state) = self.state.lock() else {
-            return;
+                .collect()
         };
-        if let Ok(partitions) = assigned {
-            state.partitions = partitions;
+        match rebalance {
+            Rebalance::Assign(list) => {
+                let mut partitions: BTreeSet<u32> = self.partitions.iter().copied().collect();
+                partitions.extend(of_topic(list));
+                self.partitions = partitions.into_iter().collect();
+                self.generation += 1;
+            }
+            Rebalance::Revoke(list) => {
+                let revoked = of_topic(list);
+                self.partitions.retain(|p| !revoked.contains(p));
+            }
+            Rebalance::Error(_) => self.partitions.clear(),
         }
-        if let Rebalance::Assign(_) = rebalance {
-            state.generation += 1;
+    }
+}
+
+impl ConsumerContext for MemberContext {
+    /// Learns the assignment from the rebalance alone ([`Rebalances::follow`]), asking
+    /// librdkafka nothing: a request such as `rd_kafka_assignment` goes to the group's
+    /// thread and waits without a timeout, and a revocation served while the consumer
+    /// closes runs this after that thread has stopped answering, which hung the drop for
+    /// good.
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Ok(mut state) = self.state.lock() {
+            state.follow(&self.topic, rebalance);
         }
     }
 }
@@ -477,5 +495,46 @@ pub(crate) fn record_of(message: &BorrowedMessage<'_>) -> Record<Vec<u8>> {
         key: message.key().map(<[u8]>::to_vec),
         value: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
         headers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(topic: &str, partitions: &[i32]) -> TopicPartitionList {
+        let mut list = TopicPartitionList::new();
+        for &p in partitions {
+            list.add_partition(topic, p);
+        }
+        list
+    }
+
+    #[test]
+    fn the_assignment_follows_each_rebalance_list() {
+        let mut state = Rebalances::default();
+        let (all, other) = (list("t", &[0, 1, 2]), list("other", &[7]));
+        state.follow("t", &Rebalance::Assign(&all));
+        state.follow("t", &Rebalance::Assign(&other));
+        assert_eq!(
+            (state.generation, &state.partitions[..]),
+            (2, &[0, 1, 2][..])
+        );
+        // Cooperative: only what moves is revoked, then added back elsewhere.
+        state.follow("t", &Rebalance::Revoke(&list("t", &[1])));
+        assert_eq!(state.partitions, [0, 2]);
+        state.follow("t", &Rebalance::Assign(&list("t", &[3])));
+        assert_eq!(
+            (state.generation, &state.partitions[..]),
+            (3, &[0, 2, 3][..])
+        );
+        // Eager: the revocation names the whole assignment.
+        state.follow("t", &Rebalance::Revoke(&list("t", &[0, 2, 3])));
+        assert!(state.partitions.is_empty());
+        state.follow("t", &Rebalance::Assign(&list("t", &[1])));
+        let failed = KafkaError::Rebalance(RDKafkaErrorCode::Fail);
+        state.follow("t", &Rebalance::Error(failed));
+        assert!(state.partitions.is_empty());
+        assert_eq!(state.generation, 4);
     }
 }
