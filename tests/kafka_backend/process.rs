@@ -186,7 +186,25 @@ fn collect(mut pipe: impl Read + Send + 'static, output: Arc<Output>) {
     });
 }
 
+/// What a broker has printed, readable after the broker is gone (a failed test prints it).
+#[derive(Clone)]
+pub struct Log(Arc<Output>);
+
+impl Log {
+    /// The last `lines` lines printed.
+    pub fn tail(&self, lines: usize) -> String {
+        let seen = self.0.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let all: Vec<&str> = seen.text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
 impl Broker {
+    /// Its output, as a handle that outlives it.
+    pub fn log(&self) -> Log {
+        Log(Arc::clone(&self.output))
+    }
+
     /// Waits until `ready` holds for the output so far and returns it; panics with the output
     /// when the broker exits or [`STARTUP`] passes first.
     fn wait_for(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {

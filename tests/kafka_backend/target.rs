@@ -22,6 +22,9 @@ use crate::process::{self, Broker};
 /// the slowest bodies take a few seconds per group join on tansu).
 const BODY_LIMIT: Duration = Duration::from_secs(240);
 
+/// How much of its broker's output a failed test prints.
+const LOG_LINES: usize = 400;
+
 /// Which broker a [`Target`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -172,12 +175,24 @@ fn tansu_or_skip() -> Option<std::path::PathBuf> {
     }
 }
 
-/// Runs `body` against a fresh `kind` target, under a watchdog.
+/// Runs `body` against a fresh `kind` target, under a watchdog; when it fails, prints the
+/// end of what the broker printed (a server's side of a failure is otherwise lost).
 pub fn run(kind: Kind, body: fn(&Target)) {
     let Some(target) = Target::start(kind) else {
         return;
     };
-    crate::watchdog::within(BODY_LIMIT, move || body(&target));
+    let log = target.server.as_ref().map(Broker::log);
+    // The target moves into the body; a failure rethrows, so no broken state is seen.
+    let run = move || crate::watchdog::within(BODY_LIMIT, move || body(&target));
+    if let Err(failure) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        if let Some(log) = log {
+            eprintln!(
+                "--- the last {LOG_LINES} lines {kind:?}'s broker printed ---\n{}\n---",
+                log.tail(LOG_LINES)
+            );
+        }
+        std::panic::resume_unwind(failure);
+    }
 }
 
 /// `on_every_target!(a, b)` in a test module makes, for each body `fn a(t: &Target)`, the

@@ -87,7 +87,7 @@ pub fn settle<T: DeserializeOwned + Debug>(
 /// group's current members. On Kafka a join completes only once the group has rebalanced,
 /// and a librdkafka member rejoins only while it is polled (as a consumer on its own thread
 /// is); on the embedded broker the join returns at once. Nothing may be read meanwhile.
-pub fn join_while_polling<T: DeserializeOwned + Debug>(
+pub fn join_while_polling<T: DeserializeOwned + Debug + Send + 'static>(
     broker: &NanoKafka,
     names: (&str, &str, &str),
     others: &mut [&mut Consumer<T>],
@@ -95,29 +95,37 @@ pub fn join_while_polling<T: DeserializeOwned + Debug>(
     join_with_while_polling(broker, names, nanokafka::GroupOptions::default(), others)
 }
 
-/// As [`join_while_polling`], with the group's options.
-pub fn join_with_while_polling<T: DeserializeOwned + Debug>(
+/// As [`join_while_polling`], with the group's options. The join runs on a thread of its
+/// own, not a scoped one: when [`PATIENCE`] runs out the test fails at once, instead of
+/// waiting for a join that nothing drives any more.
+pub fn join_with_while_polling<T: DeserializeOwned + Debug + Send + 'static>(
     broker: &NanoKafka,
     (topic, group, member): (&str, &str, &str),
     options: nanokafka::GroupOptions,
     others: &mut [&mut Consumer<T>],
 ) -> Consumer<T> {
-    std::thread::scope(|s| {
-        let joining = s.spawn(|| broker.consumer_with::<T>(topic, group, member, options));
-        let deadline = Instant::now() + PATIENCE;
-        while !joining.is_finished() && !others.is_empty() {
-            assert!(
-                Instant::now() < deadline,
-                "{member} still joining after {PATIENCE:?}"
-            );
-            for other in others.iter_mut() {
-                let read = other.poll_batch(100, STEP).expect("poll_batch");
-                assert!(read.is_empty(), "read while {member} joined: {read:?}");
-            }
+    let joining = {
+        let (broker, topic, group, member) = (
+            broker.clone(),
+            topic.to_owned(),
+            group.to_owned(),
+            member.to_owned(),
+        );
+        std::thread::spawn(move || broker.consumer_with::<T>(&topic, &group, &member, options))
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while !joining.is_finished() && !others.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{member} still joining after {PATIENCE:?}"
+        );
+        for other in others.iter_mut() {
+            let read = other.poll_batch(100, STEP).expect("poll_batch");
+            assert!(read.is_empty(), "read while {member} joined: {read:?}");
         }
-        let joined = joining.join().expect("the joining thread");
-        joined.unwrap_or_else(|e| panic!("{member} joining {group}: {e}"))
-    })
+    }
+    let joined = joining.join().expect("the joining thread");
+    joined.unwrap_or_else(|e| panic!("{member} joining {group}: {e}"))
 }
 
 /// Whether `assignments` give every partition of `0..partitions` to exactly one member.
