@@ -23,10 +23,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, RebalanceProtocol,
+};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaRespErr;
 use rdkafka::ClientContext;
 
 use super::admin::{partition_count, partition_id};
@@ -80,14 +83,47 @@ impl Rebalances {
 }
 
 impl ConsumerContext for MemberContext {
-    /// Learns the assignment from the rebalance alone ([`Rebalances::follow`]), asking
-    /// librdkafka nothing: a request such as `rd_kafka_assignment` goes to the group's
-    /// thread and waits without a timeout, and a revocation served while the consumer
-    /// closes runs this after that thread has stopped answering, which hung the drop for
-    /// good.
-    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+    /// rdkafka's rebalance (assign or unassign, incremental under a cooperative protocol),
+    /// then [`Rebalances::follow`], with two guards against librdkafka requests that wait
+    /// without a timeout on the group's thread, which stops answering once the consumer
+    /// has closed (a rebalance can still be served after that, while a drop polls the
+    /// consumer until closed):
+    /// - a rebalance served once the consumer is closed changes nothing (there is no
+    ///   assignment left to change);
+    /// - the assignment is learned from the rebalance's list alone, never asked for
+    ///   (`rd_kafka_assignment`).
+    ///
+    /// Without them a member dropped while its group rebalanced could hang its drop for good.
+    fn rebalance(
+        &self,
+        consumer: &BaseConsumer<Self>,
+        err: RDKafkaRespErr,
+        list: &mut TopicPartitionList,
+    ) {
+        if consumer.closed() {
+            return;
+        }
+        let assign = err == RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        let done = match (assign, cooperative) {
+            (true, true) => consumer.incremental_assign(list),
+            (true, false) => consumer.assign(list),
+            (false, true) => consumer.incremental_unassign(list),
+            (false, false) => consumer.unassign(),
+        };
+        if let Err(e) = done {
+            tracing::warn!(topic = %self.topic, error = %e, "a rebalance failed to apply");
+        }
+        let rebalance = match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Rebalance::Assign(list),
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => Rebalance::Revoke(list),
+            other => Rebalance::Error(KafkaError::Rebalance(other.into())),
+        };
         if let Ok(mut state) = self.state.lock() {
-            state.follow(&self.topic, rebalance);
+            state.follow(&self.topic, &rebalance);
         }
     }
 }
