@@ -5,7 +5,8 @@
 //!   onto a 4-partition topic, paced at a fixed rate, while a subscriber actor
 //!   (`Topic::subscribe`) takes each batch and answers `Ack::Commit`. The interval runs from
 //!   the first produce until every event was delivered and the group's lag is 0; the figure
-//!   is the process's CPU per event over it (what a steady trickle costs, spinning included).
+//!   is the process's CPU per event over it (what a steady trickle costs, spinning included),
+//!   with the process's sleeps per event beside it (each is a wake-up paid for).
 //! - [`awaited`]: an actor awaiting each `Topic::produce_keyed`, one at a time, as fast as it
 //!   can; [`blocking_keyed`] is its baseline, one thread calling `NanoKafka::produce_keyed`
 //!   with the same keys and values.
@@ -25,7 +26,7 @@ use nanokafka::messages::{Ack, Delivered, Produce, ProduceBatch, SubscribeOption
 use nanokafka::{AsyncNanoKafka, NanoKafka, ProduceRecord, RecordBatch, Topic, TopicConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Meter, Rate, RETENTION_BYTES, VALUE_LEN};
+use crate::harness::{sleeps, Meter, Rate, RETENTION_BYTES, VALUE_LEN};
 
 /// Partitions of every topic here.
 pub const PARTITIONS: u32 = 4;
@@ -71,6 +72,8 @@ fn config() -> TopicConfig {
 #[derive(Debug, Clone, Copy)]
 pub struct LowRate {
     pub rate: Rate,
+    /// The process's sleeps (voluntary context switches) per event over the same interval.
+    pub sleeps_per_event: f64,
     pub produced: u64,
     pub delivered: u64,
     /// Sum of the group's lag over the partitions once the interval ended.
@@ -167,7 +170,7 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             )
             .await
             .expect("subscribe");
-        let meter = Meter::start();
+        let (meter, slept) = (Meter::start(), sleeps());
         let (done, sent) = futures::channel::oneshot::channel();
         Pacer {
             topic: events.clone(),
@@ -179,9 +182,11 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
         let produced = sent.await.expect("pacer");
         let lag = drained(&events, group, &delivered, produced).await;
         let rate = meter.rate(produced);
+        let sleeps_per_event = (sleeps() - slept) as f64 / produced.max(1) as f64;
         subscription.unsubscribe();
         LowRate {
             rate,
+            sleeps_per_event,
             produced,
             delivered: delivered.load(Ordering::Relaxed),
             lag,

@@ -106,14 +106,25 @@ impl Progress {
     }
 }
 
-/// The process's CPU time so far: user + system, every thread (`getrusage(RUSAGE_SELF)`).
-pub fn cpu_time() -> Duration {
+/// The process's resource usage so far.
+fn rusage() -> libc::rusage {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage only writes the struct it is given, and RUSAGE_SELF is always valid.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
     assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
     // SAFETY: zeroed is a valid rusage (plain integers), and getrusage succeeded.
-    let usage = unsafe { usage.assume_init() };
+    unsafe { usage.assume_init() }
+}
+
+/// How many times the process's threads have gone to sleep so far (voluntary context
+/// switches): each sleep is a wake-up to pay for later.
+pub fn sleeps() -> u64 {
+    rusage().ru_nvcsw as u64
+}
+
+/// The process's CPU time so far: user + system, every thread (`getrusage(RUSAGE_SELF)`).
+pub fn cpu_time() -> Duration {
+    let usage = rusage();
     let time =
         |t: libc::timeval| Duration::from_micros(t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64);
     time(usage.ru_utime) + time(usage.ru_stime)

@@ -718,6 +718,12 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
         .cpu(low.rate.cpu_us_per_record)
         .target(Target::AtMost(100.0)),
     ));
+    rows.push(Row::Figure(Figure::new(
+        "actor_low_rate_sleeps",
+        "the same: the process's sleeps (voluntary context switches) per event",
+        low.sleeps_per_event,
+        "sleeps/event",
+    )));
     rows.push(Row::Figure(
         Figure::rate(
             "actor_awaited_produce_keyed",
