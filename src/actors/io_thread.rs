@@ -17,22 +17,10 @@
 //! The spin happens only while it pays: a spin that ended without a ring makes the next idle
 //! sleep at once, and a sleep that ends within `idle_spin` (the runtime's unpark hook) turns
 //! spinning back on. A trickle of messages costs a wake-up each and no spin.
-//!
-//! **Wake-ups put off** ([`Unhurried`]). Some answers need not wake the thread: a push
-//! subscriber's answer to a batch that was not full can wait until the thread wakes for
-//! something else (the next produce, a timer), within a bound. Such a future's wake-up is
-//! kept by the doorbell instead of waking the thread, and delivered when the thread next
-//! unparks or is about to park; a timer of its own makes it wake the thread by itself once
-//! the bound has passed. At a steady few hundred events a second this saves the thread one
-//! wake-up per event.
 
-use std::cell::RefCell;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context as TaskContext, Poll, Wake, Waker};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -49,10 +37,6 @@ pub struct Doorbell {
     rung_at: AtomicU64,
     idle_spin: Duration,
     history: SpinHistory,
-    /// Wake-ups put off until this thread wakes anyway ([`Unhurried`]).
-    put_off: Mutex<Vec<Waker>>,
-    /// Whether `put_off` may hold any (read without the lock on every park and unpark).
-    any_put_off: AtomicBool,
 }
 
 impl Doorbell {
@@ -62,36 +46,7 @@ impl Doorbell {
             rung_at: AtomicU64::new(0),
             idle_spin,
             history: SpinHistory::default(),
-            put_off: Mutex::new(Vec::new()),
-            any_put_off: AtomicBool::new(false),
         }
-    }
-
-    /// Keeps `waker` until this thread next unparks or is about to park (see [`Unhurried`]).
-    fn put_off(&self, waker: Waker) {
-        let mut put_off = self.put_off.lock().unwrap_or_else(|e| e.into_inner());
-        put_off.push(waker);
-        self.any_put_off.store(true, Ordering::Release);
-    }
-
-    /// Wakes what was put off; returns whether there was any.
-    fn wake_put_off(&self) -> bool {
-        if !self.any_put_off.swap(false, Ordering::Acquire) {
-            return false;
-        }
-        let wakers = {
-            let mut put_off = self.put_off.lock().unwrap_or_else(|e| e.into_inner());
-            std::mem::take(&mut *put_off)
-        };
-        let any = !wakers.is_empty();
-        wakers.into_iter().for_each(Waker::wake);
-        any
-    }
-
-    /// Wake-ups put off and not yet delivered.
-    #[cfg(test)]
-    fn put_off_len(&self) -> usize {
-        self.put_off.lock().map(|w| w.len()).unwrap_or(0)
     }
 
     /// Tells the thread, if it is spinning, that a message is waiting for it.
@@ -103,10 +58,9 @@ impl Doorbell {
     }
 
     /// Called by the runtime before it parks: returns when rung or after `idle_spin`, or at
-    /// once while spinning has not been paying or when a wake-up put off was delivered (the
-    /// park then returns at once).
+    /// once while spinning has not been paying.
     fn idle(&self) {
-        if self.wake_put_off() || self.idle_spin.is_zero() {
+        if self.idle_spin.is_zero() {
             return;
         }
         if self.history.pays() {
@@ -126,75 +80,8 @@ impl Doorbell {
     /// not by when this thread got a core again (on a loaded host that can take far longer
     /// than the ring).
     fn woke(&self) {
-        self.wake_put_off();
         let rung_at = self.rung_at.load(Ordering::Relaxed);
         self.history.woke(rung_at, self.idle_spin);
-    }
-}
-
-thread_local! {
-    /// The doorbell of the I/O thread this is; none on any other thread.
-    static DOORBELL: RefCell<Option<Arc<Doorbell>>> = const { RefCell::new(None) };
-}
-
-/// A future whose wake-ups wait until its I/O thread wakes for something else, at most
-/// `within` after it was made; from then on it wakes the thread as any future does. Off an
-/// I/O thread (or with no bound) it is the future itself. See the module docs.
-///
-/// For answers whose only urgency is bounded: what it awaits may be seen up to `within`
-/// late, never lost.
-pub struct Unhurried<F> {
-    inner: Pin<Box<F>>,
-    /// Until it has passed, wake-ups are put off; `None` once it has (or when there is no
-    /// doorbell).
-    deadline: Option<(Pin<Box<actix_rt::time::Sleep>>, Arc<Doorbell>)>,
-}
-
-impl<F: Future> Unhurried<F> {
-    /// `inner`, its wake-ups put off for up to `within` when made on an I/O thread.
-    pub fn new(inner: F, within: Option<Duration>) -> Self {
-        let doorbell = DOORBELL.with(|bell| bell.borrow().clone());
-        let deadline = within
-            .zip(doorbell)
-            .map(|(within, bell)| (Box::pin(actix_rt::time::sleep(within)), bell));
-        Unhurried {
-            inner: Box::pin(inner),
-            deadline,
-        }
-    }
-}
-
-/// The waker an [`Unhurried`] polls its future with: hands the task's waker to the doorbell.
-struct PutOff {
-    task: Waker,
-    doorbell: Arc<Doorbell>,
-}
-
-impl Wake for PutOff {
-    fn wake(self: Arc<Self>) {
-        self.doorbell.put_off(self.task.clone());
-    }
-}
-
-impl<F: Future> Future for Unhurried<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
-        let this = &mut *self;
-        if let Some((deadline, doorbell)) = &mut this.deadline {
-            if deadline.as_mut().poll(cx).is_pending() {
-                let waker = Waker::from(Arc::new(PutOff {
-                    task: cx.waker().clone(),
-                    doorbell: doorbell.clone(),
-                }));
-                return this
-                    .inner
-                    .as_mut()
-                    .poll(&mut TaskContext::from_waker(&waker));
-            }
-            this.deadline = None;
-        }
-        this.inner.as_mut().poll(cx)
     }
 }
 
@@ -241,11 +128,7 @@ impl IoThread {
                 .on_thread_unpark(move || waking.woke())
                 .build()
         })?;
-        let bell = doorbell.clone();
-        arbiter.spawn_fn(move || {
-            mark_broker_thread();
-            DOORBELL.with(|own| *own.borrow_mut() = Some(bell));
-        });
+        arbiter.spawn_fn(mark_broker_thread);
         Ok(IoThread { arbiter, doorbell })
     }
 
@@ -353,122 +236,6 @@ mod tests {
             start.elapsed() < Duration::from_secs(30),
             "the ring was missed"
         );
-    }
-
-    /// Makes this thread's doorbell `bell`, as an I/O thread's start does, but without its
-    /// runtime's hooks: only the test calls `bell.woke()`.
-    fn ring_with(bell: &Arc<Doorbell>) {
-        DOORBELL.with(|own| *own.borrow_mut() = Some(bell.clone()));
-    }
-
-    /// Spawns a task on this thread awaiting an [`Unhurried`] oneshot put off `within`; returns
-    /// the sender that answers it and a receiver told when the task has seen the answer,
-    /// once the task has been polled and is waiting.
-    async fn waiting_task(
-        within: Duration,
-    ) -> (
-        futures::channel::oneshot::Sender<()>,
-        futures::channel::oneshot::Receiver<()>,
-    ) {
-        let (answer, answered) = futures::channel::oneshot::channel::<()>();
-        let (seen_tx, seen) = futures::channel::oneshot::channel();
-        let (polled_tx, polled) = futures::channel::oneshot::channel();
-        actix_rt::spawn(async move {
-            let mut answer = Unhurried::new(answered, Some(within));
-            assert!(futures::poll!(&mut answer).is_pending());
-            let _ = polled_tx.send(());
-            answer.await.expect("answered");
-            let _ = seen_tx.send(());
-        });
-        polled.await.expect("first poll");
-        (answer, seen)
-    }
-
-    #[test]
-    fn a_wake_up_put_off_comes_with_the_threads_next_wake_up() {
-        actix_rt::System::new().block_on(async {
-            let bell = Arc::new(Doorbell::new(Duration::ZERO));
-            ring_with(&bell);
-            let (answer, mut seen) = waiting_task(Duration::from_secs(3600)).await;
-            answer.send(()).expect("waiting");
-            // The answer came, but its wake-up was kept: the task is not run for it.
-            assert_eq!(bell.put_off_len(), 1);
-            for _ in 0..10 {
-                actix_rt::task::yield_now().await;
-            }
-            assert_eq!(seen.try_recv(), Ok(None), "woken without the thread waking");
-            // The thread wakes (for anything): the kept wake-up is delivered.
-            bell.woke();
-            assert_eq!(bell.put_off_len(), 0);
-            seen.await.expect("delivered with the next wake-up");
-        });
-    }
-
-    #[test]
-    fn a_wake_up_put_off_is_delivered_before_the_thread_parks() {
-        actix_rt::System::new().block_on(async {
-            let bell = Arc::new(Doorbell::new(Duration::from_secs(60)));
-            ring_with(&bell);
-            let (answer, seen) = waiting_task(Duration::from_secs(3600)).await;
-            answer.send(()).expect("waiting");
-            // About to park with a wake-up kept: it is delivered, and the idle spin (60 s
-            // here) is skipped, since there is work.
-            let start = Instant::now();
-            bell.idle();
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "spun with work waiting"
-            );
-            seen.await.expect("delivered before parking");
-        });
-    }
-
-    #[test]
-    fn a_wake_up_put_off_wakes_the_thread_itself_once_its_bound_has_passed() {
-        actix_rt::System::new().block_on(async {
-            let bell = Arc::new(Doorbell::new(Duration::ZERO));
-            ring_with(&bell);
-            let (answer, seen) = waiting_task(Duration::from_millis(20)).await;
-            answer.send(()).expect("waiting");
-            // Nothing calls `woke` here: only the bound's own timer can deliver it.
-            actix_rt::time::timeout(Duration::from_secs(30), seen)
-                .await
-                .expect("delivered by its deadline")
-                .expect("seen");
-        });
-    }
-
-    #[test]
-    fn off_an_io_thread_nothing_is_put_off() {
-        actix_rt::System::new().block_on(async {
-            let (answer, seen) = waiting_task(Duration::from_secs(3600)).await;
-            answer.send(()).expect("waiting");
-            actix_rt::time::timeout(Duration::from_secs(30), seen)
-                .await
-                .expect("woken at once")
-                .expect("seen");
-        });
-    }
-
-    #[test]
-    fn a_wake_up_put_off_on_a_running_io_thread_is_never_lost() {
-        actix_rt::System::new().block_on(async {
-            let io = IoThread::start(Duration::ZERO).expect("I/O thread");
-            let (answer, answered) = futures::channel::oneshot::channel::<()>();
-            let (seen_tx, seen) = std::sync::mpsc::channel();
-            io.arbiter.spawn(async move {
-                Unhurried::new(answered, Some(Duration::from_secs(3600)))
-                    .await
-                    .expect("answered");
-                let _ = seen_tx.send(());
-            });
-            answer.send(()).expect("waiting");
-            // Put off or not (a race with the thread's park), the next wake-up delivers it.
-            io.arbiter.spawn(async {});
-            seen.recv_timeout(Duration::from_secs(30))
-                .expect("delivered");
-            io.arbiter.stop();
-        });
     }
 
     #[test]

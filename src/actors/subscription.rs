@@ -15,10 +15,6 @@
 //! the batch's partition, cut short by the answer, and another; after a full batch (a
 //! backlog) it starts at once.
 //!
-//! The answer to such a batch is picked up when the I/O thread next wakes for something
-//! else, within [`POLL_GRACE`] ([`Unhurried`](crate::actors::io_thread::Unhurried)): at a
-//! steady trickle it rides on the next produce's wake-up instead of waking the thread itself.
-//!
 //! **Order.** The rules are `group::delivery`'s: a partition is held (left out of the polls)
 //! while a batch of it is unanswered, while it waits for a retry, and while one of its
 //! records is being dead-lettered, so the subscriber always sees a partition's records in
@@ -504,13 +500,6 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
 
     fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
         (&self.recipient, &self.join.topic, &self.join.group)
-    }
-
-    /// The answer to a batch that caught its partition up (a trickle) is picked up when the
-    /// I/O thread next wakes (the next produce, the poll's grace), within [`POLL_GRACE`]:
-    /// one wake-up fewer per batch. Under a backlog, at once.
-    fn answer_within(&self) -> Option<Duration> {
-        self.caught_up.then_some(POLL_GRACE)
     }
 
     /// Polls again if there is a credit, no poll is running and the subscription runs. The

@@ -14,7 +14,6 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::watch;
 
-use crate::actors::io_thread::Unhurried;
 use crate::error::Error;
 use crate::group::dead_letter::{DeadLetter, DeadLetterReason};
 use crate::group::delivery::{self, Batch, Deliveries, Outcome};
@@ -98,12 +97,6 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     fn flow(&mut self) -> &mut Flow<Self::Kept>;
     /// The subscriber, and the topic and group its batches name.
     fn subscriber(&self) -> (&Recipient<Delivered<Self::Payload>>, &str, &str);
-    /// How late the subscriber's answer to the batch going out may be seen: it is picked up
-    /// when the actor's I/O thread next wakes, within this (`io_thread::Unhurried`). `None`
-    /// (the default): at once.
-    fn answer_within(&self) -> Option<Duration> {
-        None
-    }
 
     /// Polls again if there is a credit, no poll is running and the subscription runs.
     fn pump(&mut self, ctx: &mut Context<Self>);
@@ -215,7 +208,6 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         ctx: &mut Context<Self>,
     ) {
         self.flow().in_flight += 1;
-        let within = self.answer_within();
         let (recipient, topic, group) = self.subscriber();
         let answer = recipient.send(Delivered {
             topic: topic.to_owned(),
@@ -223,7 +215,6 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
             generation: batch.generation,
             records,
         });
-        let answer = Unhurried::new(answer, within);
         ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
             let flow = act.flow();
             flow.in_flight -= 1;
