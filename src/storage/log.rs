@@ -791,7 +791,8 @@ impl PartitionLog {
     }
 
     /// Advances the log start as far as the retention rules require as of `now_ms`, then
-    /// deletes the segments wholly below it.
+    /// deletes the segments wholly below it (also one that fell below it while it was the
+    /// active segment, once a roll has made it an older one).
     ///
     /// # Errors
     /// `Io`/`Corrupt` when the records that decide it cannot be read, or a file cannot be
@@ -813,9 +814,8 @@ impl PartitionLog {
             self.mark_unclean()?;
             self.log_start_offset = start;
             self.log_start_file.store(start)?;
-            self.delete_segments_below_start()?;
         }
-        Ok(())
+        self.delete_segments_below_start()
     }
 
     /// The one deletion routine: removes every segment whose records all lie below the log

@@ -340,6 +340,44 @@ fn segment_files_a_crash_left_below_the_log_start_are_deleted_at_open() {
     assert_eq!(read_all(&mut log, 0), expected);
 }
 
+/// A segment whose records all expired while it was the active one cannot go then; once a roll
+/// has made it an older segment, the next retention deletes it, although the log start does
+/// not move.
+#[test]
+fn a_segment_that_expired_while_active_is_deleted_after_the_roll() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        segment_bytes: 1024,
+        retention: RetentionPolicy {
+            bytes: Some(600),
+            ..RetentionPolicy::default()
+        },
+        ..config()
+    };
+    let mut log = open(dir.path(), cfg);
+    let big = |n: usize| vec![b'v'; n];
+    let append = |log: &mut PartitionLog, value: &[u8]| {
+        log.append(&[AppendRecord { key: None, value }], NOW)
+            .unwrap()
+    };
+    // Larger than the retention: it expires at once, but its segment is the active one.
+    append(&mut log, &big(700));
+    assert_eq!(log.log_start_offset(), 1);
+    assert!(
+        !first_segment_files(dir.path()).is_empty(),
+        "the active segment stays"
+    );
+    // This one rolls (700 + 500 > 1024) and is kept (within 600 bytes): the start stays at 1.
+    append(&mut log, &big(500));
+    assert_eq!(log.log_start_offset(), 1);
+    assert_eq!(log.segment_count(), 1);
+    assert!(
+        first_segment_files(dir.path()).is_empty(),
+        "the expired segment is deleted once it is no longer the active one"
+    );
+    assert_eq!(read_all(&mut log, 0), vec![(1, big(500))]);
+}
+
 #[test]
 fn retention_by_bytes_keeps_at_most_that_many_batch_bytes() {
     let dir = tempfile::tempdir().unwrap();
