@@ -7,6 +7,7 @@
 //!   the first produce until every event was delivered and the group's lag is 0; the figure
 //!   is the process's CPU per event over it (what a steady trickle costs, spinning included),
 //!   with the process's sleeps per event beside it (each is a wake-up paid for).
+//!   [`bare_hops`] is its baseline: the same hops between plain actix actors, with no broker.
 //! - [`awaited`]: an actor awaiting each `Topic::produce_keyed`, one at a time, as fast as it
 //!   can; [`blocking_keyed`] is its baseline, one thread calling `NanoKafka::produce_keyed`
 //!   with the same keys and values.
@@ -191,6 +192,69 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             delivered: delivered.load(Ordering::Relaxed),
             lag,
         }
+    })
+}
+
+/// A message of [`bare_hops`]: "produce" to the actor on the other arbiter, "deliver" back.
+struct Hop;
+
+impl Message for Hop {
+    type Result = ();
+}
+
+/// [`bare_hops`]' stand-in for the subscriber: answers each delivery.
+struct Answerer;
+
+impl Actor for Answerer {
+    type Context = Context<Self>;
+}
+
+impl Handler<Hop> for Answerer {
+    type Result = ();
+
+    fn handle(&mut self, _: Hop, _: &mut Context<Self>) {}
+}
+
+/// [`bare_hops`]' stand-in for the broker: answers each produce, then delivers it to the
+/// subscriber and awaits its answer.
+struct Bouncer {
+    subscriber: Recipient<Hop>,
+}
+
+impl Actor for Bouncer {
+    type Context = Context<Self>;
+}
+
+impl Handler<Hop> for Bouncer {
+    type Result = ();
+
+    fn handle(&mut self, _: Hop, ctx: &mut Context<Self>) {
+        let answer = self.subscriber.send(Hop);
+        ctx.spawn(answer.into_actor(self).map(|_, _, _| ()));
+    }
+}
+
+/// The low-rate row's hops with no broker: on the application's thread, a paced loop sends
+/// each event to an actor on another arbiter and awaits its answer; that actor sends it back
+/// to an actor on the application's thread and awaits that answer. It is what those cross-
+/// thread messages alone cost per event (CPU, sleeps) at `rate`, on this host, in this run.
+pub fn bare_hops(rate: u32, duration: Duration) -> (Rate, f64) {
+    in_system(move || async move {
+        let subscriber = Answerer.start().recipient();
+        let arbiter = Arbiter::new();
+        let bouncer = Bouncer::start_in_arbiter(&arbiter.handle(), move |_| Bouncer { subscriber });
+        let interval = Duration::from_secs(1) / rate;
+        let (meter, slept, start) = (Meter::start(), sleeps(), Instant::now());
+        let mut sent = 0u64;
+        while interval * (sent as u32) < duration {
+            actix_rt::time::sleep_until((start + interval * sent as u32).into()).await;
+            bouncer.send(Hop).await.expect("bouncer");
+            sent += 1;
+        }
+        let rate = meter.rate(sent);
+        let sleeps_per_event = (sleeps() - slept) as f64 / sent.max(1) as f64;
+        arbiter.stop();
+        (rate, sleeps_per_event)
     })
 }
 

@@ -662,7 +662,7 @@ fn peer_rows(
 }
 
 /// Progress steps of [`actor_rows`].
-const ACTOR_STEPS: usize = 5;
+const ACTOR_STEPS: usize = 6;
 
 /// The actor developer's path (see `actor`), on a broker of its own: measured, then as rows.
 fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
@@ -684,6 +684,11 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
         low_for.as_secs_f64()
     ));
     let low = actor::low_rate(broker, "actor-low-rate", actor::LOW_RATE, low_for);
+    progress.step(&format!(
+        "actor: the same hops between plain actix actors, no broker, {} events/s",
+        actor::LOW_RATE
+    ));
+    let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
     progress.step("actor: one blocking thread, NanoKafka::produce_keyed, 4 partitions");
     let blocking = actor::blocking_keyed(broker, "actor-blocking", budget);
     progress.step("actor: an actor awaiting each Topic::produce_keyed, 4 partitions");
@@ -716,6 +721,10 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
             "us/event",
         )
         .cpu(low.rate.cpu_us_per_record)
+        .vs(
+            "the same hops between plain actix actors (no broker)",
+            bare.cpu_us_per_record,
+        )
         .target(Target::AtMost(100.0)),
     ));
     rows.push(Row::Figure(Figure::new(
@@ -724,6 +733,18 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
         low.sleeps_per_event,
         "sleeps/event",
     )));
+    rows.push(Row::Figure(
+        Figure::new(
+            "actor_low_rate_bare_hops",
+            format!(
+                "the same hops between plain actix actors, no broker: CPU per event \
+                 ({bare_sleeps:.2} sleeps/event, context)"
+            ),
+            bare.cpu_us_per_record,
+            "us/event",
+        )
+        .cpu(bare.cpu_us_per_record),
+    ));
     rows.push(Row::Figure(
         Figure::rate(
             "actor_awaited_produce_keyed",
