@@ -27,7 +27,7 @@ use nanokafka::messages::{Ack, Delivered, Produce, ProduceBatch, SubscribeOption
 use nanokafka::{AsyncNanoKafka, NanoKafka, ProduceRecord, RecordBatch, Topic, TopicConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{sleeps, Meter, Rate, RETENTION_BYTES, VALUE_LEN};
+use crate::harness::{Meter, Rate, RETENTION_BYTES, VALUE_LEN};
 
 /// Partitions of every topic here.
 pub const PARTITIONS: u32 = 4;
@@ -123,29 +123,42 @@ impl Actor for Pacer {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let (topic, rate, duration) = (self.topic.clone(), self.rate, self.duration);
-        let paced = async move {
-            let interval = Duration::from_secs(1) / rate;
-            let start = Instant::now();
-            let mut sent = 0u64;
-            loop {
-                let due = interval * sent as u32;
-                if due >= duration {
-                    return sent;
-                }
-                actix_rt::time::sleep_until((start + due).into()).await;
+        let paced = paced(rate, duration, move |n| {
+            let topic = topic.clone();
+            async move {
                 topic
-                    .produce_keyed(key(sent), &Event::new(sent))
+                    .produce_keyed(key(n), &Event::new(n))
                     .await
                     .expect("produce_keyed");
-                sent += 1;
             }
-        };
+        });
         ctx.wait(paced.into_actor(self).map(|sent, act, ctx| {
             if let Some(done) = act.done.take() {
                 let _ = done.send(sent);
             }
             ctx.stop();
         }));
+    }
+}
+
+/// Runs `event(n)` for n = 0, 1, … at `start + n / rate` (each awaited before the next)
+/// until `duration` has passed; returns how many ran.
+async fn paced<F: std::future::Future<Output = ()>>(
+    rate: u32,
+    duration: Duration,
+    mut event: impl FnMut(u64) -> F,
+) -> u64 {
+    let interval = Duration::from_secs(1) / rate;
+    let start = Instant::now();
+    let mut sent = 0u64;
+    loop {
+        let due = interval * sent as u32;
+        if due >= duration {
+            return sent;
+        }
+        actix_rt::time::sleep_until((start + due).into()).await;
+        event(sent).await;
+        sent += 1;
     }
 }
 
@@ -171,7 +184,7 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             )
             .await
             .expect("subscribe");
-        let (meter, slept) = (Meter::start(), sleeps());
+        let meter = Meter::start();
         let (done, sent) = futures::channel::oneshot::channel();
         Pacer {
             topic: events.clone(),
@@ -183,11 +196,10 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
         let produced = sent.await.expect("pacer");
         let lag = drained(&events, group, &delivered, produced).await;
         let rate = meter.rate(produced);
-        let sleeps_per_event = (sleeps() - slept) as f64 / produced.max(1) as f64;
         subscription.unsubscribe();
         LowRate {
             rate,
-            sleeps_per_event,
+            sleeps_per_event: meter.sleeps_per(produced),
             produced,
             delivered: delivered.load(Ordering::Relaxed),
             lag,
@@ -243,18 +255,15 @@ pub fn bare_hops(rate: u32, duration: Duration) -> (Rate, f64) {
         let subscriber = Answerer.start().recipient();
         let arbiter = Arbiter::new();
         let bouncer = Bouncer::start_in_arbiter(&arbiter.handle(), move |_| Bouncer { subscriber });
-        let interval = Duration::from_secs(1) / rate;
-        let (meter, slept, start) = (Meter::start(), sleeps(), Instant::now());
-        let mut sent = 0u64;
-        while interval * (sent as u32) < duration {
-            actix_rt::time::sleep_until((start + interval * sent as u32).into()).await;
-            bouncer.send(Hop).await.expect("bouncer");
-            sent += 1;
-        }
-        let rate = meter.rate(sent);
-        let sleeps_per_event = (sleeps() - slept) as f64 / sent.max(1) as f64;
+        let meter = Meter::start();
+        let sent = paced(rate, duration, |_| {
+            let hop = bouncer.send(Hop);
+            async move { hop.await.expect("bouncer") }
+        })
+        .await;
+        let measured = (meter.rate(sent), meter.sleeps_per(sent));
         arbiter.stop();
-        (rate, sleeps_per_event)
+        measured
     })
 }
 

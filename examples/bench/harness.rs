@@ -118,7 +118,7 @@ fn rusage() -> libc::rusage {
 
 /// How many times the process's threads have gone to sleep so far (voluntary context
 /// switches): each sleep is a wake-up to pay for later.
-pub fn sleeps() -> u64 {
+fn sleeps() -> u64 {
     rusage().ru_nvcsw as u64
 }
 
@@ -156,6 +156,7 @@ impl std::ops::AddAssign for Usage {
 pub struct Meter {
     wall: Instant,
     cpu: Duration,
+    sleeps: u64,
 }
 
 impl Meter {
@@ -163,7 +164,13 @@ impl Meter {
         Meter {
             wall: Instant::now(),
             cpu: cpu_time(),
+            sleeps: sleeps(),
         }
+    }
+
+    /// The process's sleeps (see [`sleeps`]) per record since [`Meter::start`].
+    pub fn sleeps_per(&self, records: u64) -> f64 {
+        (sleeps() - self.sleeps) as f64 / records.max(1) as f64
     }
 
     /// Wall-clock time since [`Meter::start`].

@@ -68,9 +68,9 @@ impl Rebalances {
         };
         match rebalance {
             Rebalance::Assign(list) => {
-                let mut partitions: BTreeSet<u32> = self.partitions.iter().copied().collect();
-                partitions.extend(of_topic(list));
-                self.partitions = partitions.into_iter().collect();
+                self.partitions.extend(of_topic(list));
+                self.partitions.sort_unstable();
+                self.partitions.dedup();
                 self.generation += 1;
             }
             Rebalance::Revoke(list) => {
@@ -103,25 +103,25 @@ impl ConsumerContext for MemberContext {
         if consumer.closed() {
             return;
         }
-        let assign = err == RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS;
-        let cooperative = matches!(
-            consumer.rebalance_protocol(),
-            RebalanceProtocol::Cooperative
-        );
-        let done = match (assign, cooperative) {
-            (true, true) => consumer.incremental_assign(list),
-            (true, false) => consumer.assign(list),
-            (false, true) => consumer.incremental_unassign(list),
-            (false, false) => consumer.unassign(),
-        };
-        if let Err(e) = done {
-            tracing::warn!(topic = %self.topic, error = %e, "a rebalance failed to apply");
-        }
         let rebalance = match err {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => Rebalance::Assign(list),
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => Rebalance::Revoke(list),
             other => Rebalance::Error(KafkaError::Rebalance(other.into())),
         };
+        let cooperative = matches!(
+            consumer.rebalance_protocol(),
+            RebalanceProtocol::Cooperative
+        );
+        // A revocation or a failure unassigns: what rdkafka's own handler does.
+        let done = match (&rebalance, cooperative) {
+            (Rebalance::Assign(list), true) => consumer.incremental_assign(list),
+            (Rebalance::Assign(list), false) => consumer.assign(list),
+            (_, true) => consumer.incremental_unassign(list),
+            (_, false) => consumer.unassign(),
+        };
+        if let Err(e) = done {
+            tracing::warn!(topic = %self.topic, error = %e, "a rebalance failed to apply");
+        }
         if let Ok(mut state) = self.state.lock() {
             state.follow(&self.topic, &rebalance);
         }
