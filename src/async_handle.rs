@@ -759,7 +759,7 @@ impl AsyncNanoKafka {
         on_kafka!(self, |k| k.commit(topic, group, partition, offset).await);
         if let Some((route, target)) = self.routes.commit_target(topic, group, partition) {
             let commit = target.send(CommitOffset {
-                group: group.to_owned(),
+                group: group.into(),
                 offset,
             });
             match commit.await {

@@ -26,6 +26,7 @@
 //! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency row of the default policy.
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
+//! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
 //!
@@ -124,6 +125,9 @@ fn main() {
             idle.wall.as_secs_f64()
         );
         return;
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "low_rate") {
+        return low_rate_only(budget);
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "consume") {
         return consume_only(budget);
@@ -659,6 +663,26 @@ fn peer_rows(
     ];
     rows.extend(figures.into_iter().map(Row::Figure));
     rows
+}
+
+/// `NANOKAFKA_BENCH_ONLY=low_rate`: the low-rate actor row and its bare-hops baseline, one
+/// line (quick to compare builds, or to run under a profiler).
+fn low_rate_only(budget: Duration) {
+    let broker = TempBroker::start(FsyncPolicy::Never);
+    let low_for = budget.max(Duration::from_secs(1));
+    let low = actor::low_rate(&broker.broker, "actor-low-rate", actor::LOW_RATE, low_for);
+    let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
+    assert_eq!(low.delivered, low.produced, "every event delivered");
+    assert_eq!(low.lag, 0, "every event committed");
+    println!(
+        "low rate: {:.1} us/event ({:.2} sleeps/event); bare hops: {:.1} us/event ({:.2} \
+         sleeps/event); ratio {:.2}",
+        low.rate.cpu_us_per_record,
+        low.sleeps_per_event,
+        bare.cpu_us_per_record,
+        bare_sleeps,
+        low.rate.cpu_us_per_record / bare.cpu_us_per_record
+    );
 }
 
 /// Progress steps of [`actor_rows`].

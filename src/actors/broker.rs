@@ -361,8 +361,8 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
         }
         let address = ctx.address();
         let broker = BrokerRequests {
-            poll: address.clone().recipient(),
-            commit: address.clone().recipient(),
+            poll: Arc::new(address.clone().recipient()),
+            commit: Arc::new(address.clone().recipient()),
             join: address.clone().recipient(),
             leave: address.clone().recipient(),
             produce: address.clone().recipient(),

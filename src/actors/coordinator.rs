@@ -163,7 +163,7 @@ impl Message for Replan {
 
 /// A changed plan: the member's assignment, its partitions in poll order, and every
 /// partition of the topic (a topic alter may have added some since the poll began).
-type Replanned = (Assignment, Vec<u32>, Vec<PartitionRef>);
+type Replanned = (Assignment, Vec<u32>, Arc<[PartitionRef]>);
 
 /// Resolves when the group rebalances (or its coordinator restarts).
 type Rebalanced = oneshot::Receiver<()>;
@@ -190,11 +190,13 @@ pub struct GroupCoordinatorActor {
     /// "group topic/group", for logs and errors (made once).
     label: Arc<str>,
     topic: String,
-    group: String,
+    /// Shared by the messages of every poll and commit (cloned per message).
+    group: Arc<str>,
     state: GroupState,
     /// Fixed by the first join; later joins must agree.
     options: GroupOptions,
-    partitions: Vec<PartitionRef>,
+    /// Shared with every poll in flight (cloned per poll, so not a `Vec` of addresses).
+    partitions: Arc<[PartitionRef]>,
     settings: Arc<BrokerSettings>,
     restarts: RestartBudget,
     /// Long polls waiting for the next rebalance (see [`GroupCoordinatorActor::with_state`]).
@@ -220,7 +222,7 @@ impl GroupCoordinatorActor {
             span: tracing::info_span!("group", topic = %topic, group = %group),
             label: format!("group {topic}/{group}").into(),
             topic: topic.to_owned(),
-            group: group.to_owned(),
+            group: group.into(),
             state: Self::fresh_state(
                 topic,
                 group,
@@ -229,7 +231,7 @@ impl GroupCoordinatorActor {
                 &settings,
             ),
             options,
-            partitions,
+            partitions: partitions.into(),
             settings,
             restarts: RestartBudget::default(),
             rebalance_waiters: Vec::new(),
@@ -338,7 +340,7 @@ impl Handler<Join> for GroupCoordinatorActor {
                 Some(requested) if requested != act.options => {
                     return Err(Error::GroupOptionsMismatch {
                         topic: act.topic.clone(),
-                        group: act.group.clone(),
+                        group: act.group.to_string(),
                         existing: act.options,
                         requested,
                     });
@@ -438,10 +440,10 @@ impl Handler<Replan> for GroupCoordinatorActor {
 /// What a poll reads and where it waits; see [`poll_partitions`].
 struct PollPlan {
     coordinator: Addr<GroupCoordinatorActor>,
-    group: String,
+    group: Arc<str>,
     member: String,
     /// Every partition of the topic, to re-target after a rebalance.
-    partitions: Vec<PartitionRef>,
+    partitions: Arc<[PartitionRef]>,
     /// The member's partitions in poll order, each with the reader's own position (`None`:
     /// the group's committed offset).
     targets: Vec<(u32, Option<u64>)>,
@@ -567,16 +569,14 @@ async fn poll_partitions(
             },
         };
         let waits = plan.targets.iter().map(|&(p, from)| {
-            let wait = WaitForData {
+            let (wake, woken) = oneshot::channel();
+            plan.partitions[p as usize].do_send(WaitForData {
                 group: plan.group.clone(),
                 from,
-                wait: remaining,
-            };
-            let woken_by_error = |reply: Result<Result<()>, MailboxError>| reply.ok()?.err();
-            plan.partitions[p as usize]
-                .send(wait)
-                .map(woken_by_error)
-                .boxed_local()
+                wake,
+            });
+            // Dropped unanswered (closed mailbox, panicked handler): the fetch meets it.
+            woken.map(|answer: Result<Result<()>, oneshot::Canceled>| answer.ok()?.err())
         });
         let data = match plan.targets.is_empty() {
             true => futures::future::pending().boxed_local(),
@@ -596,15 +596,23 @@ async fn poll_partitions(
             Either::Left(_) => false,
             Either::Right(_) => true,
         });
-        match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
+        let woken_by_data = match actix_rt::time::timeout(remaining, select(data, rebalanced)).await
+        {
             Ok(Either::Left(((woken_by_error, index), _))) => {
                 restarted = woken_by_error;
                 woken_target = Some(index);
+                true
             }
-            Ok(Either::Right((false, _))) => {}
+            Ok(Either::Right((false, _))) => false,
             // The subscription released a held partition: it polls again with it.
             Ok(Either::Right((true, _))) => return Ok((None, replanned)),
             Err(_deadline) => return Ok((None, replanned)),
+        };
+        // Woken by a partition while the group's generation is still the plan's: the plan
+        // holds, so fetch without asking the coordinator (the poll was the member's sign of
+        // life, and a rebalance since would show in the generation).
+        if woken_by_data && !plan.rebalance_seen() {
+            continue;
         }
         let generation = plan.generation;
         plan.replan(&mut replanned).await?;

@@ -68,7 +68,7 @@ impl PartitionRef {
 /// Errors: `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct Fetch {
-    pub group: String,
+    pub group: Arc<str>,
     /// Read from here (a `Consumer` keeps its own position); `None`: the committed offset.
     pub from: Option<u64>,
     pub max_records: usize,
@@ -77,20 +77,26 @@ impl Message for Fetch {
     type Result = Result<Fetched>;
 }
 
-/// Resolve once `group` has records to read, or after `wait`. Sent by the coordinator for a
-/// long poll; the reply carries no data (the coordinator fetches next).
-/// Errors: `PartitionRestarted` when the actor restarted while the wait was parked (the
-/// coordinator reports it instead of waiting again on the reopened partition),
-/// `BrokerStopped` when it was closed.
+/// Answer `wake` once `group` has records to read. Sent by the coordinator for a long poll,
+/// with `do_send`: the coordinator owns the poll's deadline and drops the receiver when it no
+/// longer waits (a dropped receiver's waiter is discarded at the next registration). The
+/// answer carries no data (the coordinator fetches next): `Ok` when there is data (at once if
+/// there already is), `PartitionRestarted` when the actor restarted while the wait was parked
+/// (the coordinator reports it instead of waiting again on the reopened partition),
+/// `BrokerStopped` when it was closed. `wake` is dropped unanswered when the mailbox was
+/// already closed or the handler panicked; the coordinator then fetches and meets the error.
+///
+/// A message without a reply, so that a wait costs no reply channel, no task and no timer of
+/// its own: a subscription's poll sends one to each of its partitions.
 #[derive(Debug)]
 pub struct WaitForData {
-    pub group: String,
+    pub group: Arc<str>,
     /// As in [`Fetch`].
     pub from: Option<u64>,
-    pub wait: Duration,
+    pub wake: oneshot::Sender<Result<()>>,
 }
 impl Message for WaitForData {
-    type Result = Result<()>;
+    type Result = ();
 }
 
 /// Append a Kafka client's record batch as it was sent (see `PartitionLog::append_kafka_batch`),
@@ -143,7 +149,7 @@ impl AppendAnswer for ProduceReply {
 /// Errors: `OffsetOutOfRange`, `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct CommitOffset {
-    pub group: String,
+    pub group: Arc<str>,
     pub offset: u64,
 }
 impl Message for CommitOffset {
@@ -711,30 +717,23 @@ impl Handler<Fetch> for PartitionActor {
 }
 
 impl Handler<WaitForData> for PartitionActor {
-    type Result = ResponseFuture<Result<()>>;
+    type Result = ();
 
-    fn handle(&mut self, msg: WaitForData, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: WaitForData, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "WaitForData").entered();
         let name = self.name();
-        guarded_future(self, ctx, &name, |act, _| {
+        guarded(self, ctx, &name, |act, _| {
             let ready = match &act.slot {
                 Slot::Open(p) => p.has_data_for(&msg.group, msg.from),
                 _ => true, // let the poll fetch now and meet the error
             };
             if ready {
-                return Box::pin(async { Ok(()) });
+                let _ = msg.wake.send(Ok(()));
+                return;
             }
             act.waiters.retain(|w| !w.is_canceled());
-            let (tx, rx) = oneshot::channel();
-            act.waiters.push(tx);
-            let restarted = act.restarted();
-            Box::pin(async move {
-                match actix_rt::time::timeout(msg.wait, rx).await {
-                    Ok(answer) => answer.unwrap_or(Err(restarted)),
-                    Err(_deadline) => Ok(()),
-                }
-            })
-        })
+            act.waiters.push(msg.wake);
+        });
     }
 }
 

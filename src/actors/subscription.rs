@@ -76,8 +76,9 @@
 
 pub(crate) mod shared;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -105,8 +106,10 @@ use shared::{Flow, LetterFailed, Subscribing, RETRY_AFTER};
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
 #[derive(Debug, Clone)]
 pub struct BrokerRequests {
-    pub poll: Recipient<SubscriptionPoll>,
-    pub commit: Recipient<FencedCommit>,
+    /// Shared, as `commit`: every poll's future holds one, for the request through the broker
+    /// (cloning a `Recipient` allocates).
+    pub poll: Arc<Recipient<SubscriptionPoll>>,
+    pub commit: Arc<Recipient<FencedCommit>>,
     pub join: Recipient<JoinGroup>,
     pub leave: Recipient<LeaveGroup>,
     /// Dead letters.
@@ -123,51 +126,105 @@ pub struct BrokerRequests {
 }
 
 impl BrokerRequests {
-    /// A subscription's poll, to the coordinator when known (see `coordinator`). The
-    /// request through the broker, made only when the coordinator is gone, has no wake
-    /// signal: nothing would be released before its answer.
+    /// A subscription's poll for `join`'s member, to the coordinator when known (see
+    /// `coordinator`). The request through the broker, made only when the coordinator is
+    /// gone, has no wake signal: nothing would be released before its answer. It is built
+    /// only then, from `join` (shared: a poll copies none of its names).
     fn poll(
         &self,
-        poll: SubscriptionPoll,
+        join: &Arc<JoinGroup>,
+        poll: PollOf,
+        pause: PollPause,
     ) -> impl std::future::Future<Output = Result<FetchedBatch>> {
         let through_broker = self.poll.clone();
         let (direct, fallback) = match &self.coordinator {
-            None => (None, poll),
+            None => (None, Err(subscription_poll(join, poll, pause))),
             Some(coordinator) => {
-                let fallback = SubscriptionPoll {
-                    poll: poll.poll.clone(),
-                    pause: PollPause {
-                        partitions: poll.pause.partitions.clone(),
-                        wake: None,
-                        wait_first: poll.pause.wait_first,
+                let fallback = (
+                    join.clone(),
+                    PollOf {
+                        positions: poll.positions.clone(),
+                        ..poll
                     },
-                };
+                    PollPause {
+                        partitions: pause.partitions.clone(),
+                        wake: None,
+                        wait_first: pause.wait_first,
+                    },
+                );
                 let direct = coordinator.ask(ConsumerPollGroup {
-                    member: poll.poll.member,
-                    generation: poll.poll.generation,
-                    positions: poll.poll.positions,
-                    max_records: poll.poll.max_records,
-                    wait: poll.poll.wait,
-                    pause: poll.pause,
+                    member: join.member.clone(),
+                    generation: poll.generation,
+                    positions: poll.positions,
+                    max_records: poll.max_records,
+                    wait: poll.wait,
+                    pause,
                 });
-                (Some(direct), fallback)
+                (Some(direct), Ok(fallback))
             }
         };
-        direct_then_broker(direct, move || ask(&through_broker, fallback))
+        direct_then_broker(direct, move || {
+            let poll = fallback.map_or_else(
+                |built| built,
+                |(join, poll, pause)| subscription_poll(&join, poll, pause),
+            );
+            ask(&through_broker, poll)
+        })
     }
 
-    /// A fenced commit, to the coordinator when known (see `coordinator`).
-    fn commit(&self, commit: FencedCommit) -> impl std::future::Future<Output = Result<()>> {
+    /// A fenced commit by `join`'s member, to the coordinator when known (see
+    /// `coordinator`); the request through the broker is built only when it is gone.
+    fn commit(
+        &self,
+        join: &Arc<JoinGroup>,
+        (generation, partition, offset): (u64, u32, u64),
+    ) -> impl std::future::Future<Output = Result<()>> {
         let through_broker = self.commit.clone();
         let direct = self.coordinator.as_ref().map(|coordinator| {
             coordinator.ask(CommitAsMember {
-                member: commit.member.clone(),
-                generation: commit.generation,
-                partition: commit.partition,
-                offset: commit.offset,
+                member: join.member.clone(),
+                generation,
+                partition,
+                offset,
             })
         });
-        direct_then_broker(direct, move || ask(&through_broker, commit))
+        let join = join.clone();
+        direct_then_broker(direct, move || {
+            let commit = FencedCommit {
+                topic: join.topic.clone(),
+                group: join.group.clone(),
+                member: join.member.clone(),
+                generation,
+                partition,
+                offset,
+            };
+            ask(&through_broker, commit)
+        })
+    }
+}
+
+/// What a subscription's poll asks for, apart from its names and pause.
+#[derive(Debug)]
+struct PollOf {
+    generation: u64,
+    positions: BTreeMap<u32, u64>,
+    max_records: usize,
+    wait: Option<Duration>,
+}
+
+/// `poll` by `join`'s member, as the broker takes it.
+fn subscription_poll(join: &JoinGroup, poll: PollOf, pause: PollPause) -> SubscriptionPoll {
+    SubscriptionPoll {
+        poll: ConsumerPoll {
+            topic: join.topic.clone(),
+            group: join.group.clone(),
+            member: join.member.clone(),
+            generation: poll.generation,
+            positions: poll.positions,
+            max_records: poll.max_records,
+            wait: poll.wait,
+        },
+        pause,
     }
 }
 
@@ -252,7 +309,8 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     /// Its events, rules, batches out and end.
     flow: Flow<Fetched>,
     broker: BrokerRequests,
-    join: JoinGroup,
+    /// Shared by every poll and commit, which copy none of its names.
+    join: Arc<JoinGroup>,
     options: SubscribeOptions,
     recipient: Recipient<Delivered<T>>,
     positions: Positions,
@@ -305,7 +363,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         let actor = SubscriptionActor {
             flow: Flow::new(span, &mut options, assignment.generation, end),
             broker,
-            join,
+            join: Arc::new(join),
             options,
             recipient,
             positions: Positions::new(assignment.generation),
@@ -435,13 +493,11 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
                 batch,
             },
         );
-        let (broker, commit) = (
-            self.broker.clone(),
-            self.fenced(generation, partition, offset),
-        );
+        let (broker, join) = (self.broker.clone(), self.join.clone());
         let written = async move {
             produce.await.map_err(LetterFailed::Produce)?;
-            broker.commit(commit).await.map_err(LetterFailed::Commit)
+            let commit = broker.commit(&join, (generation, partition, offset));
+            commit.await.map_err(LetterFailed::Commit)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
             if written.is_ok() {
@@ -455,19 +511,8 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }));
     }
 
-    fn fenced(&self, generation: u64, partition: u32, offset: u64) -> FencedCommit {
-        FencedCommit {
-            topic: self.join.topic.clone(),
-            group: self.join.group.clone(),
-            member: self.join.member.clone(),
-            generation,
-            partition,
-            offset,
-        }
-    }
-
     fn rejoin(&mut self, ctx: &mut Context<Self>) {
-        let join = ask(&self.broker.join, self.join.clone());
+        let join = ask(&self.broker.join, JoinGroup::clone(&self.join));
         ctx.spawn(join.into_actor(self).map(|joined, act, ctx| match joined {
             Ok(assignment) => {
                 // A new membership: positions of the old one are stale even when the
@@ -515,23 +560,18 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         let (wake, woken) = oneshot::channel();
         self.poll_wake = Some(wake);
         self.poll_paused = self.flow.rules.held();
-        let poll = SubscriptionPoll {
-            poll: ConsumerPoll {
-                topic: self.join.topic.clone(),
-                group: self.join.group.clone(),
-                member: self.join.member.clone(),
-                generation: self.positions.generation(),
-                positions: self.positions.all().clone(),
-                max_records: self.options.max_batch,
-                wait: Some(self.options.poll_wait),
-            },
-            pause: PollPause {
-                partitions: self.poll_paused.clone(),
-                wake: Some(woken),
-                wait_first: self.caught_up,
-            },
+        let poll = PollOf {
+            generation: self.positions.generation(),
+            positions: self.positions.all().clone(),
+            max_records: self.options.max_batch,
+            wait: Some(self.options.poll_wait),
         };
-        let request = self.broker.poll(poll);
+        let pause = PollPause {
+            partitions: self.poll_paused.clone(),
+            wake: Some(woken),
+            wait_first: self.caught_up,
+        };
+        let request = self.broker.poll(&self.join, poll, pause);
         ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {
             act.poll_wake = None;
             if !act.flow.poll_done() {
@@ -574,7 +614,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         let Some(offset) = offset else { return };
         let request = self
             .broker
-            .commit(self.fenced(generation, partition, offset));
+            .commit(&self.join, (generation, partition, offset));
         ctx.spawn(request.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
                 act.flow.report.commit_refused(partition, offset, error);

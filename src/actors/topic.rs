@@ -647,7 +647,7 @@ impl Handler<Commit> for TopicActor {
                 .and_then(|_| act.partition(msg.partition));
             match target {
                 Ok(addr) => Box::pin(addr.ask(CommitOffset {
-                    group: msg.group,
+                    group: msg.group.into(),
                     offset: msg.offset,
                 })),
                 Err(e) => Box::pin(async { Err(e) }),

@@ -26,7 +26,7 @@ impl Handler<AddPartitions> for GroupCoordinatorActor {
             return;
         }
         let count = msg.partitions.len() as u32;
-        self.partitions = msg.partitions;
+        self.partitions = msg.partitions.into();
         self.with_state(|state, _| state.grow(count));
     }
 }
