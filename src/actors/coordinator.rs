@@ -394,7 +394,7 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
                 msg.max_records,
                 msg.wait,
             );
-            Box::pin(async move { Ok(poll.await?.0) })
+            Box::pin(poll.map(|answer| Ok(answer?.0)))
         })
     }
 }
@@ -500,17 +500,7 @@ impl GroupCoordinatorActor {
             wait_first: pause.wait_first && wait.is_some(),
             subscription,
         };
-        async move {
-            let (member, coordinator) = (plan.member.clone(), plan.coordinator.clone());
-            let (fetched, replanned) = poll_partitions(plan, max_records, deadline).await?;
-            if let Some(fetched) = &fetched {
-                coordinator.do_send(PollServed {
-                    member,
-                    partition: fetched.partition,
-                });
-            }
-            Ok((fetched, replanned))
-        }
+        poll_partitions(plan, max_records, deadline)
     }
 }
 
@@ -551,6 +541,10 @@ async fn poll_partitions(
                         plan.replan(&mut replanned).await?;
                         continue 'fetch;
                     }
+                    plan.coordinator.do_send(PollServed {
+                        member: plan.member,
+                        partition: fetched.partition,
+                    });
                     return Ok((Some(fetched), replanned));
                 }
                 Ok(_) => {}
@@ -698,14 +692,15 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
                 msg.wait,
             );
             let generation_now = act.announced_generation.clone();
-            Box::pin(async move {
-                let (fetched, replanned) = poll.await?;
+            // Combinators, not `async` blocks: each would hold the poll's future twice.
+            Box::pin(poll.map(|answer| {
+                let (fetched, replanned) = answer?;
                 Ok(FetchedBatch {
                     assignment: replanned.unwrap_or(assignment),
                     fetched,
                     generation_now,
                 })
-            })
+            }))
         })
     }
 }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use futures::FutureExt;
 
 use crate::error::{Error, Result};
 use crate::spin::{now_nanos, spin_until, SpinHistory};
@@ -205,8 +206,12 @@ impl<A: Actor<Context = Context<A>>> Rung<A> {
         T: Send + 'static,
         A: Handler<M>,
     {
-        let request = self.send(msg);
-        async move { request.await.map_err(|_| Error::BrokerStopped)? }
+        // A combinator, not an `async` block, which would hold the request twice.
+        self.send(msg).map(|answer| {
+            answer
+                .map_err(|_| Error::BrokerStopped)
+                .and_then(|answer| answer)
+        })
     }
 }
 

@@ -77,12 +77,14 @@
 pub(crate) mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures::channel::oneshot;
+use futures::future::{self, FutureExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
@@ -135,7 +137,7 @@ impl BrokerRequests {
         join: &Arc<JoinGroup>,
         poll: PollOf,
         pause: PollPause,
-    ) -> impl std::future::Future<Output = Result<FetchedBatch>> {
+    ) -> impl Future<Output = Result<FetchedBatch>> {
         let through_broker = self.poll.clone();
         let (direct, fallback) = match &self.coordinator {
             None => (None, Err(subscription_poll(join, poll, pause))),
@@ -178,7 +180,7 @@ impl BrokerRequests {
         &self,
         join: &Arc<JoinGroup>,
         (generation, partition, offset): (u64, u32, u64),
-    ) -> impl std::future::Future<Output = Result<()>> {
+    ) -> impl Future<Output = Result<()>> {
         let through_broker = self.commit.clone();
         let direct = self.coordinator.as_ref().map(|coordinator| {
             coordinator.ask(CommitAsMember {
@@ -230,31 +232,41 @@ fn subscription_poll(join: &JoinGroup, poll: PollOf, pause: PollPause) -> Subscr
 
 /// The coordinator's answer to `direct` when there is one; the request through the broker
 /// (`through_broker`, made only then) when there is none or the coordinator is gone.
-async fn direct_then_broker<T, F>(
-    direct: Option<impl std::future::Future<Output = Result<T>>>,
+///
+/// Combinators rather than an `async fn`, and the rare request through the broker boxed: an
+/// `async fn` keeps its arguments beside the futures it awaits, and a poll's future, boxed by
+/// the subscription for every poll, grew past 2 KiB (glibc then consolidates its free lists on
+/// each allocation).
+fn direct_then_broker<T, F>(
+    direct: Option<impl Future<Output = Result<T>>>,
     through_broker: impl FnOnce() -> F,
-) -> Result<T>
+) -> impl Future<Output = Result<T>>
 where
-    F: std::future::Future<Output = Result<T>>,
+    T: 'static,
+    F: Future<Output = Result<T>> + 'static,
 {
-    if let Some(direct) = direct {
-        match direct.await {
-            Err(Error::BrokerStopped) => {}
-            answered => return answered,
-        }
-    }
-    through_broker().await
+    let direct = match direct {
+        Some(direct) => direct.left_future(),
+        None => future::ready(Err(Error::BrokerStopped)).right_future(),
+    };
+    direct.then(|answer| match answer {
+        Err(Error::BrokerStopped) => through_broker().boxed_local().left_future(),
+        answered => future::ready(answered).right_future(),
+    })
 }
 
 /// Sends `msg` now (so requests leave in the order they are made) and flattens a closed
 /// mailbox into `BrokerStopped`.
-fn ask<M, T>(to: &Recipient<M>, msg: M) -> impl std::future::Future<Output = Result<T>>
+fn ask<M, T>(to: &Recipient<M>, msg: M) -> impl Future<Output = Result<T>>
 where
     M: Message<Result = Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let request = to.send(msg);
-    async move { request.await.map_err(|_| Error::BrokerStopped)? }
+    to.send(msg).map(|answer| {
+        answer
+            .map_err(|_| Error::BrokerStopped)
+            .and_then(|answer| answer)
+    })
 }
 
 /// Joins `join`'s group, makes sure the dead-letter topic exists and starts the
