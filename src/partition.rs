@@ -539,6 +539,7 @@ impl Partition {
                 .collect::<BTreeMap<_, _>>(),
             restarts: 0,
             fsyncs: 0,
+            parked_polls: 0,
             failed: None,
         }
     }

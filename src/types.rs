@@ -200,6 +200,11 @@ pub struct PartitionStats {
     /// how many records each sync covered.
     #[serde(default)]
     pub fsyncs: u64,
+    /// Long polls parked here until the next write: group polls (`poll_timeout`, a
+    /// `Consumer`'s or a subscription's poll that found nothing) and Kafka fetches with a
+    /// wait. Kafka calls its counterpart the fetch purgatory.
+    #[serde(default)]
+    pub parked_polls: usize,
     /// Set when the partition cannot serve (why).
     pub failed: Option<String>,
 }

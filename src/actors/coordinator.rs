@@ -541,11 +541,7 @@ async fn poll_partitions(
                         plan.replan(&mut replanned).await?;
                         continue 'fetch;
                     }
-                    plan.coordinator.do_send(PollServed {
-                        member: plan.member,
-                        partition: fetched.partition,
-                    });
-                    return Ok((Some(fetched), replanned));
+                    return Ok(plan.served(fetched, replanned));
                 }
                 Ok(_) => {}
                 Err(e) => first_error = first_error.or(Some(e)),
@@ -567,10 +563,15 @@ async fn poll_partitions(
             plan.partitions[p as usize].do_send(WaitForData {
                 group: plan.group.clone(),
                 from,
+                max_records,
                 wake,
             });
             // Dropped unanswered (closed mailbox, panicked handler): the fetch meets it.
-            woken.map(|answer: Result<Result<()>, oneshot::Canceled>| answer.ok()?.err())
+            woken.map(|answer| match answer {
+                Ok(Ok(fetched)) => Woken::Data(fetched),
+                Ok(Err(e)) => Woken::Error(e),
+                Err(oneshot::Canceled) => Woken::Data(None),
+            })
         });
         let data = match plan.targets.is_empty() {
             true => futures::future::pending().boxed_local(),
@@ -592,21 +593,30 @@ async fn poll_partitions(
         });
         let woken_by_data = match actix_rt::time::timeout(remaining, select(data, rebalanced)).await
         {
-            Ok(Either::Left(((woken_by_error, index), _))) => {
-                restarted = woken_by_error;
+            Ok(Either::Left(((woken, index), _))) => {
                 woken_target = Some(index);
-                true
+                match woken {
+                    Woken::Data(fetched) => Some(fetched),
+                    Woken::Error(e) => {
+                        restarted = Some(e);
+                        Some(None)
+                    }
+                }
             }
-            Ok(Either::Right((false, _))) => false,
+            Ok(Either::Right((false, _))) => None,
             // The subscription released a held partition: it polls again with it.
             Ok(Either::Right((true, _))) => return Ok((None, replanned)),
             Err(_deadline) => return Ok((None, replanned)),
         };
         // Woken by a partition while the group's generation is still the plan's: the plan
-        // holds, so fetch without asking the coordinator (the poll was the member's sign of
-        // life, and a rebalance since would show in the generation).
-        if woken_by_data && !plan.rebalance_seen() {
-            continue;
+        // holds (the poll was the member's sign of life, and a rebalance since would show in
+        // the generation), so return what the write's wake-up read, or fetch without asking
+        // the coordinator.
+        if let Some(fetched) = woken_by_data.filter(|_| !plan.rebalance_seen()) {
+            match fetched.filter(|f| !f.is_empty()) {
+                Some(fetched) => return Ok(plan.served(fetched, replanned)),
+                None => continue,
+            }
         }
         let generation = plan.generation;
         plan.replan(&mut replanned).await?;
@@ -617,7 +627,29 @@ async fn poll_partitions(
     }
 }
 
+/// How a partition ended a poll's wait (see [`WaitForData`]).
+enum Woken {
+    /// It has data: read by the write that woke the poll, or `None` (to fetch).
+    Data(Option<Fetched>),
+    /// It restarted or closed, or the fetch failed: reported if no partition has data.
+    Error(Error),
+}
+
 impl PollPlan {
+    /// The poll's answer with `fetched`; the member's next poll starts after its partition
+    /// (`PollServed`, sent before the reply, so it is handled first).
+    fn served(
+        self,
+        fetched: Fetched,
+        replanned: Option<Assignment>,
+    ) -> (Option<Fetched>, Option<Assignment>) {
+        self.coordinator.do_send(PollServed {
+            member: self.member,
+            partition: fetched.partition,
+        });
+        (Some(fetched), replanned)
+    }
+
     /// The indexes of `targets` to fetch from, in order: none for a subscription's poll that
     /// waits first (once); for a subscription's, the target `woken` by data first, then the
     /// others in order (a fetch of each before it would find nothing at low rates); for a

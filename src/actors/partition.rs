@@ -79,12 +79,16 @@ impl Message for Fetch {
 
 /// Answer `wake` once `group` has records to read. Sent by the coordinator for a long poll,
 /// with `do_send`: the coordinator owns the poll's deadline and drops the receiver when it no
-/// longer waits (a dropped receiver's waiter is discarded at the next registration). The
-/// answer carries no data (the coordinator fetches next): `Ok` when there is data (at once if
-/// there already is), `PartitionRestarted` when the actor restarted while the wait was parked
-/// (the coordinator reports it instead of waiting again on the reopened partition),
-/// `BrokerStopped` when it was closed. `wake` is dropped unanswered when the mailbox was
-/// already closed or the handler panicked; the coordinator then fetches and meets the error.
+/// longer waits (a dropped receiver's waiter is discarded at the next registration or write).
+///
+/// The answer: `Ok(None)` at once when there is data already (the coordinator fetches it);
+/// `Ok(Some(fetched))` when a write ended the wait, with what `Fetch { group, from,
+/// max_records }` would return then (read by the partition as it wakes the poll, which saves
+/// the poll a round trip per batch at low rates); `PartitionRestarted` when the actor
+/// restarted while the wait was parked (the coordinator reports it instead of waiting again
+/// on the reopened partition), `BrokerStopped` when it was closed, or the fetch's error.
+/// `wake` is dropped unanswered when the mailbox was already closed or the handler panicked;
+/// the coordinator then fetches and meets the error.
 ///
 /// A message without a reply, so that a wait costs no reply channel, no task and no timer of
 /// its own: a subscription's poll sends one to each of its partitions.
@@ -93,10 +97,38 @@ pub struct WaitForData {
     pub group: Arc<str>,
     /// As in [`Fetch`].
     pub from: Option<u64>,
-    pub wake: oneshot::Sender<Result<()>>,
+    pub max_records: usize,
+    pub wake: oneshot::Sender<Result<Option<Fetched>>>,
 }
 impl Message for WaitForData {
     type Result = ();
+}
+
+/// A long poll parked at a partition until its next write (or restart, or close).
+#[derive(Debug)]
+enum Waiter {
+    /// A Kafka fetch's wait (`WaitForAppend`): told that something was written.
+    Append(oneshot::Sender<Result<()>>),
+    /// A group poll's wait (`WaitForData`): answered with its fetch.
+    Group(WaitForData),
+}
+
+impl Waiter {
+    /// Its poll stopped waiting.
+    fn is_canceled(&self) -> bool {
+        match self {
+            Waiter::Append(tx) => tx.is_canceled(),
+            Waiter::Group(wait) => wait.wake.is_canceled(),
+        }
+    }
+
+    /// Ends the wait with `error`.
+    fn fail(self, error: Error) {
+        match self {
+            Waiter::Append(tx) => drop(tx.send(Err(error))),
+            Waiter::Group(wait) => drop(wait.wake.send(Err(error))),
+        }
+    }
 }
 
 /// Append a Kafka client's record batch as it was sent (see `PartitionLog::append_kafka_batch`),
@@ -268,7 +300,7 @@ pub struct PartitionActor {
     produces: ProduceQueue<ProduceReply>,
     /// A `FlushAppends` is in the mailbox.
     flush_scheduled: bool,
-    waiters: Vec<oneshot::Sender<Result<()>>>,
+    waiters: Vec<Waiter>,
     restarts: RestartBudget,
     /// Set by `restarting`; `started` then reopens under the restart budget.
     restart_pending: bool,
@@ -538,15 +570,46 @@ impl PartitionActor {
     fn after_write(&mut self, written: Result<bool>, ctx: &mut Context<Self>) {
         self.record_write_metrics();
         match written {
-            Ok(true) => {
-                for waiter in self.waiters.drain(..) {
-                    let _ = waiter.send(Ok(()));
-                }
-            }
+            Ok(true) => self.wake_waiters(ctx),
             Ok(false) => {}
             Err(Error::Io { .. }) => ctx.stop(),
             Err(_) => {}
         }
+    }
+
+    /// After a write: every parked long poll is answered, a group poll's with its fetch.
+    fn wake_waiters(&mut self, ctx: &mut Context<Self>) {
+        for waiter in std::mem::take(&mut self.waiters) {
+            match waiter {
+                Waiter::Append(tx) => drop(tx.send(Ok(()))),
+                Waiter::Group(wait) if wait.wake.is_canceled() => {}
+                Waiter::Group(wait) => {
+                    let fetched = self.serve_fetch(ctx, &wait.group, wait.from, wait.max_records);
+                    let _ = wait.wake.send(fetched.map(Some));
+                }
+            }
+        }
+    }
+
+    /// A fetch for `group` from `from` (`None`: its committed offset), counted in the
+    /// metrics; one that returned records schedules the read ahead.
+    fn serve_fetch(
+        &mut self,
+        ctx: &mut Context<Self>,
+        group: &str,
+        from: Option<u64>,
+        max_records: usize,
+    ) -> Result<Fetched> {
+        let partition = self.open_partition()?;
+        let fetched = partition.fetch(group, from, max_records)?;
+        // A fetch at the log end (a consumer caught up) schedules nothing.
+        let ahead = !fetched.is_empty() && partition.can_read_ahead();
+        let bytes = fetched.records.batches().map(<[u8]>::len).sum();
+        self.metrics.fetched(fetched.records.len() as u64, bytes);
+        if ahead {
+            self.read_ahead_later(ctx, max_records);
+        }
+        Ok(fetched)
     }
 
     /// After a write: the fsyncs it made (`FsyncPolicy::Always`), and the lag of the groups
@@ -610,7 +673,7 @@ impl Supervised for PartitionActor {
         // the restart; merely waking them would park them again on the reopened partition
         // for the rest of their wait, since the first reopen is immediate.
         for waiter in std::mem::take(&mut self.waiters) {
-            let _ = waiter.send(Err(self.restarted()));
+            waiter.fail(self.restarted());
         }
         tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, "restarting; reloading from disk");
         crate::metrics::actor_restarted("partition");
@@ -701,16 +764,7 @@ impl Handler<Fetch> for PartitionActor {
         let _span = tracing::debug_span!(parent: &self.span, "Fetch").entered();
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| {
-            let partition = act.open_partition()?;
-            let fetched = partition.fetch(&msg.group, msg.from, msg.max_records)?;
-            // A fetch at the log end (a consumer caught up) schedules nothing.
-            let ahead = !fetched.is_empty() && partition.can_read_ahead();
-            let bytes = fetched.records.batches().map(<[u8]>::len).sum();
-            act.metrics.fetched(fetched.records.len() as u64, bytes);
-            if ahead {
-                act.read_ahead_later(ctx, msg.max_records);
-            }
-            Ok(fetched)
+            act.serve_fetch(ctx, &msg.group, msg.from, msg.max_records)
         })
         .unwrap_or_else(|| Err(self.restarted()))
     }
@@ -728,11 +782,11 @@ impl Handler<WaitForData> for PartitionActor {
                 _ => true, // let the poll fetch now and meet the error
             };
             if ready {
-                let _ = msg.wake.send(Ok(()));
+                let _ = msg.wake.send(Ok(None));
                 return;
             }
             act.waiters.retain(|w| !w.is_canceled());
-            act.waiters.push(msg.wake);
+            act.waiters.push(Waiter::Group(msg));
         });
     }
 }
@@ -790,6 +844,7 @@ impl Handler<DescribePartition> for PartitionActor {
         };
         stats.restarts = self.restarts.total();
         stats.fsyncs = self.metrics.fsyncs();
+        stats.parked_polls = self.waiters.iter().filter(|w| !w.is_canceled()).count();
         MessageResult(stats)
     }
 }
@@ -805,7 +860,7 @@ impl Handler<ClosePartition> for PartitionActor {
             act.flush(ctx);
             act.produces.fail_all(|| Error::BrokerStopped);
             for waiter in act.waiters.drain(..) {
-                let _ = waiter.send(Err(Error::BrokerStopped));
+                waiter.fail(Error::BrokerStopped);
             }
             match std::mem::replace(&mut act.slot, Slot::Closed) {
                 Slot::Open(p) => p.close(),

@@ -336,3 +336,37 @@ fn a_poll_that_may_wait_waits_for_the_next_record_after_an_empty_read_ahead() {
         assert_eq!(offsets(&waited), [(0, 2)]);
     });
 }
+
+#[test]
+fn a_long_poll_answered_by_a_produce_reads_from_the_consumers_position_and_no_more_than_asked() {
+    common::within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
+        produce_to(&broker, "t", 0, &[0, 1]);
+        let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
+        // Read, not committed: the position (2) is ahead of the committed offset (none).
+        assert_eq!(c.poll_batch(2, Duration::ZERO).unwrap().len(), 2);
+        let producer = broker.clone();
+        let produced = std::thread::spawn(move || {
+            // Once the poll below is parked: the write's wake-up reads the poll's records.
+            while producer.stats().unwrap().topics["t"].partitions[0].parked_polls == 0 {
+                std::thread::yield_now();
+            }
+            // One batch, so one write makes all three readable.
+            let batch = [2u64, 3, 4].map(|value| nanokafka::ProduceRecord {
+                key: None,
+                value: nanokafka::encode(&value).unwrap(),
+            });
+            producer
+                .produce_batch_raw("t", Some(0), batch.to_vec())
+                .unwrap();
+        });
+        let waited = c.poll_batch(2, Duration::from_secs(30)).unwrap();
+        produced.join().unwrap();
+        assert_eq!(offsets(&waited), [(0, 2), (0, 3)]);
+        let stats = broker.stats().unwrap();
+        assert_eq!(stats.topics["t"].partitions[0].parked_polls, 0, "answered");
+        assert_eq!(offsets(&poll_until_empty(&mut c, 100)), [(0, 4)]);
+        assert_eq!(committed(&broker, "g", 0), None, "polling commits nothing");
+    });
+}

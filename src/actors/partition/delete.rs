@@ -30,7 +30,7 @@ impl Handler<DeletePartition> for PartitionActor {
             };
             act.produces.fail_all(gone);
             for waiter in act.waiters.drain(..) {
-                let _ = waiter.send(Err(gone()));
+                waiter.fail(gone());
             }
             for timer in act.timers.drain(..) {
                 ctx.cancel_future(timer);

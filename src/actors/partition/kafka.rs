@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures::channel::oneshot;
 
-use super::{PartitionActor, Slot};
+use super::{PartitionActor, Slot, Waiter};
 use crate::actors::supervise::{guarded_future, guarded_reply};
 use crate::error::Result;
 use crate::messages::{ListedOffset, OffsetSpec};
@@ -79,7 +79,7 @@ impl Handler<WaitForAppend> for PartitionActor {
             // them all, a restart or a close too (a fetch then reads and reports).
             act.waiters.retain(|w| !w.is_canceled());
             let (tx, rx) = oneshot::channel();
-            act.waiters.push(tx);
+            act.waiters.push(Waiter::Append(tx));
             Box::pin(async move {
                 let _ = actix_rt::time::timeout(msg.wait, rx).await;
                 Ok(())
