@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -558,12 +558,14 @@ async fn poll_partitions(
                 _ => return Ok((None, replanned)),
             },
         };
+        let claimed = Arc::new(AtomicBool::new(false));
         let waits = plan.targets.iter().map(|&(p, from)| {
             let (wake, woken) = oneshot::channel();
             plan.partitions[p as usize].do_send(WaitForData {
                 group: plan.group.clone(),
                 from,
                 max_records,
+                claimed: claimed.clone(),
                 wake,
             });
             // Dropped unanswered (closed mailbox, panicked handler): the fetch meets it.

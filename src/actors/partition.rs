@@ -23,6 +23,7 @@ mod offsets;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -84,7 +85,9 @@ impl Message for Fetch {
 /// The answer: `Ok(None)` at once when there is data already (the coordinator fetches it);
 /// `Ok(Some(fetched))` when a write ended the wait, with what `Fetch { group, from,
 /// max_records }` would return then (read by the partition as it wakes the poll, which saves
-/// the poll a round trip per batch at low rates); `PartitionRestarted` when the actor
+/// the poll a round trip per batch at low rates), or `Ok(None)` when another partition of the
+/// same poll already took that turn (`claimed`: one poll's waits share it, so writes to several
+/// of its partitions at once read one fetch, not one each); `PartitionRestarted` when the actor
 /// restarted while the wait was parked (the coordinator reports it instead of waiting again
 /// on the reopened partition), `BrokerStopped` when it was closed, or the fetch's error.
 /// `wake` is dropped unanswered when the mailbox was already closed or the handler panicked;
@@ -98,6 +101,8 @@ pub struct WaitForData {
     /// As in [`Fetch`].
     pub from: Option<u64>,
     pub max_records: usize,
+    /// Set by the first partition that fetches for the poll.
+    pub claimed: Arc<AtomicBool>,
     pub wake: oneshot::Sender<Result<Option<Fetched>>>,
 }
 impl Message for WaitForData {
@@ -583,6 +588,9 @@ impl PartitionActor {
             match waiter {
                 Waiter::Append(tx) => drop(tx.send(Ok(()))),
                 Waiter::Group(wait) if wait.wake.is_canceled() => {}
+                Waiter::Group(wait) if wait.claimed.swap(true, Ordering::AcqRel) => {
+                    let _ = wait.wake.send(Ok(None));
+                }
                 Waiter::Group(wait) => {
                     let fetched = self.serve_fetch(ctx, &wait.group, wait.from, wait.max_records);
                     let _ = wait.wake.send(fetched.map(Some));
@@ -782,6 +790,8 @@ impl Handler<WaitForData> for PartitionActor {
                 _ => true, // let the poll fetch now and meet the error
             };
             if ready {
+                // The poll fetches: no partition of it reads ahead of that.
+                msg.claimed.store(true, Ordering::Release);
                 let _ = msg.wake.send(Ok(None));
                 return;
             }
