@@ -320,17 +320,24 @@ fn a_commit_past_the_position_is_where_the_next_poll_starts() {
     );
 }
 
+/// A broker in `dir` with records 0 and 1 on partition 0 of `t`, and a consumer of group `g`
+/// that has polled both (one full batch, up to the log end) and committed nothing.
+fn consumer_past_two_records(dir: &std::path::Path) -> (NanoKafka, Consumer<u64>) {
+    let broker = broker_with_topic(dir, "t", TopicConfig::default());
+    produce_to(&broker, "t", 0, &[0, 1]);
+    let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
+    assert_eq!(c.poll_batch(2, Duration::ZERO).unwrap().len(), 2);
+    (broker, c)
+}
+
 #[test]
 fn a_poll_that_may_wait_waits_for_the_next_record_after_an_empty_read_ahead() {
     common::within(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
-        let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
-        produce_to(&broker, "t", 0, &[0, 1]);
-        let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
         // A full batch, up to the log end; the poll sent ahead (almost always answered before
         // the produce below) finds nothing, and must not stand in for the wait of the next
         // call.
-        assert_eq!(c.poll_batch(2, Duration::ZERO).unwrap().len(), 2);
+        let (broker, mut c) = consumer_past_two_records(dir.path());
         produce_to(&broker, "t", 0, &[2]);
         let waited = c.poll_batch(100, Duration::from_secs(30)).unwrap();
         assert_eq!(offsets(&waited), [(0, 2)]);
@@ -341,11 +348,8 @@ fn a_poll_that_may_wait_waits_for_the_next_record_after_an_empty_read_ahead() {
 fn a_long_poll_answered_by_a_produce_reads_from_the_consumers_position_and_no_more_than_asked() {
     common::within(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
-        let broker = broker_with_topic(dir.path(), "t", TopicConfig::default());
-        produce_to(&broker, "t", 0, &[0, 1]);
-        let mut c = broker.consumer::<u64>("t", "g", "c").unwrap();
         // Read, not committed: the position (2) is ahead of the committed offset (none).
-        assert_eq!(c.poll_batch(2, Duration::ZERO).unwrap().len(), 2);
+        let (broker, mut c) = consumer_past_two_records(dir.path());
         let producer = broker.clone();
         let produced = std::thread::spawn(move || {
             // Once the poll below is parked: the write's wake-up reads the poll's records.
