@@ -759,7 +759,7 @@ impl PartitionLog {
                 };
                 // Damage below the offset asked for: resume at the next valid frame if it is
                 // at or before that offset (else the offset is one of the damaged ones).
-                match segment.resync(position, expected)? {
+                match segment.resync(position, expected..segment.next_offset())? {
                     Some((resumed, at)) if expected < offset && resumed <= offset => {
                         tracing::warn!(
                             path = %path.display(), position, first_offset = expected,

@@ -19,7 +19,9 @@
 //!    it is kept on disk, logged with file, position and cause, and reported in
 //!    `RecoveryReport::corrupt_kept`; reads of it fail with `StorageError::Corrupt`. The scan then
 //!    resynchronises (`LogSegment::resync`: the bad frame's length field, else a search for
-//!    the next frame with a valid CRC and a higher offset) and goes on; the frame it resumes
+//!    the next frame with a valid CRC and a higher offset, below what no offset of the
+//!    segment reaches: the next segment's base, or the log end a clean shutdown recorded,
+//!    since the base offset lies outside the CRC) and goes on; the frame it resumes
 //!    at is indexed, so the records after the damage stay readable. In a trusted sealed
 //!    segment every frame is below the recovery point; in the segment holding the recovery
 //!    point, those before it. Only the unsynced tail, the frames from the recovery point on,
@@ -45,7 +47,7 @@ use super::checkpoint::Checkpoint;
 use super::error::{Result, StorageError};
 use super::fs::{FileSystem, SharedFs};
 use super::fsutil::TMP_SUFFIX;
-use super::segment::{file_names, time_index_name, LogSegment};
+use super::segment::{file_names, time_index_name, LogSegment, StepOver};
 
 /// The fewest bytes a record takes in an uncompressed batch (layout in `format`): its length,
 /// attributes, timestamp delta, offset delta, key length, value length and header count, one
@@ -242,6 +244,10 @@ pub struct Plan {
     pub clean: bool,
     /// Segments wholly below this offset are trusted (`None`: scan all).
     pub recovery_point: Option<u64>,
+    /// The log end a clean shutdown recorded, also when the active segment changed since (a
+    /// checkpoint is made unclean before an open's first change, so only damage changes it):
+    /// no offset of the log reaches it.
+    pub clean_log_end: Option<u64>,
 }
 
 /// Pass 3: reads the checkpoint and checks it against the active segment's size (0 without
@@ -251,6 +257,7 @@ fn plan(fs: &dyn FileSystem, dir: &Path, active_size: u64) -> Result<Plan> {
         return Ok(Plan {
             clean: false,
             recovery_point: None,
+            clean_log_end: None,
         });
     };
     let clean = checkpoint.clean && checkpoint.active_size == active_size;
@@ -263,6 +270,10 @@ fn plan(fs: &dyn FileSystem, dir: &Path, active_size: u64) -> Result<Plan> {
     Ok(Plan {
         clean,
         recovery_point: Some(checkpoint.recovery_point),
+        // A clean shutdown records its log end twice (as the recovery point too): a
+        // checkpoint whose two disagree was not written by one.
+        clean_log_end: (checkpoint.clean && checkpoint.log_end_offset == checkpoint.recovery_point)
+            .then_some(checkpoint.log_end_offset),
     })
 }
 
@@ -304,8 +315,15 @@ fn load_segments(
             Some(_) if trusted => u64::MAX,
             _ => plan.recovery_point.unwrap_or(0),
         };
+        // What no offset of the segment reaches: a frame found past damage at or above it
+        // has a damaged base offset (see `LogSegment::resync`).
+        let offset_limit = next_base.or(plan.clean_log_end).unwrap_or(u64::MAX);
+        let step_over = StepOver {
+            below: synced_below,
+            offset_limit,
+        };
         if let Some(why) = why_scan {
-            validate_segment(&mut segment, &why, synced_below, next_base, report)?;
+            validate_segment(&mut segment, &why, step_over, next_base, report)?;
         }
         segments.insert(base, segment);
     }
@@ -313,18 +331,20 @@ fn load_segments(
 }
 
 /// Validates one segment record by record and rebuilds its indexes. Damage at offsets below
-/// `synced_below` is kept and reported (see the module docs); the file is cut at the first
-/// bad frame from `synced_below` on. `next_base` is the next segment's base, if any.
+/// `step_over.below` is kept and reported (see the module docs), and reading resumes after it
+/// at a frame below `step_over.offset_limit`; the file is cut at the first bad frame from
+/// `step_over.below` on. `next_base` is the next segment's base, if any.
 pub fn validate_segment(
     segment: &mut LogSegment,
     why: &str,
-    synced_below: u64,
+    step_over: StepOver,
     next_base: Option<u64>,
     report: &mut RecoveryReport,
 ) -> Result<()> {
+    let synced_below = step_over.below;
     tracing::info!(path = %segment.log_path().display(), why, "validating segment");
     let size_before = segment.size();
-    let outcome = segment.rebuild_index(synced_below)?;
+    let outcome = segment.rebuild_index(step_over)?;
     report.segments_scanned += 1;
     report.indexes_rebuilt.push(segment.index_path().to_owned());
     for damage in &outcome.damaged {

@@ -17,7 +17,7 @@ use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, AlignedBuf};
 use super::index::{IndexEntry, OffsetIndex};
 use super::time_index::{TimeIndex, TimestampOffset};
-pub use scan::{ScanOutcome, ScannedFrame};
+pub use scan::{ScanOutcome, ScannedFrame, StepOver};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
 const SCAN_CHUNK: usize = 256 << 10;
@@ -344,13 +344,18 @@ impl LogSegment {
     ) -> Result<Option<ScannedFrame>> {
         let mut found = None;
         let chunk = 2 * self.index_interval_bytes as usize;
-        let outcome =
-            self.scan_in_chunks(entry.position, entry.offset, chunk, u64::MAX, |frame| {
+        let outcome = self.scan_in_chunks(
+            entry.position,
+            entry.offset,
+            chunk,
+            StepOver::ALWAYS,
+            |frame| {
                 if is_it(frame) {
                     found = Some(*frame);
                 }
                 found.is_none()
-            })?;
+            },
+        )?;
         for damage in &outcome.damaged {
             tracing::warn!(
                 path = %self.log_path.display(), position = damage.position,
@@ -413,13 +418,14 @@ impl LogSegment {
 
     /// Rewrites both indexes from a scan of the whole log (entries added as a live append
     /// adds them) and learns `next_offset` and the largest timestamp. A bad frame
-    /// that should have held an offset below `step_over_below` is stepped over (the frame
-    /// the scan resumes at always gets an index entry, so that lookups of the offsets after
-    /// the damage start past it); the scan stops at any other. Cuts nothing: see
+    /// that should have held an offset below `step_over.below` is stepped over (the frame
+    /// the scan resumes at, below `step_over.offset_limit`, always gets an index entry, so
+    /// that lookups of the offsets after the damage start past it); the scan stops at any
+    /// other. Cuts nothing: see
     /// [`LogSegment::truncate_to`]. When nothing valid follows the last damage, `next_offset`
     /// is the first damaged offset and the next append gets an index entry, so that it can
     /// be found behind the damage; the caller may set a better known `next_offset`.
-    pub fn rebuild_index(&mut self, step_over_below: u64) -> Result<ScanOutcome> {
+    pub fn rebuild_index(&mut self, step_over: StepOver) -> Result<ScanOutcome> {
         self.index.clear()?;
         self.time_index.clear()?;
         let interval = self.index_interval_bytes;
@@ -427,24 +433,23 @@ impl LogSegment {
         // The frames that get an offset index entry, with the largest timestamp so far.
         let mut entries = Vec::new();
         let mut max_timestamp = None;
-        let outcome =
-            self.scan_in_chunks(0, self.base_offset, SCAN_CHUNK, step_over_below, |frame| {
-                max_timestamp = TimestampOffset::after_batch(
-                    max_timestamp,
-                    frame.timestamp_ms,
-                    frame.next_offset - 1,
-                );
-                if since_entry >= interval || frame.after_damage {
-                    let entry = IndexEntry {
-                        offset: frame.offset,
-                        position: frame.position,
-                    };
-                    entries.push((entry, max_timestamp));
-                    since_entry = 0;
-                }
-                since_entry += frame.frame_len;
-                true
-            })?;
+        let outcome = self.scan_in_chunks(0, self.base_offset, SCAN_CHUNK, step_over, |frame| {
+            max_timestamp = TimestampOffset::after_batch(
+                max_timestamp,
+                frame.timestamp_ms,
+                frame.next_offset - 1,
+            );
+            if since_entry >= interval || frame.after_damage {
+                let entry = IndexEntry {
+                    offset: frame.offset,
+                    position: frame.position,
+                };
+                entries.push((entry, max_timestamp));
+                since_entry = 0;
+            }
+            since_entry += frame.frame_len;
+            true
+        })?;
         for (entry, max_so_far) in entries {
             self.push_index_entries(entry, max_so_far);
         }

@@ -6,8 +6,11 @@
 //! recovery cuts) or step over it ([`LogSegment::resync`]): first to where the bad frame's
 //! own length field says the next frame starts, if a valid frame with an offset at least the
 //! expected one starts there, otherwise to the next byte position where such a frame decodes
-//! with a valid CRC. The offsets in between are damaged; the frame found is indexed (see
+//! with a valid CRC, and with a base offset below what the caller knows the segment never
+//! reaches (the base offset lies outside the CRC). The offsets in between are damaged; the frame found is indexed (see
 //! [`LogSegment::rebuild_index`]), so lookups of later offsets start after the damage.
+
+use std::ops::Range;
 
 use super::{IndexEntry, LogSegment, SCAN_CHUNK};
 use crate::storage::error::Result;
@@ -83,6 +86,30 @@ pub struct ScanOutcome {
     pub damaged: Vec<DamagedRange>,
 }
 
+/// Which bad frames a scan steps over instead of stopping at (see
+/// [`LogSegment::scan_in_chunks`]).
+#[derive(Debug, Clone, Copy)]
+pub struct StepOver {
+    /// Those that should have held an offset below this one.
+    pub below: u64,
+    /// No offset of the segment reaches this one: a frame found past the damage at this
+    /// offset or above has a damaged base offset (see [`LogSegment::resync`]).
+    pub offset_limit: u64,
+}
+
+impl StepOver {
+    /// Stop at every bad frame.
+    pub const NEVER: StepOver = StepOver {
+        below: 0,
+        offset_limit: u64::MAX,
+    };
+    /// Step over every bad frame.
+    pub const ALWAYS: StepOver = StepOver {
+        below: u64::MAX,
+        offset_limit: u64::MAX,
+    };
+}
+
 impl LogSegment {
     /// Walks every frame from `position` (which must start a frame holding `expected_offset`)
     /// to the end of the file, verifying checksums and offset contiguity, calling `visit` for
@@ -94,7 +121,13 @@ impl LogSegment {
         expected_offset: u64,
         visit: impl FnMut(&ScannedFrame) -> bool,
     ) -> Result<ScanOutcome> {
-        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, 0, visit)
+        self.scan_in_chunks(
+            position,
+            expected_offset,
+            SCAN_CHUNK,
+            StepOver::NEVER,
+            visit,
+        )
     }
 
     /// As [`LogSegment::scan`], but steps over every damaged range (see the module docs)
@@ -106,7 +139,13 @@ impl LogSegment {
         expected_offset: u64,
         visit: impl FnMut(&ScannedFrame) -> bool,
     ) -> Result<ScanOutcome> {
-        self.scan_in_chunks(position, expected_offset, SCAN_CHUNK, u64::MAX, visit)
+        self.scan_in_chunks(
+            position,
+            expected_offset,
+            SCAN_CHUNK,
+            StepOver::ALWAYS,
+            visit,
+        )
     }
 
     /// Whether `offset` can be a record of this segment: at or above its base, and within
@@ -129,9 +168,9 @@ impl LogSegment {
         plausible.then_some(header.batch_len)
     }
 
-    /// The offset of the valid batch at `position`, if one with an offset of at least
+    /// The header of the valid batch at `position`, if one with an offset of at least
     /// `min_offset` starts there.
-    fn valid_frame_at(&self, position: u64, min_offset: u64) -> Result<Option<u64>> {
+    fn valid_frame_at(&self, position: u64, min_offset: u64) -> Result<Option<BatchHeader>> {
         let mut buf = AlignedBuf::default();
         let header = self.read_into(&mut buf, position, HEADER_LEN)?;
         let Some(frame_len) = self.plausible_frame(header, min_offset) else {
@@ -142,23 +181,34 @@ impl LogSegment {
         }
         let frame = self.read_into(&mut buf, position, frame_len)?;
         Ok(match format::decode(frame) {
-            Decoded::Batch(header) if header.base_offset >= min_offset => Some(header.base_offset),
+            Decoded::Batch(header) if header.base_offset >= min_offset => Some(header),
             _ => None,
         })
     }
 
     /// Where scanning resumes after the bad frame at `position`, which should have held
-    /// `min_offset`: the first valid frame after it holding `min_offset` or a later offset,
-    /// as `(offset, position)`; `None` when no valid frame follows.
+    /// `offsets.start`: the first valid frame after it whose base offset is in `offsets`, as
+    /// `(offset, position)`; `None` when no valid frame follows.
     ///
     /// The bad frame's own length field is tried first (a flipped bit in a key or value
     /// leaves it intact, and the next frame starts where it says); failing that, every later
     /// byte position is tried. Only a frame with a verified CRC and an offset no lower than
     /// the one expected is accepted, so stale or garbage bytes are not taken for records.
+    /// The base offset lies outside the CRC: damage inside it (bytes inserted into a batch's
+    /// first eight bytes) leaves a frame that verifies one position on, at an offset nothing
+    /// ever held. `offsets.end`, what the caller knows no offset of the segment reaches (the
+    /// next segment's base, the log end of a clean shutdown), refuses such a frame: a frame
+    /// is accepted only when all its offsets lie below it.
     ///
     /// # Errors
     /// `Io`.
-    pub fn resync(&self, position: u64, min_offset: u64) -> Result<Option<(u64, u64)>> {
+    pub fn resync(&self, position: u64, offsets: Range<u64>) -> Result<Option<(u64, u64)>> {
+        let min_offset = offsets.start;
+        // The whole batch below the limit, not only its base: a batch that runs past it
+        // contradicts what the caller knows just as much.
+        let within = |header: BatchHeader| {
+            (header.next_offset() <= offsets.end).then_some(header.base_offset)
+        };
         let mut buf = AlignedBuf::default();
         let header = self.read_into(&mut buf, position, LOG_OVERHEAD)?;
         if header.len() == LOG_OVERHEAD {
@@ -167,7 +217,7 @@ impl LogSegment {
             if (HEADER_LEN as u64..=MAX_BATCH_LEN as u64).contains(&(length + LOG_OVERHEAD as u64))
                 && next < self.size
             {
-                if let Some(offset) = self.valid_frame_at(next, min_offset)? {
+                if let Some(offset) = self.valid_frame_at(next, min_offset)?.and_then(within) {
                     return Ok(Some((offset, next)));
                 }
             }
@@ -181,13 +231,13 @@ impl LogSegment {
                     let at = from + i as u64;
                     let offset = match chunk.get(i..i + frame_len).map(format::decode) {
                         Some(Decoded::Batch(header)) if header.base_offset >= min_offset => {
-                            Some(header.base_offset)
+                            Some(header)
                         }
                         Some(_) => None,
                         // The frame runs past this chunk: read it on its own.
                         None => self.valid_frame_at(at, min_offset)?,
                     };
-                    if let Some(offset) = offset {
+                    if let Some(offset) = offset.and_then(within) {
                         return Ok(Some((offset, at)));
                     }
                 }
@@ -244,7 +294,7 @@ impl LogSegment {
                 return Ok(whole.then_some((expected, at)));
             }
             if at >= position {
-                let verified = self.valid_frame_at(at, expected)?;
+                let verified = self.valid_frame_at(at, expected)?.map(|h| h.base_offset);
                 return Ok(verified.filter(|&o| o == expected).map(|o| (o, at)));
             }
             at += header.batch_len as u64;
@@ -254,16 +304,21 @@ impl LogSegment {
     }
 
     /// [`LogSegment::scan`], reading `chunk` bytes at a time (more for a larger frame). A bad
-    /// frame that should have held an offset below `step_over_below` is stepped over with
-    /// [`LogSegment::resync`] (and listed in `ScanOutcome::damaged`); any other stops the scan.
+    /// frame that should have held an offset below `step_over.below` is stepped over with
+    /// [`LogSegment::resync`] (and listed in `ScanOutcome::damaged`), to a frame below
+    /// `step_over.offset_limit`; any other stops the scan.
     pub(super) fn scan_in_chunks(
         &self,
         mut position: u64,
         mut expected_offset: u64,
         chunk_len: usize,
-        step_over_below: u64,
+        step_over: StepOver,
         mut visit: impl FnMut(&ScannedFrame) -> bool,
     ) -> Result<ScanOutcome> {
+        let StepOver {
+            below: step_over_below,
+            offset_limit,
+        } = step_over;
         let mut buf = AlignedBuf::default();
         let mut want = chunk_len;
         let mut damaged = Vec::new();
@@ -330,7 +385,7 @@ impl LogSegment {
                     damaged,
                 });
             }
-            let resumed = self.resync(position, expected_offset)?;
+            let resumed = self.resync(position, expected_offset..offset_limit)?;
             damaged.push(DamagedRange {
                 position,
                 end: resumed.map_or(self.size, |(_, at)| at),
