@@ -344,18 +344,19 @@ impl LogSegment {
     ) -> Result<Option<ScannedFrame>> {
         let mut found = None;
         let chunk = 2 * self.index_interval_bytes as usize;
-        let outcome = self.scan_in_chunks(
-            entry.position,
-            entry.offset,
-            chunk,
-            StepOver::ALWAYS,
-            |frame| {
+        // Past damage, only to a frame this segment can hold (a damaged base offset can
+        // verify at an offset far past its end).
+        let step_over = StepOver {
+            offset_limit: self.next_offset,
+            ..StepOver::ALWAYS
+        };
+        let outcome =
+            self.scan_in_chunks(entry.position, entry.offset, chunk, step_over, |frame| {
                 if is_it(frame) {
                     found = Some(*frame);
                 }
                 found.is_none()
-            },
-        )?;
+            })?;
         for damage in &outcome.damaged {
             tracing::warn!(
                 path = %self.log_path.display(), position = damage.position,

@@ -143,7 +143,11 @@ impl LogSegment {
             position,
             expected_offset,
             SCAN_CHUNK,
-            StepOver::ALWAYS,
+            // Past damage, only to a frame this segment can hold.
+            StepOver {
+                offset_limit: self.next_offset,
+                ..StepOver::ALWAYS
+            },
             visit,
         )
     }
