@@ -578,7 +578,7 @@ async fn poll_partitions(
         let data = match plan.targets.is_empty() {
             true => futures::future::pending().boxed_local(),
             false => select_all(waits)
-                .map(|(by_error, index, _)| (by_error, index))
+                .map(|(woken, index, _)| (woken, index))
                 .boxed_local(),
         };
         let rebalanced = match plan.rebalanced.as_mut() {
