@@ -739,7 +739,17 @@ impl NanoKafka {
     }
 
     fn call<T>(&self, request: impl Future<Output = Result<T>>) -> Result<T> {
-        self.inner.block_on(request, Patience::Spin)
+        self.inner.block_on(request, Patience::ROUND_TRIP)
+    }
+
+    /// As `call`, for a produce of `bytes`: a large batch's append takes longer than a round
+    /// trip, and the caller spins for it accordingly (see `Patience::append`).
+    fn call_appending<T>(
+        &self,
+        request: impl Future<Output = Result<T>>,
+        bytes: usize,
+    ) -> Result<T> {
+        self.inner.block_on(request, Patience::append(bytes))
     }
 
     /// As `call`, for a request that may wait `timeout` for data (a long poll).
@@ -749,7 +759,7 @@ impl NanoKafka {
         timeout: Duration,
     ) -> Result<T> {
         let patience = match timeout.is_zero() {
-            true => Patience::Spin,
+            true => Patience::ROUND_TRIP,
             false => Patience::Park,
         };
         self.inner.block_on(request, patience)
@@ -914,10 +924,12 @@ impl NanoKafka {
         partition: Option<u32>,
         records: Vec<ProduceRecord>,
     ) -> Result<Vec<Delivery>> {
-        self.call(
+        let bytes = records.iter().map(ProduceRecord::payload_len).sum();
+        self.call_appending(
             self.inner
                 .handle
                 .produce_batch_raw(topic, partition, records),
+            bytes,
         )
     }
 
@@ -931,7 +943,11 @@ impl NanoKafka {
         partition: Option<u32>,
         batch: RecordBatch,
     ) -> Result<Vec<Delivery>> {
-        self.call(self.inner.handle.produce_batch(topic, partition, batch))
+        let bytes = batch.size_bytes();
+        self.call_appending(
+            self.inner.handle.produce_batch(topic, partition, batch),
+            bytes,
+        )
     }
 
     /// [`AsyncNanoKafka::join_group`], blocking this thread until it answers.

@@ -4,10 +4,10 @@
 //! Why not `futures::executor::block_on`: it parks at once, and on this kind of (virtual)
 //! machine a parked thread takes tens of microseconds to be woken, far longer than a
 //! partition takes to answer a produce. A reply that arrives while the caller still spins
-//! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`]), yields the
-//! core between short rounds of checks, and is skipped while this thread's spins have not
-//! been paying (see `crate::spin`); a caller waiting for an fsync or a long poll parks and
-//! burns no CPU.
+//! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`], longer for a
+//! batch to append: [`Patience::append`]), yields the core between short rounds of checks,
+//! and is skipped while this thread's spins have not been paying (see `crate::spin`); a
+//! caller waiting for an fsync or a long poll parks and burns no CPU.
 
 use std::future::Future;
 use std::pin::pin;
@@ -23,6 +23,14 @@ use crate::spin::{now_nanos, spin_until, SpinHistory};
 /// few microseconds by a partition thread that is awake, and within tens when it must first
 /// be woken: both fit.
 const SPIN_WINDOW: Duration = Duration::from_micros(50);
+
+/// Bytes a partition thread appends per microsecond, at least (a 110 kB batch: about 35 µs
+/// of `pwrite` and CRC on this kind of machine): what a batch adds to [`SPIN_WINDOW`].
+const APPEND_BYTES_PER_MICRO: usize = 2048;
+
+/// The longest spin for a batch. A batch whose append takes longer than this is answered
+/// after a sleep: its wake-up, tens of microseconds, is then a small part of its time.
+const MAX_SPIN_WINDOW: Duration = Duration::from_micros(150);
 
 thread_local! {
     /// Whether this thread's spins have been paying (see `crate::spin`).
@@ -53,16 +61,31 @@ impl Wake for ThreadWaker {
 /// How a caller expects to wait for its reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Patience {
-    /// A round trip (a produce, a commit, a poll that does not wait): spin briefly first.
-    Spin,
+    /// A round trip (a produce, a commit, a poll that does not wait): spin up to this long
+    /// first.
+    Spin(Duration),
     /// A long poll, which usually waits for data to come: park at once, leaving the cores to
     /// the threads that must run to produce it.
     Park,
 }
 
-/// Runs `future` to completion on this thread, spinning first (see [`Patience::Spin`]).
+impl Patience {
+    /// A round trip that writes or reads little: spin up to [`SPIN_WINDOW`].
+    pub(crate) const ROUND_TRIP: Patience = Patience::Spin(SPIN_WINDOW);
+
+    /// A produce of `bytes`: the partition thread's append of a large batch takes longer
+    /// than a round trip, and a caller who stopped spinning just before its answer would pay
+    /// a wake-up per batch. The window grows with the bytes ([`APPEND_BYTES_PER_MICRO`]), up
+    /// to [`MAX_SPIN_WINDOW`].
+    pub(crate) fn append(bytes: usize) -> Patience {
+        let append = Duration::from_micros((bytes / APPEND_BYTES_PER_MICRO) as u64);
+        Patience::Spin((SPIN_WINDOW + append).min(MAX_SPIN_WINDOW))
+    }
+}
+
+/// Runs `future` to completion on this thread, spinning first (see [`Patience::ROUND_TRIP`]).
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    block_on_with(future, Patience::Spin)
+    block_on_with(future, Patience::ROUND_TRIP)
 }
 
 /// Runs `future` to completion on this thread, waiting between polls as `patience` says.
@@ -99,28 +122,29 @@ fn max_spinners() -> usize {
 /// [`max_spinners`] threads spin at a time, only for [`Patience::Spin`], and only while this
 /// thread's spins have been paying; the others park at once.
 fn wait(signal: &ThreadWaker, patience: Patience) {
+    let Patience::Spin(window) = patience else {
+        // Spurious unparks are fine: the flag is checked again.
+        while !signal.woken.swap(false, Ordering::Acquire) {
+            thread::park();
+        }
+        return;
+    };
     let woken = || signal.woken.swap(false, Ordering::Acquire);
     let start = Instant::now();
-    let spin = patience == Patience::Spin && HISTORY.with(SpinHistory::pays);
-    if spin && take_spin_slot() {
-        let answered = spin_until(start, SPIN_WINDOW, woken);
+    if HISTORY.with(SpinHistory::pays) && take_spin_slot() {
+        let answered = spin_until(start, window, woken);
         SPINNERS.fetch_sub(1, Ordering::AcqRel);
         HISTORY.with(|h| h.spun(answered));
         if answered {
             return;
         }
     }
-    if patience == Patience::Spin {
-        HISTORY.with(SpinHistory::sleeping);
-    }
-    // Spurious unparks are fine: the flag is checked again.
+    HISTORY.with(SpinHistory::sleeping);
     while !woken() {
         thread::park();
     }
-    if patience == Patience::Spin {
-        let at = signal.woken_at.load(Ordering::Relaxed);
-        HISTORY.with(|h| h.woke(at, SPIN_WINDOW));
-    }
+    let at = signal.woken_at.load(Ordering::Relaxed);
+    HISTORY.with(|h| h.woke(at, window));
 }
 
 /// Takes one of the [`max_spinners`] slots, if one is free.
@@ -158,6 +182,23 @@ mod tests {
             0,
             "spin slots are given back"
         );
+    }
+
+    #[test]
+    fn a_large_batch_spins_longer_for_its_append_up_to_a_bound() {
+        let window = |bytes| match Patience::append(bytes) {
+            Patience::Spin(window) => window,
+            Patience::Park => panic!("a produce of {bytes} B parks at once"),
+        };
+        assert_eq!(window(100), SPIN_WINDOW, "a record is a round trip");
+        // 1000 records of 100 B: about 35 µs of pwrite and CRC on top of the round trip.
+        let batch = window(110_000);
+        assert!(
+            batch >= SPIN_WINDOW + Duration::from_micros(50),
+            "{batch:?} for 110 kB"
+        );
+        assert!(window(220_000) > batch);
+        assert_eq!(window(1 << 30), MAX_SPIN_WINDOW);
     }
 
     #[test]

@@ -46,7 +46,7 @@ use super::fetch::{
 use super::format::TimestampType;
 use super::fs::{OpenMode, SharedFs, StorageFile};
 use super::fsutil::{rewrite_unsynced, sync_dir};
-use super::index::INDEX_INTERVAL_BYTES;
+use super::index::{IndexEntry, INDEX_INTERVAL_BYTES};
 use super::policy::FsyncPolicy;
 use super::producer_state::{self, ProducerState, SequenceCheck};
 use super::recovery::{self, RecoveryReport};
@@ -988,9 +988,15 @@ impl PartitionLog {
         // The answer is the first frame starting `excess` bytes or more after `from`.
         let mut excess = retained - max_bytes;
         let mut start = position;
+        // The log start's frame, a place to hop from in its own segment.
+        let mut known = Some(IndexEntry {
+            offset: from,
+            position,
+        });
         // The cut, and where it is: the next `locate` of the new log start needs no scan.
         let mut cut = None;
         for (&base, segment) in self.segments.range(base..) {
+            let known = known.take();
             if excess == 0 {
                 cut = Some((segment.base_offset(), base, 0));
                 break;
@@ -1002,7 +1008,7 @@ impl PartitionLog {
             }
             let trusted_from = self.trusted_from(base);
             if let Some((offset, position)) =
-                segment.first_frame_from(start + excess, trusted_from)?
+                segment.first_frame_from(start + excess, trusted_from, known)?
             {
                 cut = Some((offset, base, position));
                 break;

@@ -281,9 +281,29 @@ impl LogSegment {
     /// starts at or after `trusted_from`, where the caller vouches for the bytes (it wrote
     /// them in this open: see `PartitionLog::trusted_from`; `u64::MAX` trusts nothing).
     ///
+    /// `known` is a frame start before `position` that the caller knows (the log start,
+    /// where the last cut fell). When it lies at least a large batch back (the hop's
+    /// threshold, two index intervals) and the hop from it finds the frame, the index is not
+    /// searched: bytes retention cuts an append's worth further on at every append, so after
+    /// an append of large batches its last cut is a batch or two back, where the index's
+    /// binary search would cost a `pread` per step. After small appends, the index leads.
+    ///
     /// # Errors
     /// `Io`.
-    pub fn first_frame_from(&self, position: u64, trusted_from: u64) -> Result<Option<(u64, u64)>> {
+    pub fn first_frame_from(
+        &self,
+        position: u64,
+        trusted_from: u64,
+        known: Option<IndexEntry>,
+    ) -> Result<Option<(u64, u64)>> {
+        let hop_from = known.filter(|k| {
+            k.position <= position && position - k.position >= 2 * self.index_interval_bytes
+        });
+        if let Some(known) = hop_from {
+            if let Some(found) = self.hop_to_frame(known, position, trusted_from)? {
+                return Ok(Some(found));
+            }
+        }
         let entry = self.index.lookup_position(position)?;
         if let Some(found) = self.hop_to_frame(entry, position, trusted_from)? {
             return Ok(Some(found));

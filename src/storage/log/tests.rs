@@ -135,6 +135,46 @@ fn a_worker_seals_rolled_segments_and_deletes_those_below_the_log_start() {
     assert_eq!(read, 100);
 }
 
+/// At the bytes-retention limit, every append of a large batch moves the log start on by
+/// about one batch. The cut is found by hopping from the last one, not by searching the
+/// segment's index (a `pread` per step of its binary search), and lands where it must.
+#[test]
+fn bytes_retention_after_large_appends_hops_from_the_last_cut_without_reading_the_index() {
+    let sim = crate::storage::sim::SimFs::new(3);
+    let fs: SharedFs = Arc::new(sim.clone());
+    let dir = Path::new("/data/t_0");
+    let value = [7u8; 100];
+    let records = vec![
+        AppendRecord {
+            key: None,
+            value: &value,
+        };
+        100
+    ];
+    let batch = 11_000; // 100 records of 100 B: about 10.9 kB, past the hop's threshold
+    let config = LogConfig {
+        segment_bytes: 1 << 20,
+        retention: RetentionPolicy {
+            bytes: Some(10 * batch),
+            ..RetentionPolicy::default()
+        },
+        ..LogConfig::default()
+    };
+    let (mut log, _) = PartitionLog::open_with(&fs, dir, config, 0).unwrap();
+    for _ in 0..12 {
+        log.append(&records, 0).unwrap();
+    }
+    assert_eq!(log.log_start_offset(), 200, "the last ten batches kept");
+    let index = dir.join(crate::storage::segment::file_names(0).1);
+    let before = sim.reads(&index);
+    for appended in 13..40u64 {
+        log.append(&records, 0).unwrap();
+        assert_eq!(log.log_start_offset(), (appended - 10) * 100);
+    }
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(sim.reads(&index), before, "the index was searched");
+}
+
 /// Bytes retention trusts the batches this open appended (it does not read them back to
 /// verify them, `PartitionLog::trusted_from`): on an undamaged log it must cut exactly where
 /// the verifying path does, whatever the batch sizes (small ones are scanned, large ones
