@@ -6,6 +6,7 @@
 //! a figure's CPU per record includes the broker's threads as well as the caller's.
 
 use std::io::Write;
+use std::ops::RangeInclusive;
 use std::time::{Duration, Instant};
 
 use nanokafka::{FsyncPolicy, NanoKafka, ProduceRecord, RecordBatch, TopicConfig, MAX_PARTITIONS};
@@ -47,11 +48,18 @@ pub struct Settings {
 impl Settings {
     pub fn from_env() -> Self {
         Settings {
-            measure: Duration::from_secs_f64(env_f64("NANOKAFKA_BENCH_SECS", 3.0)),
-            open_bytes: env_f64("NANOKAFKA_BENCH_OPEN_BYTES", GIB as f64) as u64,
-            rss_bytes: env_f64("NANOKAFKA_BENCH_RSS_BYTES", 2.0 * GIB as f64) as u64,
-            scale_partitions: env_f64("NANOKAFKA_BENCH_SCALE_PARTITIONS", MAX_PARTITIONS as f64)
-                as u32,
+            measure: Duration::from_secs_f64(env_number(
+                "NANOKAFKA_BENCH_SECS",
+                3.0,
+                0.001..=86_400.0,
+            )),
+            open_bytes: env_number("NANOKAFKA_BENCH_OPEN_BYTES", GIB as f64, 1.0..=1e12) as u64,
+            rss_bytes: env_number("NANOKAFKA_BENCH_RSS_BYTES", 2.0 * GIB as f64, 1.0..=1e12) as u64,
+            scale_partitions: env_number(
+                "NANOKAFKA_BENCH_SCALE_PARTITIONS",
+                MAX_PARTITIONS as f64,
+                1.0..=MAX_PARTITIONS as f64,
+            ) as u32,
         }
     }
 
@@ -62,14 +70,23 @@ impl Settings {
     }
 }
 
-/// A number from the environment (`1e9` and `1073741824` both work), else `default`.
-fn env_f64(name: &str, default: f64) -> f64 {
-    match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={text:?} is not a number")),
-        Err(_) => default,
+/// A number from the environment (`1e9` and `1073741824` both work), else `default`. One
+/// that does not parse or lies outside `range` ends the run with a message and exit code 2,
+/// before anything is measured.
+pub fn env_number(name: &str, default: f64, range: RangeInclusive<f64>) -> f64 {
+    let Ok(text) = std::env::var(name) else {
+        return default;
+    };
+    match text.trim().parse::<f64>() {
+        Ok(n) if range.contains(&n) => n,
+        _ => {
+            eprintln!(
+                "{name}={text:?}: expected a number from {} to {}",
+                range.start(),
+                range.end()
+            );
+            std::process::exit(2);
+        }
     }
 }
 

@@ -28,7 +28,9 @@
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
 //!
-//! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`.
+//! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`. A numeric variable that does
+//! not parse or is out of range ends the run at once, named, with exit code 2
+//! (`harness::env_number`).
 //!
 //! A quick run: `NANOKAFKA_BENCH_SECS=0.5 NANOKAFKA_BENCH_OPEN_BYTES=1e8
 //! NANOKAFKA_BENCH_RSS_BYTES=1e8 NANOKAFKA_BENCH_SCALE_PARTITIONS=1000 cargo run --release
@@ -690,15 +692,11 @@ const ACTOR_STEPS: usize = 6;
 
 /// The actor developer's path (see `actor`), on a broker of its own: measured, then as rows.
 fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
-    let idle_spin = std::env::var("NANOKAFKA_BENCH_IDLE_SPIN_US")
-        .ok()
-        .map(|us| {
-            let us: u64 = us
-                .trim()
-                .parse()
-                .expect("NANOKAFKA_BENCH_IDLE_SPIN_US: microseconds");
-            Duration::from_micros(us)
-        });
+    // The builder refuses more than `MAX_IDLE_SPIN` (1 ms).
+    let idle_spin = std::env::var_os("NANOKAFKA_BENCH_IDLE_SPIN_US").map(|_| {
+        let us = harness::env_number("NANOKAFKA_BENCH_IDLE_SPIN_US", 0.0, 0.0..=1000.0);
+        Duration::from_micros(us as u64)
+    });
     let broker = TempBroker::start_with(FsyncPolicy::Never, idle_spin);
     let broker = &broker.broker;
     let low_for = budget.max(Duration::from_secs(1));

@@ -68,20 +68,14 @@ pub struct WireSettings {
 
 impl WireSettings {
     pub fn from_env(measure: Duration, latency_run: Duration, latency_rate: u32) -> Self {
-        let num = |name: &str, default: f64| match std::env::var(name) {
-            Ok(text) => text
-                .trim()
-                .parse::<f64>()
-                .unwrap_or_else(|_| panic!("{name}={text:?} is not a number")),
-            Err(_) => default,
-        };
+        let num = crate::harness::env_number;
         WireSettings {
-            records: num("NANOKAFKA_BENCH_WIRE_RECORDS", 1e6) as u64,
-            repeats: (num("NANOKAFKA_BENCH_WIRE_REPEATS", 1.0) as usize).max(1),
+            records: num("NANOKAFKA_BENCH_WIRE_RECORDS", 1e6, 1.0..=1e9) as u64,
+            repeats: num("NANOKAFKA_BENCH_WIRE_REPEATS", 1.0, 1.0..=100.0) as usize,
             consume_budget: (measure * 2).max(Duration::from_secs(2)),
             latency_run,
             latency_rate,
-            only: num("NANOKAFKA_BENCH_WIRE_ONLY", 0.0) != 0.0,
+            only: num("NANOKAFKA_BENCH_WIRE_ONLY", 0.0, 0.0..=1.0) != 0.0,
         }
     }
 }
