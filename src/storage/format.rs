@@ -681,6 +681,10 @@ pub fn varint_len(v: i64) -> usize {
     bits.div_ceil(7)
 }
 
+/// The fewest bytes a record takes in a records section: seven one-byte fields (length,
+/// attributes, timestamp delta, offset delta, key length, value length, header count).
+pub const MIN_RECORD_LEN: usize = 7;
+
 /// The longest zigzag varint (a 64-bit value).
 pub(crate) const MAX_VARINT_LEN: usize = 10;
 

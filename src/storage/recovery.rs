@@ -21,7 +21,8 @@
 //!    resynchronises (`LogSegment::resync`: the bad frame's length field, else a search for
 //!    the next frame with a valid CRC and a higher offset, below what no offset of the
 //!    segment reaches: the next segment's base, or the log end a clean shutdown recorded,
-//!    since the base offset lies outside the CRC) and goes on; the frame it resumes
+//!    and no further on than the bytes stepped over can hold records for, since the base
+//!    offset lies outside the CRC) and goes on; the frame it resumes
 //!    at is indexed, so the records after the damage stay readable. In a trusted sealed
 //!    segment every frame is below the recovery point; in the segment holding the recovery
 //!    point, those before it. Only the unsynced tail, the frames from the recovery point on,

@@ -347,6 +347,34 @@ fn a_damaged_base_offset_in_the_active_segment_after_a_clean_shutdown_serves_no_
 }
 
 #[test]
+fn a_damaged_base_offset_in_the_active_segment_after_a_crash_serves_no_record_elsewhere() {
+    let (dir, log) = log_with(20, config());
+    log.close().unwrap();
+    let mut log = reopen(dir.path(), config()).0;
+    append_n(&mut log, 20, 3);
+    drop(log); // a crash: the recovery point (20) lies inside the active segment
+    let segments = segment_files(dir.path());
+    assert_eq!(segments.len(), 1);
+    let bad = 10u64;
+    let position = batch_starts(&segments[0])[bad as usize];
+    damage_base_offset(&segments[0], position);
+
+    // No log end bounds the active segment after a crash (it may hold appends past the
+    // recovery point). The frame that verifies two bytes on claims an offset billions on,
+    // which two bytes cannot hold the records for: damage like the rest, and the scan
+    // resumes at the next batch.
+    let (mut log, report) = reopen(dir.path(), config());
+    assert!(!report.clean_shutdown);
+    assert_eq!(
+        kept(&report),
+        vec![(segments[0].clone(), position, bad, Some(bad + 1))]
+    );
+    assert_eq!(log.log_end_offset(), 23);
+    assert_eq!(read_each(&mut log, 23), expected_but(0..23, bad));
+    assert_eq!(read_all(&mut log, bad + 1), expected(bad + 1..23));
+}
+
+#[test]
 fn a_damaged_base_offset_in_a_sealed_segment_serves_no_record_elsewhere() {
     let (dir, log) = log_with(300, config());
     log.close().unwrap();

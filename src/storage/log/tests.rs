@@ -135,6 +135,87 @@ fn a_worker_seals_rolled_segments_and_deletes_those_below_the_log_start() {
     assert_eq!(read, 100);
 }
 
+/// A compressed batch packs many records into few bytes. When damage spans one, the batch
+/// after it holds an offset far past the damaged ones although few bytes were stepped over,
+/// and recovery must still resume there (the bound on a damaged base offset counts what a
+/// compressed batch can hold, not only a record's smallest encoding).
+#[test]
+fn recovery_resumes_after_damage_that_spans_a_compressed_batch_of_many_records() {
+    use crate::storage::compression::{self, Compression};
+    use crate::storage::format::{self, ClientRecord, HEADER_LEN, LOG_OVERHEAD};
+
+    let records = vec![
+        ClientRecord {
+            timestamp_ms: 1_000,
+            key: None,
+            value: Some(&[]),
+            headers: &[],
+        };
+        20_000
+    ];
+    let plain = format::encode_client_batch(&records);
+    let mut batch = plain[..HEADER_LEN].to_vec();
+    batch.extend(compression::compress(Compression::Zstd, &plain[HEADER_LEN..]).unwrap());
+    let attributes =
+        i16::from_be_bytes([batch[21], batch[22]]) | Compression::Zstd.attribute_bits();
+    batch[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let length = (batch.len() - LOG_OVERHEAD) as i32;
+    batch[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert!(
+        batch.len() * 2 < records.len() * format::MIN_RECORD_LEN,
+        "20,000 records in {} bytes: room for them uncompressed",
+        batch.len()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let one = |log: &mut PartitionLog| {
+        log.append(
+            &[AppendRecord {
+                key: None,
+                value: b"v",
+            }],
+            1_000,
+        )
+        .unwrap()
+        .base_offset
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    assert_eq!(one(&mut log), 0);
+    assert_eq!(
+        log.append_kafka_batch(&mut batch, 1_000)
+            .unwrap()
+            .base_offset,
+        1
+    );
+    assert_eq!(one(&mut log), 20_001);
+    log.close().unwrap();
+    // Appends after the clean shutdown, then a crash: the segment is scanned, and the
+    // damage lies below the recovery point (20,002), so it is stepped over.
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    assert_eq!(one(&mut log), 20_002);
+    drop(log);
+    let path = dir.path().join(crate::storage::segment::file_names(0).0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let second = u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize + LOG_OVERHEAD;
+    bytes[HEADER_LEN] ^= 0x5a; // the first batch's record
+    bytes[second + HEADER_LEN + 4] ^= 0x5a; // the compressed batch's records
+    std::fs::write(&path, bytes).unwrap();
+
+    let (mut log, report) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    let kept: Vec<_> = report
+        .corrupt_kept
+        .iter()
+        .map(|d| (d.position, d.first_offset, d.resumed_at))
+        .collect();
+    assert_eq!(kept, vec![(0, 0, Some(20_001))]);
+    assert_eq!(log.log_end_offset(), 20_003);
+    let fetched = log.read(20_001, 10, 1 << 20).unwrap();
+    let offsets: Vec<u64> = fetched.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![20_001, 20_002]);
+}
+
 /// At the bytes-retention limit, every append of a large batch moves the log start on by
 /// about one batch. The cut is found by hopping from the last one, not by searching the
 /// segment's index (a `pread` per step of its binary search), and lands where it must.

@@ -6,16 +6,19 @@
 //! recovery cuts) or step over it ([`LogSegment::resync`]): first to where the bad frame's
 //! own length field says the next frame starts, if a valid frame with an offset at least the
 //! expected one starts there, otherwise to the next byte position where such a frame decodes
-//! with a valid CRC, and with a base offset below what the caller knows the segment never
-//! reaches (the base offset lies outside the CRC). The offsets in between are damaged; the frame found is indexed (see
-//! [`LogSegment::rebuild_index`]), so lookups of later offsets start after the damage.
+//! with a valid CRC, with a base offset below what the caller knows the segment never reaches,
+//! and no further past the expected one than the bytes stepped over can hold records for (the
+//! base offset lies outside the CRC). The offsets in between are damaged; the frame found is
+//! indexed (see [`LogSegment::rebuild_index`]), so lookups of later offsets start after the
+//! damage.
 
 use std::ops::Range;
 
 use super::{IndexEntry, LogSegment, SCAN_CHUNK};
 use crate::storage::error::Result;
+use crate::storage::fetch::MAX_DECOMPRESSED_BYTES;
 use crate::storage::format::{
-    self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN,
+    self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN, MIN_RECORD_LEN,
 };
 use crate::storage::fsutil::AlignedBuf;
 
@@ -23,6 +26,18 @@ use crate::storage::fsutil::AlignedBuf;
 /// search to the scan: the position sought is at most about one index interval past the index
 /// entry, so with batches larger than the scan's chunk one step is the rule.
 const MAX_HOPS: usize = 4;
+
+/// The most records `bytes` of a segment can hold: none in less than a batch header; else
+/// one per [`MIN_RECORD_LEN`] bytes uncompressed, or for compressed batches (at least a
+/// header each) as many as [`MAX_DECOMPRESSED_BYTES`] of records can be, per header's worth.
+/// Generous, but a base offset that damage made up reads as billions.
+pub(super) fn most_records_in(bytes: u64) -> u64 {
+    if bytes < HEADER_LEN as u64 {
+        return 0;
+    }
+    let per_compressed_batch = (MAX_DECOMPRESSED_BYTES / MIN_RECORD_LEN) as u64;
+    (bytes / MIN_RECORD_LEN as u64).max(bytes / HEADER_LEN as u64 * per_compressed_batch)
+}
 
 /// A batch found by [`LogSegment::scan`].
 #[derive(Debug, Clone, Copy)]
@@ -202,7 +217,11 @@ impl LogSegment {
     /// first eight bytes) leaves a frame that verifies one position on, at an offset nothing
     /// ever held. `offsets.end`, what the caller knows no offset of the segment reaches (the
     /// next segment's base, the log end of a clean shutdown), refuses such a frame: a frame
-    /// is accepted only when all its offsets lie below it.
+    /// is accepted only when all its offsets lie below it. Where no such limit is known (the
+    /// active segment after a crash may hold appends past the recovery point), the bytes
+    /// stepped over bound it too: offsets are contiguous within a segment, so the ones
+    /// skipped were records in those bytes, and a frame whose base offset needs more records
+    /// than they can hold ([`most_records_in`]) was not written there.
     ///
     /// # Errors
     /// `Io`.
@@ -210,8 +229,10 @@ impl LogSegment {
         let min_offset = offsets.start;
         // The whole batch below the limit, not only its base: a batch that runs past it
         // contradicts what the caller knows just as much.
-        let within = |header: BatchHeader| {
-            (header.next_offset() <= offsets.end).then_some(header.base_offset)
+        let within = |header: BatchHeader, at: u64| {
+            let skipped = header.base_offset.saturating_sub(min_offset);
+            (header.next_offset() <= offsets.end && skipped <= most_records_in(at - position))
+                .then_some(header.base_offset)
         };
         let mut buf = AlignedBuf::default();
         let header = self.read_into(&mut buf, position, LOG_OVERHEAD)?;
@@ -221,7 +242,8 @@ impl LogSegment {
             if (HEADER_LEN as u64..=MAX_BATCH_LEN as u64).contains(&(length + LOG_OVERHEAD as u64))
                 && next < self.size
             {
-                if let Some(offset) = self.valid_frame_at(next, min_offset)?.and_then(within) {
+                let found = self.valid_frame_at(next, min_offset)?;
+                if let Some(offset) = found.and_then(|header| within(header, next)) {
                     return Ok(Some((offset, next)));
                 }
             }
@@ -241,7 +263,7 @@ impl LogSegment {
                         // The frame runs past this chunk: read it on its own.
                         None => self.valid_frame_at(at, min_offset)?,
                     };
-                    if let Some(offset) = offset.and_then(within) {
+                    if let Some(offset) = offset.and_then(|header| within(header, at)) {
                         return Ok(Some((offset, at)));
                     }
                 }
