@@ -332,10 +332,10 @@ impl<'a> Headers<'a> {
 }
 
 /// Parses the record at the start of `section`.
-#[inline]
 ///
 /// # Errors
 /// The reason, when the bytes are not a record (or one whose offset delta is negative).
+#[inline(always)]
 pub fn parse_record(section: &[u8]) -> Result<RecordView<'_>, String> {
     let mut outer = Cursor::new(section);
     let length = outer.varint()?;
