@@ -924,13 +924,8 @@ impl NanoKafka {
         partition: Option<u32>,
         records: Vec<ProduceRecord>,
     ) -> Result<Vec<Delivery>> {
-        let bytes = records.iter().map(ProduceRecord::payload_len).sum();
-        self.call_appending(
-            self.inner
-                .handle
-                .produce_batch_raw(topic, partition, records),
-            bytes,
-        )
+        // As the async handle does: the records become one batch, produced as such.
+        self.produce_batch(topic, partition, RecordBatch::from(&records[..]))
     }
 
     /// [`AsyncNanoKafka::produce_batch`], blocking this thread until it answers.

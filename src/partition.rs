@@ -30,16 +30,12 @@ pub struct ProduceRecord {
     pub value: Vec<u8>,
 }
 
-impl ProduceRecord {
-    /// Bytes of key and value.
-    pub(crate) fn payload_len(&self) -> usize {
-        self.value.len() + self.key.as_ref().map_or(0, Vec::len)
-    }
-}
-
 impl From<&[ProduceRecord]> for RecordBatch {
     fn from(records: &[ProduceRecord]) -> Self {
-        let payload = records.iter().map(ProduceRecord::payload_len).sum();
+        let payload = records
+            .iter()
+            .map(|r| r.value.len() + r.key.as_ref().map_or(0, Vec::len))
+            .sum();
         let mut batch = RecordBatch::with_capacity(records.len(), payload);
         for r in records {
             batch.push_raw(r.key.as_deref(), &r.value);
