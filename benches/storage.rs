@@ -23,12 +23,12 @@
 use std::fs::{self, File, OpenOptions};
 use std::hint::black_box;
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use nanokafka::storage::fs::StorageFile;
 use nanokafka::storage::fsutil::AlignedBuf;
 use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RecordBatch};
 use nanokafka::{FsyncPolicy, ProduceRecord};
@@ -182,10 +182,11 @@ fn read(c: &mut Criterion) {
         let batch_bytes = (BATCH * RECORD_LEN) as u64;
         let mut position = 0;
         b.iter(|| {
-            let slice = buf.prepare(batch_bytes as usize);
-            file.read_exact_at(slice, position).expect("read");
+            let len = batch_bytes as usize;
+            buf.read(len, |raw| file.read_exact_at_appending(raw, len, position))
+                .expect("read");
             position += batch_bytes;
-            if position >= segment_len {
+            if position + batch_bytes > segment_len {
                 position = 0;
             }
             black_box(buf.as_slice()[0])

@@ -484,6 +484,14 @@ impl StorageFile for PooledFile {
     fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
         self.with(|f| f.read_exact_at(buf, position))
     }
+    fn read_exact_at_appending(
+        &self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        position: u64,
+    ) -> io::Result<()> {
+        self.with(|f| f.read_exact_at_appending(buf, len, position))
+    }
     fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
         self.with(|f| f.write_all_at(buf, position))
     }

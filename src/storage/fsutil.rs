@@ -1,6 +1,7 @@
 //! Small file-system helpers shared by the storage modules: atomic replacement, directory
 //! sync, and page-aligned read buffers.
 
+use std::io;
 use std::path::Path;
 
 use super::error::{Result, StorageError};
@@ -99,10 +100,10 @@ const PAGE: usize = 4096;
 /// Reads into a buffer that starts mid-page were ~4x slower than into a page-aligned one in
 /// our measurements (Linux, `pread` of large reads), and glibc hands large `Vec`s out 16
 /// bytes into a page. For such reads the buffer over-allocates one page and starts its slice
-/// at the first aligned byte: no `unsafe`. A read shorter than a page gets exactly its length:
-/// it spans at most two pages wherever it starts, and the page of padding (allocated and
-/// zeroed on every fetch of a low-rate consumer, whose reads are a record or two) cost more
-/// than the read itself.
+/// at the first aligned byte. A read shorter than a page gets exactly its length: it spans at
+/// most two pages wherever it starts, and the page of padding (allocated on every fetch of a
+/// low-rate consumer, whose reads are a record or two) cost more than the read itself. The
+/// read bytes are not zeroed first: the file reads into the spare capacity.
 #[derive(Debug, Default)]
 pub struct AlignedBuf {
     raw: Vec<u8>,
@@ -111,25 +112,31 @@ pub struct AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// A zero-initialised slice of exactly `len` bytes, page-aligned when `len` is at least a
-    /// page, reusing the allocation.
-    pub fn prepare(&mut self, len: usize) -> &mut [u8] {
+    /// Fills the buffer with exactly `len` bytes from `read`, which appends them to the vector
+    /// it is given (see `StorageFile::read_exact_at_appending`); page-aligned when `len` is at
+    /// least a page, reusing the allocation. On an error the buffer holds nothing.
+    pub fn read(
+        &mut self,
+        len: usize,
+        read: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
+    ) -> io::Result<&[u8]> {
+        self.raw.clear();
+        self.len = 0;
         if len < PAGE {
-            if self.raw.len() < len {
-                self.raw = vec![0; len];
-            }
             self.start = 0;
         } else {
-            if self.raw.len() < len + PAGE {
-                self.raw = vec![0; len + PAGE];
-            }
+            // The allocation does not move once it holds the padding and `len`.
+            self.raw.reserve(len + PAGE);
             self.start = self.raw.as_ptr().align_offset(PAGE).min(PAGE);
+            self.raw.resize(self.start, 0);
         }
+        read(&mut self.raw)?;
+        debug_assert_eq!(self.raw.len(), self.start + len);
         self.len = len;
-        &mut self.raw[self.start..self.start + len]
+        Ok(self.as_slice())
     }
 
-    /// The bytes of the last `prepare`.
+    /// The bytes of the last `read`.
     pub fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
     }
@@ -156,8 +163,12 @@ mod tests {
     fn aligned_buf_starts_a_read_of_a_page_or_more_on_a_page() {
         let mut buf = AlignedBuf::default();
         for len in [PAGE, 70_000, 5000, 1, 100, 3 * PAGE] {
-            buf.prepare(len).fill(7);
-            let slice = buf.as_slice();
+            let slice = buf
+                .read(len, |raw| {
+                    raw.resize(raw.len() + len, 7);
+                    Ok(())
+                })
+                .unwrap();
             assert_eq!(slice.len(), len);
             assert!(slice.iter().all(|&b| b == 7));
             if len >= PAGE {
@@ -169,7 +180,11 @@ mod tests {
     #[test]
     fn aligned_buf_gives_a_short_read_only_its_length() {
         let mut buf = AlignedBuf::default();
-        assert_eq!(buf.prepare(180).len(), 180);
+        let read = buf.read(180, |raw| {
+            raw.resize(raw.len() + 180, 0);
+            Ok(())
+        });
+        assert_eq!(read.unwrap().len(), 180);
         assert!(buf.raw.len() < PAGE, "no page of padding for a short read");
     }
 

@@ -258,11 +258,10 @@ impl LogSegment {
         len: usize,
     ) -> Result<&'b [u8]> {
         let len = len.min(self.size.saturating_sub(position) as usize);
-        let slice = buf.prepare(len);
-        self.log
-            .read_exact_at(slice, position)
-            .map_err(|e| StorageError::io("read segment", &self.log_path, e))?;
-        Ok(buf.as_slice())
+        buf.read(len, |raw| {
+            self.log.read_exact_at_appending(raw, len, position)
+        })
+        .map_err(|e| StorageError::io("read segment", &self.log_path, e))
     }
 
     /// Reads exactly `buf.len()` bytes at `position` into `buf`, which must lie within the
