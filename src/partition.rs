@@ -355,7 +355,7 @@ impl Partition {
     }
 
     /// Whether [`Partition::read_ahead`] would find anything to read now (not after a fetch
-    /// that reached the log end, nor one that left the rest of its batch parsed).
+    /// that reached the log end, nor one that left the rest of a compressed batch parsed).
     pub fn can_read_ahead(&self) -> bool {
         self.log.read_ahead_from().is_some()
     }

@@ -5,15 +5,21 @@
 //! record, verifies every batch's CRC and offsets, parses its records (decompressing a
 //! compressed batch, within [`MAX_DECOMPRESSED_BYTES`]) and returns them in one buffer. A batch
 //! that does not verify is `StorageError::Corrupt`, never data; the records before it are
-//! still returned. Records below the offset asked for are skipped, also inside a batch (the
+//! still returned. An uncompressed batch's records are parsed only up to the first one the
+//! read does not take (the rest are parsed by the read that serves them): its CRC already
+//! vouches for the bytes, and a consumer taking half a batch per poll then parses each half
+//! on the poll that takes it, or ahead of it. So a batch whose CRC holds but whose record
+//! does not parse (appends check every record, so only bytes this broker did not write) is
+//! served up to the read that reaches that record, which is `Corrupt` with none of the
+//! batch's records it would have returned. Records below the offset asked for are skipped, also inside a batch (the
 //! log start, a committed offset or a count limit can fall inside one). A read of a later
 //! offset that must pass damage (damage recovery did not see, before the next index entry)
 //! gets `SegmentRead::PastDamage` and resumes after it (`LogSegment::resync`); only reads
 //! that meet damage pay for that.
 //!
 //! A read that stops inside a batch leaves the next sequential one a way in: the rest of the
-//! batch, parsed, in its own buffer (`Held`), or failing that the record to resume at in the
-//! file (`Resume`), so that no batch is verified twice.
+//! batch in the buffer it read (`Held`), or failing that the record to resume at in the file
+//! (`Resume`), so that no batch is verified twice.
 
 use std::sync::Arc;
 
@@ -25,6 +31,7 @@ use super::index::INDEX_INTERVAL_BYTES;
 use super::segment::{LogSegment, ScannedFrame};
 
 mod held;
+use held::Rest;
 #[cfg(feature = "test-support")]
 pub use held::DEFAULT_HELD_BUDGET_BYTES;
 pub(super) use held::MAX_HELD_BYTES;
@@ -95,9 +102,9 @@ impl Span {
     }
 }
 
-/// Where a read stopped inside an uncompressed batch it verified whole (CRC and every
-/// record): a sequential read that starts at that batch next resumes at the record, without
-/// verifying and parsing the batch again. A consumer taking 500 records at a time from
+/// Where a read stopped inside an uncompressed batch whose CRC it verified, at a record it
+/// parsed: a sequential read that starts at that batch next resumes at the record, without
+/// verifying the batch and parsing its first records again. A consumer taking 500 records at a time from
 /// batches of 1000 would otherwise pay for each batch twice.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Resume {
@@ -237,6 +244,20 @@ struct Collector {
 }
 
 impl Collector {
+    /// A read of up to `max_records` / `max_bytes` from `offset`.
+    fn new(max_records: usize, max_bytes: usize, offset: u64) -> Self {
+        Collector {
+            max_records,
+            max_bytes,
+            bytes: 0,
+            out: FetchedRecords::empty(offset),
+            sections: Vec::new(),
+            rest: Vec::new(),
+            rest_lens: Vec::new(),
+            rest_at: None,
+        }
+    }
+
     fn is_full(&self) -> bool {
         self.out.records.len() >= self.max_records
     }
@@ -278,8 +299,10 @@ impl Collector {
         self.out
             .records
             .reserve(wanted.min(header.records_count as usize));
-        // Only a batch verified whole here has its rest held (a resumed one stops at once).
-        let hold = rest_of.is_none();
+        // Only a compressed batch read here has its rest parsed and held with it (its section
+        // is decompressed whole anyway); an uncompressed batch's rest is parsed when a later
+        // read serves it, and a resumed batch's rest is not held at all.
+        let hold = rest_of.is_none() && compressed;
         if hold {
             // The records after the read is full, held for the next read: reserved once, not
             // grown record by record.
@@ -332,42 +355,29 @@ impl Collector {
             out.next_offset = offset + 1;
             true
         };
-        match rest_of {
-            // Verified whole by the read that stopped here: parse on from the record, until the
-            // read is full.
-            Some(r) => {
-                let mut record_at = 0;
-                for index in r.index..header.records_count {
-                    let record = format::parse_record(&records[record_at..])?;
-                    if record.offset_delta != index {
-                        return Err(format!(
-                            "record {index} has offset delta {}",
-                            record.offset_delta
-                        ));
-                    }
-                    if !consider(&record, record_at) {
-                        break;
-                    }
-                    record_at += record.encoded_len;
-                }
-            }
-            None => {
-                let mut record_at = 0;
-                let validated = format::validate_records(records, header, |record| {
-                    consider(record, record_at);
-                    record_at += record.encoded_len;
-                });
-                if let Err(reason) = validated {
-                    // None of a batch that does not parse is returned, also when records
-                    // before it are.
-                    self.out.records.truncate(before);
-                    (self.out.next_offset, self.bytes) = before_next;
-                    self.rest.clear();
-                    self.rest_lens.clear();
-                    self.rest_at = None;
-                    return Err(reason);
-                }
-            }
+        let walked = if compressed && rest_of.is_none() {
+            let mut record_at = 0;
+            format::validate_records(records, header, |record| {
+                consider(record, record_at);
+                record_at += record.encoded_len;
+            })
+        } else {
+            // The CRC verified the batch's bytes; its records are parsed as they are taken,
+            // from `first` on, and the walk stops at the first one not taken.
+            let first = rest_of.map_or(0, |r| r.index);
+            walk_records(records, first..header.records_count, |record, record_at| {
+                consider(record, record_at)
+            })
+        };
+        if let Err(reason) = walked {
+            // None of a batch that does not parse is returned, also when records before it
+            // are.
+            self.out.records.truncate(before);
+            (self.out.next_offset, self.bytes) = before_next;
+            self.rest.clear();
+            self.rest_lens.clear();
+            self.rest_at = None;
+            return Err(reason);
         }
         let whole = stopped_at.is_none();
         if let (Some((record_at, index)), None) = (stopped_at, rest_of) {
@@ -412,6 +422,42 @@ impl Collector {
     }
 }
 
+/// Parses the records `indexes` of an uncompressed records section, whose first starts at
+/// `section[0]`, calling `take` with each and where it starts, until `take` returns false.
+/// A walk that reaches the batch's last record also checks that no bytes follow it.
+///
+/// # Errors
+/// The reason, when a record does not parse, its offset delta is not its index, or bytes
+/// follow the last record.
+fn walk_records<'a>(
+    section: &'a [u8],
+    indexes: std::ops::Range<u32>,
+    mut take: impl FnMut(&format::RecordView<'a>, usize) -> bool,
+) -> std::result::Result<(), String> {
+    let mut record_at = 0;
+    for index in indexes {
+        let record = format::parse_record(&section[record_at..])
+            .map_err(|e| format!("record {index}: {e}"))?;
+        if record.offset_delta != index {
+            return Err(format!(
+                "record {index} has offset delta {}",
+                record.offset_delta
+            ));
+        }
+        if !take(&record, record_at) {
+            return Ok(());
+        }
+        record_at += record.encoded_len;
+    }
+    if record_at != section.len() {
+        return Err(format!(
+            "{} bytes after the batch's last record",
+            section.len() - record_at
+        ));
+    }
+    Ok(())
+}
+
 /// Reads records from `offset` out of `segment`, starting the scan at byte `from` (an index
 /// entry at or before `offset`, or 0; or where the previous read stopped, with `resume` when
 /// it stopped inside a batch).
@@ -452,16 +498,7 @@ pub(super) fn read_segment(
         // Bytes from `from` to the end of a whole batch the chunk cut short, if one did.
         let mut straddling_end: Option<usize> = None;
         let chunk_len = segment.read_into(&mut buf, from, want)?.len();
-        let mut collector = Collector {
-            max_records,
-            max_bytes,
-            bytes: 0,
-            out: FetchedRecords::empty(offset),
-            sections: Vec::new(),
-            rest: Vec::new(),
-            rest_lens: Vec::new(),
-            rest_at: None,
-        };
+        let mut collector = Collector::new(max_records, max_bytes, offset);
         let (mut at, mut end_at) = (0usize, 0usize);
         if let Some(r) = rest_of {
             let rest = r.header.batch_len - HEADER_LEN - r.record_at;
@@ -604,13 +641,14 @@ pub(super) fn read_segment(
                 // Tiny records take more to locate than to store: their locations count too.
                 let locations = collector.rest.len() * (std::mem::size_of::<RecordLoc>() + 4);
                 let size = chunk_len + sections + locations;
-                if collector.rest.is_empty() || size > MAX_HELD_BYTES {
+                let compressed = resume.header.compression() != Ok(Compression::None);
+                if (compressed && collector.rest.is_empty()) || size > MAX_HELD_BYTES {
                     return None;
                 }
                 // Over the budget: the next read resumes from the file instead.
-                Some((resume, budget.try_reserve(size)?))
+                Some((resume, budget.try_reserve(size)?, compressed))
             });
-            let after_len = held_at.as_ref().and_then(|(r, _)| {
+            let after_len = held_at.as_ref().and_then(|(r, _, _)| {
                 let end = (r.position - from) as usize + r.header.batch_len;
                 batch_len_at(&chunk[end.min(chunk_len)..])
             });
@@ -618,12 +656,21 @@ pub(super) fn read_segment(
                 buf,
                 sections: collector.sections,
             });
-            records.held = held_at.map(|(resume, reserved)| {
+            records.held = held_at.map(|(resume, reserved, compressed)| {
+                let rest = if compressed {
+                    Rest::Parsed {
+                        records: collector.rest,
+                        lens: collector.rest_lens,
+                        next: 0,
+                    }
+                } else {
+                    Rest::Unparsed {
+                        batch_at: (resume.position - from) as usize,
+                    }
+                };
                 Box::new(Held {
                     bytes: Arc::clone(&records.bytes),
-                    records: collector.rest,
-                    lens: collector.rest_lens,
-                    next: 0,
+                    rest,
                     resume,
                     after_len,
                     _reserved: reserved,

@@ -164,7 +164,7 @@ struct ReadHint {
     resume: Option<Resume>,
     /// The length of the batch at `position`, when the last read saw its header.
     batch_len: Option<usize>,
-    /// The parsed rest of the batch the last read stopped in.
+    /// The rest of the batch the last read stopped in, in the buffer it read.
     held: Option<Box<Held>>,
 }
 
@@ -714,7 +714,11 @@ impl PartitionLog {
             let (mut from, mut resume, mut batch_len) = match self.read_hint.take() {
                 Some(h) if h.offset == offset && h.base_offset == base => {
                     if let Some(held) = h.held {
-                        if let Some((mut records, position)) = held.serve(max_records, max_bytes) {
+                        let batch_at = held.batch_position();
+                        let served = held.serve(max_records, max_bytes).map_err(|reason| {
+                            StorageError::corrupt(segment.log_path(), batch_at, reason)
+                        })?;
+                        if let Some((mut records, position)) = served {
                             self.set_read_hint(base, &mut records, position);
                             return Ok(records);
                         }

@@ -4,32 +4,45 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::{FetchedRecords, ReadBytes, RecordLoc, Resume};
+use super::{Collector, FetchedRecords, ReadBytes, RecordLoc, Resume};
 use crate::storage::compression::Compression;
+use crate::storage::format::HEADER_LEN;
 
-/// The records of a batch that a read verified whole (CRC and every record), parsed, and
-/// stopped in before returning: the next sequential read returns them from the same buffer
-/// when they fill it, instead of reading and parsing them again. A consumer taking 500
-/// records at a time from batches of 1000 otherwise read and parsed each batch's second half
-/// twice. Kept only while the read's bytes and the held records' locations take at most
-/// [`MAX_HELD_BYTES`], and [`HeldBudget`] has room for them: the partition holds them until
-/// its next read (or until it is closed), and gives the bytes back to the budget when it
-/// drops them.
+/// The rest of a batch a read stopped in, in the buffer the read filled: the next sequential
+/// read returns its records from there when they fill it, instead of reading the batch
+/// again. A consumer taking 500 records at a time from batches of 1000 otherwise read each
+/// batch's second half twice. Kept only while the read's bytes and the held records'
+/// locations take at most [`MAX_HELD_BYTES`], and [`HeldBudget`] has room for them: the
+/// partition holds them until its next read (or until it is closed), and gives the bytes back
+/// to the budget when it drops them.
 #[derive(Debug)]
 pub(in crate::storage) struct Held {
     pub(super) bytes: Arc<ReadBytes>,
-    /// The records not returned yet, in offset order, and their encoded lengths (what
-    /// `max_bytes` counts).
-    pub(super) records: Vec<RecordLoc>,
-    pub(super) lens: Vec<u32>,
-    /// How many of them were returned since.
-    pub(super) next: usize,
-    /// The batch, and where `records[next]` starts in it.
+    pub(super) rest: Rest,
+    /// The batch, and where its next record not returned starts in it.
     pub(super) resume: Resume,
     /// The length of the batch after it, when the read saw its header.
     pub(super) after_len: Option<usize>,
     /// Its bytes in the budget, given back when it is dropped.
     pub(super) _reserved: Reservation,
+}
+
+/// The records of a [`Held`] not returned yet.
+#[derive(Debug)]
+pub(super) enum Rest {
+    /// A compressed batch's, parsed with the records returned (its section is decompressed
+    /// whole): in offset order, with their encoded lengths (what `max_bytes` counts), of which
+    /// `next` were returned since.
+    Parsed {
+        records: Vec<RecordLoc>,
+        lens: Vec<u32>,
+        next: usize,
+    },
+    /// An uncompressed batch's, which starts at `batch_at` in the read buffer: its CRC was
+    /// checked, its records are parsed by the read that serves them. Parsing a batch's records
+    /// only as they are served spreads the work over the polls that take them; for a consumer
+    /// with a read ahead, it is done while the consumer handles the records before.
+    Unparsed { batch_at: usize },
 }
 
 /// The most bytes a [`Held`] keeps alive between two reads of a partition. A consumer polling
@@ -105,45 +118,86 @@ impl Held {
     /// position the next sequential read starts at, when the held records alone end it
     /// exactly as a read of the file would (it is full before they run out, or they are
     /// exactly `max_records`); `None` when it would go on into the next batch.
+    ///
+    /// # Errors
+    /// The reason, when a held record does not parse.
     pub(in crate::storage) fn serve(
         mut self: Box<Self>,
         max_records: usize,
         max_bytes: usize,
-    ) -> Option<(FetchedRecords, u64)> {
-        let (records, lens) = (&self.records[self.next..], &self.lens[self.next..]);
-        let (mut n, mut bytes) = (0, 0);
-        while n < records.len() {
-            let len = lens[n] as usize;
-            if n >= max_records || (n > 0 && bytes + len > max_bytes) {
-                break;
-            }
-            bytes += len;
-            n += 1;
-        }
-        let inside = n < records.len();
-        if n == 0 || !(inside || n >= max_records) {
-            return None;
-        }
+    ) -> Result<Option<(FetchedRecords, u64)>, String> {
         let header = self.resume.header;
-        let mut fetched = FetchedRecords {
-            bytes: Arc::clone(&self.bytes),
-            records: records[..n].to_vec(),
-            next_offset: records[n - 1].offset + 1,
-            ..FetchedRecords::default()
+        let (mut fetched, bytes) = match &mut self.rest {
+            Rest::Parsed {
+                records,
+                lens,
+                next,
+            } => {
+                let (records, lens) = (&records[*next..], &lens[*next..]);
+                let (mut n, mut bytes) = (0, 0);
+                while n < records.len() {
+                    let len = lens[n] as usize;
+                    if n >= max_records || (n > 0 && bytes + len > max_bytes) {
+                        break;
+                    }
+                    bytes += len;
+                    n += 1;
+                }
+                if n == 0 || !(n < records.len() || n >= max_records) {
+                    return Ok(None);
+                }
+                let fetched = FetchedRecords {
+                    bytes: Arc::clone(&self.bytes),
+                    records: records[..n].to_vec(),
+                    next_offset: records[n - 1].offset + 1,
+                    ..FetchedRecords::default()
+                };
+                *next += n;
+                (fetched, bytes)
+            }
+            Rest::Unparsed { batch_at } => {
+                let offset = header.base_offset + u64::from(self.resume.index);
+                let mut collector = Collector::new(max_records, max_bytes, offset);
+                let at = *batch_at + HEADER_LEN + self.resume.record_at;
+                let chunk = (self.bytes.buf.as_slice(), 0);
+                let whole = collector.take(chunk, at, &header, Some(&self.resume))?;
+                if whole && !collector.is_full() {
+                    return Ok(None);
+                }
+                let mut fetched = collector.out;
+                fetched.bytes = Arc::clone(&self.bytes);
+                (fetched, collector.bytes)
+            }
         };
+        let n = fetched.records.len();
+        let inside = self.resume.index as usize + n < header.records_count as usize;
         if !inside {
+            fetched.resume = None;
             fetched.next_batch_len = self.after_len;
-            return Some((fetched, self.resume.position + header.batch_len as u64));
+            return Ok(Some((
+                fetched,
+                self.resume.position + header.batch_len as u64,
+            )));
         }
         self.resume.record_at += bytes;
         self.resume.index += n as u32;
-        self.next += n;
         // Disk resumption (`Resume`) is for uncompressed batches only.
         fetched.resume = (header.compression() == Ok(Compression::None)).then_some(self.resume);
         fetched.next_batch_len = Some(header.batch_len);
         let position = self.resume.position;
         fetched.held = Some(self);
-        Some((fetched, position))
+        Ok(Some((fetched, position)))
+    }
+
+    /// Where the batch the records are in starts in its segment.
+    pub(in crate::storage) fn batch_position(&self) -> u64 {
+        self.resume.position
+    }
+
+    /// Whether serving the held records parses them: a read ahead of them then does that
+    /// work before the read that takes them (see `PartitionLog::read_ahead_from`).
+    pub(in crate::storage) fn parses_when_served(&self) -> bool {
+        matches!(self.rest, Rest::Unparsed { .. })
     }
 }
 

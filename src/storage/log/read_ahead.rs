@@ -1,9 +1,10 @@
 //! Reading the next records before they are asked for: [`PartitionLog::read_ahead`].
 //!
 //! A consumer that polls, handles the records and polls again leaves the partition's thread
-//! idle while it handles them, and then waits for the read of a whole batch (its CRC, the
-//! parse of every record) on its next poll. Read ahead, that work is done in the idle time,
-//! and the next poll finds its answer ready.
+//! idle while it handles them, and then waits for the read of its records (the batch's CRC,
+//! the parse of each record) on its next poll. Read ahead, that work is done in the idle
+//! time, and the next poll finds its answer ready; also when the answer is the rest of a batch
+//! the last read stopped in, which is parsed by the read that serves it (see `fetch::Held`).
 //!
 //! The answer is kept only where it is exactly what the read would return:
 //! - the read asks for the same offset, `max_records` and `max_bytes`;
@@ -94,8 +95,8 @@ impl ReadAhead {
 impl PartitionLog {
     /// Reads the records the next sequential read will ask for (from where the last read
     /// stopped, with these limits) and keeps them for it, when that read would otherwise go
-    /// to the file: not when the last read left the rest of its batch parsed (that read is
-    /// cheap already), nor at the log end. A failed read ahead is forgotten: the read itself
+    /// to the file or parse records: not when the last read left the rest of a compressed
+    /// batch parsed (that read is cheap already), nor at the log end. A failed read ahead is forgotten: the read itself
     /// meets the failure and reports it.
     pub fn read_ahead(&mut self, max_records: usize, max_bytes: usize) {
         let Some(offset) = self.read_ahead_from() else {
@@ -130,13 +131,15 @@ impl PartitionLog {
     }
 
     /// Where [`PartitionLog::read_ahead`] would read from now: where the last read stopped,
-    /// when that read left nothing of its batch parsed and the log goes on past it. `None`
+    /// when that read left nothing of its batch parsed and the log goes on past it (the held
+    /// rest of an uncompressed batch is parsed when served: see `fetch::Held`). `None`
     /// (nothing to read ahead) lets the owner skip scheduling one, as after every read at the
     /// log end.
     pub fn read_ahead_from(&self) -> Option<u64> {
         let hint = self.read_hint.as_ref()?;
         let readable = self.log_start_offset..self.log_end_offset();
-        (hint.held.is_none() && readable.contains(&hint.offset)).then_some(hint.offset)
+        let parsed = hint.held.as_ref().is_some_and(|h| !h.parses_when_served());
+        (!parsed && readable.contains(&hint.offset)).then_some(hint.offset)
     }
 
     /// The records read ahead for this read, if they answer it; drops them otherwise (the
@@ -236,6 +239,19 @@ mod tests {
             assert_eq!(ahead, plain, "reads of {step}");
             assert!(answered > 0, "reads of {step}: none was read ahead");
         }
+    }
+
+    /// A consumer taking half a batch per read: the read ahead after the first half parses
+    /// the second (held in the buffer the first read filled), the one after the second reads
+    /// the next batch, so every read but the first is answered ahead.
+    #[test]
+    fn the_rest_of_a_batch_a_read_stopped_in_is_read_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = log_of(dir.path(), LogConfig::default(), 6, 10);
+        let (reads, answered) = read_all(&mut log, 5, true);
+        assert_eq!(reads.concat(), (0..60).collect::<Vec<_>>());
+        assert_eq!(reads.len(), 12);
+        assert_eq!(answered, 11, "reads answered ahead");
     }
 
     #[test]

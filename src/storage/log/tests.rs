@@ -58,6 +58,55 @@ fn sequential_reads_that_stop_inside_batches_resume_at_the_right_record() {
     }
 }
 
+/// A batch's records are parsed as reads serve them, after its CRC was checked: a batch
+/// whose CRC holds but whose record 7 does not parse (written by something other than this
+/// broker) is served up to the read that reaches that record (parses it, also only to stop
+/// before it), which reports it as corrupt with none of the batch's records it would have
+/// returned; a read ahead meets the same, and leaves the read to report it.
+#[test]
+fn a_record_that_does_not_parse_in_a_checked_batch_is_reported_by_the_read_that_reaches_it() {
+    use crate::storage::format::{self, HEADER_LEN};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    let mut batch = RecordBatch::new();
+    for i in 0..10u8 {
+        batch.push_raw(None, &[i; 20]);
+    }
+    log.append_batch(&mut batch, 0).unwrap();
+    // Record 7's offset delta (after its length, attributes and timestamp delta, one byte
+    // each) says 8; the CRC is computed again so that the batch verifies.
+    let path = log.dir().join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut at = HEADER_LEN;
+    for _ in 0..7 {
+        at += format::parse_record(&bytes[at..]).unwrap().encoded_len;
+    }
+    assert_eq!(bytes[at + 3], 14, "record 7's offset delta, zigzag-encoded");
+    bytes[at + 3] = 16;
+    let crc = crc32c::crc32c(&bytes[21..]);
+    bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+
+    let offsets = |f: &FetchedRecords| f.iter().map(|r| r.offset).collect::<Vec<_>>();
+    let corrupt = |read: Result<FetchedRecords>| match read {
+        Err(StorageError::Corrupt { reason, .. }) => reason,
+        other => panic!("expected Corrupt, got {other:?}"),
+    };
+    assert_eq!(offsets(&log.read(0, 5, 1 << 20).unwrap()), [0, 1, 2, 3, 4]);
+    log.read_ahead(5, 1 << 20);
+    let reason = corrupt(log.read(5, 5, 1 << 20));
+    assert!(reason.contains("record 7 has offset delta 8"), "{reason}");
+    // From the file, with nothing held: the same.
+    corrupt(log.read(5, 5, 1 << 20));
+    corrupt(log.read(0, 10, 1 << 20));
+    // A read stops at the first record it does not take, parsed: the read of 7 reaches it.
+    corrupt(log.read(0, 7, 1 << 20));
+    assert_eq!(
+        offsets(&log.read(0, 6, 1 << 20).unwrap()),
+        (0..6).collect::<Vec<_>>()
+    );
+}
+
 /// Reads are first sized from the segment's average record; records far larger than the
 /// average must still come back exactly as `max_records` and `max_bytes` allow.
 #[test]
