@@ -5,17 +5,19 @@
 //! record, verifies every batch's CRC and offsets, parses its records (decompressing a
 //! compressed batch, within [`MAX_DECOMPRESSED_BYTES`]) and returns them in one buffer. A batch
 //! that does not verify is `StorageError::Corrupt`, never data; the records before it are
-//! still returned. An uncompressed batch's records are parsed only up to the first one the
-//! read does not take (the rest are parsed by the read that serves them): its CRC already
-//! vouches for the bytes, and a consumer taking half a batch per poll then parses each half
-//! on the poll that takes it, or ahead of it. So a batch whose CRC holds but whose record
-//! does not parse (appends check every record, so only bytes this broker did not write) is
-//! served up to the read that reaches that record, which is `Corrupt` with none of the
-//! batch's records it would have returned. Records below the offset asked for are skipped, also inside a batch (the
+//! still returned. Records below the offset asked for are skipped, also inside a batch (the
 //! log start, a committed offset or a count limit can fall inside one). A read of a later
 //! offset that must pass damage (damage recovery did not see, before the next index entry)
 //! gets `SegmentRead::PastDamage` and resumes after it (`LogSegment::resync`); only reads
 //! that meet damage pay for that.
+//!
+//! An uncompressed batch's records are parsed only up to the first one the read does not take
+//! (the rest are parsed by the read that serves them): its CRC already vouches for the bytes,
+//! and a consumer taking half a batch per poll then parses each half on the poll that takes
+//! it, or ahead of it. So a batch whose CRC holds but whose record does not parse (appends
+//! check every record, so only bytes this broker did not write) is served up to the read that
+//! reaches that record, which is `Corrupt` with none of the batch's records it would have
+//! returned.
 //!
 //! A read that stops inside a batch leaves the next sequential one a way in: the rest of the
 //! batch in the buffer it read (`Held`), or failing that the record to resume at in the file
@@ -104,8 +106,8 @@ impl Span {
 
 /// Where a read stopped inside an uncompressed batch whose CRC it verified, at a record it
 /// parsed: a sequential read that starts at that batch next resumes at the record, without
-/// verifying the batch and parsing its first records again. A consumer taking 500 records at a time from
-/// batches of 1000 would otherwise pay for each batch twice.
+/// verifying the batch and parsing its first records again. A consumer taking 500 records at
+/// a time from batches of 1000 would otherwise pay for each batch twice.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Resume {
     /// Where the batch starts in its segment.

@@ -46,9 +46,9 @@ pub(super) enum Rest {
 }
 
 /// The most bytes a [`Held`] keeps alive between two reads of a partition. A consumer polling
-/// 500 records of 100 B from batches of 1000 holds about 138 KB (the batch read, plus the
-/// locations of the 500 records left), within it (checked by the tests); the rest of a
-/// larger batch is read again from the file, as before there were holds.
+/// 500 records of 100 B from batches of 1000 holds about 112 KB (the batch read; the rest of
+/// a compressed batch adds the locations of its records), within it (checked by the tests);
+/// the rest of a larger batch is read again from the file, as before there were holds.
 pub(in crate::storage) const MAX_HELD_BYTES: usize = 256 << 10;
 
 /// The default of [`HELD_BUDGET`]: 64 MiB holds the rest of a batch for about 450 partitions

@@ -96,8 +96,8 @@ impl PartitionLog {
     /// Reads the records the next sequential read will ask for (from where the last read
     /// stopped, with these limits) and keeps them for it, when that read would otherwise go
     /// to the file or parse records: not when the last read left the rest of a compressed
-    /// batch parsed (that read is cheap already), nor at the log end. A failed read ahead is forgotten: the read itself
-    /// meets the failure and reports it.
+    /// batch parsed (that read is cheap already), nor at the log end. A failed read ahead is
+    /// forgotten: the read itself meets the failure and reports it.
     pub fn read_ahead(&mut self, max_records: usize, max_bytes: usize) {
         let Some(offset) = self.read_ahead_from() else {
             return;
