@@ -663,6 +663,9 @@ impl AsyncNanoKafka {
                 member: member.to_owned(),
                 max_records,
                 wait,
+                // A blocking caller's long poll: its thread is woken as soon as an append
+                // reaches one of its partitions.
+                early_wake: wait.and_then(|_| crate::wait::long_poll_waker()),
             });
             match poll.await {
                 Ok(fetched) => return fetched,

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -70,6 +71,9 @@ pub struct PollGroup {
     pub member: String,
     pub max_records: usize,
     pub wait: Option<Duration>,
+    /// Woken by a partition of the poll as soon as an append reaches it while the poll waits
+    /// (see [`PollPause::early_wake`]).
+    pub early_wake: Option<Waker>,
 }
 impl Message for PollGroup {
     /// The records of the partition that had some, `None` when none had.
@@ -120,6 +124,12 @@ pub struct PollPause {
     /// data is, so nothing is missed, and a poll that finds nothing costs one parallel round
     /// of waits instead of a fetch of each partition in turn and then the waits.
     pub wait_first: bool,
+    /// A blocking caller's thread, woken by a partition as soon as an append reaches it while
+    /// the poll waits there, before the append is written and the poll answered: the thread,
+    /// which may take tens of microseconds to be scheduled on an idle core, wakes while the
+    /// partition writes, then spins the few microseconds until its answer
+    /// (`wait::block_on_with`).
+    pub early_wake: Option<Waker>,
 }
 
 /// The reply to [`ConsumerPollGroup`]: the member's current assignment and what the poll read.
@@ -387,10 +397,14 @@ impl Handler<PollGroup> for GroupCoordinatorActor {
                 Ok(order) => order,
                 Err(e) => return Box::pin(async { Err(e) }),
             };
+            let pause = PollPause {
+                early_wake: msg.early_wake,
+                ..PollPause::default()
+            };
             let poll = act.serve_poll(
                 ctx,
                 msg.member,
-                (&order, None, PollPause::default()),
+                (&order, None, pause),
                 msg.max_records,
                 msg.wait,
             );
@@ -462,6 +476,8 @@ struct PollPlan {
     /// A push subscription's poll (it has a `wake`): after a wait, the partition whose data
     /// ended it is fetched first.
     subscription: bool,
+    /// See [`PollPause::early_wake`].
+    early_wake: Option<Waker>,
 }
 
 impl GroupCoordinatorActor {
@@ -499,6 +515,7 @@ impl GroupCoordinatorActor {
             wake: pause.wake,
             wait_first: pause.wait_first && wait.is_some(),
             subscription,
+            early_wake: pause.early_wake,
         };
         poll_partitions(plan, max_records, deadline)
     }
@@ -567,6 +584,7 @@ async fn poll_partitions(
                 max_records,
                 claimed: claimed.clone(),
                 wake,
+                early_wake: plan.early_wake.clone(),
             });
             // Dropped unanswered (closed mailbox, panicked handler): the fetch meets it.
             woken.map(|answer| match answer {

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -104,6 +105,9 @@ pub struct WaitForData {
     /// Set by the first partition that fetches for the poll.
     pub claimed: Arc<AtomicBool>,
     pub wake: oneshot::Sender<Result<Option<Fetched>>>,
+    /// Woken (once) when an append reaches the partition while the poll waits here: see
+    /// `PollPause::early_wake`.
+    pub early_wake: Option<Waker>,
 }
 impl Message for WaitForData {
     type Result = ();
@@ -582,6 +586,19 @@ impl PartitionActor {
         }
     }
 
+    /// When an append arrives: the blocking callers parked here in long polls are woken now,
+    /// each once, to be running by the time the write answers them (see
+    /// `PollPause::early_wake`).
+    fn wake_early(&mut self) {
+        for waiter in &mut self.waiters {
+            if let Waiter::Group(wait) = waiter {
+                if let Some(early) = wait.early_wake.take() {
+                    early.wake();
+                }
+            }
+        }
+    }
+
     /// After a write: every parked long poll is answered, a group poll's with its fetch.
     fn wake_waiters(&mut self, ctx: &mut Context<Self>) {
         for waiter in std::mem::take(&mut self.waiters) {
@@ -694,6 +711,7 @@ impl Handler<Append> for PartitionActor {
 
     fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) {
         let _span = tracing::debug_span!(parent: &self.span, "Append").entered();
+        self.wake_early();
         let name = self.name();
         guarded(self, ctx, &name, |act, ctx| {
             act.produce(
@@ -711,6 +729,7 @@ impl Handler<AppendKafka> for PartitionActor {
 
     fn handle(&mut self, msg: AppendKafka, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "AppendKafka").entered();
+        self.wake_early();
         let name = self.name();
         guarded_future(self, ctx, &name, |act, ctx| {
             let (tx, rx) = oneshot::channel();

@@ -152,6 +152,7 @@ impl BrokerRequests {
                         partitions: pause.partitions.clone(),
                         wake: None,
                         wait_first: pause.wait_first,
+                        early_wake: None,
                     },
                 );
                 let direct = coordinator.ask(ConsumerPollGroup {
@@ -582,6 +583,8 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
             partitions: self.poll_paused.clone(),
             wake: Some(woken),
             wait_first: self.caught_up,
+            // An actor's poll: no blocking thread to wake.
+            early_wake: None,
         };
         let request = self.broker.poll(&self.join, poll, pause);
         ctx.spawn(request.into_actor(self).map(|polled, act, ctx| {

@@ -485,6 +485,8 @@ impl TopicActor {
                 member: msg.member,
                 max_records: msg.max_records,
                 wait: msg.wait,
+                // Routed through the broker: a first poll, or one after a topic was recreated.
+                early_wake: None,
             })),
             Err(e) => Box::pin(async { Err(e) }),
         }
