@@ -588,10 +588,13 @@ impl PartitionActor {
 
     /// When an append arrives: the blocking callers parked here in long polls are woken now,
     /// each once, to be running by the time the write answers them (see
-    /// `PollPause::early_wake`).
+    /// `PollPause::early_wake`). A poll that stopped waiting is not woken.
     fn wake_early(&mut self) {
         for waiter in &mut self.waiters {
             if let Waiter::Group(wait) = waiter {
+                if wait.wake.is_canceled() {
+                    continue;
+                }
                 if let Some(early) = wait.early_wake.take() {
                     early.wake();
                 }
