@@ -357,20 +357,13 @@ impl Collector {
             out.next_offset = offset + 1;
             true
         };
-        let walked = if compressed && rest_of.is_none() {
-            let mut record_at = 0;
-            format::validate_records(records, header, |record| {
-                consider(record, record_at);
-                record_at += record.encoded_len;
-            })
-        } else {
-            // The CRC verified the batch's bytes; its records are parsed as they are taken,
-            // from `first` on, and the walk stops at the first one not taken.
-            let first = rest_of.map_or(0, |r| r.index);
-            walk_records(records, first..header.records_count, |record, record_at| {
-                consider(record, record_at)
-            })
-        };
+        // The CRC verified the batch's bytes; its records are parsed as they are taken, from
+        // `first` on, and the walk stops at the first one not taken unless the rest is held
+        // parsed (a compressed batch's).
+        let first = rest_of.map_or(0, |r| r.index);
+        let walked = format::walk_records(records, first..header.records_count, |record, at| {
+            consider(record, at) || hold
+        });
         if let Err(reason) = walked {
             // None of a batch that does not parse is returned, also when records before it
             // are.
@@ -422,42 +415,6 @@ impl Collector {
         }
         Ok(whole)
     }
-}
-
-/// Parses the records `indexes` of an uncompressed records section, whose first starts at
-/// `section[0]`, calling `take` with each and where it starts, until `take` returns false.
-/// A walk that reaches the batch's last record also checks that no bytes follow it.
-///
-/// # Errors
-/// The reason, when a record does not parse, its offset delta is not its index, or bytes
-/// follow the last record.
-fn walk_records<'a>(
-    section: &'a [u8],
-    indexes: std::ops::Range<u32>,
-    mut take: impl FnMut(&format::RecordView<'a>, usize) -> bool,
-) -> std::result::Result<(), String> {
-    let mut record_at = 0;
-    for index in indexes {
-        let record = format::parse_record(&section[record_at..])
-            .map_err(|e| format!("record {index}: {e}"))?;
-        if record.offset_delta != index {
-            return Err(format!(
-                "record {index} has offset delta {}",
-                record.offset_delta
-            ));
-        }
-        if !take(&record, record_at) {
-            return Ok(());
-        }
-        record_at += record.encoded_len;
-    }
-    if record_at != section.len() {
-        return Err(format!(
-            "{} bytes after the batch's last record",
-            section.len() - record_at
-        ));
-    }
-    Ok(())
 }
 
 /// Reads records from `offset` out of `segment`, starting the scan at byte `from` (an index

@@ -411,8 +411,26 @@ pub fn validate_records<'a>(
     header: &BatchHeader,
     mut visit: impl FnMut(&RecordView<'a>),
 ) -> Result<(), String> {
-    let mut at = 0usize;
-    for i in 0..header.records_count {
+    walk_records(section, 0..header.records_count, |record, _| {
+        visit(record);
+        true
+    })
+}
+
+/// Parses the records `indexes` of a records section whose first starts at `section[0]`,
+/// calling `take` with each and where it starts in `section`, until `take` returns false (a
+/// read that stops inside a batch parses no further). A walk that reaches the batch's last
+/// record (`indexes.end`) also checks that no bytes follow it.
+///
+/// # Errors
+/// As [`validate_records`].
+pub fn walk_records<'a>(
+    section: &'a [u8],
+    indexes: std::ops::Range<u32>,
+    mut take: impl FnMut(&RecordView<'a>, usize) -> bool,
+) -> Result<(), String> {
+    let (mut at, count) = (0usize, indexes.end);
+    for i in indexes {
         let record = parse_record(&section[at..]).map_err(|e| format!("record {i}: {e}"))?;
         if record.offset_delta != i {
             return Err(format!(
@@ -420,14 +438,15 @@ pub fn validate_records<'a>(
                 record.offset_delta
             ));
         }
+        if !take(&record, at) {
+            return Ok(());
+        }
         at += record.encoded_len;
-        visit(&record);
     }
     if at != section.len() {
         return Err(format!(
-            "{} bytes after the last of {} records",
-            section.len() - at,
-            header.records_count
+            "{} bytes after the last of {count} records",
+            section.len() - at
         ));
     }
     Ok(())
