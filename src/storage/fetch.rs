@@ -21,7 +21,10 @@
 //!
 //! A read that stops inside a batch leaves the next sequential one a way in: the rest of the
 //! batch in the buffer it read (`Held`), or failing that the record to resume at in the file
-//! (`Resume`), so that no batch is verified twice.
+//! (`Resume`), so that no batch is verified twice. A read that stopped at the log end gets the
+//! next batch appended there held the same way, copied from what the append wrote
+//! (`Held::appended`, `PartitionLog::hold_for_reader_at_end`): a consumer caught up with its
+//! producer then never reads back the records it was woken for.
 
 use std::sync::Arc;
 

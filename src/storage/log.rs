@@ -426,6 +426,15 @@ impl PartitionLog {
         self.dirty
     }
 
+    /// The base offset of the active segment.
+    fn active_base(&self) -> u64 {
+        *self
+            .segments
+            .keys()
+            .next_back()
+            .expect("a log always has a segment")
+    }
+
     fn active(&self) -> &LogSegment {
         self.segments
             .values()
@@ -503,8 +512,10 @@ impl PartitionLog {
         }
         batch.seal(base_offset, timestamp_ms, self.config.timestamp_type);
         let next_offset = base_offset + batch.len() as u64;
+        let position = self.active().size();
         self.active_mut()
             .append(batch.bytes(), next_offset, timestamp_ms)?;
+        self.hold_for_reader_at_end(batch.bytes(), position);
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.sync_active()?;
@@ -715,7 +726,9 @@ impl PartitionLog {
                 Some(h) if h.offset == offset && h.base_offset == base => {
                     if let Some(held) = h.held {
                         let batch_at = held.batch_position();
-                        let served = held.serve(max_records, max_bytes).map_err(|reason| {
+                        let last = base == self.active_base() && held.batch_end() == segment.size();
+                        let limits = (max_records, max_bytes);
+                        let served = held.serve(limits, last).map_err(|reason| {
                             StorageError::corrupt(segment.log_path(), batch_at, reason)
                         })?;
                         if let Some((mut records, position)) = served {
@@ -778,6 +791,29 @@ impl PartitionLog {
             let mut records = records;
             self.set_read_hint(base, &mut records, end_position);
             return Ok(records);
+        }
+    }
+
+    /// After the batch `bytes` was appended at `position` of the active segment: when the last
+    /// read stopped exactly there (a reader caught up, usually parked in a long poll that
+    /// this append wakes), the batch is held for its next read, which then copies it from
+    /// memory instead of reading the file back (see `fetch::Held::appended`). Nothing is held
+    /// for any other reader, nor for a batch too large for the held budget.
+    fn hold_for_reader_at_end(&mut self, bytes: &[u8], position: u64) {
+        let base = self.active_base();
+        let Some(hint) = self.read_hint.as_mut() else {
+            return;
+        };
+        let at_end = (hint.base_offset, hint.position) == (base, position);
+        if !at_end || hint.held.is_some() || hint.resume.is_some() {
+            return;
+        }
+        let Some(held) = Held::appended(bytes, position, self.held_budget) else {
+            return;
+        };
+        if held.next_offset() == hint.offset {
+            hint.batch_len = Some(bytes.len());
+            hint.held = Some(held);
         }
     }
 

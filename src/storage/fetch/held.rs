@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use super::{Collector, FetchedRecords, ReadBytes, RecordLoc, Resume};
 use crate::storage::compression::Compression;
-use crate::storage::format::HEADER_LEN;
+use crate::storage::format::{BatchHeader, HEADER_LEN};
+use crate::storage::fsutil::AlignedBuf;
 
 /// The rest of a batch a read stopped in, in the buffer the read filled: the next sequential
 /// read returns its records from there when they fill it, instead of reading the batch
@@ -114,17 +115,57 @@ impl Drop for Reservation {
 }
 
 impl Held {
+    /// The uncompressed batch `bytes` just written at `position` of its segment, held whole
+    /// for the next read (a copy, within [`MAX_HELD_BYTES`] and `budget`; `None` otherwise).
+    /// A reader waiting at the log end then reads it from memory instead of the file: the
+    /// write woke it, and it asks for exactly these records. The batch was sealed by this
+    /// process (its CRC is the one it wrote), so it is not verified again.
+    pub(in crate::storage) fn appended(
+        bytes: &[u8],
+        position: u64,
+        budget: &'static HeldBudget,
+    ) -> Option<Box<Held>> {
+        let header = BatchHeader::parse(bytes)?;
+        let uncompressed = header.compression() == Ok(Compression::None);
+        if !uncompressed || header.batch_len != bytes.len() || bytes.len() > MAX_HELD_BYTES {
+            return None;
+        }
+        let reserved = budget.try_reserve(bytes.len())?;
+        let mut buf = AlignedBuf::default();
+        buf.read(bytes.len(), |raw| {
+            raw.extend_from_slice(bytes);
+            Ok(())
+        })
+        .ok()?;
+        Some(Box::new(Held {
+            bytes: Arc::new(ReadBytes {
+                buf,
+                sections: Vec::new(),
+            }),
+            rest: Rest::Unparsed { batch_at: 0 },
+            resume: Resume {
+                position,
+                header,
+                record_at: 0,
+                index: 0,
+            },
+            after_len: None,
+            _reserved: reserved,
+        }))
+    }
+
     /// The read of up to `max_records` / `max_bytes` from the next held record, with the byte
     /// position the next sequential read starts at, when the held records alone end it
-    /// exactly as a read of the file would (it is full before they run out, or they are
-    /// exactly `max_records`); `None` when it would go on into the next batch.
+    /// exactly as a read of the file would: it is full before they run out, they are exactly
+    /// `max_records`, or the batch is the last of the log (`last`); `None` when it would go
+    /// on into the next batch.
     ///
     /// # Errors
     /// The reason, when a held record does not parse.
     pub(in crate::storage) fn serve(
         mut self: Box<Self>,
-        max_records: usize,
-        max_bytes: usize,
+        (max_records, max_bytes): (usize, usize),
+        last: bool,
     ) -> Result<Option<(FetchedRecords, u64)>, String> {
         let header = self.resume.header;
         let (mut fetched, bytes) = match &mut self.rest {
@@ -143,7 +184,7 @@ impl Held {
                     bytes += len;
                     n += 1;
                 }
-                if n == 0 || !(n < records.len() || n >= max_records) {
+                if n == 0 || !(n < records.len() || n >= max_records || last) {
                     return Ok(None);
                 }
                 let fetched = FetchedRecords {
@@ -161,7 +202,7 @@ impl Held {
                 let at = *batch_at + HEADER_LEN + self.resume.record_at;
                 let chunk = (self.bytes.buf.as_slice(), 0);
                 let whole = collector.take(chunk, at, &header, Some(&self.resume))?;
-                if whole && !collector.is_full() {
+                if whole && !collector.is_full() && !last {
                     return Ok(None);
                 }
                 let mut fetched = collector.out;
@@ -192,6 +233,16 @@ impl Held {
     /// Where the batch the records are in starts in its segment.
     pub(in crate::storage) fn batch_position(&self) -> u64 {
         self.resume.position
+    }
+
+    /// Where the batch the records are in ends in its segment.
+    pub(in crate::storage) fn batch_end(&self) -> u64 {
+        self.resume.position + self.resume.header.batch_len as u64
+    }
+
+    /// The offset of the next held record.
+    pub(in crate::storage) fn next_offset(&self) -> u64 {
+        self.resume.header.base_offset + u64::from(self.resume.index)
     }
 
     /// Whether serving the held records parses them: a read ahead of them then does that

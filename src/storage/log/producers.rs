@@ -130,8 +130,11 @@ impl PartitionLog {
             }
         };
         let next_offset = base_offset + u64::from(header.last_offset_delta) + 1;
+        let position = self.active().size();
         self.active_mut()
             .append(batch, next_offset, max_timestamp)?;
+        // Checked by the validation above, so held like a native batch.
+        self.hold_for_reader_at_end(batch, position);
         self.last_timestamp_ms = self.last_timestamp_ms.max(max_timestamp);
         let stored = crate::storage::format::BatchHeader {
             base_offset,

@@ -364,3 +364,144 @@ mod trusted_cuts {
         }
     }
 }
+
+/// The appends and reads of a consumer caught up with a producer: each read starts where the
+/// last one stopped, at the log end, right after an append.
+mod reader_at_the_end {
+    use super::*;
+    use crate::storage::fetch::{FetchedRecords, HeldBudget};
+    use crate::storage::format::{encode_client_batch, ClientRecord};
+    use crate::storage::sim::SimFs;
+
+    const MAX_BYTES: usize = 1 << 20;
+
+    fn sim_log(sim: &SimFs) -> PartitionLog {
+        let fs: SharedFs = Arc::new(sim.clone());
+        PartitionLog::open_with(&fs, Path::new("/data/t_0"), LogConfig::default(), 0)
+            .unwrap()
+            .0
+    }
+
+    fn segment_reads(sim: &SimFs) -> u64 {
+        sim.reads(&Path::new("/data/t_0").join(crate::storage::segment::file_names(0).0))
+    }
+
+    /// Appends records `from..to`, each with key `[n]`, value `n` repeated `n % 7` times
+    /// and a header.
+    fn append(log: &mut PartitionLog, range: std::ops::Range<u8>) {
+        let mut batch = RecordBatch::new();
+        for n in range {
+            let header: [crate::storage::batch::HeaderRef<'_>; 1] = [(b"h", Some(&[n]))];
+            batch.push_header_refs(Some(&[n]), &vec![n; usize::from(n % 7)], &header);
+        }
+        log.append_batch(&mut batch, 0).unwrap();
+    }
+
+    fn contents(records: &FetchedRecords) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+        records
+            .iter()
+            .map(|r| {
+                let key = r.key.map(<[u8]>::to_vec).unwrap_or_default();
+                (r.offset, key, r.value.to_vec())
+            })
+            .collect()
+    }
+
+    /// What a read of the file returns (a fresh log on the same files).
+    fn from_file(sim: &SimFs, offset: u64, max_records: usize) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+        contents(&sim_log(sim).read(offset, max_records, MAX_BYTES).unwrap())
+    }
+
+    #[test]
+    fn the_batch_an_append_wrote_is_read_from_memory_by_the_reader_waiting_for_it() {
+        let sim = SimFs::new(7);
+        let mut log = sim_log(&sim);
+        append(&mut log, 0..3);
+        assert_eq!(log.read(0, 100, MAX_BYTES).unwrap().next_offset(), 3);
+        let before = segment_reads(&sim);
+        append(&mut log, 3..6);
+        let whole = contents(&log.read(3, 100, MAX_BYTES).unwrap());
+        // A reader that takes the batch in parts: every part from memory too.
+        append(&mut log, 6..16);
+        let first = log.read(6, 4, MAX_BYTES).unwrap();
+        let rest = log.read(first.next_offset(), 100, MAX_BYTES).unwrap();
+        assert_eq!(rest.next_offset(), 16);
+        // A client's batch, appended through the Kafka path, too.
+        let value = b"from a client".as_slice();
+        let record = ClientRecord {
+            timestamp_ms: 5,
+            key: None,
+            value: Some(value),
+            headers: &[],
+        };
+        let mut client = encode_client_batch(&[record, record]);
+        log.append_kafka_batch(&mut client, 10).unwrap();
+        let from_client = contents(&log.read(16, 100, MAX_BYTES).unwrap());
+        assert_eq!(segment_reads(&sim), before, "the segment was read");
+        // What the file holds for each read (limited to the log end of its time).
+        assert_eq!(whole, from_file(&sim, 3, 3));
+        assert_eq!(contents(&first), from_file(&sim, 6, 4));
+        assert_eq!(contents(&rest), from_file(&sim, 10, 6));
+        assert_eq!(from_client, from_file(&sim, 16, 100));
+        assert_eq!(from_client.len(), 2);
+    }
+
+    /// Only the reader at the log end gets the batch from memory, and only for the records
+    /// of that batch: a read that goes on past it (two appends since) or starts elsewhere
+    /// reads the file, and returns what the file holds.
+    #[test]
+    fn a_read_that_goes_past_the_held_batch_or_starts_elsewhere_reads_the_file() {
+        let sim = SimFs::new(8);
+        let mut log = sim_log(&sim);
+        append(&mut log, 0..3);
+        log.read(0, 100, MAX_BYTES).unwrap();
+        append(&mut log, 3..5);
+        append(&mut log, 5..9);
+        let before = segment_reads(&sim);
+        let read = contents(&log.read(3, 100, MAX_BYTES).unwrap());
+        assert!(segment_reads(&sim) > before, "read from memory alone");
+        assert_eq!(read, from_file(&sim, 3, 100));
+        assert_eq!(read.len(), 6);
+        append(&mut log, 9..12);
+        let read = contents(&log.read(1, 100, MAX_BYTES).unwrap());
+        assert_eq!(read, from_file(&sim, 1, 100));
+        assert_eq!(read.len(), 11);
+    }
+
+    #[test]
+    fn over_the_budget_nothing_is_held_and_the_reader_reads_the_file() {
+        static NOTHING: HeldBudget = HeldBudget::new(0);
+        let sim = SimFs::new(9);
+        let mut log = sim_log(&sim);
+        log.set_held_budget(&NOTHING);
+        append(&mut log, 0..3);
+        log.read(0, 100, MAX_BYTES).unwrap();
+        let before = segment_reads(&sim);
+        append(&mut log, 3..6);
+        assert_eq!(NOTHING.used(), 0);
+        let read = contents(&log.read(3, 100, MAX_BYTES).unwrap());
+        assert!(segment_reads(&sim) > before, "nothing read from the file");
+        assert_eq!(read, from_file(&sim, 3, 100));
+    }
+
+    /// Alternating appends and reads of every size, as a caught-up consumer does: each read
+    /// returns what a read of the file returns.
+    #[test]
+    fn reads_at_the_end_return_what_the_file_holds() {
+        for step in [1, 2, 3, 5, 8, 100] {
+            let sim = SimFs::new(step as u64);
+            let mut log = sim_log(&sim);
+            let mut at = 0;
+            for n in 0..24u8 {
+                let len = n % 5 + 1;
+                let first = u8::try_from(log.log_end_offset()).unwrap();
+                append(&mut log, first..first + len);
+                while at < log.log_end_offset() {
+                    let read = log.read(at, step, MAX_BYTES).unwrap();
+                    assert_eq!(contents(&read), from_file(&sim, at, step), "read of {step}");
+                    at = read.next_offset();
+                }
+            }
+        }
+    }
+}
