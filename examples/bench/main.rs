@@ -27,6 +27,7 @@
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency row of the default policy.
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
+//! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`. A numeric variable that does
 //! not parse or is out of range ends the run at once, named, with exit code 2
@@ -127,6 +128,9 @@ fn main() {
             idle.wall.as_secs_f64()
         );
         return;
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "neighbour") {
+        return neighbour_only(budget);
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "low_rate") {
         return low_rate_only(budget);
@@ -687,6 +691,24 @@ fn low_rate_only(budget: Duration) {
         bare.cpu_us_per_record,
         bare_sleeps,
         low.rate.cpu_us_per_record / bare.cpu_us_per_record
+    );
+}
+
+/// `NANOKAFKA_BENCH_ONLY=neighbour`: one blocking producer alone, then beside a busy
+/// neighbour, one line (the busy-neighbour row and its baseline).
+fn neighbour_only(budget: Duration) {
+    let broker = TempBroker::start(FsyncPolicy::Never);
+    let one = produce::blocking_threads(&broker.broker, broker.topic("one-thread"), 1, budget);
+    let topic = broker.topic("busy-neighbour");
+    let neighbour = produce::with_busy_neighbour(&broker.broker, topic, budget);
+    println!(
+        "busy neighbour: {:.0} rec/s ({:.1} us CPU/rec); alone: {:.0} rec/s ({:.1} us CPU/rec); \
+         ratio {:.3}",
+        neighbour.per_sec,
+        neighbour.cpu_us_per_record,
+        one.per_sec,
+        one.cpu_us_per_record,
+        neighbour.per_sec / one.per_sec
     );
 }
 
