@@ -572,7 +572,11 @@ impl AsyncNanoKafka {
                 positions: poll.positions.clone(),
                 max_records: poll.max_records,
                 wait: poll.wait,
-                pause: PollPause::default(),
+                // A blocking `Consumer`'s long poll: woken early, as in `poll_fetched`.
+                pause: PollPause {
+                    early_wake: poll.wait.and_then(|_| crate::wait::long_poll_waker()),
+                    ..PollPause::default()
+                },
             });
             match request.await {
                 Ok(batch) => return batch,

@@ -314,6 +314,58 @@ mod tests {
         assert!(wakes >= 2, "{wakes} wake-up(s): no early one");
     }
 
+    /// The same for a `Consumer`'s long poll (its direct route, `ConsumerPollGroup`).
+    #[test]
+    fn an_append_wakes_a_parked_blocking_consumer_poll_early() {
+        use crate::messages::ConsumerPoll;
+        use crate::{NanoKafka, TopicConfig};
+        let dir = tempfile::tempdir().unwrap();
+        let broker = NanoKafka::builder().data_dir(dir.path()).build().unwrap();
+        broker.create_topic("t", TopicConfig::default()).unwrap();
+        let assignment = broker.join_group("t", "g", "m").unwrap();
+        // A produce and a first poll teach the handle the topic's and the group's actors.
+        broker.produce_raw("t", None, b"first".to_vec()).unwrap();
+        let first = broker.poll_batch_raw("t", "g", "m", 10, Duration::ZERO);
+        assert_eq!(first.unwrap().len(), 1);
+        let handle = broker.async_handle();
+        let wakes = Arc::new(CountingWaker::default());
+        let waker = Waker::from(Arc::clone(&wakes));
+        let mut cx = Context::from_waker(&waker);
+        let poll = ConsumerPoll {
+            topic: "t".into(),
+            group: "g".into(),
+            member: "m".into(),
+            generation: assignment.generation,
+            positions: [(0, 1)].into(),
+            max_records: 10,
+            wait: Some(Duration::from_secs(10)),
+        };
+        let mut poll = pin!(handle.consumer_poll_fetched(poll));
+        let outer = LONG_POLL_WAKER.with(|w| w.replace(Some(waker.clone())));
+        assert!(
+            poll.as_mut().poll(&mut cx).is_pending(),
+            "nothing to read yet"
+        );
+        LONG_POLL_WAKER.with(|w| *w.borrow_mut() = outer);
+        while broker.stats().unwrap().topics["t"].partitions[0].parked_polls == 0 {
+            thread::yield_now();
+        }
+        broker.produce_raw("t", None, b"hello".to_vec()).unwrap();
+        let batch = loop {
+            let seen = wakes.count.load(Ordering::Acquire);
+            if let Poll::Ready(batch) = poll.as_mut().poll(&mut cx) {
+                break batch.unwrap();
+            }
+            while wakes.count.load(Ordering::Acquire) == seen {
+                thread::yield_now();
+            }
+        };
+        let fetched = batch.fetched.expect("the record");
+        assert_eq!(fetched.to_raw()[0].value, b"hello");
+        let wakes = wakes.count.load(Ordering::Acquire);
+        assert!(wakes >= 2, "{wakes} wake-up(s): no early one");
+    }
+
     #[derive(Default)]
     struct CountingWaker {
         count: AtomicUsize,

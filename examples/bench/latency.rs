@@ -1,6 +1,7 @@
 //! End-to-end latency at a fixed rate: a producer thread sends a record every 1/rate
 //! seconds, stamped with the nanoseconds since a shared `Instant`; a consumer thread
-//! long-polls and records, per record, how long after its stamp it was handed over.
+//! long-polls (`poll_batch_raw`, or a `Consumer`'s `poll_batch`) and records, per record,
+//! how long after its stamp it was handed over.
 //! The baseline sends the same stamps through a crossbeam channel at the same rate.
 //! Both also report the process's CPU time per record over the run: what holding a steady
 //! trickle costs (spinning waits included), not what a saturated pipe does.
@@ -101,6 +102,49 @@ pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration
             broker
                 .commit(topic, group, last.partition, last.offset)
                 .expect("commit");
+        }
+        (producer.join().expect("producer thread"), histogram)
+    });
+    let usage = meter.usage();
+    assert_eq!(histogram.len(), sent, "every record consumed once");
+    Percentiles::of(&histogram, usage)
+}
+
+/// As [`broker_e2e`], the consumer a `Consumer<Vec<u8>>` (its `poll_batch` and `commit`):
+/// the typed path, which decodes each record (the stamp is the value's first 8 bytes).
+pub fn consumer_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Percentiles {
+    let mut consumer = broker
+        .consumer::<Vec<u8>>(topic, "bench-latency-consumer", "member-0")
+        .expect("consumer");
+    let meter = Meter::start();
+    let base = Instant::now();
+    let (sent, histogram) = std::thread::scope(|scope| {
+        let producer = scope.spawn(|| {
+            paced(rate, duration, |_| {
+                let mut value = vec![0u8; VALUE_LEN];
+                let stamp = base.elapsed().as_nanos() as u64;
+                value[..8].copy_from_slice(&stamp.to_le_bytes());
+                broker.produce(topic, &value).expect("produce");
+            })
+        });
+        let mut histogram = histogram();
+        loop {
+            let produced_all = producer.is_finished();
+            let records = consumer
+                .poll_batch(POLL_BATCH, LONG_POLL)
+                .expect("poll_batch");
+            let now = base.elapsed().as_nanos() as u64;
+            let Some(last) = records.last() else {
+                if produced_all {
+                    break;
+                }
+                continue;
+            };
+            for record in &records {
+                let stamp = u64::from_le_bytes(record.value[..8].try_into().expect("8 bytes"));
+                histogram.saturating_record(now.saturating_sub(stamp).max(1));
+            }
+            consumer.commit(last).expect("commit");
         }
         (producer.join().expect("producer thread"), histogram)
     });

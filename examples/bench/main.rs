@@ -117,6 +117,12 @@ fn main() {
             "e2e (default FsyncPolicy): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us CPU/rec",
             e2e.p50_us, e2e.p99_us, e2e.p999_us, e2e.cpu_us_per_record
         );
+        let topic = default_broker.topic("latency-consumer");
+        let typed = latency::consumer_e2e(&default_broker.broker, topic, LATENCY_RATE, latency_run);
+        println!(
+            "e2e through a Consumer: p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us CPU/rec",
+            typed.p50_us, typed.p99_us, typed.p999_us, typed.cpu_us_per_record
+        );
         return;
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "idle") {
@@ -150,7 +156,7 @@ fn main() {
         return;
     }
     let mut progress =
-        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+        Progress::new(22 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -220,6 +226,13 @@ fn main() {
     let e2e = latency::broker_e2e(
         &default_broker.broker,
         default_broker.topic("latency"),
+        LATENCY_RATE,
+        latency_run,
+    );
+    progress.step("latency: the same through a Consumer<Vec<u8>> (poll_batch, commit)");
+    let e2e_consumer = latency::consumer_e2e(
+        &default_broker.broker,
+        default_broker.topic("latency-consumer"),
         LATENCY_RATE,
         latency_run,
     );
@@ -396,6 +409,20 @@ fn main() {
         }
         rows.push(Row::Figure(figure));
     }
+    rows.push(Row::Figure(
+        Figure::new(
+            "e2e_consumer_p50",
+            format!(
+                "p50 through a Consumer<Vec<u8>> (poll_batch, commit; {} records; p99 {:.0} us, \
+                 context)",
+                e2e_consumer.samples, e2e_consumer.p99_us
+            ),
+            e2e_consumer.p50_us,
+            "us",
+        )
+        .vs("crossbeam channel, same pacing", e2e_channel.p50_us)
+        .cpu(e2e_consumer.cpu_us_per_record),
+    ));
     rows.push(Row::Section(
         "open a partition (PartitionLog::open, page cache hot)",
     ));
