@@ -285,10 +285,25 @@ mod tests {
         assert_eq!(first.unwrap().len(), 1);
         broker.commit("t", "g", 0, 0).unwrap();
         let handle = broker.async_handle();
+        let poll = handle.poll_batch_raw("t", "g", "m", 10, Duration::from_secs(10));
+        let (records, wakes) = woken_by_an_append(&broker, poll);
+        let records = records.unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].value, b"hello");
+        assert!(wakes >= 2, "{wakes} wake-up(s): no early one");
+    }
+
+    /// Polls `poll` (a blocking long poll's, its waker available to its requests) until it
+    /// waits at partition 0 of `t`, produces `hello` there, and drives it to its answer;
+    /// returns the answer and the wake-ups its waker got.
+    fn woken_by_an_append<T>(
+        broker: &crate::NanoKafka,
+        poll: impl Future<Output = T>,
+    ) -> (T, usize) {
         let wakes = Arc::new(CountingWaker::default());
         let waker = Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
-        let mut poll = pin!(handle.poll_batch_raw("t", "g", "m", 10, Duration::from_secs(10)));
+        let mut poll = pin!(poll);
         let outer = LONG_POLL_WAKER.with(|w| w.replace(Some(waker.clone())));
         assert!(
             poll.as_mut().poll(&mut cx).is_pending(),
@@ -299,19 +314,16 @@ mod tests {
             thread::yield_now();
         }
         broker.produce_raw("t", None, b"hello".to_vec()).unwrap();
-        let records = loop {
+        let answer = loop {
             let seen = wakes.count.load(Ordering::Acquire);
-            if let Poll::Ready(records) = poll.as_mut().poll(&mut cx) {
-                break records.unwrap();
+            if let Poll::Ready(answer) = poll.as_mut().poll(&mut cx) {
+                break answer;
             }
             while wakes.count.load(Ordering::Acquire) == seen {
                 thread::yield_now();
             }
         };
-        assert_eq!(records.len(), 1);
-        assert_eq!(records[0].value, b"hello");
-        let wakes = wakes.count.load(Ordering::Acquire);
-        assert!(wakes >= 2, "{wakes} wake-up(s): no early one");
+        (answer, wakes.count.load(Ordering::Acquire))
     }
 
     /// The same for a `Consumer`'s long poll (its direct route, `ConsumerPollGroup`).
@@ -328,9 +340,6 @@ mod tests {
         let first = broker.poll_batch_raw("t", "g", "m", 10, Duration::ZERO);
         assert_eq!(first.unwrap().len(), 1);
         let handle = broker.async_handle();
-        let wakes = Arc::new(CountingWaker::default());
-        let waker = Waker::from(Arc::clone(&wakes));
-        let mut cx = Context::from_waker(&waker);
         let poll = ConsumerPoll {
             topic: "t".into(),
             group: "g".into(),
@@ -340,29 +349,9 @@ mod tests {
             max_records: 10,
             wait: Some(Duration::from_secs(10)),
         };
-        let mut poll = pin!(handle.consumer_poll_fetched(poll));
-        let outer = LONG_POLL_WAKER.with(|w| w.replace(Some(waker.clone())));
-        assert!(
-            poll.as_mut().poll(&mut cx).is_pending(),
-            "nothing to read yet"
-        );
-        LONG_POLL_WAKER.with(|w| *w.borrow_mut() = outer);
-        while broker.stats().unwrap().topics["t"].partitions[0].parked_polls == 0 {
-            thread::yield_now();
-        }
-        broker.produce_raw("t", None, b"hello".to_vec()).unwrap();
-        let batch = loop {
-            let seen = wakes.count.load(Ordering::Acquire);
-            if let Poll::Ready(batch) = poll.as_mut().poll(&mut cx) {
-                break batch.unwrap();
-            }
-            while wakes.count.load(Ordering::Acquire) == seen {
-                thread::yield_now();
-            }
-        };
-        let fetched = batch.fetched.expect("the record");
+        let (batch, wakes) = woken_by_an_append(&broker, handle.consumer_poll_fetched(poll));
+        let fetched = batch.unwrap().fetched.expect("the record");
         assert_eq!(fetched.to_raw()[0].value, b"hello");
-        let wakes = wakes.count.load(Ordering::Acquire);
         assert!(wakes >= 2, "{wakes} wake-up(s): no early one");
     }
 

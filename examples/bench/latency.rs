@@ -69,6 +69,59 @@ fn paced(rate: u32, duration: Duration, mut send: impl FnMut(u64)) -> u64 {
 pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Percentiles {
     let (group, member) = ("bench-latency", "member-0");
     broker.join_group(topic, group, member).expect("join");
+    let produce = |value| {
+        broker.produce_raw(topic, None, value).expect("produce_raw");
+    };
+    stamped(rate, duration, produce, || {
+        let records = broker
+            .poll_batch_raw(topic, group, member, POLL_BATCH, LONG_POLL)
+            .expect("poll_batch_raw");
+        let handed = Instant::now();
+        if let Some(last) = records.last() {
+            broker
+                .commit(topic, group, last.partition, last.offset)
+                .expect("commit");
+        }
+        (records.iter().map(|r| stamp_of(&r.value)).collect(), handed)
+    })
+}
+
+/// As [`broker_e2e`], the consumer a `Consumer<Vec<u8>>` (its `poll_batch` and `commit`):
+/// the typed path, which decodes each record.
+pub fn consumer_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Percentiles {
+    let mut consumer = broker
+        .consumer::<Vec<u8>>(topic, "bench-latency-consumer", "member-0")
+        .expect("consumer");
+    let produce = |value: Vec<u8>| {
+        broker.produce(topic, &value).expect("produce");
+    };
+    stamped(rate, duration, produce, || {
+        let records = consumer
+            .poll_batch(POLL_BATCH, LONG_POLL)
+            .expect("poll_batch");
+        let handed = Instant::now();
+        if let Some(last) = records.last() {
+            consumer.commit(last).expect("commit");
+        }
+        (records.iter().map(|r| stamp_of(&r.value)).collect(), handed)
+    })
+}
+
+/// The stamp in a value's first 8 bytes.
+fn stamp_of(value: &[u8]) -> u64 {
+    u64::from_le_bytes(value[..8].try_into().expect("8 bytes"))
+}
+
+/// A producer thread `produce`s a value stamped with the time every 1/`rate` s for
+/// `duration`, while this thread calls `consume` until it has them all: a poll, then a
+/// commit of what it returned, answering the polled records' stamps and when the poll handed
+/// them over. The latency of each record runs from its stamp to that moment.
+fn stamped(
+    rate: u32,
+    duration: Duration,
+    produce: impl Fn(Vec<u8>) + Sync,
+    mut consume: impl FnMut() -> (Vec<u64>, Instant),
+) -> Percentiles {
     let meter = Meter::start();
     let base = Instant::now();
     let (sent, histogram) = std::thread::scope(|scope| {
@@ -77,7 +130,7 @@ pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration
                 let mut value = vec![0u8; VALUE_LEN];
                 let stamp = base.elapsed().as_nanos() as u64;
                 value[..8].copy_from_slice(&stamp.to_le_bytes());
-                broker.produce_raw(topic, None, value).expect("produce_raw");
+                produce(value);
             })
         });
         let mut histogram = histogram();
@@ -85,66 +138,14 @@ pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration
             // Every record is in the log once the producer is done: an empty poll after that
             // is the end.
             let produced_all = producer.is_finished();
-            let records = broker
-                .poll_batch_raw(topic, group, member, POLL_BATCH, LONG_POLL)
-                .expect("poll_batch_raw");
-            let now = base.elapsed().as_nanos() as u64;
-            let Some(last) = records.last() else {
-                if produced_all {
-                    break;
-                }
-                continue;
-            };
-            for record in &records {
-                let stamp = u64::from_le_bytes(record.value[..8].try_into().expect("8 bytes"));
+            let (stamps, handed) = consume();
+            let now = handed.duration_since(base).as_nanos() as u64;
+            if stamps.is_empty() && produced_all {
+                break;
+            }
+            for stamp in stamps {
                 histogram.saturating_record(now.saturating_sub(stamp).max(1));
             }
-            broker
-                .commit(topic, group, last.partition, last.offset)
-                .expect("commit");
-        }
-        (producer.join().expect("producer thread"), histogram)
-    });
-    let usage = meter.usage();
-    assert_eq!(histogram.len(), sent, "every record consumed once");
-    Percentiles::of(&histogram, usage)
-}
-
-/// As [`broker_e2e`], the consumer a `Consumer<Vec<u8>>` (its `poll_batch` and `commit`):
-/// the typed path, which decodes each record (the stamp is the value's first 8 bytes).
-pub fn consumer_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Percentiles {
-    let mut consumer = broker
-        .consumer::<Vec<u8>>(topic, "bench-latency-consumer", "member-0")
-        .expect("consumer");
-    let meter = Meter::start();
-    let base = Instant::now();
-    let (sent, histogram) = std::thread::scope(|scope| {
-        let producer = scope.spawn(|| {
-            paced(rate, duration, |_| {
-                let mut value = vec![0u8; VALUE_LEN];
-                let stamp = base.elapsed().as_nanos() as u64;
-                value[..8].copy_from_slice(&stamp.to_le_bytes());
-                broker.produce(topic, &value).expect("produce");
-            })
-        });
-        let mut histogram = histogram();
-        loop {
-            let produced_all = producer.is_finished();
-            let records = consumer
-                .poll_batch(POLL_BATCH, LONG_POLL)
-                .expect("poll_batch");
-            let now = base.elapsed().as_nanos() as u64;
-            let Some(last) = records.last() else {
-                if produced_all {
-                    break;
-                }
-                continue;
-            };
-            for record in &records {
-                let stamp = u64::from_le_bytes(record.value[..8].try_into().expect("8 bytes"));
-                histogram.saturating_record(now.saturating_sub(stamp).max(1));
-            }
-            consumer.commit(last).expect("commit");
         }
         (producer.join().expect("producer thread"), histogram)
     });
