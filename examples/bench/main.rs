@@ -24,7 +24,8 @@
 //!   the maximum);
 //! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
 //! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
-//! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency row of the default policy.
+//! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency rows of the default policy
+//!   (`poll_batch_raw`, then a `Consumer`).
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
 //! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
