@@ -12,7 +12,7 @@
 //! [`block_on_with`]).
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
@@ -113,12 +113,7 @@ pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Outp
     let mut next = patience;
     loop {
         let polled = match patience {
-            Patience::Park => {
-                let outer = LONG_POLL_WAKER.with(|w| w.replace(Some(waker.clone())));
-                let polled = future.as_mut().poll(&mut cx);
-                LONG_POLL_WAKER.with(|w| *w.borrow_mut() = outer);
-                polled
-            }
+            Patience::Park => poll_long_poll(future.as_mut(), &mut cx),
             Patience::Spin(_) => future.as_mut().poll(&mut cx),
         };
         if let Poll::Ready(output) = polled {
@@ -132,6 +127,15 @@ pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Outp
             _ => patience,
         };
     }
+}
+
+/// Polls a long poll's `future` with its waker available to the requests it sends (see
+/// [`long_poll_waker`]).
+fn poll_long_poll<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    let outer = LONG_POLL_WAKER.with(|w| w.replace(Some(cx.waker().clone())));
+    let polled = future.poll(cx);
+    LONG_POLL_WAKER.with(|w| *w.borrow_mut() = outer);
+    polled
 }
 
 /// The waker of the blocking long poll this thread is polling, if it is polling one: a
@@ -304,12 +308,10 @@ mod tests {
         let waker = Waker::from(Arc::clone(&wakes));
         let mut cx = Context::from_waker(&waker);
         let mut poll = pin!(poll);
-        let outer = LONG_POLL_WAKER.with(|w| w.replace(Some(waker.clone())));
         assert!(
-            poll.as_mut().poll(&mut cx).is_pending(),
+            poll_long_poll(poll.as_mut(), &mut cx).is_pending(),
             "nothing to read yet"
         );
-        LONG_POLL_WAKER.with(|w| *w.borrow_mut() = outer);
         while broker.stats().unwrap().topics["t"].partitions[0].parked_polls == 0 {
             thread::yield_now();
         }

@@ -726,7 +726,8 @@ impl PartitionLog {
                 Some(h) if h.offset == offset && h.base_offset == base => {
                     if let Some(held) = h.held {
                         let batch_at = held.batch_position();
-                        let last = base == self.active_base() && held.batch_end() == segment.size();
+                        // Nothing after the batch: a read of the file would stop there too.
+                        let last = held.batch_next_offset() == log_end;
                         let limits = (max_records, max_bytes);
                         let served = held.serve(limits, last).map_err(|reason| {
                             StorageError::corrupt(segment.log_path(), batch_at, reason)
@@ -808,10 +809,7 @@ impl PartitionLog {
         if !at_end || hint.held.is_some() || hint.resume.is_some() {
             return;
         }
-        let Some(held) = Held::appended(bytes, position, self.held_budget) else {
-            return;
-        };
-        if held.next_offset() == hint.offset {
+        if let Some(held) = Held::appended(bytes, (position, hint.offset), self.held_budget) {
             hint.batch_len = Some(bytes.len());
             hint.held = Some(held);
         }

@@ -115,19 +115,21 @@ impl Drop for Reservation {
 }
 
 impl Held {
-    /// The uncompressed batch `bytes` just written at `position` of its segment, held whole
-    /// for the next read (a copy, within [`MAX_HELD_BYTES`] and `budget`; `None` otherwise).
-    /// A reader waiting at the log end then reads it from memory instead of the file: the
-    /// write woke it, and it asks for exactly these records. The batch was sealed by this
-    /// process (its CRC is the one it wrote), so it is not verified again.
+    /// The uncompressed batch `bytes` just written at `position` of its segment, from offset
+    /// `from`, held whole for the next read (a copy, within [`MAX_HELD_BYTES`] and `budget`;
+    /// `None` otherwise, or when the batch does not start at `from`). A reader waiting at the
+    /// log end then reads it from memory instead of the file: the write woke it, and it asks
+    /// for exactly these records. The batch was sealed by this process (its CRC is the one it
+    /// wrote), so it is not verified again.
     pub(in crate::storage) fn appended(
         bytes: &[u8],
-        position: u64,
+        (position, from): (u64, u64),
         budget: &'static HeldBudget,
     ) -> Option<Box<Held>> {
         let header = BatchHeader::parse(bytes)?;
         let uncompressed = header.compression() == Ok(Compression::None);
-        if !uncompressed || header.batch_len != bytes.len() || bytes.len() > MAX_HELD_BYTES {
+        let whole = header.batch_len == bytes.len() && header.base_offset == from;
+        if !uncompressed || !whole || bytes.len() > MAX_HELD_BYTES {
             return None;
         }
         let reserved = budget.try_reserve(bytes.len())?;
@@ -235,14 +237,9 @@ impl Held {
         self.resume.position
     }
 
-    /// Where the batch the records are in ends in its segment.
-    pub(in crate::storage) fn batch_end(&self) -> u64 {
-        self.resume.position + self.resume.header.batch_len as u64
-    }
-
-    /// The offset of the next held record.
-    pub(in crate::storage) fn next_offset(&self) -> u64 {
-        self.resume.header.base_offset + u64::from(self.resume.index)
+    /// The offset after the batch the records are in.
+    pub(in crate::storage) fn batch_next_offset(&self) -> u64 {
+        self.resume.header.next_offset()
     }
 
     /// Whether serving the held records parses them: a read ahead of them then does that
