@@ -166,6 +166,8 @@ thread_local! {
 /// of the thread still run between its polls.
 pub struct Hurry<F> {
     inner: F,
+    /// How long it keeps its task awake: [`HURRY_WINDOW`] outside tests.
+    window: Duration,
     started: Option<Instant>,
     /// The `HURRYING` count of the thread that made it, until it ends.
     counted: Option<Arc<AtomicUsize>>,
@@ -175,10 +177,16 @@ pub struct Hurry<F> {
 
 impl<F> Hurry<F> {
     pub fn new(inner: F) -> Self {
+        Self::within(inner, HURRY_WINDOW)
+    }
+
+    /// Keeps its task awake for up to `window` instead of [`HURRY_WINDOW`].
+    fn within(inner: F, window: Duration) -> Self {
         let count = HURRYING.with(Arc::clone);
         count.fetch_add(1, Ordering::Relaxed);
         Hurry {
             inner,
+            window,
             started: None,
             counted: Some(count),
             awake: true,
@@ -220,7 +228,7 @@ impl<F: Future + Unpin> Future for Hurry<F> {
         }
         if let Poll::Ready(output) = Pin::new(&mut self.inner).poll(cx) {
             // Answered within the window, awake or not: keeping awake pays.
-            if self.started.is_some_and(|s| s.elapsed() < HURRY_WINDOW) {
+            if self.started.is_some_and(|s| s.elapsed() < self.window) {
                 HURRY_PAYS.with(|p| p.set(true));
             }
             self.uncount();
@@ -228,7 +236,7 @@ impl<F: Future + Unpin> Future for Hurry<F> {
         }
         if let Some(started) = self.started.filter(|_| self.awake && self.alone()) {
             if HURRY_PAYS.with(Cell::get) {
-                if started.elapsed() < HURRY_WINDOW {
+                if started.elapsed() < self.window {
                     std::thread::yield_now();
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
@@ -258,13 +266,14 @@ mod tests {
     #[test]
     fn spinning_stops_after_an_unanswered_spin_and_resumes_after_a_short_sleep() {
         let history = SpinHistory::default();
-        let window = Duration::from_millis(1);
+        // Windows no preemption of the test thread between two clock reads outlasts.
+        let window = Duration::from_secs(30);
         assert!(history.pays(), "a new waiter spins");
         history.spun(false);
         assert!(!history.pays());
         // A long sleep: the answer would not have come within the spin.
         history.sleeping();
-        history.woke(now_nanos() + 10_000_000, window);
+        history.woke(now_nanos() + 60_000_000_000, window);
         assert!(!history.pays());
         // A short one: it would have.
         history.sleeping();
@@ -293,9 +302,9 @@ mod tests {
     #[test]
     fn each_unanswered_spin_doubles_the_short_sleeps_in_a_row_needed_to_spin_again() {
         let (window, short, long) = (
-            Duration::from_millis(1),
+            Duration::from_secs(30),
             Duration::ZERO,
-            Duration::from_millis(10),
+            Duration::from_secs(60),
         );
         let history = SpinHistory::default();
         history.spun(false);
@@ -340,7 +349,8 @@ mod tests {
     #[test]
     fn a_hurried_request_alone_keeps_its_task_awake_and_one_among_others_does_not() {
         let (tx, rx) = oneshot::channel::<u8>();
-        let mut hurried = Hurry::new(rx);
+        // A window no preemption of the test thread outlasts.
+        let mut hurried = Hurry::within(rx, Duration::from_secs(60));
         let woken = std::sync::Arc::new(AtomicBool::new(false));
         let waker = waker_setting(woken.clone());
         let mut cx = Context::from_waker(&waker);
@@ -351,7 +361,7 @@ mod tests {
         );
         // A second request on this thread: the first stops asking.
         let (_tx2, rx2) = oneshot::channel::<u8>();
-        let other = Hurry::new(rx2);
+        let other = Hurry::within(rx2, Duration::from_secs(60));
         assert!(Pin::new(&mut hurried).poll(&mut cx).is_pending());
         assert!(!woken.swap(false, Ordering::SeqCst));
         drop(other);
