@@ -53,6 +53,8 @@
 //!   offsets inside a batch are contiguous, and batches follow each other without gaps.
 //! * The record section parses to exactly `records_count` records with no bytes left over.
 
+use std::mem::MaybeUninit;
+
 use super::compression::{self, Compression};
 
 /// The batch format this code writes and reads.
@@ -546,31 +548,61 @@ pub fn encode_record(
     headers: &[(&[u8], Option<&[u8]>)],
 ) {
     let body = record_body_len(offset_delta, key, value.len(), headers);
-    buf.reserve(body + MAX_VARINT_LEN);
-    // The fields before the key, and those between the key and the value, are gathered on
-    // the stack and appended at once: one length update and capacity check each, where
-    // pushing them one by one costs several per record (a noticeable part of encoding a
-    // batch of small records).
-    let mut fields = Fields::default();
-    fields.varint(body as i64);
-    fields.bytes(&[0, 0]); // attributes, timestamp delta 0
-    fields.varint(i64::from(offset_delta));
-    match key {
-        None => fields.varint(-1),
-        Some(key) => {
-            fields.varint(key.len() as i64);
-            buf.extend_from_slice(fields.take());
-            buf.extend_from_slice(key);
-        }
-    }
-    fields.varint(value.len() as i64);
-    buf.extend_from_slice(fields.take());
-    buf.extend_from_slice(value);
-    put_varint(buf, headers.len() as i64);
+    let len = varint_len(body as i64) + body;
+    buf.reserve(len);
+    // Written in place, into the room just reserved: pushing the fields one by one costs a
+    // length update and a capacity check each, and gathering them on the stack to append at
+    // once costs more (the copy's word-wide loads wait for the byte stores they span to reach
+    // the cache). Either was most of the time a batch of small records took to build: 21.5 µs
+    // for 1000 × 100 B gathered, 11.9 µs in place (`cargo bench --bench storage -- encode`).
+    let room = &mut buf.spare_capacity_mut()[..len];
+    let mut at = put_varint_at(room, 0, body as i64);
+    // Attributes (an int8) and the timestamp delta (a varint): both 0.
+    room[at].write(0);
+    room[at + 1].write(0);
+    at = put_varint_at(room, at + 2, i64::from(offset_delta));
+    at = put_bytes_at(room, at, key);
+    at = put_bytes_at(room, at, Some(value));
+    at = put_varint_at(room, at, headers.len() as i64);
     for (k, v) in headers {
-        put_bytes(buf, Some(k));
-        put_bytes(buf, *v);
+        at = put_bytes_at(room, at, Some(k));
+        at = put_bytes_at(room, at, *v);
     }
+    // Every byte of `room` was written: `record_body_len` counts exactly these fields.
+    assert_eq!(at, len, "a record's fields fill the length it was given");
+    // SAFETY: the `len` bytes after the initialised ones were all written above, and the
+    // capacity holds them (`reserve`).
+    unsafe { buf.set_len(buf.len() + len) };
+}
+
+/// Writes `v` as a zigzag varint into `room` at `at`; returns where it ends.
+#[inline]
+fn put_varint_at(room: &mut [MaybeUninit<u8>], mut at: usize, v: i64) -> usize {
+    let mut z = zigzag(v);
+    while z >= 0x80 {
+        room[at].write((z as u8) | 0x80);
+        at += 1;
+        z >>= 7;
+    }
+    room[at].write(z as u8);
+    at + 1
+}
+
+/// Writes `bytes` as a varint length (-1 for `None`) and the bytes into `room` at `at`;
+/// returns where they end.
+#[inline]
+fn put_bytes_at(room: &mut [MaybeUninit<u8>], at: usize, bytes: Option<&[u8]>) -> usize {
+    let Some(bytes) = bytes else {
+        return put_varint_at(room, at, -1);
+    };
+    let at = put_varint_at(room, at, bytes.len() as i64);
+    let slots = &mut room[at..at + bytes.len()];
+    // SAFETY: `slots` is `bytes.len()` bytes long, and a mutable borrow cannot overlap the
+    // shared `bytes` (`<[MaybeUninit<u8>]>::write_copy_of_slice` does this, since Rust 1.93).
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), slots.as_mut_ptr().cast(), bytes.len())
+    };
+    at + bytes.len()
 }
 
 /// One record of [`encode_client_batch`]: what a Kafka client's producer sends.
@@ -696,7 +728,16 @@ fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
 /// Bytes of `v` as a zigzag varint.
 #[inline]
 pub fn varint_len(v: i64) -> usize {
-    let bits = 64 - (zigzag(v) | 1).leading_zeros() as usize;
+    let z = zigzag(v);
+    // One and two bytes first: every length of a record up to 8 KiB, every delta in a batch
+    // of 8192 (a comparison is cheaper than the division below).
+    if z < 0x80 {
+        return 1;
+    }
+    if z < 0x4000 {
+        return 2;
+    }
+    let bits = 64 - z.leading_zeros() as usize;
     bits.div_ceil(7)
 }
 
@@ -710,50 +751,6 @@ pub(crate) const MAX_VARINT_LEN: usize = 10;
 #[inline]
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
-}
-
-/// A few varint fields of a record, built on the stack before they are appended together
-/// (see [`encode_record`]).
-struct Fields {
-    bytes: [u8; 4 * MAX_VARINT_LEN],
-    len: usize,
-}
-
-impl Default for Fields {
-    fn default() -> Self {
-        Fields {
-            bytes: [0; 4 * MAX_VARINT_LEN],
-            len: 0,
-        }
-    }
-}
-
-impl Fields {
-    /// Adds `v` as a zigzag varint (at most four of them between two `take`s).
-    #[inline]
-    fn varint(&mut self, v: i64) {
-        let mut z = zigzag(v);
-        while z >= 0x80 {
-            self.bytes[self.len] = (z as u8) | 0x80;
-            self.len += 1;
-            z >>= 7;
-        }
-        self.bytes[self.len] = z as u8;
-        self.len += 1;
-    }
-
-    #[inline]
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    /// The fields added since the last call, forgotten here.
-    #[inline]
-    fn take(&mut self) -> &[u8] {
-        let len = std::mem::take(&mut self.len);
-        &self.bytes[..len]
-    }
 }
 
 /// Appends `v` as a zigzag varint.

@@ -142,7 +142,11 @@ fn varints_round_trip_at_their_edges() {
         63,
         -64,
         64,
+        -65,
         8191,
+        -8192,
+        8192,
+        -8193,
         i32::MAX as i64,
         i32::MIN as i64,
     ] {
@@ -150,6 +154,11 @@ fn varints_round_trip_at_their_edges() {
         put_varint(&mut buf, v);
         assert_eq!(buf.len(), varint_len(v));
         assert_eq!(Cursor::new(&buf).varint(), Ok(v));
+    }
+    for v in [i64::MAX, i64::MIN] {
+        let mut buf = Vec::new();
+        put_varint(&mut buf, v);
+        assert_eq!(buf.len(), varint_len(v));
     }
     let mut long = Vec::new();
     put_varint(&mut long, i64::MIN);
@@ -167,7 +176,9 @@ fn record_len_is_what_encode_record_writes() {
         assert_eq!(buf.len(), record_len(delta, key, value, &headers));
         let record = parse_record(&buf).unwrap();
         assert_eq!((record.offset_delta, record.key), (delta, key));
-        assert_eq!(record.headers.len(), 2);
+        assert_eq!(record.value, Some(&vec![7; value][..]));
+        assert_eq!(record.headers.iter().collect::<Vec<_>>(), headers);
+        assert_eq!(record.encoded_len, buf.len());
     }
 }
 
