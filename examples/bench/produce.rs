@@ -11,10 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use nanokafka::NanoKafka;
+use nanokafka::storage::{LogConfig, PartitionLog, RetentionPolicy};
+use nanokafka::{FsyncPolicy, NanoKafka};
 
 use crate::harness::{
-    measured, payload, produce_batch, rate_for, record_batch, Meter, Rate, BATCH,
+    measured, payload, produce_batch, rate_for, record_batch, Meter, Rate, BATCH, RETENTION_BYTES,
 };
 
 /// Futures in flight in the pipelined measurement (its ≥ 1 M/s target is stated for 256).
@@ -81,6 +82,37 @@ pub fn batch(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
             .expect("produce_batch");
         deliveries.len() as u64
     })
+}
+
+/// [`batch`]'s work with no thread in between: this thread builds each batch and appends it
+/// with `PartitionLog::append_batch`, the storage engine a partition's actor owns (segments
+/// and retention as the broker's topics have them, rolled segments sealed on another
+/// thread). The most a caller making one `produce_batch` call at a time could get, whatever
+/// carries its batch to the partition's thread and the answer back.
+pub fn batch_on_one_thread(budget: Duration) -> Rate {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = LogConfig {
+        fsync: FsyncPolicy::Never,
+        retention: RetentionPolicy {
+            bytes: Some(RETENTION_BYTES),
+            ..RetentionPolicy::default()
+        },
+        ..LogConfig::default()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, now_ms()).expect("open a log");
+    rate_for(budget, || {
+        let mut batch = record_batch();
+        let appended = log.append_batch(&mut batch, now_ms()).expect("append");
+        appended.count
+    })
+}
+
+/// Milliseconds since the Unix epoch, as the broker stamps an append.
+fn now_ms() -> u64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970");
+    u64::try_from(since_epoch.as_millis()).expect("a clock before year 500 million")
 }
 
 /// As [`batch`], with [`BATCHES_IN_FLIGHT`] `AsyncNanoKafka::produce_batch` futures in

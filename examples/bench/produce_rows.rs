@@ -16,7 +16,7 @@ use crate::report::{Figure, Row, Target};
 pub const ALWAYS_PRODUCERS: usize = 8;
 /// Progress steps of [`measure_always`] and of [`measure_batches`].
 pub const ALWAYS_STEPS: usize = 2;
-pub const BATCH_STEPS: usize = 3;
+pub const BATCH_STEPS: usize = 4;
 
 /// The `FsyncPolicy::Always` figures, each broker row with the records one `fdatasync`
 /// covered.
@@ -89,6 +89,8 @@ fn per_sync(records: u64, syncs: u64) -> f64 {
 
 /// The batch-produce figures (`FsyncPolicy::Never`, one partition).
 pub struct BatchFigures {
+    /// The serial row's work on one thread: build, then `PartitionLog::append_batch`.
+    pub one_thread: Rate,
     pub serial: Rate,
     pub pipelined: Rate,
     pub raw: Rate,
@@ -103,6 +105,8 @@ pub fn measure_batches(budget: Duration, progress: &mut Progress) -> BatchFigure
             .delete_topic(topic)
             .expect("delete a batch row's topic")
     };
+    progress.step("produce: build + PartitionLog::append_batch on one thread, 1000 x 100 B");
+    let one_thread = produce::batch_on_one_thread(budget);
     progress.step("produce: produce_batch (RecordBatch), 1000 x 100 B per call");
     let serial = produce::batch(broker, never.topic("batch"), budget);
     done("batch");
@@ -112,6 +116,7 @@ pub fn measure_batches(budget: Duration, progress: &mut Progress) -> BatchFigure
     progress.step("produce: produce_batch_raw (Vec<ProduceRecord>), 1000 x 100 B per call");
     let raw = produce::batch_raw(broker, never.topic("batch-raw"), budget);
     BatchFigures {
+        one_thread,
         serial,
         pipelined,
         raw,
@@ -121,6 +126,15 @@ pub fn measure_batches(budget: Duration, progress: &mut Progress) -> BatchFigure
 /// The batch rows, held to the raw append baseline `raw_append` (labelled `raw_label`).
 pub fn batch_rows(figures: &BatchFigures, raw_label: &str, raw_append: f64) -> Vec<Row> {
     vec![
+        Row::Figure(
+            Figure::rate(
+                "produce_batch_one_thread",
+                "the same work on one thread: build + PartitionLog::append_batch (context: \
+                 the most a serial caller can get)",
+                figures.one_thread,
+            )
+            .vs(raw_label, raw_append),
+        ),
         Row::Figure(
             Figure::rate(
                 "produce_batch",
