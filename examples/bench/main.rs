@@ -29,6 +29,7 @@
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
 //! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
+//! - `NANOKAFKA_BENCH_ONLY=pipelined`: only the pipelined row (256 `produce_raw` in flight).
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`. A numeric variable that does
 //! not parse or is out of range ends the run at once, named, with exit code 2
@@ -138,6 +139,15 @@ fn main() {
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "neighbour") {
         return neighbour_only(budget);
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "pipelined") {
+        let broker = TempBroker::start(FsyncPolicy::Never);
+        let rate = produce::pipelined(&broker.broker, broker.topic("pipelined"), budget);
+        println!(
+            "pipelined, 256 in flight: {:.0} rec/s ({:.2} us CPU/rec)",
+            rate.per_sec, rate.cpu_us_per_record
+        );
+        return;
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "low_rate") {
         return low_rate_only(budget);
