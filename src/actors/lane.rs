@@ -85,6 +85,10 @@ struct LaneState {
     /// When the first of `waiters` was queued: the block timeout of the `Append` that carries
     /// them counts from there.
     queued_since: Option<Instant>,
+    /// Bytes of the last queue sent: the next one reserves as much as its first record
+    /// arrives, rather than growing to it by doubling (each step a copy of all of it; with
+    /// many produces in flight, most of what queueing a record cost).
+    last_queue_bytes: usize,
 }
 
 /// One produce waiting for its offsets: the next `count` records of an `Append`.
@@ -144,11 +148,16 @@ impl Lane {
                 std::mem::take(&mut state.waiters),
                 state.queued_since.replace(Instant::now()),
             );
+            state.last_queue_bytes = full.size_bytes();
             state.queued = batch;
             state.waiters.push(waiter);
             drop(state);
             self.send(full, waiters, since);
             return answer;
+        }
+        if state.waiters.is_empty() {
+            let room = state.last_queue_bytes;
+            state.queued.reserve_to(room);
         }
         state.queued.append(&batch);
         state.waiters.push(waiter);
@@ -195,6 +204,7 @@ impl Lane {
             std::mem::take(&mut state.waiters),
             state.queued_since.take(),
         );
+        state.last_queue_bytes = batch.size_bytes();
         drop(state);
         self.send(batch, waiters, since);
     }

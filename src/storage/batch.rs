@@ -224,11 +224,20 @@ impl RecordBatch {
     /// Each record as parsed from the buffer (every record in it was encoded by this type).
     pub(crate) fn views(&self) -> impl Iterator<Item = format::RecordView<'_>> + '_ {
         let mut at = HEADER_LEN;
-        std::iter::from_fn(move || {
+        // `count` records and no further: a parse past the last would fail, and a failed
+        // parse allocates its reason.
+        (0..self.count).map_while(move |_| {
             let view = format::parse_record(self.buf.get(at..)?).ok()?;
             at += view.encoded_len;
             Some(view)
         })
+    }
+
+    /// Makes room for the batch to grow to `bytes` on disk, header included, without
+    /// growing its buffer again (at most [`MAX_BATCH_BYTES`]).
+    pub(crate) fn reserve_to(&mut self, bytes: usize) {
+        let bytes = bytes.min(MAX_BATCH_BYTES);
+        self.buf.reserve(bytes.saturating_sub(self.buf.len()));
     }
 
     /// Moves `other`'s records to the end of this batch (re-encoded with their new offset

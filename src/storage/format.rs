@@ -596,6 +596,12 @@ fn put_bytes_at(room: &mut [MaybeUninit<u8>], at: usize, bytes: Option<&[u8]>) -
         return put_varint_at(room, at, -1);
     };
     let at = put_varint_at(room, at, bytes.len() as i64);
+    put_raw_at(room, at, bytes)
+}
+
+/// Copies `bytes` into `room` at `at`; returns where they end.
+#[inline]
+fn put_raw_at(room: &mut [MaybeUninit<u8>], at: usize, bytes: &[u8]) -> usize {
     let slots = &mut room[at..at + bytes.len()];
     // SAFETY: `slots` is `bytes.len()` bytes long, and a mutable borrow cannot overlap the
     // shared `bytes` (`<[MaybeUninit<u8>]>::write_copy_of_slice` does this, since Rust 1.93).
@@ -696,14 +702,21 @@ pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta:
         + bytes_len(record.value.map(<[u8]>::len))
         + varint_len(record.headers.len() as i64)
         + headers.len();
-    buf.reserve(body + MAX_VARINT_LEN);
-    put_varint(buf, body as i64);
-    buf.extend_from_slice(&[0, 0]);
-    put_varint(buf, i64::from(offset_delta));
-    put_bytes(buf, record.key);
-    put_bytes(buf, record.value);
-    put_varint(buf, record.headers.len() as i64);
-    buf.extend_from_slice(headers);
+    let len = varint_len(body as i64) + body;
+    buf.reserve(len);
+    // In place, as `encode_record` writes.
+    let room = &mut buf.spare_capacity_mut()[..len];
+    let mut at = put_varint_at(room, 0, body as i64);
+    room[at].write(0);
+    room[at + 1].write(0);
+    at = put_varint_at(room, at + 2, i64::from(offset_delta));
+    at = put_bytes_at(room, at, record.key);
+    at = put_bytes_at(room, at, record.value);
+    at = put_varint_at(room, at, record.headers.len() as i64);
+    at = put_raw_at(room, at, headers);
+    assert_eq!(at, len, "a record's fields fill the length it was given");
+    // SAFETY: as in `encode_record`: all `len` bytes were written, within the capacity.
+    unsafe { buf.set_len(buf.len() + len) };
 }
 
 #[inline]
