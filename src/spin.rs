@@ -17,6 +17,10 @@
 //!   the threads they wait for, and several may spin at once: four blocking producers on two
 //!   cores go faster spinning together than taking turns to sleep. (A busy phase before the
 //!   first yield, tried at 0.5 and 2 µs, halved a producer's rate beside a busy neighbour.)
+//!   A yield that stalls hands the core to a thread that does not yield back (a busy
+//!   neighbour, the kernel's write-back) for the rest of its time slice, and the scheduler
+//!   never moves a thread that only yields: so after such a yield the spinner sleeps once,
+//!   briefly, and the timer's wake-up places it on an idle core if there is one.
 //! - **Spin only when it pays.** A [`SpinHistory`] remembers whether the last wait was
 //!   answered within the spin window. When it was not, the next wait sleeps at once; when
 //!   sleeps turn out to have been short (the answer came within the window after all),
@@ -45,8 +49,17 @@ pub fn now_nanos() -> u64 {
     u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// A `sched_yield` that took this long gave the core to a thread that does not yield it
+/// back (a busy neighbour) for the rest of that thread's time slice.
+const STALLED_YIELD: Duration = Duration::from_micros(500);
+
 /// Spins until `done()` or until `window` has passed since `start`, yielding the core after
 /// every [`CHECKS_PER_YIELD`] checks. Returns whether `done()` came true.
+///
+/// After a yield that stalled ([`STALLED_YIELD`]), the spinner sleeps once, briefly: a
+/// spinner that only yields is never moved off a core it shares with a busy neighbour, and
+/// each of its yields then costs a time slice, while the timer's wake-up places it on an
+/// idle core if there is one.
 pub fn spin_until(start: Instant, window: Duration, mut done: impl FnMut() -> bool) -> bool {
     loop {
         for _ in 0..CHECKS_PER_YIELD {
@@ -55,10 +68,14 @@ pub fn spin_until(start: Instant, window: Duration, mut done: impl FnMut() -> bo
             }
             std::hint::spin_loop();
         }
-        if start.elapsed() >= window {
+        let yielded = Instant::now();
+        if yielded.duration_since(start) >= window {
             return done();
         }
         std::thread::yield_now();
+        if yielded.elapsed() >= STALLED_YIELD {
+            std::thread::sleep(Duration::from_micros(1));
+        }
     }
 }
 
