@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use nanokafka::clock::{Clock, SystemClock};
 use nanokafka::storage::{LogConfig, PartitionLog, RetentionPolicy};
 use nanokafka::{FsyncPolicy, NanoKafka};
 
@@ -99,20 +100,15 @@ pub fn batch_on_one_thread(budget: Duration) -> Rate {
         },
         ..LogConfig::default()
     };
-    let (mut log, _) = PartitionLog::open(dir.path(), config, now_ms()).expect("open a log");
+    let (mut log, _) =
+        PartitionLog::open(dir.path(), config, SystemClock.now_ms()).expect("open a log");
     rate_for(budget, || {
         let mut batch = record_batch();
-        let appended = log.append_batch(&mut batch, now_ms()).expect("append");
+        let appended = log
+            .append_batch(&mut batch, SystemClock.now_ms())
+            .expect("append");
         appended.count
     })
-}
-
-/// Milliseconds since the Unix epoch, as the broker stamps an append.
-fn now_ms() -> u64 {
-    let since_epoch = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("a clock after 1970");
-    u64::try_from(since_epoch.as_millis()).expect("a clock before year 500 million")
 }
 
 /// As [`batch`], with [`BATCHES_IN_FLIGHT`] `AsyncNanoKafka::produce_batch` futures in

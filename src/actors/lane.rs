@@ -85,9 +85,11 @@ struct LaneState {
     /// When the first of `waiters` was queued: the block timeout of the `Append` that carries
     /// them counts from there.
     queued_since: Option<Instant>,
-    /// Bytes of the last queue sent: the next one reserves as much as its first record
-    /// arrives, rather than growing to it by doubling (each step a copy of all of it; with
-    /// many produces in flight, most of what queueing a record cost).
+    /// Bytes of the last queue sent: the next one reserves as much (up to
+    /// [`MAX_QUEUED_BYTES`]: a large batch that went as a queue must not make every later
+    /// queue that large) as its first record arrives, rather than growing to it by doubling
+    /// (each step a copy of all of it; with many produces in flight, most of what queueing a
+    /// record cost).
     last_queue_bytes: usize,
 }
 
@@ -156,7 +158,7 @@ impl Lane {
             return answer;
         }
         if state.waiters.is_empty() {
-            let room = state.last_queue_bytes;
+            let room = state.last_queue_bytes.min(MAX_QUEUED_BYTES);
             state.queued.reserve_to(room);
         }
         state.queued.append(&batch);
