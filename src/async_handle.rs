@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
 use crate::actors::coordinator::{ConsumerPollGroup, FetchedBatch, PollGroup, PollPause};
-use crate::actors::lane::append_routed;
+use crate::actors::lane::{append_routed, Placed};
 use crate::actors::partition::CommitOffset;
 use crate::actors::topic::{
     check_max_records, ConsumerPollFetched, CrashTopic, GetGroupRoute, GetRoute, PollFetched,
@@ -406,8 +406,11 @@ impl AsyncNanoKafka {
     }
 
     async fn produce_one(&self, topic: &str, batch: RecordBatch) -> Result<Delivery> {
-        let deliveries = self.produce_batch(topic, None, batch).await?;
-        Ok(deliveries[0])
+        let placed = self.produce_placed(topic, None, batch).await?;
+        placed.first().ok_or_else(|| Error::Internal {
+            actor: format!("the produce to {topic}"),
+            reason: "one record produced, no delivery answered".to_owned(),
+        })
     }
 
     /// Produces many raw records in one request (one write per partition); `partition`
@@ -442,14 +445,33 @@ impl AsyncNanoKafka {
         partition: Option<u32>,
         batch: RecordBatch,
     ) -> Result<Vec<Delivery>> {
-        on_kafka!(self, |k| k.produce_batch(topic, partition, &batch).await);
+        let placed = self.produce_placed(topic, partition, batch).await?;
+        Ok(placed.into_deliveries())
+    }
+
+    /// [`AsyncNanoKafka::produce_batch`], answered with where the records went.
+    ///
+    /// Its future is small, and the direct route allocates nothing past the batch and the
+    /// lane's answer: a caller with hundreds of produces in flight moves and keeps each of
+    /// them. So the rare paths (the Kafka backend, a route not learned yet) are boxed.
+    async fn produce_placed(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        batch: RecordBatch,
+    ) -> Result<Placed> {
+        on_kafka!(self, |k| Box::pin(
+            k.produce_batch(topic, partition, &batch)
+        )
+        .await
+        .map(Placed::Each));
         // Nothing is awaited before the records are enqueued: that keeps the call order.
         match self.routes.path(topic, self.sequential) {
             ProducePath::Direct(route) => {
                 let limits = (route.lanes.len() as u32, route.limits);
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
                 let routes = route_batch(topic, limits, partition, &batch, next)?;
-                let appended = Box::pin(append_routed(&route.lanes, batch, routes));
+                let appended = append_routed(&route.lanes, batch, routes);
                 // The blocking handle spins in its own wait; an async caller's task is kept
                 // awake for a quick answer (see `Hurry`).
                 match self.sequential {
@@ -458,29 +480,43 @@ impl AsyncNanoKafka {
                 }
             }
             ProducePath::ViaBroker { ask_route } => {
-                let produce = ProduceBatch {
-                    topic: topic.to_owned(),
-                    partition,
-                    batch,
-                };
-                let request = self.addr.send(produce);
-                let result = request
-                    .await
-                    .map_err(|_| Error::BrokerStopped)
-                    .and_then(|r| r);
-                let learned = match ask_route {
-                    true => self
-                        .ask(GetRoute {
-                            topic: topic.to_owned(),
-                        })
-                        .await
-                        .ok(),
-                    false => None,
-                };
-                self.routes.finish_via_broker(topic, ask_route, learned);
-                result
+                let via_broker = self.produce_via_broker(topic, partition, batch, ask_route);
+                Box::pin(via_broker).await.map(Placed::Each)
             }
         }
+    }
+
+    /// A produce sent to the broker's actor, for a topic whose route this handle has not
+    /// learned yet (it asks for it afterwards when `ask_route`).
+    async fn produce_via_broker(
+        &self,
+        topic: &str,
+        partition: Option<u32>,
+        batch: RecordBatch,
+        ask_route: bool,
+    ) -> Result<Vec<Delivery>> {
+        let produce = ProduceBatch {
+            topic: topic.to_owned(),
+            partition,
+            batch,
+        };
+        let result = self
+            .addr
+            .send(produce)
+            .await
+            .map_err(|_| Error::BrokerStopped)
+            .and_then(|r| r);
+        let learned = match ask_route {
+            true => self
+                .ask(GetRoute {
+                    topic: topic.to_owned(),
+                })
+                .await
+                .ok(),
+            false => None,
+        };
+        self.routes.finish_via_broker(topic, ask_route, learned);
+        result
     }
 
     /// Joins `group` with the default round-robin assignor.

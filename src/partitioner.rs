@@ -42,18 +42,17 @@ pub fn partition_for_key(key: &[u8], partitions: u32) -> u32 {
 }
 
 /// The partition of each record of a batch: by key (`partition_for_key`) or, keyless,
-/// the next one `next_keyless` deals (round-robin).
-pub fn assign(
-    keys: impl IntoIterator<Item = Option<impl AsRef<[u8]>>>,
+/// the next one `next_keyless` deals (round-robin). Lazy: one `next_keyless` call per keyless
+/// record, as the partitions are taken.
+pub fn assign<K: AsRef<[u8]>>(
+    keys: impl IntoIterator<Item = Option<K>>,
     partitions: u32,
     mut next_keyless: impl FnMut() -> u32,
-) -> Vec<u32> {
-    keys.into_iter()
-        .map(|key| match key {
-            Some(key) => partition_for_key(key.as_ref(), partitions),
-            None => next_keyless() % partitions,
-        })
-        .collect()
+) -> impl Iterator<Item = u32> {
+    keys.into_iter().map(move |key| match key {
+        Some(key) => partition_for_key(key.as_ref(), partitions),
+        None => next_keyless() % partitions,
+    })
 }
 
 #[cfg(test)]
@@ -80,10 +79,11 @@ mod tests {
     fn keyless_records_take_turns_and_keyed_ones_follow_their_key() {
         let mut next = 0;
         let keys = [None, Some(&b"21"[..]), None, None];
-        let assigned = assign(keys, 3, || {
+        let assigned: Vec<u32> = assign(keys, 3, || {
             next += 1;
             next - 1
-        });
+        })
+        .collect();
         assert_eq!(assigned, vec![0, partition_for_key(b"21", 3), 1, 2]);
     }
 

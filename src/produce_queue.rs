@@ -47,6 +47,13 @@ const MERGE_MAX_BYTES: usize = 64 << 10;
 pub trait AppendAnswer: Sized {
     fn answer(self, result: Result<AppendInfo>);
 
+    /// [`AppendAnswer::answer`], giving back the batch that was written (emptied or not),
+    /// for the producer's next one; by default it is dropped.
+    fn answer_giving_back(self, result: Result<AppendInfo>, spent: RecordBatch) {
+        drop(spent);
+        self.answer(result);
+    }
+
     /// The answer to a Kafka client's batch; by default as [`AppendAnswer::answer`].
     fn answer_kafka(self, result: Result<KafkaAppend>) {
         self.answer(result.map(AppendInfo::from));
@@ -282,12 +289,19 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                             written = true;
                             self.metrics.produced(info.count, records.size_bytes());
                             let mut next = info.base_offset;
+                            // The buffer goes back to the first produce's sender, for its
+                            // next batch.
+                            let mut spent = Some(records);
                             for (reply, count) in group {
-                                reply.answer(Ok(AppendInfo {
+                                let answer = Ok(AppendInfo {
                                     base_offset: next,
                                     count,
                                     timestamp_ms: info.timestamp_ms,
-                                }));
+                                });
+                                match spent.take() {
+                                    Some(batch) => reply.answer_giving_back(answer, batch),
+                                    None => reply.answer(answer),
+                                }
                                 next += count;
                             }
                         }

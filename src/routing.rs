@@ -17,14 +17,25 @@ pub enum Routes {
 }
 
 impl Routes {
-    /// `All` when every record goes to the same partition (then the batch is not split).
-    pub fn simplified(self) -> Routes {
-        match self {
-            Routes::Each(each) if each.windows(2).all(|w| w[0] == w[1]) => each
-                .first()
-                .map_or(Routes::Each(Vec::new()), |&p| Routes::All(p)),
-            other => other,
+    /// `All` when every record goes to the same partition (then the batch is not split, and
+    /// nothing is allocated: the common case of one record, or of a one-partition topic),
+    /// else `Each`. No records: `Each` of none.
+    fn of(partitions: impl IntoIterator<Item = u32>) -> Routes {
+        let mut partitions = partitions.into_iter();
+        let Some(first) = partitions.next() else {
+            return Routes::Each(Vec::new());
+        };
+        let mut same = 1;
+        while let Some(p) = partitions.next() {
+            if p != first {
+                let mut each = vec![first; same];
+                each.push(p);
+                each.extend(partitions);
+                return Routes::Each(each);
+            }
+            same += 1;
         }
+        Routes::All(first)
     }
 }
 
@@ -78,7 +89,7 @@ pub fn route(
         Some(p) => Ok(Routes::All(p)),
         None => {
             let keys = batch.records().map(|r| r.key);
-            Ok(Routes::Each(partitioner::assign(keys, count, next_keyless)))
+            Ok(Routes::of(partitioner::assign(keys, count, next_keyless)))
         }
     }
 }
@@ -111,7 +122,34 @@ mod tests {
         .unwrap();
         let by_key = partitioner::partition_for_key(b"21", 4);
         assert_eq!(routes, Routes::Each(vec![by_key, 5 % 4, 6 % 4]));
-        assert_eq!(Routes::Each(vec![2, 2]).simplified(), Routes::All(2));
+    }
+
+    #[test]
+    fn records_that_all_go_to_one_partition_route_as_one() {
+        let none = || 0;
+        // One record, records of one key, and a topic of one partition.
+        let one = route("t", (4, LIMITS), None, &batch(&[Some(b"21")], 1), none).unwrap();
+        let by_key = partitioner::partition_for_key(b"21", 4);
+        assert_eq!(one, Routes::All(by_key));
+        let same_key = batch(&[Some(b"21"), Some(b"21"), Some(b"21")], 1);
+        assert_eq!(
+            route("t", (4, LIMITS), None, &same_key, none).unwrap(),
+            Routes::All(by_key)
+        );
+        let keyless = batch(&[None, None], 1);
+        assert_eq!(
+            route("t", (1, LIMITS), None, &keyless, || 7).unwrap(),
+            Routes::All(0)
+        );
+        // The first record that differs starts one route per record, earlier ones included.
+        let mut dealt = [2, 2, 1].into_iter();
+        let mut deal = || dealt.next().expect("three keyless records, three turns");
+        let turns = route("t", (3, LIMITS), None, &batch(&[None; 3], 1), &mut deal).unwrap();
+        assert_eq!(turns, Routes::Each(vec![2, 2, 1]));
+        assert_eq!(
+            route("t", (3, LIMITS), None, &RecordBatch::new(), none).unwrap(),
+            Routes::Each(Vec::new())
+        );
     }
 
     #[test]

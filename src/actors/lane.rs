@@ -25,7 +25,8 @@ use std::time::Instant;
 use actix::{Message, Recipient};
 use futures::channel::oneshot;
 
-use futures::future::{join_all, Either};
+use futures::future::Either;
+use futures::FutureExt;
 
 use super::io_thread::Doorbell;
 use crate::error::{Error, Result};
@@ -41,6 +42,15 @@ const MAX_QUEUED_BYTES: usize = 1 << 20;
 /// goes at once as another `Append` in flight instead of being copied into the queue (the
 /// partition's group commit does not merge batches past this size either).
 const ALONE_BYTES: usize = 64 << 10;
+
+/// The largest buffer a busy lane keeps for its next queue: the most a queue grows to
+/// ([`MAX_QUEUED_BYTES`], with the room doubling leaves). A larger batch (one sent alone) is
+/// freed once written.
+const SPARE_MAX_BYTES: usize = 2 * MAX_QUEUED_BYTES;
+
+/// The largest buffers a lane keeps once nothing of it is in flight: a partition that went
+/// quiet holds no memory of a burst.
+const IDLE_SPARE_BYTES: usize = 4 << 10;
 
 /// Append records. Sent with `do_send` by a [`Lane`] (the topic's and the handles'
 /// produces all go through one per partition); the answer goes to `reply`: where they went,
@@ -91,6 +101,55 @@ struct LaneState {
     /// (each step a copy of all of it; with many produces in flight, most of what queueing a
     /// record cost).
     last_queue_bytes: usize,
+    /// An answered `Append`'s batch and waiters' list, emptied and given back: the next queue
+    /// is built in them. So a lane's buffers go round between the caller's thread and the
+    /// partition's instead of being allocated on one and freed on the other, which with
+    /// glibc's per-thread arenas makes each free lock the other thread's arena (and wait
+    /// for it while that thread allocates).
+    spare: Option<RecordBatch>,
+    spare_waiters: Vec<Waiter>,
+}
+
+impl LaneState {
+    /// Takes what is queued (to send it). The next queue is `next` when given, else empty, in
+    /// the spare buffers.
+    fn take_queue(
+        &mut self,
+        next: Option<RecordBatch>,
+    ) -> (RecordBatch, Vec<Waiter>, Option<Instant>) {
+        let next = next.or_else(|| self.spare.take()).unwrap_or_default();
+        let batch = std::mem::replace(&mut self.queued, next);
+        let waiters = std::mem::replace(&mut self.waiters, std::mem::take(&mut self.spare_waiters));
+        self.last_queue_bytes = batch.size_bytes();
+        (batch, waiters, self.queued_since.take())
+    }
+
+    /// Keeps an answered `Append`'s buffers for the next queue (one of each is enough, up to
+    /// [`SPARE_MAX_BYTES`]).
+    fn keep_spares(&mut self, spent: Option<RecordBatch>, mut waiters: Vec<Waiter>) {
+        if let Some(mut spent) = spent.filter(|b| b.capacity() <= SPARE_MAX_BYTES) {
+            spent.clear();
+            self.spare.get_or_insert(spent);
+        }
+        if self.spare_waiters.capacity() == 0 {
+            waiters.clear();
+            self.spare_waiters = waiters;
+        }
+    }
+
+    /// Nothing of the lane is in flight: only small buffers are kept ([`IDLE_SPARE_BYTES`]).
+    fn trim_idle(&mut self) {
+        let large = |bytes: usize| bytes > IDLE_SPARE_BYTES;
+        if self.spare.as_ref().is_some_and(|b| large(b.capacity())) {
+            self.spare = None;
+        }
+        if large(self.queued.capacity()) {
+            self.queued = RecordBatch::default();
+        }
+        if large(self.spare_waiters.capacity() * std::mem::size_of::<Waiter>()) {
+            self.spare_waiters = Vec::new();
+        }
+    }
 }
 
 /// One produce waiting for its offsets: the next `count` records of an `Append`.
@@ -145,13 +204,8 @@ impl Lane {
         if full && !state.waiters.is_empty() {
             // A full queue goes now, as another Append in flight behind the others.
             state.in_flight += 1;
-            let (full, waiters, since) = (
-                std::mem::take(&mut state.queued),
-                std::mem::take(&mut state.waiters),
-                state.queued_since.replace(Instant::now()),
-            );
-            state.last_queue_bytes = full.size_bytes();
-            state.queued = batch;
+            let (full, waiters, since) = state.take_queue(Some(batch));
+            state.queued_since = Some(Instant::now());
             state.waiters.push(waiter);
             drop(state);
             self.send(full, waiters, since);
@@ -184,10 +238,16 @@ impl Lane {
     }
 
     /// An `Append` of this lane was answered: each of its produces gets its offsets (or the
-    /// error), then what queued meanwhile goes.
-    fn answered(self: &Arc<Self>, waiters: Vec<Waiter>, result: Result<AppendInfo>) {
+    /// error), then what queued meanwhile goes. `spent`: the `Append`'s batch, written and
+    /// given back.
+    fn answered(
+        self: &Arc<Self>,
+        mut waiters: Vec<Waiter>,
+        result: Result<AppendInfo>,
+        spent: Option<RecordBatch>,
+    ) {
         let mut next = result.as_ref().map_or(0, |info| info.base_offset);
-        for waiter in waiters {
+        for waiter in waiters.drain(..) {
             let own = result.clone().map(|info| AppendInfo {
                 base_offset: next,
                 count: waiter.count,
@@ -197,16 +257,15 @@ impl Lane {
             let _ = waiter.reply.send(own);
         }
         let mut state = self.state();
+        state.keep_spares(spent, waiters);
         if state.waiters.is_empty() {
             state.in_flight -= 1;
+            if state.in_flight == 0 {
+                state.trim_idle();
+            }
             return;
         }
-        let (batch, waiters, since) = (
-            std::mem::take(&mut state.queued),
-            std::mem::take(&mut state.waiters),
-            state.queued_since.take(),
-        );
-        state.last_queue_bytes = batch.size_bytes();
+        let (batch, waiters, since) = state.take_queue(None);
         drop(state);
         self.send(batch, waiters, since);
     }
@@ -235,8 +294,12 @@ pub struct AppendReply {
 impl AppendReply {
     /// Answers (consumes the reply).
     pub fn send(mut self, result: Result<AppendInfo>) {
+        self.finish(result, None);
+    }
+
+    fn finish(&mut self, result: Result<AppendInfo>, spent: Option<RecordBatch>) {
         if let Some(waiters) = self.waiters.take() {
-            self.lane.answered(waiters, result);
+            self.lane.answered(waiters, result, spent);
         }
     }
 }
@@ -245,76 +308,235 @@ impl crate::produce_queue::AppendAnswer for AppendReply {
     fn answer(self, result: Result<AppendInfo>) {
         self.send(result);
     }
+
+    fn answer_giving_back(mut self, result: Result<AppendInfo>, spent: RecordBatch) {
+        self.finish(result, Some(spent));
+    }
 }
 
 impl Drop for AppendReply {
     fn drop(&mut self) {
-        if let Some(waiters) = self.waiters.take() {
+        if self.waiters.is_some() {
             let error = self.lane.dropped();
-            self.lane.answered(waiters, Err(error));
+            self.finish(Err(error), None);
         }
     }
 }
 
-/// Hands each partition's lane its records (in their original order) and answers with one
-/// delivery per record, in the order given. Shared by the `TopicActor` and the handles'
-/// direct route.
+/// Where a produce's records went: one run of offsets in one partition (a pinned batch, a
+/// single record, a one-partition topic: nothing allocated for it), or one delivery per
+/// record, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placed {
+    Run {
+        partition: u32,
+        base_offset: u64,
+        count: u64,
+    },
+    Each(Vec<Delivery>),
+}
+
+impl Placed {
+    /// One delivery per record, in the order given.
+    pub fn into_deliveries(self) -> Vec<Delivery> {
+        match self {
+            Placed::Run {
+                partition,
+                base_offset,
+                count,
+            } => (base_offset..base_offset + count)
+                .map(|offset| Delivery { partition, offset })
+                .collect(),
+            Placed::Each(each) => each,
+        }
+    }
+
+    /// The first record's delivery (`None` for a produce of no records).
+    pub fn first(&self) -> Option<Delivery> {
+        match self {
+            Placed::Run {
+                partition,
+                base_offset,
+                count,
+            } => (*count > 0).then_some(Delivery {
+                partition: *partition,
+                offset: *base_offset,
+            }),
+            Placed::Each(each) => each.first().copied(),
+        }
+    }
+}
+
+/// Hands each partition's lane its records (in their original order) and answers where they
+/// went. Shared by the `TopicActor` and the handles' direct route.
 ///
 /// The records enter the lanes when this is called, not when the future is first polled: a
 /// caller's produces reach a partition in the order of its calls even when many are in
 /// flight and the runtime polls their futures in another order.
+///
+/// The common case (every record to one partition) is an `Unpin` future that allocates
+/// nothing: an awaited produce need not box it.
 pub fn append_routed(
     lanes: &[Arc<Lane>],
     batch: RecordBatch,
     routes: Routes,
-) -> impl std::future::Future<Output = Result<Vec<Delivery>>> + 'static {
-    let total = batch.len();
-    let send = |p: u32, batch: RecordBatch| {
-        let answer = lanes[p as usize].produce(batch);
-        // A lane answers every produce; a dropped answer means the lane went with the broker.
-        async move { answer.await.unwrap_or(Err(Error::BrokerStopped)) }
+) -> impl std::future::Future<Output = Result<Placed>> + Unpin + 'static {
+    let total = batch.len() as u64;
+    // A lane answers every produce; a dropped answer means the lane went with the broker.
+    let answered = |answer: Result<Result<AppendInfo>, oneshot::Canceled>| {
+        answer.unwrap_or(Err(Error::BrokerStopped))
     };
-    match routes.simplified() {
-        // The common case (a pinned batch, a single record, a one-partition topic): the batch
-        // goes as it is.
+    match routes {
+        // The batch goes as it is.
         Routes::All(p) => {
-            let answer = send(p, batch);
-            Either::Left(async move {
-                let base = answer.await?.base_offset;
-                Ok((0..total as u64)
-                    .map(|k| Delivery {
-                        partition: p,
-                        offset: base + k,
-                    })
-                    .collect())
-            })
+            let answer = lanes[p as usize].produce(batch);
+            Either::Left(answer.map(move |answer| {
+                answered(answer).map(|info| Placed::Run {
+                    partition: p,
+                    base_offset: info.base_offset,
+                    count: total,
+                })
+            }))
         }
         Routes::Each(each) => {
             let answers: Vec<_> = batch
                 .split(&each)
                 .into_iter()
-                .map(|(p, part, indexes)| {
-                    let answer = send(p, part);
-                    async move { (p, indexes, answer.await) }
-                })
+                .map(|(p, part, indexes)| (p, indexes, lanes[p as usize].produce(part)))
                 .collect();
-            Either::Right(async move {
+            Either::Right(Box::pin(async move {
                 let placeholder = Delivery {
                     partition: 0,
                     offset: 0,
                 };
-                let mut deliveries = vec![placeholder; total];
-                for (partition, indexes, result) in join_all(answers).await {
-                    let base = result?.base_offset;
-                    for (k, i) in indexes.into_iter().enumerate() {
-                        deliveries[i] = Delivery {
-                            partition,
-                            offset: base + k as u64,
-                        };
+                let mut deliveries = vec![placeholder; total as usize];
+                // Every part is answered before the produce is: a caller that retries after
+                // an error does not race parts still in flight.
+                let mut failed = None;
+                for (partition, indexes, answer) in answers {
+                    match answered(answer.await) {
+                        Ok(info) => {
+                            for (k, i) in indexes.into_iter().enumerate() {
+                                deliveries[i] = Delivery {
+                                    partition,
+                                    offset: info.base_offset + k as u64,
+                                };
+                            }
+                        }
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                        }
                     }
                 }
-                Ok(deliveries)
-            })
+                match failed {
+                    Some(e) => Err(e),
+                    None => Ok(Placed::Each(deliveries)),
+                }
+            }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter() -> Waiter {
+        Waiter {
+            count: 1,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn an_answered_appends_buffers_become_the_next_queue_emptied() {
+        let mut state = LaneState::default();
+        let mut spent = RecordBatch::new();
+        spent.push_raw(None, &[7; 1000]);
+        let (spent_buffer, spent_len) = (spent.bytes().as_ptr(), spent.size_bytes());
+        let mut waiters = Vec::with_capacity(16);
+        waiters.push(waiter());
+        let waiters_buffer = waiters.as_ptr();
+        state.keep_spares(Some(spent), waiters);
+
+        // Records queue behind an Append in flight, and go when it is answered.
+        state.queued.push_raw(None, b"queued");
+        state.waiters.push(waiter());
+        let (sent, sent_waiters, _) = state.take_queue(None);
+        assert_eq!((sent.len(), sent_waiters.len()), (1, 1));
+        assert_eq!(state.last_queue_bytes, sent.size_bytes());
+
+        // The next queue is the spent batch's buffer and the spent waiters' list, empty.
+        assert_eq!(state.queued.bytes().as_ptr(), spent_buffer);
+        assert!(state.queued.is_empty() && state.queued.size_bytes() < spent_len);
+        assert_eq!(state.waiters.as_ptr(), waiters_buffer);
+        assert!(state.waiters.is_empty());
+        assert!(state.spare.is_none() && state.spare_waiters.capacity() == 0);
+    }
+
+    #[test]
+    fn a_full_queue_is_followed_by_the_batch_that_did_not_fit_and_keeps_the_spares() {
+        let mut state = LaneState::default();
+        let mut spent = RecordBatch::new();
+        spent.push_raw(None, b"spent");
+        state.keep_spares(Some(spent), Vec::with_capacity(4));
+        state.queued.push_raw(None, b"full");
+        state.waiters.push(waiter());
+        let mut next = RecordBatch::new();
+        next.push_raw(None, b"next");
+        let (sent, _, _) = state.take_queue(Some(next.clone()));
+        assert_eq!(sent.records().next().unwrap().value, b"full");
+        assert_eq!(state.queued, next);
+        assert!(state.spare.is_some(), "kept for the queue after");
+    }
+
+    #[test]
+    fn a_lane_keeps_no_large_buffer_once_nothing_is_in_flight() {
+        let mut state = LaneState::default();
+        let batch_of = |bytes: usize| {
+            let mut batch = RecordBatch::new();
+            batch.push_raw(None, &vec![1; bytes]);
+            batch
+        };
+        // A batch past the busy cap is never kept.
+        state.keep_spares(Some(batch_of(SPARE_MAX_BYTES + 1)), Vec::new());
+        assert!(state.spare.is_none());
+        // A large one is kept while the lane is busy, and let go when it goes quiet.
+        state.keep_spares(Some(batch_of(IDLE_SPARE_BYTES * 4)), Vec::new());
+        assert!(state.spare.is_some());
+        state.queued = batch_of(IDLE_SPARE_BYTES * 4);
+        state.queued.clear();
+        state.trim_idle();
+        assert!(state.spare.is_none());
+        assert!(state.queued.capacity() <= IDLE_SPARE_BYTES && state.queued.is_empty());
+        // A small one stays for the next burst.
+        state.keep_spares(Some(batch_of(100)), Vec::with_capacity(4));
+        state.trim_idle();
+        assert!(state.spare.is_some() && state.spare_waiters.capacity() == 4);
+    }
+
+    #[test]
+    fn a_run_of_offsets_reads_as_one_delivery_per_record() {
+        let run = Placed::Run {
+            partition: 3,
+            base_offset: 10,
+            count: 3,
+        };
+        let at = |offset| Delivery {
+            partition: 3,
+            offset,
+        };
+        assert_eq!(run.first(), Some(at(10)));
+        assert_eq!(run.into_deliveries(), vec![at(10), at(11), at(12)]);
+        let none = Placed::Run {
+            partition: 0,
+            base_offset: 5,
+            count: 0,
+        };
+        assert_eq!(none.first(), None);
+        assert!(none.into_deliveries().is_empty());
+        let each = Placed::Each(vec![at(4), at(2)]);
+        assert_eq!(each.first(), Some(at(4)));
+        assert_eq!(each.into_deliveries(), vec![at(4), at(2)]);
     }
 }

@@ -42,7 +42,7 @@ use crate::metrics::{LagGauges, PartitionMetrics};
 use crate::partition::{Fetched, Partition};
 use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
-use crate::storage::{AppendInfo, KafkaAppend, LogConfig};
+use crate::storage::{AppendInfo, KafkaAppend, LogConfig, RecordBatch};
 use crate::types::PartitionStats;
 pub use offsets::{GetCommitted, SetCommitted};
 
@@ -173,6 +173,13 @@ impl AppendAnswer for ProduceReply {
                     duplicate: false,
                 }));
             }
+        }
+    }
+
+    fn answer_giving_back(self, result: Result<AppendInfo>, spent: RecordBatch) {
+        match self {
+            ProduceReply::Lane(reply) => reply.answer_giving_back(result, spent),
+            kafka => kafka.answer(result),
         }
     }
 

@@ -13,13 +13,14 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use futures::future::join_all;
+use futures::FutureExt;
 
 use super::coordinator::{
     Beat, CommitAsMember, ConsumerPollGroup, CoordinatorRef, CrashGroup, DescribeGroup,
     FetchedBatch, GroupCoordinatorActor, Join, Leave, PollGroup, PollPause,
 };
 use super::io_thread::IoThreadHandle;
-use super::lane::{append_routed, Lane};
+use super::lane::{append_routed, Lane, Placed};
 use super::partition::{
     AppendKafka, ClosePartition, CommitOffset, Crash, DescribePartition, FindOffset, GroupLag,
     PartitionActor, PartitionRef, RegisterGroup,
@@ -209,7 +210,10 @@ impl TopicActor {
             next.wrapping_sub(1)
         };
         match route(&self.name, limits, partition, &batch, next_keyless) {
-            Ok(routes) => Box::pin(append_routed(&self.lanes, batch, routes)),
+            Ok(routes) => Box::pin(
+                append_routed(&self.lanes, batch, routes)
+                    .map(|placed| placed.map(Placed::into_deliveries)),
+            ),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }

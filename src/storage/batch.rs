@@ -206,6 +206,11 @@ impl RecordBatch {
         self.max_record_len
     }
 
+    /// Bytes the batch holds room for without growing.
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
         self.buf.truncate(HEADER_LEN);
