@@ -30,6 +30,8 @@
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
 //! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
 //! - `NANOKAFKA_BENCH_ONLY=pipelined`: only the pipelined row (256 `produce_raw` in flight).
+//! - `NANOKAFKA_BENCH_ONLY=partitions`: only the rows of one thread over 1 and 4 partitions
+//!   and four threads over 4.
 //!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`. A numeric variable that does
 //! not parse or is out of range ends the run at once, named, with exit code 2
@@ -136,6 +138,9 @@ fn main() {
             idle.wall.as_secs_f64()
         );
         return;
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "partitions") {
+        return partitions_only(budget);
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "neighbour") {
         return neighbour_only(budget);
@@ -747,6 +752,26 @@ fn neighbour_only(budget: Duration) {
         one.per_sec,
         one.cpu_us_per_record,
         neighbour.per_sec / one.per_sec
+    );
+}
+
+/// `NANOKAFKA_BENCH_ONLY=partitions`: one blocking thread over 1 and over 4 partitions, and
+/// four threads over 4, as the full run measures them (the no-collapse targets).
+fn partitions_only(budget: Duration) {
+    let never = TempBroker::start(FsyncPolicy::Never);
+    let broker = &never.broker;
+    let one = produce::blocking_threads(broker, never.topic("one-thread"), 1, budget);
+    let one_of_four = produce::blocking_threads(broker, never.partitioned("one-4p", 4), 1, budget);
+    let four_of_four =
+        produce::blocking_threads(broker, never.partitioned("four-4p", 4), 4, budget);
+    println!(
+        "1 thread, 1 partition: {:.0} rec/s ({:.1} us CPU/rec); 1 thread over 4: {:.3}x \
+         (CPU {:.2}x); 4 threads over 4: {:.3}x",
+        one.per_sec,
+        one.cpu_us_per_record,
+        one_of_four.per_sec / one.per_sec,
+        one_of_four.cpu_us_per_record / one.cpu_us_per_record,
+        four_of_four.per_sec / one.per_sec
     );
 }
 
