@@ -226,11 +226,40 @@ impl Rate {
     }
 }
 
+/// Records handled and the wall and CPU time they took: the slices of one measurement add up
+/// (see `produce::interleaved`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tally {
+    pub records: u64,
+    pub usage: Usage,
+}
+
+impl Tally {
+    pub fn rate(&self) -> Rate {
+        Rate::of(self.records, self.usage)
+    }
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, other: Tally) {
+        self.records += other.records;
+        self.usage += other.usage;
+    }
+}
+
 /// Runs `run`, which returns the records it handled, and meters exactly that call.
-pub fn measured(run: impl FnOnce() -> u64) -> Rate {
+pub fn tallied(run: impl FnOnce() -> u64) -> Tally {
     let meter = Meter::start();
     let records = run();
-    meter.rate(records)
+    Tally {
+        records,
+        usage: meter.usage(),
+    }
+}
+
+/// [`tallied`], as a rate.
+pub fn measured(run: impl FnOnce() -> u64) -> Rate {
+    tallied(run).rate()
 }
 
 /// Calls `round` until `budget` has passed; each call returns the records it handled.

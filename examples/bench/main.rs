@@ -172,7 +172,7 @@ fn main() {
         return;
     }
     let mut progress =
-        Progress::new(23 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+        Progress::new(20 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -186,17 +186,14 @@ fn main() {
 
     let never = TempBroker::start(FsyncPolicy::Never);
     let broker = &never.broker;
-    progress.step("produce: one blocking thread, produce_raw");
-    let one = produce::blocking_threads(broker, never.topic("one-thread"), 1, budget);
     progress.step("produce: four blocking threads, produce_raw");
     let four = produce::blocking_threads(broker, never.topic("four-threads"), 4, budget);
-    progress.step("produce: one blocking thread beside a thread spinning on an atomic flag");
-    let neighbour = produce::with_busy_neighbour(broker, never.topic("busy-neighbour"), budget);
-    progress.step("produce: one blocking thread, keyless, over 4 partitions");
-    let one_of_four = produce::blocking_threads(broker, never.partitioned("one-4p", 4), 1, budget);
-    progress.step("produce: four blocking threads, keyless, over 4 partitions");
-    let four_of_four =
-        produce::blocking_threads(broker, never.partitioned("four-4p", 4), 4, budget);
+    progress.step(&format!(
+        "produce, in {} turns: one blocking thread (1 partition; beside a thread spinning on \
+         an atomic flag; keyless over 4 partitions), four over 4 partitions",
+        produce::SLICES
+    ));
+    let [one, neighbour, one_of_four, four_of_four] = one_thread_rows(&never, budget);
     progress.step("produce: pipelined AsyncNanoKafka::produce_raw from an actix System");
     let pipelined = produce::pipelined(broker, never.topic("pipelined"), budget);
     // The rows above leave up to a gigabyte of page cache. Deleted, it is freed unwritten, so
@@ -740,10 +737,8 @@ fn low_rate_only(budget: Duration) {
 /// `NANOKAFKA_BENCH_ONLY=neighbour`: one blocking producer alone, then beside a busy
 /// neighbour, one line (the busy-neighbour row and its baseline).
 fn neighbour_only(budget: Duration) {
-    let broker = TempBroker::start(FsyncPolicy::Never);
-    let one = produce::blocking_threads(&broker.broker, broker.topic("one-thread"), 1, budget);
-    let topic = broker.topic("busy-neighbour");
-    let neighbour = produce::with_busy_neighbour(&broker.broker, topic, budget);
+    let never = TempBroker::start(FsyncPolicy::Never);
+    let [one, neighbour, ..] = one_thread_rows(&never, budget);
     println!(
         "busy neighbour: {:.0} rec/s ({:.1} us CPU/rec); alone: {:.0} rec/s ({:.1} us CPU/rec); \
          ratio {:.3}",
@@ -755,15 +750,33 @@ fn neighbour_only(budget: Duration) {
     );
 }
 
+/// The rows whose ratios are to one blocking thread over one partition, measured in turns
+/// ([`produce::interleaved`]): that thread, the same beside a busy neighbour, one thread over
+/// 4 partitions, four threads over 4.
+fn one_thread_rows(never: &TempBroker, budget: Duration) -> [harness::Rate; 4] {
+    let broker = &never.broker;
+    let (one, neighbour) = (never.topic("one-thread"), never.topic("busy-neighbour"));
+    let (one_4p, four_4p) = (
+        never.partitioned("one-4p", 4),
+        never.partitioned("four-4p", 4),
+    );
+    let rates = produce::interleaved(
+        budget,
+        &[
+            &|slice| produce::blocking_tally(broker, one, 1, slice),
+            &|slice| produce::with_busy_neighbour(broker, neighbour, slice),
+            &|slice| produce::blocking_tally(broker, one_4p, 1, slice),
+            &|slice| produce::blocking_tally(broker, four_4p, 4, slice),
+        ],
+    );
+    [rates[0], rates[1], rates[2], rates[3]]
+}
+
 /// `NANOKAFKA_BENCH_ONLY=partitions`: one blocking thread over 1 and over 4 partitions, and
 /// four threads over 4, as the full run measures them (the no-collapse targets).
 fn partitions_only(budget: Duration) {
     let never = TempBroker::start(FsyncPolicy::Never);
-    let broker = &never.broker;
-    let one = produce::blocking_threads(broker, never.topic("one-thread"), 1, budget);
-    let one_of_four = produce::blocking_threads(broker, never.partitioned("one-4p", 4), 1, budget);
-    let four_of_four =
-        produce::blocking_threads(broker, never.partitioned("four-4p", 4), 4, budget);
+    let [one, _, one_of_four, four_of_four] = one_thread_rows(&never, budget);
     println!(
         "1 thread, 1 partition: {:.0} rec/s ({:.1} us CPU/rec); 1 thread over 4: {:.3}x \
          (CPU {:.2}x); 4 threads over 4: {:.3}x",

@@ -16,7 +16,8 @@ use nanokafka::storage::{LogConfig, PartitionLog, RetentionPolicy};
 use nanokafka::{FsyncPolicy, NanoKafka};
 
 use crate::harness::{
-    measured, payload, produce_batch, rate_for, record_batch, Meter, Rate, BATCH, RETENTION_BYTES,
+    payload, produce_batch, rate_for, record_batch, tallied, Meter, Rate, Tally, BATCH,
+    RETENTION_BYTES,
 };
 
 /// Futures in flight in the pipelined measurement (its ≥ 1 M/s target is stated for 256).
@@ -31,12 +32,35 @@ const BATCH_ROUND: usize = 64;
 
 /// `threads` blocking threads, each calling `produce_raw` with one 100-byte record at a time.
 pub fn blocking_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Rate {
+    blocking_tally(broker, topic, threads, budget).rate()
+}
+
+/// [`blocking_threads`], as records and usage (a slice of an [`interleaved`] measurement).
+pub fn blocking_tally(broker: &NanoKafka, topic: &str, threads: usize, budget: Duration) -> Tally {
     threaded(threads, budget, || {
         broker
             .produce_raw(topic, None, payload())
             .expect("produce_raw");
         1
     })
+}
+
+/// Slices each run of an [`interleaved`] measurement is cut into.
+pub const SLICES: u32 = 4;
+
+/// Measures `runs` in turns, each for `budget / SLICES` at a time, [`SLICES`] times over: each
+/// rate is over all the slices of its run. On this shared VM the host changes speed for
+/// seconds at a time, so runs measured one after the other can each catch another state of
+/// it, and their ratio then measures the host. In turns, every run sees the same states.
+pub fn interleaved(budget: Duration, runs: &[&dyn Fn(Duration) -> Tally]) -> Vec<Rate> {
+    let slice = budget / SLICES;
+    let mut tallies = vec![Tally::default(); runs.len()];
+    for _ in 0..SLICES {
+        for (run, tally) in runs.iter().zip(&mut tallies) {
+            *tally += run(slice);
+        }
+    }
+    tallies.iter().map(Tally::rate).collect()
 }
 
 /// `threads` blocking threads, each calling `produce_batch` with a [`BATCH`]-record batch.
@@ -47,12 +71,13 @@ pub fn batch_threads(broker: &NanoKafka, topic: &str, threads: usize, budget: Du
             .expect("produce_batch");
         BATCH as u64
     })
+    .rate()
 }
 
 /// `threads` threads each repeating `produce` (which returns the records it produced) until
-/// `budget` has passed; the rate of all of them together.
-fn threaded(threads: usize, budget: Duration, produce: impl Fn() -> u64 + Sync) -> Rate {
-    measured(|| {
+/// `budget` has passed; the records of all of them together, and their usage.
+fn threaded(threads: usize, budget: Duration, produce: impl Fn() -> u64 + Sync) -> Tally {
+    tallied(|| {
         let start = Instant::now();
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
@@ -212,7 +237,7 @@ pub fn pipelined(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
 
 /// [`blocking_threads`] with one thread while another thread of the process spins on an atomic
 /// flag until the measurement is over. The CPU per record includes the spinner's core.
-pub fn with_busy_neighbour(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
+pub fn with_busy_neighbour(broker: &NanoKafka, topic: &str, budget: Duration) -> Tally {
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| {
@@ -220,8 +245,8 @@ pub fn with_busy_neighbour(broker: &NanoKafka, topic: &str, budget: Duration) ->
                 std::hint::spin_loop();
             }
         });
-        let rate = blocking_threads(broker, topic, 1, budget);
+        let tally = blocking_tally(broker, topic, 1, budget);
         stop.store(true, Ordering::Relaxed);
-        rate
+        tally
     })
 }
