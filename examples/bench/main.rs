@@ -33,6 +33,10 @@
 //! - `NANOKAFKA_BENCH_ONLY=partitions`: only the rows of one thread over 1 and 4 partitions
 //!   and four threads over 4.
 //!
+//! The rows compared with one blocking thread over one partition (beside a busy neighbour,
+//! over 4 partitions, four threads over 4) are measured in turns with it
+//! (`produce::interleaved`), in the full run and in both switches above.
+//!
 //! The idle row watches for `min(5 s, 2 × NANOKAFKA_BENCH_SECS)`. A numeric variable that does
 //! not parse or is out of range ends the run at once, named, with exit code 2
 //! (`harness::env_number`).
@@ -734,8 +738,9 @@ fn low_rate_only(budget: Duration) {
     );
 }
 
-/// `NANOKAFKA_BENCH_ONLY=neighbour`: one blocking producer alone, then beside a busy
-/// neighbour, one line (the busy-neighbour row and its baseline).
+/// `NANOKAFKA_BENCH_ONLY=neighbour`: one blocking producer alone and beside a busy
+/// neighbour, one line (the busy-neighbour row and its baseline, measured in turns with the
+/// rows over 4 partitions, as in the full run).
 fn neighbour_only(budget: Duration) {
     let never = TempBroker::start(FsyncPolicy::Never);
     let [one, neighbour, ..] = one_thread_rows(&never, budget);
@@ -773,7 +778,8 @@ fn one_thread_rows(never: &TempBroker, budget: Duration) -> [harness::Rate; 4] {
 }
 
 /// `NANOKAFKA_BENCH_ONLY=partitions`: one blocking thread over 1 and over 4 partitions, and
-/// four threads over 4, as the full run measures them (the no-collapse targets).
+/// four threads over 4, as the full run measures them (the no-collapse targets; in turns with
+/// the busy-neighbour row, which is not printed).
 fn partitions_only(budget: Duration) {
     let never = TempBroker::start(FsyncPolicy::Never);
     let [one, _, one_of_four, four_of_four] = one_thread_rows(&never, budget);
