@@ -765,16 +765,15 @@ fn one_thread_rows(never: &TempBroker, budget: Duration) -> [harness::Rate; 4] {
         never.partitioned("one-4p", 4),
         never.partitioned("four-4p", 4),
     );
-    let rates = produce::interleaved(
+    produce::interleaved(
         budget,
-        &[
+        [
             &|slice| produce::blocking_tally(broker, one, 1, slice),
             &|slice| produce::with_busy_neighbour(broker, neighbour, slice),
             &|slice| produce::blocking_tally(broker, one_4p, 1, slice),
             &|slice| produce::blocking_tally(broker, four_4p, 4, slice),
         ],
-    );
-    [rates[0], rates[1], rates[2], rates[3]]
+    )
 }
 
 /// `NANOKAFKA_BENCH_ONLY=partitions`: one blocking thread over 1 and over 4 partitions, and

@@ -52,15 +52,18 @@ pub const SLICES: u32 = 4;
 /// rate is over all the slices of its run. On this shared VM the host changes speed for
 /// seconds at a time, so runs measured one after the other can each catch another state of
 /// it, and their ratio then measures the host. In turns, every run sees the same states.
-pub fn interleaved(budget: Duration, runs: &[&dyn Fn(Duration) -> Tally]) -> Vec<Rate> {
+pub fn interleaved<const N: usize>(
+    budget: Duration,
+    runs: [&dyn Fn(Duration) -> Tally; N],
+) -> [Rate; N] {
     let slice = budget / SLICES;
-    let mut tallies = vec![Tally::default(); runs.len()];
+    let mut tallies = [Tally::default(); N];
     for _ in 0..SLICES {
         for (run, tally) in runs.iter().zip(&mut tallies) {
             *tally += run(slice);
         }
     }
-    tallies.iter().map(Tally::rate).collect()
+    tallies.map(|tally| tally.rate())
 }
 
 /// `threads` blocking threads, each calling `produce_batch` with a [`BATCH`]-record batch.
