@@ -8,8 +8,9 @@
 //! batch to append: [`Patience::append`]), yields the core between short rounds of checks,
 //! and is skipped while this thread's spins have not been paying (see `crate::spin`); a
 //! caller waiting for an fsync or a long poll parks and burns no CPU. A long poll's thread is
-//! woken early by the partition an append reaches, and spins the rest of the way (see
-//! [`block_on_with`]).
+//! woken early, by the producer as it sends an append to a partition the poll waits at (or by
+//! the partition as the append arrives), and spins the rest of the way (see
+//! [`block_on_with`] and [`EarlyWake`]).
 
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -97,10 +98,11 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// Runs `future` to completion on this thread, waiting between polls as `patience` says.
 ///
 /// A long poll (`Patience::Park`) makes its waker available to the requests it sends
-/// ([`long_poll_waker`]), so that a partition can wake this thread as soon as an append
-/// reaches it, before answering: woken with no answer yet, the thread spins for it
-/// ([`Patience::ROUND_TRIP`]) before it parks again. Waking a parked thread costs tens of
-/// microseconds on a virtual machine; this way they pass while the partition writes.
+/// ([`long_poll_waker`]), so that an append sent to a partition it waits at can wake this
+/// thread at once, before it is written and the poll answered: woken with no answer yet, the
+/// thread spins for it ([`Patience::ROUND_TRIP`]) before it parks again. Waking a parked
+/// thread costs tens of microseconds on a virtual machine; this way they pass while the
+/// partition's thread wakes and writes.
 pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Output {
     let mut future = pin!(future);
     let signal = Arc::new(ThreadWaker {
@@ -142,6 +144,35 @@ fn poll_long_poll<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<
 /// request it sends may hand it to the partitions it waits at (`PollPause::early_wake`).
 pub(crate) fn long_poll_waker() -> Option<Waker> {
     LONG_POLL_WAKER.with(|w| w.borrow().clone())
+}
+
+/// A long poll's early wake-up for one round of its waits (`WaitForData::early_wake`): the
+/// poll's waker, woken at most once however many partitions, and their producers, fire it.
+/// A second early wake would end the thread's spin for an answer that is on its way and
+/// make it park again ([`block_on_with`]), so the first one to fire spends it.
+#[derive(Debug, Clone)]
+pub struct EarlyWake(Arc<EarlyWakeState>);
+
+#[derive(Debug)]
+struct EarlyWakeState {
+    spent: AtomicBool,
+    waker: Waker,
+}
+
+impl EarlyWake {
+    pub fn new(waker: Waker) -> Self {
+        EarlyWake(Arc::new(EarlyWakeState {
+            spent: AtomicBool::new(false),
+            waker,
+        }))
+    }
+
+    /// Wakes the poll's thread, unless this was fired before.
+    pub fn fire(&self) {
+        if !self.0.spent.swap(true, Ordering::AcqRel) {
+            self.0.waker.wake_by_ref();
+        }
+    }
 }
 
 /// Threads spinning in [`wait`] right now.

@@ -25,7 +25,7 @@
 //! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
 //! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency rows of the default policy
-//!   (`poll_batch_raw`, then a `Consumer`).
+//!   (`poll_batch_raw`, then a `Consumer`) and their crossbeam baseline.
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
 //! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
@@ -130,6 +130,14 @@ fn main() {
         println!(
             "e2e through a Consumer: p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us CPU/rec",
             typed.p50_us, typed.p99_us, typed.p999_us, typed.cpu_us_per_record
+        );
+        let channel = latency::channel_e2e(LATENCY_RATE, latency_run);
+        println!(
+            "crossbeam channel: p50 {:.1} us, p99 {:.0} us, {:.2} us CPU/rec; e2e p50 ratio {:.2}",
+            channel.p50_us,
+            channel.p99_us,
+            channel.cpu_us_per_record,
+            e2e.p50_us / channel.p50_us
         );
         return;
     }

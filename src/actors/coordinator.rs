@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
 use crate::partition::Fetched;
 use crate::types::GroupStats;
+use crate::wait::EarlyWake;
 
 mod alter;
 mod delete;
@@ -71,7 +72,7 @@ pub struct PollGroup {
     pub member: String,
     pub max_records: usize,
     pub wait: Option<Duration>,
-    /// Woken by a partition of the poll as soon as an append reaches it while the poll waits
+    /// Woken as soon as an append is sent to a partition of the poll while the poll waits
     /// (see [`PollPause::early_wake`]).
     pub early_wake: Option<Waker>,
 }
@@ -124,11 +125,11 @@ pub struct PollPause {
     /// data is, so nothing is missed, and a poll that finds nothing costs one parallel round
     /// of waits instead of a fetch of each partition in turn and then the waits.
     pub wait_first: bool,
-    /// A blocking caller's thread, woken by a partition as soon as an append reaches it while
-    /// the poll waits there, before the append is written and the poll answered: the thread,
-    /// which may take tens of microseconds to be scheduled on an idle core, wakes while the
-    /// partition writes, then spins the few microseconds until its answer
-    /// (`wait::block_on_with`).
+    /// A blocking caller's thread, woken as soon as an append is sent to a partition the poll
+    /// waits at (`lane::ParkedPolls`), before the append is written and the poll answered:
+    /// the thread, which may take tens of microseconds to be scheduled on an idle core, wakes
+    /// while the partition's thread wakes and writes, then spins the few microseconds until
+    /// its answer (`wait::block_on_with`).
     pub early_wake: Option<Waker>,
 }
 
@@ -576,6 +577,8 @@ async fn poll_partitions(
             },
         };
         let claimed = Arc::new(AtomicBool::new(false));
+        // One early wake-up for the round: the first partition to fire it spends it.
+        let early_wake = plan.early_wake.clone().map(EarlyWake::new);
         let waits = plan.targets.iter().map(|&(p, from)| {
             let (wake, woken) = oneshot::channel();
             plan.partitions[p as usize].do_send(WaitForData {
@@ -584,7 +587,7 @@ async fn poll_partitions(
                 max_records,
                 claimed: claimed.clone(),
                 wake,
-                early_wake: plan.early_wake.clone(),
+                early_wake: early_wake.clone(),
             });
             // Dropped unanswered (closed mailbox, panicked handler): the fetch meets it.
             woken.map(|answer| match answer {

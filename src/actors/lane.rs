@@ -19,6 +19,7 @@
 //! unanswered (a restart, the broker stopping) answers with the error and drives the lane all
 //! the same, so a lane never stalls.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -33,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::routing::Routes;
 use crate::storage::{AppendInfo, RecordBatch};
 use crate::types::Delivery;
+use crate::wait::EarlyWake;
 
 /// A queue this large (on disk) is sent as another `Append` in flight rather than grown: the
 /// group commit writes at most about this much at once.
@@ -74,6 +76,45 @@ impl Message for Append {
     type Result = ();
 }
 
+/// The early wake-ups of the blocking long polls parked at one partition
+/// (`WaitForData::early_wake`). The partition lists them as polls park there and clears the
+/// list once it has answered them; its lane fires them as it sends an `Append`, and the
+/// partition again as the `Append` arrives (for appends that come another way, and for a
+/// poll that parked in between). Each fires once.
+///
+/// Why the lane: at a trickle, the partition's thread and a caught-up consumer's both sleep
+/// between records, and waking a sleeping thread takes tens of microseconds on a virtual
+/// machine. Fired by the partition, the consumer's wake-up began only once the partition's
+/// had ended; fired by the producer, the two pass at once, and the consumer spins the rest
+/// of the way to its answer (`wait::block_on_with`).
+#[derive(Debug, Default)]
+pub struct ParkedPolls {
+    /// The list holds wake-ups not fired yet: a produce checks this, not the lock.
+    armed: AtomicBool,
+    listed: Mutex<Vec<EarlyWake>>,
+}
+
+impl ParkedPolls {
+    fn listed(&self) -> MutexGuard<'_, Vec<EarlyWake>> {
+        self.listed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Lists `wakes`, those of the polls parked now, in place of the earlier list.
+    pub fn list(&self, wakes: impl IntoIterator<Item = EarlyWake>) {
+        let mut listed = self.listed();
+        listed.clear();
+        listed.extend(wakes);
+        self.armed.store(!listed.is_empty(), Ordering::Release);
+    }
+
+    /// Fires the listed wake-ups (those fired before stay spent).
+    pub fn fire(&self) {
+        if self.armed.swap(false, Ordering::AcqRel) {
+            self.listed().iter().for_each(EarlyWake::fire);
+        }
+    }
+}
+
 /// One partition's produce lane; see the module docs. Shared by the topic and the handles.
 #[derive(Debug)]
 pub struct Lane {
@@ -82,6 +123,8 @@ pub struct Lane {
     /// The partition's actor, and its I/O thread's doorbell, rung after each `Append`.
     addr: Recipient<Append>,
     doorbell: Arc<Doorbell>,
+    /// The long polls parked at the partition, woken as an `Append` goes.
+    parked: Arc<ParkedPolls>,
     state: Mutex<LaneState>,
 }
 
@@ -165,12 +208,14 @@ impl Lane {
         partition: u32,
         addr: Recipient<Append>,
         doorbell: Arc<Doorbell>,
+        parked: Arc<ParkedPolls>,
     ) -> Self {
         Lane {
             topic,
             partition,
             addr,
             doorbell,
+            parked,
             state: Mutex::default(),
         }
     }
@@ -222,8 +267,8 @@ impl Lane {
     }
 
     /// Sends one `Append` for `waiters` (queued since `since`, if they waited), ringing the
-    /// partition's thread. Never called with the state locked: a failed send answers (and so
-    /// locks) at once.
+    /// partition's thread, then wakes the long polls parked there (see [`ParkedPolls`]).
+    /// Never called with the state locked: a failed send answers (and so locks) at once.
     fn send(self: &Arc<Self>, batch: RecordBatch, waiters: Vec<Waiter>, since: Option<Instant>) {
         let reply = AppendReply {
             lane: self.clone(),
@@ -235,6 +280,7 @@ impl Lane {
             since,
         });
         self.doorbell.ring();
+        self.parked.fire();
     }
 
     /// An `Append` of this lane was answered: each of its produces gets its offsets (or the
@@ -538,5 +584,101 @@ mod tests {
         let each = Placed::Each(vec![at(4), at(2)]);
         assert_eq!(each.first(), Some(at(4)));
         assert_eq!(each.into_deliveries(), vec![at(4), at(2)]);
+    }
+
+    /// A waker that counts its wakes.
+    #[derive(Default)]
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counted() -> (Arc<Counted>, EarlyWake) {
+        let count = Arc::new(Counted::default());
+        (count.clone(), EarlyWake::new(count.into()))
+    }
+
+    fn wakes(count: &Counted) -> usize {
+        count.0.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn parked_polls_are_each_woken_once_and_a_cleared_list_wakes_none() {
+        let parked = ParkedPolls::default();
+        parked.fire();
+        let ((a, wake_a), (b, wake_b)) = (counted(), counted());
+        parked.list([wake_a.clone(), wake_b]);
+        parked.fire();
+        parked.fire();
+        assert_eq!((wakes(&a), wakes(&b)), (1, 1));
+
+        // A poll that parks later is listed with the earlier ones: only it is woken.
+        let (c, wake_c) = counted();
+        parked.list([wake_a.clone(), wake_c]);
+        parked.fire();
+        assert_eq!(
+            (wakes(&a), wakes(&c)),
+            (1, 1),
+            "a spent wake-up stays spent"
+        );
+        // One round's wake-up fired by another partition of the poll is spent here too.
+        wake_a.fire();
+        assert_eq!(wakes(&a), 1);
+
+        // Answered: none is left to wake.
+        let (d, wake_d) = counted();
+        parked.list([wake_d]);
+        parked.list([]);
+        parked.fire();
+        assert_eq!(wakes(&d), 0);
+    }
+
+    /// A partition that keeps its `Append`s unhandled, as one whose thread is still asleep.
+    struct Asleep(Vec<Append>);
+    impl actix::Actor for Asleep {
+        type Context = actix::Context<Self>;
+    }
+    impl actix::Handler<Append> for Asleep {
+        type Result = ();
+        fn handle(&mut self, msg: Append, _: &mut Self::Context) {
+            self.0.push(msg);
+        }
+    }
+
+    #[test]
+    fn a_produce_wakes_the_polls_parked_at_its_partition_before_the_partition_sees_it() {
+        actix_rt::System::new().block_on(async {
+            use actix::Actor;
+            let addr = Asleep(Vec::new()).start();
+            let parked = Arc::new(ParkedPolls::default());
+            let doorbell = Arc::new(Doorbell::new(std::time::Duration::ZERO));
+            let lane = Arc::new(Lane::new(
+                "t".into(),
+                0,
+                addr.recipient(),
+                doorbell,
+                parked.clone(),
+            ));
+            let batch = || {
+                let mut batch = RecordBatch::new();
+                batch.push_raw(None, b"x");
+                batch
+            };
+            let (poll, wake) = counted();
+            parked.list([wake]);
+            let _sent = lane.produce(batch());
+            assert_eq!(wakes(&poll), 1, "woken as the Append went");
+            // Queued behind the Append in flight: nothing goes, nobody is woken again.
+            let (later, wake) = counted();
+            parked.list([wake]);
+            let _queued = lane.produce(batch());
+            assert_eq!(wakes(&later), 0);
+        });
     }
 }

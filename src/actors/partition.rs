@@ -25,14 +25,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures::channel::oneshot;
 
 use super::io_thread::{Doorbell, Rung};
-use super::lane::{Append, AppendReply};
+use super::lane::{Append, AppendReply, ParkedPolls};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget, RestartDecision};
 use super::BrokerSettings;
 use crate::config::{FsyncPolicy, TopicConfig};
@@ -44,6 +43,7 @@ use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
 use crate::storage::{AppendInfo, KafkaAppend, LogConfig, RecordBatch};
 use crate::types::PartitionStats;
+use crate::wait::EarlyWake;
 pub use offsets::{GetCommitted, SetCommitted};
 
 mod kafka;
@@ -105,9 +105,10 @@ pub struct WaitForData {
     /// Set by the first partition that fetches for the poll.
     pub claimed: Arc<AtomicBool>,
     pub wake: oneshot::Sender<Result<Option<Fetched>>>,
-    /// Woken (once) when an append reaches the partition while the poll waits here: see
-    /// `PollPause::early_wake`.
-    pub early_wake: Option<Waker>,
+    /// Fired when an append is sent to the partition (or reaches it) while the poll waits
+    /// here: see `PollPause::early_wake` and [`ParkedPolls`]. One for all the waits of a
+    /// poll's round.
+    pub early_wake: Option<EarlyWake>,
 }
 impl Message for WaitForData {
     type Result = ();
@@ -317,6 +318,8 @@ pub struct PartitionActor {
     /// A `FlushAppends` is in the mailbox.
     flush_scheduled: bool,
     waiters: Vec<Waiter>,
+    /// The early wake-ups of `waiters`, shared with the partition's produce lane.
+    parked: Arc<ParkedPolls>,
     restarts: RestartBudget,
     /// Set by `restarting`; `started` then reopens under the restart budget.
     restart_pending: bool,
@@ -336,6 +339,7 @@ impl PartitionActor {
         partition: u32,
         config: &TopicConfig,
         settings: Arc<BrokerSettings>,
+        parked: Arc<ParkedPolls>,
     ) -> Self {
         let metrics = PartitionMetrics::new(topic, partition);
         PartitionActor {
@@ -356,6 +360,7 @@ impl PartitionActor {
             registered: BTreeMap::new(),
             flush_scheduled: false,
             waiters: Vec::new(),
+            parked,
             restarts: RestartBudget::default(),
             restart_pending: false,
             timers: Vec::new(),
@@ -594,24 +599,31 @@ impl PartitionActor {
     }
 
     /// When an append arrives: the blocking callers parked here in long polls are woken now,
-    /// each once, to be running by the time the write answers them (see
-    /// `PollPause::early_wake`). A poll that stopped waiting is not woken.
+    /// if the lane that sent it has not woken them yet, to be running by the time the write
+    /// answers them (see [`ParkedPolls`]).
     fn wake_early(&mut self) {
-        for waiter in &mut self.waiters {
-            if let Waiter::Group(wait) = waiter {
-                if wait.wake.is_canceled() {
-                    continue;
-                }
-                if let Some(early) = wait.early_wake.take() {
-                    early.wake();
-                }
-            }
-        }
+        self.parked.fire();
+    }
+
+    /// The parked long polls, to answer them all: none is listed for an early wake-up any
+    /// more.
+    fn take_waiters(&mut self) -> Vec<Waiter> {
+        self.parked.list([]);
+        std::mem::take(&mut self.waiters)
+    }
+
+    /// Lists the early wake-ups of the polls parked now (the lane fires them).
+    fn list_parked(&self) {
+        let wakes = self.waiters.iter().filter_map(|waiter| match waiter {
+            Waiter::Group(wait) if !wait.wake.is_canceled() => wait.early_wake.clone(),
+            _ => None,
+        });
+        self.parked.list(wakes);
     }
 
     /// After a write: every parked long poll is answered, a group poll's with its fetch.
     fn wake_waiters(&mut self, ctx: &mut Context<Self>) {
-        for waiter in std::mem::take(&mut self.waiters) {
+        for waiter in self.take_waiters() {
             match waiter {
                 Waiter::Append(tx) => drop(tx.send(Ok(()))),
                 Waiter::Group(wait) if wait.wake.is_canceled() => {}
@@ -707,7 +719,7 @@ impl Supervised for PartitionActor {
         // The long polls fetch once more (another partition may have data) and then report
         // the restart; merely waking them would park them again on the reopened partition
         // for the rest of their wait, since the first reopen is immediate.
-        for waiter in std::mem::take(&mut self.waiters) {
+        for waiter in self.take_waiters() {
             waiter.fail(self.restarted());
         }
         tracing::warn!(partition = %self.name(), restarts = self.restarts.total() + 1, "restarting; reloading from disk");
@@ -825,7 +837,11 @@ impl Handler<WaitForData> for PartitionActor {
                 return;
             }
             act.waiters.retain(|w| !w.is_canceled());
+            let early = msg.early_wake.is_some();
             act.waiters.push(Waiter::Group(msg));
+            if early {
+                act.list_parked();
+            }
         });
     }
 }
@@ -898,7 +914,7 @@ impl Handler<ClosePartition> for PartitionActor {
             // Produces accepted before the shutdown are written and acknowledged first.
             act.flush(ctx);
             act.produces.fail_all(|| Error::BrokerStopped);
-            for waiter in act.waiters.drain(..) {
+            for waiter in act.take_waiters() {
                 waiter.fail(Error::BrokerStopped);
             }
             match std::mem::replace(&mut act.slot, Slot::Closed) {

@@ -20,7 +20,7 @@ use super::coordinator::{
     FetchedBatch, GroupCoordinatorActor, Join, Leave, PollGroup, PollPause,
 };
 use super::io_thread::IoThreadHandle;
-use super::lane::{append_routed, Lane, Placed};
+use super::lane::{append_routed, Lane, ParkedPolls, Placed};
 use super::partition::{
     AppendKafka, ClosePartition, CommitOffset, Crash, DescribePartition, FindOffset, GroupLag,
     PartitionActor, PartitionRef, RegisterGroup,
@@ -129,14 +129,16 @@ impl TopicActor {
             let io = &self.io_threads[(self.first_arbiter + p as usize) % self.io_threads.len()];
             let (name, config, settings) =
                 (self.name.clone(), config.clone(), self.settings.clone());
+            let parked = Arc::new(ParkedPolls::default());
+            let partition_parked = parked.clone();
             let addr = Supervisor::start_in_arbiter(&io.arbiter, move |ctx| {
                 ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
-                PartitionActor::new(&name, p, &config, settings)
+                PartitionActor::new(&name, p, &config, settings, partition_parked)
             });
             let partition = PartitionRef::new(addr, io.clone());
             let (addr, doorbell) = partition.lane_target();
-            self.lanes
-                .push(Arc::new(Lane::new(shared_name.clone(), p, addr, doorbell)));
+            let lane = Lane::new(shared_name.clone(), p, addr, doorbell, parked);
+            self.lanes.push(Arc::new(lane));
             self.partitions.push(partition);
         }
     }

@@ -29,7 +29,7 @@ impl Handler<DeletePartition> for PartitionActor {
                 topic: topic.clone(),
             };
             act.produces.fail_all(gone);
-            for waiter in act.waiters.drain(..) {
+            for waiter in act.take_waiters() {
                 waiter.fail(gone());
             }
             for timer in act.timers.drain(..) {
