@@ -91,7 +91,10 @@ impl ConsumerContext for MemberContext {
     /// - a rebalance served once the consumer is closed changes nothing (there is no
     ///   assignment left to change);
     /// - the assignment is learned from the rebalance's list alone, never asked for
-    ///   (`rd_kafka_assignment`).
+    ///   (`rd_kafka_assignment`);
+    /// - a leaving member serves its queued rebalances before the close begins
+    ///   ([`KafkaMember::leave`]): the first guard alone leaves a window, between its check
+    ///   and the call, in which the group's thread can terminate.
     ///
     /// Without them a member dropped while its group rebalanced could hang its drop for good.
     fn rebalance(
@@ -491,11 +494,33 @@ impl KafkaMember {
     }
 }
 
+/// The longest a leaving member serves its consumer before librdkafka closes it (see
+/// [`KafkaMember::leave`]).
+const LEAVE_SERVE: Duration = Duration::from_secs(2);
+
+/// A leaving member's queue that stays empty this long, with nothing assigned, is drained.
+const LEAVE_QUIET: Duration = Duration::from_millis(10);
+
 impl KafkaMember {
     /// Leaves the group, so its partitions move to the other members at once. Blocking.
+    ///
+    /// Then it serves the consumer until nothing is assigned and its queue is quiet (up to
+    /// [`LEAVE_SERVE`]): the rebalances already queued (a member that stopped polling while
+    /// its group rebalanced has some) and the revocation the unsubscribe causes. Their
+    /// callbacks call librdkafka's assign, which waits without a timeout for the group's
+    /// thread. Now that thread answers. Served later, by the close in the consumer's drop,
+    /// a rebalance the group no longer waits for could meet a group thread that has
+    /// terminated in the meantime: it drops the call unanswered, and the drop waits forever.
     pub(crate) fn leave(&mut self) {
         self.pending.clear();
         self.consumer.unsubscribe();
+        let deadline = Instant::now() + LEAVE_SERVE;
+        while Instant::now() < deadline {
+            let quiet = self.consumer.poll(LEAVE_QUIET).is_none();
+            if quiet && self.assignment().partitions.is_empty() {
+                break;
+            }
+        }
     }
 }
 
