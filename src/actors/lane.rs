@@ -80,7 +80,9 @@ impl Message for Append {
 /// (`WaitForData::early_wake`). The partition lists them as polls park there and clears the
 /// list once it has answered them; its lane fires them as it sends an `Append`, and the
 /// partition again as the `Append` arrives (for appends that come another way, and for a
-/// poll that parked in between). Each fires once.
+/// poll that parked in between). Each fires once. A poll whose wait ended unanswered (its
+/// deadline) stays listed until the next poll parks or a write answers the waiters; firing
+/// it then only wakes its thread spuriously, which its waits tolerate.
 ///
 /// Why the lane: at a trickle, the partition's thread and a caught-up consumer's both sleep
 /// between records, and waking a sleeping thread takes tens of microseconds on a virtual
