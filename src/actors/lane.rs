@@ -109,9 +109,11 @@ impl ParkedPolls {
         self.armed.store(!listed.is_empty(), Ordering::Release);
     }
 
-    /// Fires the listed wake-ups (those fired before stay spent).
+    /// Fires the listed wake-ups (those fired before stay spent). With none armed, a load
+    /// and nothing else: every `Append` calls this, and a read-modify-write would take the
+    /// cache line from the partition's thread each time.
     pub fn fire(&self) {
-        if self.armed.swap(false, Ordering::AcqRel) {
+        if self.armed.load(Ordering::Acquire) && self.armed.swap(false, Ordering::AcqRel) {
             self.listed().iter().for_each(EarlyWake::fire);
         }
     }
