@@ -739,6 +739,8 @@ fn bytes_len(len: Option<usize>) -> usize {
     }
 }
 
+/// Appends `bytes` as a varint length (-1 for `None`) and the bytes.
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 #[inline]
 fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
     match bytes {
@@ -779,6 +781,7 @@ fn zigzag(v: i64) -> u64 {
 }
 
 /// Appends `v` as a zigzag varint.
+#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 #[inline]
 pub fn put_varint(buf: &mut Vec<u8>, v: i64) {
     let mut z = zigzag(v);
