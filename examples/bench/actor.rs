@@ -7,7 +7,8 @@
 //!   the first produce until every event was delivered and the group's lag is 0; the figure
 //!   is the process's CPU per event over it (what a steady trickle costs, spinning included),
 //!   with the process's sleeps per event beside it (each is a wake-up paid for).
-//!   [`bare_hops`] is its baseline: the same hops between plain actix actors, with no broker.
+//!   [`bare_hops`] is its baseline: the same hops between plain actix actors, with no broker;
+//!   [`produce_only`], its producer alone (no subscriber), shows what delivering adds.
 //! - [`awaited`]: an actor awaiting each `Topic::produce_keyed`, one at a time, as fast as it
 //!   can; [`blocking_keyed`] is its baseline, one thread calling `NanoKafka::produce_keyed`
 //!   with the same keys and values.
@@ -204,6 +205,29 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             delivered: delivered.load(Ordering::Relaxed),
             lag,
         }
+    })
+}
+
+/// [`low_rate`]'s producer alone: the same paced `Topic::produce_keyed` onto a fresh topic with
+/// no subscriber. Its CPU and sleeps per event, beside [`low_rate`]'s, split that row into
+/// what producing costs and what delivering and committing add.
+pub fn produce_only(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> (Rate, f64) {
+    let handle = broker.async_handle();
+    let topic = topic.to_owned();
+    in_system(move || async move {
+        let events: Topic<Event> = handle.topic(topic);
+        events.create(config()).await.expect("create topic");
+        let meter = Meter::start();
+        let (done, sent) = futures::channel::oneshot::channel();
+        Pacer {
+            topic: events,
+            rate,
+            duration,
+            done: Some(done),
+        }
+        .start();
+        let produced = sent.await.expect("pacer");
+        (meter.rate(produced), meter.sleeps_per(produced))
     })
 }
 

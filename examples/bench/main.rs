@@ -27,7 +27,8 @@
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency rows of the default policy
 //!   (`poll_batch_raw`, then a `Consumer`) and their crossbeam baseline.
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
-//! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row and its bare-hops baseline.
+//! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
+//!   its producer alone.
 //! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
 //! - `NANOKAFKA_BENCH_ONLY=pipelined`: only the pipelined row (256 `produce_raw` in flight).
 //! - `NANOKAFKA_BENCH_ONLY=partitions`: only the rows of one thread over 1 and 4 partitions
@@ -726,23 +727,31 @@ fn peer_rows(
     rows
 }
 
-/// `NANOKAFKA_BENCH_ONLY=low_rate`: the low-rate actor row and its bare-hops baseline, one
-/// line (quick to compare builds, or to run under a profiler).
+/// `NANOKAFKA_BENCH_ONLY=low_rate`: the low-rate actor row, its bare-hops baseline and its
+/// producer alone, one line (quick to compare builds, or to run under a profiler).
 fn low_rate_only(budget: Duration) {
     let broker = TempBroker::start(FsyncPolicy::Never);
     let low_for = budget.max(Duration::from_secs(1));
     let low = actor::low_rate(&broker.broker, "actor-low-rate", actor::LOW_RATE, low_for);
     let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
+    let (alone, alone_sleeps) = actor::produce_only(
+        &broker.broker,
+        "actor-produce-only",
+        actor::LOW_RATE,
+        low_for,
+    );
     assert_eq!(low.delivered, low.produced, "every event delivered");
     assert_eq!(low.lag, 0, "every event committed");
     println!(
         "low rate: {:.1} us/event ({:.2} sleeps/event); bare hops: {:.1} us/event ({:.2} \
-         sleeps/event); ratio {:.2}",
+         sleeps/event); ratio {:.2}; producer alone: {:.1} us/event ({:.2} sleeps/event)",
         low.rate.cpu_us_per_record,
         low.sleeps_per_event,
         bare.cpu_us_per_record,
         bare_sleeps,
-        low.rate.cpu_us_per_record / bare.cpu_us_per_record
+        low.rate.cpu_us_per_record / bare.cpu_us_per_record,
+        alone.cpu_us_per_record,
+        alone_sleeps
     );
 }
 
@@ -802,7 +811,7 @@ fn partitions_only(budget: Duration) {
 }
 
 /// Progress steps of [`actor_rows`].
-const ACTOR_STEPS: usize = 6;
+const ACTOR_STEPS: usize = 7;
 
 /// The actor developer's path (see `actor`), on a broker of its own: measured, then as rows.
 fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
@@ -825,6 +834,12 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
         actor::LOW_RATE
     ));
     let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
+    progress.step(&format!(
+        "actor: the same producer alone, no subscriber, {} events/s",
+        actor::LOW_RATE
+    ));
+    let (alone, alone_sleeps) =
+        actor::produce_only(broker, "actor-produce-only", actor::LOW_RATE, low_for);
     progress.step("actor: one blocking thread, NanoKafka::produce_keyed, 4 partitions");
     let blocking = actor::blocking_keyed(broker, "actor-blocking", budget);
     progress.step("actor: an actor awaiting each Topic::produce_keyed, 4 partitions");
@@ -880,6 +895,18 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
             "us/event",
         )
         .cpu(bare.cpu_us_per_record),
+    ));
+    rows.push(Row::Figure(
+        Figure::new(
+            "actor_low_rate_produce_only",
+            format!(
+                "the same producer alone, no subscriber: CPU per event \
+                 ({alone_sleeps:.2} sleeps/event, context)"
+            ),
+            alone.cpu_us_per_record,
+            "us/event",
+        )
+        .cpu(alone.cpu_us_per_record),
     ));
     rows.push(Row::Figure(
         Figure::rate(
