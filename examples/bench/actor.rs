@@ -142,6 +142,21 @@ impl Actor for Pacer {
     }
 }
 
+impl Pacer {
+    /// Starts a pacer producing to `topic` and returns how many events it sent.
+    async fn run(topic: Topic<Event>, rate: u32, duration: Duration) -> u64 {
+        let (done, sent) = futures::channel::oneshot::channel();
+        Pacer {
+            topic,
+            rate,
+            duration,
+            done: Some(done),
+        }
+        .start();
+        sent.await.expect("pacer")
+    }
+}
+
 /// Runs `event(n)` for n = 0, 1, … at `start + n / rate` (each awaited before the next)
 /// until `duration` has passed; returns how many ran.
 async fn paced<F: std::future::Future<Output = ()>>(
@@ -186,15 +201,7 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             .await
             .expect("subscribe");
         let meter = Meter::start();
-        let (done, sent) = futures::channel::oneshot::channel();
-        Pacer {
-            topic: events.clone(),
-            rate,
-            duration,
-            done: Some(done),
-        }
-        .start();
-        let produced = sent.await.expect("pacer");
+        let produced = Pacer::run(events.clone(), rate, duration).await;
         let lag = drained(&events, group, &delivered, produced).await;
         let rate = meter.rate(produced);
         subscription.unsubscribe();
@@ -218,15 +225,7 @@ pub fn produce_only(broker: &NanoKafka, topic: &str, rate: u32, duration: Durati
         let events: Topic<Event> = handle.topic(topic);
         events.create(config()).await.expect("create topic");
         let meter = Meter::start();
-        let (done, sent) = futures::channel::oneshot::channel();
-        Pacer {
-            topic: events,
-            rate,
-            duration,
-            done: Some(done),
-        }
-        .start();
-        let produced = sent.await.expect("pacer");
+        let produced = Pacer::run(events, rate, duration).await;
         (meter.rate(produced), meter.sleeps_per(produced))
     })
 }
