@@ -5,6 +5,12 @@
 //! The baseline sends the same stamps through a crossbeam channel at the same rate.
 //! Both also report the process's CPU time per record over the run: what holding a steady
 //! trickle costs (spinning waits included), not what a saturated pipe does.
+//!
+//! Each record also carries the CPU its producer sent it from, and each measurement reports
+//! the share of records its consumer took on that same CPU ([`Percentiles::same_cpu`]). On a
+//! virtual machine whose idle vCPUs halt, that share is most of what sets a p50: a consumer
+//! woken on the other, halted vCPU waits for the host to run it again (tens of microseconds),
+//! and one that runs on the producer's vCPU once the producer sleeps does not.
 
 use std::time::{Duration, Instant};
 
@@ -17,8 +23,9 @@ use crate::harness::{Meter, Usage, POLL_BATCH, VALUE_LEN};
 /// bounds how late it notices the end of the run.
 const LONG_POLL: Duration = Duration::from_millis(100);
 
-/// p50, p99 and p99.9 in microseconds, how many records were measured, and the process's CPU
-/// time per record over the run.
+/// p50, p99 and p99.9 in microseconds, how many records were measured, the process's CPU
+/// time per record over the run, and the share of records (%) the consumer took on the CPU
+/// their producer sent them from.
 #[derive(Debug, Clone, Copy)]
 pub struct Percentiles {
     pub p50_us: f64,
@@ -26,18 +33,57 @@ pub struct Percentiles {
     pub p999_us: f64,
     pub samples: u64,
     pub cpu_us_per_record: f64,
+    pub same_cpu: f64,
 }
 
 impl Percentiles {
-    fn of(histogram: &Histogram<u64>, usage: Usage) -> Self {
+    fn of(histogram: &Histogram<u64>, usage: Usage, same_cpu: u64) -> Self {
         let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1e3;
+        let records = histogram.len().max(1) as f64;
         Percentiles {
             p50_us: us(0.50),
             p99_us: us(0.99),
             p999_us: us(0.999),
             samples: histogram.len(),
-            cpu_us_per_record: usage.cpu.as_secs_f64() * 1e6 / histogram.len().max(1) as f64,
+            cpu_us_per_record: usage.cpu.as_secs_f64() * 1e6 / records,
+            same_cpu: same_cpu as f64 * 100.0 / records,
         }
+    }
+}
+
+/// The CPU this thread runs on now (`u32::MAX` if the kernel cannot tell).
+fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's state.
+    u32::try_from(unsafe { libc::sched_getcpu() }).unwrap_or(u32::MAX)
+}
+
+/// A [`VALUE_LEN`]-byte value stamped with `stamp` and the CPU it is sent from.
+fn stamped_value(stamp: u64) -> Vec<u8> {
+    let mut value = vec![0u8; VALUE_LEN];
+    value[..8].copy_from_slice(&stamp.to_le_bytes());
+    value[8..12].copy_from_slice(&current_cpu().to_le_bytes());
+    value
+}
+
+/// The stamp and the producer's CPU a [`stamped_value`] carries.
+fn stamp_of(value: &[u8]) -> (u64, u32) {
+    let stamp = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
+    let cpu = u32::from_le_bytes(value[8..12].try_into().expect("4 bytes"));
+    (stamp, cpu)
+}
+
+/// Records one latency (from `stamp` to `now`, in ns) and counts it in `same_cpu` when the
+/// consumer, on `consumer_cpu`, took it on the CPU it was sent from.
+fn record(
+    histogram: &mut Histogram<u64>,
+    same_cpu: &mut u64,
+    (stamp, producer_cpu): (u64, u32),
+    now: u64,
+    consumer_cpu: u32,
+) {
+    histogram.saturating_record(now.saturating_sub(stamp).max(1));
+    if producer_cpu == consumer_cpu && consumer_cpu != u32::MAX {
+        *same_cpu += 1;
     }
 }
 
@@ -76,13 +122,14 @@ pub fn broker_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration
         let records = broker
             .poll_batch_raw(topic, group, member, POLL_BATCH, LONG_POLL)
             .expect("poll_batch_raw");
-        let handed = Instant::now();
+        let (handed, cpu) = (Instant::now(), current_cpu());
         if let Some(last) = records.last() {
             broker
                 .commit(topic, group, last.partition, last.offset)
                 .expect("commit");
         }
-        (records.iter().map(|r| stamp_of(&r.value)).collect(), handed)
+        let stamps = records.iter().map(|r| stamp_of(&r.value)).collect();
+        (stamps, handed, cpu)
     })
 }
 
@@ -99,59 +146,57 @@ pub fn consumer_e2e(broker: &NanoKafka, topic: &str, rate: u32, duration: Durati
         let records = consumer
             .poll_batch(POLL_BATCH, LONG_POLL)
             .expect("poll_batch");
-        let handed = Instant::now();
+        let (handed, cpu) = (Instant::now(), current_cpu());
         if let Some(last) = records.last() {
             consumer.commit(last).expect("commit");
         }
-        (records.iter().map(|r| stamp_of(&r.value)).collect(), handed)
+        let stamps = records.iter().map(|r| stamp_of(&r.value)).collect();
+        (stamps, handed, cpu)
     })
 }
 
-/// The stamp in a value's first 8 bytes.
-fn stamp_of(value: &[u8]) -> u64 {
-    u64::from_le_bytes(value[..8].try_into().expect("8 bytes"))
-}
-
-/// A producer thread `produce`s a value stamped with the time every 1/`rate` s for
-/// `duration`, while this thread calls `consume` until it has them all: a poll, then a
-/// commit of what it returned, answering the polled records' stamps and when the poll handed
-/// them over. The latency of each record runs from its stamp to that moment.
+/// A producer thread `produce`s a value stamped with the time (and its CPU) every 1/`rate` s
+/// for `duration`, while this thread calls `consume` until it has them all: a poll, then a
+/// commit of what it returned, answering the polled records' stamps, when the poll handed
+/// them over and the CPU it did so on. The latency of each record runs from its stamp to that
+/// moment.
 fn stamped(
     rate: u32,
     duration: Duration,
     produce: impl Fn(Vec<u8>) + Sync,
-    mut consume: impl FnMut() -> (Vec<u64>, Instant),
+    mut consume: impl FnMut() -> (Vec<(u64, u32)>, Instant, u32),
 ) -> Percentiles {
     let meter = Meter::start();
     let base = Instant::now();
-    let (sent, histogram) = std::thread::scope(|scope| {
+    let (sent, histogram, same_cpu) = std::thread::scope(|scope| {
         let producer = scope.spawn(|| {
             paced(rate, duration, |_| {
-                let mut value = vec![0u8; VALUE_LEN];
-                let stamp = base.elapsed().as_nanos() as u64;
-                value[..8].copy_from_slice(&stamp.to_le_bytes());
-                produce(value);
+                produce(stamped_value(base.elapsed().as_nanos() as u64));
             })
         });
-        let mut histogram = histogram();
+        let (mut histogram, mut same_cpu) = (histogram(), 0);
         loop {
             // Every record is in the log once the producer is done: an empty poll after that
             // is the end.
             let produced_all = producer.is_finished();
-            let (stamps, handed) = consume();
+            let (stamps, handed, consumer_cpu) = consume();
             let now = handed.duration_since(base).as_nanos() as u64;
             if stamps.is_empty() && produced_all {
                 break;
             }
             for stamp in stamps {
-                histogram.saturating_record(now.saturating_sub(stamp).max(1));
+                record(&mut histogram, &mut same_cpu, stamp, now, consumer_cpu);
             }
         }
-        (producer.join().expect("producer thread"), histogram)
+        (
+            producer.join().expect("producer thread"),
+            histogram,
+            same_cpu,
+        )
     });
     let usage = meter.usage();
     assert_eq!(histogram.len(), sent, "every record consumed once");
-    Percentiles::of(&histogram, usage)
+    Percentiles::of(&histogram, usage, same_cpu)
 }
 
 /// The same paced stamps through a crossbeam channel, the receiver blocked in `recv`.
@@ -160,21 +205,19 @@ pub fn channel_e2e(rate: u32, duration: Duration) -> Percentiles {
     let meter = Meter::start();
     let base = Instant::now();
     let receiver = std::thread::spawn(move || {
-        let mut histogram = histogram();
+        let (mut histogram, mut same_cpu) = (histogram(), 0);
         for value in rx {
             let now = base.elapsed().as_nanos() as u64;
-            let stamp = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
-            histogram.saturating_record(now.saturating_sub(stamp).max(1));
+            let stamp = stamp_of(&value);
+            record(&mut histogram, &mut same_cpu, stamp, now, current_cpu());
         }
-        histogram
+        (histogram, same_cpu)
     });
     paced(rate, duration, |_| {
-        let mut value = vec![0u8; VALUE_LEN];
-        let stamp = base.elapsed().as_nanos() as u64;
-        value[..8].copy_from_slice(&stamp.to_le_bytes());
-        tx.send(value).expect("send");
+        tx.send(stamped_value(base.elapsed().as_nanos() as u64))
+            .expect("send");
     });
     drop(tx);
-    let histogram = receiver.join().expect("receiver thread");
-    Percentiles::of(&histogram, meter.usage())
+    let (histogram, same_cpu) = receiver.join().expect("receiver thread");
+    Percentiles::of(&histogram, meter.usage(), same_cpu)
 }

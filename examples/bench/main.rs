@@ -123,21 +123,25 @@ fn main() {
         let topic = default_broker.topic("latency");
         let e2e = latency::broker_e2e(&default_broker.broker, topic, LATENCY_RATE, latency_run);
         println!(
-            "e2e (default FsyncPolicy): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us CPU/rec",
-            e2e.p50_us, e2e.p99_us, e2e.p999_us, e2e.cpu_us_per_record
+            "e2e (default FsyncPolicy): p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us \
+             CPU/rec, {:.1} % on the producer's CPU",
+            e2e.p50_us, e2e.p99_us, e2e.p999_us, e2e.cpu_us_per_record, e2e.same_cpu
         );
         let topic = default_broker.topic("latency-consumer");
         let typed = latency::consumer_e2e(&default_broker.broker, topic, LATENCY_RATE, latency_run);
         println!(
-            "e2e through a Consumer: p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us CPU/rec",
-            typed.p50_us, typed.p99_us, typed.p999_us, typed.cpu_us_per_record
+            "e2e through a Consumer: p50 {:.0} us, p99 {:.0} us, p99.9 {:.0} us, {:.2} us \
+             CPU/rec, {:.1} % on the producer's CPU",
+            typed.p50_us, typed.p99_us, typed.p999_us, typed.cpu_us_per_record, typed.same_cpu
         );
         let channel = latency::channel_e2e(LATENCY_RATE, latency_run);
         println!(
-            "crossbeam channel: p50 {:.1} us, p99 {:.0} us, {:.2} us CPU/rec; e2e p50 ratio {:.2}",
+            "crossbeam channel: p50 {:.1} us, p99 {:.0} us, {:.2} us CPU/rec, {:.1} % on the \
+             producer's CPU; e2e p50 ratio {:.2}",
             channel.p50_us,
             channel.p99_us,
             channel.cpu_us_per_record,
+            channel.same_cpu,
             e2e.p50_us / channel.p50_us
         );
         return;
@@ -435,6 +439,16 @@ fn main() {
         }
         rows.push(Row::Figure(figure));
     }
+    rows.push(Row::Figure(
+        Figure::new(
+            "e2e_same_cpu",
+            "records the consumer took on the CPU their producer sent them from (context: on \
+             a VM whose idle vCPUs halt, a consumer woken on the other vCPU waits for the host)",
+            e2e.same_cpu,
+            "%",
+        )
+        .vs("crossbeam channel, same pacing", e2e_channel.same_cpu),
+    ));
     rows.push(Row::Figure(
         Figure::new(
             "e2e_consumer_p50",
