@@ -25,7 +25,8 @@
 //! - `NANOKAFKA_BENCH_ONLY=scale`: only the scale rows (quick to compare builds).
 //! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency rows of the default policy
-//!   (`poll_batch_raw`, then a `Consumer`) and their crossbeam baseline.
+//!   (`poll_batch_raw`, then a `Consumer`) and their crossbeam baseline, each with the share
+//!   of records its consumer took on the producer's CPU.
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
 //!   its producer alone.
