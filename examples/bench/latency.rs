@@ -221,3 +221,63 @@ pub fn channel_e2e(rate: u32, duration: Duration) -> Percentiles {
     let (histogram, same_cpu) = receiver.join().expect("receiver thread");
     Percentiles::of(&histogram, meter.usage(), same_cpu)
 }
+
+/// Pins the calling thread to `cpu`; false if the kernel refuses (a CPU outside this
+/// process's set).
+fn pin_to(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it, and
+    // sched_setaffinity only reads the set it is given, for the calling thread (pid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// The CPUs this process may run on, in order.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as in `pin_to`; sched_getaffinity fills the set it is given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+/// [`channel_e2e`] with the sender pinned to one CPU and the receiver to another: what a
+/// consumer woken on the other vCPU than its producer waits, in this run, with no broker
+/// between them (the host's wake-up of an idle vCPU, on a VM whose idle vCPUs halt). `None`
+/// on a machine with one CPU. Only the bench's own two threads are pinned.
+pub fn channel_e2e_other_cpu(rate: u32, duration: Duration) -> Option<Percentiles> {
+    let &[sender_cpu, receiver_cpu, ..] = allowed_cpus().as_slice() else {
+        return None;
+    };
+    let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let meter = Meter::start();
+    let base = Instant::now();
+    let receiver = std::thread::spawn(move || {
+        let pinned = pin_to(receiver_cpu);
+        let (mut histogram, mut same_cpu) = (histogram(), 0);
+        for value in rx {
+            let now = base.elapsed().as_nanos() as u64;
+            let stamp = stamp_of(&value);
+            record(&mut histogram, &mut same_cpu, stamp, now, current_cpu());
+        }
+        pinned.then_some((histogram, same_cpu))
+    });
+    let sender = std::thread::spawn(move || {
+        let pinned = pin_to(sender_cpu);
+        paced(rate, duration, |_| {
+            tx.send(stamped_value(base.elapsed().as_nanos() as u64))
+                .expect("send");
+        });
+        pinned
+    });
+    let sender_pinned = sender.join().expect("sender thread");
+    let (histogram, same_cpu) = receiver.join().expect("receiver thread")?;
+    sender_pinned.then(|| Percentiles::of(&histogram, meter.usage(), same_cpu))
+}

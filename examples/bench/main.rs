@@ -26,7 +26,8 @@
 //! - `NANOKAFKA_BENCH_ONLY=idle`: only the idle row.
 //! - `NANOKAFKA_BENCH_ONLY=e2e`: only the end-to-end latency rows of the default policy
 //!   (`poll_batch_raw`, then a `Consumer`) and their crossbeam baseline, each with the share
-//!   of records its consumer took on the producer's CPU.
+//!   of records its consumer took on the producer's CPU, then the same channel with its
+//!   receiver pinned to the other CPU than its sender (the host's cross-vCPU wake-up).
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
 //!   its producer alone.
@@ -145,6 +146,17 @@ fn main() {
             channel.same_cpu,
             e2e.p50_us / channel.p50_us
         );
+        match latency::channel_e2e_other_cpu(LATENCY_RATE, latency_run) {
+            Some(other) => println!(
+                "crossbeam channel, receiver on the other CPU: p50 {:.1} us, p99 {:.0} us, \
+                 {:.1} % on the producer's CPU; / crossbeam's p50 {:.2}",
+                other.p50_us,
+                other.p99_us,
+                other.same_cpu,
+                other.p50_us / channel.p50_us
+            ),
+            None => println!("crossbeam channel, receiver on the other CPU: one CPU, skipped"),
+        }
         return;
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "idle") {
@@ -190,7 +202,7 @@ fn main() {
         return;
     }
     let mut progress =
-        Progress::new(20 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -270,6 +282,8 @@ fn main() {
     drop(default_broker);
     progress.step("latency baseline: the same stamps through a crossbeam channel");
     let e2e_channel = latency::channel_e2e(LATENCY_RATE, latency_run);
+    progress.step("latency context: the same channel, its receiver pinned to the other CPU");
+    let e2e_other_cpu = latency::channel_e2e_other_cpu(LATENCY_RATE, latency_run);
 
     // Real Kafka clients through the listener and against tansu, beside the Redis figures;
     // after the in-process latency rows, whose conditions stay as they were.
@@ -464,6 +478,24 @@ fn main() {
         .vs("crossbeam channel, same pacing", e2e_channel.p50_us)
         .cpu(e2e_consumer.cpu_us_per_record),
     ));
+    rows.push(match e2e_other_cpu {
+        Some(other) => Row::Figure(
+            Figure::new(
+                "e2e_channel_other_cpu_p50",
+                "p50 of the crossbeam channel with its receiver pinned to the other CPU than \
+                 its sender (context: what a consumer woken on the other vCPU waits in this \
+                 run, with no broker)",
+                other.p50_us,
+                "us",
+            )
+            .vs("crossbeam channel, same pacing", e2e_channel.p50_us)
+            .cpu(other.cpu_us_per_record),
+        ),
+        None => Row::Skipped {
+            key: "e2e_channel_other_cpu_p50",
+            why: "one CPU: there is no other".into(),
+        },
+    });
     rows.push(Row::Section(
         "open a partition (PartitionLog::open, page cache hot)",
     ));
