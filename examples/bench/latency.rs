@@ -251,7 +251,8 @@ fn allowed_cpus() -> Vec<usize> {
 /// [`channel_e2e`] with the sender pinned to one CPU and the receiver to another: what a
 /// consumer woken on the other vCPU than its producer waits, in this run, with no broker
 /// between them (the host's wake-up of an idle vCPU, on a VM whose idle vCPUs halt). `None`
-/// on a machine with one CPU. Only the bench's own two threads are pinned.
+/// when this process may run on one CPU only, or the kernel refuses a pin. Only the bench's
+/// own two threads are pinned.
 pub fn channel_e2e_other_cpu(rate: u32, duration: Duration) -> Option<Percentiles> {
     let &[sender_cpu, receiver_cpu, ..] = allowed_cpus().as_slice() else {
         return None;

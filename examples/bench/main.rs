@@ -155,7 +155,10 @@ fn main() {
                 other.same_cpu,
                 other.p50_us / channel.p50_us
             ),
-            None => println!("crossbeam channel, receiver on the other CPU: one CPU, skipped"),
+            None => println!(
+                "crossbeam channel, receiver on the other CPU: skipped (one CPU, or pinning \
+                 refused)"
+            ),
         }
         return;
     }
@@ -493,7 +496,7 @@ fn main() {
         ),
         None => Row::Skipped {
             key: "e2e_channel_other_cpu_p50",
-            why: "one CPU: there is no other".into(),
+            why: "this process may run on one CPU only, or pinning was refused".into(),
         },
     });
     rows.push(Row::Section(
