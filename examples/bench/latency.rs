@@ -204,22 +204,43 @@ pub fn channel_e2e(rate: u32, duration: Duration) -> Percentiles {
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
     let meter = Meter::start();
     let base = Instant::now();
-    let receiver = std::thread::spawn(move || {
-        let (mut histogram, mut same_cpu) = (histogram(), 0);
-        for value in rx {
-            let now = base.elapsed().as_nanos() as u64;
-            let stamp = stamp_of(&value);
-            record(&mut histogram, &mut same_cpu, stamp, now, current_cpu());
-        }
-        (histogram, same_cpu)
-    });
+    let receiver = std::thread::spawn(move || receive_stamps(rx, base));
+    send_stamps(tx, base, rate, duration);
+    let (histogram, same_cpu) = receiver.join().expect("receiver thread");
+    Percentiles::of(&histogram, meter.usage(), same_cpu)
+}
+
+/// Sends a stamped value every 1/`rate` s for `duration`, then closes the channel.
+fn send_stamps(
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+    base: Instant,
+    rate: u32,
+    duration: Duration,
+) {
     paced(rate, duration, |_| {
         tx.send(stamped_value(base.elapsed().as_nanos() as u64))
             .expect("send");
     });
-    drop(tx);
-    let (histogram, same_cpu) = receiver.join().expect("receiver thread");
-    Percentiles::of(&histogram, meter.usage(), same_cpu)
+}
+
+/// Records every stamped value until the channel closes: the latencies, and how many were
+/// taken on the CPU they were sent from.
+fn receive_stamps(
+    rx: crossbeam_channel::Receiver<Vec<u8>>,
+    base: Instant,
+) -> (Histogram<u64>, u64) {
+    let (mut histogram, mut same_cpu) = (histogram(), 0);
+    for value in rx {
+        let now = base.elapsed().as_nanos() as u64;
+        record(
+            &mut histogram,
+            &mut same_cpu,
+            stamp_of(&value),
+            now,
+            current_cpu(),
+        );
+    }
+    (histogram, same_cpu)
 }
 
 /// Pins the calling thread to `cpu`; false if the kernel refuses (a CPU outside this
@@ -262,20 +283,12 @@ pub fn channel_e2e_other_cpu(rate: u32, duration: Duration) -> Option<Percentile
     let base = Instant::now();
     let receiver = std::thread::spawn(move || {
         let pinned = pin_to(receiver_cpu);
-        let (mut histogram, mut same_cpu) = (histogram(), 0);
-        for value in rx {
-            let now = base.elapsed().as_nanos() as u64;
-            let stamp = stamp_of(&value);
-            record(&mut histogram, &mut same_cpu, stamp, now, current_cpu());
-        }
-        pinned.then_some((histogram, same_cpu))
+        let received = receive_stamps(rx, base);
+        pinned.then_some(received)
     });
     let sender = std::thread::spawn(move || {
         let pinned = pin_to(sender_cpu);
-        paced(rate, duration, |_| {
-            tx.send(stamped_value(base.elapsed().as_nanos() as u64))
-                .expect("send");
-        });
+        send_stamps(tx, base, rate, duration);
         pinned
     });
     let sender_pinned = sender.join().expect("sender thread");
