@@ -269,6 +269,10 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// Why [`channel_e2e_other_cpu`] measured nothing.
+pub const OTHER_CPU_UNAVAILABLE: &str =
+    "this process may run on one CPU only, or pinning was refused";
+
 /// [`channel_e2e`] with the sender pinned to one CPU and the receiver to another: what a
 /// consumer woken on the other vCPU than its producer waits, in this run, with no broker
 /// between them (the host's wake-up of an idle vCPU, on a VM whose idle vCPUs halt). `None`

@@ -156,8 +156,8 @@ fn main() {
                 other.p50_us / channel.p50_us
             ),
             None => println!(
-                "crossbeam channel, receiver on the other CPU: skipped (one CPU, or pinning \
-                 refused)"
+                "crossbeam channel, receiver on the other CPU: skipped ({})",
+                latency::OTHER_CPU_UNAVAILABLE
             ),
         }
         return;
@@ -496,7 +496,7 @@ fn main() {
         ),
         None => Row::Skipped {
             key: "e2e_channel_other_cpu_p50",
-            why: "this process may run on one CPU only, or pinning was refused".into(),
+            why: latency::OTHER_CPU_UNAVAILABLE.into(),
         },
     });
     rows.push(Row::Section(
