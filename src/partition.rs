@@ -234,9 +234,13 @@ impl Partition {
         Ok(self.log.record_for_timestamp(timestamp_ms)?)
     }
 
-    /// The largest record timestamp in the log.
-    pub fn max_timestamp_ms(&self) -> u64 {
-        self.log.max_timestamp_ms()
+    /// `(offset, timestamp)` of the first record with the largest timestamp from the log
+    /// start on (Kafka's "max timestamp" ListOffsets); `None` for an empty log.
+    ///
+    /// # Errors
+    /// `Io`, `Corrupt`.
+    pub fn record_with_max_timestamp(&mut self) -> Result<Option<(u64, u64)>> {
+        Ok(self.log.record_with_max_timestamp()?)
     }
 
     pub fn log_start_offset(&self) -> u64 {

@@ -674,14 +674,33 @@ fn batch_len_at(bytes: &[u8]) -> Option<usize> {
 /// need not be in timestamp order); `None` when no record of it is.
 ///
 /// # Errors
-/// `Io`; `Corrupt` when the records do not parse, or do not decompress within
-/// [`MAX_DECOMPRESSED_BYTES`].
+/// As [`visit_record_timestamps`].
 pub(super) fn first_record_not_before(
     segment: &LogSegment,
     frame: &ScannedFrame,
     timestamp_ms: u64,
     from: u64,
 ) -> Result<Option<(u64, u64)>> {
+    let mut found = None;
+    visit_record_timestamps(segment, frame, |offset, timestamp| {
+        if found.is_none() && offset >= from && timestamp >= timestamp_ms {
+            found = Some((offset, timestamp));
+        }
+    })?;
+    Ok(found)
+}
+
+/// Calls `visit` with `(offset, timestamp)` of every record of the valid batch `frame`, in
+/// offset order: a record's own timestamp under CreateTime, the batch's under LogAppendTime.
+///
+/// # Errors
+/// `Io`; `Corrupt` when the records do not parse, or do not decompress within
+/// [`MAX_DECOMPRESSED_BYTES`].
+pub(super) fn visit_record_timestamps(
+    segment: &LogSegment,
+    frame: &ScannedFrame,
+    mut visit: impl FnMut(u64, u64),
+) -> Result<()> {
     let corrupt = |reason| StorageError::corrupt(segment.log_path(), frame.position, reason);
     let mut buf = AlignedBuf::default();
     let batch = segment.read_into(&mut buf, frame.position, frame.frame_len as usize)?;
@@ -692,16 +711,14 @@ pub(super) fn first_record_not_before(
     let mut section = Vec::new();
     let records = format::records_section(batch, header, MAX_DECOMPRESSED_BYTES, &mut section)
         .map_err(corrupt)?;
-    let mut found = None;
     format::validate_records(records, header, |record| {
         let offset = header.base_offset + u64::from(record.offset_delta);
-        let timestamp = header.record_timestamp(record.timestamp_delta).max(0) as u64;
-        if found.is_none() && offset >= from && timestamp >= timestamp_ms {
-            found = Some((offset, timestamp));
-        }
+        visit(
+            offset,
+            header.record_timestamp(record.timestamp_delta).max(0) as u64,
+        );
     })
-    .map_err(corrupt)?;
-    Ok(found)
+    .map_err(corrupt)
 }
 
 /// A bad frame at `position` met before any record was collected: `PastDamage` when it

@@ -183,10 +183,13 @@ pub struct PartitionLog {
     start_position: Option<(u64, u64, u64)>,
     /// `(offset, timestamp)` of the record at the log start, once read (time retention).
     start_timestamp: Option<(u64, u64)>,
-    /// The largest record timestamp in the log: time retention expires nothing while it is
-    /// within retention, and native appends and LogAppendTime are stamped with at least it,
-    /// so timestamps never go backwards even if the wall clock does. A Kafka producer's
-    /// CreateTime can raise it by at most [`MAX_FUTURE_TIMESTAMP_MS`] ahead of the clock.
+    /// The largest record timestamp the log held since it was opened, the largest of every
+    /// segment's at the open: time retention expires nothing while it is within retention,
+    /// and native appends and LogAppendTime are stamped with at least it, so timestamps never
+    /// go backwards even if the wall clock does. A Kafka producer's CreateTime can raise it
+    /// by at most [`MAX_FUTURE_TIMESTAMP_MS`] ahead of the clock. Retention never lowers it:
+    /// it bounds the timestamps held from above, which is all those uses need (Kafka's
+    /// "max timestamp" lookup takes the largest held: [`PartitionLog::record_with_max_timestamp`]).
     last_timestamp_ms: u64,
     /// Appended since the last sync.
     dirty: bool,
@@ -272,12 +275,13 @@ impl PartitionLog {
         let active = segments.values().next_back().expect("at least one segment");
         let log_end = active.next_offset();
         let appended_from = (active.base_offset(), active.size());
-        // From the last segment holding a record: the active one may be empty (a crash just
-        // after a roll), and 0 would make time retention expire every record.
+        // The largest of every segment's: under CreateTime a later segment may hold older
+        // records than an earlier one, and the active one may be empty (a crash just after a
+        // roll). An underestimate would make time retention expire records within retention.
         let last_timestamp_ms = segments
             .values()
-            .rev()
-            .find_map(LogSegment::last_timestamp_ms)
+            .filter_map(LogSegment::last_timestamp_ms)
+            .max()
             .unwrap_or(0);
         if stored_start.is_some_and(|start| start < first_base) {
             tracing::error!(

@@ -82,6 +82,15 @@ impl Broker {
         Broker::open(dir, &addr.to_string())
     }
 
+    /// The segment files of one partition, as a test checks the layout its case needs.
+    pub fn segment_count(&self, topic: &str, partition: u32) -> usize {
+        let dir = self.dir.path().join(format!("{topic}_{partition}"));
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension() == Some("log".as_ref()))
+            .count()
+    }
+
     pub fn create(&self, topic: &str, partitions: u32) {
         self.broker
             .create_topic(topic, TopicConfig::default().partitions(partitions))

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use nanokafka::{TopicConfig, MIN_SEGMENT_BYTES};
 use serde_json::Value;
 
 use crate::clients::{self, Client, Running};
@@ -190,4 +191,68 @@ fn admin_creates_and_deletes_topics_and_lists_groups() {
         listed["topics"],
         serde_json::json!([{"name": "cfa", "partitions": 3}])
     );
+}
+
+/// CreateTimes that go back across segments (a backfill, a mirror that keeps its source's
+/// timestamps): time retention and the max-timestamp ListOffsets weigh every segment's
+/// largest timestamp, before a restart and after it.
+#[test]
+fn create_times_out_of_order_across_segments_survive_a_restart() {
+    let (Some(admin), Some(produce)) = (clients::python("confluent_admin.py"), producer()) else {
+        return;
+    };
+    const MINUTE_MS: u64 = 60_000;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let mut b = Broker::start_on_fixed_port();
+    let segments = TopicConfig::default().segment_bytes(MIN_SEGMENT_BYTES);
+    let retained = segments.clone().retention_ms(60 * MINUTE_MS);
+    b.broker.create_topic("skewed", retained).unwrap();
+    b.broker.create_topic("future", segments).unwrap();
+    // One batch of 40 records per run: each run's fills most of a 4 KiB segment, so the
+    // next run's rolls it.
+    let send = |b: &Broker, topic: &str, prefix: &str, timestamp_ms: u64| {
+        let ts = timestamp_ms.to_string();
+        let run = [
+            b.bootstrap.as_str(),
+            topic,
+            "--count",
+            "40",
+            "--partition",
+            "0",
+        ];
+        produce.run_json(
+            &[&run[..], &["--prefix", prefix, "--timestamp", &ts]].concat(),
+            RUN,
+        );
+    };
+    send(&b, "skewed", "fresh", now_ms);
+    send(&b, "skewed", "old", now_ms - 120 * MINUTE_MS);
+    for (prefix, minutes) in [("a", 10), ("b", 20), ("c", 5)] {
+        send(&b, "future", prefix, now_ms + minutes * MINUTE_MS);
+    }
+    assert_eq!(b.segment_count("skewed", 0), 2);
+    assert_eq!(b.segment_count("future", 0), 3);
+    let offsets = |b: &Broker, topic: &str| {
+        let partition = format!("{topic}:0");
+        admin.run_json(&[&b.bootstrap, "list-offsets", &partition], RUN)["offsets"].clone()
+    };
+    let check = |b: &Broker, when: &str| {
+        // Segment 0's records are within retention: the log starts at 0, and the freshest
+        // record is the first of them.
+        let skewed = offsets(b, "skewed");
+        assert_eq!(skewed["earliest"]["offset"], 0, "{when}: {skewed}");
+        assert_eq!(skewed["latest"]["offset"], 80, "{when}: {skewed}");
+        let max = serde_json::json!({"offset": 0, "timestamp": now_ms});
+        assert_eq!(skewed["max_timestamp"], max, "{when}: {skewed}");
+        // The largest timestamp is the second run's, neither the first nor the last segment's.
+        let future = offsets(b, "future");
+        let max = serde_json::json!({"offset": 40, "timestamp": now_ms + 20 * MINUTE_MS});
+        assert_eq!(future["max_timestamp"], max, "{when}: {future}");
+    };
+    check(&b, "before the restart");
+    b = b.restart();
+    check(&b, "after the restart");
 }

@@ -110,10 +110,7 @@ impl Handler<FindKafkaOffset> for PartitionActor {
                 OffsetSpec::Earliest => bound(p.log_start_offset()),
                 OffsetSpec::Latest => bound(p.log_end_offset()),
                 OffsetSpec::Timestamp(t) => p.record_for_timestamp(t)?.map(by_time),
-                OffsetSpec::MaxTimestamp => {
-                    let max = p.max_timestamp_ms();
-                    p.record_for_timestamp(max)?.map(by_time)
-                }
+                OffsetSpec::MaxTimestamp => p.record_with_max_timestamp()?.map(by_time),
             })
         })
     }

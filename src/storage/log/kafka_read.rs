@@ -22,10 +22,36 @@ pub struct BatchRead {
 }
 
 impl PartitionLog {
-    /// The largest record timestamp in the log (0 when it never held one): the lookup of
-    /// Kafka's "max timestamp" ListOffsets is [`PartitionLog::record_for_timestamp`] of it.
-    pub fn max_timestamp_ms(&self) -> u64 {
-        self.last_timestamp_ms
+    /// `(offset, timestamp_ms)` of the record with the largest timestamp from the log start
+    /// on, the first one when several share it; `None` for an empty log. What Kafka's
+    /// ListOffsets answers for the "max timestamp" spec (KIP-734).
+    ///
+    /// Each segment wholly at or above the log start answers from its largest timestamp,
+    /// unread; only the segment holding the log start is scanned from it (its records below
+    /// the start do not count), and the batch holding the start read record by record. The
+    /// record is then [`PartitionLog::record_for_timestamp`] of the largest. Damaged batches
+    /// are stepped over, as the other timestamp searches do.
+    ///
+    /// # Errors
+    /// `Io` when a segment or an index cannot be read.
+    pub fn record_with_max_timestamp(&mut self) -> Result<Option<(u64, u64)>> {
+        let start = self.log_start_offset;
+        let mut max = None;
+        for (&base, segment) in &self.segments {
+            if segment.next_offset() <= start {
+                continue;
+            }
+            let largest = if base >= start {
+                segment.last_timestamp_ms()
+            } else {
+                largest_timestamp_from(segment, start)?
+            };
+            max = max.max(largest);
+        }
+        match max {
+            Some(max) => self.record_for_timestamp(max),
+            None => Ok(None),
+        }
     }
 
     /// Whole batches from the one holding `offset` on, up to `max_bytes` in all; when
@@ -163,4 +189,36 @@ fn read_from(
             }
         }
     }
+}
+
+/// The largest timestamp among `segment`'s records at or after `from`; `None` when it holds
+/// none (or only damaged ones). Whole batches from `from` on answer by their headers; the
+/// batch holding `from` is read for its records at or after it.
+fn largest_timestamp_from(segment: &LogSegment, from: u64) -> Result<Option<u64>> {
+    let entry = segment.lookup(from)?;
+    let mut largest = None;
+    let mut straddling = None;
+    let outcome = segment.scan_over_damage(entry.position, entry.offset, |frame| {
+        if frame.offset >= from {
+            largest = largest.max(Some(frame.timestamp_ms));
+        } else if frame.next_offset > from {
+            straddling = Some(*frame);
+        }
+        true
+    })?;
+    for damage in &outcome.damaged {
+        tracing::warn!(
+            path = %segment.log_path().display(), position = damage.position,
+            first_offset = damage.first_offset, cause = %damage.reason,
+            "stepped over damaged records looking for the largest timestamp"
+        );
+    }
+    if let Some(frame) = straddling {
+        crate::storage::fetch::visit_record_timestamps(segment, &frame, |offset, timestamp| {
+            if offset >= from {
+                largest = largest.max(Some(timestamp));
+            }
+        })?;
+    }
+    Ok(largest)
 }

@@ -421,3 +421,99 @@ fn time_retention_deletes_whole_old_segments_without_reading_them() {
     let later_ms = records[records.len() * 3 / 4].1;
     assert!(expire(&mut log, later_ms + 1_000) > bases[4]);
 }
+
+/// A log with retention by time, whose records' CreateTimes go back across a roll: a fresh
+/// record in segment 0, then one two hours older in segment 1 (a backfill, a mirror keeping
+/// its source's timestamps, a producer with a skewed clock).
+fn fresh_then_old_across_segments(dir: &Path, now_ms: u64) -> PartitionLog {
+    const HOUR_MS: u64 = 3_600_000;
+    let config = LogConfig {
+        retention: RetentionPolicy {
+            ms: Some(HOUR_MS),
+            ..RetentionPolicy::default()
+        },
+        ..small_segments()
+    };
+    let (mut log, _) = PartitionLog::open(dir, config, now_ms).unwrap();
+    append_client_batch(&mut log, &[now_ms], 100);
+    log.roll().unwrap();
+    append_client_batch(&mut log, &[now_ms - 2 * HOUR_MS], 100);
+    log.enforce_retention(now_ms).unwrap();
+    log
+}
+
+#[test]
+fn time_retention_after_a_reopen_keeps_a_segment_whose_largest_timestamp_is_within_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let now_ms = 1_700_000_000_000;
+    let mut log = fresh_then_old_across_segments(dir.path(), now_ms);
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 2));
+    let config = log.config;
+    log.close().unwrap();
+    // The newest segment holds the older record: the log's largest timestamp is segment 0's.
+    let (mut log, _) = PartitionLog::open(dir.path(), config, now_ms).unwrap();
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 2));
+    assert_eq!(
+        read_all(&mut log),
+        vec![(0, now_ms), (1, now_ms - 7_200_000)]
+    );
+}
+
+/// What Kafka's "max timestamp" ListOffsets must answer: the first record from `log_start`
+/// on with the largest timestamp among them.
+fn first_with_max_timestamp(records: &[(u64, u64)], log_start: u64) -> Option<(u64, u64)> {
+    let kept = records.iter().filter(|&&(offset, _)| offset >= log_start);
+    let max = kept.clone().map(|&(_, timestamp)| timestamp).max()?;
+    kept.copied().find(|&(_, timestamp)| timestamp == max)
+}
+
+#[test]
+fn the_max_timestamp_record_is_the_largest_of_every_segment_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let now_ms = 1_700_000_000_000;
+    let minute_ms = 60_000;
+    let (mut log, _) = PartitionLog::open(dir.path(), small_segments(), now_ms).unwrap();
+    assert_eq!(log.record_with_max_timestamp().unwrap(), None);
+    for (i, minutes) in [10, 20, 5].into_iter().enumerate() {
+        if i > 0 {
+            log.roll().unwrap();
+        }
+        append_client_batch(&mut log, &[now_ms + minutes * minute_ms], 100);
+    }
+    let expected = Some((1, now_ms + 20 * minute_ms));
+    assert_eq!(log.record_with_max_timestamp().unwrap(), expected);
+    log.close().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), small_segments(), now_ms).unwrap();
+    assert_eq!(log.record_with_max_timestamp().unwrap(), expected);
+}
+
+#[test]
+fn the_max_timestamp_record_is_the_largest_of_those_retention_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), small_segments(), 0).unwrap();
+    let records = fill_with_client_batches(&mut log, 200);
+    assert!(log.segment_count() > 5);
+    let log_end = log.log_end_offset();
+    // The log start moves forward by records retention, to offsets inside segments and
+    // inside batches alike, and the answer is checked live and after a reopen.
+    for keep in [log_end, log_end - 1, log_end * 3 / 4, log_end / 2, 7, 3, 1] {
+        log.config.retention.records = Some(keep);
+        log.enforce_retention(0).unwrap();
+        let start = log.log_start_offset();
+        assert_eq!(start, log_end - keep);
+        let expected = first_with_max_timestamp(&records, start);
+        assert_eq!(
+            log.record_with_max_timestamp().unwrap(),
+            expected,
+            "from {start}"
+        );
+        let config = log.config;
+        log.close().unwrap();
+        log = PartitionLog::open(dir.path(), config, 0).unwrap().0;
+        assert_eq!(
+            log.record_with_max_timestamp().unwrap(),
+            expected,
+            "reopened, from {start}"
+        );
+    }
+}

@@ -5,20 +5,24 @@
     python confluent_admin.py BOOTSTRAP delete-topics NAME ... [--timeout S]
     python confluent_admin.py BOOTSTRAP list-topics [--timeout S]
     python confluent_admin.py BOOTSTRAP list-groups [--timeout S]
+    python confluent_admin.py BOOTSTRAP list-offsets TOPIC:PARTITION [--timeout S]
 
 create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1) and
 replication factor 1; delete-topics sends DeleteTopics; list-topics reads Metadata for all
-topics; list-groups sends ListGroups. A request that fails for any topic fails the run.
+topics; list-groups sends ListGroups; list-offsets sends ListOffsets for the partition's
+earliest, latest and max-timestamp (KIP-734) offsets, one request each. A request that fails for any topic fails the run.
 
 Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted": [name...];
 "topics": [{"name", "partitions"}...] sorted by name; "groups": [{"group_id", "state",
-"is_simple"}...] sorted by id}.
+"is_simple"}...] sorted by id; "offsets": {"earliest" | "latest" | "max_timestamp":
+{"offset", "timestamp"}}, -1 where the broker answers none}.
 """
 
 import argparse
 
 import confluent_kafka
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from clientlib import emit, fail, run, Deadline
 
@@ -28,11 +32,11 @@ CLIENT = "confluent-kafka"
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("bootstrap", help="host:port of the broker")
-    p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups"])
+    p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
-    if args.command in ("create-topics", "delete-topics") and not args.names:
+    if args.command in ("create-topics", "delete-topics", "list-offsets") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
     admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
@@ -54,6 +58,9 @@ def main():
             ({"name": t.topic, "partitions": len(t.partitions)} for t in metadata.topics.values()),
             key=lambda t: t["name"],
         )
+    elif args.command == "list-offsets":
+        topic, _, partition = args.names[0].rpartition(":")
+        out["offsets"] = _list_offsets(admin, TopicPartition(topic, int(partition)), deadline)
     else:
         result = admin.list_consumer_groups(request_timeout=deadline.left()).result(timeout=deadline.left())
         if result.errors:
@@ -64,6 +71,21 @@ def main():
             key=lambda g: g["group_id"],
         )
     emit(out)
+
+
+def _list_offsets(admin, partition, deadline):
+    """The partition's offset for each spec, one ListOffsets request per spec."""
+    specs = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest(),
+             "max_timestamp": OffsetSpec.max_timestamp()}
+    offsets = {}
+    for name, spec in specs.items():
+        futures = admin.list_offsets({partition: spec}, request_timeout=deadline.left())
+        try:
+            info = futures[partition].result(timeout=deadline.left())
+        except Exception as e:  # noqa: BLE001 - reported with the spec it concerns
+            fail(f"ListOffsets {name} of {partition.topic}:{partition.partition}: {e}")
+        offsets[name] = {"offset": info.offset, "timestamp": info.timestamp}
+    return offsets
 
 
 def _wait_all(futures, deadline):

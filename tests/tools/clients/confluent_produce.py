@@ -4,11 +4,13 @@ reading the partition and offset of each from its delivery report.
 
     python confluent_produce.py BOOTSTRAP TOPIC [--count N] [--prefix P] [--partition P]
         [--compression none|gzip|snappy|lz4|zstd] [--acks all|1|0] [--idempotent]
-        [--partitioner NAME] [--debug CONTEXTS] [--timeout S]
+        [--partitioner NAME] [--timestamp MS] [--debug CONTEXTS] [--timeout S]
 
 librdkafka's default is acks=all without idempotence; --idempotent turns it on (InitProducerId,
 then sequenced batches). --partitioner is librdkafka's `partitioner` (consistent_random by
-default; murmur2_random is the Java client's). --debug passes librdkafka's `debug` (e.g.
+default; murmur2_random is the Java client's). --timestamp gives every record that CreateTime
+(ms since the epoch) instead of the time it is sent, and sends them in one batch (linger.ms
+until the flush). --debug passes librdkafka's `debug` (e.g.
 "protocol" logs every request with its API version) to stderr.
 
 Prints {"client", "version", "librdkafka", "records": [record...]} in send order; with
@@ -28,6 +30,7 @@ def main():
     p.add_argument("--acks", default="all", choices=["all", "1", "0"])
     p.add_argument("--idempotent", action="store_true")
     p.add_argument("--partitioner")
+    p.add_argument("--timestamp", type=int)
     p.add_argument("--debug")
     args = p.parse_args()
     deadline = Deadline(args.timeout)
@@ -41,6 +44,10 @@ def main():
     }
     if args.partitioner:
         config["partitioner"] = args.partitioner
+    if args.timestamp is not None:
+        # The flush sends at once; message.timeout.ms must stay above it.
+        config["linger.ms"] = 1000
+        config["message.timeout.ms"] = max(2000, deadline.left_ms())
     if args.debug:
         config["debug"] = args.debug
     producer = Producer(config)
@@ -55,6 +62,8 @@ def main():
     for i in range(args.count):
         key, value, headers = generated(args.prefix, i, CLIENT)
         extra = {} if args.partition is None else {"partition": args.partition}
+        if args.timestamp is not None:
+            extra["timestamp"] = args.timestamp
         producer.produce(args.topic, key=key, value=value, headers=headers, on_delivery=delivered(i), **extra)
         producer.poll(0)
         sent.append((key, value, headers))
