@@ -32,9 +32,13 @@
 //!      6     8  offset: the state covers every batch below it
 //!     14     4  producers
 //!     18     -  per producer: producer_id i64, epoch i16, last_timestamp_ms u64, batches u8,
-//!               then per batch: first_seq i32, last_seq i32, base_offset u64, last_offset u64
+//!               then per batch: first_seq i32, last_seq i32, base_offset u64, last_offset u64,
+//!               max_timestamp i64 (version 2 only)
 //!      -     4  CRC32C of every byte before it
 //! ```
+//!
+//! Version 2 added each batch's `max_timestamp`, what a retry under LogAppendTime is answered
+//! with. A version 1 snapshot is still read, its batches' timestamps unknown (-1).
 //!
 //! # Memory
 //! One entry per producer id that wrote here, at most five batches each. Producers silent
@@ -56,7 +60,9 @@ pub const PRODUCER_EXPIRATION_MS: u64 = 24 * 60 * 60 * 1000;
 /// The suffix of snapshot files.
 pub const SNAPSHOT_SUFFIX: &str = ".producers";
 const MAGIC: &[u8; 4] = b"NKPS";
-const VERSION: u16 = 1;
+const VERSION: u16 = 2;
+/// The version before batches carried their largest timestamp; still read.
+const VERSION_WITHOUT_TIMESTAMPS: u16 = 1;
 
 /// One stored batch of a producer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +71,9 @@ pub struct BatchSequence {
     pub last_seq: i32,
     pub base_offset: u64,
     pub last_offset: u64,
+    /// The stored batch's largest timestamp: the append time under LogAppendTime, which a
+    /// retry of the batch is answered with; -1 when unknown (read from a version 1 snapshot).
+    pub max_timestamp: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,6 +196,7 @@ impl ProducerState {
             last_seq: last_sequence(header),
             base_offset: header.base_offset,
             last_offset: header.last_offset(),
+            max_timestamp: header.max_timestamp,
         });
     }
 
@@ -221,6 +231,7 @@ impl ProducerState {
                 buf.extend_from_slice(&b.last_seq.to_le_bytes());
                 buf.extend_from_slice(&b.base_offset.to_le_bytes());
                 buf.extend_from_slice(&b.last_offset.to_le_bytes());
+                buf.extend_from_slice(&b.max_timestamp.to_le_bytes());
             }
         }
         let crc = crc32c::crc32c(&buf);
@@ -236,8 +247,12 @@ impl ProducerState {
             return Err("crc32c mismatch".into());
         }
         let mut r = Reader { buf: body, at: 0 };
-        if r.take(4)? != MAGIC || u16::from_le_bytes(r.array()?) != VERSION {
-            return Err("not a version 1 producer snapshot".into());
+        if r.take(4)? != MAGIC {
+            return Err("not a producer snapshot".into());
+        }
+        let version = u16::from_le_bytes(r.array()?);
+        if version != VERSION && version != VERSION_WITHOUT_TIMESTAMPS {
+            return Err(format!("producer snapshot version {version} is not 1 or 2"));
         }
         let offset = u64::from_le_bytes(r.array()?);
         let count = u32::from_le_bytes(r.array()?);
@@ -257,6 +272,10 @@ impl ProducerState {
                     last_seq: i32::from_le_bytes(r.array()?),
                     base_offset: u64::from_le_bytes(r.array()?),
                     last_offset: u64::from_le_bytes(r.array()?),
+                    max_timestamp: match version {
+                        VERSION_WITHOUT_TIMESTAMPS => -1,
+                        _ => i64::from_le_bytes(r.array()?),
+                    },
                 });
             }
             state.producers.insert(
@@ -529,6 +548,41 @@ mod tests {
         // Only the newest two are kept.
         write_snapshot(&fs, dir.path(), 9, &state).unwrap();
         assert!(!snapshot_path(dir.path(), 3).exists());
+    }
+
+    #[test]
+    fn a_version_1_snapshot_is_read_with_its_batches_timestamps_unknown() {
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(MAGIC);
+        v1.extend_from_slice(&1u16.to_le_bytes());
+        v1.extend_from_slice(&3u64.to_le_bytes()); // offset
+        v1.extend_from_slice(&1u32.to_le_bytes()); // producers
+        v1.extend_from_slice(&5i64.to_le_bytes()); // producer id
+        v1.extend_from_slice(&1i16.to_le_bytes()); // epoch
+        v1.extend_from_slice(&10u64.to_le_bytes()); // last timestamp
+        v1.push(1); // batches
+        for field in [0i32, 2] {
+            v1.extend_from_slice(&field.to_le_bytes()); // first and last sequence
+        }
+        for field in [0u64, 2] {
+            v1.extend_from_slice(&field.to_le_bytes()); // base and last offset
+        }
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        let (offset, state) = ProducerState::decode(&v1).unwrap();
+        assert_eq!(offset, 3);
+        let retry = header(5, 1, 0, 3, 99);
+        let stored = BatchSequence {
+            first_seq: 0,
+            last_seq: 2,
+            base_offset: 0,
+            last_offset: 2,
+            max_timestamp: -1,
+        };
+        assert_eq!(
+            state.check(&retry).unwrap(),
+            SequenceCheck::Duplicate(stored)
+        );
     }
 
     #[test]

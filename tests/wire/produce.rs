@@ -9,7 +9,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::records::Compression;
 use kafka_protocol::ResponseError;
-use nanokafka::{Backpressure, NanoKafka, TopicConfig};
+use nanokafka::{Backpressure, NanoKafka, TimestampType, TopicConfig};
 
 use crate::client::{correlation_id, WireClient};
 use crate::common::listening_broker;
@@ -260,6 +260,45 @@ fn an_idempotent_retry_gets_its_original_offsets_also_after_a_restart_and_a_gap_
     );
     assert_ne!(init.producer_id.0, pid);
     assert!(init.producer_id.0 > pid);
+}
+
+/// (error code, base offset, log append time) of the one partition's answer.
+fn appended(response: &ProduceResponse) -> (i16, i64, i64) {
+    let p = &response.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset, p.log_append_time_ms)
+}
+
+#[test]
+fn an_idempotent_retry_on_a_log_append_time_topic_gets_the_stored_append_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let config = TopicConfig::default().timestamp_type(TimestampType::LogAppendTime);
+    broker.create_topic("t", config).unwrap();
+    let mut client = WireClient::connect(addr);
+    let init = client.call(
+        &InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(-1),
+        4,
+    );
+    let pid = init.producer_id.0;
+    let first = batch(&["a", "b"], Compression::None, pid, 0);
+    let stored = appended(&client.call(&produce("t", 0, first.clone(), -1), 9));
+    assert_eq!(stored.0, 0);
+    assert!(
+        stored.2 > 0,
+        "a LogAppendTime append answers its time: {stored:?}"
+    );
+    let retried = appended(&client.call(&produce("t", 0, first.clone(), -1), 9));
+    assert_eq!(retried, stored);
+    drop(client);
+    broker.shutdown().unwrap();
+
+    let (broker, addr) = listening_broker(dir.path());
+    let mut client = WireClient::connect(addr);
+    let retried = appended(&client.call(&produce("t", 0, first, -1), 9));
+    assert_eq!(retried, stored, "after a restart");
+    assert_eq!(log_end(&broker, "t", 0), 2, "the retries wrote nothing");
 }
 
 #[test]

@@ -101,10 +101,16 @@ impl PartitionLog {
             });
         }
         if let SequenceCheck::Duplicate(stored) = self.producers.check(&header)? {
+            // Under LogAppendTime the stored batch's largest timestamp is its append time,
+            // the retry's answer as the first send's was (unknown from an old snapshot).
+            let log_append_time_ms = match self.config.timestamp_type {
+                TimestampType::CreateTime => None,
+                TimestampType::LogAppendTime => u64::try_from(stored.max_timestamp).ok(),
+            };
             return Ok(KafkaAppend {
                 base_offset: stored.base_offset,
                 last_offset: stored.last_offset,
-                log_append_time_ms: None,
+                log_append_time_ms,
                 log_start_offset: self.log_start_offset,
                 duplicate: true,
             });
@@ -138,6 +144,7 @@ impl PartitionLog {
         self.last_timestamp_ms = self.last_timestamp_ms.max(max_timestamp);
         let stored = crate::storage::format::BatchHeader {
             base_offset,
+            max_timestamp: i64::try_from(max_timestamp).unwrap_or(i64::MAX),
             ..header
         };
         self.producers.apply(&stored, now_ms);
