@@ -124,22 +124,27 @@ struct Sealing {
 }
 
 impl Sealing {
-    /// Syncs the sealed segment (`file`, data and size), then the directory, then records
-    /// `new_base` as the checkpoint's recovery point. A failed sync first writes the unsynced
-    /// bytes again (see [`rewrite_unsynced`]), as the active segment's does: the owner reopens
-    /// after the failure, and recovery's sync must persist them for real.
+    /// Syncs the sealed segment (`file`, data and size) and the producer snapshot the roll
+    /// wrote as of `new_base`, then the directory, then records `new_base` as the
+    /// checkpoint's recovery point, and last removes the snapshots the synced one replaces.
+    /// A failed sync first writes the unsynced bytes again (see [`rewrite_unsynced`]), as the
+    /// active segment's does: the owner reopens after the failure, and recovery's sync must
+    /// persist them for real.
     fn run(&self, file: &dyn StorageFile) -> Result<()> {
         if let Err(e) = file.sync_all() {
             rewrite_unsynced(file, &self.sealed, self.synced_size, self.size);
             return Err(StorageError::io("sync a sealed segment", &self.sealed, e));
         }
-        sync_dir(self.fs.as_ref(), &self.dir)?;
+        let fs = self.fs.as_ref();
+        producer_state::sync_snapshot(fs, &self.dir, self.new_base)?;
+        sync_dir(fs, &self.dir)?;
         Checkpoint {
             clean: false,
             recovery_point: self.new_base,
             ..Checkpoint::default()
         }
-        .write(self.fs.as_ref(), &self.dir)
+        .write(fs, &self.dir)?;
+        producer_state::remove_older_snapshots(fs, &self.dir, self.new_base)
     }
 }
 
@@ -1114,10 +1119,13 @@ impl PartitionLog {
             // producer snapshot still describe the files.
             return Ok(());
         }
-        self.write_producer_snapshot(self.log_end_offset())?;
-        self.active_mut().sync_all()?;
-        self.dirty = false;
         let log_end = self.log_end_offset();
+        self.write_producer_snapshot(log_end)?;
+        producer_state::sync_snapshot(self.fs.as_ref(), &self.dir, log_end)?;
+        self.active_mut().sync_all()?;
+        sync_dir(self.fs.as_ref(), &self.dir)?;
+        producer_state::remove_older_snapshots(self.fs.as_ref(), &self.dir, log_end)?;
+        self.dirty = false;
         Checkpoint {
             clean: true,
             recovery_point: log_end,
@@ -1145,6 +1153,8 @@ mod time_tests;
 
 mod interval_sync;
 mod kafka_read;
+#[cfg(test)]
+mod producer_tests;
 mod producers;
 mod read_ahead;
 pub use interval_sync::{LogSyncJob, LogSynced};

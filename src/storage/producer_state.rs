@@ -21,8 +21,11 @@
 //! The state as of `offset` (every batch below it applied), written when a segment is rolled
 //! (as of the new segment's base) and at a clean shutdown (as of the log end). On open the
 //! newest valid snapshot at or below the log end is loaded and the batches from its offset
-//! on are applied again; the snapshot is derived data, so it is never synced and a damaged
-//! one is skipped for an older one (or a scan from the log start). The name differs from
+//! on are applied again; a damaged one is skipped for an older one (or a scan from the log
+//! start). A snapshot is synced (with its directory) before the older ones are removed:
+//! retention may have deleted the segments between an older snapshot and the log start, and
+//! a producer whose last batches were there would then be remembered at an older sequence
+//! (its next batch refused as out of order) or forgotten (a retry stored twice). The name differs from
 //! Kafka's `.snapshot` on purpose: the bytes are this module's own, not Kafka's schema.
 //!
 //! ```text
@@ -299,9 +302,10 @@ pub fn snapshot_path(dir: &Path, offset: u64) -> PathBuf {
     dir.join(format!("{offset:020}{SNAPSHOT_SUFFIX}"))
 }
 
-/// Writes `state` as of `offset` to its snapshot file and removes the older snapshots but the
-/// one before it (a damaged new one then falls back a single segment). Not synced: see the
-/// module docs.
+/// Writes `state` as of `offset` to its snapshot file, not yet synced: the caller makes it
+/// durable with [`sync_snapshot`] and only then removes the older ones
+/// ([`remove_older_snapshots`]), so that a power loss leaves either the new snapshot whole or
+/// the older ones.
 ///
 /// # Errors
 /// `Io`.
@@ -316,7 +320,26 @@ pub fn write_snapshot(
         .open(&path, OpenMode::Truncate)
         .map_err(|e| StorageError::io("create producer snapshot", &path, e))?;
     file.write_all_at(&state.encode(offset), 0)
-        .map_err(|e| StorageError::io("write producer snapshot", &path, e))?;
+        .map_err(|e| StorageError::io("write producer snapshot", &path, e))
+}
+
+/// Syncs the snapshot file as of `offset` (its directory entry is the caller's to sync).
+///
+/// # Errors
+/// `Io`.
+pub fn sync_snapshot(fs: &dyn FileSystem, dir: &Path, offset: u64) -> Result<()> {
+    let path = snapshot_path(dir, offset);
+    fs.open(&path, OpenMode::Existing)
+        .and_then(|file| file.sync_all())
+        .map_err(|e| StorageError::io("sync producer snapshot", &path, e))
+}
+
+/// Removes the snapshots older than the one as of `offset`, but the one before it (a damaged
+/// newest one then falls back a single segment).
+///
+/// # Errors
+/// `Io`.
+pub fn remove_older_snapshots(fs: &dyn FileSystem, dir: &Path, offset: u64) -> Result<()> {
     let mut older: Vec<u64> = list_snapshots(fs, dir)?
         .into_iter()
         .filter(|&o| o < offset)
@@ -547,7 +570,9 @@ mod tests {
         assert_eq!(load_snapshot(&fs, dir.path(), 5).unwrap(), (3, older));
         // Only the newest two are kept.
         write_snapshot(&fs, dir.path(), 9, &state).unwrap();
+        remove_older_snapshots(&fs, dir.path(), 9).unwrap();
         assert!(!snapshot_path(dir.path(), 3).exists());
+        assert!(snapshot_path(dir.path(), 5).exists());
     }
 
     #[test]

@@ -207,7 +207,8 @@ impl PartitionLog {
     }
 
     /// Writes the producer state as of `offset` (the log end: every batch appended so far is
-    /// in it), forgetting producers silent for a day.
+    /// in it), forgetting producers silent for a day. Not yet synced: the roll's sealing, or
+    /// `close`, syncs it before the older snapshots are removed.
     pub(super) fn write_producer_snapshot(&mut self, offset: u64) -> Result<()> {
         self.producers.expire();
         producer_state::write_snapshot(self.fs.as_ref(), &self.dir, offset, &self.producers)
