@@ -8,6 +8,7 @@
 //! | `retention.bytes` | `retention_bytes` | `-1` = `None` |
 //! | `segment.bytes` | `segment_bytes` | |
 //! | `message.timestamp.type` | `timestamp_type` (`CreateTime`, `LogAppendTime`) | |
+//! | `min.insync.replicas` | (always 1: one broker, so the replication factor is 1) | |
 //!
 //! NanoKafka's own settings without a Kafka name (`max_size`, `retention_size`,
 //! `backpressure`) keep their defaults for topics made by Kafka clients. `max.message.bytes`
@@ -90,6 +91,13 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
             "log.message.timestamp.type",
         ),
         entry(
+            "min.insync.replicas",
+            MIN_INSYNC_REPLICAS.to_string(),
+            MIN_INSYNC_REPLICAS.to_string(),
+            TYPE_INT,
+            "min.insync.replicas",
+        ),
+        entry(
             "retention.bytes",
             limit(config.retention_bytes),
             limit(default.retention_bytes),
@@ -139,7 +147,7 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
     let Some(value) = value else {
         let default = TopicConfig::default();
         match name {
-            "cleanup.policy" => {}
+            "cleanup.policy" | "min.insync.replicas" => {}
             "retention.ms" => config.retention_ms = default.retention_ms,
             "retention.bytes" => config.retention_bytes = default.retention_bytes,
             "segment.bytes" => config.segment_bytes = default.segment_bytes,
@@ -155,6 +163,7 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
                 "cleanup.policy {value:?} is not supported: only \"delete\" (no compaction)"
             ))
         }
+        "min.insync.replicas" => check_min_insync_replicas(value)?,
         "retention.ms" => config.retention_ms = parse_limit(name, value)?,
         "retention.bytes" => config.retention_bytes = parse_limit(name, value)?,
         "segment.bytes" => {
@@ -189,8 +198,27 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
 fn unknown(name: &str) -> String {
     format!(
         "unknown or unsupported topic config {name:?} (supported: cleanup.policy=delete, \
-         retention.ms, retention.bytes, segment.bytes, message.timestamp.type)"
+         retention.ms, retention.bytes, segment.bytes, message.timestamp.type, \
+         min.insync.replicas=1)"
     )
+}
+
+/// Every topic's replication factor, and so the only `min.insync.replicas` it can meet.
+const MIN_INSYNC_REPLICAS: u32 = 1;
+
+/// A single-broker Kafka accepts `min.insync.replicas` up to the replication factor, which
+/// is 1 here; more could never be met, and is refused.
+fn check_min_insync_replicas(value: &str) -> Result<(), String> {
+    match value.trim().parse::<i64>() {
+        Ok(1) => Ok(()),
+        Ok(n) if n > 1 => Err(format!(
+            "min.insync.replicas {n} is more than the replication factor \
+             {MIN_INSYNC_REPLICAS}: this is a single broker"
+        )),
+        _ => Err(format!(
+            "min.insync.replicas must be a positive integer, got {value:?}"
+        )),
+    }
 }
 
 /// Kafka's limit: a positive number, or -1 for none.
@@ -219,6 +247,7 @@ mod tests {
         apply(&mut config, "retention.ms", Some("60000")).unwrap();
         apply(&mut config, "message.timestamp.type", Some("LogAppendTime")).unwrap();
         apply(&mut config, "cleanup.policy", Some("delete")).unwrap();
+        apply(&mut config, "min.insync.replicas", Some("1")).unwrap();
         assert_eq!(config.retention_ms, Some(60_000));
         assert_eq!(config.timestamp_type, TimestampType::LogAppendTime);
         let entries = describe(&config);
@@ -243,7 +272,9 @@ mod tests {
             ("segment.bytes", "lots"),
             ("message.timestamp.type", "Now"),
             ("max.message.bytes", "1000"),
-            ("min.insync.replicas", "1"),
+            ("min.insync.replicas", "2"),
+            ("min.insync.replicas", "0"),
+            ("min.insync.replicas", "one"),
         ] {
             let reason = apply(&mut config, name, Some(value)).unwrap_err();
             assert!(reason.contains(name), "{reason}");

@@ -130,7 +130,7 @@ fn create_topics_refuses_what_it_cannot_honour_each_topic_on_its_own() {
             ResponseError::InvalidConfig,
         ),
         (
-            with_config(creatable("unknown-config", 1), "min.insync.replicas", "1"),
+            with_config(creatable("min-isr", 1), "min.insync.replicas", "2"),
             ResponseError::InvalidConfig,
         ),
         (
@@ -143,12 +143,13 @@ fn create_topics_refuses_what_it_cannot_honour_each_topic_on_its_own() {
         ),
     ];
     let (topics, errors): (Vec<_>, Vec<_>) = cases.into_iter().unzip();
-    // One good topic among them is created all the same.
+    // One good topic among them is created all the same; min.insync.replicas=1 is the
+    // replication factor, so a single broker can honour it.
     let mut all = topics.clone();
     all.push(with_config(
-        creatable("fine", 2),
-        "cleanup.policy",
-        "delete",
+        with_config(creatable("fine", 2), "cleanup.policy", "delete"),
+        "min.insync.replicas",
+        "1",
     ));
     let response = client.call(&create(all), 5);
     for (result, error) in response.topics.iter().zip(&errors) {
@@ -165,12 +166,11 @@ fn create_topics_refuses_what_it_cannot_honour_each_topic_on_its_own() {
     }
     let fine = response.topics.last().unwrap();
     assert_eq!((fine.name.0.as_str(), fine.error_code), ("fine", 0));
-    let unknown = &response.topics[7];
-    assert!(unknown
-        .error_message
-        .as_ref()
-        .unwrap()
-        .contains("min.insync.replicas"));
+    let min_isr = response.topics[7].error_message.as_ref().unwrap();
+    assert!(
+        min_isr.contains("min.insync.replicas") && min_isr.contains("replication factor"),
+        "{min_isr}"
+    );
     let names: Vec<String> = broker.list_topics().unwrap().into_keys().collect();
     assert_eq!(names, ["exists", "fine"], "nothing else was created");
     assert!(!dir.path().join("compacted_0").exists());
@@ -496,6 +496,7 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
             op("retention.ms", SET, Some("60000")),
             op("message.timestamp.type", SET, Some("LogAppendTime")),
             op("retention.bytes", DELETE, None),
+            op("min.insync.replicas", SET, Some("1")),
         ],
     );
     // validate_only first: checked, nothing changed.
@@ -536,7 +537,7 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
             ResponseError::InvalidConfig,
         ),
         (
-            op("min.insync.replicas", SET, Some("1")),
+            op("min.insync.replicas", SET, Some("2")),
             ResponseError::InvalidConfig,
         ),
         (
