@@ -22,9 +22,11 @@ fn committed(dir: &Path, topic: &str, group: &str) -> BTreeMap<u32, u64> {
         .collect()
 }
 
+/// `groups reset-offsets ARGS --execute`: the offsets are written.
 fn reset(dir: &Path, args: &[&str]) -> String {
     let mut all = vec!["groups", "reset-offsets"];
     all.extend_from_slice(args);
+    all.push("--execute");
     ok(&run_on(dir, &all))
 }
 
@@ -61,6 +63,7 @@ fn to_earliest_and_to_latest_move_every_partition() {
             "orders",
             "--to-latest",
             "--json",
+            "--execute",
         ],
     ));
     assert_eq!(doc["group"], "audit");
@@ -193,11 +196,44 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
     assert_eq!(doc["partitions"][0]["previous"], 2);
     assert_eq!(doc["partitions"][0]["new"], 0);
     assert_eq!(snapshot(dir.path()), before);
-    let text = reset(
+    let text = ok(&run_on(
         dir.path(),
-        &["billing", "--topic", "events", "--to-latest", "--dry-run"],
-    );
+        &[
+            "groups",
+            "reset-offsets",
+            "billing",
+            "--topic",
+            "events",
+            "--to-latest",
+            "--dry-run",
+        ],
+    ));
     assert!(text.contains("dry run: nothing was changed"), "{text}");
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+/// As Kafka's `kafka-consumer-groups --reset-offsets`: only `--execute` writes, so a script
+/// ported from Kafka that meant to preview changes nothing.
+#[test]
+fn without_execute_the_plan_is_printed_and_nothing_changes() {
+    let dir = fixture();
+    let before = snapshot(dir.path());
+    let args = ["groups", "reset-offsets", "billing", "--topic", "events"];
+    let preview = run_on(dir.path(), &[&args[..], &["--to-earliest"]].concat());
+    let text = ok(&preview);
+    assert!(text.contains("events  0          2         0"), "{text}");
+    assert!(text.contains("dry run: nothing was changed"), "{text}");
+    let warning = String::from_utf8_lossy(&preview.stderr);
+    assert!(warning.contains("--execute is missing"), "{warning}");
+    let doc = json(&run_on(
+        dir.path(),
+        &[&args[..], &["--to-earliest", "--json"]].concat(),
+    ));
+    assert_eq!(doc["dry_run"], true, "{doc}");
+    assert_eq!(snapshot(dir.path()), before);
+    assert_eq!(committed(dir.path(), "events", "billing"), [(0, 2)].into());
+    let both = [&args[..], &["--to-earliest", "--dry-run", "--execute"]].concat();
+    usage_error(&run_on(dir.path(), &both));
     assert_eq!(snapshot(dir.path()), before);
 }
 

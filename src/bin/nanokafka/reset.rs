@@ -9,7 +9,9 @@
 //! command's broker has members.
 //!
 //! Every target offset is worked out and checked before the first is written: a bad
-//! `--to-offset` changes nothing. `--dry-run` prints the plan and writes nothing.
+//! `--to-offset` changes nothing. As with Kafka's tool, only `--execute` writes: without it
+//! (or with `--dry-run`) the plan is printed and nothing changes, so a script ported from
+//! Kafka that meant to preview never moves offsets.
 
 use std::process::ExitCode;
 
@@ -54,9 +56,14 @@ pub struct ResetArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     to_datetime: Option<u64>,
 
-    /// Print the new offsets without writing them.
-    #[arg(long)]
+    /// Print the new offsets without writing them (what happens without `--execute` too).
+    #[arg(long, conflicts_with = "execute")]
     dry_run: bool,
+
+    /// Write the new offsets; without it the command only prints them, as Kafka's
+    /// `kafka-consumer-groups --reset-offsets` does.
+    #[arg(long)]
+    execute: bool,
 
     #[command(flatten)]
     args: WriteArgs,
@@ -75,8 +82,11 @@ pub fn run(args: ResetArgs) -> ExitCode {
 
 fn reset(args: &ResetArgs) -> Result<(), Failure> {
     let broker = offline::open_for_write(&args.args.data_dir)?;
+    if !args.execute && !args.dry_run {
+        eprintln!("no offsets were written: --execute is missing (this is a preview)");
+    }
     let moves = plan(&broker, args).and_then(|moves| {
-        if !args.dry_run {
+        if args.execute {
             for m in &moves {
                 broker
                     .reset_offset(&args.topic, &args.group, m.partition, m.new)
@@ -237,7 +247,7 @@ fn print(args: &ResetArgs, moves: &[Move]) {
         offline::print_json(&json!({
             "group": args.group,
             "topic": args.topic,
-            "dry_run": args.dry_run,
+            "dry_run": !args.execute,
             "partitions": partitions,
         }));
         return;
@@ -254,8 +264,8 @@ fn print(args: &ResetArgs, moves: &[Move]) {
         })
         .collect();
     offline::print_table(&["TOPIC", "PARTITION", "PREVIOUS", "NEW"], &rows);
-    if args.dry_run {
-        println!("dry run: nothing was changed");
+    if !args.execute {
+        println!("dry run: nothing was changed (add --execute to write)");
     } else {
         println!("reset group {} on {}", args.group, args.topic);
     }
