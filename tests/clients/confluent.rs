@@ -158,7 +158,18 @@ fn admin_creates_and_deletes_topics_and_lists_groups() {
     };
     let b = Broker::start();
     let bs = b.bootstrap.as_str();
-    let created = admin.run_json(&[bs, "create-topics", "cfa:3", "scratch"], RUN);
+    // min.insync.replicas=1 is what Kafka Connect and Streams set: the replication factor.
+    let created = admin.run_json(
+        &[
+            bs,
+            "create-topics",
+            "cfa:3",
+            "scratch",
+            "--config",
+            "min.insync.replicas=1",
+        ],
+        RUN,
+    );
     assert_eq!(created["created"], serde_json::json!(["cfa", "scratch"]));
     let native = b.broker.list_topics().unwrap();
     assert_eq!(native["cfa"].partitions, 3);

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Topic and group administration with confluent-kafka's AdminClient (librdkafka).
 
-    python confluent_admin.py BOOTSTRAP create-topics NAME[:PARTITIONS] ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP create-topics NAME[:PARTITIONS] ... [--config KEY=VALUE ...] [--timeout S]
     python confluent_admin.py BOOTSTRAP delete-topics NAME ... [--timeout S]
     python confluent_admin.py BOOTSTRAP list-topics [--timeout S]
     python confluent_admin.py BOOTSTRAP list-groups [--timeout S]
     python confluent_admin.py BOOTSTRAP list-offsets TOPIC:PARTITION [--timeout S]
 
-create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1) and
-replication factor 1; delete-topics sends DeleteTopics; list-topics reads Metadata for all
+create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1),
+replication factor 1 and the topic configs given with --config; delete-topics sends DeleteTopics; list-topics reads Metadata for all
 topics; list-groups sends ListGroups; list-offsets sends ListOffsets for the partition's
 earliest, latest and max-timestamp (KIP-734) offsets, one request each. A request that fails for any topic fails the run.
 
@@ -34,6 +34,7 @@ def main():
     p.add_argument("bootstrap", help="host:port of the broker")
     p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
+    p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
     if args.command in ("create-topics", "delete-topics", "list-offsets") and not args.names:
@@ -46,7 +47,8 @@ def main():
         topics = []
         for spec in args.names:
             name, _, partitions = spec.partition(":")
-            topics.append(NewTopic(name, num_partitions=int(partitions or 1), replication_factor=1))
+            config = dict(c.split("=", 1) for c in args.config)
+            topics.append(NewTopic(name, num_partitions=int(partitions or 1), replication_factor=1, config=config))
         futures = admin.create_topics(topics, request_timeout=deadline.left())
         out["created"] = _wait_all(futures, deadline)
     elif args.command == "delete-topics":
