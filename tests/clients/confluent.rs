@@ -1,6 +1,6 @@
 //! confluent-kafka (librdkafka) against the listener: a producer reading its offsets from
 //! delivery reports with every acks setting, idempotent or not; a group of three members
-//! committing by hand; the AdminClient.
+//! committing by hand; a cooperative-sticky handover from a slow member; the AdminClient.
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,7 @@
 //! Every client against the others through the broker: records produced natively read by
 //! every client, records produced by every client read natively, a group mixing a native
-//! member and a kcat member, and `lag()` against what the clients committed.
+//! member and a kcat member, a native member taking a partition over from a slow
+//! confluent-kafka member, and `lag()` against what the clients committed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
