@@ -43,6 +43,9 @@ pub struct Join {
     /// `None`: whatever options the group has (a Kafka client's member, which cannot know
     /// them).
     pub options: Option<GroupOptions>,
+    /// `Some` for a Kafka client's member: the partitions its client still holds as it
+    /// joins (see [`GroupState::join_kafka_member`]); `None` for a native member.
+    pub holding: Option<BTreeSet<u32>>,
 }
 impl Message for Join {
     type Result = Result<Assignment>;
@@ -358,7 +361,10 @@ impl Handler<Join> for GroupCoordinatorActor {
                 }
                 _ => {}
             }
-            Ok(act.with_state(|state, now| state.join(&msg.member, now)))
+            Ok(act.with_state(|state, now| match &msg.holding {
+                Some(holding) => state.join_kafka_member(&msg.member, holding, now),
+                None => state.join(&msg.member, now),
+            }))
         })
     }
 }

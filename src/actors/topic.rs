@@ -391,6 +391,7 @@ impl Handler<JoinGroup> for TopicActor {
             Box::pin(coordinator.ask(Join {
                 member: msg.member,
                 options: Some(msg.options),
+                holding: None,
             }))
         })
     }

@@ -2,7 +2,7 @@
 //! the group's own options, committed offsets in Kafka's meaning, and group descriptions;
 //! and the operator's offset reset built on them (`nanokafka groups reset-offsets`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -20,7 +20,7 @@ use crate::types::GroupStats;
 
 impl AsyncNanoKafka {
     /// Joins `group` on `topic` as `member` with the group's options, or `options` when the
-    /// group is new. See [`JoinAsKafkaMember`].
+    /// group is new; its client still holds `holding`. See [`JoinAsKafkaMember`].
     ///
     /// # Errors
     /// `InvalidId`, `UnknownTopic`, `BrokerStopped`.
@@ -30,12 +30,14 @@ impl AsyncNanoKafka {
         group: &str,
         member: &str,
         options: GroupOptions,
+        holding: BTreeSet<u32>,
     ) -> Result<Assignment> {
         self.ask(JoinAsKafkaMember {
             topic: topic.to_owned(),
             group: group.to_owned(),
             member: member.to_owned(),
             options,
+            holding,
         })
         .await
     }

@@ -9,6 +9,14 @@
 //! * Any poll, commit or heartbeat from a member is a sign of life.
 //! * Memberships are not persisted: after a broker restart members join again. Committed
 //!   offsets are (they live with the partitions).
+//! * A Kafka client's member (one the Kafka listener joins for it) learns of a rebalance
+//!   only at its next heartbeat and keeps reading until it has joined again, so a partition
+//!   taken from it is withheld from its new owner until then: the group tracks what each
+//!   Kafka member's client may still hold (what it was dealt since its last join, and what
+//!   that join says it kept), and a member owns only the partitions of its share that no
+//!   other member holds. When a Kafka member gives partitions up, their new owners get them
+//!   in a new generation. This is incremental cooperative rebalancing's rule (KIP-429): a
+//!   partition that changes owner goes to the new one only after the old one revoked it.
 
 pub mod assignor;
 pub(crate) mod classic;
@@ -17,7 +25,7 @@ pub(crate) mod delivery;
 pub(crate) mod options;
 mod positions;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +60,14 @@ pub struct GroupState {
     session_timeout_ms: u64,
     generation: u64,
     members: BTreeMap<String, Member>,
+    /// The assignor's dealing: each member's share, withheld partitions included.
+    target: PartitionsByMember,
+    /// Kafka members → the partitions their client may still be reading: those the member
+    /// owned since its last join, plus what that join said it kept. Native members have no
+    /// entry: they read only what they own, as of their poll.
+    held: BTreeMap<String, BTreeSet<u32>>,
+    /// What each member owns (reads and commits) now: its share of `target` less the
+    /// partitions another member holds.
     assignment: PartitionsByMember,
 }
 
@@ -71,6 +87,8 @@ impl GroupState {
             session_timeout_ms,
             generation: 0,
             members: BTreeMap::new(),
+            target: PartitionsByMember::new(),
+            held: BTreeMap::new(),
             assignment: PartitionsByMember::new(),
         }
     }
@@ -83,7 +101,7 @@ impl GroupState {
         self.assignor
     }
 
-    /// Every member's partitions.
+    /// Every member's partitions: what it owns now (withheld partitions are nobody's).
     pub fn assignment(&self) -> &PartitionsByMember {
         &self.assignment
     }
@@ -101,6 +119,36 @@ impl GroupState {
                         poll_cursor: 0,
                     },
                 );
+                self.rebalance(&format!("{member} joined"));
+            }
+        }
+        self.assignment_of(member)
+    }
+
+    /// Adds or refreshes a Kafka client's member whose client still holds `holding` (what it
+    /// kept when it joined again: nothing after an eager protocol's revocation, its last
+    /// assignment under a cooperative one). A new member rebalances; partitions this member
+    /// no longer holds go to their owners, in a new generation.
+    pub fn join_kafka_member(
+        &mut self,
+        member: &str,
+        holding: &BTreeSet<u32>,
+        now_ms: u64,
+    ) -> Assignment {
+        self.evict_expired(now_ms);
+        let kept = holding.iter().copied().filter(|&p| p < self.partitions);
+        self.held.insert(member.to_owned(), kept.collect());
+        match self.members.get_mut(member) {
+            Some(m) => {
+                m.last_seen_ms = now_ms;
+                self.hand_over(&format!("{member} joined again holding {holding:?}"));
+            }
+            None => {
+                let joined = Member {
+                    last_seen_ms: now_ms,
+                    poll_cursor: 0,
+                };
+                self.members.insert(member.to_owned(), joined);
                 self.rebalance(&format!("{member} joined"));
             }
         }
@@ -128,6 +176,7 @@ impl GroupState {
         if self.members.remove(member).is_none() {
             return Err(self.unknown_member(member));
         }
+        self.held.remove(member);
         self.rebalance(&format!("{member} left"));
         Ok(())
     }
@@ -227,6 +276,7 @@ impl GroupState {
         if !expired.is_empty() {
             for id in &expired {
                 self.members.remove(id);
+                self.held.remove(id);
             }
             self.rebalance(&format!("session timeout of {expired:?}"));
         }
@@ -252,17 +302,53 @@ impl GroupState {
     }
 
     fn rebalance(&mut self, cause: &str) {
+        // A Kafka member reads what it owns until it has joined again.
+        for (member, held) in &mut self.held {
+            held.extend(self.assignment.get(member).into_iter().flatten());
+        }
         let before = std::mem::take(&mut self.assignment);
         self.generation += 1;
-        self.assignment = self.assignor.assign(
+        self.target = self.assignor.assign(
             self.members.keys().map(String::as_str),
             self.partitions,
-            &before,
+            &self.target,
         );
+        self.assignment = self.owned();
         tracing::info!(
             topic = %self.topic, group = %self.group, generation = self.generation, cause,
-            ?before, after = ?self.assignment, "rebalanced"
+            ?before, after = ?self.assignment, held = ?self.held, "rebalanced"
         );
+    }
+
+    /// After a Kafka member's holdings shrank: the partitions it gave up go to their owners,
+    /// in a new generation (nothing changes when none was withheld).
+    fn hand_over(&mut self, cause: &str) {
+        let owned = self.owned();
+        if owned == self.assignment {
+            return;
+        }
+        let before = std::mem::replace(&mut self.assignment, owned);
+        self.generation += 1;
+        tracing::info!(
+            topic = %self.topic, group = %self.group, generation = self.generation, cause,
+            ?before, after = ?self.assignment, held = ?self.held, "handed partitions over"
+        );
+    }
+
+    /// Each member's share of `target` less the partitions another member holds.
+    fn owned(&self) -> PartitionsByMember {
+        let held_by_other = |member: &str, p: u32| {
+            self.held
+                .iter()
+                .any(|(holder, held)| holder != member && held.contains(&p))
+        };
+        self.target
+            .iter()
+            .map(|(member, share)| {
+                let owned = share.iter().copied().filter(|&p| !held_by_other(member, p));
+                (member.clone(), owned.collect())
+            })
+            .collect()
     }
 
     fn unknown_member(&self, member: &str) -> Error {
@@ -379,6 +465,85 @@ mod tests {
         ));
         // It can come back.
         assert_eq!(g.join("b", SESSION + 2).partitions, vec![1]);
+    }
+
+    fn set(partitions: &[u32]) -> BTreeSet<u32> {
+        partitions.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_partition_taken_from_a_kafka_member_waits_until_it_joins_again() {
+        let mut g = group(2);
+        assert_eq!(
+            g.join_kafka_member("a", &set(&[]), 0).partitions,
+            vec![0, 1]
+        );
+        // A native member joins: its share is partition 1, which "a" reads until it joins
+        // again.
+        let joined = g.join("n", 0);
+        assert_eq!((joined.generation, joined.partitions), (2, vec![]));
+        assert!(g.poll_order("n", 0).unwrap().is_empty());
+        assert!(matches!(
+            g.check_fenced("n", 2, Some(1), 0),
+            Err(Error::PartitionNotAssigned { partition: 1, .. })
+        ));
+        assert_eq!(g.heartbeat("a", 0).unwrap().partitions, vec![0]);
+        // "a" joins again having revoked everything (an eager protocol): "n" gets partition
+        // 1 in a new generation.
+        let again = g.join_kafka_member("a", &set(&[]), 0);
+        assert_eq!((again.generation, again.partitions), (3, vec![0]));
+        assert_eq!(g.poll_order("n", 0).unwrap(), vec![1]);
+        assert!(g.check_fenced("n", 3, Some(1), 0).is_ok());
+    }
+
+    #[test]
+    fn a_cooperative_handover_takes_two_generations() {
+        let mut g = GroupState::new("t", "g", 2, Assignor::Sticky, SESSION);
+        g.join_kafka_member("a", &set(&[]), 0);
+        // "b" joins while "a" keeps both partitions (it has not revoked anything yet).
+        g.join_kafka_member("b", &set(&[]), 0);
+        let a = g.join_kafka_member("a", &set(&[0, 1]), 0);
+        assert_eq!((a.generation, a.partitions), (2, vec![0]));
+        assert_eq!(g.heartbeat("b", 0).unwrap().partitions, Vec::<u32>::new());
+        assert_eq!(
+            g.generation(),
+            2,
+            "a member keeping what it held changes nothing"
+        );
+        // "a" revoked partition 1 and joins again: "b" owns it in the next generation.
+        g.join_kafka_member("b", &set(&[]), 0);
+        g.join_kafka_member("a", &set(&[0]), 0);
+        let b = g.heartbeat("b", 0).unwrap();
+        assert_eq!((b.generation, b.partitions), (3, vec![1]));
+        assert_eq!(g.heartbeat("a", 0).unwrap().partitions, vec![0]);
+    }
+
+    #[test]
+    fn a_kafka_member_that_leaves_or_is_evicted_holds_nothing() {
+        let mut g = group(2);
+        g.join_kafka_member("a", &set(&[]), 0);
+        g.join("n", 0);
+        g.leave("a", 0).unwrap();
+        assert_eq!(g.poll_order("n", 0).unwrap(), vec![0, 1]);
+
+        let mut g = group(2);
+        g.join_kafka_member("a", &set(&[]), 0);
+        g.join("n", 0);
+        g.heartbeat("n", SESSION).unwrap();
+        assert_eq!(g.evict_expired(SESSION + 1), vec!["a".to_owned()]);
+        assert_eq!(g.poll_order("n", SESSION + 1).unwrap(), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_kafka_members_holdings_outside_the_topic_are_ignored() {
+        let mut g = group(2);
+        g.join_kafka_member("a", &set(&[]), 0);
+        g.join("n", 0);
+        g.join_kafka_member("a", &set(&[0, 7]), 0);
+        assert_eq!(g.poll_order("n", 0).unwrap(), vec![1]);
+        // Partition 7 comes later; "a" never held it.
+        g.grow(8);
+        assert_eq!(g.poll_order("n", 0).unwrap(), vec![1, 3, 5, 7]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! confluent-kafka (librdkafka) against the listener: a producer reading its offsets from
 //! delivery reports with every acks setting, idempotent or not; a group of three members
-//! committing by hand; the AdminClient.
+//! committing by hand; a cooperative-sticky handover from a slow member; the AdminClient.
 
 use std::collections::BTreeSet;
 
@@ -12,7 +12,7 @@ use crate::common::{
     args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
 };
 
-fn producer() -> Option<Client> {
+pub fn producer() -> Option<Client> {
     clients::python("confluent_produce.py")
 }
 
@@ -50,7 +50,7 @@ fn producer_delivery_reports_with_each_acks() {
 }
 
 /// The partitions a `confluent_consume.py` member holds after the events printed so far.
-fn assignment(stdout: &str) -> Vec<u32> {
+pub fn assignment(stdout: &str) -> Vec<u32> {
     let mut held = Vec::new();
     for event in complete_lines(stdout) {
         let partitions = event["partitions"]
@@ -266,4 +266,79 @@ fn create_times_out_of_order_across_segments_survive_a_restart() {
     check(&b, "before the restart");
     b = b.restart();
     check(&b, "after the restart");
+}
+
+/// The (partition, offset) of every record a `confluent_consume.py` member has started to
+/// process so far.
+pub fn processed(stdout: &str) -> BTreeSet<(u32, u64)> {
+    complete_lines(stdout)
+        .iter()
+        .filter(|e| e["event"] == "record")
+        .map(|e| {
+            let partition = e["partition"].as_u64().unwrap() as u32;
+            (partition, e["offset"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// Incremental cooperative rebalancing: member A owns both partitions and is slow on
+/// partition 1 when member B joins. The sticky assignment moves partition 1 to B, but B gets
+/// it only in the generation after A revoked it (and committed what it processed), so no
+/// record is processed by both.
+#[test]
+fn cooperative_handover_waits_for_the_slow_owner_to_revoke() {
+    let (Some(produce), Some(consume)) = (producer(), clients::python("confluent_consume.py"))
+    else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("coop", 2);
+    let mut sent = Vec::new();
+    for partition in ["0", "1"] {
+        let more = [
+            "--count",
+            "3",
+            "--prefix",
+            partition,
+            "--partition",
+            partition,
+        ];
+        sent.extend(script_records(
+            &produce.run_json(&args(&b.bootstrap, "coop", &more), RUN),
+        ));
+    }
+    let member = |slow: &[&str]| {
+        let mut more = vec![
+            "coop-group",
+            "--until-stdin-closes",
+            "--strategy",
+            "cooperative-sticky",
+        ];
+        more.extend_from_slice(slow);
+        consume.spawn(&args(&b.bootstrap, "coop", &more))
+    };
+    // Each of A's partition-1 records takes longer than a few heartbeats of B's join.
+    let a = member(&["--slow-partition", "1", "--slow-seconds", "2"]);
+    a.wait_for_stdout("A processing partition 1", RUN, |out| {
+        processed(out).iter().any(|&(p, _)| p == 1)
+    });
+    let b_member = member(&[]);
+    let all: BTreeSet<(u32, u64)> = sent.iter().map(|r| (r.partition, r.offset)).collect();
+    b_member.wait_for_stdout(
+        "B owning partition 1 and every record processed",
+        RUN,
+        |out| {
+            let mut both = processed(out);
+            both.extend(processed(&a.stdout()));
+            assignment(out).contains(&1) && both == all
+        },
+    );
+    let (a_out, b_out) = (a.finish(RUN).stdout, b_member.finish(RUN).stdout);
+    let (by_a, by_b) = (processed(&a_out), processed(&b_out));
+    let twice: Vec<_> = by_a.intersection(&by_b).collect();
+    assert!(
+        twice.is_empty(),
+        "processed by both members: {twice:?}\nA:\n{a_out}\nB:\n{b_out}"
+    );
+    assert_eq!(by_a.union(&by_b).copied().collect::<BTreeSet<_>>(), all);
 }

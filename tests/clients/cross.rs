@@ -1,6 +1,7 @@
 //! Every client against the others through the broker: records produced natively read by
 //! every client, records produced by every client read natively, a group mixing a native
-//! member and a kcat member, and `lag()` against what the clients committed.
+//! member and a kcat member, a native member taking a partition over from a slow
+//! confluent-kafka member, and `lag()` against what the clients committed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use crate::common::{
     args, native_records, next_offsets, read_back_natively, script_commits, script_records, Broker,
     Stamps, RUN,
 };
-use crate::kcat;
+use crate::{confluent, kcat};
 
 /// Every group consumer script: (name, client). `None` if any is missing.
 fn consumers() -> Option<Vec<(&'static str, Client)>> {
@@ -240,4 +241,84 @@ fn a_group_of_a_native_member_and_a_kcat_member() {
 /// without a pause the loop would only burn a core the clients need.
 fn pause() {
     std::thread::sleep(Duration::from_millis(20));
+}
+
+/// A native member joins a group whose Kafka member owns both partitions and is slow on
+/// partition 1. The native assignment moves partition 1 to the native member, which reads
+/// it only once the Kafka member has given it up (joined again after its revocation, having
+/// committed what it processed): no record is processed by both.
+#[test]
+fn a_native_member_joining_waits_for_a_slow_kafka_member_to_give_up_its_partition() {
+    let (Some(produce), Some(consume)) = (
+        confluent::producer(),
+        clients::python("confluent_consume.py"),
+    ) else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("handover", 2);
+    let mut all = BTreeSet::new();
+    for partition in ["0", "1"] {
+        let more = [
+            "--count",
+            "3",
+            "--prefix",
+            partition,
+            "--partition",
+            partition,
+        ];
+        let produced = produce.run_json(&args(&b.bootstrap, "handover", &more), RUN);
+        all.extend(
+            script_records(&produced)
+                .iter()
+                .map(|r| (r.partition, r.offset)),
+        );
+    }
+    // Each of the Kafka member's partition-1 records takes longer than a heartbeat interval.
+    let more = [
+        "handover-group",
+        "--until-stdin-closes",
+        "--slow-partition",
+        "1",
+        "--slow-seconds",
+        "2",
+    ];
+    let kafka = consume.spawn(&args(&b.bootstrap, "handover", &more));
+    kafka.wait_for_stdout("the Kafka member processing partition 1", RUN, |out| {
+        confluent::processed(out).iter().any(|&(p, _)| p == 1)
+    });
+    // Sorted after the Kafka member's id, so round-robin deals it partition 1.
+    let (topic, group, member) = ("handover", "handover-group", "zz-native");
+    b.broker.join_group(topic, group, member).unwrap();
+    let mut native = BTreeSet::new();
+    let deadline = Instant::now() + RUN;
+    loop {
+        let batch = b
+            .broker
+            .poll_batch_raw(topic, group, member, 100, Duration::from_millis(200))
+            .unwrap();
+        for r in &batch {
+            native.insert((r.partition, r.offset));
+            b.broker
+                .commit(topic, group, r.partition, r.offset)
+                .unwrap();
+        }
+        let owned = b.broker.heartbeat(topic, group, member).unwrap().partitions;
+        let mut both = native.clone();
+        both.extend(confluent::processed(&kafka.stdout()));
+        if owned.contains(&1) && both == all {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "native {native:?}, owns {owned:?}"
+        );
+    }
+    let out = kafka.finish(RUN).stdout;
+    let by_kafka = confluent::processed(&out);
+    let twice: Vec<_> = by_kafka.intersection(&native).collect();
+    assert!(
+        twice.is_empty(),
+        "processed by both members: {twice:?}\nKafka member:\n{out}"
+    );
 }

@@ -127,6 +127,11 @@ fn a_native_member_joining_makes_the_kafka_member_rebalance_and_they_split_the_t
 
     let native = broker.join_group("t", "g", "native-1").unwrap();
     assert_eq!(
+        native.partitions,
+        Vec::<u32>::new(),
+        "the Kafka member reads all four until it joins again"
+    );
+    assert_eq!(
         heartbeat(&mut a, "g", &a_id, generation),
         27,
         "REBALANCE_IN_PROGRESS"
@@ -135,11 +140,12 @@ fn a_native_member_joining_makes_the_kafka_member_rebalance_and_they_split_the_t
     assert_eq!(joined.error_code, 0);
     let synced = sync(&mut a, "g", &a_id, joined.generation_id);
     let kafka_parts = partitions_of(&assignment(&synced.assignment), "t");
-    let native_parts = broker.heartbeat("t", "g", "native-1").unwrap().partitions;
+    let handed_over = broker.heartbeat("t", "g", "native-1").unwrap();
+    let native_parts = handed_over.partitions;
     assert_eq!(
-        native.generation,
-        broker.heartbeat("t", "g", "native-1").unwrap().generation,
-        "the Kafka member's rejoin is no native rebalance"
+        handed_over.generation,
+        native.generation + 1,
+        "the partitions the Kafka member gave up reach the native member in a new generation"
     );
     assert_eq!((kafka_parts.len(), native_parts.len()), (2, 2));
     let all: BTreeSet<u32> = kafka_parts

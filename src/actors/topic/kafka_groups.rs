@@ -2,7 +2,7 @@
 //! committed offsets set and read in Kafka's meaning, and the groups' descriptions. Sent by
 //! the listener (through `AsyncNanoKafka` and the broker, like every topic message).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use actix::prelude::*;
 use futures::future::join_all;
@@ -19,13 +19,16 @@ use crate::types::GroupStats;
 
 /// Join `group` on `topic` as a Kafka client's member: with the options the group has, or
 /// `options` when this join creates it (a Kafka client cannot know a native group's
-/// assignor). Reply: the member's assignment. Errors: `InvalidId`, `UnknownTopic`.
+/// assignor). `holding`: the partitions of `topic` its client still holds as it joins (see
+/// [`crate::group::GroupState::join_kafka_member`]). Reply: the member's assignment. Errors:
+/// `InvalidId`, `UnknownTopic`.
 #[derive(Debug, Clone)]
 pub struct JoinAsKafkaMember {
     pub topic: String,
     pub group: String,
     pub member: String,
     pub options: GroupOptions,
+    pub holding: BTreeSet<u32>,
 }
 
 /// Set `group`'s committed offset of `partition` to `offset` exactly: the next offset to
@@ -90,6 +93,7 @@ impl Handler<JoinAsKafkaMember> for TopicActor {
             let join = Join {
                 member: msg.member,
                 options: None,
+                holding: Some(msg.holding),
             };
             Box::pin(coordinator.ask(join))
         })

@@ -5,6 +5,13 @@
 //! (topic, group) of each topic it subscribes to, so native and Kafka members share one
 //! group per topic and the native assignor deals its partitions over both.
 //!
+//! Each join of a native group says what the member's client still holds of the topic:
+//! nothing under an eager protocol (its client revoked everything before it joined again),
+//! its last assignment (the one its SyncGroup returned) under a cooperative one. The native
+//! group withholds a partition from its new owner while another member holds it, so under
+//! `cooperative-sticky` a partition changing owner reaches the new one in the generation
+//! after the old one revoked it and joined again (KIP-429).
+//!
 //! Requests are served one at a time: a request that needs the broker (a heartbeat beats the
 //! native memberships, a completed barrier joins them) holds the mailbox until the broker
 //! answered (`ctx.wait`), so the classic state never moves under a request in flight.
@@ -109,7 +116,15 @@ pub struct KafkaGroupActor {
     native: BTreeMap<String, BTreeSet<String>>,
     /// Topic → the native group's generation when the classic generation began.
     native_generations: BTreeMap<String, u64>,
+    /// Member → topic → its partitions in the current generation.
+    granted: BTreeMap<String, Partitions>,
+    /// Member → topic → its partitions as its last SyncGroup returned them: what a
+    /// cooperative client holds when it joins again.
+    synced: BTreeMap<String, Partitions>,
 }
+
+/// Topic → partitions.
+type Partitions = BTreeMap<String, BTreeSet<u32>>;
 
 impl std::fmt::Debug for KafkaGroupActor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -135,6 +150,8 @@ impl KafkaGroupActor {
             syncs: HashMap::new(),
             native: BTreeMap::new(),
             native_generations: BTreeMap::new(),
+            granted: BTreeMap::new(),
+            synced: BTreeMap::new(),
         }
     }
 
@@ -170,6 +187,8 @@ impl KafkaGroupActor {
             if let Some(parked) = self.syncs.remove(&member.id) {
                 let _ = parked.send(Err(ClassicError::UnknownMemberId));
             }
+            self.granted.remove(&member.id);
+            self.synced.remove(&member.id);
             for topic in self.native.remove(&member.id).unwrap_or_default() {
                 leaves.push((topic, member.id.clone()));
             }
@@ -197,24 +216,32 @@ impl KafkaGroupActor {
         self.forget(ctx, barrier.removed);
         let protocol = barrier.protocol;
         if self.group.assigning() == Assigning::Leader {
+            self.granted.clear();
             let answers = self.group.finish_rebalance(protocol, BTreeMap::new());
             self.answer_joins(answers);
             return;
         }
-        let plan: Vec<(String, BTreeSet<String>, BTreeSet<String>)> = self
+        // How the members joined again is the generation's that ends: a cooperative client
+        // kept its last assignment, an eager one revoked it.
+        let kept_by_cooperative = crate::group::classic::is_cooperative(self.group.protocol());
+        let plan: Vec<(String, BTreeSet<String>, BTreeSet<String>, Partitions)> = self
             .group
             .members()
             .map(|m| {
                 let joined = self.native.get(&m.id).cloned().unwrap_or_default();
-                (m.id.clone(), m.topics.clone(), joined)
+                let holding = match kept_by_cooperative {
+                    true => self.synced.get(&m.id).cloned().unwrap_or_default(),
+                    false => Partitions::new(),
+                };
+                (m.id.clone(), m.topics.clone(), joined, holding)
             })
             .collect();
         // A native group a Kafka member creates has the default options, so native members
         // joining it with the defaults fit, unless the group is cooperative: a cooperative
-        // rebalance relies on the assignor moving only what balance needs (a partition never
-        // goes straight from one member that keeps reading to another), which is the sticky
-        // assignor. A native group that exists keeps its own, whatever protocol name the
-        // Kafka members are told.
+        // rebalance should move only what balance needs (each move costs the new owner a
+        // generation of waiting for the old one to revoke), which is the sticky assignor. A
+        // native group that exists keeps its own, whatever protocol name the Kafka members
+        // are told.
         let options = match crate::group::classic::is_cooperative(&protocol) {
             true => GroupOptions::default().assignor(crate::group::Assignor::Sticky),
             false => GroupOptions::default(),
@@ -222,14 +249,15 @@ impl KafkaGroupActor {
         let (broker, group) = (self.broker.clone(), self.name());
         let work = async move {
             let mut joined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-            for (member, wanted, had) in &plan {
+            for (member, wanted, had, holding) in &plan {
                 for topic in had.difference(wanted) {
                     let _ = broker.leave_group(topic, &group, member).await;
                 }
                 let now_in = joined.entry(member.clone()).or_default();
                 for topic in wanted {
+                    let holding = holding.get(topic).cloned().unwrap_or_default();
                     match broker
-                        .join_group_as_kafka_member(topic, &group, member, options)
+                        .join_group_as_kafka_member(topic, &group, member, options, holding)
                         .await
                     {
                         Ok(_) => {
@@ -240,6 +268,17 @@ impl KafkaGroupActor {
                         Err(e) => tracing::warn!(%group, %member, %topic, error = %e,
                             "a Kafka member cannot join the native group"),
                     }
+                }
+            }
+            // A join that added or removed a member counted what every Kafka member owned
+            // as held (its client reads on until it joins again); these have joined again,
+            // so each states once more what it holds, the last change being in.
+            for (member, _, _, holding) in &plan {
+                for topic in joined.get(member).into_iter().flatten() {
+                    let holding = holding.get(topic).cloned().unwrap_or_default();
+                    let _ = broker
+                        .join_group_as_kafka_member(topic, &group, member, options, holding)
+                        .await;
                 }
             }
             // Read after every join: each join rebalanced the native group.
@@ -257,17 +296,29 @@ impl KafkaGroupActor {
                 .iter()
                 .map(|(topic, stats)| (topic.clone(), stats.generation))
                 .collect();
-            let assignments = joined
+            act.granted = joined
                 .iter()
                 .map(|(member, topics)| {
                     let partitions = topics.iter().map(|topic| {
                         let owned = native
                             .get(topic)
                             .and_then(|stats| stats.assignment.get(member))
-                            .cloned()
-                            .unwrap_or_default();
-                        (topic.as_str(), owned)
+                            .into_iter()
+                            .flatten()
+                            .copied()
+                            .collect();
+                        (topic.clone(), owned)
                     });
+                    (member.clone(), partitions.collect())
+                })
+                .collect();
+            let assignments = act
+                .granted
+                .iter()
+                .map(|(member, partitions)| {
+                    let partitions = partitions
+                        .iter()
+                        .map(|(topic, ps)| (topic.as_str(), ps.iter().copied().collect()));
                     (member.clone(), encode_assignment(partitions))
                 })
                 .collect();
@@ -371,7 +422,12 @@ impl Handler<Sync> for KafkaGroupActor {
         );
         let reply: Self::Result = match step {
             Err(e) => Box::pin(async move { Err(e) }),
-            Ok(SyncStep::Answer(assignment)) => Box::pin(async move { Ok(assignment) }),
+            Ok(SyncStep::Answer(assignment)) => {
+                if let Some(granted) = self.granted.get(&msg.member) {
+                    self.synced.insert(msg.member.clone(), granted.clone());
+                }
+                Box::pin(async move { Ok(assignment) })
+            }
             Ok(SyncStep::Wait) => {
                 let (tx, rx) = oneshot::channel();
                 self.syncs.insert(msg.member, tx);

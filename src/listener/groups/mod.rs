@@ -16,7 +16,9 @@
 //! * the classic generation counts classic rebalances. A join, leave or eviction on the
 //!   Kafka side rebalances both; one on the native side (a native member joins, leaves or
 //!   is evicted) makes the Kafka members' next Heartbeat answer `REBALANCE_IN_PROGRESS`, so
-//!   they join again and learn their new partitions;
+//!   they join again and learn their new partitions. Until then they read on, so a
+//!   partition the native group moves off a Kafka member is withheld from its new owner
+//!   (native or Kafka) until that member joined again without it (see `actor`);
 //! * liveness: Kafka heartbeats keep the native memberships alive; a member silent for the
 //!   broker's session timeout (or its own, if shorter) is evicted on both sides;
 //! * committed offsets are the partitions' own (the next offset to read, Kafka's meaning), so
@@ -26,8 +28,9 @@
 //! (`range`, `roundrobin`) first: the broker's assignments are eager (each generation is a
 //! complete assignment, and the barrier makes every Kafka member give up its partitions
 //! before any gets new ones). A group whose members offer only `cooperative-sticky` gets
-//! it: such clients revoke what the new assignment drops, then join again, which converges
-//! on the same assignment.
+//! it: such clients keep their partitions while they join again, revoke what the new
+//! assignment drops, then join again; a partition changing owner goes to the new one only
+//! in that next generation (KIP-429), so no two members read it at once.
 //!
 //! Groups whose protocol type is not `consumer` (Kafka Connect, schema registries...) carry
 //! no subscription the broker can read: they are served as Kafka does, by the leader the

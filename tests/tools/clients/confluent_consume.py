@@ -4,7 +4,7 @@ run several at once to have a group of several members.
 
     python confluent_consume.py BOOTSTRAP TOPIC GROUP [--count N] [--until-stdin-closes]
         [--idle S] [--strategy range|roundrobin|cooperative-sticky] [--debug CONTEXTS]
-        [--timeout S]
+        [--slow-partition P --slow-seconds S] [--timeout S]
 
 Stops at the first of: COUNT records read by this member; standard input closed (with
 --until-stdin-closes: how a test stops a member of a group at a moment of its choosing, with
@@ -12,6 +12,10 @@ the member still leaving the group cleanly); --idle S seconds without a record o
 has an assignment; the timeout, which is a failure unless --until-stdin-closes or --idle was
 given (a member of a group may legitimately get nothing). At least one condition other than the
 timeout is required.
+
+--slow-partition P makes the member slow on partition P: each of its records takes
+--slow-seconds S to process (a blocking wait after the record's event is printed, in the thread
+that serves the client's rebalance callbacks, as a slow application's would be).
 
 Auto-commit is off: after each batch of records is collected its offsets are committed
 synchronously (OffsetCommit). A group without committed offsets starts at the earliest offset.
@@ -28,6 +32,7 @@ OffsetFetch for every partition the member ever had)}.
 
 import sys
 import threading
+import time
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -43,6 +48,8 @@ def main():
     p.add_argument("--idle", type=float)
     p.add_argument("--strategy")
     p.add_argument("--debug")
+    p.add_argument("--slow-partition", type=int)
+    p.add_argument("--slow-seconds", type=float, default=0.0)
     args = p.parse_args()
     if args.count is None and not args.until_stdin_closes and args.idle is None:
         fail("give --count, --until-stdin-closes or --idle")
@@ -109,6 +116,8 @@ def main():
                 record = record_json(m.partition(), m.offset(), timestamp, m.key(), m.value(), m.headers())
                 records.append(record)
                 emit({"event": "record", **record})
+                if m.partition() == args.slow_partition:
+                    time.sleep(args.slow_seconds)
             if batch:
                 consumer.commit(asynchronous=False)
                 idle_since = None
