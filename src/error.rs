@@ -275,8 +275,8 @@ pub enum Error {
     Kafka { op: &'static str, reason: String },
 
     /// `op` exists only on one backend: crash injection, `stats()` and raw Kafka batches
-    /// on the embedded broker; nothing was done. The README's "Outgrowing one machine"
-    /// section lists each.
+    /// on the embedded broker; nothing was done. `docs/kafka-backend.md` ("Where the
+    /// backends differ") lists each.
     #[error("{op} is not available on the {backend} backend")]
     Unsupported {
         op: &'static str,

@@ -98,7 +98,8 @@ pub fn rows(wire: &WireFigures, redis: Result<&RedisFigures, &str>, records: u64
     ));
     if let Row::Figure(context) = rate_row(
         "wire_kcat_consume_defaults",
-        "the same with librdkafka's defaults (context: the client idles, see README)".to_string(),
+        "the same with librdkafka's defaults (context: the client idles, see benches/README.md)"
+            .to_string(),
         &wire.kcat_consume_defaults,
         xread.clone(),
         Target::RatioAtLeast(0.0),

@@ -22,8 +22,8 @@
 //!   and back.
 //!
 //! Where Kafka's semantics differ from the embedded ones (the flat `poll`, `max_size`
-//! backpressure, retention by record count, generations), the README's "Outgrowing one
-//! machine" table lists each difference and the test that shows it.
+//! backpressure, retention by record count, generations), `docs/kafka-backend.md` ("Where
+//! the backends differ") lists each difference and the test that shows it.
 
 mod admin;
 mod flat;

@@ -3,7 +3,7 @@
 //! [`Subscription`] ends it; [`SubscriptionEvent`]s tell a recipient of the options what
 //! happened (rebalances, records that do not decode, dead letters, refused commits, the end).
 //! The delivery rules are on [`Ack`] (order, retries, attempts) and [`SubscribeOptions`] (dead
-//! letters, decode errors); the README's group model has them in one place.
+//! letters, decode errors); `docs/semantics.md` ("The group model") has them in one place.
 
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;

@@ -1,7 +1,7 @@
 //! Where the backends differ by design: each `difference_*` test asserts both sides, the
-//! embedded broker's behaviour and the Kafka backend's, so that the README's table of
-//! differences points at a test that keeps it true (the calls only the embedded broker
-//! serves are in `embedded_only.rs`).
+//! embedded broker's behaviour and the Kafka backend's, so that the list of differences in
+//! `docs/kafka-backend.md` points at a test that keeps it true (the calls only the embedded
+//! broker serves are in `embedded_only.rs`).
 
 use std::time::Duration;
 

@@ -1,10 +1,10 @@
 //! Fuzzing of everything read from disk, as property tests: the CI fallback of the `cargo fuzz`
-//! targets in `fuzz/` (README, "Fuzzing"). Both drive the same checks, `fuzz/src/lib.rs`,
-//! included here: decode never panics, accepts only batches that verify by the documented
-//! layout and parses their records as an independent parser does; `PartitionLog::open` of any
-//! directory returns a log or an `Error`, and the log serves only records written at those
-//! offsets (offset, timestamp, key, value, headers), then takes an append; `OffsetStore::open`
-//! of any journal keeps the valid entries and takes a commit.
+//! targets in `fuzz/` (`tests/README.md`, "Fuzzing"). Both drive the same checks,
+//! `fuzz/src/lib.rs`, included here: decode never panics, accepts only batches that verify by
+//! the documented layout and parses their records as an independent parser does;
+//! `PartitionLog::open` of any directory returns a log or an `Error`, and the log serves only
+//! records written at those offsets (offset, timestamp, key, value, headers), then takes an
+//! append; `OffsetStore::open` of any journal keeps the valid entries and takes a commit.
 //!
 //! Inputs are arbitrary bytes, and valid files damaged at random (bits flipped, bytes inserted,
 //! deleted, cut; checkpoint and log start rewritten with valid CRCs but lying values). Segments

@@ -59,9 +59,8 @@ fn verify(args: &OfflineArgs) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure(format!(
-            "{} is damaged: {} damaged range(s); nothing was changed (see the README's \
-             Durability section for what the broker does with each when it opens the \
-             directory)",
+            "{} is damaged: {} damaged range(s); nothing was changed (see docs/durability.md \
+             for what the broker does with each when it opens the directory)",
             args.data_dir.display(),
             report.damage.len()
         )))
