@@ -67,6 +67,11 @@ pub async fn serve(
                         return;
                     }
                     Outcome::Silent => {}
+                    Outcome::SilentAndClose(reason) => {
+                        let _ = writer.shutdown().await;
+                        tracing::info!(%reason, "closing the Kafka connection");
+                        return;
+                    }
                     Outcome::Close(reason) => {
                         shared.metrics.closed_bad_request();
                         tracing::warn!(%reason, "closing the Kafka connection");
