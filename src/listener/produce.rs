@@ -58,12 +58,15 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     if request.acks == 0 {
         // No response will tell the producer, so Kafka closes the connection: the producer
         // sees it drop, refreshes its metadata and reconnects.
-        let failed = work.iter().zip(&answers).find_map(|(&(topic, index, _), answer)| {
-            let (error, message) = answer.as_ref().err()?;
-            Some(format!(
-                "acks=0 produce to {topic}-{index} failed ({error:?}: {message})"
-            ))
-        });
+        let failed = work
+            .iter()
+            .zip(&answers)
+            .find_map(|(&(topic, index, _), answer)| {
+                let (error, message) = answer.as_ref().err()?;
+                Some(format!(
+                    "acks=0 produce to {topic}-{index} failed ({error:?}: {message})"
+                ))
+            });
         return match failed {
             None => Reply::Silent,
             Some(reason) => Reply::SilentAndClose(reason),

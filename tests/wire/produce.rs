@@ -102,7 +102,10 @@ fn an_acks_0_produce_that_fails_closes_its_connection_so_the_producer_notices() 
         client.send(&request, 9);
         // Had the connection stayed open, this would be answered.
         client.send(&ApiVersionsRequest::default(), 3);
-        assert!(client.read_frame().is_none(), "{what}: the connection closes");
+        assert!(
+            client.read_frame().is_none(),
+            "{what}: the connection closes"
+        );
     }
     assert_eq!(log_end(&broker, "t", 0), 0, "nothing was written");
     // A good acks=0 produce still gets no answer, and the connection serves on.
