@@ -251,6 +251,13 @@ pub struct ListenerStats {
     pub connections_refused: u64,
     /// Connections closed for a malformed, oversized or unauthorised request.
     pub connections_closed_bad_request: u64,
+    /// Connections closed for being idle too long or not authenticating in time.
+    #[serde(default)]
+    pub connections_closed_idle: u64,
+    /// Bytes reserved now, across all connections, by request frames being read or waiting
+    /// to be answered (bounded by `queued_max_request_bytes`).
+    #[serde(default)]
+    pub request_bytes_held: u64,
     /// Requests answered (or, for `acks=0` produces, handled), by Kafka API name
     /// (`"Produce"`, `"Fetch"`, ...).
     pub requests: BTreeMap<String, u64>,

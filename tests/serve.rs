@@ -228,6 +228,64 @@ fn initial_rebalance_delay_ms_sets_how_long_a_new_group_waits() {
 }
 
 #[test]
+fn connection_limits_are_set_by_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let password = dir.path().join("password");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    let mut served = Served::start(&[
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--sasl-plain-user",
+        "alice",
+        "--sasl-plain-password-file",
+        password.to_str().unwrap(),
+        "--sasl-max-receive-bytes",
+        "1024",
+        "--sasl-authentication-timeout-ms",
+        "200",
+    ]);
+    let addr = served.addr();
+    // A 2 KiB frame before authenticating is over the cap: closed before it is read.
+    let mut client = WireClient::connect(addr);
+    client.send_bytes(&2048i32.to_be_bytes());
+    assert!(client.closed_within(DEADLINE));
+    // Silence past the authentication deadline: closed.
+    let mut client = WireClient::connect(addr);
+    assert!(client.closed_within(DEADLINE));
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait();
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+
+    let mut served = Served::start(&[
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--connections-max-idle-ms",
+        "200",
+        "--queued-max-request-bytes",
+        "1024",
+    ]);
+    let addr = served.addr();
+    let mut client = WireClient::connect(addr);
+    assert!(client
+        .call(&MetadataRequest::default(), 12)
+        .topics
+        .is_empty());
+    assert!(client.closed_within(DEADLINE), "idle past the limit");
+    // A frame larger than the whole request memory could never be read.
+    let mut client = WireClient::connect(addr);
+    client.send_bytes(&2048i32.to_be_bytes());
+    assert!(client.closed_within(DEADLINE));
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait();
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+}
+
+#[test]
 fn a_locked_data_dir_exits_1_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let holder = NanoKafka::open(dir.path()).unwrap();
@@ -308,10 +366,30 @@ fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
         ),
         (&["frobnicate"], "frobnicate"),
     ];
+    let zero_flags = [
+        "--sasl-max-receive-bytes",
+        "--sasl-authentication-timeout-ms",
+        "--connections-max-idle-ms",
+        "--queued-max-request-bytes",
+    ];
+    let zeros: Vec<[&str; 5]> = zero_flags
+        .iter()
+        .map(|flag| ["serve", "--data-dir", data_dir, flag, "0"])
+        .collect();
+    let cases: Vec<(&[&str], &str)> = cases
+        .iter()
+        .copied()
+        .chain(
+            zeros
+                .iter()
+                .zip(zero_flags)
+                .map(|(args, flag)| (&args[..], flag)),
+        )
+        .collect();
     for (args, mention) in cases {
         let mut command = Command::new(BIN);
         command
-            .args(*args)
+            .args(args)
             .env_remove("NANOKAFKA_SASL_PLAIN_PASSWORD");
         let out = command.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

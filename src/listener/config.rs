@@ -13,6 +13,23 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 16;
 /// The most [`ListenerConfig::max_in_flight`] may be: each connection's queue is sized by it,
 /// and no client pipelines anywhere near this many requests.
 pub const MAX_IN_FLIGHT: usize = 1 << 16;
+/// Kafka's `sasl.server.max.receive.size`: the largest frame read before a connection has
+/// authenticated. Only ApiVersions and the SASL exchange are allowed then, and none of them
+/// needs more, so an unauthenticated client cannot make the listener hold a large frame.
+pub const DEFAULT_SASL_MAX_RECEIVE_BYTES: usize = 512 << 10;
+/// How long a connection has, from its accept, to complete SASL authentication. Kafka has no
+/// separate setting (its idle limit covers a stalled exchange); clients authenticate as soon
+/// as they connect, so ten seconds is ample and keeps a silent connection from holding a
+/// slot of `max_connections` for long.
+pub const DEFAULT_SASL_AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Kafka's `connections.max.idle.ms`: a connection with no request read and none being
+/// answered for this long is closed.
+pub const DEFAULT_CONNECTIONS_MAX_IDLE: Duration = Duration::from_secs(10 * 60);
+/// Kafka's `queued.max.request.bytes` (unbounded in Kafka by default): the most bytes all
+/// connections together may hold in request frames being read or waiting to be answered.
+/// Two and a half of the largest frames: big produces still overlap, and no mix of clients
+/// makes the listener hold more.
+pub const DEFAULT_QUEUED_MAX_REQUEST_BYTES: usize = 256 << 20;
 /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group's first rebalance waits
 /// for more members before it completes.
 pub const DEFAULT_INITIAL_REBALANCE_DELAY: Duration = Duration::from_secs(3);
@@ -31,6 +48,10 @@ pub struct ListenerConfig {
     pub(crate) auto_create_topics: bool,
     pub(crate) initial_rebalance_delay: Duration,
     pub(crate) sasl_plain: Option<PlainCredentials>,
+    pub(crate) sasl_max_receive_bytes: usize,
+    pub(crate) sasl_authentication_timeout: Duration,
+    pub(crate) connections_max_idle: Duration,
+    pub(crate) queued_max_request_bytes: usize,
 }
 
 /// The one user SASL/PLAIN accepts.
@@ -61,6 +82,10 @@ impl ListenerConfig {
             auto_create_topics: true,
             initial_rebalance_delay: DEFAULT_INITIAL_REBALANCE_DELAY,
             sasl_plain: None,
+            sasl_max_receive_bytes: DEFAULT_SASL_MAX_RECEIVE_BYTES,
+            sasl_authentication_timeout: DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
+            connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
+            queued_max_request_bytes: DEFAULT_QUEUED_MAX_REQUEST_BYTES,
         }
     }
 
@@ -108,24 +133,87 @@ impl ListenerConfig {
         self
     }
 
+    /// The largest frame read before a connection has authenticated, when SASL is required
+    /// (Kafka's `sasl.server.max.receive.size`, default 512 KiB). A larger one closes the
+    /// connection before its body is read. Above `max_frame_bytes` it changes nothing.
+    pub fn sasl_max_receive_bytes(mut self, bytes: usize) -> Self {
+        self.sasl_max_receive_bytes = bytes;
+        self
+    }
+
+    /// How long a connection has, from its accept, to complete SASL authentication when SASL
+    /// is required (default 10 s); then it is closed. [`Duration::MAX`] never closes it for
+    /// this (the idle limit still applies).
+    pub fn sasl_authentication_timeout(mut self, timeout: Duration) -> Self {
+        self.sasl_authentication_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may go with no request read and none being answered before it is
+    /// closed (Kafka's `connections.max.idle.ms`, default 10 minutes). A request counts once
+    /// it has been read whole, so a frame trickled in over longer than this is cut off too.
+    /// [`Duration::MAX`] never closes a connection for being idle.
+    pub fn connections_max_idle(mut self, idle: Duration) -> Self {
+        self.connections_max_idle = idle;
+        self
+    }
+
+    /// The most bytes all connections together may hold in request frames being read or
+    /// waiting to be answered (Kafka's `queued.max.request.bytes`; default 256 MiB). A
+    /// frame's whole size is reserved when its size has been read, before its body; a
+    /// connection whose frame does not fit waits, unread, until answered requests free enough
+    /// (as Kafka mutes such a connection), and is closed if that takes longer than the idle
+    /// limit. A frame larger than the whole bound could never fit: it closes its connection
+    /// like one over `max_frame_bytes`. [`usize::MAX`] is as good as no bound.
+    pub fn queued_max_request_bytes(mut self, bytes: usize) -> Self {
+        self.queued_max_request_bytes = bytes;
+        self
+    }
+
+    /// The largest frame read from an authenticated connection: `max_frame_bytes`, but no
+    /// more than the request memory holds.
+    pub(crate) fn frame_limit(&self) -> usize {
+        self.max_frame_bytes.min(self.queued_max_request_bytes)
+    }
+
+    /// The largest frame read before SASL authentication: [`Self::frame_limit`], but no more
+    /// than `sasl_max_receive_bytes`.
+    pub(crate) fn frame_limit_before_authentication(&self) -> usize {
+        self.frame_limit().min(self.sasl_max_receive_bytes)
+    }
+
     /// The address as given.
     pub fn addr(&self) -> &str {
         &self.addr
     }
 
     /// # Errors
-    /// `InvalidArgument` for a zero cap, or `max_in_flight` above [`MAX_IN_FLIGHT`].
+    /// `InvalidArgument` for a zero cap or timeout, or `max_in_flight` above
+    /// [`MAX_IN_FLIGHT`].
     pub(crate) fn validate(&self) -> crate::Result<()> {
+        let above_zero = || "must be above zero".to_owned();
         for (name, value) in [
             ("max_frame_bytes", self.max_frame_bytes),
             ("max_connections", self.max_connections),
             ("max_in_flight", self.max_in_flight),
+            ("sasl_max_receive_bytes", self.sasl_max_receive_bytes),
+            ("queued_max_request_bytes", self.queued_max_request_bytes),
         ] {
             if value == 0 {
-                return Err(crate::Error::InvalidArgument {
-                    name,
-                    reason: "must be above zero".into(),
-                });
+                let reason = above_zero();
+                return Err(crate::Error::InvalidArgument { name, reason });
+            }
+        }
+        for (name, value) in [
+            (
+                "sasl_authentication_timeout",
+                self.sasl_authentication_timeout,
+            ),
+            ("connections_max_idle", self.connections_max_idle),
+        ] {
+            if value.is_zero() {
+                let reason = above_zero();
+                return Err(crate::Error::InvalidArgument { name, reason });
             }
         }
         if self.max_in_flight > MAX_IN_FLIGHT {
@@ -146,4 +234,65 @@ impl ListenerConfig {
 pub enum AutoCreate {
     On,
     Off,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(config: ListenerConfig) -> &'static str {
+        match config.validate() {
+            Err(crate::Error::InvalidArgument { name, .. }) => name,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_are_valid_and_the_connection_limits_are_kafkas() {
+        let config = ListenerConfig::new("127.0.0.1:0");
+        assert!(config.validate().is_ok());
+        assert_eq!(config.sasl_max_receive_bytes, 512 * 1024);
+        assert_eq!(config.connections_max_idle, Duration::from_millis(600_000));
+        assert!(config.queued_max_request_bytes >= 2 * config.max_frame_bytes);
+    }
+
+    #[test]
+    fn zero_limits_are_refused_and_the_largest_mean_no_limit() {
+        let config = || ListenerConfig::new("127.0.0.1:0");
+        assert_eq!(
+            refused(config().sasl_max_receive_bytes(0)),
+            "sasl_max_receive_bytes"
+        );
+        assert_eq!(
+            refused(config().sasl_authentication_timeout(Duration::ZERO)),
+            "sasl_authentication_timeout"
+        );
+        assert_eq!(
+            refused(config().connections_max_idle(Duration::ZERO)),
+            "connections_max_idle"
+        );
+        assert_eq!(
+            refused(config().queued_max_request_bytes(0)),
+            "queued_max_request_bytes"
+        );
+        let unlimited = config()
+            .sasl_max_receive_bytes(usize::MAX)
+            .sasl_authentication_timeout(Duration::MAX)
+            .connections_max_idle(Duration::MAX)
+            .queued_max_request_bytes(usize::MAX);
+        assert!(unlimited.validate().is_ok());
+    }
+
+    #[test]
+    fn no_frame_larger_than_the_request_memory_or_before_authentication_the_sasl_cap_is_read() {
+        let config = ListenerConfig::new("127.0.0.1:0");
+        assert_eq!(config.frame_limit(), DEFAULT_MAX_FRAME_BYTES);
+        assert_eq!(
+            config.frame_limit_before_authentication(),
+            DEFAULT_SASL_MAX_RECEIVE_BYTES
+        );
+        let config = config.queued_max_request_bytes(1000);
+        assert_eq!(config.frame_limit(), 1000);
+        assert_eq!(config.frame_limit_before_authentication(), 1000);
+    }
 }

@@ -92,6 +92,9 @@ pub enum Outcome {
     Close(String),
     /// Write this frame, then close the connection, saying why (a failed authentication).
     RespondAndClose(Bytes, String),
+    /// Nothing to write, but close the connection, saying why: a request that takes no
+    /// response failed (an `acks=0` produce), and the close is how the client learns of it.
+    SilentAndClose(String),
 }
 
 /// A request frame read as far as it goes without a broker.
@@ -212,6 +215,7 @@ pub async fn handle(
     match reply {
         Reply::Respond(response) => respond(api, version, correlation_id, &response),
         Reply::Silent => Outcome::Silent,
+        Reply::SilentAndClose(reason) => Outcome::SilentAndClose(reason),
         Reply::Close(reason) => Outcome::Close(format!("{api:?} v{version}: {reason}")),
         Reply::RespondAndClose(response, reason) => {
             match respond(api, version, correlation_id, &response) {
@@ -232,6 +236,8 @@ pub enum Reply {
     Close(String),
     /// Answer, then close, saying why (Kafka's way with a failed authentication).
     RespondAndClose(Box<ResponseKind>, String),
+    /// No answer, but close, saying why (Kafka's way with a failed `acks=0` produce).
+    SilentAndClose(String),
 }
 
 /// Calls the handler of `request`'s API.

@@ -5,6 +5,8 @@
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::memory::{RequestMemory, Reservation};
+
 /// The smallest request: api key, api version and correlation id.
 pub const MIN_REQUEST_BYTES: usize = 8;
 
@@ -24,14 +26,25 @@ pub enum FrameError {
     Io(#[source] std::io::Error),
 }
 
-/// Reads one request frame (its body, without the size) of at most `limit` bytes.
+/// A request frame read whole, with its share of the request memory.
+#[derive(Debug)]
+pub struct Frame {
+    /// The frame's bytes after the size.
+    pub body: Bytes,
+    /// Held until the request has been answered.
+    pub reservation: Reservation,
+}
+
+/// Reads one request frame (its body, without the size) of at most `limit` bytes, after
+/// reserving its size in `memory` (which may wait for other frames to be answered).
 ///
 /// The buffer grows as bytes arrive rather than being sized from the claimed length, so a
 /// client that announces 100 MiB and sends nothing holds no more memory than it sent.
 pub async fn read_request<R: AsyncRead + Unpin>(
     reader: &mut R,
     limit: usize,
-) -> Result<Bytes, FrameError> {
+    memory: &RequestMemory,
+) -> Result<Frame, FrameError> {
     let mut size = [0u8; 4];
     match reader.read_exact(&mut size).await {
         Ok(_) => {}
@@ -46,6 +59,8 @@ pub async fn read_request<R: AsyncRead + Unpin>(
     if size > i64::try_from(limit).unwrap_or(i64::MAX) {
         return Err(FrameError::TooLarge { size, limit });
     }
+    // Checked above: 8 to 2^31 - 1.
+    let reservation = memory.reserve(size as u32).await;
     let size = size as usize;
     // Start small; `read_buf` grows the buffer with what actually arrives.
     let mut body = BytesMut::with_capacity(size.min(64 << 10));
@@ -66,7 +81,10 @@ pub async fn read_request<R: AsyncRead + Unpin>(
             Err(e) => return Err(FrameError::Io(e)),
         }
     }
-    Ok(body.freeze())
+    Ok(Frame {
+        body: body.freeze(),
+        reservation,
+    })
 }
 
 /// Prefixes `body` (already encoded after 4 reserved bytes) with its size.
@@ -86,11 +104,16 @@ mod tests {
         bytes
     }
 
+    fn memory() -> RequestMemory {
+        RequestMemory::new(usize::MAX, Default::default())
+    }
+
     fn read(bytes: Vec<u8>, limit: usize) -> Result<Bytes, FrameError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(read_request(&mut bytes.as_slice(), limit))
+        rt.block_on(read_request(&mut bytes.as_slice(), limit, &memory()))
+            .map(|frame| frame.body)
     }
 
     #[test]
@@ -131,7 +154,28 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let err = rt.block_on(read_request(&mut bytes.as_slice(), 100 << 20));
+        let err = rt.block_on(read_request(&mut bytes.as_slice(), 100 << 20, &memory()));
         assert!(matches!(err, Err(FrameError::Truncated { read: 1000, .. })));
+    }
+
+    #[test]
+    fn a_frame_holds_its_size_of_the_request_memory_until_dropped() {
+        let metrics = std::sync::Arc::new(super::super::ListenerMetrics::default());
+        let memory = RequestMemory::new(1000, metrics.clone());
+        let bytes = framed(20, &[7; 20]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let frame = rt
+            .block_on(read_request(&mut bytes.as_slice(), 100, &memory))
+            .unwrap();
+        assert_eq!(metrics.snapshot().request_bytes_held, 20);
+        drop(frame);
+        assert_eq!(metrics.snapshot().request_bytes_held, 0);
+        // Refused before its body is read: nothing reserved.
+        let too_large = framed(101, &[]);
+        let refused = rt.block_on(read_request(&mut too_large.as_slice(), 100, &memory));
+        assert!(refused.is_err());
+        assert_eq!(metrics.snapshot().request_bytes_held, 0);
     }
 }

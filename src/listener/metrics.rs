@@ -19,6 +19,9 @@ pub struct ListenerMetrics {
     accepted: AtomicU64,
     refused: AtomicU64,
     closed_bad_request: AtomicU64,
+    closed_idle: AtomicU64,
+    /// Bytes of the request memory budget reserved now (`memory::Reservation`).
+    request_bytes_held: AtomicU64,
     requests: [AtomicU64; API_KEYS],
 }
 
@@ -29,6 +32,8 @@ impl Default for ListenerMetrics {
             accepted: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             closed_bad_request: AtomicU64::new(0),
+            closed_idle: AtomicU64::new(0),
+            request_bytes_held: AtomicU64::new(0),
             requests: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
@@ -46,6 +51,18 @@ impl ListenerMetrics {
 
     pub fn closed_bad_request(&self) {
         self.closed_bad_request.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn closed_idle(&self) {
+        self.closed_idle.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn request_bytes_reserved(&self, bytes: u64) {
+        self.request_bytes_held.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn request_bytes_released(&self, bytes: u64) {
+        self.request_bytes_held.fetch_sub(bytes, Ordering::Relaxed);
     }
 
     /// Counts a connection as open until the returned guard drops.
@@ -81,6 +98,8 @@ impl ListenerMetrics {
             connections_accepted: self.accepted.load(Ordering::Relaxed),
             connections_refused: self.refused.load(Ordering::Relaxed),
             connections_closed_bad_request: self.closed_bad_request.load(Ordering::Relaxed),
+            connections_closed_idle: self.closed_idle.load(Ordering::Relaxed),
+            request_bytes_held: self.request_bytes_held.load(Ordering::Relaxed),
             requests,
         }
     }

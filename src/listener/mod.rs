@@ -13,7 +13,10 @@
 //!   time, in order, and writes each answer before the next request is handled, as a Kafka
 //!   broker does. Up to `max_in_flight` pipelined requests wait read behind the one being
 //!   answered. A request that waits (a Fetch for data, a JoinGroup for the rebalance) holds
-//!   back only its own connection's later requests;
+//!   back only its own connection's later requests. Before SASL authentication it reads one
+//!   small frame at a time under a deadline; it closes a connection idle for too long;
+//! * `memory`: the bound on request bytes held across all connections, which every frame
+//!   reserves from before its body is read;
 //! * `dispatch`: the API table (ApiVersions advertises exactly it), the request header,
 //!   decoding, the per-API handler, the response header and encoding. A request it cannot
 //!   read (unknown API, unserved version, malformed or truncated body) closes its
@@ -50,6 +53,7 @@ mod frame;
 mod groups;
 mod incremental_alter_configs;
 mod init_producer_id;
+mod memory;
 mod metadata;
 mod metrics;
 mod offsets;
@@ -64,8 +68,10 @@ mod server;
 pub(crate) mod topic_configs;
 
 pub use config::{
-    AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_INITIAL_REBALANCE_DELAY,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_IN_FLIGHT, MAX_IN_FLIGHT,
+    AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_CONNECTIONS_MAX_IDLE,
+    DEFAULT_INITIAL_REBALANCE_DELAY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_QUEUED_MAX_REQUEST_BYTES, DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
+    DEFAULT_SASL_MAX_RECEIVE_BYTES, MAX_IN_FLIGHT,
 };
 pub(crate) use metrics::ListenerMetrics;
 pub(crate) use server::{bind, ListenerHandle};
@@ -90,6 +96,8 @@ pub(crate) struct Shared {
     pub cluster_id: String,
     /// The Kafka client groups (classic protocol), by name.
     pub groups: groups::KafkaGroups,
+    /// The bound on request bytes held across connections (`queued_max_request_bytes`).
+    pub memory: memory::RequestMemory,
 }
 
 /// Reads a request frame (its bytes after the size) as a connection does before it calls a

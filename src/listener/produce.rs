@@ -5,7 +5,9 @@
 //! batch goes through `produce_kafka_batch`, so through the partition's group commit and
 //! backpressure like every produce, and an idempotent producer's retry is answered with its
 //! stored offsets. A topic that does not exist is `UNKNOWN_TOPIC_OR_PARTITION`: topics are
-//! created by Metadata, not here (as Kafka does). `acks=0` is appended and not answered.
+//! created by Metadata, not here (as Kafka does). `acks=0` is appended and not answered; when
+//! any partition of it fails, the connection is closed instead, as Kafka does, since no
+//! response can carry the error.
 //!
 //! Kafka's per-partition checks before anything is appended: the records hold at least one
 //! batch, every batch is RecordBatch v2 (magic 0 and 1 are `INVALID_RECORD`, as Kafka answers
@@ -54,7 +56,21 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
     )
     .await;
     if request.acks == 0 {
-        return Reply::Silent;
+        // No response will tell the producer, so Kafka closes the connection: the producer
+        // sees it drop, refreshes its metadata and reconnects.
+        let failed = work
+            .iter()
+            .zip(&answers)
+            .find_map(|(&(topic, index, _), answer)| {
+                let (error, message) = answer.as_ref().err()?;
+                Some(format!(
+                    "acks=0 produce to {topic}-{index} failed ({error:?}: {message})"
+                ))
+            });
+        return match failed {
+            None => Reply::Silent,
+            Some(reason) => Reply::SilentAndClose(reason),
+        };
     }
     let mut answers = answers.into_iter();
     let responses = request

@@ -3,7 +3,9 @@
 //!
 //! Until a connection authenticates, the listener reads only ApiVersions and these two
 //! (`dispatch::handle`). A wrong user or password is answered SASL_AUTHENTICATION_FAILED and
-//! the connection is closed, as Kafka does.
+//! the connection is closed, as Kafka does. The log line says which was wrong but never
+//! carries a user name the client chose (only its length), and any other client text it
+//! carries is escaped and cut short (`loggable`).
 //!
 //! Handshake v0 is advertised but answered ILLEGAL_SASL_STATE: after a v0 handshake the client
 //! sends raw SASL tokens outside Kafka's framing, which would need the connection's reader to
@@ -61,7 +63,8 @@ pub fn handshake(
     }
     // Mechanism names are case-sensitive (RFC 4422), as Kafka compares them.
     if request.mechanism.as_str() != PLAIN {
-        tracing::info!(mechanism = %request.mechanism, "unsupported SASL mechanism");
+        let mechanism = loggable(request.mechanism.as_str());
+        tracing::info!(%mechanism, "unsupported SASL mechanism");
         return SaslHandshakeResponse::default()
             .with_error_code(ResponseError::UnsupportedSaslMechanism.code())
             .with_mechanisms(offered());
@@ -122,8 +125,9 @@ pub fn authenticate(
     }
 }
 
-/// Checks a PLAIN message against the configured user. The reason never includes the
-/// password; user and password are compared in time independent of where they differ.
+/// Checks a PLAIN message against the configured user. The reason, which is logged, never
+/// includes the password nor a user name the client chose; user and password are compared in
+/// time independent of where they differ.
 pub fn check_plain(credentials: &PlainCredentials, message: &[u8]) -> Result<(), String> {
     let mut parts = message.split(|&b| b == 0);
     let (Some(authzid), Some(user), Some(password), None) =
@@ -133,17 +137,39 @@ pub fn check_plain(credentials: &PlainCredentials, message: &[u8]) -> Result<(),
     };
     let user_ok = constant_time_eq(user, credentials.username.as_bytes());
     let password_ok = constant_time_eq(password, credentials.password.as_bytes());
-    if !(user_ok & password_ok) {
-        return Err(format!(
-            "invalid username or password for user {:?}",
-            String::from_utf8_lossy(user)
-        ));
+    // The reason is logged. A user name other than the configured one is the client's and
+    // may be anything, a mistyped password or megabytes, so only its length is told (Kafka
+    // logs none of it); the configured one is known already.
+    match (user_ok, password_ok) {
+        (true, true) => {}
+        (true, false) => {
+            return Err(format!(
+                "wrong password for user {}",
+                loggable(&credentials.username)
+            ))
+        }
+        (false, _) => return Err(format!("unknown user ({} bytes)", user.len())),
     }
     // Acting as another user is not supported (Kafka's PLAIN server refuses it too).
     if !authzid.is_empty() && authzid != user {
         return Err("an authorization id other than the user".into());
     }
     Ok(())
+}
+
+/// The most characters of client-chosen text a log line carries.
+const LOGGED_CHARS: usize = 32;
+
+/// Client-chosen text as a log line may carry it: escaped (no control characters or forged
+/// line breaks) and cut to [`LOGGED_CHARS`] characters, with its length when cut, so a client
+/// cannot fill the log by repeating a request.
+pub fn loggable(text: &str) -> String {
+    let mut chars = text.chars();
+    let prefix: String = chars.by_ref().take(LOGGED_CHARS).collect();
+    match chars.next() {
+        None => format!("{prefix:?}"),
+        Some(_) => format!("{prefix:?}… ({} bytes)", text.len()),
+    }
 }
 
 /// Equality whose time depends only on the longer length, not on the contents.
@@ -191,6 +217,32 @@ mod tests {
             let err = check_plain(&alice(), message).unwrap_err();
             assert!(!err.contains("s3cret"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_failed_login_reason_holds_no_client_bytes_however_long() {
+        // The reason is logged: a password typed as the user name, or megabytes of one,
+        // must not reach the log.
+        let mut message = b"\0".to_vec();
+        message.extend(std::iter::repeat_n(b'u', 5 << 20));
+        message.extend_from_slice(b"\0s3cret");
+        let err = check_plain(&alice(), &message).unwrap_err();
+        assert!(err.len() < 200, "{} bytes: {}", err.len(), &err[..200]);
+        assert!(!err.contains("uuuu"), "{err}");
+        let err = check_plain(&alice(), b"\0hunter2\0s3cret").unwrap_err();
+        assert!(!err.contains("hunter2"), "{err}");
+        // The configured user is not the client's to hide: a wrong password for it says so.
+        let err = check_plain(&alice(), b"\0alice\0wrong").unwrap_err();
+        assert!(err.contains("alice"), "{err}");
+    }
+
+    #[test]
+    fn client_text_in_a_log_line_is_a_bounded_escaped_prefix() {
+        assert_eq!(loggable("PLAIN"), "\"PLAIN\"");
+        assert_eq!(loggable("a\nb\u{1b}"), "\"a\\nb\\u{1b}\"");
+        let long = loggable(&"x".repeat(100_000));
+        assert!(long.len() < 100, "{long}");
+        assert!(long.ends_with("… (100000 bytes)"), "{long}");
     }
 
     #[test]

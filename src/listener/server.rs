@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use actix::Arbiter;
 
+use super::memory::RequestMemory;
 use super::{connection, ListenerConfig, ListenerMetrics, Shared};
 use crate::async_handle::AsyncNanoKafka;
 use crate::error::{Error, Result};
@@ -65,12 +66,13 @@ impl BoundListener {
             ip => ip.to_string(),
         };
         let shared = Arc::new(Shared {
-            config: self.config,
             metrics: metrics.clone(),
             advertised_host,
             advertised_port: i32::from(self.addr.port()),
             cluster_id,
             groups: Default::default(),
+            memory: RequestMemory::new(self.config.queued_max_request_bytes, metrics.clone()),
+            config: self.config,
         });
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()

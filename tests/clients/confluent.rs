@@ -49,6 +49,38 @@ fn producer_delivery_reports_with_each_acks() {
     });
 }
 
+#[test]
+fn an_acks_0_produce_the_broker_refuses_drops_the_connection_so_librdkafka_sees_it() {
+    let Some(produce) = producer() else { return };
+    let b = Broker::start();
+    b.create("late", 1);
+    // Two hours ahead: past the hour a CreateTime may lead the broker's clock.
+    let ahead = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 2 * 3_600_000;
+    let ahead = ahead.to_string();
+    let more = [
+        "--count",
+        "3",
+        "--acks",
+        "0",
+        "--timestamp-ms",
+        &ahead,
+        "--until-disconnected",
+        "--timeout",
+        "15",
+    ];
+    let produced = produce.run_json(&args(&b.bootstrap, "late", &more), RUN);
+    assert!(
+        produced["disconnects"].as_u64() >= Some(1),
+        "the broker closed the connection: {produced}"
+    );
+    let stats = b.broker.stats().unwrap();
+    assert_eq!(stats.topics["late"].partitions[0].log_end_offset, 0);
+}
+
 /// The partitions a `confluent_consume.py` member holds after the events printed so far.
 pub fn assignment(stdout: &str) -> Vec<u32> {
     let mut held = Vec::new();
@@ -235,7 +267,7 @@ fn create_times_out_of_order_across_segments_survive_a_restart() {
             "0",
         ];
         produce.run_json(
-            &[&run[..], &["--prefix", prefix, "--timestamp", &ts]].concat(),
+            &[&run[..], &["--prefix", prefix, "--timestamp-ms", &ts]].concat(),
             RUN,
         );
     };

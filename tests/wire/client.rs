@@ -50,20 +50,16 @@ impl WireClient {
 
     /// Sends `request` without reading; returns its correlation id.
     pub fn send<R: Request>(&mut self, request: &R, version: i16) -> i32 {
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("wire-test")));
-        let mut body = BytesMut::new();
-        header
-            .encode(&mut body, R::header_version(version))
-            .unwrap();
-        request.encode(&mut body, version).unwrap();
+        let (correlation_id, body) = self.encode(request, version);
         self.send_raw(&body);
         correlation_id
+    }
+
+    /// The next request's correlation id and its frame body (without the size), unsent.
+    pub fn encode<R: Request>(&mut self, request: &R, version: i16) -> (i32, BytesMut) {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        (correlation_id, encode(request, version, correlation_id))
     }
 
     /// Sends `body` with its size prefix, as it is.
@@ -90,6 +86,22 @@ impl WireClient {
         Some(Bytes::from(body))
     }
 
+    /// True when the broker closes the connection (end of file or a reset) within `wait`;
+    /// false when the connection is still open after it, or sends a byte.
+    pub fn closed_within(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut byte = [0u8; 1];
+        let closed = match self.stream.read(&mut byte) {
+            Ok(n) => n == 0,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        };
+        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        closed
+    }
+
     /// True when the broker has closed the connection (a read returns end of file).
     pub fn closed_by_broker(&mut self) -> bool {
         let mut byte = [0u8; 1];
@@ -100,4 +112,19 @@ impl WireClient {
 /// The correlation id at the start of a response frame.
 pub fn correlation_id(frame: &Bytes) -> i32 {
     frame.clone().get_i32()
+}
+
+/// A request's frame body (without the size) as this client sends it.
+pub fn encode<R: Request>(request: &R, version: i16, correlation_id: i32) -> BytesMut {
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("wire-test")));
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, R::header_version(version))
+        .unwrap();
+    request.encode(&mut body, version).unwrap();
+    body
 }

@@ -12,6 +12,7 @@ mod fetch;
 mod groups;
 mod groups_offsets;
 mod hostile;
+mod limits;
 mod offsets;
 mod produce;
 mod sasl;

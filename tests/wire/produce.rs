@@ -84,6 +84,39 @@ fn acks_0_gets_no_response_and_the_records_are_written() {
 }
 
 #[test]
+fn an_acks_0_produce_that_fails_closes_its_connection_so_the_producer_notices() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    let good = || batch(&["x"], Compression::None, -1, 0);
+    let mut bad_crc = good().to_vec();
+    let last = bad_crc.len() - 1;
+    bad_crc[last] ^= 0xff;
+    let failing = [
+        ("unknown partition", produce("t", 7, good(), 0)),
+        ("unknown topic", produce("nope", 0, good(), 0)),
+        ("corrupt batch", produce("t", 0, Bytes::from(bad_crc), 0)),
+    ];
+    for (what, request) in failing {
+        let mut client = WireClient::connect(addr);
+        client.send(&request, 9);
+        // Had the connection stayed open, this would be answered.
+        client.send(&ApiVersionsRequest::default(), 3);
+        assert!(
+            client.read_frame().is_none(),
+            "{what}: the connection closes"
+        );
+    }
+    assert_eq!(log_end(&broker, "t", 0), 0, "nothing was written");
+    // A good acks=0 produce still gets no answer, and the connection serves on.
+    let mut client = WireClient::connect(addr);
+    client.send(&produce("t", 0, good(), 0), 9);
+    let id = client.send(&ApiVersionsRequest::default(), 3);
+    assert_eq!(correlation_id(&client.read_frame().unwrap()), id);
+    assert_eq!(log_end(&broker, "t", 0), 1);
+}
+
+#[test]
 fn refused_batches_change_nothing_and_get_kafkas_error_codes() {
     let dir = tempfile::tempdir().unwrap();
     let (broker, addr) = listening_broker(dir.path());

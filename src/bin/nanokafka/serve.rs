@@ -44,6 +44,27 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "sasl_plain_user")]
     sasl_plain_password_file: Option<PathBuf>,
 
+    /// The largest request frame read from a client before it has authenticated with
+    /// SASL (Kafka's sasl.server.max.receive.size) [default: 524288].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    sasl_max_receive_bytes: Option<u64>,
+
+    /// How long a client has, from connecting, to authenticate with SASL before its
+    /// connection is closed [default: 10000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    sasl_authentication_timeout_ms: Option<u64>,
+
+    /// Close a connection with no request read and none being answered for this long
+    /// (Kafka's connections.max.idle.ms) [default: 600000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    connections_max_idle_ms: Option<u64>,
+
+    /// The most bytes all connections together may hold in requests being read or waiting
+    /// to be answered (Kafka's queued.max.request.bytes); a connection whose request does
+    /// not fit waits, and a request larger than this is refused [default: 268435456].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    queued_max_request_bytes: Option<u64>,
+
     /// Never create a topic because a Metadata request names it (Kafka's
     /// auto.create.topics.enable=false).
     #[arg(long)]
@@ -107,6 +128,20 @@ impl ServeArgs {
         }
         if let Some(ms) = self.initial_rebalance_delay_ms {
             config = config.initial_rebalance_delay(Duration::from_millis(ms));
+        }
+        // Past what a usize holds is no bound at all, as `usize::MAX` is to the listener.
+        let bytes = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(n) = self.sasl_max_receive_bytes {
+            config = config.sasl_max_receive_bytes(bytes(n));
+        }
+        if let Some(ms) = self.sasl_authentication_timeout_ms {
+            config = config.sasl_authentication_timeout(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.connections_max_idle_ms {
+            config = config.connections_max_idle(Duration::from_millis(ms));
+        }
+        if let Some(n) = self.queued_max_request_bytes {
+            config = config.queued_max_request_bytes(bytes(n));
         }
         if let Some(user) = &self.sasl_plain_user {
             let password = self.password()?;

@@ -4,18 +4,23 @@ reading the partition and offset of each from its delivery report.
 
     python confluent_produce.py BOOTSTRAP TOPIC [--count N] [--prefix P] [--partition P]
         [--compression none|gzip|snappy|lz4|zstd] [--acks all|1|0] [--idempotent]
-        [--partitioner NAME] [--timestamp MS] [--debug CONTEXTS] [--timeout S]
+        [--partitioner NAME] [--debug CONTEXTS] [--timestamp-ms MS] [--until-disconnected]
+        [--timeout S]
 
 librdkafka's default is acks=all without idempotence; --idempotent turns it on (InitProducerId,
 then sequenced batches). --partitioner is librdkafka's `partitioner` (consistent_random by
-default; murmur2_random is the Java client's). --timestamp gives every record that CreateTime
-(ms since the epoch) instead of the time it is sent, and sends them in one batch (linger.ms
-until the flush). --debug passes librdkafka's `debug` (e.g.
-"protocol" logs every request with its API version) to stderr.
+default; murmur2_random is the Java client's). --debug passes librdkafka's `debug` (e.g.
+"protocol" logs every request with its API version) to stderr. --timestamp-ms gives every
+record that creation time (ms since the epoch) and sends them in one batch (linger.ms
+until the flush). --until-disconnected then waits (up to the timeout) until
+librdkafka logs a broker connection closed by the broker, and adds "disconnects" (how many it
+logged).
 
 Prints {"client", "version", "librdkafka", "records": [record...]} in send order; with
 acks=0 the broker sends no reply, so the offsets are -1.
 """
+
+import logging
 
 import confluent_kafka
 from confluent_kafka import Producer
@@ -25,13 +30,27 @@ from clientlib import emit, fail, generated, parser, record_json, run, Deadline
 CLIENT = "confluent-kafka"
 
 
+class Disconnects(logging.Handler):
+    """Counts librdkafka's log lines for a connection the broker closed (logged since
+    `log.connection.close` is on by default; delivered to the logger by `poll`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record):
+        if "connection closed by peer" in record.getMessage():
+            self.count += 1
+
+
 def main():
     p = parser(__doc__.splitlines()[0], "producer")
     p.add_argument("--acks", default="all", choices=["all", "1", "0"])
     p.add_argument("--idempotent", action="store_true")
     p.add_argument("--partitioner")
-    p.add_argument("--timestamp", type=int)
     p.add_argument("--debug")
+    p.add_argument("--timestamp-ms", type=int)
+    p.add_argument("--until-disconnected", action="store_true")
     args = p.parse_args()
     deadline = Deadline(args.timeout)
     config = {
@@ -44,12 +63,18 @@ def main():
     }
     if args.partitioner:
         config["partitioner"] = args.partitioner
-    if args.timestamp is not None:
+    if args.timestamp_ms is not None:
         # The flush sends at once; message.timeout.ms must stay above it.
         config["linger.ms"] = 1000
         config["message.timeout.ms"] = max(2000, deadline.left_ms())
     if args.debug:
         config["debug"] = args.debug
+    disconnects = Disconnects()
+    if args.until_disconnected:
+        logger = logging.getLogger("librdkafka")
+        logger.addHandler(disconnects)
+        logger.setLevel(logging.DEBUG)
+        config["logger"] = logger
     producer = Producer(config)
     reports = {}
 
@@ -62,8 +87,8 @@ def main():
     for i in range(args.count):
         key, value, headers = generated(args.prefix, i, CLIENT)
         extra = {} if args.partition is None else {"partition": args.partition}
-        if args.timestamp is not None:
-            extra["timestamp"] = args.timestamp
+        if args.timestamp_ms is not None:
+            extra["timestamp"] = args.timestamp_ms
         producer.produce(args.topic, key=key, value=value, headers=headers, on_delivery=delivered(i), **extra)
         producer.poll(0)
         sent.append((key, value, headers))
@@ -77,7 +102,12 @@ def main():
             fail(f"record {i} was not delivered: {err}")
         _, timestamp = msg.timestamp()
         records.append(record_json(msg.partition(), msg.offset(), timestamp, key, value, headers))
-    emit({"client": CLIENT, "version": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0], "records": records})
+    result = {"client": CLIENT, "version": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0], "records": records}
+    if args.until_disconnected:
+        while disconnects.count == 0 and deadline.left() > 0:
+            producer.poll(0.1)
+        result["disconnects"] = disconnects.count
+    emit(result)
 
 
 if __name__ == "__main__":
