@@ -23,8 +23,10 @@
 //! * A JoinGroup without a member id gets one generated; from JoinGroup v4 it comes back in
 //!   a `MemberIdRequired` error and counts as a member only when the client joins again
 //!   with it (a pending id lapses after the broker's session timeout).
-//! * A member silent for longer than its session timeout (the shorter of the client's and
-//!   the broker's) is removed; one waiting in JoinGroup is alive.
+//! * A member's session timeout is at most the broker's (Kafka's
+//!   `group.max.session.timeout.ms`) and above zero (NanoKafka has no configured minimum);
+//!   a JoinGroup asking for another is refused with `InvalidSessionTimeout`. A member silent
+//!   for longer than its session timeout is removed; one waiting in JoinGroup is alive.
 //! * Static membership (`group.instance.id`) is not kept: such a member is a dynamic one.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,6 +78,8 @@ pub enum ClassicError {
     IllegalGeneration,
     RebalanceInProgress,
     InconsistentGroupProtocol,
+    /// A session timeout of zero, or above the broker's (its `group.max.session.timeout.ms`).
+    InvalidSessionTimeout,
     /// Join again with this member id (JoinGroup v4+).
     MemberIdRequired(String),
 }
@@ -266,6 +270,9 @@ impl ClassicGroup {
     /// with the members, or no protocol at all).
     pub fn join(&mut self, request: JoinRequest, now_ms: u64) -> Result<JoinStep, ClassicError> {
         self.expire_pending(now_ms);
+        if request.session_timeout_ms == 0 || request.session_timeout_ms > self.session_timeout_ms {
+            return Err(ClassicError::InvalidSessionTimeout);
+        }
         if request.protocols.is_empty()
             || (self.state != ClassicState::Empty
                 && (request.protocol_type != self.protocol_type
@@ -287,7 +294,7 @@ impl ClassicGroup {
         if self.state == ClassicState::Empty {
             self.protocol_type = request.protocol_type.clone();
         }
-        let session_timeout_ms = request.session_timeout_ms.min(self.session_timeout_ms);
+        let session_timeout_ms = request.session_timeout_ms;
         let subscription_read = request.topics.is_some();
         let topics = request.topics.clone().unwrap_or_default();
         match self.members.get_mut(&id) {

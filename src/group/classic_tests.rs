@@ -304,3 +304,15 @@ fn a_consumer_group_voting_for_an_unknown_assignor_elects_a_leader_and_relays_it
         .iter()
         .all(|j| j.leader.is_empty() && j.protocol_name == "range"));
 }
+
+#[test]
+fn a_session_timeout_out_of_the_brokers_bounds_is_refused() {
+    let mut g = group(0);
+    for session_timeout_ms in [0, SESSION + 1] {
+        let mut r = request("", &["range"]);
+        r.session_timeout_ms = session_timeout_ms;
+        assert_eq!(g.join(r, 0), Err(ClassicError::InvalidSessionTimeout));
+    }
+    assert_eq!(g.state(), ClassicState::Empty);
+    join_new(&mut g, &["range"], 0);
+}

@@ -4,6 +4,7 @@
 use crate::clients::{self, Client};
 use crate::common::{
     args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
+    SESSION,
 };
 
 fn producer() -> Option<Client> {
@@ -101,4 +102,32 @@ fn a_custom_assigner_leads_the_group_and_its_user_data_is_relayed() {
             assert_eq!(m["user_data"], expected_user_data.as_str(), "{m}");
         }
     }
+}
+
+/// A session timeout above the broker's is refused (INVALID_SESSION_TIMEOUT), and kafkajs
+/// says so, rather than being served a shorter one.
+#[test]
+fn a_session_timeout_above_the_brokers_is_refused() {
+    let Some(consume) = clients::node("kafkajs_consume.js") else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("kjs", 1);
+    let too_long = (SESSION.as_millis() + 1).to_string();
+    let done = consume.run(
+        &args(
+            &b.bootstrap,
+            "kjs",
+            &["kjs-group", "--count", "1", "--session-timeout", &too_long],
+        ),
+        b"",
+        RUN,
+    );
+    assert!(!done.status.success(), "{}", done.stdout);
+    assert!(
+        done.stderr
+            .contains("session timeout is not within the range"),
+        "{}",
+        done.stderr
+    );
 }

@@ -1,6 +1,7 @@
 //! Consumer groups whose assignor the broker does not know (Kafka Streams' `stream`, a custom
 //! assignor): the group elects a leader, the leader gets every member's metadata, and the
-//! leader's assignments reach the members byte for byte, as in Kafka.
+//! leader's assignments reach the members byte for byte, as in Kafka. Also the bounds of a
+//! member's session timeout.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -198,4 +199,22 @@ fn a_client_side_assignor_gets_a_leader_every_members_metadata_and_its_bytes_rel
     let committed = a.call(&commit, 8);
     assert_eq!(committed.topics[0].partitions[0].error_code, 0);
     assert_eq!(broker.lag("t", "g").unwrap(), BTreeMap::from([(0, 1)]));
+}
+
+#[test]
+fn a_session_timeout_above_the_brokers_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = broker_with_topic(dir.path(), Duration::from_secs(10), "t", 1);
+    let mut client = WireClient::connect(addr);
+    for session_ms in [10_001, 0, -1] {
+        let request = join_request("g", "", &["t"], &["range"]).with_session_timeout_ms(session_ms);
+        let refused = client.call(&request, 5);
+        assert_eq!(
+            refused.error_code, 26,
+            "INVALID_SESSION_TIMEOUT for {session_ms} ms"
+        );
+        assert!(refused.member_id.is_empty(), "no member id handed out");
+    }
+    let request = join_request("g", "", &["t"], &["range"]).with_session_timeout_ms(10_000);
+    assert_eq!(client.call(&request, 5).error_code, 79, "the maximum fits");
 }

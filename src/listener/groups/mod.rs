@@ -27,8 +27,11 @@
 //!   Kafka side rebalances both; one on the native side (a native member joins, leaves or
 //!   is evicted) makes the Kafka members' next Heartbeat answer `REBALANCE_IN_PROGRESS`, so
 //!   they join again and learn their new partitions;
-//! * liveness: Kafka heartbeats keep the native memberships alive; a member silent for the
-//!   broker's session timeout (or its own, if shorter) is evicted on both sides;
+//! * liveness: Kafka heartbeats keep the native memberships alive; a member silent for its
+//!   session timeout is evicted on both sides. The broker's session timeout is the largest a
+//!   member may ask for (Kafka's `group.max.session.timeout.ms`; there is no configured
+//!   minimum but zero): a JoinGroup asking for more is refused with
+//!   `INVALID_SESSION_TIMEOUT`;
 //! * committed offsets are the partitions' own (the next offset to read, Kafka's meaning), so
 //!   `lag()` and OffsetFetch read the same numbers, whoever committed them.
 //!
@@ -137,6 +140,7 @@ fn code(e: &ClassicError) -> i16 {
         ClassicError::IllegalGeneration => ResponseError::IllegalGeneration,
         ClassicError::RebalanceInProgress => ResponseError::RebalanceInProgress,
         ClassicError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
+        ClassicError::InvalidSessionTimeout => ResponseError::InvalidSessionTimeout,
         ClassicError::MemberIdRequired(_) => ResponseError::MemberIdRequired,
     }
     .code()
