@@ -218,3 +218,24 @@ fn a_session_timeout_above_the_brokers_is_refused_and_changes_nothing() {
     let request = join_request("g", "", &["t"], &["range"]).with_session_timeout_ms(10_000);
     assert_eq!(client.call(&request, 5).error_code, 79, "the maximum fits");
 }
+
+#[test]
+fn a_group_turning_to_a_client_side_assignor_leaves_the_native_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = broker_with_topic(dir.path(), LONG, "t", 2);
+    let mut a = WireClient::connect(addr);
+    let (a_id, _, partitions) = join_and_sync(&mut a, "g", &["t"]);
+    assert_eq!(partitions["t"], [0, 1], "the broker assigned range");
+    let native = |broker: &nanokafka::NanoKafka| {
+        let stats = broker.stats().unwrap();
+        stats.topics["t"].groups["g"].assignment.clone()
+    };
+    assert!(native(&broker).contains_key(&a_id));
+
+    let meta = subscription_with(b"now mine");
+    let joined = a.call(&custom_join(&a_id, &meta), 5);
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(joined.leader.as_str(), a_id);
+    assert_eq!(joined.members.len(), 1);
+    assert!(native(&broker).is_empty(), "{:?}", native(&broker));
+}
