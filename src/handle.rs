@@ -154,7 +154,9 @@ impl NanoKafkaBuilder {
         self
     }
 
-    /// A group member silent for longer is evicted (default 45 s, like Kafka).
+    /// A group member silent for longer is evicted (default 45 s, like Kafka). It is also
+    /// the largest `session.timeout.ms` a Kafka client's member may ask for (Kafka's
+    /// `group.max.session.timeout.ms`).
     pub fn session_timeout(mut self, timeout: Duration) -> Self {
         self.session_timeout = timeout;
         self

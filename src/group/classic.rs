@@ -14,16 +14,19 @@
 //!   starts from `Empty` waits at least the initial rebalance delay, so members starting
 //!   together land in one generation. Completion bumps the generation (an `i32`, as on the
 //!   wire) by one.
-//! * Assignments are made either by the broker ([`Assigning::Broker`], every group whose
-//!   protocol type is `consumer`: every member is answered as a follower and gets, in
-//!   SyncGroup, what the owner computed), or, for other protocol types, by the leader the
-//!   group elects, as in Kafka ([`Assigning::Leader`]: the leader's SyncGroup carries
-//!   everyone's assignment, the followers' SyncGroups wait for it).
+//! * At each barrier the protocol the vote chose decides who assigns: the broker for one of
+//!   [`BROKER_ASSIGNORS`] in a `consumer` group whose subscriptions all decoded (every
+//!   member is a follower and gets, in SyncGroup, what the owner computed), else the leader
+//!   the group elects, as in Kafka (Kafka Streams, custom assignors, Kafka Connect...: the
+//!   leader's JoinGroup carries every member's metadata and its SyncGroup everyone's
+//!   assignment, relayed as sent; the followers' SyncGroups wait for it).
 //! * A JoinGroup without a member id gets one generated; from JoinGroup v4 it comes back in
 //!   a `MemberIdRequired` error and counts as a member only when the client joins again
 //!   with it (a pending id lapses after the broker's session timeout).
-//! * A member silent for longer than its session timeout (the shorter of the client's and
-//!   the broker's) is removed; one waiting in JoinGroup is alive.
+//! * A member's session timeout is at most the broker's (Kafka's
+//!   `group.max.session.timeout.ms`) and above zero (NanoKafka has no configured minimum);
+//!   a JoinGroup asking for another is refused with `InvalidSessionTimeout`. A member silent
+//!   for longer than its session timeout is removed; one waiting in JoinGroup is alive.
 //! * Static membership (`group.instance.id`) is not kept: such a member is a dynamic one.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,12 +51,23 @@ impl ClassicState {
     }
 }
 
+/// The assignors the broker computes assignments for (through the native groups): the
+/// clients' built-in ones, whose assignments carry no user data (`RoundRobinAssigner` is
+/// kafkajs's).
+pub const BROKER_ASSIGNORS: [&str; 5] = [
+    "range",
+    "roundrobin",
+    "sticky",
+    "cooperative-sticky",
+    "RoundRobinAssigner",
+];
+
 /// Who computes the members' assignments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Assigning {
-    /// The broker (protocol type `consumer`, every member's subscription readable).
+    /// The broker (see [`BROKER_ASSIGNORS`]).
     Broker,
-    /// The leader the group elects (any other protocol type), as in Kafka.
+    /// The leader the group elects (any other group), as in Kafka.
     Leader,
 }
 
@@ -64,6 +78,8 @@ pub enum ClassicError {
     IllegalGeneration,
     RebalanceInProgress,
     InconsistentGroupProtocol,
+    /// A session timeout of zero, or above the broker's (its `group.max.session.timeout.ms`).
+    InvalidSessionTimeout,
     /// Join again with this member id (JoinGroup v4+).
     MemberIdRequired(String),
 }
@@ -103,8 +119,10 @@ pub struct ClassicMember {
     session_timeout_ms: u64,
     rebalance_timeout_ms: u64,
     pub protocols: Vec<Protocol>,
-    /// Subscribed topics (broker-assigned groups).
+    /// Subscribed topics (protocol type `consumer`).
     pub topics: BTreeSet<String>,
+    /// Whether its subscription decoded: the broker can assign only such members.
+    subscription_read: bool,
     last_seen_ms: u64,
     /// Has joined in the rebalance under way (its JoinGroup waits for the barrier).
     awaiting_join: bool,
@@ -252,14 +270,12 @@ impl ClassicGroup {
     /// with the members, or no protocol at all).
     pub fn join(&mut self, request: JoinRequest, now_ms: u64) -> Result<JoinStep, ClassicError> {
         self.expire_pending(now_ms);
-        let assigning = match (request.protocol_type.as_str(), &request.topics) {
-            ("consumer", Some(_)) => Assigning::Broker,
-            _ => Assigning::Leader,
-        };
+        if request.session_timeout_ms == 0 || request.session_timeout_ms > self.session_timeout_ms {
+            return Err(ClassicError::InvalidSessionTimeout);
+        }
         if request.protocols.is_empty()
             || (self.state != ClassicState::Empty
                 && (request.protocol_type != self.protocol_type
-                    || assigning != self.assigning
                     || !self.offers_common_protocol(&request.member_id, &request.protocols)))
         {
             return Err(ClassicError::InconsistentGroupProtocol);
@@ -277,9 +293,9 @@ impl ClassicGroup {
         }
         if self.state == ClassicState::Empty {
             self.protocol_type = request.protocol_type.clone();
-            self.assigning = assigning;
         }
-        let session_timeout_ms = request.session_timeout_ms.min(self.session_timeout_ms);
+        let session_timeout_ms = request.session_timeout_ms;
+        let subscription_read = request.topics.is_some();
         let topics = request.topics.clone().unwrap_or_default();
         match self.members.get_mut(&id) {
             Some(member) => {
@@ -301,6 +317,7 @@ impl ClassicGroup {
                 }
                 member.protocols = request.protocols;
                 member.topics = topics;
+                member.subscription_read = subscription_read;
                 member.awaiting_join = true;
             }
             None => {
@@ -312,6 +329,7 @@ impl ClassicGroup {
                     rebalance_timeout_ms: request.rebalance_timeout_ms,
                     protocols: request.protocols,
                     topics,
+                    subscription_read,
                     last_seen_ms: now_ms,
                     awaiting_join: true,
                     synced: false,
@@ -386,8 +404,8 @@ impl ClassicGroup {
         }
     }
 
-    /// At the barrier: removes the members that did not join and picks the protocol. The
-    /// owner then makes the assignments and calls [`ClassicGroup::finish_rebalance`].
+    /// At the barrier: removes the members that did not join, picks the protocol and who
+    /// assigns. The owner then makes the assignments and calls [`ClassicGroup::finish_rebalance`].
     pub fn reach_barrier(&mut self) -> Barrier {
         let laggards: Vec<String> = self
             .members
@@ -400,6 +418,10 @@ impl ClassicGroup {
             .filter_map(|id| self.members.remove(id))
             .collect();
         let protocol = self.choose_protocol().unwrap_or_default();
+        self.assigning = match self.broker_can_assign() && BROKER_ASSIGNORS.contains(&&*protocol) {
+            true => Assigning::Broker,
+            false => Assigning::Leader,
+        };
         Barrier { removed, protocol }
     }
 
@@ -633,13 +655,19 @@ impl ClassicGroup {
         candidates
     }
 
+    /// Whether the broker can assign these members: consumers whose subscriptions it read.
+    fn broker_can_assign(&self) -> bool {
+        self.protocol_type == "consumer" && self.members.values().all(|m| m.subscription_read)
+    }
+
     /// Kafka's vote (each member for its most preferred candidate; most votes wins, ties to
-    /// the earlier candidate), among the eager protocols when there is one: the broker's
-    /// assignments are eager (a member revokes everything before it joins again), which a
-    /// cooperative protocol's client would not expect.
+    /// the earlier candidate), without the cooperative candidates when the broker would
+    /// assign an eager one: the broker's assignments are eager (a member revokes everything
+    /// before it joins again), which a cooperative protocol's client would not expect.
     fn choose_protocol(&self) -> Option<String> {
         let mut candidates = self.candidates();
-        if self.assigning == Assigning::Broker && candidates.iter().any(|c| !is_cooperative(c)) {
+        let eager_served = |c: &String| BROKER_ASSIGNORS.contains(&&**c) && !is_cooperative(c);
+        if self.broker_can_assign() && candidates.iter().any(eager_served) {
             candidates.retain(|c| !is_cooperative(c));
         }
         let mut votes: BTreeMap<&str, usize> = BTreeMap::new();

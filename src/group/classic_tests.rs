@@ -263,3 +263,56 @@ fn a_leader_assigned_group_elects_a_leader_whose_sync_releases_the_followers() {
         Err(ClassicError::InconsistentGroupProtocol)
     );
 }
+
+#[test]
+fn a_consumer_group_voting_for_an_unknown_assignor_elects_a_leader_and_relays_its_bytes() {
+    let mut g = group(0);
+    let a = join_new(&mut g, &["stream"], 0);
+    let b = join_new(&mut g, &["stream", "range"], 0);
+    let answers = complete(&mut g);
+    assert_eq!(g.assigning(), Assigning::Leader);
+    let leader = answers.iter().find(|j| j.member_id == j.leader).unwrap();
+    assert_eq!(leader.protocol_name, "stream");
+    let handed: BTreeMap<String, Vec<u8>> = leader.members.iter().cloned().collect();
+    let metadata = b"stream".to_vec();
+    assert_eq!(
+        handed,
+        BTreeMap::from([(a.clone(), metadata.clone()), (b.clone(), metadata)])
+    );
+    let follower = if leader.member_id == a { &b } else { &a };
+    assert_eq!(
+        g.sync(follower, 1, (None, None), vec![], 1),
+        Ok(SyncStep::Wait)
+    );
+    let given = vec![
+        (a.clone(), b"\0to-a".to_vec()),
+        (b.clone(), b"\0to-b".to_vec()),
+    ];
+    let Ok(SyncStep::Release(released)) =
+        g.sync(&leader.member_id, 1, (None, None), given.clone(), 1)
+    else {
+        panic!("the leader's sync releases the follower")
+    };
+    assert_eq!(released, given);
+
+    // Voting for a known assignor again, the broker assigns.
+    g.join(request(&a, &["range"]), 2).unwrap();
+    g.join(request(&b, &["range"]), 2).unwrap();
+    let answers = complete(&mut g);
+    assert_eq!(g.assigning(), Assigning::Broker);
+    assert!(answers
+        .iter()
+        .all(|j| j.leader.is_empty() && j.protocol_name == "range"));
+}
+
+#[test]
+fn a_session_timeout_out_of_the_brokers_bounds_is_refused() {
+    let mut g = group(0);
+    for session_timeout_ms in [0, SESSION + 1] {
+        let mut r = request("", &["range"]);
+        r.session_timeout_ms = session_timeout_ms;
+        assert_eq!(g.join(r, 0), Err(ClassicError::InvalidSessionTimeout));
+    }
+    assert_eq!(g.state(), ClassicState::Empty);
+    join_new(&mut g, &["range"], 0);
+}

@@ -244,17 +244,20 @@ fn leaving_rebalances_the_rest_and_the_leaver_is_unknown() {
 #[test]
 fn a_silent_kafka_member_is_evicted_and_the_other_rebalances() {
     let dir = tempfile::tempdir().unwrap();
-    let session = Duration::from_millis(400);
+    let session_ms = 400;
+    let session = Duration::from_millis(session_ms as u64);
     let (broker, addr) = broker_with_topic(dir.path(), session, "t", 2);
     let mut a = WireClient::connect(addr);
     let mut b = WireClient::connect(addr);
-    let (a_id, g1, _) = join_and_sync(&mut a, "g", &["t"]);
+    let first = join_new_with_session(&mut a, "g", &["t"], session_ms);
+    let (a_id, g1) = (first.member_id.to_string(), first.generation_id);
+    sync(&mut a, "g", &a_id, g1);
     let (b_id, g2) = std::thread::scope(|s| {
-        let joiner = s.spawn(|| join_new(&mut b, "g", &["t"]));
+        let joiner = s.spawn(|| join_new_with_session(&mut b, "g", &["t"], session_ms));
         while heartbeat(&mut a, "g", &a_id, g1) != 27 {
             std::thread::yield_now();
         }
-        let joined = rejoin(&mut a, "g", &a_id, &["t"]);
+        let joined = rejoin_with_session(&mut a, "g", &a_id, &["t"], session_ms);
         (
             joiner.join().unwrap().member_id.to_string(),
             joined.generation_id,
@@ -275,7 +278,7 @@ fn a_silent_kafka_member_is_evicted_and_the_other_rebalances() {
             other => panic!("heartbeat answered {other}"),
         }
     }
-    let again = rejoin(&mut a, "g", &a_id, &["t"]);
+    let again = rejoin_with_session(&mut a, "g", &a_id, &["t"], session_ms);
     let synced = sync(&mut a, "g", &a_id, again.generation_id);
     assert_eq!(partitions_of(&assignment(&synced.assignment), "t"), [0, 1]);
     assert_eq!(heartbeat(&mut b, "g", &b_id, g2), 25, "b is gone");

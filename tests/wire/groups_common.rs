@@ -79,13 +79,21 @@ pub fn join_request(
 
 /// Joins as a new member through MEMBER_ID_REQUIRED (v5): the answer of the second join.
 pub fn join_new(client: &mut WireClient, group: &str, topics: &[&str]) -> JoinGroupResponse {
-    let first = client.call(
-        &join_request(group, "", topics, &["range", "roundrobin"]),
-        5,
-    );
+    join_new_with_session(client, group, topics, 30_000)
+}
+
+/// [`join_new`] asking for this session timeout (at most the broker's).
+pub fn join_new_with_session(
+    client: &mut WireClient,
+    group: &str,
+    topics: &[&str],
+    session_ms: i32,
+) -> JoinGroupResponse {
+    let request = join_request(group, "", topics, &["range", "roundrobin"]);
+    let first = client.call(&request.with_session_timeout_ms(session_ms), 5);
     assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
     assert!(!first.member_id.is_empty());
-    rejoin(client, group, &first.member_id, topics)
+    rejoin_with_session(client, group, &first.member_id, topics, session_ms)
 }
 
 pub fn rejoin(
@@ -94,10 +102,19 @@ pub fn rejoin(
     member: &str,
     topics: &[&str],
 ) -> JoinGroupResponse {
-    client.call(
-        &join_request(group, member, topics, &["range", "roundrobin"]),
-        5,
-    )
+    rejoin_with_session(client, group, member, topics, 30_000)
+}
+
+/// [`rejoin`] asking for this session timeout (at most the broker's).
+pub fn rejoin_with_session(
+    client: &mut WireClient,
+    group: &str,
+    member: &str,
+    topics: &[&str],
+    session_ms: i32,
+) -> JoinGroupResponse {
+    let request = join_request(group, member, topics, &["range", "roundrobin"]);
+    client.call(&request.with_session_timeout_ms(session_ms), 5)
 }
 
 pub fn sync(

@@ -11,6 +11,7 @@ mod basics;
 mod fetch;
 mod groups;
 mod groups_offsets;
+mod groups_relay;
 mod hostile;
 mod limits;
 mod offsets;

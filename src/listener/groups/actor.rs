@@ -3,7 +3,9 @@
 //! SyncGroup requests parked until the group can answer them, and the group's native
 //! memberships: every member of a broker-assigned group is a member of the native group
 //! (topic, group) of each topic it subscribes to, so native and Kafka members share one
-//! group per topic and the native assignor deals its partitions over both.
+//! group per topic and the native assignor deals its partitions over both. The members of
+//! a leader-assigned group have no native memberships (a group that turns leader-assigned
+//! leaves them at the barrier): their leader deals the partitions.
 //!
 //! Each join of a native group says what the member's client still holds of the topic:
 //! nothing under an eager protocol (its client revoked everything before it joined again),
@@ -193,6 +195,11 @@ impl KafkaGroupActor {
                 leaves.push((topic, member.id.clone()));
             }
         }
+        self.leave_native(ctx, leaves);
+    }
+
+    /// Leaves these native memberships (topic, member) before any later request is served.
+    fn leave_native(&mut self, ctx: &mut Context<Self>, leaves: Vec<(String, String)>) {
         if leaves.is_empty() {
             return;
         }
@@ -210,13 +217,20 @@ impl KafkaGroupActor {
 
     /// The barrier is reached: drop the laggards, then (broker-assigned) bring every
     /// member's native memberships in line with its subscription, read the native
-    /// assignments and answer the parked JoinGroups.
+    /// assignments and answer the parked JoinGroups; a leader-assigned group leaves its
+    /// native memberships instead.
     fn complete(&mut self, ctx: &mut Context<Self>) {
         let barrier = self.group.reach_barrier();
         self.forget(ctx, barrier.removed);
         let protocol = barrier.protocol;
         if self.group.assigning() == Assigning::Leader {
             self.granted.clear();
+            let leaves = std::mem::take(&mut self.native)
+                .into_iter()
+                .flat_map(|(member, topics)| topics.into_iter().map(move |t| (t, member.clone())))
+                .collect();
+            self.leave_native(ctx, leaves);
+            self.native_generations.clear();
             let answers = self.group.finish_rebalance(protocol, BTreeMap::new());
             self.answer_joins(answers);
             return;
@@ -461,11 +475,12 @@ impl Handler<Beat> for KafkaGroupActor {
             self.settle(ctx);
             return Box::pin(async move { Err(e) });
         }
-        let subscribed = self
-            .group
-            .member(&msg.member)
-            .map(|m| m.topics.clone())
-            .unwrap_or_default();
+        // A leader-assigned group's members are in no native group.
+        let subscribed = match self.group.assigning() {
+            Assigning::Broker => self.group.member(&msg.member).map(|m| m.topics.clone()),
+            Assigning::Leader => None,
+        }
+        .unwrap_or_default();
         let joined = self.native.get(&msg.member).cloned().unwrap_or_default();
         let (broker, group, member) = (self.broker.clone(), self.name(), msg.member.clone());
         let beats = async move {

@@ -6,35 +6,49 @@
 //! A Kafka group spans topics, a native group is one topic's; a Kafka client's group named
 //! `g` is the native groups `(t, g)` of the topics `t` its members subscribe to, plus the
 //! classic protocol's own bookkeeping (a `KafkaGroupActor` per group name, see `actor`):
-//! * every Kafka member is a member of the native group of each topic it subscribes to, so
-//!   the native group's assignor (a native group a Kafka member creates has the default
-//!   options: round-robin, from the earliest offset) deals each topic's partitions over its
-//!   native and Kafka members alike, and a Kafka member's assignment is what the native
-//!   groups gave it, whatever protocol name it is told. Every Kafka member is answered as a follower (JoinGroup's leader is
-//!   empty, its member list too) and gets its assignment in SyncGroup, as Kafka 4 answers
-//!   classic members of a consumer group;
+//! * when the group's vote chooses an assignor the broker knows
+//!   ([`BROKER_ASSIGNORS`](crate::group::classic::BROKER_ASSIGNORS): the clients' built-in
+//!   ones), every Kafka member is a member of the native group of each topic it subscribes
+//!   to, so the native group's assignor (a native group a Kafka member creates has the
+//!   default options: round-robin, from the earliest offset) deals each topic's partitions
+//!   over its native and Kafka members alike, and a Kafka member's assignment is what the
+//!   native groups gave it, whatever protocol name it is told. Every Kafka member is
+//!   answered as a follower (JoinGroup's leader is empty, its member list too) and gets its
+//!   assignment in SyncGroup, as Kafka 4 answers classic members of a consumer group;
+//! * when it chooses any other assignor (Kafka Streams' `stream`, a custom one), the group
+//!   is served as Kafka serves every classic group: it elects a leader, the leader's
+//!   JoinGroup carries every member's metadata, and its SyncGroup's assignments reach the
+//!   members byte for byte, user data included. Such a group takes no part in native groups
+//!   (its leader deals the partitions; native members of the same name on its topics are
+//!   not coordinated with it), but its commits are the partitions' like any group's, so
+//!   `lag()` and OffsetFetch read them, and DescribeGroups shows its members with what
+//!   their leader assigned;
 //! * the classic generation counts classic rebalances. A join, leave or eviction on the
 //!   Kafka side rebalances both; one on the native side (a native member joins, leaves or
 //!   is evicted) makes the Kafka members' next Heartbeat answer `REBALANCE_IN_PROGRESS`, so
 //!   they join again and learn their new partitions. Until then they read on, so a
 //!   partition the native group moves off a Kafka member is withheld from its new owner
 //!   (native or Kafka) until that member joined again without it (see `actor`);
-//! * liveness: Kafka heartbeats keep the native memberships alive; a member silent for the
-//!   broker's session timeout (or its own, if shorter) is evicted on both sides;
+//! * liveness: Kafka heartbeats keep the native memberships alive; a member silent for its
+//!   session timeout is evicted on both sides. The broker's session timeout is the largest a
+//!   member may ask for (Kafka's `group.max.session.timeout.ms`; there is no configured
+//!   minimum but zero): a JoinGroup asking for more is refused with
+//!   `INVALID_SESSION_TIMEOUT`;
 //! * committed offsets are the partitions' own (the next offset to read, Kafka's meaning), so
 //!   `lag()` and OffsetFetch read the same numbers, whoever committed them.
 //!
 //! Protocol choice: Kafka's vote among the protocols every member offers, eager ones
-//! (`range`, `roundrobin`) first: the broker's assignments are eager (each generation is a
-//! complete assignment, and the barrier makes every Kafka member give up its partitions
-//! before any gets new ones). A group whose members offer only `cooperative-sticky` gets
-//! it: such clients keep their partitions while they join again, revoke what the new
-//! assignment drops, then join again; a partition changing owner goes to the new one only
-//! in that next generation (KIP-429), so no two members read it at once.
+//! (`range`, `roundrobin`) first when the broker would assign one: the broker's assignments
+//! are eager (each generation is a complete assignment, and the barrier makes every Kafka
+//! member give up its partitions before any gets new ones). A group whose members offer
+//! only `cooperative-sticky` gets it: such clients keep their partitions while they join
+//! again, revoke what the new assignment drops, then join again; a partition changing owner
+//! goes to the new one only in that next generation (KIP-429), so no two members read it at
+//! once.
 //!
 //! Groups whose protocol type is not `consumer` (Kafka Connect, schema registries...) carry
-//! no subscription the broker can read: they are served as Kafka does, by the leader the
-//! group elects, and take no part in native groups.
+//! no subscription the broker can read: they are leader-assigned too, as every group is in
+//! Kafka, and take no part in native groups.
 
 mod actor;
 mod describe;
@@ -130,6 +144,7 @@ fn code(e: &ClassicError) -> i16 {
         ClassicError::IllegalGeneration => ResponseError::IllegalGeneration,
         ClassicError::RebalanceInProgress => ResponseError::RebalanceInProgress,
         ClassicError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
+        ClassicError::InvalidSessionTimeout => ResponseError::InvalidSessionTimeout,
         ClassicError::MemberIdRequired(_) => ResponseError::MemberIdRequired,
     }
     .code()

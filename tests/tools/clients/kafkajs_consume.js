@@ -2,12 +2,15 @@
 // Read COUNT records of TOPIC as a member of GROUP with kafkajs's consumer.run (eachMessage),
 // committing by hand.
 //
-//     node kafkajs_consume.js BOOTSTRAP TOPIC GROUP --count N [--read-uncommitted] [--timeout S]
+//     node kafkajs_consume.js BOOTSTRAP TOPIC GROUP --count N [--read-uncommitted]
+//         [--session-timeout MS] [--timeout S]
 //
 // NODE_PATH must name the node_modules folder holding kafkajs. Auto-commit is off; after each
 // message is collected its offset + 1 is committed with commitOffsets (OffsetCommit), so the
 // committed offsets are exactly what was read. A group without committed offsets starts at the
-// earliest offset (fromBeginning). The session timeout is 6 s, as in kafka_python_consume.py.
+// earliest offset (fromBeginning). The session timeout is 6 s, as in kafka_python_consume.py,
+// unless --session-timeout says otherwise. A consumer crash kafkajs will not restart from
+// (a refused JoinGroup, say) fails the run with its error.
 //
 // kafkajs's consumers default to read_committed (isolation level 1 in every Fetch), unlike
 // the Java, librdkafka and Python clients: a broker must then bound fetches by the last stable
@@ -22,10 +25,10 @@ const { version } = require('kafkajs/package.json')
 const { parseArgs, recordJson, Deadline, bounded, stderrLog, emit, fail, run } = require('./clientlib')
 
 const CLIENT = 'kafkajs'
-const USAGE = 'kafkajs_consume.js BOOTSTRAP TOPIC GROUP --count N [--read-uncommitted] [--timeout S]'
+const USAGE = 'kafkajs_consume.js BOOTSTRAP TOPIC GROUP --count N [--read-uncommitted] [--session-timeout MS] [--timeout S]'
 
 async function main() {
-  const args = parseArgs(['bootstrap', 'topic', 'group'], { count: 0, read_uncommitted: false, timeout: 30 }, USAGE)
+  const args = parseArgs(['bootstrap', 'topic', 'group'], { count: 0, read_uncommitted: false, session_timeout: 6000, timeout: 30 }, USAGE)
   if (args.count <= 0) fail('--count N (N > 0) is required')
   const deadline = new Deadline(args.timeout)
   const kafka = new Kafka({
@@ -38,14 +41,16 @@ async function main() {
   })
   const consumer = kafka.consumer({
     groupId: args.group,
-    sessionTimeout: 6000,
+    sessionTimeout: args.session_timeout,
     heartbeatInterval: 1000,
     readUncommitted: args.read_uncommitted,
     maxWaitTimeInMs: 500,
   })
   const records = []
   let done
-  const finished = new Promise((resolve) => { done = resolve })
+  let crashed
+  const finished = new Promise((resolve, reject) => { done = resolve; crashed = reject })
+  consumer.on(consumer.events.CRASH, ({ payload }) => { if (!payload.restart) crashed(payload.error) })
   await bounded(consumer.connect(), deadline, 'connect')
   try {
     await bounded(consumer.subscribe({ topic: args.topic, fromBeginning: true }), deadline, 'subscribe')
