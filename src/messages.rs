@@ -98,8 +98,10 @@ pub use subscription::{
     SubscriptionEnd, SubscriptionEvent, SubscriptionRequest, Unsubscribe,
 };
 
-/// Create a topic. Reply: `()` once its partitions exist on disk.
-/// Errors: `InvalidTopicName`, `InvalidConfig`, `TopicExists`, `Io`.
+/// Create a topic. Sender: any actor or handle; handled by the broker, which writes the
+/// config and the partitions' directories, then starts the topic's actors. Reply: `()` once
+/// its partitions exist on disk.
+/// Errors: `InvalidTopicName`, `InvalidConfig`, `TopicExists`, `Io`, `BrokerStopped`.
 #[derive(Debug, Clone)]
 pub struct CreateTopic {
     pub topic: String,
@@ -124,6 +126,12 @@ impl Message for CreateTopic {
 ///
 /// Errors: `UnknownTopic` (nothing changed), `Io` when the config cannot be moved aside (the
 /// topic is then whole on disk and starts again, empty of parked requests), `BrokerStopped`.
+///
+/// Route: handled atomically by the broker (`AtomicResponse`: it serves nothing else
+/// meanwhile): it forgets the topic, sends `DeleteTopicActors` to the topic and waits for it,
+/// then deletes the files (`DataDir::delete_topic`). An `Io` error after the commit point
+/// (the config moved into `.deleted/`) is logged, not returned: the topic is deleted and its
+/// leftovers are removed by the next open, create or delete.
 #[derive(Debug, Clone)]
 pub struct DeleteTopic {
     pub topic: String,
@@ -149,6 +157,11 @@ impl Message for DeleteTopic {
 /// Errors: `UnknownTopic`, `InvalidConfig` (the partition count does not grow, or a value
 /// cannot work; nothing changed), `Io` (the config on disk and the running topic are
 /// unchanged), `BrokerStopped`.
+///
+/// Route: the broker checks the change (`TopicChanges::apply_to`) and persists it
+/// (`config::alter_topic`) in its own handler, so alters of a topic apply one after another,
+/// then sends `AlterTopicActors` to the topic and replies once the topic has applied it. A
+/// change to the same values sends nothing.
 #[derive(Debug, Clone)]
 pub struct AlterTopic {
     pub topic: String,
@@ -160,8 +173,9 @@ impl Message for AlterTopic {
     type Result = Result<TopicConfig>;
 }
 
-/// The broker-wide settings a client may be told about (Kafka's broker configs). Answered
-/// by the broker from its settings. Errors: `BrokerStopped`.
+/// The broker-wide settings a client may be told about (Kafka's broker configs; the Kafka
+/// listener's DescribeConfigs of broker `0`). Answered by the broker from its settings.
+/// Errors: `BrokerStopped`.
 #[derive(Debug, Clone)]
 pub struct DescribeBroker;
 
@@ -189,7 +203,8 @@ impl Message for ListTopics {
     type Result = Result<BTreeMap<String, TopicConfig>>;
 }
 
-/// One topic's config. Answered by the broker from its registry, without asking the topic.
+/// One topic's config. Answered by the broker from its registry, without asking the topic
+/// (typed topics read the payload type recorded at creation here).
 /// Errors: `UnknownTopic`, `BrokerStopped`.
 #[derive(Debug, Clone)]
 pub struct GetTopicConfig {
@@ -207,6 +222,11 @@ impl Message for GetTopicConfig {
 /// Errors: `UnknownPartition`, `RecordTooLarge` (nothing written), `PartitionFull`
 /// (`Backpressure::Reject`), `Timeout` (`Backpressure::Block` waited the block timeout),
 /// `PartitionRestarted` (nothing acknowledged; retry), `PartitionFailed`, `Io`.
+///
+/// Route: broker → topic, which routes the records (`routing.rs`: size limits, explicit
+/// partition, key or round-robin), copies them into a [`RecordBatch`] and hands it to each
+/// partition's produce lane (`Append`). The handles' produces skip the broker and the topic
+/// (they learn the lanes with `GetRoute`) and get the same answers.
 #[derive(Debug, Clone)]
 pub struct Produce {
     pub topic: String,
@@ -216,7 +236,9 @@ pub struct Produce {
 topic_message!(Produce => Vec<Delivery>);
 
 /// As [`Produce`], for records already in a [`RecordBatch`] (one buffer for the whole batch,
-/// written as it is: the fast path for many records).
+/// written as it is: the fast path for many records). The batch is split by partition only
+/// when its records go to several; a record over `max_record_bytes` refuses the whole batch
+/// (`RecordTooLarge`) before any part is sent.
 #[derive(Debug, Clone)]
 pub struct ProduceBatch {
     pub topic: String,
@@ -232,6 +254,7 @@ topic_message!(ProduceBatch => Vec<Delivery>);
 /// retry of an idempotent producer's stored batch answers with the stored offsets and
 /// writes nothing. Errors: `InvalidBatch` (not one valid batch, or transactional),
 /// `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `UnknownTopic`, `UnknownPartition`, and as [`Produce`].
+/// Route: broker → topic → partition `AppendKafka` (the Kafka listener's Produce).
 #[derive(Debug, Clone)]
 pub struct ProduceKafkaBatch {
     pub topic: String,
@@ -243,7 +266,7 @@ topic_message!(ProduceKafkaBatch => KafkaAppend);
 /// The first offset of `partition` (from its log start) whose record's timestamp is at least
 /// `timestamp_ms`, found through the segments' time indexes: Kafka's offsets-for-times. Reply:
 /// `None` when no record is that recent. Errors: `UnknownTopic`, `UnknownPartition`,
-/// `Corrupt`, `Io`.
+/// `Corrupt`, `Io`. Route: broker → topic → partition `FindOffset`.
 #[derive(Debug, Clone)]
 pub struct OffsetForTimestamp {
     pub topic: String,
@@ -255,7 +278,11 @@ topic_message!(OffsetForTimestamp => Option<u64>);
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options
 /// are refused. Reply: the member's [`Assignment`]. Errors: `InvalidId`,
-/// `GroupOptionsMismatch`.
+/// `GroupOptionsMismatch`, `UnknownTopic`.
+///
+/// Route: broker → topic, which starts the group's coordinator on its first join and tells
+/// every partition (`RegisterGroup`: backpressure counts the group from then on), then
+/// coordinator `Join`.
 #[derive(Debug, Clone)]
 pub struct JoinGroup {
     pub topic: String,
@@ -265,8 +292,8 @@ pub struct JoinGroup {
 }
 topic_message!(JoinGroup => Assignment);
 
-/// Leave a group (a rebalance). Errors: `UnknownMember` (also for a group that does not
-/// exist).
+/// Leave a group (a rebalance). Route: broker → topic → coordinator `Leave`.
+/// Errors: `UnknownMember` (also for a group that does not exist).
 #[derive(Debug, Clone)]
 pub struct LeaveGroup {
     pub topic: String,
@@ -275,8 +302,8 @@ pub struct LeaveGroup {
 }
 topic_message!(LeaveGroup => ());
 
-/// A sign of life. Reply: the member's current assignment.
-/// Errors: `UnknownMember` (evicted or never joined: join again).
+/// A sign of life. Route: broker → topic → coordinator `Beat`. Reply: the member's current
+/// assignment. Errors: `UnknownMember` (evicted or never joined: join again).
 #[derive(Debug, Clone)]
 pub struct Heartbeat {
     pub topic: String,
@@ -290,7 +317,14 @@ topic_message!(Heartbeat => Assignment);
 /// moves until a [`Commit`]: polling again returns the same records. With `wait`, an empty
 /// poll waits up to that long, woken by the next produce. A batch never spans two segment
 /// files, so it can hold fewer records than are available; the next poll continues.
-/// Errors: `UnknownMember`, `Corrupt`, `PartitionRestarted`, `PartitionFailed`.
+/// Errors: `UnknownMember`, `InvalidArgument` (`max_records` is 0), `Corrupt`,
+/// `PartitionRestarted` (a partition restarted while the poll waited and no other partition
+/// had data), `PartitionFailed`.
+///
+/// Route: broker → topic → coordinator `PollGroup` → `Fetch` / `WaitForData` to the member's
+/// partitions; the records are copied out in the topic actor. The handles send
+/// `PollFetched` instead (the caller copies or decodes the records on its own thread) and,
+/// for a group they have seen exist, poll the coordinator directly.
 #[derive(Debug, Clone)]
 pub struct Poll {
     pub topic: String,
@@ -304,8 +338,13 @@ topic_message!(Poll => Vec<Record<Vec<u8>>>);
 /// Mark `offset` and everything before it in `partition` processed by `group`: its
 /// committed offset becomes `offset + 1`. Reply once the commit is in the OS. The group
 /// must exist on the running broker (a member joined since it started), so a typo cannot
-/// create a phantom group that holds back backpressure forever.
-/// Errors: `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange` (`offset >= log end`).
+/// create a phantom group that holds back backpressure forever. A commit admits produces
+/// parked by `Backpressure::Block` while there is room.
+/// Errors: `UnknownGroup`, `UnknownPartition`, `OffsetOutOfRange` (`offset >= log end`),
+/// `Io` (the partition then restarts), `PartitionRestarted`, `PartitionFailed`.
+///
+/// Route: broker → topic (checks the group) → partition `CommitOffset`. The handles send a
+/// commit for a group they have seen exist straight to the partition.
 #[derive(Debug, Clone)]
 pub struct Commit {
     pub topic: String,
@@ -318,7 +357,9 @@ topic_message!(Commit => ());
 /// The `Consumer` handle's poll: like [`Poll`], but from the member's own `positions`
 /// (partition → next offset) when `generation` is current; after a rebalance they are
 /// ignored and reading resumes at the committed offsets. Reply: the records and the
-/// member's current assignment. Errors: as [`Poll`].
+/// member's current assignment. Errors: as [`Poll`]. Route: broker → topic → coordinator
+/// `ConsumerPollGroup` → `Fetch { from }` / `WaitForData { from }`; the handles send
+/// `ConsumerPollFetched`, or poll the coordinator directly.
 #[derive(Debug, Clone)]
 pub struct ConsumerPoll {
     pub topic: String,
@@ -332,7 +373,8 @@ pub struct ConsumerPoll {
 topic_message!(ConsumerPoll => ConsumerBatch);
 
 /// A commit fenced like Kafka's: accepted only from a current member, in the current
-/// generation, for a partition it owns. Otherwise nothing changes.
+/// generation, for a partition it owns. Otherwise nothing changes. Route: broker → topic →
+/// coordinator `CommitAsMember` (the fencing) → partition `CommitOffset`.
 /// Errors: `UnknownMember`, `IllegalGeneration`, `PartitionNotAssigned`,
 /// `UnknownPartition`, `OffsetOutOfRange`, `Io`.
 #[derive(Debug, Clone)]
@@ -346,8 +388,10 @@ pub struct FencedCommit {
 }
 topic_message!(FencedCommit => ());
 
-/// Per-partition lag of a group: `log end - max(committed, log start)`.
-/// Errors: `UnknownGroup`.
+/// Per-partition lag of a group: `log end - max(committed, log start)`. Route: broker →
+/// topic → `GroupLag` to every partition. A partition where the group has no commit is left
+/// out unless the group has a coordinator on the topic (then it counts from the log start).
+/// Errors: `UnknownGroup` (no partition has a lag for it), and a partition's error.
 #[derive(Debug, Clone)]
 pub struct Lag {
     pub topic: String,
@@ -366,6 +410,10 @@ topic_message!(Lag => BTreeMap<u32, u64>);
 /// reset. Membership lives in memory only, so a broker just opened has no live members. The
 /// check and the write are two steps: a member that joins between them is not seen.
 ///
+/// Route: broker → topic, which asks itself `DescribeGroups` (live members), then
+/// `ListKafkaOffset` for both bounds, then `SetCommittedOffset` (`actors/topic/reset.rs`),
+/// serving other requests meanwhile.
+///
 /// Errors: `GroupNotEmpty`, `InvalidArgument` (offset outside the partition), `InvalidId`,
 /// `UnknownTopic`, `UnknownPartition`, `Io`, `PartitionRestarted`, `PartitionFailed`,
 /// `BrokerStopped`. Nothing changes on an error.
@@ -379,8 +427,8 @@ pub struct ResetOffset {
 topic_message!(ResetOffset => ());
 
 /// Fault injection, for tests and demos: the partition's actor panics inside its handler,
-/// is restarted by its supervisor and reloads from disk. Reply: `()` once the crash was
-/// triggered. Errors: `UnknownPartition`.
+/// is restarted by its supervisor and reloads from disk. Route: broker → topic → partition
+/// `Crash`. Reply: `()` once the crash was triggered. Errors: `UnknownPartition`.
 #[derive(Debug, Clone)]
 pub struct CrashPartition {
     pub topic: String,
@@ -388,7 +436,10 @@ pub struct CrashPartition {
 }
 topic_message!(CrashPartition => ());
 
-/// Everything `stats()` reports. Never fails.
+/// Everything `stats()` reports. Route: broker → `DescribeTopic` to every topic →
+/// `DescribePartition` / `DescribeGroup`; a topic that does not answer is left out. The
+/// handles add the listener's counters. Never fails (but for `BrokerStopped` through
+/// `BrokerRef::request`).
 #[derive(Debug, Clone, Copy)]
 pub struct GetStats;
 
@@ -398,6 +449,11 @@ impl Message for GetStats {
 
 /// Clean shutdown: every partition syncs and writes its clean-shutdown checkpoint, then the
 /// data-directory lock is released. Later requests fail with `BrokerStopped`.
+///
+/// Route: broker → `CloseTopic` to every topic → `ClosePartition` to every partition; once
+/// all answered, the broker drops the lock and stops the I/O arbiters. Errors: the first
+/// close error (every partition is still closed). A second `Shutdown` finds nothing to close
+/// and answers `Ok`.
 #[derive(Debug, Clone, Copy)]
 pub struct Shutdown;
 

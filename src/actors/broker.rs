@@ -32,8 +32,8 @@ use crate::types::BrokerStats;
 /// Fault injection, for tests and demos: the coordinator actor of `group` on `topic` panics
 /// inside its handler and is restarted by its supervisor. Memberships are reset (members get
 /// `UnknownMember` and join again; a `Consumer` rejoins by itself); committed offsets stay.
-/// Reply: `()` once the crash was triggered. Errors: `UnknownTopic`, `UnknownGroup`,
-/// `BrokerStopped`.
+/// Reply: `()` once the crash was triggered. Route: broker → topic `CrashCoordinator` →
+/// coordinator `CrashGroup`. Errors: `UnknownTopic`, `UnknownGroup`, `BrokerStopped`.
 #[derive(Debug, Clone)]
 pub struct CrashGroupCoordinator {
     pub topic: String,
@@ -382,7 +382,10 @@ impl<T: DeserializeOwned + Send + 'static> Handler<Subscribe<T>> for BrokerActor
 }
 
 /// What a group's liveness runs on: the session timeout and the clock, for groups kept
-/// outside the broker (the Kafka listener's). Never fails.
+/// outside the broker (the Kafka listener's `KafkaGroupActor`s). Sent through
+/// `AsyncNanoKafka` by the listener's group registry (`listener::groups::KafkaGroups`) once,
+/// before it starts its first group actor. Answered by the broker from its settings. Never
+/// fails.
 #[derive(Debug)]
 pub struct GetGroupSettings;
 impl Message for GetGroupSettings {

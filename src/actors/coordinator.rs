@@ -5,6 +5,30 @@
 //! reaches it without waking the broker thread: [`CoordinatorRef`]); a restart resets
 //! memberships (members rejoin, their next call gets `UnknownMember`), committed offsets are
 //! untouched (they live in the partitions).
+//!
+//! # Polls
+//! A poll ([`PollGroup`], [`ConsumerPollGroup`]) asks the member's partitions in round-robin
+//! order for records ([`Fetch`]) and returns the first non-empty answer. If all are empty and
+//! the poll may wait, it sends [`WaitForData`] to each and awaits the first to resolve, or the
+//! group's next rebalance (the coordinator completes a oneshot per parked poll whenever its
+//! generation changes). A partition woken by a write answers its parked wait with the poll's
+//! fetch, read as it wakes it, which saves the poll a round trip per batch at low rates.
+//! Woken while the group's generation (an atomic the coordinator shares with its polls) is
+//! still the poll's, the poll returns those records (or, when there are none, fetches once
+//! more at once); otherwise it first asks its coordinator to `Replan`, and records read in
+//! the old generation are dropped (a fetch moves no offset) rather than returned, so no
+//! record goes to two members of one generation. After a rebalance the poll reads only the
+//! partitions its member owns now, from their committed offsets. No loop sleeps or polls on
+//! a timer; the only timer is the poll's deadline (a wait too long for the clock, such as
+//! `Duration::MAX`, has none). A partition that restarts answers its waits with
+//! `PartitionRestarted`; the poll then fetches once more from the other partitions and
+//! returns that error only if none has data.
+//!
+//! A push subscription's poll saves round trips at low rates, where each record is a batch
+//! of its own: when its last poll found no backlog it sets [`PollPause::wait_first`], so the
+//! poll sends the waits at once instead of fetching every partition in turn first (a wait
+//! answers at once where data is), and after a wait it fetches first the partition whose data
+//! ended it. Under a backlog (full batches) it fetches first, as a `Consumer` does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -36,7 +60,11 @@ pub use delete::DeleteGroup;
 /// group runs on that thread too.
 pub type CoordinatorRef = Rung<GroupCoordinatorActor>;
 
-/// Join (or heartbeat by joining again). Errors: `GroupOptionsMismatch` on an options mismatch.
+/// Join (or heartbeat by joining again). Sent by `TopicActor`: for a `JoinGroup` (options
+/// `Some`, `holding` `None`) or a `JoinAsKafkaMember` (options `None`: the group's own;
+/// `holding` the partitions the Kafka client still holds). A new member makes a new
+/// generation: parked polls wake and re-plan. Reply: the member's assignment.
+/// Errors: `GroupOptionsMismatch` when `options` differ from the group's (nothing changed).
 #[derive(Debug)]
 pub struct Join {
     pub member: String,
@@ -51,7 +79,8 @@ impl Message for Join {
     type Result = Result<Assignment>;
 }
 
-/// Leave. Errors: `UnknownMember`.
+/// Leave (a rebalance). Sent by `TopicActor` for a `LeaveGroup` (also from a subscription
+/// or a Kafka client's member leaving). Errors: `UnknownMember`.
 #[derive(Debug)]
 pub struct Leave {
     pub member: String,
@@ -60,7 +89,9 @@ impl Message for Leave {
     type Result = Result<()>;
 }
 
-/// Heartbeat. Errors: `UnknownMember`.
+/// Heartbeat. Sent by `TopicActor` for a `Heartbeat`. Reply: the member's current
+/// assignment. Errors: `UnknownMember` (evicted, never joined, or the coordinator restarted:
+/// join again).
 #[derive(Debug)]
 pub struct Beat {
     pub member: String,
@@ -69,7 +100,13 @@ impl Message for Beat {
     type Result = Result<Assignment>;
 }
 
-/// Poll for `member`. Errors: `UnknownMember`, and the partitions' fetch errors.
+/// Poll for `member`. Sent by `TopicActor` (a `Poll` or `PollFetched`) or straight by a
+/// handle that knows the group's `CoordinatorRef`. The poll runs as a future outside the
+/// handler: `Fetch` to the member's partitions in round-robin order, the first non-empty
+/// answer wins (`PollServed`); with `wait` and nothing to read, `WaitForData` to each and
+/// the first write or rebalance ends the wait (see "Polls" in the module docs).
+/// Errors: `UnknownMember`, and the partitions' fetch errors (`PartitionRestarted` only when
+/// no other partition had data).
 #[derive(Debug)]
 pub struct PollGroup {
     pub member: String,
@@ -98,7 +135,10 @@ impl Message for PollServed {
 
 /// Poll for a `Consumer` handle: like [`PollGroup`], but from the member's own positions
 /// when it acts on the current generation (after a rebalance they are dropped and reading
-/// resumes at the committed offsets); the reply carries the current assignment.
+/// resumes at the committed offsets); the reply carries the current assignment. The poll
+/// is also the member's heartbeat. Sent by `TopicActor` (`ConsumerPoll`,
+/// `ConsumerPollFetched`, `SubscriptionPoll`), or straight by a handle or a push
+/// subscription that knows the group's `CoordinatorRef`.
 /// Errors: as `PollGroup`.
 #[derive(Debug)]
 pub struct ConsumerPollGroup {
@@ -147,9 +187,10 @@ pub struct FetchedBatch {
     pub generation_now: Arc<AtomicU64>,
 }
 
-/// A commit fenced by generation and ownership, then forwarded to the partition.
-/// Errors: `UnknownMember`, `IllegalGeneration`, `PartitionNotAssigned`, and the partition's
-/// commit errors.
+/// A commit fenced by generation and ownership, then forwarded to the partition
+/// (`CommitOffset`). Sent by `TopicActor` for a `FencedCommit`, or straight by a push
+/// subscription. Errors: `UnknownMember`, `IllegalGeneration`, `PartitionNotAssigned` (nothing
+/// committed), and the partition's commit errors.
 #[derive(Debug)]
 pub struct CommitAsMember {
     pub member: String,
@@ -182,14 +223,17 @@ type Replanned = (Assignment, Vec<u32>, Arc<[PartitionRef]>);
 /// Resolves when the group rebalances (or its coordinator restarts).
 type Rebalanced = oneshot::Receiver<()>;
 
-/// Generation and assignment (the topic adds lag). Never fails.
+/// Generation and assignment (the topic adds lag). Sent by `TopicActor` for `stats()`
+/// (`DescribeTopic`) and for `DescribeGroups`. Never fails.
 #[derive(Debug)]
 pub struct DescribeGroup;
 impl Message for DescribeGroup {
     type Result = GroupStats;
 }
 
-/// Fault injection for tests: panic inside the handler.
+/// Fault injection for tests: panic inside the handler. Sent by `TopicActor`
+/// (`CrashCoordinator`, behind the public `CrashGroupCoordinator`); the restart resets the
+/// memberships.
 #[derive(Debug)]
 pub struct CrashGroup;
 impl Message for CrashGroup {

@@ -63,6 +63,13 @@ const IDLE_SPARE_BYTES: usize = 4 << 10;
 /// The reply travels in the message rather than through actix's response channel: a produce
 /// may wait (group commit, `Block` backpressure), and answering through our own reply spares
 /// a spawned response future and a second channel per produce.
+///
+/// The partition offers it to its `ProduceQueue`: it joins the group commit and is answered
+/// by the flush, or parks under `Backpressure::Block` and is answered by a later flush, by
+/// its block-timeout timer (`Timeout`, nothing written) or by a restart. With the answer the
+/// partition gives the written buffer back (`AppendAnswer::answer_giving_back`), and the lane
+/// builds its next queue in it. A partition deleted meanwhile answers `UnknownTopic` (an
+/// `Append` from a stale lane).
 #[derive(Debug)]
 pub struct Append {
     pub batch: RecordBatch,

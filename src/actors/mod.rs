@@ -1,5 +1,6 @@
 //! The actor layer: thin adapters that own the storage and group logic and turn messages
-//! into method calls. Topology and message contracts: `actors.md` at the crate root.
+//! into method calls. Topology and message flow: `actors.md` at the crate root; each
+//! message's contract is in the rustdoc of its type.
 //!
 //! - [`broker::BrokerActor`]: root; topic registry, data-dir lock, I/O arbiters.
 //! - [`topic::TopicActor`]: one per topic; routing, partitioner, group registry.

@@ -65,9 +65,16 @@ impl PartitionRef {
     }
 }
 
-/// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator.
-/// Reply: the records in their read buffer (the poll's caller copies or decodes them).
+/// Read up to `max_records` from `group`'s committed offset. Sent by the group coordinator
+/// for a poll. Reply: the records in their read buffer (the poll's caller copies or decodes
+/// them; nothing is copied per record on this thread). Never moves the committed offset.
 /// Errors: `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+///
+/// A fetch that returned records and left something to read ahead
+/// (`Partition::can_read_ahead`) spawns the read of the next fetch after a `yield_now`, so
+/// the coordinator forwards this answer first and the read uses the partition's idle time.
+/// A fetch at the log end is answered by the next append from a copy of the batch it wrote
+/// (`PartitionLog::hold_for_reader_at_end`), not by reading it back.
 #[derive(Debug)]
 pub struct Fetch {
     pub group: Arc<str>,
@@ -142,7 +149,14 @@ impl Waiter {
 }
 
 /// Append a Kafka client's record batch as it was sent (see `PartitionLog::append_kafka_batch`),
-/// through the same group commit and backpressure as native produces. Sent by `TopicActor`.
+/// through the same group commit and backpressure as native produces. Sent by `TopicActor`
+/// for a `ProduceKafkaBatch`. Reply: an actix response future over a oneshot the produce
+/// queue answers (`PartitionRestarted` if the actor restarts first).
+///
+/// Its header is checked on arrival, the whole batch (every record, decompressed within a
+/// cap) when it is written: on its own, after the native batches queued before it. It parks
+/// under `Backpressure::Block` like an `Append`. An idempotent producer's retry of a stored
+/// batch is answered with the stored offsets (`duplicate`) and writes nothing.
 /// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `PartitionFull`, `Timeout`,
 /// `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
@@ -194,8 +208,12 @@ impl AppendAnswer for ProduceReply {
     }
 }
 
-/// Commit for `group`: committed offset = `offset + 1`. Sent by `TopicActor`.
-/// Errors: `OffsetOutOfRange`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+/// Commit for `group`: committed offset = `offset + 1`. Sent by `TopicActor` (a `Commit`),
+/// by a group coordinator (`CommitAsMember`, after fencing), or straight by a handle that
+/// has seen the group exist (through its route's `PartitionRef`). Reply once the commit is
+/// in the OS; it then admits parked produces while there is room.
+/// Errors: `OffsetOutOfRange`, `Io` (the actor then restarts), `PartitionRestarted`,
+/// `PartitionFailed`.
 #[derive(Debug)]
 pub struct CommitOffset {
     pub group: Arc<str>,
@@ -206,7 +224,9 @@ impl Message for CommitOffset {
 }
 
 /// `group`'s lag here; `None` when the group neither committed here nor exists on the
-/// topic (`group_exists`: it has a coordinator, so it reads from the log start).
+/// topic (`group_exists`: it has a coordinator, so it reads from the log start). Sent by
+/// `TopicActor` to every partition for a `Lag`. Errors: `PartitionRestarted`,
+/// `PartitionFailed`.
 #[derive(Debug)]
 pub struct GroupLag {
     pub group: String,
@@ -216,8 +236,10 @@ impl Message for GroupLag {
     type Result = Result<Option<u64>>;
 }
 
-/// `group` has members on this topic: count it for backpressure before it commits.
-/// Fire-and-forget (`do_send` from `TopicActor` after a join).
+/// `group` has members on this topic: count it for backpressure from the log start before
+/// its first commit, or, with `StartFrom::Latest`, give it a committed offset at the log
+/// end. Fire-and-forget (`do_send` from `TopicActor` when it starts the group's coordinator,
+/// and to the partitions an alter adds).
 #[derive(Debug)]
 pub struct RegisterGroup {
     pub group: String,
@@ -227,21 +249,26 @@ impl Message for RegisterGroup {
     type Result = ();
 }
 
-/// The partition's numbers. Never fails.
+/// The partition's numbers, for `stats()`. Sent by `TopicActor` (`DescribeTopic`). Never
+/// fails.
 #[derive(Debug)]
 pub struct DescribePartition;
 impl Message for DescribePartition {
     type Result = PartitionStats;
 }
 
-/// Clean shutdown: sync, write the clean-shutdown checkpoint, close the files.
+/// Clean shutdown: sync, write the clean-shutdown checkpoint, close the files. Sent by
+/// `TopicActor` (`CloseTopic`, for `Shutdown`). Produces accepted before it are written
+/// and acknowledged first; parked produces and long polls are answered `BrokerStopped`, as
+/// are later requests. Errors: the close's (sync, checkpoint).
 #[derive(Debug)]
 pub struct ClosePartition;
 impl Message for ClosePartition {
     type Result = Result<()>;
 }
 
-/// Fault injection: panic inside the handler (see `messages::CrashPartition`).
+/// Fault injection: panic inside the handler (see `messages::CrashPartition`). Sent by
+/// `TopicActor`; the supervisor restarts the actor, which reloads from disk.
 #[derive(Debug)]
 pub struct Crash;
 impl Message for Crash {
@@ -281,15 +308,18 @@ impl Slot {
     }
 }
 
-/// The interval sync in flight may be done: apply it. Sent by the sync worker after the job.
+/// The interval sync in flight may be done: apply it (`Partition::poll_sync`): its
+/// durations go to the fsync metrics, a failure stops the actor (it reopens from disk).
+/// Sent with `do_send` by the sync worker after the job; a late or stale one finds nothing
+/// to apply.
 #[derive(Debug)]
 struct SyncFinished;
 impl Message for SyncFinished {
     type Result = ();
 }
 
-/// Write the group commit. Sent by the actor to itself, so it runs once the mailbox is
-/// drained.
+/// Write the group commit. Sent by the actor to itself (`notify`, at most one pending), so
+/// it runs once the mailbox is drained and every produce already waiting shares the write.
 #[derive(Debug)]
 struct FlushAppends;
 impl Message for FlushAppends {
@@ -846,7 +876,10 @@ impl Handler<WaitForData> for PartitionActor {
     }
 }
 
-/// The first offset whose record's timestamp is at least `timestamp_ms`. Sent by `TopicActor`.
+/// The first offset whose record's timestamp is at least `timestamp_ms`. Sent by `TopicActor`
+/// for an `OffsetForTimestamp`: reads the time and offset indexes, then the batch found;
+/// segments older than the target are not read. Errors: `Corrupt`, `Io`,
+/// `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct FindOffset {
     pub timestamp_ms: u64,

@@ -47,21 +47,27 @@ mod reset;
 pub use alter::AlterTopicActors;
 pub use delete::DeleteTopicActors;
 
-/// Everything about the topic, for `stats()`. Never fails.
+/// Everything about the topic, for `stats()`: `DescribePartition` to every partition and
+/// `DescribeGroup` to every coordinator, lag added from the partitions' committed offsets.
+/// Sent by the `BrokerActor` for a `GetStats`. Never fails (an actor that does not answer
+/// is left out).
 #[derive(Debug)]
 pub struct DescribeTopic;
 impl Message for DescribeTopic {
     type Result = TopicStats;
 }
 
-/// Clean shutdown of every partition. Errors: the first partition's close error.
+/// Clean shutdown of every partition (`ClosePartition` to each, all closed even when one
+/// fails). Sent by the `BrokerActor` for a `Shutdown`. Errors: the first partition's close
+/// error.
 #[derive(Debug)]
 pub struct CloseTopic;
 impl Message for CloseTopic {
     type Result = Result<()>;
 }
 
-/// Fault injection for tests: crash a group's coordinator. Errors: `UnknownGroup`.
+/// Fault injection for tests: crash a group's coordinator (`CrashGroup`). Sent by the
+/// `BrokerActor` for a `CrashGroupCoordinator`. Errors: `UnknownGroup`.
 #[derive(Debug)]
 pub struct CrashCoordinator {
     pub group: String,
@@ -222,8 +228,11 @@ impl TopicActor {
 }
 
 /// The addresses of a topic's partition actors, for the handles' direct produce route, and
-/// where its round-robin stands (so a handle continues the rotation). Sent to the broker,
-/// answered by the topic. Errors: `UnknownTopic`.
+/// where its round-robin stands (so a handle continues the rotation). Sent to the broker by
+/// the handles once they know the topic exists (it existed at open, or they created it) and
+/// after a produce that went through the broker (no route known, or a stale one); answered
+/// by the topic. The handle keeps the reply until its `stale` flag is set. Errors:
+/// `UnknownTopic`.
 #[derive(Debug)]
 pub struct GetRoute {
     pub topic: String,
@@ -272,7 +281,10 @@ impl Handler<GetRoute> for TopicActor {
 
 /// A group's coordinator, for the handles' direct poll route (a handle that knows it polls the
 /// coordinator without waking the broker thread; see `actors.md`). Sent to the broker,
-/// answered by the topic. Errors: `UnknownTopic`, `UnknownGroup`.
+/// answered by the topic: by a handle once a poll or commit of the group through the broker
+/// answered `Ok` (it keeps the reply in the topic's route; one learned after the topic was
+/// deleted and re-created is not kept), and by `Subscribe` for its subscription's actor.
+/// Errors: `UnknownTopic`, `UnknownGroup`.
 #[derive(Debug)]
 pub struct GetGroupRoute {
     pub topic: String,
@@ -428,7 +440,9 @@ impl Handler<Heartbeat> for TopicActor {
 }
 
 /// [`Poll`] for the handles: the reply is what the poll read, in its buffer, which the caller
-/// copies or decodes on its own thread.
+/// copies or decodes on its own thread (the public `Poll` copies the records out in this
+/// actor). Sent to the broker by a handle that has no coordinator route for the group yet;
+/// answered by the topic through coordinator `PollGroup`. Errors: as [`Poll`].
 #[derive(Debug)]
 pub struct PollFetched(pub Poll);
 impl Message for PollFetched {
@@ -441,7 +455,9 @@ impl crate::messages::TopicMessage for PollFetched {
     }
 }
 
-/// [`ConsumerPoll`] for the handles, answered as [`PollFetched`] is.
+/// [`ConsumerPoll`] for the handles (a `Consumer<T>` decodes straight from the buffer),
+/// answered as [`PollFetched`] is, through coordinator `ConsumerPollGroup`. Errors: as
+/// [`ConsumerPoll`].
 #[derive(Debug)]
 pub struct ConsumerPollFetched(pub ConsumerPoll);
 impl Message for ConsumerPollFetched {
@@ -456,6 +472,9 @@ impl crate::messages::TopicMessage for ConsumerPollFetched {
 
 /// A push subscription's poll: [`ConsumerPoll`] that skips the partitions in `pause` and
 /// whose wait its `wake` cuts short (see [`PollPause`]). Answered as [`ConsumerPollFetched`].
+/// Sent to the broker by a `SubscriptionActor` only when it has no coordinator address (the
+/// coordinator is gone): otherwise it sends `ConsumerPollGroup` to the coordinator directly.
+/// The broker's answer (`UnknownTopic`, `UnknownGroup`, `UnknownMember`) names why.
 #[derive(Debug)]
 pub struct SubscriptionPoll {
     pub poll: ConsumerPoll,

@@ -16,6 +16,8 @@ pub use crate::storage::BatchRead;
 /// high watermark is the log end: every record appended is readable). Errors:
 /// `OffsetOutOfRange` (below the log start or past the log end), `UnknownTopic`,
 /// `UnknownPartition`, `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
+/// Route: broker → topic → partition `ReadBatches`, which reads the segment straight into
+/// the buffer the listener sends.
 #[derive(Debug, Clone)]
 pub struct FetchKafkaBatches {
     pub topic: String,
@@ -29,8 +31,9 @@ topic_message!(FetchKafkaBatches => BatchRead);
 /// Resolves once `partition`'s log end is past `offset` (at once if it already is), or
 /// after `wait`, whichever comes first; also when the partition restarts or the broker
 /// stops (the caller reads again and meets the error then). A parked long poll of a Kafka
-/// Fetch: woken by the append itself, never by polling. Errors: `UnknownTopic`,
-/// `UnknownPartition`, `BrokerStopped`.
+/// Fetch: woken by the append itself, never by polling. Route: broker → topic → partition
+/// `WaitForAppend`, parked with the group polls' waits (`WaitForData`) and woken by the same
+/// write. Errors: `UnknownTopic`, `UnknownPartition`, `BrokerStopped`.
 #[derive(Debug, Clone)]
 pub struct WaitForKafkaAppend {
     pub topic: String,
@@ -54,8 +57,8 @@ pub enum OffsetSpec {
 }
 
 /// An offset of `partition` by [`OffsetSpec`]. Reply: `None` when no record matches a
-/// timestamp. Errors: `UnknownTopic`, `UnknownPartition`, `Corrupt`, `Io`,
-/// `PartitionRestarted`, `PartitionFailed`.
+/// timestamp. Route: broker → topic → partition `FindKafkaOffset`. Errors: `UnknownTopic`,
+/// `UnknownPartition`, `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug, Clone)]
 pub struct ListKafkaOffset {
     pub topic: String,
@@ -75,7 +78,8 @@ pub struct ListedOffset {
 
 /// A producer id for a Kafka idempotent producer (InitProducerId), never handed out before
 /// from this data directory, also across restarts (see `storage::producer_ids`). Answered by
-/// the broker. Errors: `Io`, `Corrupt` (the id file), `BrokerStopped`.
+/// the broker, which persists a block of 1000 ids before handing out the first of them.
+/// Errors: `Io`, `Corrupt` (the id file), `BrokerStopped`.
 #[derive(Debug, Clone, Copy)]
 pub struct AllocateProducerId;
 impl Message for AllocateProducerId {

@@ -25,6 +25,14 @@ use crate::types::Record;
 /// refuses, and for a dead-letter topic named as the subscribed topic (nothing joined);
 /// as [`CreateTopic`](super::CreateTopic) when the dead-letter topic is missing and cannot be
 /// created. The delivery rules are on [`Ack`] and [`SubscribeOptions`].
+///
+/// Route: handled by the broker: it joins the group (as [`JoinGroup`](super::JoinGroup)),
+/// creates the dead-letter topic when one is named and missing (leaving the group again if
+/// that fails), learns the group's coordinator (`GetGroupRoute`), then starts a
+/// `SubscriptionActor<T>` on the coordinator's I/O arbiter (on the broker's thread when the
+/// coordinator is already gone, the topic deleted meanwhile). The actor polls the coordinator directly (through the broker once the
+/// coordinator is gone, `SubscriptionPoll`) and commits with fenced commits. It is not
+/// supervised: if it dies, the group evicts the member after the session timeout.
 pub struct Subscribe<T: DeserializeOwned + Send + 'static> {
     pub topic: String,
     pub group: String,
@@ -50,6 +58,10 @@ impl<T: DeserializeOwned + Send + 'static> Message for Subscribe<T> {
 
 /// A batch of consecutive records of one partition, pushed to a subscriber. Reply with an
 /// [`Ack`] (return `Ack::Commit` from the handler, or a future that resolves to it).
+///
+/// Sent by the subscription's actor with `send` (never `do_send`): at most one unanswered
+/// batch per partition and `SubscribeOptions::max_in_flight` in all. A subscriber whose
+/// mailbox closed ends the subscription ([`SubscriptionEnd::SubscriberGone`]).
 #[derive(Debug)]
 pub struct Delivered<T> {
     pub topic: String,
@@ -321,7 +333,8 @@ impl SubscribeOptions {
 }
 
 /// Something a subscription reports to the recipient of [`SubscribeOptions::events`]
-/// (and logs). Sent in the order it happened; [`SubscriptionEvent::Ended`] is the last.
+/// (and logs). Sent with `do_send` (fire-and-forget: the subscription never waits for the
+/// recipient), in the order it happened; [`SubscriptionEvent::Ended`] is the last.
 #[derive(Debug, Clone)]
 pub enum SubscriptionEvent {
     /// The member was given `partitions` in `generation`. Differences, like Kafka's
@@ -436,7 +449,9 @@ pub enum SubscriptionEnd {
     },
 }
 
-/// Ends a subscription: it leaves its group and stops. Fire-and-forget.
+/// Ends a subscription: it leaves its group and stops. Fire-and-forget: sent with `do_send`
+/// by [`Subscription::unsubscribe`] to the subscription's actor; [`Subscription::ended`]
+/// then resolves [`SubscriptionEnd::Unsubscribed`].
 #[derive(Debug)]
 pub struct Unsubscribe;
 

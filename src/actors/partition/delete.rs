@@ -8,8 +8,11 @@ use crate::error::{Error, Result};
 
 /// Close for a topic delete: produces accepted before it are written and acknowledged, then
 /// the files are closed and every parked produce and long poll is answered `UnknownTopic`, as is every later request. The
-/// timers stop, so the actor ends once the last address to it is dropped. Sent by the
-/// `TopicActor`. Errors: never (a failed close is logged: the files are deleted anyway).
+/// timers stop, so the actor ends once the last address to it is dropped. Until then its
+/// slot stays `Deleted`: every later request (an `Append` from a handle's stale lane, say)
+/// gets `UnknownTopic`, and a restart does not reopen the files. Sent by the `TopicActor`
+/// (`DeleteTopicActors`). Errors: never (a failed close is logged: the files are deleted
+/// anyway).
 #[derive(Debug)]
 pub struct DeletePartition;
 impl Message for DeletePartition {

@@ -13,7 +13,8 @@ use crate::error::Result;
 use crate::messages::{ListedOffset, OffsetSpec};
 use crate::storage::BatchRead;
 
-/// Whole batches from `offset`; see `messages::FetchKafkaBatches`. Sent by `TopicActor`.
+/// Whole batches from `offset`; see `messages::FetchKafkaBatches`. Sent by `TopicActor`. The
+/// segment is read straight into the buffer the listener sends.
 /// Errors: `OffsetOutOfRange`, `Corrupt`, `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct ReadBatches {
@@ -25,8 +26,11 @@ impl Message for ReadBatches {
     type Result = Result<BatchRead>;
 }
 
-/// Resolves once the log end is past `offset`, or after `wait`, or on a restart or close.
-/// Sent by `TopicActor` for a Kafka Fetch's long poll. Never fails while the actor runs.
+/// Resolves once the log end is past `offset`, or after `wait`, or on a restart or close
+/// (all answer `Ok`: the fetch that follows reads and meets any error). Sent by `TopicActor`
+/// for a Kafka Fetch's long poll (`WaitForKafkaAppend`); parked with the group polls' waits
+/// and woken by the same write. A partition that is not open answers at once. Never fails
+/// while the actor runs.
 #[derive(Debug)]
 pub struct WaitForAppend {
     pub offset: u64,
@@ -36,7 +40,9 @@ impl Message for WaitForAppend {
     type Result = Result<()>;
 }
 
-/// An offset by [`OffsetSpec`]; see `messages::ListKafkaOffset`. Sent by `TopicActor`.
+/// An offset by [`OffsetSpec`]; see `messages::ListKafkaOffset`. Sent by `TopicActor` (also
+/// for the bounds a `ResetOffset` checks). Errors: `Corrupt`, `Io`, `PartitionRestarted`,
+/// `PartitionFailed`.
 #[derive(Debug)]
 pub struct FindKafkaOffset {
     pub spec: OffsetSpec,

@@ -8,7 +8,8 @@ use crate::actors::supervise::guarded_reply;
 use crate::error::Result;
 
 /// Set `group`'s committed offset to `offset` exactly (the next offset to read, Kafka's
-/// meaning; backwards too). Sent by `TopicActor` for a Kafka client's OffsetCommit.
+/// meaning; backwards too; no member needed). Sent by `TopicActor` for a
+/// `SetCommittedOffset` (a Kafka client's OffsetCommit, or a `ResetOffset`).
 /// Errors: `OffsetOutOfRange` (past the log end), `Io`, `PartitionRestarted`,
 /// `PartitionFailed`.
 #[derive(Debug)]
@@ -20,8 +21,9 @@ impl Message for SetCommitted {
     type Result = Result<()>;
 }
 
-/// `group`'s committed offset, `None` when it has none here. Sent by `TopicActor` for a Kafka
-/// client's OffsetFetch. Errors: `PartitionRestarted`, `PartitionFailed`.
+/// `group`'s committed offset, `None` when it has none here. Sent by `TopicActor` to every
+/// partition for a `CommittedOffsets` (a Kafka client's OffsetFetch): a read of one number,
+/// no stats walk. Errors: `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct GetCommitted {
     pub group: String,

@@ -20,8 +20,10 @@ use crate::types::GroupStats;
 /// Join `group` on `topic` as a Kafka client's member: with the options the group has, or
 /// `options` when this join creates it (a Kafka client cannot know a native group's
 /// assignor). `holding`: the partitions of `topic` its client still holds as it joins (see
-/// [`crate::group::GroupState::join_kafka_member`]). Reply: the member's assignment. Errors:
-/// `InvalidId`, `UnknownTopic`.
+/// [`crate::group::GroupState::join_kafka_member`]; the native group withholds them from
+/// their new owners). Sent by a `KafkaGroupActor` through its `AsyncNanoKafka` and the
+/// broker; the topic starts the coordinator if needed and sends it `Join { options: None }`.
+/// Reply: the member's assignment. Errors: `InvalidId`, `UnknownTopic`, `BrokerStopped`.
 #[derive(Debug, Clone)]
 pub struct JoinAsKafkaMember {
     pub topic: String,
@@ -34,7 +36,9 @@ pub struct JoinAsKafkaMember {
 /// Set `group`'s committed offset of `partition` to `offset` exactly: the next offset to
 /// read (a Kafka OffsetCommit; a native commit of `o` stores `o + 1`). No member of the group
 /// needs to exist. Errors: `InvalidId` (group), `UnknownPartition`, `OffsetOutOfRange` (past
-/// the log end), `Io`, `PartitionRestarted`, `PartitionFailed`.
+/// the log end), `Io`, `PartitionRestarted`, `PartitionFailed`. Sent by the listener (a
+/// Kafka client's OffsetCommit) and by the topic itself for a `ResetOffset`; the topic
+/// forwards it to the partition as `SetCommitted`.
 #[derive(Debug)]
 pub struct SetCommittedOffset {
     pub topic: String,
@@ -45,14 +49,19 @@ pub struct SetCommittedOffset {
 
 /// `group`'s committed offset on every partition of `topic`, in partition order: `None`
 /// where it has none; a partition that cannot answer (restarting, failed) has its error.
+/// Sent by the listener for a Kafka client's OffsetFetch; the topic asks every partition
+/// `GetCommitted` (one number each, no stats walk). Errors: `UnknownTopic` only.
 #[derive(Debug)]
 pub struct CommittedOffsets {
     pub topic: String,
     pub group: String,
 }
 
-/// The native groups of `topic` (all, or those named): generation and assignment, no lag.
-/// Never fails but for `UnknownTopic`.
+/// The native groups of `topic` (all, or those named): generation and assignment, no lag,
+/// from each coordinator's `DescribeGroup` (a coordinator that stopped is left out). Sent by
+/// the listener (DescribeGroups, ListGroups), by a `KafkaGroupActor` to read its members'
+/// native assignments, and by the topic itself for a `ResetOffset`. Never fails but for
+/// `UnknownTopic`.
 #[derive(Debug)]
 pub struct DescribeGroups {
     pub topic: String,
