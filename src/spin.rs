@@ -10,17 +10,21 @@
 //! thread that has the work to do waits for a spinner's time slice to end, and one record
 //! costs milliseconds instead of microseconds.
 //!
-//! The two rules here:
+//! The three rules here:
 //! - **Spin by yielding.** A waiter calls `sched_yield` between short rounds of checks: on a
 //!   core of its own that returns at once, and on a shared core it hands the core to the
 //!   thread it waits for, whose answer then comes in microseconds. So spinners do not starve
 //!   the threads they wait for, and several may spin at once: four blocking producers on two
 //!   cores go faster spinning together than taking turns to sleep. (A busy phase before the
 //!   first yield, tried at 0.5 and 2 µs, halved a producer's rate beside a busy neighbour.)
-//!   A yield that stalls hands the core to a thread that does not yield back (a busy
-//!   neighbour, the kernel's write-back) for the rest of its time slice, and the scheduler
-//!   never moves a thread that only yields: so after such a yield the spinner sleeps once,
-//!   briefly, and the timer's wake-up places it on an idle core if there is one.
+//! - **Never spin where a spin cannot win.** A yield hands the core to a thread that does not
+//!   yield it back (a busy neighbour, another process, the kernel's write-back) for the rest
+//!   of that thread's time slice, milliseconds, while a waiter that sleeps is woken within
+//!   tens of microseconds, ahead of busy threads (the scheduler favours a thread that slept).
+//!   So a spin stops at the first yield that stalls ([`Spun::Lost`]) and its waiter does not
+//!   spin again for [`LOST_SPIN_BACKOFF`]; and no spin starts while the scheduler's run queue
+//!   holds more runnable threads than there are cores, not counting this process's spinners
+//!   ([`crowded`], sampled from `/proc/loadavg` at most every [`CROWD_SAMPLE_EVERY`]).
 //! - **Spin only when it pays.** A [`SpinHistory`] remembers whether the last wait was
 //!   answered within the spin window. When it was not, the next wait sleeps at once; when
 //!   sleeps turn out to have been short (the answer came within the window after all),
@@ -53,30 +57,165 @@ pub fn now_nanos() -> u64 {
 /// back (a busy neighbour) for the rest of that thread's time slice.
 const STALLED_YIELD: Duration = Duration::from_micros(500);
 
+/// How a spin ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spun {
+    /// `done()` came true within the window.
+    Answered,
+    /// The window passed first.
+    Unanswered,
+    /// A yield stalled ([`STALLED_YIELD`]): the core went to a thread that does not give it
+    /// back, so spinning cannot win here, and the spin ended at once. `answered` tells
+    /// whether `done()` was true by then.
+    Lost { answered: bool },
+}
+
+impl Spun {
+    /// Whether `done()` came true (and the waiter has its answer).
+    pub fn answered(self) -> bool {
+        matches!(self, Spun::Answered | Spun::Lost { answered: true })
+    }
+}
+
+/// Threads of this process inside [`spin_until`] now: they are runnable, but yield their
+/// core to anyone, so [`crowded`] does not count them.
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
+
 /// Spins until `done()` or until `window` has passed since `start`, yielding the core after
-/// every [`CHECKS_PER_YIELD`] checks. Returns whether `done()` came true.
-///
-/// After a yield that stalled ([`STALLED_YIELD`]), the spinner sleeps once, briefly: a
-/// spinner that only yields is never moved off a core it shares with a busy neighbour, and
-/// each of its yields then costs a time slice, while the timer's wake-up places it on an
-/// idle core if there is one.
-pub fn spin_until(start: Instant, window: Duration, mut done: impl FnMut() -> bool) -> bool {
+/// every [`CHECKS_PER_YIELD`] checks; a yield that stalls ends the spin ([`Spun::Lost`]).
+pub fn spin_until(start: Instant, window: Duration, done: impl FnMut() -> bool) -> Spun {
+    SPINNING.fetch_add(1, Ordering::Relaxed);
+    let spun = spin_yielding(start, window, done, std::thread::yield_now);
+    SPINNING.fetch_sub(1, Ordering::Relaxed);
+    spun
+}
+
+/// [`spin_until`] with its yield passed in (tests stall it).
+fn spin_yielding(
+    start: Instant,
+    window: Duration,
+    mut done: impl FnMut() -> bool,
+    yield_now: impl Fn(),
+) -> Spun {
     loop {
         for _ in 0..CHECKS_PER_YIELD {
             if done() {
-                return true;
+                return Spun::Answered;
             }
             std::hint::spin_loop();
         }
         let yielded = Instant::now();
         if yielded.duration_since(start) >= window {
-            return done();
+            return match done() {
+                true => Spun::Answered,
+                false => Spun::Unanswered,
+            };
         }
-        std::thread::yield_now();
+        yield_now();
         if yielded.elapsed() >= STALLED_YIELD {
-            std::thread::sleep(Duration::from_micros(1));
+            return Spun::Lost { answered: done() };
         }
     }
+}
+
+/// How long a waiter whose spin was lost ([`Spun::Lost`]) waits without spinning, whatever
+/// its sleeps show: a lost spin costs a time slice (milliseconds), so trying again at most
+/// this often keeps what a busy host takes from the waiter to a few percent.
+pub const LOST_SPIN_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How often the run queue is sampled for [`crowded`]: reading `/proc/loadavg` costs a
+/// couple of microseconds, a round trip's worth, so it is done by one waiter every so often.
+pub const CROWD_SAMPLE_EVERY: Duration = Duration::from_millis(2);
+
+/// Whether the host's cores are crowded: more runnable threads than cores, not counting this
+/// process's spinners (they yield to anyone). A spin then cannot win: the thread it waits
+/// for, or the spinner itself, queues behind a busy thread for a time slice. The last
+/// sample holds for [`CROWD_SAMPLE_EVERY`]; where the run queue cannot be read, never.
+pub fn crowded() -> bool {
+    static CROWD: Crowd = Crowd::new();
+    CROWD.crowded_at(
+        now_nanos(),
+        SPINNING.load(Ordering::Relaxed),
+        cores(),
+        runnable_threads,
+    )
+}
+
+/// [`crowded`]'s last sample and when it was taken.
+#[derive(Debug)]
+struct Crowd {
+    /// When ([`now_nanos`], at least 1), or 0 before the first.
+    sampled_at: AtomicU64,
+    crowded: AtomicBool,
+}
+
+impl Crowd {
+    const fn new() -> Self {
+        Crowd {
+            sampled_at: AtomicU64::new(0),
+            crowded: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the cores are crowded at `now`. When the last sample is older than
+    /// [`CROWD_SAMPLE_EVERY`], one caller takes a new one: `runnable()` threads on the whole
+    /// host (the caller among them), `spinning` of them this process's spinners.
+    fn crowded_at(
+        &self,
+        now: u64,
+        spinning: usize,
+        cores: usize,
+        runnable: impl FnOnce() -> Option<usize>,
+    ) -> bool {
+        let at = self.sampled_at.load(Ordering::Relaxed);
+        let stale = at == 0 || now.saturating_sub(at) >= nanos(CROWD_SAMPLE_EVERY);
+        let sampler = stale
+            && self
+                .sampled_at
+                .compare_exchange(at, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        if !sampler {
+            return self.crowded.load(Ordering::Relaxed);
+        }
+        let crowded = runnable().is_some_and(|n| n.saturating_sub(spinning) > cores);
+        self.crowded.store(crowded, Ordering::Relaxed);
+        crowded
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Cores this process may run on.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Runnable threads on the host now: the numerator of `/proc/loadavg`'s fourth field (read
+/// with one `pread` of a descriptor kept open), or `None` where there is none.
+fn runnable_threads() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::FileExt;
+        static LOADAVG: OnceLock<Option<std::fs::File>> = OnceLock::new();
+        let file = LOADAVG
+            .get_or_init(|| std::fs::File::open("/proc/loadavg").ok())
+            .as_ref()?;
+        let mut buf = [0u8; 128];
+        let len = file.read_at(&mut buf, 0).ok()?;
+        parse_runnable(std::str::from_utf8(&buf[..len]).ok()?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// The runnable count of a `/proc/loadavg` line (`0.52 0.41 0.30 3/217 14570`: three load
+/// averages, runnable/total scheduling entities, the last PID), or `None` if it is not one.
+fn parse_runnable(loadavg: &str) -> Option<usize> {
+    let (runnable, _total) = loadavg.split_whitespace().nth(3)?.split_once('/')?;
+    runnable.parse().ok()
 }
 
 /// The most short sleeps in a row a [`SpinHistory`] asks for before it spins again: after
@@ -98,6 +237,8 @@ pub struct SpinHistory {
     next_needed: AtomicU32,
     /// Short sleeps in a row since spinning stopped (a long one starts the count again).
     short_sleeps: AtomicU32,
+    /// No spin before this ([`now_nanos`]): a spin was lost ([`LOST_SPIN_BACKOFF`]).
+    lost_until: AtomicU64,
 }
 
 impl Default for SpinHistory {
@@ -108,19 +249,27 @@ impl Default for SpinHistory {
             needed: AtomicU32::new(1),
             next_needed: AtomicU32::new(1),
             short_sleeps: AtomicU32::new(0),
+            lost_until: AtomicU64::new(0),
         }
     }
 }
 
 impl SpinHistory {
-    /// Whether the next wait should spin.
-    pub fn pays(&self) -> bool {
-        self.pays.load(Ordering::Relaxed)
+    /// Whether a wait starting at `now` ([`now_nanos`]) should spin, as far as this waiter's
+    /// own spins tell (the host's run queue is [`crowded`]'s to tell).
+    pub fn pays(&self, now: u64) -> bool {
+        self.pays.load(Ordering::Relaxed) && now >= self.lost_until.load(Ordering::Relaxed)
     }
 
-    /// A spin ended: answered within the window, or not (the waiter sleeps next; the more
-    /// unanswered spins came lately, the more short sleeps in a row it needs to spin again).
-    pub fn spun(&self, answered: bool) {
+    /// A spin ended at `now` ([`now_nanos`]). Unanswered, the waiter sleeps next, and the
+    /// more unanswered spins came lately, the more short sleeps in a row it needs to spin
+    /// again; lost, it also does not spin for [`LOST_SPIN_BACKOFF`], answered or not.
+    pub fn spun(&self, spun: Spun, now: u64) {
+        if let Spun::Lost { .. } = spun {
+            let until = now.saturating_add(nanos(LOST_SPIN_BACKOFF));
+            self.lost_until.store(until, Ordering::Relaxed);
+        }
+        let answered = spun == Spun::Answered;
         let next = self.next_needed.load(Ordering::Relaxed);
         if answered {
             self.next_needed.store((next / 2).max(1), Ordering::Relaxed);
@@ -171,6 +320,9 @@ thread_local! {
     static HURRYING: Arc<AtomicUsize> = Arc::default();
     /// Whether this thread's hurried requests have been answered within the window.
     static HURRY_PAYS: Cell<bool> = const { Cell::new(true) };
+    /// No request is kept awake on this thread before this ([`now_nanos`]): a yield between
+    /// its polls stalled ([`LOST_SPIN_BACKOFF`]).
+    static HURRY_LOST_UNTIL: Cell<u64> = const { Cell::new(0) };
 }
 
 /// An awaited request that keeps its task awake, for up to [`HURRY_WINDOW`], instead of
@@ -179,8 +331,9 @@ thread_local! {
 /// tens of microseconds an epoll wake-up of the thread costs. The actor-face twin of the
 /// blocking handle's spin, with its rules: it keeps awake only while that has been paying on
 /// this thread, and only when it is the only such request on its thread (a caller with
-/// requests pipelined has other work, and must not be kept polling one of them). Other tasks
-/// of the thread still run between its polls.
+/// requests pipelined has other work, and must not be kept polling one of them), and never
+/// where it cannot win (a yield that stalled, a [`crowded`] host). Other tasks of the thread
+/// still run between its polls.
 pub struct Hurry<F> {
     inner: F,
     /// How long it keeps its task awake: [`HURRY_WINDOW`] outside tests.
@@ -190,15 +343,29 @@ pub struct Hurry<F> {
     counted: Option<Arc<AtomicUsize>>,
     /// Still keeping its task awake.
     awake: bool,
+    /// Where it learns whether it can win: [`HOST`] outside tests.
+    host: Host,
 }
+
+/// What a [`Hurry`] asks of the host: whether it is [`crowded`], and a yield of the core.
+#[derive(Clone, Copy)]
+struct Host {
+    crowded: fn() -> bool,
+    yield_now: fn(),
+}
+
+const HOST: Host = Host {
+    crowded,
+    yield_now: std::thread::yield_now,
+};
 
 impl<F> Hurry<F> {
     pub fn new(inner: F) -> Self {
-        Self::within(inner, HURRY_WINDOW)
+        Self::within(inner, HURRY_WINDOW, HOST)
     }
 
-    /// Keeps its task awake for up to `window` instead of [`HURRY_WINDOW`].
-    fn within(inner: F, window: Duration) -> Self {
+    /// Keeps its task awake for up to `window` instead of [`HURRY_WINDOW`], asking `host`.
+    fn within(inner: F, window: Duration, host: Host) -> Self {
         let count = HURRYING.with(Arc::clone);
         count.fetch_add(1, Ordering::Relaxed);
         Hurry {
@@ -207,6 +374,7 @@ impl<F> Hurry<F> {
             started: None,
             counted: Some(count),
             awake: true,
+            host,
         }
     }
 
@@ -252,17 +420,31 @@ impl<F: Future + Unpin> Future for Hurry<F> {
             return Poll::Ready(output);
         }
         if let Some(started) = self.started.filter(|_| self.awake && self.alone()) {
-            if HURRY_PAYS.with(Cell::get) {
+            if HURRY_PAYS.with(Cell::get) && self.may_hurry() {
                 if started.elapsed() < self.window {
-                    std::thread::yield_now();
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
+                    let yielded = Instant::now();
+                    (self.host.yield_now)();
+                    if yielded.elapsed() < STALLED_YIELD {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    let until = now_nanos().saturating_add(nanos(LOST_SPIN_BACKOFF));
+                    HURRY_LOST_UNTIL.with(|u| u.set(until));
+                } else {
+                    HURRY_PAYS.with(|p| p.set(false));
                 }
-                HURRY_PAYS.with(|p| p.set(false));
             }
         }
         self.awake = false;
         Poll::Pending
+    }
+}
+
+impl<F> Hurry<F> {
+    /// Whether it may keep its task awake now: no yield of this thread's stalled lately and
+    /// the host is not crowded.
+    fn may_hurry(&self) -> bool {
+        now_nanos() >= HURRY_LOST_UNTIL.with(Cell::get) && !(self.host.crowded)()
     }
 }
 
@@ -272,12 +454,87 @@ mod tests {
     use futures::channel::oneshot;
 
     #[test]
-    fn a_spin_that_is_answered_returns_true_and_one_that_is_not_returns_false_after_its_window() {
-        assert!(spin_until(Instant::now(), Duration::from_secs(60), || true));
+    fn a_spin_ends_answered_when_done_and_unanswered_after_its_window() {
+        let spun = spin_until(Instant::now(), Duration::from_secs(60), || true);
+        assert_eq!(spun, Spun::Answered);
         let start = Instant::now();
         let window = Duration::from_micros(200);
-        assert!(!spin_until(start, window, || false));
+        // A yield that returns at once: one that stalls is the next test's.
+        let spun = spin_yielding(start, window, || false, || {});
+        assert_eq!(spun, Spun::Unanswered);
         assert!(start.elapsed() >= window);
+    }
+
+    #[test]
+    fn a_yield_that_stalls_ends_the_spin_at_once_as_lost() {
+        let start = Instant::now();
+        // A yield that hands the core to a busy thread for the rest of its time slice.
+        let stalled = || std::thread::sleep(STALLED_YIELD);
+        let spun = spin_yielding(start, Duration::from_secs(60), || false, stalled);
+        assert_eq!(spun, Spun::Lost { answered: false });
+        assert!(start.elapsed() < Duration::from_secs(30), "spun on");
+        let mut checks = 0;
+        let late = || {
+            checks += 1;
+            checks > CHECKS_PER_YIELD
+        };
+        let spun = spin_yielding(Instant::now(), Duration::from_secs(60), late, stalled);
+        assert_eq!(spun, Spun::Lost { answered: true });
+        assert!(
+            spun.answered(),
+            "the answer that came during the stall is taken"
+        );
+    }
+
+    #[test]
+    fn a_lost_spin_stops_spinning_for_the_backoff_whatever_the_sleeps_show() {
+        let history = SpinHistory::default();
+        let window = Duration::from_secs(30);
+        let now = now_nanos();
+        let backoff = nanos(LOST_SPIN_BACKOFF);
+        history.spun(Spun::Lost { answered: true }, now);
+        assert!(
+            !history.pays(now),
+            "a lost spin, even answered, does not pay"
+        );
+        // Short sleeps, as many as any unanswered spin needs: they would restart spinning.
+        let needed = usize::try_from(MAX_SHORT_SLEEPS).expect("small");
+        sleeps(&history, window, &vec![Duration::ZERO; needed]);
+        assert!(!history.pays(now + backoff - 1), "within the backoff");
+        assert!(history.pays(now + backoff), "after it");
+    }
+
+    #[test]
+    fn the_cores_are_crowded_when_threads_besides_our_spinners_outnumber_them() {
+        let every = nanos(CROWD_SAMPLE_EVERY);
+        let crowd = Crowd::new();
+        // Two busy processes, a busy thread and this waiter on two cores.
+        assert!(crowd.crowded_at(1, 0, 2, || Some(4)));
+        // Within the sampling interval the sample holds; the run queue is not read.
+        let unread = || -> Option<usize> { panic!("read within the interval") };
+        assert!(crowd.crowded_at(every, 0, 2, unread));
+        // This waiter, the I/O thread answering it, and one of ours spinning: not crowded.
+        assert!(!crowd.crowded_at(1 + every, 1, 2, || Some(3)));
+        // The same beside one busy thread elsewhere: crowded.
+        assert!(crowd.crowded_at(1 + 2 * every, 1, 2, || Some(4)));
+        // Four cores make room for it.
+        assert!(!crowd.crowded_at(1 + 3 * every, 1, 4, || Some(4)));
+        // A run queue that cannot be read never stops a spin.
+        assert!(!crowd.crowded_at(1 + 4 * every, 0, 1, || None));
+    }
+
+    #[test]
+    fn the_runnable_count_is_read_from_loadavg_and_anything_else_is_none() {
+        assert_eq!(parse_runnable("0.52 0.41 0.30 3/217 14570\n"), Some(3));
+        assert_eq!(parse_runnable("8.27 6.94 4.23 10/217 14570"), Some(10));
+        for bad in [
+            "",
+            "0.52 0.41 0.30",
+            "0.52 0.41 0.30 3 217",
+            "1 2 3 x/217 4",
+        ] {
+            assert_eq!(parse_runnable(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
@@ -285,26 +542,26 @@ mod tests {
         let history = SpinHistory::default();
         // Windows no preemption of the test thread between two clock reads outlasts.
         let window = Duration::from_secs(30);
-        assert!(history.pays(), "a new waiter spins");
-        history.spun(false);
-        assert!(!history.pays());
+        assert!(history.pays(now_nanos()), "a new waiter spins");
+        history.spun(Spun::Unanswered, now_nanos());
+        assert!(!history.pays(now_nanos()));
         // A long sleep: the answer would not have come within the spin.
         history.sleeping();
         history.woke(now_nanos() + 60_000_000_000, window);
-        assert!(!history.pays());
+        assert!(!history.pays(now_nanos()));
         // A short one: it would have.
         history.sleeping();
         history.woke(now_nanos(), window);
-        assert!(history.pays());
+        assert!(history.pays(now_nanos()));
         // A wake without a recorded sleep, or for an answer older than the sleep, changes
         // nothing.
-        history.spun(false);
+        history.spun(Spun::Unanswered, now_nanos());
         history.woke(now_nanos(), window);
-        assert!(!history.pays());
+        assert!(!history.pays(now_nanos()));
         let before = now_nanos();
         history.sleeping();
         history.woke(before.saturating_sub(1), window);
-        assert!(!history.pays());
+        assert!(!history.pays(now_nanos()));
     }
 
     /// Sleeps of `history` answered after `after` each.
@@ -324,50 +581,62 @@ mod tests {
             Duration::from_secs(60),
         );
         let history = SpinHistory::default();
-        history.spun(false);
-        sleeps(&history, window, &[short]);
-        assert!(history.pays(), "after one unanswered spin, one short sleep");
-        history.spun(false);
+        history.spun(Spun::Unanswered, now_nanos());
         sleeps(&history, window, &[short]);
         assert!(
-            !history.pays(),
+            history.pays(now_nanos()),
+            "after one unanswered spin, one short sleep"
+        );
+        history.spun(Spun::Unanswered, now_nanos());
+        sleeps(&history, window, &[short]);
+        assert!(
+            !history.pays(now_nanos()),
             "after two in a row, one short sleep is not enough"
         );
         // A trickle: a short exchange, then a long pause, over and over.
         for _ in 0..10 {
             sleeps(&history, window, &[long, short]);
-            assert!(!history.pays(), "a long sleep starts the count again");
+            assert!(
+                !history.pays(now_nanos()),
+                "a long sleep starts the count again"
+            );
         }
         sleeps(&history, window, &[short]);
-        assert!(history.pays(), "two short sleeps in a row");
-        history.spun(false);
+        assert!(history.pays(now_nanos()), "two short sleeps in a row");
+        history.spun(Spun::Unanswered, now_nanos());
         sleeps(&history, window, &[short, short, short]);
-        assert!(!history.pays());
+        assert!(!history.pays(now_nanos()));
         sleeps(&history, window, &[short]);
-        assert!(history.pays(), "after three, four short sleeps in a row");
+        assert!(
+            history.pays(now_nanos()),
+            "after three, four short sleeps in a row"
+        );
         // Answered spins halve what the next unanswered one asks for (8 → 4 → 2).
-        history.spun(true);
-        history.spun(true);
-        history.spun(false);
+        history.spun(Spun::Answered, now_nanos());
+        history.spun(Spun::Answered, now_nanos());
+        history.spun(Spun::Unanswered, now_nanos());
         sleeps(&history, window, &[short]);
-        assert!(!history.pays());
+        assert!(!history.pays(now_nanos()));
         sleeps(&history, window, &[short]);
-        assert!(history.pays());
+        assert!(history.pays(now_nanos()));
         for _ in 0..20 {
-            history.spun(false);
+            history.spun(Spun::Unanswered, now_nanos());
         }
         let needed = usize::try_from(MAX_SHORT_SLEEPS).expect("small");
         sleeps(&history, window, &vec![short; needed - 1]);
-        assert!(!history.pays());
+        assert!(!history.pays(now_nanos()));
         sleeps(&history, window, &[short]);
-        assert!(history.pays(), "never more than MAX_SHORT_SLEEPS");
+        assert!(
+            history.pays(now_nanos()),
+            "never more than MAX_SHORT_SLEEPS"
+        );
     }
 
     #[test]
     fn a_hurried_request_alone_keeps_its_task_awake_and_one_among_others_does_not() {
         let (tx, rx) = oneshot::channel::<u8>();
         // A window no preemption of the test thread outlasts.
-        let mut hurried = Hurry::within(rx, Duration::from_secs(60));
+        let mut hurried = Hurry::within(rx, Duration::from_secs(60), QUIET);
         let woken = std::sync::Arc::new(AtomicBool::new(false));
         let waker = waker_setting(woken.clone());
         let mut cx = Context::from_waker(&waker);
@@ -378,7 +647,7 @@ mod tests {
         );
         // A second request on this thread: the first stops asking.
         let (_tx2, rx2) = oneshot::channel::<u8>();
-        let other = Hurry::within(rx2, Duration::from_secs(60));
+        let other = Hurry::within(rx2, Duration::from_secs(60), QUIET);
         assert!(Pin::new(&mut hurried).poll(&mut cx).is_pending());
         assert!(!woken.swap(false, Ordering::SeqCst));
         drop(other);
@@ -392,6 +661,53 @@ mod tests {
             HURRYING.with(|n| n.load(Ordering::Relaxed)),
             0,
             "every request is uncounted"
+        );
+    }
+
+    /// A host with cores to spare, whose yields return at once.
+    const QUIET: Host = Host {
+        crowded: || false,
+        yield_now: || {},
+    };
+
+    #[test]
+    fn a_hurried_request_does_not_keep_its_task_awake_where_it_cannot_win() {
+        let woken = std::sync::Arc::new(AtomicBool::new(false));
+        let waker = waker_setting(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let window = Duration::from_secs(60);
+        // A crowded run queue.
+        let crowded = Host {
+            crowded: || true,
+            ..QUIET
+        };
+        let (_tx, rx) = oneshot::channel::<u8>();
+        let mut hurried = Hurry::within(rx, window, crowded);
+        assert!(Pin::new(&mut hurried).poll(&mut cx).is_pending());
+        assert!(
+            !woken.swap(false, Ordering::SeqCst),
+            "kept awake on a crowded host"
+        );
+        drop(hurried);
+        // A yield that stalls: this request stops asking, and so does the next on the thread.
+        let stalling = Host {
+            yield_now: || std::thread::sleep(STALLED_YIELD),
+            ..QUIET
+        };
+        let (_tx, rx) = oneshot::channel::<u8>();
+        let mut hurried = Hurry::within(rx, window, stalling);
+        assert!(Pin::new(&mut hurried).poll(&mut cx).is_pending());
+        assert!(
+            !woken.swap(false, Ordering::SeqCst),
+            "kept awake after a stall"
+        );
+        drop(hurried);
+        let (_tx, rx) = oneshot::channel::<u8>();
+        let mut next = Hurry::within(rx, window, QUIET);
+        assert!(Pin::new(&mut next).poll(&mut cx).is_pending());
+        assert!(
+            !woken.swap(false, Ordering::SeqCst),
+            "kept awake within LOST_SPIN_BACKOFF of a stall"
         );
     }
 

@@ -6,7 +6,8 @@
 //! partition takes to answer a produce. A reply that arrives while the caller still spins
 //! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`], longer for a
 //! batch to append: [`Patience::append`]), yields the core between short rounds of checks,
-//! and is skipped while this thread's spins have not been paying (see `crate::spin`); a
+//! and is skipped while this thread's spins have not been paying or cannot win (a yield that
+//! stalled, a crowded host: see `crate::spin`); a
 //! caller waiting for an fsync or a long poll parks and burns no CPU. A long poll's thread is
 //! woken early, by the producer as it sends an append to a partition the poll waits at (or by
 //! the partition as the append arrives), and spins the rest of the way (see
@@ -20,7 +21,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use crate::spin::{now_nanos, spin_until, SpinHistory};
+use crate::spin::{crowded, now_nanos, spin_until, SpinHistory};
 
 /// How long a caller spins for its reply before it sleeps. A produce is answered within a
 /// few microseconds by a partition thread that is awake, and within tens when it must first
@@ -188,8 +189,9 @@ fn max_spinners() -> usize {
 }
 
 /// Returns once `signal` is woken (and clears it): spin (see `crate::spin`), then park. Only
-/// [`max_spinners`] threads spin at a time, only for [`Patience::Spin`], and only while this
-/// thread's spins have been paying; the others park at once.
+/// [`max_spinners`] threads spin at a time, only for [`Patience::Spin`], only while this
+/// thread's spins have been paying, and never while the host is `crowded`; the others park
+/// at once.
 fn wait(signal: &ThreadWaker, patience: Patience) {
     let Patience::Spin(window) = patience else {
         // Spurious unparks are fine: the flag is checked again.
@@ -200,11 +202,11 @@ fn wait(signal: &ThreadWaker, patience: Patience) {
     };
     let woken = || signal.woken.swap(false, Ordering::Acquire);
     let start = Instant::now();
-    if HISTORY.with(SpinHistory::pays) && take_spin_slot() {
-        let answered = spin_until(start, window, woken);
+    if HISTORY.with(|h| h.pays(now_nanos())) && !crowded() && take_spin_slot() {
+        let spun = spin_until(start, window, woken);
         SPINNERS.fetch_sub(1, Ordering::AcqRel);
-        HISTORY.with(|h| h.spun(answered));
-        if answered {
+        HISTORY.with(|h| h.spun(spun, now_nanos()));
+        if spun.answered() {
             return;
         }
     }

@@ -16,7 +16,9 @@
 //!
 //! The spin happens only while it pays: a spin that ended without a ring makes the next idle
 //! sleep at once, and a sleep that ends within `idle_spin` (the runtime's unpark hook) turns
-//! spinning back on. A trickle of messages costs a wake-up each and no spin.
+//! spinning back on. A trickle of messages costs a wake-up each and no spin. Nor does it
+//! spin where it cannot win: after a yield that stalled, or while the host's run queue is
+//! crowded (`crate::spin`).
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +29,7 @@ use actix::prelude::*;
 use futures::FutureExt;
 
 use crate::error::{Error, Result};
-use crate::spin::{now_nanos, spin_until, SpinHistory};
+use crate::spin::{crowded, now_nanos, spin_until, SpinHistory};
 
 /// Rung by senders of latency-sensitive messages; see the module docs.
 #[derive(Debug)]
@@ -59,18 +61,18 @@ impl Doorbell {
     }
 
     /// Called by the runtime before it parks: returns when rung or after `idle_spin`, or at
-    /// once while spinning has not been paying.
+    /// once while spinning has not been paying or cannot win.
     fn idle(&self) {
         if self.idle_spin.is_zero() {
             return;
         }
-        if self.history.pays() {
+        if self.history.pays(now_nanos()) && !crowded() {
             let seen = self.rings.load(Ordering::Acquire);
-            let rung = spin_until(Instant::now(), self.idle_spin, || {
+            let spun = spin_until(Instant::now(), self.idle_spin, || {
                 self.rings.load(Ordering::Acquire) != seen
             });
-            self.history.spun(rung);
-            if rung {
+            self.history.spun(spun, now_nanos());
+            if spun.answered() {
                 return;
             }
         }
