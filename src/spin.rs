@@ -23,8 +23,9 @@
 //!   tens of microseconds, ahead of busy threads (the scheduler favours a thread that slept).
 //!   So a spin stops at the first yield that stalls ([`Spun::Lost`]) and its waiter does not
 //!   spin again for [`LOST_SPIN_BACKOFF`]; and no spin starts while the scheduler's run queue
-//!   holds more runnable threads than there are cores, not counting this process's spinners
-//!   ([`crowded`], sampled from `/proc/loadavg` at most every [`CROWD_SAMPLE_EVERY`]).
+//!   holds as many runnable threads as there are cores besides this process's waiters, which
+//!   give their cores up within microseconds ([`crowded`], sampled from `/proc/loadavg` at
+//!   most every [`CROWD_SAMPLE_EVERY`]).
 //! - **Spin only when it pays.** A [`SpinHistory`] remembers whether the last wait was
 //!   answered within the spin window. When it was not, the next wait sleeps at once; when
 //!   sleeps turn out to have been short (the answer came within the window after all),
@@ -77,17 +78,42 @@ impl Spun {
     }
 }
 
-/// Threads of this process inside [`spin_until`] now: they are runnable, but yield their
-/// core to anyone, so [`crowded`] does not count them.
-static SPINNING: AtomicUsize = AtomicUsize::new(0);
+/// Threads of this process that wait for one another through this module and are awake now:
+/// blocking callers inside a call and not parked, I/O threads not parked. They give their
+/// core up within microseconds (a spin yields, a wait ends), so [`crowded`] does not count
+/// them among the threads that fill the cores.
+static AWAKE: AtomicUsize = AtomicUsize::new(0);
+
+/// This thread starts being one of the [`AWAKE`] (it must call [`asleep`] once it stops).
+pub fn awake() {
+    AWAKE.fetch_add(1, Ordering::Relaxed);
+}
+
+/// This thread, counted by [`awake`], sleeps now (or is done).
+pub fn asleep() {
+    AWAKE.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Counts this thread among the [`AWAKE`] until dropped.
+pub struct Awake(());
+
+impl Awake {
+    pub fn enter() -> Self {
+        awake();
+        Awake(())
+    }
+}
+
+impl Drop for Awake {
+    fn drop(&mut self) {
+        asleep();
+    }
+}
 
 /// Spins until `done()` or until `window` has passed since `start`, yielding the core after
 /// every [`CHECKS_PER_YIELD`] checks; a yield that stalls ends the spin ([`Spun::Lost`]).
 pub fn spin_until(start: Instant, window: Duration, done: impl FnMut() -> bool) -> Spun {
-    SPINNING.fetch_add(1, Ordering::Relaxed);
-    let spun = spin_yielding(start, window, done, std::thread::yield_now);
-    SPINNING.fetch_sub(1, Ordering::Relaxed);
-    spun
+    spin_yielding(start, window, done, std::thread::yield_now)
 }
 
 /// [`spin_until`] with its yield passed in (tests stall it).
@@ -127,15 +153,17 @@ pub const LOST_SPIN_BACKOFF: Duration = Duration::from_millis(100);
 /// couple of microseconds, a round trip's worth, so it is done by one waiter every so often.
 pub const CROWD_SAMPLE_EVERY: Duration = Duration::from_millis(2);
 
-/// Whether the host's cores are crowded: more runnable threads than cores, not counting this
-/// process's spinners (they yield to anyone). A spin then cannot win: the thread it waits
-/// for, or the spinner itself, queues behind a busy thread for a time slice. The last
-/// sample holds for [`CROWD_SAMPLE_EVERY`]; where the run queue cannot be read, never.
+/// Whether the host's cores are crowded: the runnable threads that are not this process's
+/// waiters (counted by [`awake`]; they give their core up within microseconds) are enough to
+/// fill every core. A spin then cannot win: the thread it waits for, or the spinner itself,
+/// queues behind a busy thread for a time slice. The caller must be counted by [`awake`]
+/// (it is a waiter). The last sample holds for [`CROWD_SAMPLE_EVERY`]; where the run queue
+/// cannot be read, never crowded.
 pub fn crowded() -> bool {
     static CROWD: Crowd = Crowd::new();
     CROWD.crowded_at(
         now_nanos(),
-        SPINNING.load(Ordering::Relaxed),
+        AWAKE.load(Ordering::Relaxed),
         cores(),
         runnable_threads,
     )
@@ -159,11 +187,11 @@ impl Crowd {
 
     /// Whether the cores are crowded at `now`. When the last sample is older than
     /// [`CROWD_SAMPLE_EVERY`], one caller takes a new one: `runnable()` threads on the whole
-    /// host (the caller among them), `spinning` of them this process's spinners.
+    /// host, `ours` of them this process's awake waiters (the caller among them).
     fn crowded_at(
         &self,
         now: u64,
-        spinning: usize,
+        ours: usize,
         cores: usize,
         runnable: impl FnOnce() -> Option<usize>,
     ) -> bool {
@@ -177,7 +205,7 @@ impl Crowd {
         if !sampler {
             return self.crowded.load(Ordering::Relaxed);
         }
-        let crowded = runnable().is_some_and(|n| n.saturating_sub(spinning) > cores);
+        let crowded = runnable().is_some_and(|n| n.saturating_sub(ours) >= cores);
         self.crowded.store(crowded, Ordering::Relaxed);
         crowded
     }
@@ -355,7 +383,11 @@ struct Host {
 }
 
 const HOST: Host = Host {
-    crowded,
+    crowded: || {
+        // The task's thread waits too while it keeps awake: not one of the crowd.
+        let _waiting = Awake::enter();
+        crowded()
+    },
     yield_now: std::thread::yield_now,
 };
 
@@ -505,22 +537,24 @@ mod tests {
     }
 
     #[test]
-    fn the_cores_are_crowded_when_threads_besides_our_spinners_outnumber_them() {
+    fn the_cores_are_crowded_when_threads_besides_our_waiters_fill_them() {
         let every = nanos(CROWD_SAMPLE_EVERY);
         let crowd = Crowd::new();
-        // Two busy processes, a busy thread and this waiter on two cores.
-        assert!(crowd.crowded_at(1, 0, 2, || Some(4)));
+        // Two busy processes and a busy thread beside this waiter, on two cores.
+        assert!(crowd.crowded_at(1, 1, 2, || Some(4)));
         // Within the sampling interval the sample holds; the run queue is not read.
         let unread = || -> Option<usize> { panic!("read within the interval") };
-        assert!(crowd.crowded_at(every, 0, 2, unread));
-        // This waiter, the I/O thread answering it, and one of ours spinning: not crowded.
-        assert!(!crowd.crowded_at(1 + every, 1, 2, || Some(3)));
-        // The same beside one busy thread elsewhere: crowded.
-        assert!(crowd.crowded_at(1 + 2 * every, 1, 2, || Some(4)));
-        // Four cores make room for it.
-        assert!(!crowd.crowded_at(1 + 3 * every, 1, 4, || Some(4)));
+        assert!(crowd.crowded_at(every, 1, 2, unread));
+        // Four callers and two I/O threads of ours, all awake: not crowded.
+        assert!(!crowd.crowded_at(1 + every, 6, 2, || Some(6)));
+        // One busy thread beside a waiter: a core is left (a stalled yield still tells).
+        assert!(!crowd.crowded_at(1 + 2 * every, 1, 2, || Some(2)));
+        // Two fill both cores.
+        assert!(crowd.crowded_at(1 + 3 * every, 1, 2, || Some(3)));
+        // Four cores make room for them.
+        assert!(!crowd.crowded_at(1 + 4 * every, 1, 4, || Some(3)));
         // A run queue that cannot be read never stops a spin.
-        assert!(!crowd.crowded_at(1 + 4 * every, 0, 1, || None));
+        assert!(!crowd.crowded_at(1 + 5 * every, 0, 1, || None));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use crate::spin::{crowded, now_nanos, spin_until, SpinHistory};
+use crate::spin::{self, crowded, now_nanos, spin_until, SpinHistory};
 
 /// How long a caller spins for its reply before it sleeps. A produce is answered within a
 /// few microseconds by a partition thread that is awake, and within tens when it must first
@@ -105,6 +105,8 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// thread costs tens of microseconds on a virtual machine; this way they pass while the
 /// partition's thread wakes and writes.
 pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Output {
+    // One of the waiters `spin::crowded` leaves out while this thread is awake.
+    let _waiting = spin::Awake::enter();
     let mut future = pin!(future);
     let signal = Arc::new(ThreadWaker {
         woken: AtomicBool::new(false),
@@ -194,10 +196,12 @@ fn max_spinners() -> usize {
 /// at once.
 fn wait(signal: &ThreadWaker, patience: Patience) {
     let Patience::Spin(window) = patience else {
+        spin::asleep();
         // Spurious unparks are fine: the flag is checked again.
         while !signal.woken.swap(false, Ordering::Acquire) {
             thread::park();
         }
+        spin::awake();
         return;
     };
     let woken = || signal.woken.swap(false, Ordering::Acquire);
@@ -211,9 +215,11 @@ fn wait(signal: &ThreadWaker, patience: Patience) {
         }
     }
     HISTORY.with(SpinHistory::sleeping);
+    spin::asleep();
     while !woken() {
         thread::park();
     }
+    spin::awake();
     let at = signal.woken_at.load(Ordering::Relaxed);
     HISTORY.with(|h| h.woke(at, window));
 }

@@ -21,7 +21,7 @@
 //! crowded (`crate::spin`).
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +29,7 @@ use actix::prelude::*;
 use futures::FutureExt;
 
 use crate::error::{Error, Result};
-use crate::spin::{crowded, now_nanos, spin_until, SpinHistory};
+use crate::spin::{self, crowded, now_nanos, spin_until, SpinHistory};
 
 /// Rung by senders of latency-sensitive messages; see the module docs.
 #[derive(Debug)]
@@ -40,6 +40,9 @@ pub struct Doorbell {
     rung_at: AtomicU64,
     idle_spin: Duration,
     history: SpinHistory,
+    /// The thread is counted among the waiters `spin::crowded` leaves out: from a wake-up of
+    /// its runtime to its next park.
+    awake: AtomicBool,
 }
 
 impl Doorbell {
@@ -49,6 +52,7 @@ impl Doorbell {
             rung_at: AtomicU64::new(0),
             idle_spin,
             history: SpinHistory::default(),
+            awake: AtomicBool::new(false),
         }
     }
 
@@ -66,6 +70,11 @@ impl Doorbell {
         if self.idle_spin.is_zero() {
             return;
         }
+        if !self.awake.load(Ordering::Relaxed) {
+            // Running since before its first park: count it now, for the check below.
+            self.awake.store(true, Ordering::Relaxed);
+            spin::awake();
+        }
         if self.history.pays(now_nanos()) && !crowded() {
             let seen = self.rings.load(Ordering::Acquire);
             let spun = spin_until(Instant::now(), self.idle_spin, || {
@@ -77,14 +86,31 @@ impl Doorbell {
             }
         }
         self.history.sleeping();
+        self.awake.store(false, Ordering::Relaxed);
+        spin::asleep();
     }
 
     /// Called by the runtime when it wakes from a park: judged by when the last ring came,
     /// not by when this thread got a core again (on a loaded host that can take far longer
     /// than the ring).
     fn woke(&self) {
+        if self.idle_spin.is_zero() {
+            return;
+        }
+        if !self.awake.swap(true, Ordering::Relaxed) {
+            spin::awake();
+        }
         let rung_at = self.rung_at.load(Ordering::Relaxed);
         self.history.woke(rung_at, self.idle_spin);
+    }
+}
+
+impl Drop for Doorbell {
+    fn drop(&mut self) {
+        // A runtime stopped while awake: it no longer waits for anyone.
+        if *self.awake.get_mut() {
+            spin::asleep();
+        }
     }
 }
 
