@@ -145,9 +145,46 @@ fn spin_yielding(
 }
 
 /// How long a waiter whose spin was lost ([`Spun::Lost`]) waits without spinning, whatever
-/// its sleeps show: a lost spin costs a time slice (milliseconds), so trying again at most
-/// this often keeps what a busy host takes from the waiter to a few percent.
-pub const LOST_SPIN_BACKOFF: Duration = Duration::from_millis(100);
+/// its sleeps show, after a lost spin that followed a won one: about a time slice, what the
+/// lost spin cost. A host whose yields stall now and then (a vCPU taken away for a moment)
+/// then costs the waiter little spinning.
+pub const LOST_SPIN_BACKOFF: Duration = Duration::from_millis(2);
+
+/// The longest such wait: each lost spin that comes right after one doubles the wait, up
+/// to this. A spin tried this seldom where it keeps losing takes a time slice in sixty-four.
+pub const MAX_LOST_SPIN_BACKOFF: Duration = Duration::from_millis(128);
+
+/// When a waiter whose spins were lost may spin again: [`LOST_SPIN_BACKOFF`], doubled by
+/// each lost spin after the last one that was not, up to [`MAX_LOST_SPIN_BACKOFF`].
+#[derive(Debug, Default)]
+struct LostBackoff {
+    /// No spin before this ([`now_nanos`]).
+    until: AtomicU64,
+    /// What the next lost spin waits, in nanoseconds (0: [`LOST_SPIN_BACKOFF`]).
+    next: AtomicU64,
+}
+
+impl LostBackoff {
+    fn allows(&self, now: u64) -> bool {
+        now >= self.until.load(Ordering::Relaxed)
+    }
+
+    /// A spin ended at `now`: lost, or not.
+    fn spun(&self, lost: bool, now: u64) {
+        if !lost {
+            self.next.store(0, Ordering::Relaxed);
+            return;
+        }
+        let wait = self
+            .next
+            .load(Ordering::Relaxed)
+            .max(nanos(LOST_SPIN_BACKOFF));
+        self.until
+            .store(now.saturating_add(wait), Ordering::Relaxed);
+        let next = wait.saturating_mul(2).min(nanos(MAX_LOST_SPIN_BACKOFF));
+        self.next.store(next, Ordering::Relaxed);
+    }
+}
 
 /// How often the run queue is sampled for [`crowded`]: reading `/proc/loadavg` costs a
 /// couple of microseconds, a round trip's worth, so it is done by one waiter every so often.
@@ -265,8 +302,8 @@ pub struct SpinHistory {
     next_needed: AtomicU32,
     /// Short sleeps in a row since spinning stopped (a long one starts the count again).
     short_sleeps: AtomicU32,
-    /// No spin before this ([`now_nanos`]): a spin was lost ([`LOST_SPIN_BACKOFF`]).
-    lost_until: AtomicU64,
+    /// After lost spins: when spinning may resume.
+    lost: LostBackoff,
 }
 
 impl Default for SpinHistory {
@@ -277,7 +314,7 @@ impl Default for SpinHistory {
             needed: AtomicU32::new(1),
             next_needed: AtomicU32::new(1),
             short_sleeps: AtomicU32::new(0),
-            lost_until: AtomicU64::new(0),
+            lost: LostBackoff::default(),
         }
     }
 }
@@ -286,17 +323,14 @@ impl SpinHistory {
     /// Whether a wait starting at `now` ([`now_nanos`]) should spin, as far as this waiter's
     /// own spins tell (the host's run queue is [`crowded`]'s to tell).
     pub fn pays(&self, now: u64) -> bool {
-        self.pays.load(Ordering::Relaxed) && now >= self.lost_until.load(Ordering::Relaxed)
+        self.pays.load(Ordering::Relaxed) && self.lost.allows(now)
     }
 
     /// A spin ended at `now` ([`now_nanos`]). Unanswered, the waiter sleeps next, and the
     /// more unanswered spins came lately, the more short sleeps in a row it needs to spin
-    /// again; lost, it also does not spin for [`LOST_SPIN_BACKOFF`], answered or not.
+    /// again; lost, it also does not spin for a while ([`LostBackoff`]), answered or not.
     pub fn spun(&self, spun: Spun, now: u64) {
-        if let Spun::Lost { .. } = spun {
-            let until = now.saturating_add(nanos(LOST_SPIN_BACKOFF));
-            self.lost_until.store(until, Ordering::Relaxed);
-        }
+        self.lost.spun(matches!(spun, Spun::Lost { .. }), now);
         let answered = spun == Spun::Answered;
         let next = self.next_needed.load(Ordering::Relaxed);
         if answered {
@@ -348,9 +382,9 @@ thread_local! {
     static HURRYING: Arc<AtomicUsize> = Arc::default();
     /// Whether this thread's hurried requests have been answered within the window.
     static HURRY_PAYS: Cell<bool> = const { Cell::new(true) };
-    /// No request is kept awake on this thread before this ([`now_nanos`]): a yield between
-    /// its polls stalled ([`LOST_SPIN_BACKOFF`]).
-    static HURRY_LOST_UNTIL: Cell<u64> = const { Cell::new(0) };
+    /// When a request may be kept awake on this thread again after a yield between its polls
+    /// stalled.
+    static HURRY_LOST: LostBackoff = LostBackoff::default();
 }
 
 /// An awaited request that keeps its task awake, for up to [`HURRY_WINDOW`], instead of
@@ -456,12 +490,12 @@ impl<F: Future + Unpin> Future for Hurry<F> {
                 if started.elapsed() < self.window {
                     let yielded = Instant::now();
                     (self.host.yield_now)();
-                    if yielded.elapsed() < STALLED_YIELD {
+                    let lost = yielded.elapsed() >= STALLED_YIELD;
+                    HURRY_LOST.with(|l| l.spun(lost, now_nanos()));
+                    if !lost {
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
-                    let until = now_nanos().saturating_add(nanos(LOST_SPIN_BACKOFF));
-                    HURRY_LOST_UNTIL.with(|u| u.set(until));
                 } else {
                     HURRY_PAYS.with(|p| p.set(false));
                 }
@@ -476,7 +510,7 @@ impl<F> Hurry<F> {
     /// Whether it may keep its task awake now: no yield of this thread's stalled lately and
     /// the host is not crowded.
     fn may_hurry(&self) -> bool {
-        now_nanos() >= HURRY_LOST_UNTIL.with(Cell::get) && !(self.host.crowded)()
+        HURRY_LOST.with(|l| l.allows(now_nanos())) && !(self.host.crowded)()
     }
 }
 
@@ -534,6 +568,25 @@ mod tests {
         sleeps(&history, window, &vec![Duration::ZERO; needed]);
         assert!(!history.pays(now + backoff - 1), "within the backoff");
         assert!(history.pays(now + backoff), "after it");
+    }
+
+    #[test]
+    fn each_lost_spin_in_a_row_doubles_the_backoff_up_to_a_bound_and_a_won_one_resets_it() {
+        let backoff = LostBackoff::default();
+        let (min, max) = (nanos(LOST_SPIN_BACKOFF), nanos(MAX_LOST_SPIN_BACKOFF));
+        let mut now = 1;
+        let mut wait = min;
+        for _ in 0..12 {
+            backoff.spun(true, now);
+            assert!(!backoff.allows(now + wait - 1), "shorter than {wait} ns");
+            assert!(backoff.allows(now + wait));
+            now += wait;
+            wait = (wait * 2).min(max);
+        }
+        assert_eq!(wait, max, "bounded");
+        backoff.spun(false, now);
+        backoff.spun(true, now);
+        assert!(backoff.allows(now + min), "a won spin starts it over");
     }
 
     #[test]

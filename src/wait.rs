@@ -43,6 +43,36 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
     /// Whether this thread's spins have been paying (see `crate::spin`).
     static HISTORY: SpinHistory = SpinHistory::default();
+    /// Whether this thread is counted among the waiters `spin::crowded` leaves out.
+    static CALLER: Caller = const { Caller(std::cell::Cell::new(false)) };
+}
+
+/// A blocking caller's thread counts among the waiters `spin::crowded` leaves out from its
+/// first call until it parks, and again once it wakes: between two calls it runs its own
+/// code, and comes back to wait within microseconds in the loops that make spinning pay. (A
+/// caller that goes off to compute for long after a call is taken for a waiter until it next
+/// parks; a yield of a spin beside it that stalls still tells.)
+struct Caller(std::cell::Cell<bool>);
+
+impl Caller {
+    fn awake(&self) {
+        if !self.0.replace(true) {
+            spin::awake();
+        }
+    }
+
+    fn asleep(&self) {
+        if self.0.replace(false) {
+            spin::asleep();
+        }
+    }
+}
+
+impl Drop for Caller {
+    /// The thread ends.
+    fn drop(&mut self) {
+        self.asleep();
+    }
 }
 
 /// Wakes the waiting thread: notes when, sets the flag, then unparks (a no-op syscall-wise
@@ -105,8 +135,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// thread costs tens of microseconds on a virtual machine; this way they pass while the
 /// partition's thread wakes and writes.
 pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Output {
-    // One of the waiters `spin::crowded` leaves out while this thread is awake.
-    let _waiting = spin::Awake::enter();
+    CALLER.with(Caller::awake);
     let mut future = pin!(future);
     let signal = Arc::new(ThreadWaker {
         woken: AtomicBool::new(false),
@@ -196,12 +225,12 @@ fn max_spinners() -> usize {
 /// at once.
 fn wait(signal: &ThreadWaker, patience: Patience) {
     let Patience::Spin(window) = patience else {
-        spin::asleep();
+        CALLER.with(Caller::asleep);
         // Spurious unparks are fine: the flag is checked again.
         while !signal.woken.swap(false, Ordering::Acquire) {
             thread::park();
         }
-        spin::awake();
+        CALLER.with(Caller::awake);
         return;
     };
     let woken = || signal.woken.swap(false, Ordering::Acquire);
@@ -215,11 +244,11 @@ fn wait(signal: &ThreadWaker, patience: Patience) {
         }
     }
     HISTORY.with(SpinHistory::sleeping);
-    spin::asleep();
+    CALLER.with(Caller::asleep);
     while !woken() {
         thread::park();
     }
-    spin::awake();
+    CALLER.with(Caller::awake);
     let at = signal.woken_at.load(Ordering::Relaxed);
     HISTORY.with(|h| h.woke(at, window));
 }
