@@ -22,7 +22,8 @@
 //!   of that thread's time slice, milliseconds, while a waiter that sleeps is woken within
 //!   tens of microseconds, ahead of busy threads (the scheduler favours a thread that slept).
 //!   So a spin stops at the first yield that stalls ([`Spun::Lost`]) and its waiter does not
-//!   spin again for [`LOST_SPIN_BACKOFF`]; and no spin starts while the scheduler's run queue
+//!   spin again for a while ([`LOST_SPIN_BACKOFF`], doubling while spins keep losing, up to
+//!   [`MAX_LOST_SPIN_BACKOFF`]); and no spin starts while the scheduler's run queue
 //!   holds as many runnable threads as there are cores besides this process's waiters, which
 //!   give their cores up within microseconds ([`crowded`], sampled from `/proc/loadavg` at
 //!   most every [`CROWD_SAMPLE_EVERY`]).
