@@ -7,10 +7,10 @@
 //! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`], longer for a
 //! batch to append: [`Patience::append`]), yields the core between short rounds of checks,
 //! and is skipped while this thread's spins have not been paying or cannot win (a yield that
-//! stalled, a crowded host: see `crate::spin`); a
-//! caller waiting for an fsync or a long poll parks and burns no CPU. A long poll's thread is
-//! woken early, by the producer as it sends an append to a partition the poll waits at (or by
-//! the partition as the append arrives), and spins the rest of the way (see
+//! stalled, a crowded host: see `crate::spin`); a caller waiting for an fsync or a long poll
+//! parks and burns no CPU. A long poll's thread is woken early, by the producer as it sends
+//! an append to a partition the poll waits at (or by the partition as the append arrives),
+//! and spins the rest of the way (see
 //! [`block_on_with`] and [`EarlyWake`]).
 
 use std::future::Future;
