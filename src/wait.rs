@@ -6,10 +6,11 @@
 //! partition takes to answer a produce. A reply that arrives while the caller still spins
 //! costs no system call and no wake-up. The spin is bounded ([`SPIN_WINDOW`], longer for a
 //! batch to append: [`Patience::append`]), yields the core between short rounds of checks,
-//! and is skipped while this thread's spins have not been paying (see `crate::spin`); a
-//! caller waiting for an fsync or a long poll parks and burns no CPU. A long poll's thread is
-//! woken early, by the producer as it sends an append to a partition the poll waits at (or by
-//! the partition as the append arrives), and spins the rest of the way (see
+//! and is skipped while this thread's spins have not been paying or cannot win (a yield that
+//! stalled, a crowded host: see `crate::spin`); a caller waiting for an fsync or a long poll
+//! parks and burns no CPU. A long poll's thread is woken early, by the producer as it sends
+//! an append to a partition the poll waits at (or by the partition as the append arrives),
+//! and spins the rest of the way (see
 //! [`block_on_with`] and [`EarlyWake`]).
 
 use std::future::Future;
@@ -20,7 +21,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use crate::spin::{now_nanos, spin_until, SpinHistory};
+use crate::spin::{self, crowded, now_nanos, spin_until, SpinHistory};
 
 /// How long a caller spins for its reply before it sleeps. A produce is answered within a
 /// few microseconds by a partition thread that is awake, and within tens when it must first
@@ -42,6 +43,36 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
     /// Whether this thread's spins have been paying (see `crate::spin`).
     static HISTORY: SpinHistory = SpinHistory::default();
+    /// Whether this thread is counted among the waiters `spin::crowded` leaves out.
+    static CALLER: Caller = const { Caller(std::cell::Cell::new(false)) };
+}
+
+/// A blocking caller's thread counts among the waiters `spin::crowded` leaves out from its
+/// first call until it parks, and again once it wakes: between two calls it runs its own
+/// code, and comes back to wait within microseconds in the loops that make spinning pay. (A
+/// caller that goes off to compute for long after a call is taken for a waiter until it next
+/// parks; a yield of a spin beside it that stalls still tells.)
+struct Caller(std::cell::Cell<bool>);
+
+impl Caller {
+    fn awake(&self) {
+        if !self.0.replace(true) {
+            spin::awake();
+        }
+    }
+
+    fn asleep(&self) {
+        if self.0.replace(false) {
+            spin::asleep();
+        }
+    }
+}
+
+impl Drop for Caller {
+    /// The thread ends.
+    fn drop(&mut self) {
+        self.asleep();
+    }
 }
 
 /// Wakes the waiting thread: notes when, sets the flag, then unparks (a no-op syscall-wise
@@ -104,6 +135,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// thread costs tens of microseconds on a virtual machine; this way they pass while the
 /// partition's thread wakes and writes.
 pub(crate) fn block_on_with<F: Future>(future: F, patience: Patience) -> F::Output {
+    CALLER.with(Caller::awake);
     let mut future = pin!(future);
     let signal = Arc::new(ThreadWaker {
         woken: AtomicBool::new(false),
@@ -188,30 +220,35 @@ fn max_spinners() -> usize {
 }
 
 /// Returns once `signal` is woken (and clears it): spin (see `crate::spin`), then park. Only
-/// [`max_spinners`] threads spin at a time, only for [`Patience::Spin`], and only while this
-/// thread's spins have been paying; the others park at once.
+/// [`max_spinners`] threads spin at a time, only for [`Patience::Spin`], only while this
+/// thread's spins have been paying, and never while the host is `crowded`; the others park
+/// at once.
 fn wait(signal: &ThreadWaker, patience: Patience) {
     let Patience::Spin(window) = patience else {
+        CALLER.with(Caller::asleep);
         // Spurious unparks are fine: the flag is checked again.
         while !signal.woken.swap(false, Ordering::Acquire) {
             thread::park();
         }
+        CALLER.with(Caller::awake);
         return;
     };
     let woken = || signal.woken.swap(false, Ordering::Acquire);
     let start = Instant::now();
-    if HISTORY.with(SpinHistory::pays) && take_spin_slot() {
-        let answered = spin_until(start, window, woken);
+    if HISTORY.with(|h| h.pays(now_nanos())) && !crowded() && take_spin_slot() {
+        let spun = spin_until(start, window, woken);
         SPINNERS.fetch_sub(1, Ordering::AcqRel);
-        HISTORY.with(|h| h.spun(answered));
-        if answered {
+        HISTORY.with(|h| h.spun(spun, now_nanos()));
+        if spun.answered() {
             return;
         }
     }
     HISTORY.with(SpinHistory::sleeping);
+    CALLER.with(Caller::asleep);
     while !woken() {
         thread::park();
     }
+    CALLER.with(Caller::awake);
     let at = signal.woken_at.load(Ordering::Relaxed);
     HISTORY.with(|h| h.woke(at, window));
 }

@@ -31,6 +31,9 @@
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
 //!   its producer alone.
+//! - `NANOKAFKA_BENCH_ONLY=loaded`: only the rows under load (`loaded`): one blocking thread
+//!   and its std-channel baseline, quiet and under two busy processes and a busy thread,
+//!   then an awaited produce and a subscription under that load.
 //! - `NANOKAFKA_BENCH_ONLY=neighbour`: only the busy-neighbour row and its one-thread baseline.
 //! - `NANOKAFKA_BENCH_ONLY=pipelined`: only the pipelined row (256 `produce_raw` in flight).
 //! - `NANOKAFKA_BENCH_ONLY=partitions`: only the rows of one thread over 1 and 4 partitions
@@ -67,7 +70,7 @@
 //! single `Produce` messages. `NANOKAFKA_BENCH_ACTOR_ONLY=1` runs only these rows;
 //! `NANOKAFKA_BENCH_IDLE_SPIN_US` sets their broker's `idle_spin` (default: the builder's).
 //!
-//! Layout: `actor`, `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
+//! Layout: `actor`, `loaded` (rows under load), `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
 //! append, fdatasync, crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`,
 //! `idle`, `open`, `rss`, `scale`, `wire` (Kafka clients through the listener and against
 //! `tansu`; the client runs in `wire_clients`, their rows in `wire_rows`), and `report` (the
@@ -79,6 +82,7 @@ mod consume;
 mod harness;
 mod idle;
 mod latency;
+mod loaded;
 mod open;
 mod peer;
 mod produce;
@@ -104,6 +108,9 @@ const LATENCY_RATE: u32 = 2_000;
 const MB: f64 = 1e6;
 
 fn main() {
+    if loaded::busy_child() {
+        return;
+    }
     let settings = Settings::from_env();
     let budget = settings.measure;
     let latency_run = budget.max(Duration::from_secs(1)) * 2;
@@ -175,6 +182,9 @@ fn main() {
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "partitions") {
         return partitions_only(budget);
     }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "loaded") {
+        return loaded::only(budget);
+    }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "neighbour") {
         return neighbour_only(budget);
     }
@@ -205,7 +215,7 @@ fn main() {
         return;
     }
     let mut progress =
-        Progress::new(21 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+        Progress::new(22 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -229,6 +239,12 @@ fn main() {
     let [one, neighbour, one_of_four, four_of_four] = one_thread_rows(&never, budget);
     progress.step("produce: pipelined AsyncNanoKafka::produce_raw from an actix System");
     let pipelined = produce::pipelined(broker, never.topic("pipelined"), budget);
+    progress.step(
+        "produce under load (2 busy processes + 1 busy thread): one blocking thread and a \
+         std-channel round trip in turns, quiet and loaded; an awaited produce and a \
+         subscription, loaded",
+    );
+    let loaded = loaded::measure(budget);
     // The rows above leave up to a gigabyte of page cache. Deleted, it is freed unwritten, so
     // the batch rows (gigabytes each) start nearer to where their baseline does: on a VM, page
     // cache grown into memory the host has taken back costs a fault per page on first touch,
@@ -421,6 +437,7 @@ fn main() {
         .vs(one_label, one.per_sec)
         .target(Target::RatioAbove(1.0)),
     ));
+    rows.extend(loaded::rows(&loaded));
     rows.extend(consume_rows(raw_label, raw.per_sec, poll_raw, poll_typed));
     rows.extend(produce_rows::always_rows(&always));
     rows.push(Row::Section(

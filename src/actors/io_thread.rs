@@ -16,10 +16,12 @@
 //!
 //! The spin happens only while it pays: a spin that ended without a ring makes the next idle
 //! sleep at once, and a sleep that ends within `idle_spin` (the runtime's unpark hook) turns
-//! spinning back on. A trickle of messages costs a wake-up each and no spin.
+//! spinning back on. A trickle of messages costs a wake-up each and no spin. Nor does it
+//! spin where it cannot win: after a yield that stalled, or while the host's run queue is
+//! crowded (`crate::spin`).
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +29,7 @@ use actix::prelude::*;
 use futures::FutureExt;
 
 use crate::error::{Error, Result};
-use crate::spin::{now_nanos, spin_until, SpinHistory};
+use crate::spin::{self, crowded, now_nanos, spin_until, SpinHistory};
 
 /// Rung by senders of latency-sensitive messages; see the module docs.
 #[derive(Debug)]
@@ -38,6 +40,9 @@ pub struct Doorbell {
     rung_at: AtomicU64,
     idle_spin: Duration,
     history: SpinHistory,
+    /// The thread is counted among the waiters `spin::crowded` leaves out: from a wake-up of
+    /// its runtime to its next park.
+    awake: AtomicBool,
 }
 
 impl Doorbell {
@@ -47,6 +52,7 @@ impl Doorbell {
             rung_at: AtomicU64::new(0),
             idle_spin,
             history: SpinHistory::default(),
+            awake: AtomicBool::new(false),
         }
     }
 
@@ -59,30 +65,52 @@ impl Doorbell {
     }
 
     /// Called by the runtime before it parks: returns when rung or after `idle_spin`, or at
-    /// once while spinning has not been paying.
+    /// once while spinning has not been paying or cannot win.
     fn idle(&self) {
         if self.idle_spin.is_zero() {
             return;
         }
-        if self.history.pays() {
+        if !self.awake.load(Ordering::Relaxed) {
+            // Running since before its first park: count it now, for the check below.
+            self.awake.store(true, Ordering::Relaxed);
+            spin::awake();
+        }
+        if self.history.pays(now_nanos()) && !crowded() {
             let seen = self.rings.load(Ordering::Acquire);
-            let rung = spin_until(Instant::now(), self.idle_spin, || {
+            let spun = spin_until(Instant::now(), self.idle_spin, || {
                 self.rings.load(Ordering::Acquire) != seen
             });
-            self.history.spun(rung);
-            if rung {
+            self.history.spun(spun, now_nanos());
+            if spun.answered() {
                 return;
             }
         }
         self.history.sleeping();
+        self.awake.store(false, Ordering::Relaxed);
+        spin::asleep();
     }
 
     /// Called by the runtime when it wakes from a park: judged by when the last ring came,
     /// not by when this thread got a core again (on a loaded host that can take far longer
     /// than the ring).
     fn woke(&self) {
+        if self.idle_spin.is_zero() {
+            return;
+        }
+        if !self.awake.swap(true, Ordering::Relaxed) {
+            spin::awake();
+        }
         let rung_at = self.rung_at.load(Ordering::Relaxed);
         self.history.woke(rung_at, self.idle_spin);
+    }
+}
+
+impl Drop for Doorbell {
+    fn drop(&mut self) {
+        // A runtime stopped while awake: it no longer waits for anyone.
+        if *self.awake.get_mut() {
+            spin::asleep();
+        }
     }
 }
 
