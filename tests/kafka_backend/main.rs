@@ -7,10 +7,12 @@
 
 #![cfg(feature = "kafka")]
 
+#[path = "../common/process.rs"]
+mod process;
 #[path = "../common/watchdog.rs"]
 mod watchdog;
 
-mod process;
+mod brokers;
 mod target;
 mod wait;
 

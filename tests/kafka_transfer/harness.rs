@@ -3,11 +3,9 @@
 //! snapshot of a data directory to compare.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -18,86 +16,15 @@ use kafka_protocol::records::{
 };
 use nanokafka::{Header, NanoKafka, RecordBatch, TopicConfig};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
+pub use crate::process::{Process, BIN};
+
 /// How long a run of the binary, or a wait for its output, may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(120);
 
-/// A child process of the binary, its stderr read line by line on a thread.
-pub struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    pub log: Vec<String>,
-}
-
-impl Running {
-    pub fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        // Drained to the end, so the child never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Running {
-            child,
-            lines,
-            log: Vec::new(),
-        }
-    }
-
-    /// Waits for a stderr line `wanted` accepts; returns it.
-    pub fn wait_for_line(&mut self, wanted: impl Fn(&str) -> bool) -> String {
-        let until = Instant::now() + DEADLINE;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no such line ({e}): {:#?}", self.log));
-            self.log.push(line.clone());
-            if wanted(&line) {
-                return line;
-            }
-        }
-    }
-
-    pub fn signal(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-    }
-
-    /// Waits for the exit; returns it with all of stderr.
-    pub fn wait(mut self) -> (ExitStatus, String) {
-        let until = Instant::now() + DEADLINE;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < until, "still running: {:#?}", self.log);
-            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(20)) {
-                self.log.push(line);
-            }
-        };
-        // The reader thread ends with the pipe: every line is in the channel now.
-        let rest: Vec<String> = self.lines.iter().collect();
-        self.log.extend(rest);
-        (status, self.log.join("\n"))
-    }
-}
-
 /// Runs the binary to its end; its exit and stderr.
 pub fn run(args: &[&str]) -> (ExitStatus, String) {
-    Running::start(args).wait()
+    let (status, lines) = Process::nanokafka(args).wait(DEADLINE);
+    (status, lines.join("\n"))
 }
 
 /// Runs the binary; panics, with its stderr, unless it exits 0.
@@ -107,40 +34,30 @@ pub fn run_ok(args: &[&str]) -> String {
     stderr
 }
 
-/// `nanokafka serve` on `dir`, on a free loopback port: the Kafka cluster of a test.
+/// `nanokafka serve` on `dir`, on a free loopback port: the Kafka cluster of a test; killed
+/// when dropped.
 pub struct Served {
-    running: Option<Running>,
+    process: Process,
     pub bootstrap: String,
 }
 
 impl Served {
     pub fn start(dir: &Path) -> Served {
         let dir = dir.to_str().unwrap();
-        let mut running = Running::start(&["serve", "--data-dir", dir, "--listen", "127.0.0.1:0"]);
-        let line = running.wait_for_line(|l| l.contains("listening on "));
-        let rest = line.split("listening on ").nth(1).unwrap();
-        let bootstrap = rest.split_whitespace().next().unwrap().to_owned();
-        Served {
-            running: Some(running),
-            bootstrap,
-        }
+        let mut process = Process::serve(&["--data-dir", dir, "--listen", "127.0.0.1:0"]);
+        let bootstrap = process.listening_addr(DEADLINE).to_string();
+        Served { process, bootstrap }
     }
 
     /// SIGTERM, then the clean exit `serve` promises.
-    pub fn stop(mut self) {
-        let running = self.running.take().unwrap();
-        running.signal(libc::SIGTERM);
-        let (status, log) = running.wait();
-        assert!(status.success(), "serve exited {status}:\n{log}");
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(mut running) = self.running.take() {
-            let _ = running.child.kill();
-            let _ = running.child.wait();
-        }
+    pub fn stop(self) {
+        self.process.signal(libc::SIGTERM);
+        let (status, log) = self.process.wait(DEADLINE);
+        assert!(
+            status.success(),
+            "serve exited {status}:\n{}",
+            log.join("\n")
+        );
     }
 }
 

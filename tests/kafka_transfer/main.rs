@@ -8,6 +8,9 @@
 
 #![cfg(feature = "kafka")]
 
+#[path = "../common/process.rs"]
+mod process;
+
 mod harness;
 
 mod refusals;
