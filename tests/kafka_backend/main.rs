@@ -9,6 +9,8 @@
 
 #[path = "../common/process.rs"]
 mod process;
+#[path = "../common/tansu.rs"]
+mod tansu;
 #[path = "../common/watchdog.rs"]
 mod watchdog;
 

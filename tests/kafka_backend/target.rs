@@ -161,7 +161,7 @@ fn connect(dir: &std::path::Path, kind: Kind, server: Option<&Broker>) -> NanoKa
 
 /// tansu's binary, or `None` after a notice; under `CI` a missing tansu fails the test.
 fn tansu_or_skip() -> Option<std::path::PathBuf> {
-    match brokers::tansu_binary() {
+    match crate::tansu::tansu_binary() {
         Ok(binary) => Some(binary),
         Err(why) => {
             let under_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());

@@ -10,6 +10,9 @@
 
 #[path = "../common/process.rs"]
 mod process;
+/// tansu, the second Kafka cluster (`tansu.rs` is the test module).
+#[path = "../common/tansu.rs"]
+mod tansu_broker;
 
 mod harness;
 
