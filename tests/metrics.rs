@@ -5,6 +5,8 @@
 #[path = "wire/client.rs"]
 #[allow(dead_code)] // the protocol tests use more of it than this binary does
 mod client;
+#[path = "common/client_batch.rs"]
+mod client_batch;
 #[path = "common/process.rs"]
 mod process;
 #[path = "wire/records.rs"]

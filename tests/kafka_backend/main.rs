@@ -7,6 +7,8 @@
 
 #![cfg(feature = "kafka")]
 
+#[path = "../common/client_batch.rs"]
+mod client_batch;
 #[path = "../common/process.rs"]
 mod process;
 #[path = "../common/tansu.rs"]

@@ -7,15 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use nanokafka::{Header, NanoKafka, RecordBatch, TopicConfig};
 
+use crate::client_batch::{self, BatchOptions, ClientRecord};
 pub use crate::process::{Process, BIN};
 
 /// How long a run of the binary, or a wait for its output, may take before the test fails.
@@ -131,38 +127,19 @@ pub fn produce_native(
 /// A Kafka producer's batch, by an independent encoder: records with their own (old)
 /// timestamps, null values (tombstones) and null keys among them.
 pub fn client_batch(first: i64, count: usize) -> Vec<u8> {
-    let records: Vec<KRecord> = (0..count)
-        .map(|i| KRecord {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder starts a new batch where sequences are not consecutive.
-            sequence: -1 + i as i32,
+    let records: Vec<ClientRecord> = (0..count)
+        .map(|i| ClientRecord {
             timestamp: first + (i as i64 % 3) * 1000, // not in order
             key: (i % 2 == 0).then(|| Bytes::from(format!("client-{i}"))),
             value: (i % 3 != 1).then(|| Bytes::from(format!("v{i}"))),
-            headers: IndexMap::from([(
-                StrBytes::from_static_str("from"),
-                (i % 2 == 1).then(|| Bytes::from_static(b"client")),
-            )]),
+            headers: vec![("from", (i % 2 == 1).then(|| Bytes::from_static(b"client")))],
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::Lz4,
-        },
-    )
-    .unwrap();
-    buf.to_vec()
+    let options = BatchOptions {
+        compression: Compression::Lz4,
+        producer: None,
+    };
+    client_batch::encode(&records, options).to_vec()
 }
 
 /// Commits `committed` (the next offset to read) for `group` on `topic[partition]`.

@@ -8,6 +8,8 @@
 
 #![cfg(feature = "kafka")]
 
+#[path = "../common/client_batch.rs"]
+mod client_batch;
 #[path = "../common/process.rs"]
 mod process;
 /// tansu, the second Kafka cluster (`tansu.rs` is the test module).
