@@ -8,7 +8,7 @@ use kafka_protocol::records::Compression;
 use nanokafka::{Error, Header, NanoKafka, RecordBatch, TopicConfig};
 
 use crate::common::broker_with_topic;
-use crate::common::client_batch::{self, BatchOptions, ClientRecord, Idempotent};
+use crate::common::client_batch::{self, BatchOptions, ClientRecord};
 
 const T0: i64 = 1_600_000_000_000;
 
@@ -45,15 +45,7 @@ fn kafka_batch_at(
             ],
         })
         .collect();
-    let producer = (producer_id >= 0).then_some(Idempotent {
-        producer_id,
-        producer_epoch: 0,
-        base_sequence: sequence,
-    });
-    let options = BatchOptions {
-        compression,
-        producer,
-    };
+    let options = BatchOptions::producer_id(compression, producer_id, sequence);
     client_batch::encode(&records, options).to_vec()
 }
 

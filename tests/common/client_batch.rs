@@ -45,6 +45,22 @@ impl Default for BatchOptions {
     }
 }
 
+impl BatchOptions {
+    /// `compression`, from producer `producer_id` (epoch 0, its first record at
+    /// `base_sequence`) when it is 0 or more, else (Kafka's -1) from a plain producer.
+    pub fn producer_id(compression: Compression, producer_id: i64, base_sequence: i32) -> Self {
+        let producer = (producer_id >= 0).then_some(Idempotent {
+            producer_id,
+            producer_epoch: 0,
+            base_sequence,
+        });
+        BatchOptions {
+            compression,
+            producer,
+        }
+    }
+}
+
 /// An idempotent producer's identity and the sequence of the batch's first record.
 #[derive(Debug, Clone, Copy)]
 pub struct Idempotent {

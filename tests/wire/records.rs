@@ -8,7 +8,7 @@ use kafka_protocol::messages::{FetchRequest, ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
 
-use crate::client_batch::{self, BatchOptions, ClientRecord, Idempotent};
+use crate::client_batch::{self, BatchOptions, ClientRecord};
 
 /// A fixed CreateTime in the past (2023-11-14), so records are never "in the future".
 pub const T0: i64 = 1_700_000_000_000;
@@ -30,15 +30,7 @@ pub fn batch(values: &[&str], compression: Compression, producer_id: i64, sequen
             headers: vec![("h", Some(Bytes::from(i.to_string())))],
         })
         .collect();
-    let producer = (producer_id >= 0).then_some(Idempotent {
-        producer_id,
-        producer_epoch: 0,
-        base_sequence: sequence,
-    });
-    let options = BatchOptions {
-        compression,
-        producer,
-    };
+    let options = BatchOptions::producer_id(compression, producer_id, sequence);
     client_batch::encode(&records, options)
 }
 
