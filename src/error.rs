@@ -324,66 +324,31 @@ impl Error {
     }
 }
 
-/// Storage errors become the variants of the same names, sources kept.
+/// Each storage error becomes the variant of the same name with the same fields, its source
+/// kept. The table names each variant's fields once, and the compiler checks it against both
+/// enums: a storage variant or field added without its twin here does not build.
 impl From<StorageError> for Error {
     fn from(e: StorageError) -> Self {
-        match e {
-            StorageError::Io { op, path, source } => Error::Io { op, path, source },
-            StorageError::Corrupt {
-                path,
-                position,
-                reason,
-            } => Error::Corrupt {
-                path,
-                position,
-                reason,
-            },
-            StorageError::DataDirLocked { path, holder } => Error::DataDirLocked { path, holder },
-            StorageError::UnsupportedFormat { path, found } => {
-                Error::UnsupportedFormat { path, found }
-            }
-            StorageError::InvalidBatch { reason } => Error::InvalidBatch { reason },
-            StorageError::ProducerFenced {
-                producer_id,
-                epoch,
-                reason,
-            } => Error::ProducerFenced {
-                producer_id,
-                epoch,
-                reason,
-            },
-            StorageError::InvalidTimestamp {
-                timestamp_ms,
-                now_ms,
-                max_ahead_ms,
-            } => Error::InvalidTimestamp {
-                timestamp_ms,
-                now_ms,
-                max_ahead_ms,
-            },
-            StorageError::OutOfOrderSequence {
-                producer_id,
-                epoch,
-                reason,
-            } => Error::OutOfOrderSequence {
-                producer_id,
-                epoch,
-                reason,
-            },
-            StorageError::InvalidTopicName { name, reason } => {
-                Error::InvalidTopicName { name, reason }
-            }
-            StorageError::TopicExists { topic } => Error::TopicExists { topic },
-            StorageError::RecordTooLarge { size, max } => Error::RecordTooLarge { size, max },
-            StorageError::OffsetOutOfRange {
-                offset,
-                log_start_offset,
-                log_end_offset,
-            } => Error::OffsetOutOfRange {
-                offset,
-                log_start_offset,
-                log_end_offset,
-            },
+        macro_rules! same_name {
+            ($($variant:ident { $($field:ident),+ }),+ $(,)?) => {
+                match e {
+                    $(StorageError::$variant { $($field),+ } => Error::$variant { $($field),+ },)+
+                }
+            };
+        }
+        same_name! {
+            Io { op, path, source },
+            Corrupt { path, position, reason },
+            DataDirLocked { path, holder },
+            UnsupportedFormat { path, found },
+            InvalidBatch { reason },
+            InvalidTimestamp { timestamp_ms, now_ms, max_ahead_ms },
+            ProducerFenced { producer_id, epoch, reason },
+            OutOfOrderSequence { producer_id, epoch, reason },
+            InvalidTopicName { name, reason },
+            TopicExists { topic },
+            RecordTooLarge { size, max },
+            OffsetOutOfRange { offset, log_start_offset, log_end_offset },
         }
     }
 }

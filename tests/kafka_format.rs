@@ -5,6 +5,8 @@
 //! from the first segment on, and the keys, values and headers that were produced: records
 //! written by this test, and the data directories the examples leave behind.
 
+#[path = "common/client_batch.rs"]
+mod client_batch;
 #[path = "common/kafka_python.rs"]
 mod kafka_python;
 
@@ -13,13 +15,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine as _;
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    TimestampType,
-};
+use bytes::Bytes;
+use client_batch::{BatchOptions, ClientRecord};
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use nanokafka::{Header, NanoKafka, RecordBatch, TopicConfig};
 
 /// A record as every reader reports it: offset, key, value, headers (value `None` = null).
@@ -158,41 +156,22 @@ fn read_natively(data_dir: &Path) -> Partitions {
     partitions
 }
 
-/// A Kafka producer's batch of `values` (see the broker tests for the encoder's quirks).
+/// A Kafka producer's batch of `values`, each with a header naming the codec.
 fn client_batch(values: &[&str], compression: Compression) -> Vec<u8> {
-    let records: Vec<KRecord> = values
+    let records: Vec<ClientRecord> = values
         .iter()
-        .enumerate()
-        .map(|(i, v)| KRecord {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1 + i as i32,
+        .map(|v| ClientRecord {
             timestamp: 1_600_000_000_000,
             key: None,
             value: Some(Bytes::from(v.to_string())),
-            headers: IndexMap::from([(
-                StrBytes::from_static_str("codec"),
-                Some(Bytes::from(format!("{compression:?}"))),
-            )]),
+            headers: vec![("codec", Some(Bytes::from(format!("{compression:?}"))))],
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .unwrap();
-    buf.to_vec()
+    let options = BatchOptions {
+        compression,
+        producer: None,
+    };
+    client_batch::encode(&records, options).to_vec()
 }
 
 #[test]

@@ -5,15 +5,18 @@
 #[path = "wire/client.rs"]
 #[allow(dead_code)] // the protocol tests use more of it than this binary does
 mod client;
+#[path = "common/client_batch.rs"]
+mod client_batch;
+#[path = "common/process.rs"]
+mod process;
 #[path = "wire/records.rs"]
 #[allow(dead_code)]
 mod records;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use client::WireClient;
@@ -29,8 +32,8 @@ use nanokafka::metrics::{
     PRODUCED_BYTES, PRODUCED_RECORDS,
 };
 use nanokafka::{FsyncPolicy, NanoKafka, TopicConfig};
+use process::{Process, BIN};
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
 const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A metric's identity in a test: its name and its labels, sorted.
@@ -133,56 +136,6 @@ fn an_embedded_broker_records_produces_polls_latencies_and_lag_into_the_installe
     );
 }
 
-/// A running `nanokafka serve` and the lines of its log, read on a thread.
-struct Served {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Served {
-    fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Served { child, lines }
-    }
-
-    /// The Kafka listener's address, from the "listening on ADDR" line.
-    fn addr(&mut self) -> SocketAddr {
-        let until = Instant::now() + DEADLINE;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .expect("a 'listening on' line");
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let addr = rest.split_whitespace().next().unwrap_or_default();
-                return addr.parse().unwrap();
-            }
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A port free a moment ago: the exporter takes a concrete address.
 fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
@@ -252,7 +205,7 @@ fn serve_metrics_exposes_produce_counters_and_lag_to_a_prometheus_scrape() {
         .unwrap();
     broker.shutdown().unwrap();
     let metrics = free_port();
-    let mut served = Served::start(&[
+    let mut served = Process::serve(&[
         "--data-dir",
         dir.path().to_str().unwrap(),
         "--listen",
@@ -260,7 +213,7 @@ fn serve_metrics_exposes_produce_counters_and_lag_to_a_prometheus_scrape() {
         "--metrics",
         &metrics.to_string(),
     ]);
-    let mut client = WireClient::connect(served.addr());
+    let mut client = WireClient::connect(served.listening_addr(DEADLINE));
 
     let produced = |client: &mut WireClient, values: &[&str]| {
         let batch = records::batch(values, Compression::None, -1, 0);

@@ -5,12 +5,12 @@
 #[path = "wire/client.rs"]
 #[allow(dead_code)] // the protocol tests use more of it than this binary does
 mod client;
+#[path = "common/process.rs"]
+mod process;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use client::WireClient;
@@ -19,83 +19,10 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{DescribeConfigsRequest, MetadataRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use nanokafka::{NanoKafka, TopicConfig};
+use process::{Process, BIN};
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
 /// How long the binary may take to start or stop before the test fails.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A running `nanokafka serve`, its stderr read line by line on a thread.
-struct Served {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    log: Vec<String>,
-}
-
-impl Served {
-    fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        // Drained to the end, so the child never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Served {
-            child,
-            lines,
-            log: Vec::new(),
-        }
-    }
-
-    /// The address from the "listening on ADDR" log line.
-    fn addr(&mut self) -> SocketAddr {
-        let until = Instant::now() + DEADLINE;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no 'listening on' line ({e}): {:#?}", self.log));
-            self.log.push(line.clone());
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let addr = rest.split_whitespace().next().unwrap_or_default();
-                return addr.parse().unwrap_or_else(|e| panic!("{line}: {e}"));
-            }
-        }
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-    }
-
-    /// Waits for the exit; returns it with every log line.
-    fn wait(mut self) -> (ExitStatus, Vec<String>) {
-        let until = Instant::now() + DEADLINE;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < until, "still running: {:#?}", self.log);
-            // Collect log lines while waiting: the protocol's own wait, with a short step.
-            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(20)) {
-                self.log.push(line);
-            }
-        };
-        self.log.extend(self.lines.iter());
-        (status, self.log)
-    }
-}
 
 fn run(args: &[&str]) -> (ExitStatus, String) {
     let out = Command::new(BIN).args(args).output().unwrap();
@@ -130,8 +57,8 @@ fn serve_then_stop(signal: libc::c_int) {
     let dir = tempfile::tempdir().unwrap();
     seed(dir.path());
     let data_dir = dir.path().to_str().unwrap();
-    let mut served = Served::start(&["--data-dir", data_dir, "--listen", "127.0.0.1:0"]);
-    let addr = served.addr();
+    let mut served = Process::serve(&["--data-dir", data_dir, "--listen", "127.0.0.1:0"]);
+    let addr = served.listening_addr(DEADLINE);
     assert!(addr.ip().is_loopback() && addr.port() != 0, "{addr}");
 
     let mut client = WireClient::connect(addr);
@@ -147,7 +74,7 @@ fn serve_then_stop(signal: libc::c_int) {
     assert_eq!(names, ["before", "made-by-a-client"]);
 
     served.signal(signal);
-    let (status, log) = served.wait();
+    let (status, log) = served.wait(DEADLINE);
     assert_eq!(status.code(), Some(0), "{log:#?}");
     assert!(
         log.iter().any(|l| l.contains("stopped cleanly")),
@@ -218,11 +145,11 @@ fn initial_rebalance_delay_ms_sets_how_long_a_new_group_waits() {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().to_str().unwrap();
         let mut served =
-            Served::start(&[&["--data-dir", data_dir, "--listen", "127.0.0.1:0"], args].concat());
-        let addr = served.addr();
+            Process::serve(&[&["--data-dir", data_dir, "--listen", "127.0.0.1:0"], args].concat());
+        let addr = served.listening_addr(DEADLINE);
         assert_eq!(initial_rebalance_delay(addr), expected, "{args:?}");
         served.signal(libc::SIGTERM);
-        let (status, log) = served.wait();
+        let (status, log) = served.wait(DEADLINE);
         assert_eq!(status.code(), Some(0), "{log:#?}");
     }
 }
@@ -233,7 +160,7 @@ fn connection_limits_are_set_by_flags() {
     let data_dir = dir.path().join("data");
     let password = dir.path().join("password");
     std::fs::write(&password, "s3cret\n").unwrap();
-    let mut served = Served::start(&[
+    let mut served = Process::serve(&[
         "--data-dir",
         data_dir.to_str().unwrap(),
         "--listen",
@@ -247,7 +174,7 @@ fn connection_limits_are_set_by_flags() {
         "--sasl-authentication-timeout-ms",
         "200",
     ]);
-    let addr = served.addr();
+    let addr = served.listening_addr(DEADLINE);
     // A 2 KiB frame before authenticating is over the cap: closed before it is read.
     let mut client = WireClient::connect(addr);
     client.send_bytes(&2048i32.to_be_bytes());
@@ -256,10 +183,10 @@ fn connection_limits_are_set_by_flags() {
     let mut client = WireClient::connect(addr);
     assert!(client.closed_within(DEADLINE));
     served.signal(libc::SIGTERM);
-    let (status, log) = served.wait();
+    let (status, log) = served.wait(DEADLINE);
     assert_eq!(status.code(), Some(0), "{log:#?}");
 
-    let mut served = Served::start(&[
+    let mut served = Process::serve(&[
         "--data-dir",
         data_dir.to_str().unwrap(),
         "--listen",
@@ -269,7 +196,7 @@ fn connection_limits_are_set_by_flags() {
         "--queued-max-request-bytes",
         "1024",
     ]);
-    let addr = served.addr();
+    let addr = served.listening_addr(DEADLINE);
     let mut client = WireClient::connect(addr);
     assert!(client
         .call(&MetadataRequest::default(), 12)
@@ -281,7 +208,7 @@ fn connection_limits_are_set_by_flags() {
     client.send_bytes(&2048i32.to_be_bytes());
     assert!(client.closed_within(DEADLINE));
     served.signal(libc::SIGTERM);
-    let (status, log) = served.wait();
+    let (status, log) = served.wait(DEADLINE);
     assert_eq!(status.code(), Some(0), "{log:#?}");
 }
 
@@ -437,23 +364,24 @@ fn export_and_import_without_the_kafka_feature_exit_2_saying_how_to_get_them() {
 fn json_logs_one_object_per_line_with_the_listening_address() {
     let dir = tempfile::tempdir().unwrap();
     let dir_arg = dir.path().to_str().unwrap();
-    let mut served = Served::start(&["--json", "--data-dir", dir_arg, "--listen", "127.0.0.1:0"]);
-    let until = Instant::now() + DEADLINE;
-    let addr: SocketAddr = loop {
-        let left = until.saturating_duration_since(Instant::now());
-        let line = served.lines.recv_timeout(left).expect("a log line");
+    let mut served = Process::serve(&["--json", "--data-dir", dir_arg, "--listen", "127.0.0.1:0"]);
+    let line = served.wait_for_line("a JSON 'listening on' line", DEADLINE, |line| {
         let object: serde_json::Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-        served.log.push(line);
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         let message = object["fields"]["message"].as_str().unwrap_or_default();
-        if let Some(addr) = message.strip_prefix("listening on ") {
-            assert_eq!(object["level"], "INFO");
-            break addr.parse().unwrap();
-        }
-    };
+        message.starts_with("listening on ")
+    });
+    let object: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(object["level"], "INFO");
+    let message = object["fields"]["message"].as_str().unwrap_or_default();
+    let addr: SocketAddr = message
+        .strip_prefix("listening on ")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_ne!(addr.port(), 0);
     served.signal(libc::SIGTERM);
-    let (status, log) = served.wait();
+    let (status, log) = served.wait(DEADLINE);
     assert!(status.success(), "{status:?}");
     for line in &log {
         serde_json::from_str::<serde_json::Value>(line)

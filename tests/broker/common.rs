@@ -2,6 +2,8 @@
 
 use nanokafka::NanoKafka;
 
+#[path = "../common/client_batch.rs"]
+pub mod client_batch;
 #[path = "../common/read.rs"]
 mod read;
 #[path = "../common/setup.rs"]

@@ -3,15 +3,12 @@
 //! compression) stored as sent and read back decompressed, idempotent retries, timestamps,
 //! and the batches refused.
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
 use nanokafka::{Error, Header, NanoKafka, RecordBatch, TopicConfig};
 
 use crate::common::broker_with_topic;
+use crate::common::client_batch::{self, BatchOptions, ClientRecord};
 
 const T0: i64 = 1_600_000_000_000;
 
@@ -35,42 +32,21 @@ fn kafka_batch_at(
     sequence: i32,
     t0: i64,
 ) -> Vec<u8> {
-    let records: Vec<KRecord> = values
+    let records: Vec<ClientRecord> = values
         .iter()
         .enumerate()
-        .map(|(i, v)| {
-            let mut headers = IndexMap::new();
-            headers.insert(
-                StrBytes::from_static_str("trace"),
-                Some(Bytes::from(format!("t{i}"))),
-            );
-            headers.insert(StrBytes::from_static_str("empty"), None);
-            KRecord {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id,
-                producer_epoch: if producer_id >= 0 { 0 } else { -1 },
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // The encoder starts a new batch wherever `offset - sequence` changes; without
-                // a producer id the batch's base sequence is -1.
-                sequence: if producer_id >= 0 { sequence } else { -1 } + i as i32,
-                timestamp: t0 + i as i64 * 1000,
-                key: Some(Bytes::from(format!("key-{i}"))),
-                value: Some(Bytes::from(v.to_string())),
-                headers,
-            }
+        .map(|(i, v)| ClientRecord {
+            timestamp: t0 + i as i64 * 1000,
+            key: Some(Bytes::from(format!("key-{i}"))),
+            value: Some(Bytes::from(v.to_string())),
+            headers: vec![
+                ("trace", Some(Bytes::from(format!("t{i}")))),
+                ("empty", None),
+            ],
         })
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.to_vec()
+    let options = BatchOptions::producer_id(compression, producer_id, sequence);
+    client_batch::encode(&records, options).to_vec()
 }
 
 fn values_read(broker: &NanoKafka, topic: &str, max: usize) -> Vec<nanokafka::Record<Vec<u8>>> {

@@ -14,6 +14,7 @@ mod live {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    use crate::process::Process;
     use crate::BIN;
 
     /// Kills the child if the test fails before it ends.
@@ -44,30 +45,15 @@ mod live {
     #[test]
     fn follow_prints_records_as_they_are_produced_and_stops_at_max() {
         let dir = tempfile::tempdir().unwrap();
-        let mut serve = KillOnDrop(
-            Command::new(BIN)
-                .args([
-                    "serve",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--initial-rebalance-delay-ms",
-                    "0",
-                ])
-                .arg("--data-dir")
-                .arg(dir.path())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let log = lines(serve.0.stderr.take().unwrap());
-        let addr = loop {
-            let line = log
-                .recv_timeout(PATIENCE)
-                .expect("serve's 'listening on' line");
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
+        let mut serve = Process::serve(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--initial-rebalance-delay-ms",
+            "0",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+        ]);
+        let addr = serve.listening_addr(PATIENCE).to_string();
         let producer = nanokafka::NanoKafka::builder()
             .kafka_bootstrap(&addr)
             .build()

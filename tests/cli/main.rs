@@ -13,6 +13,10 @@ mod topics;
 mod topics_write;
 mod verify;
 
+#[cfg(feature = "kafka")]
+#[path = "../common/process.rs"]
+mod process;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -3,45 +3,24 @@
 //! `Error::Unsupported { backend: "kafka" }` and does nothing; a listener beside
 //! `kafka_bootstrap` is `InvalidArgument` at build.
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
 use nanokafka::{Error, NanoKafka};
 
+use crate::client_batch::{self, BatchOptions, ClientRecord};
 use crate::target::{on_every_target, Target};
 use crate::wait::{self, STEP};
 
 /// Two records, `a` and `b`, as a Kafka producer's RecordBatch v2 (kafka-protocol's encoder).
 fn kafka_batch() -> Vec<u8> {
-    let records: Vec<KRecord> = ["a", "b"]
+    let records: Vec<ClientRecord> = ["a", "b"]
         .iter()
-        .enumerate()
-        .map(|(i, value)| KRecord {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder starts a new batch wherever `offset - sequence` changes.
-            sequence: -1 + i as i32,
+        .map(|value| ClientRecord {
             timestamp: wait::now_ms() as i64,
-            key: None,
             value: Some(Bytes::from(value.to_string())),
-            headers: IndexMap::new(),
+            ..ClientRecord::default()
         })
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.to_vec()
+    client_batch::encode(&records, BatchOptions::default()).to_vec()
 }
 
 /// stats, describe_broker, crash_partition, produce_kafka_batch and a listener, served.

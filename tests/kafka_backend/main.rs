@@ -7,10 +7,16 @@
 
 #![cfg(feature = "kafka")]
 
+#[path = "../common/client_batch.rs"]
+mod client_batch;
+#[path = "../common/process.rs"]
+mod process;
+#[path = "../common/tansu.rs"]
+mod tansu;
 #[path = "../common/watchdog.rs"]
 mod watchdog;
 
-mod process;
+mod brokers;
 mod target;
 mod wait;
 

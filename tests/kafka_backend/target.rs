@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use nanokafka::{NanoKafka, NanoKafkaBuilder, TopicConfig};
 
-use crate::process::{self, Broker};
+use crate::brokers::{self, Broker};
 
 /// The longest a test body may run before the watchdog fails it (a hang, not a slow test:
 /// the slowest bodies take a few seconds per group join on tansu).
@@ -49,11 +49,8 @@ impl Target {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let server = match kind {
             Kind::Embedded => None,
-            Kind::Serve => Some(process::serve(
-                env!("CARGO_BIN_EXE_nanokafka").as_ref(),
-                &dir.path().join("served"),
-            )),
-            Kind::Tansu => Some(process::tansu(&tansu_or_skip()?)),
+            Kind::Serve => Some(brokers::serve(&dir.path().join("served"))),
+            Kind::Tansu => Some(brokers::tansu(&tansu_or_skip()?)),
         };
         // The Kafka handles get data directories of their own, beside serve's.
         let broker = match server {
@@ -164,7 +161,7 @@ fn connect(dir: &std::path::Path, kind: Kind, server: Option<&Broker>) -> NanoKa
 
 /// tansu's binary, or `None` after a notice; under `CI` a missing tansu fails the test.
 fn tansu_or_skip() -> Option<std::path::PathBuf> {
-    match process::tansu_binary() {
+    match crate::tansu::tansu_binary() {
         Ok(binary) => Some(binary),
         Err(why) => {
             let under_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());

@@ -3,101 +3,24 @@
 //! snapshot of a data directory to compare.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record as KRecord, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use nanokafka::{Header, NanoKafka, RecordBatch, TopicConfig};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
+use crate::client_batch::{self, BatchOptions, ClientRecord};
+pub use crate::process::{Process, BIN};
+
 /// How long a run of the binary, or a wait for its output, may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(120);
 
-/// A child process of the binary, its stderr read line by line on a thread.
-pub struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    pub log: Vec<String>,
-}
-
-impl Running {
-    pub fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        // Drained to the end, so the child never blocks on a full pipe.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        Running {
-            child,
-            lines,
-            log: Vec::new(),
-        }
-    }
-
-    /// Waits for a stderr line `wanted` accepts; returns it.
-    pub fn wait_for_line(&mut self, wanted: impl Fn(&str) -> bool) -> String {
-        let until = Instant::now() + DEADLINE;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no such line ({e}): {:#?}", self.log));
-            self.log.push(line.clone());
-            if wanted(&line) {
-                return line;
-            }
-        }
-    }
-
-    pub fn signal(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-    }
-
-    /// Waits for the exit; returns it with all of stderr.
-    pub fn wait(mut self) -> (ExitStatus, String) {
-        let until = Instant::now() + DEADLINE;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < until, "still running: {:#?}", self.log);
-            if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(20)) {
-                self.log.push(line);
-            }
-        };
-        // The reader thread ends with the pipe: every line is in the channel now.
-        let rest: Vec<String> = self.lines.iter().collect();
-        self.log.extend(rest);
-        (status, self.log.join("\n"))
-    }
-}
-
 /// Runs the binary to its end; its exit and stderr.
 pub fn run(args: &[&str]) -> (ExitStatus, String) {
-    Running::start(args).wait()
+    let (status, lines) = Process::nanokafka(args).wait(DEADLINE);
+    (status, lines.join("\n"))
 }
 
 /// Runs the binary; panics, with its stderr, unless it exits 0.
@@ -107,40 +30,30 @@ pub fn run_ok(args: &[&str]) -> String {
     stderr
 }
 
-/// `nanokafka serve` on `dir`, on a free loopback port: the Kafka cluster of a test.
+/// `nanokafka serve` on `dir`, on a free loopback port: the Kafka cluster of a test; killed
+/// when dropped.
 pub struct Served {
-    running: Option<Running>,
+    process: Process,
     pub bootstrap: String,
 }
 
 impl Served {
     pub fn start(dir: &Path) -> Served {
         let dir = dir.to_str().unwrap();
-        let mut running = Running::start(&["serve", "--data-dir", dir, "--listen", "127.0.0.1:0"]);
-        let line = running.wait_for_line(|l| l.contains("listening on "));
-        let rest = line.split("listening on ").nth(1).unwrap();
-        let bootstrap = rest.split_whitespace().next().unwrap().to_owned();
-        Served {
-            running: Some(running),
-            bootstrap,
-        }
+        let mut process = Process::serve(&["--data-dir", dir, "--listen", "127.0.0.1:0"]);
+        let bootstrap = process.listening_addr(DEADLINE).to_string();
+        Served { process, bootstrap }
     }
 
     /// SIGTERM, then the clean exit `serve` promises.
-    pub fn stop(mut self) {
-        let running = self.running.take().unwrap();
-        running.signal(libc::SIGTERM);
-        let (status, log) = running.wait();
-        assert!(status.success(), "serve exited {status}:\n{log}");
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Some(mut running) = self.running.take() {
-            let _ = running.child.kill();
-            let _ = running.child.wait();
-        }
+    pub fn stop(self) {
+        self.process.signal(libc::SIGTERM);
+        let (status, log) = self.process.wait(DEADLINE);
+        assert!(
+            status.success(),
+            "serve exited {status}:\n{}",
+            log.join("\n")
+        );
     }
 }
 
@@ -214,38 +127,19 @@ pub fn produce_native(
 /// A Kafka producer's batch, by an independent encoder: records with their own (old)
 /// timestamps, null values (tombstones) and null keys among them.
 pub fn client_batch(first: i64, count: usize) -> Vec<u8> {
-    let records: Vec<KRecord> = (0..count)
-        .map(|i| KRecord {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder starts a new batch where sequences are not consecutive.
-            sequence: -1 + i as i32,
+    let records: Vec<ClientRecord> = (0..count)
+        .map(|i| ClientRecord {
             timestamp: first + (i as i64 % 3) * 1000, // not in order
             key: (i % 2 == 0).then(|| Bytes::from(format!("client-{i}"))),
             value: (i % 3 != 1).then(|| Bytes::from(format!("v{i}"))),
-            headers: IndexMap::from([(
-                StrBytes::from_static_str("from"),
-                (i % 2 == 1).then(|| Bytes::from_static(b"client")),
-            )]),
+            headers: vec![("from", (i % 2 == 1).then(|| Bytes::from_static(b"client")))],
         })
         .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::Lz4,
-        },
-    )
-    .unwrap();
-    buf.to_vec()
+    let options = BatchOptions {
+        compression: Compression::Lz4,
+        producer: None,
+    };
+    client_batch::encode(&records, options).to_vec()
 }
 
 /// Commits `committed` (the next offset to read) for `group` on `topic[partition]`.

@@ -8,6 +8,14 @@
 
 #![cfg(feature = "kafka")]
 
+#[path = "../common/client_batch.rs"]
+mod client_batch;
+#[path = "../common/process.rs"]
+mod process;
+/// tansu, the second Kafka cluster (`tansu.rs` is the test module).
+#[path = "../common/tansu.rs"]
+mod tansu_broker;
+
 mod harness;
 
 mod refusals;

@@ -6,7 +6,7 @@ use nanokafka::{NanoKafka, TopicConfig};
 
 use crate::harness::{
     after_round_trip, commit, export_args, import_args, produce_native, run, run_ok, snapshot,
-    Running, Served,
+    Process, Served, DEADLINE,
 };
 
 #[test]
@@ -36,11 +36,13 @@ fn a_stopped_then_killed_export_resumes_without_duplicates() {
     );
 
     // Killed wherever it is once it has finished a partition (possibly already done).
-    let mut second = Running::start(&export_args(source.path(), &served.bootstrap, &[]));
-    let line = second.wait_for_line(|l| l.starts_with("exported big["));
+    let mut second = Process::nanokafka(&export_args(source.path(), &served.bootstrap, &[]));
+    let line = second.wait_for_line("an 'exported big[' line", DEADLINE, |l| {
+        l.starts_with("exported big[")
+    });
     assert_eq!(line, "exported big[0]: 0 records (3000 by an earlier run)");
     second.signal(libc::SIGKILL);
-    second.wait();
+    second.wait(DEADLINE);
 
     let log = run_ok(&export_args(source.path(), &served.bootstrap, &[]));
     assert!(

@@ -2,6 +2,8 @@
 //! (kafka-protocol), bad and hostile requests, and the protocol's known pitfalls.
 
 mod client;
+#[path = "../common/client_batch.rs"]
+mod client_batch;
 mod common;
 mod groups_common;
 mod records;

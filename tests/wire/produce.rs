@@ -12,6 +12,7 @@ use kafka_protocol::ResponseError;
 use nanokafka::{Backpressure, NanoKafka, TimestampType, TopicConfig};
 
 use crate::client::{correlation_id, WireClient};
+use crate::client_batch::{self, BatchOptions, ClientRecord};
 use crate::common::listening_broker;
 use crate::records::{batch, produce, T0};
 
@@ -155,33 +156,16 @@ fn refused_batches_change_nothing_and_get_kafkas_error_codes() {
     );
     // A producer clock more than an hour ahead.
     let future = {
-        use kafka_protocol::records::*;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_millis() as i64;
-        let record = Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: 0,
-            sequence: -1,
+        let record = ClientRecord {
             timestamp: now + 2 * 3_600_000,
-            key: None,
             value: Some(Bytes::from_static(b"v")),
-            headers: Default::default(),
+            ..ClientRecord::default()
         };
-        let mut buf = bytes::BytesMut::new();
-        let options = RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        };
-        RecordBatchEncoder::encode(&mut buf, &[record], &options).unwrap();
-        buf.freeze()
+        client_batch::encode(&[record], BatchOptions::default())
     };
     let response = client.call(&produce("t", 0, future, -1), 9);
     assert_eq!(answer(&response).0, ResponseError::InvalidTimestamp.code());

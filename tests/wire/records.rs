@@ -1,15 +1,14 @@
 //! Record batches as a Kafka producer sends them (kafka-protocol's encoder), and the
 //! requests of the data path.
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
+use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{FetchRequest, ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, Record, RecordBatchDecoder};
+
+use crate::client_batch::{self, BatchOptions, ClientRecord};
 
 /// A fixed CreateTime in the past (2023-11-14), so records are never "in the future".
 pub const T0: i64 = 1_700_000_000_000;
@@ -21,39 +20,18 @@ pub fn name(topic: &str) -> TopicName {
 /// One batch of `values` (keys `key-i`, a header `h: i`, timestamps `T0 + i`), from producer
 /// `producer_id` (-1: none) starting at `sequence`.
 pub fn batch(values: &[&str], compression: Compression, producer_id: i64, sequence: i32) -> Bytes {
-    let records: Vec<Record> = values
+    let records: Vec<ClientRecord> = values
         .iter()
         .enumerate()
-        .map(|(i, v)| {
-            let mut headers = IndexMap::new();
-            headers.insert(
-                StrBytes::from_static_str("h"),
-                Some(Bytes::from(i.to_string())),
-            );
-            Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id,
-                producer_epoch: if producer_id >= 0 { 0 } else { -1 },
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: if producer_id >= 0 { sequence } else { -1 } + i as i32,
-                timestamp: T0 + i as i64,
-                key: Some(Bytes::from(format!("key-{i}"))),
-                value: Some(Bytes::from(v.to_string())),
-                headers,
-            }
+        .map(|(i, v)| ClientRecord {
+            timestamp: T0 + i as i64,
+            key: Some(Bytes::from(format!("key-{i}"))),
+            value: Some(Bytes::from(v.to_string())),
+            headers: vec![("h", Some(Bytes::from(i.to_string())))],
         })
         .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression,
-    };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
-    buf.freeze()
+    let options = BatchOptions::producer_id(compression, producer_id, sequence);
+    client_batch::encode(&records, options)
 }
 
 /// A produce of `records` to `topic`/`partition` with `acks`.

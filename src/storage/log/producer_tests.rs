@@ -76,7 +76,7 @@ fn a_power_loss_after_rolls_and_retention_keeps_the_producers_sequence() {
         let log_end = log.log_end_offset();
         sim.crash();
         drop(log);
-        let mut log = open(&sim, config);
+        let log = open(&sim, config);
         assert_eq!(log.log_end_offset(), log_end, "seed {seed}");
         let last = idempotent_batch(batches - 1);
         let next = idempotent_batch(batches);

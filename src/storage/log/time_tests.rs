@@ -446,7 +446,7 @@ fn fresh_then_old_across_segments(dir: &Path, now_ms: u64) -> PartitionLog {
 fn time_retention_after_a_reopen_keeps_a_segment_whose_largest_timestamp_is_within_it() {
     let dir = tempfile::tempdir().unwrap();
     let now_ms = 1_700_000_000_000;
-    let mut log = fresh_then_old_across_segments(dir.path(), now_ms);
+    let log = fresh_then_old_across_segments(dir.path(), now_ms);
     assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 2));
     let config = log.config;
     log.close().unwrap();
