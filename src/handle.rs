@@ -54,7 +54,7 @@ pub const MAX_IDLE_SPIN: Duration = Duration::from_millis(1);
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 100 << 20;
 /// The default, and the largest allowed, [`NanoKafkaBuilder::max_decompressed_batch_bytes`]:
 /// what native reads decompress a batch within, so that anything appended reads back.
-pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = crate::storage::fetch::MAX_DECOMPRESSED_BYTES;
+pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = crate::storage::format::MAX_DECOMPRESSED_BYTES;
 /// The default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
 

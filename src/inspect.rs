@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::storage::fetch::MAX_DECOMPRESSED_BYTES;
+use crate::storage::format::MAX_DECOMPRESSED_BYTES;
 use crate::storage::format::{self, BatchHeader, Decoded, HEADER_LEN};
 
 /// The file that marks a directory as a NanoKafka data directory.

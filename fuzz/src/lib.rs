@@ -27,9 +27,10 @@ use std::fs;
 use std::path::Path;
 
 use nanokafka::storage::checkpoint::{Checkpoint, LogStartFile, CHECKPOINT_FILE, LOG_START_FILE};
-use nanokafka::storage::fetch::{RecordRef, MAX_DECOMPRESSED_BYTES};
+use nanokafka::storage::fetch::RecordRef;
 use nanokafka::storage::format::{
     self, BatchHeader, Decoded, NativeSeal, TimestampType, HEADER_LEN, MAX_BATCH_LEN,
+    MAX_DECOMPRESSED_BYTES,
 };
 use nanokafka::storage::fs::OsFs;
 use nanokafka::storage::offsets::JOURNAL_FILE;

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::compression::Compression;
 use super::error::{Result, StorageError};
-use super::format::{self, BatchHeader, Decoded, Headers, HEADER_LEN};
+use super::format::{self, BatchHeader, Decoded, Headers, HEADER_LEN, MAX_DECOMPRESSED_BYTES};
 use super::fsutil::AlignedBuf;
 use super::index::INDEX_INTERVAL_BYTES;
 use super::segment::{LogSegment, ScannedFrame};
@@ -48,10 +48,6 @@ const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
 /// The most one read asks of the disk at once, whatever `max_bytes` says: bounds the memory a
 /// single fetch can take (a batch larger than this is still read whole).
 const MAX_READ_CHUNK: usize = 16 << 20;
-/// The largest records section a compressed batch may decompress to. Appends refuse a batch
-/// that decompresses to more, so on a read more is damage (or a decompression bomb), reported
-/// as `Corrupt` without allocating beyond it.
-pub const MAX_DECOMPRESSED_BYTES: usize = 128 << 20;
 
 /// A record borrowed from a read buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -57,6 +57,10 @@ use std::mem::MaybeUninit;
 
 use super::compression::{self, Compression};
 
+/// The largest records section a compressed batch may decompress to. Appends refuse a batch
+/// that decompresses to more, so on a read more is damage (or a decompression bomb), reported
+/// as `Corrupt` without allocating beyond it.
+pub const MAX_DECOMPRESSED_BYTES: usize = 128 << 20;
 /// The batch format this code writes and reads.
 pub const MAGIC: u8 = 2;
 /// Bytes of the batch header, before the records.

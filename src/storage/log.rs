@@ -208,7 +208,7 @@ pub struct PartitionLog {
     /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
     held_budget: &'static HeldBudget,
     /// The most bytes a client's compressed batch may decompress to before it is refused
-    /// (at most the read side's `fetch::MAX_DECOMPRESSED_BYTES`, so whatever is appended can
+    /// (at most the read side's `format::MAX_DECOMPRESSED_BYTES`, so whatever is appended can
     /// be read back).
     max_decompressed_bytes: usize,
     /// `(offset, segment base, position)` where the last [`PartitionLog::read_batches`]
@@ -312,7 +312,7 @@ impl PartitionLog {
             read_hint: None,
             ahead: read_ahead::ReadAheads::default(),
             held_budget: &HELD_BUDGET,
-            max_decompressed_bytes: crate::storage::fetch::MAX_DECOMPRESSED_BYTES,
+            max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
             batch_hint: None,
             sealing: None,
             worker: None,
@@ -384,11 +384,11 @@ impl PartitionLog {
 
     /// Lowers the cap on what a client's compressed batch may decompress to (see
     /// [`PartitionLog::append_kafka_batch`]); values above the read side's
-    /// `fetch::MAX_DECOMPRESSED_BYTES` are taken as that.
+    /// `format::MAX_DECOMPRESSED_BYTES` are taken as that.
     pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
         // A read ahead made under the old limit may not be what a read returns now.
         self.ahead.clear();
-        self.max_decompressed_bytes = bytes.min(crate::storage::fetch::MAX_DECOMPRESSED_BYTES);
+        self.max_decompressed_bytes = bytes.min(crate::storage::format::MAX_DECOMPRESSED_BYTES);
     }
 
     /// Counts what this log holds between reads against `budget` instead of the process's.

@@ -11,7 +11,7 @@ use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
 use crate::storage::data_dir::FORMAT_FILE;
-use crate::storage::fetch::MAX_DECOMPRESSED_BYTES;
+use crate::storage::format::MAX_DECOMPRESSED_BYTES;
 use crate::storage::format::{self, Decoded, Headers};
 use crate::types::PartitionStats;
 

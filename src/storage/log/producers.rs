@@ -76,7 +76,7 @@ impl PartitionLog {
     /// Retention runs after it as after any append.
     ///
     /// Before anything is written the batch is checked whole: CRC and header, every record
-    /// (decompressed within the log's cap when compressed: `fetch::MAX_DECOMPRESSED_BYTES` unless
+    /// (decompressed within the log's cap when compressed: `format::MAX_DECOMPRESSED_BYTES` unless
     /// [`PartitionLog::set_max_decompressed_bytes`] lowered it), offset deltas
     /// `0..n`, each record's key, value and headers within the maximum record size.
     ///

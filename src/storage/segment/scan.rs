@@ -16,9 +16,9 @@ use std::ops::Range;
 
 use super::{IndexEntry, LogSegment, SCAN_CHUNK};
 use crate::storage::error::Result;
-use crate::storage::fetch::MAX_DECOMPRESSED_BYTES;
 use crate::storage::format::{
-    self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN, MIN_RECORD_LEN,
+    self, BatchHeader, Decoded, HEADER_LEN, LOG_OVERHEAD, MAGIC, MAX_BATCH_LEN,
+    MAX_DECOMPRESSED_BYTES, MIN_RECORD_LEN,
 };
 use crate::storage::fsutil::AlignedBuf;
 
