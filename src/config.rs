@@ -2,6 +2,8 @@
 //! choose (the maximum record size, group and member ids), and the translation of a topic's
 //! settings into the storage layer's [`LogConfig`]. Plain data, no actix.
 
+pub(crate) mod kafka_names;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};

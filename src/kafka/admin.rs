@@ -27,10 +27,10 @@ use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 
 use super::{blocking, kafka_error, topic_error, KafkaBackend};
+use crate::config::kafka_names;
 use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::GroupOptions;
-use crate::listener::topic_configs;
 
 impl KafkaBackend {
     fn admin_options(&self) -> AdminOptions {
@@ -52,7 +52,7 @@ impl KafkaBackend {
                 "Kafka has no max_size or retention by record count: ignored for this topic"
             );
         }
-        let entries: Vec<(&str, String)> = topic_configs::describe(config)
+        let entries: Vec<(&str, String)> = kafka_names::describe(config)
             .into_iter()
             .map(|e| (e.name, e.value))
             .collect();
@@ -116,7 +116,7 @@ impl KafkaBackend {
             self.create_partitions(topic, next.partitions).await?;
             self.await_partitions(topic, next.partitions).await?;
         }
-        let set = topic_configs::changed(changes);
+        let set = kafka_names::changed(changes);
         if !set.is_empty() {
             self.alter_configs(topic, &set).await?;
         }

@@ -15,7 +15,7 @@ use kafka_protocol::ResponseError;
 
 use super::dispatch::RequestContext;
 use super::incremental_alter_configs::{alter_topic_configs, Refusal, TOPIC};
-use super::topic_configs;
+use crate::config::kafka_names;
 use crate::config::TopicConfig;
 
 pub async fn handle(
@@ -72,7 +72,7 @@ fn replaced(
                 format!("config {name:?} appears more than once for one resource"),
             ));
         }
-        topic_configs::apply(&mut next, name, config.value.as_deref())
+        kafka_names::apply(&mut next, name, config.value.as_deref())
             .map_err(|reason| (ResponseError::InvalidConfig, reason))?;
     }
     Ok(next)

@@ -1,6 +1,6 @@
 //! CreateTopics (v2–5): one broker, so the replication factor is 1 (or -1, the broker's
 //! default) and replica assignments are refused; configs in Kafka's names (see
-//! `topic_configs`). Creation is synchronous, so `timeout_ms` never runs out.
+//! `config::kafka_names`). Creation is synchronous, so `timeout_ms` never runs out.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::dispatch::RequestContext;
-use super::topic_configs;
+use crate::config::kafka_names;
 use crate::config::{TopicConfig, MAX_PARTITIONS};
 use crate::error::Error;
 use crate::storage::data_dir::validate_topic_name;
@@ -119,7 +119,7 @@ fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
     };
     let mut config = TopicConfig::default().partitions(partitions);
     for entry in &topic.configs {
-        topic_configs::apply(&mut config, &entry.name, entry.value.as_deref())
+        kafka_names::apply(&mut config, &entry.name, entry.value.as_deref())
             .map_err(|reason| (ResponseError::InvalidConfig, reason))?;
     }
     config
@@ -143,7 +143,7 @@ fn result(
             .with_num_partitions(config.partitions as i32)
             .with_replication_factor(1)
             .with_configs(Some(
-                topic_configs::describe(&config)
+                kafka_names::describe(&config)
                     .into_iter()
                     .map(|e| {
                         CreatableTopicConfigs::default()

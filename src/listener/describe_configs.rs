@@ -1,4 +1,4 @@
-//! DescribeConfigs (v1–4): a topic's configs in Kafka's names (see `topic_configs`), and a
+//! DescribeConfigs (v1–4): a topic's configs in Kafka's names (see `config::kafka_names`), and a
 //! few read-only configs of the broker (resource name "0", its node id). Other resource
 //! types are answered INVALID_REQUEST, each resource on its own.
 
@@ -11,11 +11,11 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::dispatch::RequestContext;
-use super::topic_configs::{
+use super::NODE_ID;
+use crate::config::kafka_names::{
     self, Entry, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, TYPE_BOOLEAN, TYPE_INT, TYPE_LONG,
     TYPE_STRING,
 };
-use super::NODE_ID;
 
 /// Kafka's resource types.
 const TOPIC: i8 = 2;
@@ -71,7 +71,7 @@ async fn topic(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) -> 
         .await
         .map_err(|e| (ResponseError::UnknownServerError, e.to_string()))?;
     match topics.get(name) {
-        Some(config) => Ok(topic_configs::describe(config)),
+        Some(config) => Ok(kafka_names::describe(config)),
         None => Err((
             ResponseError::UnknownTopicOrPartition,
             format!("topic {name:?} does not exist"),

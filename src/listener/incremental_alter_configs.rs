@@ -1,4 +1,4 @@
-//! IncrementalAlterConfigs (v0–1): a topic's configs in Kafka's names (see `topic_configs`),
+//! IncrementalAlterConfigs (v0–1): a topic's configs in Kafka's names (see `config::kafka_names`),
 //! changed as `alter_topic` does. SET sets a config, DELETE returns it to its default;
 //! APPEND and SUBTRACT are for list configs, and the only one here (`cleanup.policy`) has
 //! one allowed value, so they are INVALID_CONFIG. `segment.bytes` cannot change after
@@ -16,7 +16,7 @@ use kafka_protocol::ResponseError;
 
 use super::create_partitions::refusal;
 use super::dispatch::RequestContext;
-use super::topic_configs;
+use crate::config::kafka_names;
 use crate::config::{TopicChanges, TopicConfig};
 
 /// Kafka's resource type of a topic.
@@ -155,7 +155,7 @@ fn operated(
                 ))
             }
         };
-        topic_configs::apply(&mut next, name, value)
+        kafka_names::apply(&mut next, name, value)
             .map_err(|reason| (ResponseError::InvalidConfig, reason))?;
     }
     Ok(next)

@@ -28,7 +28,7 @@
 //!   `produce`, `fetch`, `offsets` (ListOffsets, OffsetForLeaderEpoch), `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
 //!   groups), `create_topics` / `delete_topics` / `describe_configs` /
-//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with `topic_configs`, Kafka's config
+//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with `config::kafka_names`, Kafka's config
 //!   names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
 //!   codes.
 //!
@@ -65,7 +65,6 @@ pub mod sanity;
 mod sanity;
 mod sasl;
 mod server;
-pub(crate) mod topic_configs;
 
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_CONNECTIONS_MAX_IDLE,

@@ -24,9 +24,9 @@ use super::checkpoint::{first_mark, resume_offset, ExportCheckpoint, PartitionMa
 use super::client::{self, kafka_error};
 use super::source::{each_record, Source, SourceRecord, SourceTopic};
 use super::{refused, ExportOptions, Progress, TransferSummary};
+use crate::config::kafka_names;
 use crate::config::{Backpressure, TimestampType, TopicConfig};
 use crate::error::{Error, Result};
-use crate::listener::topic_configs;
 
 /// How often, in records, a partition's copy reports [`Progress::Records`].
 const REPORT_EVERY: u64 = 5_000;
@@ -276,7 +276,7 @@ fn notes(topic: &str, config: &TopicConfig) -> Vec<String> {
 /// older than 7 days. `segment.bytes` only when it was set: NanoKafka's 64 MiB default
 /// suits one machine, the cluster's own default suits the cluster.
 fn kafka_configs(config: &TopicConfig) -> Vec<(&'static str, String)> {
-    topic_configs::describe(config)
+    kafka_names::describe(config)
         .into_iter()
         .filter(|e| e.name != "cleanup.policy" && !(e.name == "segment.bytes" && e.is_default))
         .map(|e| (e.name, e.value))

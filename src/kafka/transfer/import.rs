@@ -18,10 +18,10 @@ use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
 use super::client::{self, kafka_error, OwnedHeader};
 use super::{refused, ImportOptions, Progress, TransferSummary};
+use crate::config::kafka_names;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
-use crate::listener::topic_configs;
 use crate::storage::batch::{HeaderRef, MAX_RECORD_BYTES_LIMIT};
 use crate::storage::data_dir::validate_topic_name;
 use crate::storage::format::{encode_client_batch, ClientRecord};
@@ -228,7 +228,7 @@ impl Cluster {
                     continue;
                 };
                 let mut changed = config.clone();
-                let applied = topic_configs::apply(&mut changed, &entry.name, Some(value))
+                let applied = kafka_names::apply(&mut changed, &entry.name, Some(value))
                     .and_then(|()| changed.validate().map_err(|e| e.to_string()));
                 match applied {
                     Ok(()) => config = changed,

@@ -7,7 +7,7 @@
 //! their order (null values and repeated keys included) and timestamps; and every consumer
 //! group's committed offsets. A missing target topic is created with the same partition
 //! count and the configs both sides have (Kafka's `retention.ms`, `retention.bytes`,
-//! `segment.bytes`, `message.timestamp.type`; see `listener::topic_configs` for the names).
+//! `segment.bytes`, `message.timestamp.type`; see `config::kafka_names` for the names).
 //!
 //! What has no Kafka equivalent stays behind, reported as a [`Progress::Note`]: `max_size`
 //! with its `backpressure` (Kafka producers never wait for consumers) and `retention_size`

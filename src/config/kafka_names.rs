@@ -15,8 +15,8 @@
 //! is refused: record sizes are limited broker-wide (`builder().max_record_bytes`).
 
 #[cfg(feature = "kafka")]
-use crate::config::TopicChanges;
-use crate::config::{TimestampType, TopicConfig};
+use super::TopicChanges;
+use super::{TimestampType, TopicConfig};
 
 /// Kafka's config sources (DescribeConfigs `config_source`).
 pub const SOURCE_TOPIC: i8 = 1;
