@@ -13,8 +13,8 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
 use super::incremental_alter_configs::{alter_topic_configs, Refusal, TOPIC};
+use super::request::RequestContext;
 use crate::config::kafka_names;
 use crate::config::TopicConfig;
 

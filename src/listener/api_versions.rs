@@ -1,10 +1,10 @@
-//! ApiVersions: which APIs and versions this listener serves (`dispatch::SERVED`).
+//! ApiVersions: which APIs and versions this listener serves (`request::SERVED`).
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::ResponseError;
 
-use super::dispatch::{RequestContext, SERVED};
+use super::request::{RequestContext, SERVED};
 
 pub fn handle(_: &RequestContext<'_>, _: ApiVersionsRequest) -> ApiVersionsResponse {
     ApiVersionsResponse::default().with_api_keys(table())

@@ -17,9 +17,10 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::dispatch::{self, ConnectionState, Outcome};
+use super::dispatch::{self, Outcome};
 use super::frame::{self, Frame, FrameError};
 use super::metrics::OpenConnection;
+use super::request::ConnectionState;
 use super::Shared;
 use crate::async_handle::AsyncNanoKafka;
 

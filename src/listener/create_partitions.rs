@@ -10,7 +10,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use crate::config::{TopicChanges, MAX_PARTITIONS};
 use crate::error::Error;
 

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use crate::config::kafka_names;
 use crate::config::{TopicConfig, MAX_PARTITIONS};
 use crate::error::Error;

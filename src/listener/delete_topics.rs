@@ -6,7 +6,7 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use crate::error::Error;
 
 pub async fn handle(

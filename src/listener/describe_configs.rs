@@ -10,7 +10,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use super::NODE_ID;
 use crate::config::kafka_names::{
     self, Entry, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, TYPE_BOOLEAN, TYPE_INT, TYPE_LONG,

@@ -28,8 +28,8 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
 use super::errors::to_kafka;
+use super::request::RequestContext;
 use crate::error::Error;
 use crate::messages::BatchRead;
 

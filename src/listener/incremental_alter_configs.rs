@@ -15,7 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::create_partitions::refusal;
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use crate::config::kafka_names;
 use crate::config::{TopicChanges, TopicConfig};
 

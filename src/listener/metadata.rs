@@ -9,7 +9,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use super::NODE_ID;
 use crate::config::TopicConfig;
 use crate::error::Error;

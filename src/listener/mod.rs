@@ -17,8 +17,10 @@
 //!   small frame at a time under a deadline; it closes a connection idle for too long;
 //! * `memory`: the bound on request bytes held across all connections, which every frame
 //!   reserves from before its body is read;
-//! * `dispatch`: the API table (ApiVersions advertises exactly it), the request header,
-//!   decoding, the per-API handler, the response header and encoding. A request it cannot
+//! * `request`: what the dispatcher and every handler share: the API table (ApiVersions
+//!   advertises exactly it), a request's context, a handler's reply, a connection's state;
+//! * `dispatch`: the request header, decoding, the per-API handler, the response header and
+//!   encoding. A request it cannot
 //!   read (unknown API, unserved version, malformed or truncated body) closes its
 //!   connection with a log line; it never reaches the broker. Before anything is decoded,
 //!   `sanity` walks the request against its schema: kafka-protocol sizes each array from the
@@ -28,8 +30,8 @@
 //!   `produce`, `fetch`, `offsets` (ListOffsets, OffsetForLeaderEpoch), `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
 //!   groups), `create_topics` / `delete_topics` / `describe_configs` /
-//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with `config::kafka_names`, Kafka's config
-//!   names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
+//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with
+//!   `config::kafka_names`, Kafka's config names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
 //!   codes.
 //!
 //! # What a Kafka client sees
@@ -58,6 +60,7 @@ mod metadata;
 mod metrics;
 mod offsets;
 mod produce;
+mod request;
 /// The request check before decoding, for tests and fuzzing (`test-support` feature).
 #[cfg(feature = "test-support")]
 pub mod sanity;
@@ -77,7 +80,7 @@ pub(crate) use server::{bind, ListenerHandle};
 
 /// The APIs and versions the listener serves (`test-support` feature).
 #[cfg(feature = "test-support")]
-pub use dispatch::SERVED;
+pub use request::SERVED;
 
 /// Kafka's node id for this broker: the one broker, controller and coordinator.
 pub(crate) const NODE_ID: i32 = 0;

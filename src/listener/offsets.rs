@@ -23,8 +23,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
 use super::errors::to_kafka;
+use super::request::RequestContext;
 use crate::messages::OffsetSpec;
 
 /// The only leader epoch there is.

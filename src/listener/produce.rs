@@ -24,8 +24,8 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::{Reply, RequestContext};
 use super::errors::to_kafka;
+use super::request::{Reply, RequestContext};
 use crate::storage::compression::Compression;
 use crate::storage::format::{BatchHeader, LOG_OVERHEAD, MAGIC};
 use crate::storage::KafkaAppend;

@@ -24,7 +24,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::config::PlainCredentials;
-use super::dispatch::{ConnectionState, Reply, RequestContext};
+use super::request::{ConnectionState, Reply, RequestContext};
 
 /// The one mechanism served.
 pub const PLAIN: &str = "PLAIN";

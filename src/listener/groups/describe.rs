@@ -21,7 +21,7 @@ use super::actor::{Describe, Described};
 use super::protocol::{encode_assignment, encode_subscription};
 use super::string;
 use crate::group::classic::ClassicState;
-use crate::listener::dispatch::RequestContext;
+use crate::listener::request::RequestContext;
 use crate::listener::NODE_ID;
 use crate::types::GroupStats;
 

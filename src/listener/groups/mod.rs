@@ -69,7 +69,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use super::dispatch::RequestContext;
+use super::request::RequestContext;
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::config::validate_id;

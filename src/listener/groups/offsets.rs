@@ -21,7 +21,7 @@ use super::actor::CheckCommit;
 use super::code;
 use crate::config::validate_id;
 use crate::error::Error;
-use crate::listener::dispatch::RequestContext;
+use crate::listener::request::RequestContext;
 
 /// OffsetFetch's "no committed offset".
 const NO_OFFSET: i64 = -1;

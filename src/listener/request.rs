@@ -1,0 +1,88 @@
+//! What every handler and the dispatcher share: the APIs served, a request's context, a
+//! handler's reply, and what a connection knows between requests.
+
+use kafka_protocol::messages::{ApiKey, ResponseKind};
+
+use super::{sasl, ListenerConfig, Shared};
+use crate::async_handle::AsyncNanoKafka;
+
+/// The APIs served and their versions: what ApiVersions advertises, and what a request must
+/// fall in to be read. Each range is one both this listener and the codec support.
+pub const SERVED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::CreateTopics, 2, 5),
+    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::AlterConfigs, 0, 2),
+    // v0 is advertised because librdkafka enables SASL only when it is, but answered
+    // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+];
+
+/// The versions of `api` served, if any.
+pub fn served(api: ApiKey) -> Option<(i16, i16)> {
+    SERVED
+        .iter()
+        .find(|(key, _, _)| *key == api)
+        .map(|&(_, min, max)| (min, max))
+}
+
+/// What a connection knows between requests.
+#[derive(Debug)]
+pub struct ConnectionState {
+    /// False until SASL/PLAIN succeeds, when the listener requires it.
+    pub authenticated: bool,
+    /// Where the SASL exchange is.
+    pub sasl: sasl::SaslStage,
+}
+
+impl ConnectionState {
+    pub fn new(config: &ListenerConfig) -> Self {
+        ConnectionState {
+            authenticated: config.sasl_plain.is_none(),
+            sasl: sasl::SaslStage::default(),
+        }
+    }
+}
+
+/// What one request asks of its handler.
+#[derive(Debug)]
+pub struct RequestContext<'a> {
+    pub broker: &'a AsyncNanoKafka,
+    pub shared: &'a Shared,
+    pub version: i16,
+    /// The client's own name for itself (`client.id`), empty when it sent none.
+    pub client_id: &'a str,
+}
+
+/// A handler's answer.
+#[derive(Debug)]
+pub enum Reply {
+    Respond(Box<ResponseKind>),
+    /// The request takes no response (a produce with `acks=0`).
+    Silent,
+    /// The request is refused in a way the protocol cannot answer: close, saying why.
+    Close(String),
+    /// Answer, then close, saying why (Kafka's way with a failed authentication).
+    RespondAndClose(Box<ResponseKind>, String),
+    /// No answer, but close, saying why (Kafka's way with a failed `acks=0` produce).
+    SilentAndClose(String),
+}
