@@ -363,7 +363,7 @@ impl NanoKafka {
         let Some(backend) = self.async_handle().kafka_backend().cloned() else {
             return Ok(None);
         };
-        crate::handle::refuse_actix_thread()?;
+        crate::wait::refuse_actix_thread()?;
         backend.check_open()?;
         let joined = crate::kafka::member::KafkaMember::join(
             backend.config(),
@@ -401,7 +401,7 @@ impl<T: DeserializeOwned> Consumer<T> {
     pub fn poll_batch(&mut self, max_records: usize, timeout: Duration) -> Result<Vec<Record<T>>> {
         #[cfg(feature = "kafka")]
         if let Some(member) = &mut self.kafka {
-            crate::handle::refuse_actix_thread()?;
+            crate::wait::refuse_actix_thread()?;
             let records = member.poll_batch(max_records, timeout)?;
             self.membership.heartbeat_answered(member.assignment());
             let topic = &self.membership.topic;
@@ -468,7 +468,7 @@ impl<T: DeserializeOwned> Consumer<T> {
     pub fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
         #[cfg(feature = "kafka")]
         if let Some(member) = &self.kafka {
-            crate::handle::refuse_actix_thread()?;
+            crate::wait::refuse_actix_thread()?;
             return member.commit(partition, offset);
         }
         let generation = self.membership.generation();
@@ -492,7 +492,7 @@ impl<T: DeserializeOwned> Consumer<T> {
     pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
         #[cfg(feature = "kafka")]
         if let Some(member) = &mut self.kafka {
-            crate::handle::refuse_actix_thread()?;
+            crate::wait::refuse_actix_thread()?;
             return member.seek(partition, offset);
         }
         self.membership.seek(partition, offset)
@@ -505,7 +505,7 @@ impl<T: DeserializeOwned> Consumer<T> {
     pub fn heartbeat(&mut self) -> Result<&Assignment> {
         #[cfg(feature = "kafka")]
         if let Some(member) = &mut self.kafka {
-            crate::handle::refuse_actix_thread()?;
+            crate::wait::refuse_actix_thread()?;
             self.membership.heartbeat_answered(member.heartbeat()?);
             return Ok(self.membership.assignment());
         }
@@ -526,7 +526,7 @@ impl<T> Drop for Consumer<T> {
         if let Some(member) = self.kafka.take() {
             // librdkafka's close blocks until the group acknowledges the leave: off an
             // actix/tokio thread, it runs on a short-lived thread of its own.
-            if crate::handle::refuse_actix_thread().is_err() {
+            if crate::wait::refuse_actix_thread().is_err() {
                 let _ = std::thread::Builder::new()
                     .name("nanokafka-leave".into())
                     .spawn(move || drop(member));

@@ -260,7 +260,7 @@ impl NanoKafkaBuilder {
     /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
     /// `BlockingInActorContext` on an actix thread.
     pub fn build(self) -> Result<NanoKafka> {
-        refuse_actix_thread()?;
+        crate::wait::refuse_actix_thread()?;
         validate_max_record_bytes(self.max_record_bytes)?;
         for (name, value) in [
             ("block_timeout", self.block_timeout),
@@ -564,22 +564,13 @@ pub(crate) struct Inner {
     kafka: Option<KafkaRuntime>,
 }
 
-/// Blocking inside a running runtime (an actix System or Arbiter thread, or tokio) would
-/// stall or deadlock it. A thread whose System has already stopped is fine.
-pub(crate) fn refuse_actix_thread() -> Result<()> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::BlockingInActorContext);
-    }
-    Ok(())
-}
-
 impl Inner {
     fn block_on<T>(
         &self,
         request: impl Future<Output = Result<T>>,
         patience: Patience,
     ) -> Result<T> {
-        refuse_actix_thread()?;
+        crate::wait::refuse_actix_thread()?;
         if self.stopped.load(Ordering::SeqCst) {
             return Err(Error::BrokerStopped);
         }
@@ -640,7 +631,7 @@ impl Inner {
     /// [`NanoKafka::shutdown`]: the close, once; `Ok` when already shut down.
     pub(crate) fn shutdown(&self) -> Result<()> {
         // Refused before anything changes: an error means nothing happened.
-        refuse_actix_thread()?;
+        crate::wait::refuse_actix_thread()?;
         if self.stopped.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
@@ -661,7 +652,7 @@ impl Drop for Inner {
         let closed = if crate::actors::io_thread::on_broker_thread() {
             self.stop_system();
             Err(Error::BlockingInActorContext)
-        } else if refuse_actix_thread().is_err() {
+        } else if crate::wait::refuse_actix_thread().is_err() {
             std::thread::scope(|scope| {
                 let helper = std::thread::Builder::new()
                     .name("nanokafka-close".into())

@@ -23,6 +23,16 @@ use std::time::{Duration, Instant};
 
 use crate::spin::{self, crowded, now_nanos, spin_until, SpinHistory};
 
+/// `BlockingInActorContext` on a thread inside a running runtime (an actix System or
+/// Arbiter thread, or tokio), where blocking would stall or deadlock it: every blocking call
+/// checks this before it waits. A thread whose System has already stopped is fine.
+pub(crate) fn refuse_actix_thread() -> crate::Result<()> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(crate::Error::BlockingInActorContext);
+    }
+    Ok(())
+}
+
 /// How long a caller spins for its reply before it sleeps. A produce is answered within a
 /// few microseconds by a partition thread that is awake, and within tens when it must first
 /// be woken: both fit.

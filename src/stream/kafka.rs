@@ -150,7 +150,7 @@ impl Drop for KafkaSide {
         let Some(member) = self.member.take() else {
             return;
         };
-        if crate::handle::refuse_actix_thread().is_ok() {
+        if crate::wait::refuse_actix_thread().is_ok() {
             return drop(member);
         }
         let _ = std::thread::Builder::new()
