@@ -23,13 +23,13 @@ use crate::actors::topic::{
 use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
-use crate::listener::ListenerMetrics;
 use crate::messages::{
     AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic,
     Delivered, DescribeBroker, FencedCommit, GetStats, GetTopicConfig, Heartbeat, JoinGroup,
     KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch,
     ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
 };
+use crate::metrics::listener::ListenerMetrics;
 use crate::partition::{Fetched, ProduceRecord};
 use crate::routing::route as route_batch;
 use crate::storage::RecordBatch;

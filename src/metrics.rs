@@ -24,6 +24,10 @@
 //! Lag is set where it changes cheaply: on each commit of the group on the partition, and
 //! after each write for the groups that committed there since the partition (re)started, so
 //! a group that stopped committing still shows its lag growing.
+//!
+//! `listener` holds the Kafka listener's own counters, which `stats().listener` reads.
+
+pub(crate) mod listener;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -19,10 +19,10 @@ use tracing::Instrument;
 
 use super::dispatch::{self, Outcome};
 use super::frame::{self, Frame, FrameError};
-use super::metrics::OpenConnection;
 use super::request::ConnectionState;
 use super::Shared;
 use crate::async_handle::AsyncNanoKafka;
+use crate::metrics::listener::OpenConnection;
 
 /// Serves `stream` until the client closes it, a request is bad, the connection is idle for
 /// `connections_max_idle`, or the listener stops.

@@ -57,7 +57,6 @@ mod incremental_alter_configs;
 mod init_producer_id;
 mod memory;
 mod metadata;
-mod metrics;
 mod offsets;
 mod produce;
 mod request;
@@ -69,13 +68,13 @@ mod sanity;
 mod sasl;
 mod server;
 
+pub(crate) use crate::metrics::listener::ListenerMetrics;
 pub use config::{
     AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_CONNECTIONS_MAX_IDLE,
     DEFAULT_INITIAL_REBALANCE_DELAY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
     DEFAULT_MAX_IN_FLIGHT, DEFAULT_QUEUED_MAX_REQUEST_BYTES, DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
     DEFAULT_SASL_MAX_RECEIVE_BYTES, MAX_IN_FLIGHT,
 };
-pub(crate) use metrics::ListenerMetrics;
 pub(crate) use server::{bind, ListenerHandle};
 
 /// The APIs and versions the listener serves (`test-support` feature).
