@@ -313,6 +313,33 @@ pub fn processed(stdout: &str) -> BTreeSet<(u32, u64)> {
         .collect()
 }
 
+/// Produces three records to each of partitions 0 and 1 of `topic` with `produce` (a
+/// `confluent_produce.py`); returns their (partition, offset).
+pub fn three_records_in_each_of_two_partitions(
+    produce: &Client,
+    b: &Broker,
+    topic: &str,
+) -> BTreeSet<(u32, u64)> {
+    let mut all = BTreeSet::new();
+    for partition in ["0", "1"] {
+        let more = [
+            "--count",
+            "3",
+            "--prefix",
+            partition,
+            "--partition",
+            partition,
+        ];
+        let produced = produce.run_json(&args(&b.bootstrap, topic, &more), RUN);
+        all.extend(
+            script_records(&produced)
+                .iter()
+                .map(|r| (r.partition, r.offset)),
+        );
+    }
+    all
+}
+
 /// Incremental cooperative rebalancing: member A owns both partitions and is slow on
 /// partition 1 when member B joins. The sticky assignment moves partition 1 to B, but B gets
 /// it only in the generation after A revoked it (and committed what it processed), so no
@@ -325,20 +352,7 @@ fn cooperative_handover_waits_for_the_slow_owner_to_revoke() {
     };
     let b = Broker::start();
     b.create("coop", 2);
-    let mut sent = Vec::new();
-    for partition in ["0", "1"] {
-        let more = [
-            "--count",
-            "3",
-            "--prefix",
-            partition,
-            "--partition",
-            partition,
-        ];
-        sent.extend(script_records(
-            &produce.run_json(&args(&b.bootstrap, "coop", &more), RUN),
-        ));
-    }
+    let all = three_records_in_each_of_two_partitions(&produce, &b, "coop");
     let member = |slow: &[&str]| {
         let mut more = vec![
             "coop-group",
@@ -355,7 +369,6 @@ fn cooperative_handover_waits_for_the_slow_owner_to_revoke() {
         processed(out).iter().any(|&(p, _)| p == 1)
     });
     let b_member = member(&[]);
-    let all: BTreeSet<(u32, u64)> = sent.iter().map(|r| (r.partition, r.offset)).collect();
     b_member.wait_for_stdout(
         "B owning partition 1 and every record processed",
         RUN,

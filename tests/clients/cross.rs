@@ -257,23 +257,7 @@ fn a_native_member_joining_waits_for_a_slow_kafka_member_to_give_up_its_partitio
     };
     let b = Broker::start();
     b.create("handover", 2);
-    let mut all = BTreeSet::new();
-    for partition in ["0", "1"] {
-        let more = [
-            "--count",
-            "3",
-            "--prefix",
-            partition,
-            "--partition",
-            partition,
-        ];
-        let produced = produce.run_json(&args(&b.bootstrap, "handover", &more), RUN);
-        all.extend(
-            script_records(&produced)
-                .iter()
-                .map(|r| (r.partition, r.offset)),
-        );
-    }
+    let all = confluent::three_records_in_each_of_two_partitions(&produce, &b, "handover");
     // Each of the Kafka member's partition-1 records takes longer than a heartbeat interval.
     let more = [
         "handover-group",
