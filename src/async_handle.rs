@@ -13,21 +13,22 @@ use actix::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::actors::broker::{BrokerActor, CrashBroker, CrashGroupCoordinator};
+use crate::actors::broker::BrokerActor;
 use crate::actors::coordinator::{ConsumerPollGroup, FetchedBatch, PollGroup, PollPause};
 use crate::actors::lane::{append_routed, Placed};
 use crate::actors::partition::CommitOffset;
 use crate::actors::topic::{
-    check_max_records, ConsumerPollFetched, CrashTopic, GetGroupRoute, GetRoute, PollFetched,
+    check_max_records, ConsumerPollFetched, GetGroupRoute, GetRoute, PollFetched,
 };
 use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
-    AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashPartition, CreateTopic, DeleteTopic,
-    Delivered, DescribeBroker, FencedCommit, GetStats, GetTopicConfig, Heartbeat, JoinGroup,
-    KafkaAppend, Lag, LeaveGroup, ListTopics, OffsetForTimestamp, Poll, ProduceBatch,
-    ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
+    AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashBroker, CrashGroupCoordinator,
+    CrashPartition, CrashTopic, CreateTopic, DeleteTopic, Delivered, DescribeBroker, FencedCommit,
+    GetStats, GetTopicConfig, Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, ListTopics,
+    OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe, SubscribeOptions,
+    Subscription,
 };
 use crate::metrics::listener::ListenerMetrics;
 use crate::partition::{Fetched, ProduceRecord};

@@ -84,8 +84,44 @@ macro_rules! topic_message {
     };
 }
 
-pub use crate::actors::broker::{CrashBroker, CrashGroupCoordinator};
-pub use crate::actors::topic::CrashTopic;
+/// Fault injection, for tests and demos: the coordinator actor of `group` on `topic` panics
+/// inside its handler and is restarted by its supervisor. Memberships are reset (members get
+/// `UnknownMember` and join again; a `Consumer` rejoins by itself); committed offsets stay.
+/// Reply: `()` once the crash was triggered. Route: broker → topic `CrashCoordinator` →
+/// coordinator `CrashGroup`. Errors: `UnknownTopic`, `UnknownGroup`, `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct CrashGroupCoordinator {
+    pub topic: String,
+    pub group: String,
+}
+impl Message for CrashGroupCoordinator {
+    type Result = Result<()>;
+}
+
+/// Fault injection: the broker actor panics inside its handler and is restarted with the
+/// same state (topics, lock, arbiters). Errors: `BrokerStopped` only.
+#[derive(Debug, Clone, Copy)]
+pub struct CrashBroker;
+impl Message for CrashBroker {
+    type Result = Result<()>;
+}
+
+/// Fault injection, for tests and demos: the topic's actor panics inside its handler and is
+/// restarted with its state (partitions and groups keep running). Reply: `()` once the crash
+/// was triggered. Errors: `UnknownTopic` (from the broker), `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct CrashTopic {
+    pub topic: String,
+}
+impl Message for CrashTopic {
+    type Result = Result<()>;
+}
+impl TopicMessage for CrashTopic {
+    type Reply = ();
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+}
 
 mod kafka;
 mod subscription;

@@ -20,28 +20,14 @@ use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::messages::{
-    AllocateProducerId, AlterTopic, BrokerDescription, CreateTopic, DeleteTopic, DescribeBroker,
-    GetStats, GetTopicConfig, JoinGroup, ListTopics, Shutdown, Subscribe, Subscription,
-    TopicMessage,
+    AllocateProducerId, AlterTopic, BrokerDescription, CrashBroker, CrashGroupCoordinator,
+    CreateTopic, DeleteTopic, DescribeBroker, GetStats, GetTopicConfig, JoinGroup, ListTopics,
+    Shutdown, Subscribe, Subscription, TopicMessage,
 };
 use crate::storage::data_dir::DeleteError;
 use crate::storage::producer_ids::ProducerIdBlocks;
 use crate::storage::DataDir;
 use crate::types::BrokerStats;
-
-/// Fault injection, for tests and demos: the coordinator actor of `group` on `topic` panics
-/// inside its handler and is restarted by its supervisor. Memberships are reset (members get
-/// `UnknownMember` and join again; a `Consumer` rejoins by itself); committed offsets stay.
-/// Reply: `()` once the crash was triggered. Route: broker → topic `CrashCoordinator` →
-/// coordinator `CrashGroup`. Errors: `UnknownTopic`, `UnknownGroup`, `BrokerStopped`.
-#[derive(Debug, Clone)]
-pub struct CrashGroupCoordinator {
-    pub topic: String,
-    pub group: String,
-}
-impl Message for CrashGroupCoordinator {
-    type Result = Result<()>;
-}
 
 /// See the module docs.
 #[derive(Debug)]
@@ -145,14 +131,6 @@ impl Supervised for BrokerActor {
         tracing::warn!(restarts = self.restarts, "broker actor restarted");
         crate::metrics::actor_restarted("broker");
     }
-}
-
-/// Fault injection: the broker actor panics inside its handler and is restarted with the
-/// same state (topics, lock, arbiters). Errors: `BrokerStopped` only.
-#[derive(Debug, Clone, Copy)]
-pub struct CrashBroker;
-impl Message for CrashBroker {
-    type Result = Result<()>;
 }
 
 impl Handler<CrashBroker> for BrokerActor {

@@ -32,8 +32,9 @@ use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
-    Commit, ConsumerPoll, CrashPartition, FencedCommit, Heartbeat, JoinGroup, KafkaAppend, Lag,
-    LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch, ProduceKafkaBatch,
+    Commit, ConsumerPoll, CrashPartition, CrashTopic, FencedCommit, Heartbeat, JoinGroup,
+    KafkaAppend, Lag, LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch,
+    ProduceKafkaBatch,
 };
 use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
@@ -319,23 +320,6 @@ impl Supervised for TopicActor {
         self.restarts += 1;
         tracing::warn!(restarts = self.restarts, "topic actor restarted");
         crate::metrics::actor_restarted("topic");
-    }
-}
-
-/// Fault injection, for tests and demos: the topic's actor panics inside its handler and is
-/// restarted with its state (partitions and groups keep running). Reply: `()` once the crash
-/// was triggered. Errors: `UnknownTopic` (from the broker), `BrokerStopped`.
-#[derive(Debug, Clone)]
-pub struct CrashTopic {
-    pub topic: String,
-}
-impl Message for CrashTopic {
-    type Result = Result<()>;
-}
-impl crate::messages::TopicMessage for CrashTopic {
-    type Reply = ();
-    fn topic(&self) -> &str {
-        &self.topic
     }
 }
 
