@@ -10,7 +10,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::group::options::GroupOptions;
+use crate::group_options::GroupOptions;
 use crate::storage::StorageError;
 
 /// Everything that can go wrong in NanoKafka.

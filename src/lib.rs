@@ -16,7 +16,8 @@
 //! 1. `storage`: plain Rust, no actix: the partition log, its on-disk formats, recovery,
 //!    retention, the offsets store, the data directory, the file layer. It is what makes
 //!    records durable, ordered, bounded in memory and recoverable after a crash.
-//! 2. Domain rules, plain Rust with unit tests: `config` (topic configuration), `partition`
+//! 2. Domain rules, plain Rust with unit tests: `config` (topic configuration, and its Kafka
+//!    names), `group_options` (what a group is configured with), `partition`
 //!    (a partition's log and offsets: fetch at the committed offset, commit checks, lag,
 //!    backlog), `produce_queue` (backpressure admission and the group commit), `group`
 //!    (membership, generations, assignors, liveness, a member's own positions), `routing`
@@ -50,6 +51,7 @@ mod config;
 mod consumer;
 mod error;
 mod group;
+mod group_options;
 mod handle;
 pub mod inspect;
 #[cfg(feature = "kafka")]

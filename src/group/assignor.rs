@@ -7,23 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
-/// How a group deals its topic's partitions to its members.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Assignor {
-    /// Partition `p` goes to member `p % members` (members sorted by id): Kafka's
-    /// `RoundRobinAssignor` for one topic. The default.
-    #[default]
-    RoundRobin,
-    /// Each member gets one contiguous range, the first `partitions % members` members one
-    /// partition more: Kafka's `RangeAssignor`.
-    Range,
-    /// A partition keeps its owner unless balance demands a move (Kafka's `StickyAssignor`):
-    /// a rebalance moves only the partitions of departed members and those a member holds
-    /// beyond its fair share, so consumers keep their caches and in-flight work.
-    Sticky,
-}
+use crate::group_options::Assignor;
 
 /// Member id → its partitions, ascending. Every member appears, possibly with none.
 pub type PartitionsByMember = BTreeMap<String, Vec<u32>>;

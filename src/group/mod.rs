@@ -22,7 +22,6 @@ pub mod assignor;
 pub(crate) mod classic;
 pub(crate) mod dead_letter;
 pub(crate) mod delivery;
-pub(crate) mod options;
 mod positions;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,8 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-pub use assignor::{Assignor, PartitionsByMember};
-pub use options::{GroupOptions, StartFrom};
+pub use crate::group_options::{Assignor, GroupOptions, StartFrom};
+pub use assignor::PartitionsByMember;
 pub use positions::Positions;
 
 /// A member's share of its group, as of one generation.

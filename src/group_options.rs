@@ -1,9 +1,25 @@
-//! How a group behaves, fixed by its first member's join: plain data, below everything that
-//! uses it (the error type names them in `GroupOptionsMismatch`).
+//! How a consumer group behaves, fixed by its first member's join: [`GroupOptions`], its
+//! [`Assignor`] and [`StartFrom`]. Plain data, below everything that uses it: the error type
+//! names them in `GroupOptionsMismatch`, and `group` acts on them (the assignors' algorithms
+//! are `group::assignor`'s).
 
 use serde::{Deserialize, Serialize};
 
-use super::assignor::Assignor;
+/// How a group deals its topic's partitions to its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Assignor {
+    /// Partition `p` goes to member `p % members` (members sorted by id): Kafka's
+    /// `RoundRobinAssignor` for one topic. The default.
+    #[default]
+    RoundRobin,
+    /// Each member gets one contiguous range, the first `partitions % members` members one
+    /// partition more: Kafka's `RangeAssignor`.
+    Range,
+    /// A partition keeps its owner unless balance demands a move (Kafka's `StickyAssignor`):
+    /// a rebalance moves only the partitions of departed members and those a member holds
+    /// beyond its fair share, so consumers keep their caches and in-flight work.
+    Sticky,
+}
 
 /// Where a group with no committed offset starts reading a partition (Kafka's
 /// `auto.offset.reset`).
