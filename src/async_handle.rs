@@ -36,9 +36,9 @@ use crate::routing::route as route_batch;
 use crate::storage::RecordBatch;
 use crate::types::{Backend, BrokerStats, ConsumerBatch, Delivery, Header, Record};
 
-mod kafka;
 mod lifecycle;
 mod routes;
+mod wire;
 pub(crate) use lifecycle::BrokerLink;
 use routes::{ProducePath, RouteCache};
 

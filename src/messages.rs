@@ -123,15 +123,15 @@ impl TopicMessage for CrashTopic {
     }
 }
 
-mod kafka;
 mod subscription;
-pub use kafka::{
-    AllocateProducerId, BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, OffsetSpec,
-    WaitForKafkaAppend,
-};
+mod wire;
 pub use subscription::{
     Ack, DecodeAction, Delivered, OnDecodeError, Subscribe, SubscribeOptions, Subscription,
     SubscriptionEnd, SubscriptionEvent, SubscriptionRequest, Unsubscribe,
+};
+pub use wire::{
+    AllocateProducerId, BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, OffsetSpec,
+    WaitForKafkaAppend,
 };
 
 /// Create a topic. Sender: any actor or handle; handled by the broker, which writes the

@@ -46,8 +46,8 @@ use crate::types::PartitionStats;
 use crate::wait::EarlyWake;
 pub use offsets::{GetCommitted, SetCommitted};
 
-mod kafka;
-pub use kafka::{FindKafkaOffset, ReadBatches, WaitForAppend};
+mod wire;
+pub use wire::{FindKafkaOffset, ReadBatches, WaitForAppend};
 
 mod delete;
 pub use delete::DeletePartition;

@@ -4,8 +4,8 @@
 //! the same state (its children's addresses and the round-robin counter), so nothing is
 //! lost and queued requests are served after the restart.
 
-mod kafka;
-mod kafka_groups;
+mod wire;
+mod wire_groups;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -40,7 +40,7 @@ use crate::partition::{lag, Fetched};
 use crate::routing::{route, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
-pub use kafka_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
+pub use wire_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
 
 mod alter;
 mod delete;
