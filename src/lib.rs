@@ -34,7 +34,7 @@
 //!    ([`RecordStream`], its async twin), and
 //!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`;
 //!    with the `kafka` feature, `kafka`: the same handles served by an Apache Kafka cluster
-//!    through librdkafka, and `kafka::transfer` (`nanokafka export` / `import`). [`inspect`]
+//!    through librdkafka, and `transfer` (`nanokafka export` / `import`, above the handles). [`inspect`]
 //!    reads segment files and stored batches for the command line (`dump`, `verify`,
 //!    `consume`). [`trace`] carries the producer's span to the handler's in record headers
 //!    (W3C `traceparent` with the `otel` feature).
@@ -72,6 +72,10 @@ pub mod storage;
 mod stream;
 mod topic;
 pub mod trace;
+/// `nanokafka export` / `import`: a data directory to a Kafka cluster and back (`kafka`
+/// feature).
+#[cfg(feature = "kafka")]
+pub mod transfer;
 mod types;
 mod wait;
 

@@ -538,7 +538,7 @@ pub(crate) fn record_of(message: &BorrowedMessage<'_>) -> Record<Vec<u8>> {
     // Read through librdkafka's C accessors: the binding's own panics on a key that is not
     // UTF-8, which any client may send. Such a key is shown with replacement characters, as
     // the embedded broker shows it.
-    let headers = crate::kafka::transfer::client::headers(message)
+    let headers = super::client::headers(message)
         .into_iter()
         .map(|(key, value)| Header {
             key: String::from_utf8_lossy(&key).into_owned(),

@@ -18,19 +18,20 @@
 //! - `admin`: topics (create, delete, list), lag and offsets by timestamp.
 //! - `member`: `member::KafkaMember`, one librdkafka group consumer with manual commits,
 //!   behind `Consumer<T>`, the flat calls and subscriptions.
-//! - [`transfer`]: `nanokafka export` / `import`, moving a data directory to a Kafka cluster
-//!   and back.
+//! - `client`: librdkafka plumbing shared with `crate::transfer` (`nanokafka export` /
+//!   `import`, which sits above the handles): client configs, errors with context, metadata,
+//!   watermarks, a record's headers as bytes.
 //!
 //! Where Kafka's semantics differ from the embedded ones (the flat `poll`, `max_size`
 //! backpressure, retention by record count, generations), `docs/kafka-backend.md` ("Where
 //! the backends differ") lists each difference and the test that shows it.
 
 mod admin;
+pub(crate) mod client;
 mod flat;
 pub(crate) mod member;
 mod produce;
 pub(crate) mod subscription;
-pub mod transfer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

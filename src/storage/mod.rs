@@ -20,7 +20,7 @@
 //!     log_start_offset             first readable offset (checkpoint.rs)
 //!     offsets.journal              committed offsets of every group (offsets.rs)
 //!   .export/<cluster>.json         `nanokafka export`'s checkpoint per Kafka cluster (written
-//!                                  and read by `kafka::transfer`, never by the broker)
+//!                                  and read by `transfer`, never by the broker)
 //! ```
 //!
 //! # Modules, bottom up

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use nanokafka::kafka::transfer::{export, import, ExportOptions, ImportOptions, Progress};
+use nanokafka::transfer::{export, import, ExportOptions, ImportOptions, Progress};
 use nanokafka::NanoKafka;
 
 use crate::harness::{

@@ -1,5 +1,5 @@
 //! `nanokafka export` and `nanokafka import`: a data directory to a Kafka cluster and back
-//! (`nanokafka::kafka::transfer`). Built with the `kafka` feature only; without it both
+//! (`nanokafka::transfer`). Built with the `kafka` feature only; without it both
 //! subcommands are still listed, and exit 2 saying how to get them.
 
 use std::path::PathBuf;
@@ -90,7 +90,7 @@ pub fn import(_: ImportArgs) -> ExitCode {
 
 #[cfg(feature = "kafka")]
 pub fn export(args: ExportArgs) -> ExitCode {
-    use nanokafka::kafka::transfer::{export, ExportOptions};
+    use nanokafka::transfer::{export, ExportOptions};
     let settings = match settings(&args.settings) {
         Ok(settings) => settings,
         Err(message) => return usage(&message),
@@ -112,7 +112,7 @@ pub fn export(args: ExportArgs) -> ExitCode {
 
 #[cfg(feature = "kafka")]
 pub fn import(args: ImportArgs) -> ExitCode {
-    use nanokafka::kafka::transfer::{import, ImportOptions};
+    use nanokafka::transfer::{import, ImportOptions};
     let settings = match settings(&args.settings) {
         Ok(settings) => settings,
         Err(message) => return usage(&message),
@@ -135,7 +135,7 @@ mod progress {
     use std::process::ExitCode;
     use std::time::{Duration, Instant};
 
-    use nanokafka::kafka::transfer::{Progress, TransferSummary};
+    use nanokafka::transfer::{Progress, TransferSummary};
 
     /// How often the terminal's counting line is rewritten.
     const REDRAW: Duration = Duration::from_millis(200);

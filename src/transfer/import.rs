@@ -16,12 +16,12 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
 
-use super::client::{self, kafka_error, OwnedHeader};
 use super::{refused, ImportOptions, Progress, TransferSummary};
 use crate::config::kafka_names;
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
+use crate::kafka::client::{self, kafka_error, OwnedHeader};
 use crate::storage::batch::{HeaderRef, MAX_RECORD_BYTES_LIMIT};
 use crate::storage::data_dir::validate_topic_name;
 use crate::storage::format::{encode_client_batch, ClientRecord};

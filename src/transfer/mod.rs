@@ -50,7 +50,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod checkpoint;
-pub(crate) mod client;
 mod export;
 mod import;
 mod source;

@@ -21,12 +21,12 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::checkpoint::{first_mark, resume_offset, ExportCheckpoint, PartitionMark, SourceBounds};
-use super::client::{self, kafka_error};
 use super::source::{each_record, Source, SourceRecord, SourceTopic};
 use super::{refused, ExportOptions, Progress, TransferSummary};
 use crate::config::kafka_names;
 use crate::config::{Backpressure, TimestampType, TopicConfig};
 use crate::error::{Error, Result};
+use crate::kafka::client::{self, kafka_error};
 
 /// How often, in records, a partition's copy reports [`Progress::Records`].
 const REPORT_EVERY: u64 = 5_000;
