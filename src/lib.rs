@@ -72,8 +72,6 @@ pub mod storage;
 mod stream;
 mod topic;
 pub mod trace;
-/// `nanokafka export` / `import`: a data directory to a Kafka cluster and back (`kafka`
-/// feature).
 #[cfg(feature = "kafka")]
 pub mod transfer;
 mod types;
