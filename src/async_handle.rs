@@ -39,7 +39,7 @@ use crate::types::{Backend, BrokerStats, ConsumerBatch, Delivery, Header, Record
 mod lifecycle;
 mod routes;
 mod wire;
-pub(crate) use lifecycle::BrokerLink;
+pub(crate) use lifecycle::{off_runtime, BrokerLink, RunningBroker};
 use routes::{ProducePath, RouteCache};
 
 /// The async face of a broker. Open one with [`AsyncNanoKafka::open`] or

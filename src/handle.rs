@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::actors::broker::BrokerActor;
 use crate::actors::io_thread::IoThread;
 use crate::actors::BrokerSettings;
-use crate::async_handle::{AsyncNanoKafka, BrokerLink};
+use crate::async_handle::{AsyncNanoKafka, BrokerLink, RunningBroker};
 use crate::broker_ref::BrokerRef;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy, TopicChanges, TopicConfig};
@@ -38,6 +38,8 @@ use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use crate::storage::{DataDir, RecordBatch};
 use crate::types::{BrokerStats, Delivery, Header, Record};
 use crate::wait::Patience;
+
+mod open_async;
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
 pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -410,7 +412,7 @@ impl NanoKafkaBuilder {
         }
         let listener_addr = listener.as_ref().map(ListenerHandle::addr);
         Ok(NanoKafka {
-            inner: Arc::new_cyclic(|inner| Inner {
+            inner: Arc::new_cyclic(|inner: &std::sync::Weak<Inner>| Inner {
                 handle: handle.with_link(BrokerLink::borrowing(inner.clone(), listener_addr)),
                 system: Some(system),
                 thread: Mutex::new(Some(thread)),
@@ -451,7 +453,7 @@ impl NanoKafkaBuilder {
             .build()
             .map_err(|e| Error::io("start the Kafka backend's runtime", "", e))?;
         Ok(NanoKafka {
-            inner: Arc::new_cyclic(|inner| Inner {
+            inner: Arc::new_cyclic(|inner: &std::sync::Weak<Inner>| Inner {
                 handle: AsyncNanoKafka::kafka(backend)
                     .with_link(BrokerLink::borrowing(inner.clone(), None)),
                 system: None,
@@ -636,6 +638,17 @@ impl Inner {
             return Ok(());
         }
         self.close()
+    }
+}
+
+/// What an async handle that owns (or reaches) this broker may ask of it.
+impl RunningBroker for Inner {
+    fn shutdown(&self) -> Result<()> {
+        Inner::shutdown(self)
+    }
+
+    fn listener_addr(&self) -> Option<std::net::SocketAddr> {
+        Inner::listener_addr(self)
     }
 }
 

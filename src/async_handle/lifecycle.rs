@@ -8,20 +8,28 @@
 //! oneshot channel: the caller's runtime keeps running meanwhile.
 //!
 //! Ownership: an `AsyncNanoKafka` from [`AsyncNanoKafka::open`] or
-//! [`NanoKafkaBuilder::build_async`] holds the broker (the same `Inner` a `NanoKafka` holds);
+//! [`crate::NanoKafkaBuilder::build_async`] holds the broker (the same running broker a
+//! `NanoKafka` holds, through the [`RunningBroker`] trait, which `handle.rs` implements);
 //! dropping its last clone (and every `NanoKafka` of it) shuts the broker down. Handles from
 //! [`crate::NanoKafka::async_handle`] only reach it weakly, so the blocking handle still
 //! decides when it stops, and the blocking handle's own async handle does not keep itself
 //! alive (no reference cycle).
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use super::AsyncNanoKafka;
 use crate::error::{Error, Result};
-use crate::handle::{Inner, NanoKafkaBuilder};
 use crate::messages::Shutdown;
+
+/// The running broker an async handle may own or reach: what `NanoKafkaBuilder::build`
+/// started and composed (`handle.rs`), seen from below it.
+pub(crate) trait RunningBroker: Send + Sync + std::fmt::Debug {
+    /// Closes the broker, once (`Ok` when already closed). Blocks: run it off the runtime.
+    fn shutdown(&self) -> Result<()>;
+    /// Where its Kafka listener is bound, if it has one.
+    fn listener_addr(&self) -> Option<SocketAddr>;
+}
 
 /// How an [`AsyncNanoKafka`] is tied to the broker it talks to; shared by its clones.
 #[derive(Debug, Clone, Default)]
@@ -37,14 +45,14 @@ enum Owner {
     #[default]
     Detached,
     /// Keeps the broker running; the last owner dropped shuts it down.
-    Owning(Arc<Inner>),
+    Owning(Arc<dyn RunningBroker>),
     /// Reaches a broker that others keep running; dead once it is dropped.
-    Borrowing(Weak<Inner>),
+    Borrowing(Weak<dyn RunningBroker>),
 }
 
 impl BrokerLink {
     /// A link that keeps `inner` running.
-    pub(crate) fn owning(inner: Arc<Inner>) -> Self {
+    pub(crate) fn owning(inner: Arc<dyn RunningBroker>) -> Self {
         BrokerLink {
             listener_addr: inner.listener_addr(),
             owner: Owner::Owning(inner),
@@ -52,7 +60,10 @@ impl BrokerLink {
     }
 
     /// A link to a broker kept running by others (the blocking handles).
-    pub(crate) fn borrowing(inner: Weak<Inner>, listener_addr: Option<SocketAddr>) -> Self {
+    pub(crate) fn borrowing(
+        inner: Weak<dyn RunningBroker>,
+        listener_addr: Option<SocketAddr>,
+    ) -> Self {
         BrokerLink {
             owner: Owner::Borrowing(inner),
             listener_addr,
@@ -60,7 +71,7 @@ impl BrokerLink {
     }
 
     /// The broker, while it is there; `None` when detached or already dropped.
-    fn broker(&self) -> Option<Arc<Inner>> {
+    fn broker(&self) -> Option<Arc<dyn RunningBroker>> {
         match &self.owner {
             Owner::Detached => None,
             Owner::Owning(inner) => Some(inner.clone()),
@@ -69,63 +80,7 @@ impl BrokerLink {
     }
 }
 
-impl NanoKafkaBuilder {
-    /// As [`NanoKafkaBuilder::build`], for async code (`#[actix::main]`, actors, tokio): the
-    /// broker is started on a helper thread while this awaits it, so the caller's runtime is
-    /// never blocked. Every setting applies, the Kafka backend
-    /// ([`NanoKafkaBuilder::kafka_bootstrap`]) too.
-    ///
-    /// The handle returned owns the broker: it runs until [`AsyncNanoKafka::shutdown`], or
-    /// until the last clone of the handle is dropped (that drop then closes the broker before
-    /// it returns, blocking its thread for the close; `shutdown().await` does not block).
-    ///
-    /// # Errors
-    /// As [`NanoKafkaBuilder::build`] (`InvalidArgument`, `DataDirLocked`, `Io`, `Corrupt`...),
-    /// but never `BlockingInActorContext`; `Io` when the helper thread cannot be started.
-    ///
-    /// # Example
-    /// ```no_run
-    /// # async fn run() -> nanokafka::Result<()> {
-    /// use nanokafka::{NanoKafka, TopicConfig};
-    /// let bus = NanoKafka::builder()
-    ///     .data_dir("data")
-    ///     .max_record_bytes(64 << 10)
-    ///     .build_async()
-    ///     .await?;
-    /// bus.create_topic("orders", TopicConfig::default()).await?;
-    /// bus.shutdown().await
-    /// # }
-    /// ```
-    pub async fn build_async(self) -> Result<AsyncNanoKafka> {
-        let broker = off_runtime("nanokafka-open", move || self.build()).await?;
-        Ok(broker.owning_async_handle())
-    }
-}
-
 impl AsyncNanoKafka {
-    /// Opens (creating) the broker in `data_dir` with the default settings, from async code;
-    /// the handle owns it. See [`NanoKafkaBuilder::build_async`], which this calls.
-    ///
-    /// # Errors
-    /// As [`NanoKafkaBuilder::build_async`]: `DataDirLocked` when another broker holds the
-    /// directory, `Io`/`Corrupt` when it cannot be read.
-    ///
-    /// # Example
-    /// ```no_run
-    /// #[actix::main]
-    /// async fn main() -> nanokafka::Result<()> {
-    ///     let bus = nanokafka::AsyncNanoKafka::open("data").await?;
-    ///     bus.produce("events", &"hello").await?;
-    ///     bus.shutdown().await
-    /// }
-    /// ```
-    pub async fn open(data_dir: impl AsRef<Path>) -> Result<AsyncNanoKafka> {
-        crate::NanoKafka::builder()
-            .data_dir(data_dir)
-            .build_async()
-            .await
-    }
-
     /// Shuts the broker down without blocking the caller's runtime: syncs and closes every
     /// partition (clean-shutdown checkpoints), stops the actors and releases the
     /// data-directory lock before it returns, so the directory can be opened again at once.
@@ -176,7 +131,7 @@ impl AsyncNanoKafka {
 
 /// Runs `work` (blocking) on a new thread named `name` and awaits its answer, so the
 /// awaiting runtime keeps running. A helper that panics answers `BrokerStopped`.
-async fn off_runtime<T: Send + 'static>(
+pub(crate) async fn off_runtime<T: Send + 'static>(
     name: &str,
     work: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
