@@ -12,32 +12,38 @@
 //! [`AsyncNanoKafka::open`] and closes it with [`AsyncNanoKafka::shutdown`].
 //! `actors.md` at the crate root maps every actor and message.
 //!
-//! # Layers, bottom up (each module uses only the ones below it)
-//! 1. `storage`: plain Rust, no actix: the partition log, its on-disk formats, recovery,
+//! # Layers, bottom up
+//! A module uses modules of its own layer (never in a cycle) and of the layers below;
+//! `tests/layering.rs` holds the same order and fails on an import that points up.
+//! 1. **storage**: plain Rust, no actix: the partition log, its on-disk formats, recovery,
 //!    retention, the offsets store, the data directory, the file layer. It is what makes
 //!    records durable, ordered, bounded in memory and recoverable after a crash.
-//! 2. Domain rules, plain Rust with unit tests: `config` (topic configuration, and its Kafka
-//!    names), `group_options` (what a group is configured with), `partition`
-//!    (a partition's log and offsets: fetch at the committed offset, commit checks, lag,
-//!    backlog), `produce_queue` (backpressure admission and the group commit), `group`
-//!    (membership, generations, assignors, liveness, a member's own positions), `routing`
-//!    and `partitioner` (where a produced record goes), `types` (what the API returns),
-//!    [`clock`], [`metrics`] (the metrics' names and handles, recorded through the `metrics`
-//!    facade by the produce queue, the actors and the listener; storage only times its
-//!    fsyncs for its owner to report).
-//! 3. `actors`: the actix adapters; each handler decodes a message, calls the domain and
-//!    replies. [`messages`] is the actor face they serve.
-//! 4. Clients: `async_handle` ([`AsyncNanoKafka`]), `handle` ([`NanoKafka`], a blocking
-//!    wrapper over the async handle that waits in `wait`; how it and the I/O threads wait
-//!    without wasting cores is `spin`), `topic` ([`Topic`], typed
-//!    topics: where an actix service starts), `consumer` ([`Consumer`]), `stream`
-//!    ([`RecordStream`], its async twin), and
-//!    [`listener`], Kafka's wire protocol on a socket, answered through an `AsyncNanoKafka`;
-//!    with the `kafka` feature, `kafka`: the same handles served by an Apache Kafka cluster
-//!    through librdkafka, and `transfer` (`nanokafka export` / `import`, above the handles). [`inspect`]
-//!    reads segment files and stored batches for the command line (`dump`, `verify`,
-//!    `consume`). [`trace`] carries the producer's span to the handler's in record headers
-//!    (W3C `traceparent` with the `otel` feature).
+//! 2. **domain**, plain Rust with unit tests: `group_options` (what a group is configured
+//!    with), `error`, `config` (topic configuration, and its Kafka names), [`clock`], `spin`
+//!    and `wait` (how callers and the I/O threads wait without wasting cores), `partitioner`,
+//!    `group` (membership, generations, assignors, liveness, a member's own positions),
+//!    `types` (what the API returns), [`metrics`] (the metrics' names and handles, recorded
+//!    through the `metrics` facade by the produce queue, the actors and the listener;
+//!    storage only times its fsyncs for its owner to report), `partition` (a partition's log
+//!    and offsets: fetch at the committed offset, commit checks, lag, backlog),
+//!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
+//!    produced record goes), [`inspect`] (segment files and stored batches read for the
+//!    command line).
+//! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
+//!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
+//!    carried to the handler's in record headers; W3C `traceparent` with the `otel`
+//!    feature), `broker_ref` ([`BrokerRef`]).
+//! 4. **backend**: with the `kafka` feature, `kafka`: the same handles served by an Apache
+//!    Kafka cluster through librdkafka.
+//! 5. **async handle**: `async_handle` ([`AsyncNanoKafka`]), which reaches the running
+//!    broker through a small trait, never the builder.
+//! 6. **listener**: [`listener`], Kafka's wire protocol on a socket, answered through an
+//!    `AsyncNanoKafka`.
+//! 7. **handles**: `handle` ([`NanoKafka`], a blocking wrapper over the async handle, and
+//!    the builder, which starts the broker, its listener and the Kafka runtime), `consumer`
+//!    ([`Consumer`]), `stream` ([`RecordStream`], its async twin), `topic` ([`Topic`], typed
+//!    topics: where an actix service starts).
+//! 8. **tools**: with the `kafka` feature, `transfer` (`nanokafka export` / `import`).
 //!
 //! The modules are private; what a user needs is re-exported here and in [`messages`]. The
 //! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for
