@@ -70,12 +70,14 @@ pub trait TopicMessage: Message<Result = Result<Self::Reply>> + Send + 'static {
     fn topic(&self) -> &str;
 }
 
+/// Makes `$name` (a struct with a `topic` field) an actix message answering
+/// `Result<$reply>` that the broker routes to its topic.
 macro_rules! topic_message {
     ($name:ident => $reply:ty) => {
-        impl Message for $name {
-            type Result = Result<$reply>;
+        impl ::actix::Message for $name {
+            type Result = $crate::Result<$reply>;
         }
-        impl TopicMessage for $name {
+        impl $crate::messages::TopicMessage for $name {
             type Reply = $reply;
             fn topic(&self) -> &str {
                 &self.topic
@@ -83,6 +85,7 @@ macro_rules! topic_message {
         }
     };
 }
+pub(crate) use topic_message;
 
 /// Fault injection, for tests and demos: the coordinator actor of `group` on `topic` panics
 /// inside its handler and is restarted by its supervisor. Memberships are reset (members get

@@ -378,18 +378,32 @@ impl Handler<JoinGroup> for TopicActor {
         let _span = tracing::debug_span!(parent: &self.span, "JoinGroup").entered();
         let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
-            if let Err(e) =
-                validate_id("group", &msg.group).and_then(|()| validate_id("member", &msg.member))
-            {
-                return Box::pin(async { Err(e) });
-            }
-            let coordinator = act.coordinator(&msg.group, msg.options);
-            Box::pin(coordinator.ask(Join {
+            let join = Join {
                 member: msg.member,
                 options: Some(msg.options),
                 holding: None,
-            }))
+            };
+            act.join_coordinator(&msg.group, msg.options, join)
         })
+    }
+}
+
+impl TopicActor {
+    /// Checks the group and member ids, then sends `join` to the group's coordinator
+    /// (started with `options` on the group's first join). Native and Kafka members' joins
+    /// alike.
+    fn join_coordinator(
+        &mut self,
+        group: &str,
+        options: GroupOptions,
+        join: Join,
+    ) -> ResponseFuture<Result<Assignment>> {
+        if let Err(e) =
+            validate_id("group", group).and_then(|()| validate_id("member", &join.member))
+        {
+            return Box::pin(async { Err(e) });
+        }
+        Box::pin(self.coordinator(group, options).ask(join))
     }
 }
 

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use actix::Message;
 
-use super::TopicMessage;
 use crate::error::Result;
 pub use crate::storage::BatchRead;
 

@@ -14,7 +14,7 @@ use crate::actors::supervise::guarded_future;
 use crate::config::validate_id;
 use crate::error::Result;
 use crate::group::{Assignment, GroupOptions};
-use crate::messages::TopicMessage;
+use crate::messages::topic_message;
 use crate::types::GroupStats;
 
 /// Join `group` on `topic` as a Kafka client's member: with the options the group has, or
@@ -68,19 +68,6 @@ pub struct DescribeGroups {
     pub groups: Option<Vec<String>>,
 }
 
-macro_rules! topic_message {
-    ($name:ident => $reply:ty) => {
-        impl Message for $name {
-            type Result = Result<$reply>;
-        }
-        impl TopicMessage for $name {
-            type Reply = $reply;
-            fn topic(&self) -> &str {
-                &self.topic
-            }
-        }
-    };
-}
 topic_message!(JoinAsKafkaMember => Assignment);
 topic_message!(SetCommittedOffset => ());
 topic_message!(CommittedOffsets => Vec<Result<Option<u64>>>);
@@ -93,18 +80,12 @@ impl Handler<JoinAsKafkaMember> for TopicActor {
         let _span = tracing::debug_span!(parent: &self.span, "JoinAsKafkaMember").entered();
         let name = self.label.clone();
         guarded_future(self, ctx, &name, |act, _| {
-            if let Err(e) =
-                validate_id("group", &msg.group).and_then(|()| validate_id("member", &msg.member))
-            {
-                return Box::pin(async { Err(e) });
-            }
-            let coordinator = act.coordinator(&msg.group, msg.options);
             let join = Join {
                 member: msg.member,
                 options: None,
                 holding: Some(msg.holding),
             };
-            Box::pin(coordinator.ask(join))
+            act.join_coordinator(&msg.group, msg.options, join)
         })
     }
 }
