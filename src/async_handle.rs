@@ -1,11 +1,14 @@
-//! `AsyncNanoKafka`: the API for code already inside actix/tokio. Every method is one
-//! message to the `BrokerActor` (see [`crate::messages`]); typed methods encode and decode
-//! payloads with rmp-serde. Cheap to clone.
-
-mod groups;
+//! `AsyncNanoKafka`: the API for code already inside actix/tokio; typed methods encode and
+//! decode payloads with rmp-serde. Cheap to clone.
+//!
+//! One seam for the two backends: the handle holds an [`Engine`], `Embedded` (the broker
+//! actor's address and the direct routes, `embedded.rs`) or `Kafka` (the `kafka` backend),
+//! and each method is one `match` on it. On the embedded broker every call is one message
+//! to the `BrokerActor` (see [`crate::messages`]) or, for produces, polls and commits on a
+//! learned route, to the partition or group coordinator itself. A call only the embedded
+//! broker serves answers `Unsupported` on the Kafka backend.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,33 +17,30 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::actors::broker::BrokerActor;
-use crate::actors::coordinator::{ConsumerPollGroup, FetchedBatch, PollGroup, PollPause};
-use crate::actors::lane::{append_routed, Placed};
-use crate::actors::partition::CommitOffset;
-use crate::actors::topic::{
-    check_max_records, ConsumerPollFetched, GetGroupRoute, GetRoute, PollFetched,
-};
+use crate::actors::coordinator::FetchedBatch;
+use crate::actors::lane::Placed;
 use crate::config::{TopicChanges, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
-    AlterTopic, BrokerDescription, Commit, ConsumerPoll, CrashBroker, CrashGroupCoordinator,
+    AlterTopic, BrokerDescription, ConsumerPoll, CrashBroker, CrashGroupCoordinator,
     CrashPartition, CrashTopic, CreateTopic, DeleteTopic, Delivered, DescribeBroker, FencedCommit,
     GetStats, GetTopicConfig, Heartbeat, JoinGroup, KafkaAppend, Lag, LeaveGroup, ListTopics,
-    OffsetForTimestamp, Poll, ProduceBatch, ProduceKafkaBatch, Subscribe, SubscribeOptions,
-    Subscription,
+    OffsetForTimestamp, ProduceKafkaBatch, Subscribe, SubscribeOptions, Subscription,
 };
 use crate::metrics::listener::ListenerMetrics;
-use crate::partition::{Fetched, ProduceRecord};
-use crate::routing::route as route_batch;
+use crate::partition::ProduceRecord;
 use crate::storage::RecordBatch;
 use crate::types::{Backend, BrokerStats, ConsumerBatch, Delivery, Header, Record};
+use crate::wait::Patience;
 
+mod embedded;
+mod groups;
 mod lifecycle;
 mod routes;
 mod wire;
+pub(crate) use embedded::Embedded;
 pub(crate) use lifecycle::{off_runtime, BrokerLink, RunningBroker};
-use routes::{ProducePath, RouteCache};
 
 /// The async face of a broker. Open one with [`AsyncNanoKafka::open`] or
 /// [`crate::NanoKafkaBuilder::build_async`] (the handle then owns the broker: see
@@ -59,133 +59,142 @@ use routes::{ProducePath, RouteCache};
 /// switches at once.) Every other request goes through the broker.
 #[derive(Debug, Clone)]
 pub struct AsyncNanoKafka {
-    addr: Addr<BrokerActor>,
-    /// Topic → how its produces travel; shared by clones.
-    routes: RouteCache,
-    /// Each caller of this handle waits for a produce's answer before its next produce (the
-    /// blocking handle's): a known route is used at once, as no earlier produce of the same
-    /// caller can still be on its way through the broker.
-    sequential: bool,
-    /// The Kafka listener's counters, for `stats()`, when the broker was built with one.
-    listener_metrics: Option<Arc<ListenerMetrics>>,
-    /// The Kafka backend, when the handle was built with `kafka_bootstrap`: every call goes
-    /// there, and `addr` is a closed mailbox.
-    #[cfg(feature = "kafka")]
-    kafka: Option<Arc<crate::kafka::KafkaBackend>>,
+    /// Which backend serves the calls.
+    engine: Engine,
     /// Whether this handle keeps the broker running, and how `shutdown` reaches it.
     link: BrokerLink,
 }
 
-/// On the Kafka backend, answers with `$body` (where `$k` is the backend) instead of the
-/// broker actor, or `BrokerStopped` once the handle was shut down; the embedded code after
-/// it is never reached there.
-macro_rules! on_kafka {
-    ($self:ident, |$k:ident| $body:expr) => {
-        #[cfg(feature = "kafka")]
-        if let Some($k) = $self.kafka.as_deref() {
-            $k.check_open()?;
-            return $body;
-        }
-    };
+/// The backend behind an [`AsyncNanoKafka`]: every public method is one `match` on it.
+#[derive(Debug, Clone)]
+pub(crate) enum Engine {
+    /// The embedded broker: its actor's address and the handle's routes.
+    Embedded(Embedded),
+    /// A Kafka cluster, through librdkafka (`kafka` feature).
+    #[cfg(feature = "kafka")]
+    Kafka(Arc<crate::kafka::KafkaBackend>),
 }
 
 impl From<Addr<BrokerActor>> for AsyncNanoKafka {
     fn from(addr: Addr<BrokerActor>) -> Self {
-        AsyncNanoKafka {
-            addr,
-            routes: RouteCache::default(),
-            sequential: false,
-            listener_metrics: None,
-            #[cfg(feature = "kafka")]
-            kafka: None,
-            link: BrokerLink::default(),
-        }
+        AsyncNanoKafka::new(Engine::Embedded(Embedded::new(addr)))
     }
 }
 
 impl AsyncNanoKafka {
-    /// A handle whose calls go to a Kafka cluster. Its `addr` is the address of a broker
-    /// actor that never runs: messages sent there fail with a closed mailbox.
-    #[cfg(feature = "kafka")]
-    pub(crate) fn kafka(backend: Arc<crate::kafka::KafkaBackend>) -> Self {
-        let never_started = Context::<BrokerActor>::new();
+    /// A handle served by `engine`, tied to no running broker (see [`BrokerLink`]).
+    pub(crate) fn new(engine: Engine) -> Self {
         AsyncNanoKafka {
-            kafka: Some(backend),
-            ..AsyncNanoKafka::from(never_started.address())
+            engine,
+            link: BrokerLink::default(),
         }
     }
 
-    /// The Kafka backend of this handle, if it has one.
-    #[cfg(feature = "kafka")]
-    pub(crate) fn kafka_backend(&self) -> Option<&Arc<crate::kafka::KafkaBackend>> {
-        self.kafka.as_ref()
+    /// The backend, once the handle is known to be open: on the Kafka backend, a shut-down
+    /// handle answers `BrokerStopped` here (the embedded broker's actor answers that itself).
+    pub(crate) fn engine(&self) -> Result<&Engine> {
+        #[cfg(feature = "kafka")]
+        if let Engine::Kafka(k) = &self.engine {
+            k.check_open()?;
+        }
+        Ok(&self.engine)
+    }
+
+    /// The embedded broker, for a call only it serves: `Unsupported` naming `op` on the
+    /// Kafka backend.
+    fn embedded(&self, _op: &'static str) -> Result<&Embedded> {
+        match self.engine()? {
+            Engine::Embedded(e) => Ok(e),
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(_) => Err(crate::kafka::unsupported(_op)),
+        }
+    }
+
+    /// Runs `request` to completion on this (plain) thread: the blocking handle's calls.
+    /// The embedded broker's wait spins or parks by `patience`; the Kafka backend's runs on
+    /// its own runtime.
+    pub(crate) fn block_on<T>(
+        &self,
+        request: impl std::future::Future<Output = Result<T>>,
+        patience: Patience,
+    ) -> Result<T> {
+        match &self.engine {
+            Engine::Embedded(_) => crate::wait::block_on_with(request, patience),
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.block_on(request),
+        }
     }
 
     /// Which backend serves this handle's calls.
     pub fn backend(&self) -> Backend {
-        #[cfg(feature = "kafka")]
-        if self.kafka.is_some() {
-            return Backend::Kafka;
+        match &self.engine {
+            Engine::Embedded(_) => Backend::Embedded,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(_) => Backend::Kafka,
         }
-        Backend::Embedded
+    }
+
+    /// The same handle with its embedded engine changed by `change` (nothing changes on the
+    /// Kafka backend).
+    fn with_embedded(&self, change: impl FnOnce(&mut Embedded)) -> AsyncNanoKafka {
+        let mut handle = self.clone();
+        match &mut handle.engine {
+            Engine::Embedded(e) => change(e),
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(_) => {}
+        }
+        handle
     }
 
     /// The same handle for callers that never have two produces in flight (see `sequential`).
     pub(crate) fn for_sequential_callers(&self) -> AsyncNanoKafka {
-        AsyncNanoKafka {
-            sequential: true,
-            ..self.clone()
-        }
+        self.with_embedded(|e| e.sequential = true)
     }
 
     /// The same handle, reporting the listener's counters in `stats()`.
     pub(crate) fn with_listener_metrics(self, metrics: Option<Arc<ListenerMetrics>>) -> Self {
-        AsyncNanoKafka {
-            listener_metrics: metrics,
-            ..self
-        }
+        self.with_embedded(|e| e.listener_metrics = metrics)
     }
 
     /// The same handle for any caller (pipelined produces keep their order).
     pub(crate) fn for_any_caller(&self) -> AsyncNanoKafka {
-        AsyncNanoKafka {
-            sequential: false,
-            ..self.clone()
-        }
+        self.with_embedded(|e| e.sequential = false)
     }
 
     /// Learns `topic`'s direct route now, so that its first produces need not go through the
-    /// broker (used once a topic is known to exist). A no-op when the route is known or a
-    /// produce of this handle is on its way through the broker.
+    /// broker (used once a topic is known to exist). A no-op when the route is known, a
+    /// produce of this handle is on its way through the broker, or on the Kafka backend.
     pub(crate) async fn learn_route(&self, topic: &str) {
-        let Ok(route) = self
-            .ask(GetRoute {
-                topic: topic.to_owned(),
-            })
-            .await
-        else {
-            return;
-        };
-        self.routes.learn(topic, route);
+        match &self.engine {
+            Engine::Embedded(e) => e.learn_route(topic).await,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(_) => {}
+        }
     }
 
-    /// The broker actor, for sending [`crate::messages`] directly. Embedded backend only: on
-    /// the Kafka backend no broker actor runs, and every message sent here fails with a
-    /// closed mailbox (use this handle's methods, which both backends serve).
-    pub fn addr(&self) -> &Addr<BrokerActor> {
-        &self.addr
+    /// The broker actor, for sending [`crate::messages`] directly: the actor face, which only
+    /// the embedded broker has.
+    ///
+    /// # Errors
+    /// `Unsupported` on the Kafka backend (use this handle's methods, which both backends
+    /// serve).
+    pub fn addr(&self) -> Result<&Addr<BrokerActor>> {
+        Ok(&self.embedded("addr")?.addr)
     }
 
+    /// Sends `msg` to the broker actor: the embedded broker's requests that are one message
+    /// (`Unsupported`, named after the message, on the Kafka backend).
     async fn ask<M, T>(&self, msg: M) -> Result<T>
     where
         M: Message<Result = Result<T>> + Send + 'static,
         T: Send + 'static,
         BrokerActor: Handler<M>,
     {
-        self.addr
-            .send(msg)
-            .await
-            .map_err(|_| Error::BrokerStopped)?
+        let op = std::any::type_name::<M>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("a request");
+        self.embedded(op)?.ask(msg).await
     }
 
     /// Creates a topic with `config`; it exists on disk when this returns.
@@ -193,14 +202,20 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `TopicExists`, `InvalidTopicName`, `InvalidConfig`, `Io`, `BrokerStopped`.
     pub async fn create_topic(&self, topic: &str, config: TopicConfig) -> Result<()> {
-        on_kafka!(self, |k| k.create_topic(topic, &config).await);
-        self.ask(CreateTopic {
-            topic: topic.to_owned(),
-            config,
-        })
-        .await?;
-        self.learn_route(topic).await;
-        Ok(())
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                let topic = topic.to_owned();
+                e.ask(CreateTopic {
+                    topic: topic.clone(),
+                    config,
+                })
+                .await?;
+                e.learn_route(&topic).await;
+                Ok(())
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.create_topic(topic, &config).await,
+        }
     }
 
     /// Deletes a topic with its records, committed offsets and groups: see
@@ -211,13 +226,18 @@ impl AsyncNanoKafka {
     /// As [`DeleteTopic`](crate::messages::DeleteTopic): `UnknownTopic`, `Io`,
     /// `BrokerStopped`.
     pub async fn delete_topic(&self, topic: &str) -> Result<()> {
-        on_kafka!(self, |k| k.delete_topic(topic).await);
-        self.ask(DeleteTopic {
-            topic: topic.to_owned(),
-        })
-        .await?;
-        self.routes.forget(topic);
-        Ok(())
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(DeleteTopic {
+                    topic: topic.to_owned(),
+                })
+                .await?;
+                e.routes.forget(topic);
+                Ok(())
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.delete_topic(topic).await,
+        }
     }
 
     /// Alters a topic's config: grows its partitions, changes its retention, backlog bound,
@@ -231,8 +251,11 @@ impl AsyncNanoKafka {
     /// As [`AlterTopic`](crate::messages::AlterTopic): `UnknownTopic`, `InvalidConfig`
     /// (nothing changed), `Io`, `BrokerStopped`.
     pub async fn alter_topic(&self, topic: &str, changes: TopicChanges) -> Result<TopicConfig> {
-        on_kafka!(self, |k| k.alter_topic(topic, &changes).await);
-        self.alter_embedded(topic, changes, false).await
+        match self.engine()? {
+            Engine::Embedded(_) => self.alter_embedded(topic, changes, false).await,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.alter_topic(topic, &changes).await,
+        }
     }
 
     /// [`AsyncNanoKafka::alter_topic`] on the embedded broker, or with `validate_only` only
@@ -243,23 +266,23 @@ impl AsyncNanoKafka {
         changes: TopicChanges,
         validate_only: bool,
     ) -> Result<TopicConfig> {
-        let config = self
+        let e = self.embedded("alter_topic")?;
+        let config = e
             .ask(AlterTopic {
                 topic: topic.to_owned(),
                 changes,
                 validate_only,
             })
             .await?;
-        self.routes.forget(topic);
+        e.routes.forget(topic);
         Ok(config)
     }
 
     /// The broker-wide settings (data directory, size limits).
     ///
     /// # Errors
-    /// `BrokerStopped`.
+    /// `BrokerStopped`; `Unsupported` on the Kafka backend.
     pub async fn describe_broker(&self) -> Result<BrokerDescription> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("describe_broker")));
         self.ask(DescribeBroker).await
     }
 
@@ -268,8 +291,11 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub async fn list_topics(&self) -> Result<BTreeMap<String, TopicConfig>> {
-        on_kafka!(self, |k| k.list_topics().await);
-        self.ask(ListTopics).await
+        match self.engine()? {
+            Engine::Embedded(e) => e.ask(ListTopics).await,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.list_topics().await,
+        }
     }
 
     /// Produces a typed record without a key (round-robin over partitions).
@@ -365,16 +391,14 @@ impl AsyncNanoKafka {
     /// stored compressed; consumers get their records decompressed.
     ///
     /// # Errors
-    /// As [`ProduceKafkaBatch`](crate::messages::ProduceKafkaBatch).
+    /// As [`ProduceKafkaBatch`](crate::messages::ProduceKafkaBatch); `Unsupported` on the
+    /// Kafka backend.
     pub async fn produce_kafka_batch(
         &self,
         topic: &str,
         partition: u32,
         batch: Vec<u8>,
     ) -> Result<KafkaAppend> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported(
-            "produce_kafka_batch"
-        )));
         self.ask(ProduceKafkaBatch {
             topic: topic.to_owned(),
             partition,
@@ -395,15 +419,18 @@ impl AsyncNanoKafka {
         partition: u32,
         timestamp_ms: u64,
     ) -> Result<Option<u64>> {
-        on_kafka!(self, |k| k
-            .offset_for_timestamp(topic, partition, timestamp_ms)
-            .await);
-        self.ask(OffsetForTimestamp {
-            topic: topic.to_owned(),
-            partition,
-            timestamp_ms,
-        })
-        .await
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(OffsetForTimestamp {
+                    topic: topic.to_owned(),
+                    partition,
+                    timestamp_ms,
+                })
+                .await
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.offset_for_timestamp(topic, partition, timestamp_ms).await,
+        }
     }
 
     async fn produce_one(&self, topic: &str, batch: RecordBatch) -> Result<Delivery> {
@@ -450,74 +477,22 @@ impl AsyncNanoKafka {
         Ok(placed.into_deliveries())
     }
 
-    /// [`AsyncNanoKafka::produce_batch`], answered with where the records went.
-    ///
-    /// Its future is small, and the direct route allocates nothing past the batch and the
-    /// lane's answer: a caller with hundreds of produces in flight moves and keeps each of
-    /// them. So the rare paths (the Kafka backend, a route not learned yet) are boxed.
+    /// [`AsyncNanoKafka::produce_batch`], answered with where the records went. The Kafka
+    /// backend's future is boxed, so that the embedded one's stays small (see
+    /// `Embedded::produce_placed`).
     async fn produce_placed(
         &self,
         topic: &str,
         partition: Option<u32>,
         batch: RecordBatch,
     ) -> Result<Placed> {
-        on_kafka!(self, |k| Box::pin(
-            k.produce_batch(topic, partition, &batch)
-        )
-        .await
-        .map(Placed::Each));
-        // Nothing is awaited before the records are enqueued: that keeps the call order.
-        match self.routes.path(topic, self.sequential) {
-            ProducePath::Direct(route) => {
-                let limits = (route.lanes.len() as u32, route.limits);
-                let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
-                let routes = route_batch(topic, limits, partition, &batch, next)?;
-                let appended = append_routed(&route.lanes, batch, routes);
-                // The blocking handle spins in its own wait; an async caller's task is kept
-                // awake for a quick answer (see `Hurry`).
-                match self.sequential {
-                    true => appended.await,
-                    false => crate::spin::Hurry::new(appended).await,
-                }
-            }
-            ProducePath::ViaBroker { ask_route } => {
-                let via_broker = self.produce_via_broker(topic, partition, batch, ask_route);
-                Box::pin(via_broker).await.map(Placed::Each)
-            }
-        }
-    }
-
-    /// A produce sent to the broker's actor, for a topic whose route this handle has not
-    /// learned yet (it asks for it afterwards when `ask_route`).
-    async fn produce_via_broker(
-        &self,
-        topic: &str,
-        partition: Option<u32>,
-        batch: RecordBatch,
-        ask_route: bool,
-    ) -> Result<Vec<Delivery>> {
-        let produce = ProduceBatch {
-            topic: topic.to_owned(),
-            partition,
-            batch,
-        };
-        let result = self
-            .addr
-            .send(produce)
-            .await
-            .map_err(|_| Error::BrokerStopped)
-            .and_then(|r| r);
-        let learned = match ask_route {
-            true => self
-                .ask(GetRoute {
-                    topic: topic.to_owned(),
-                })
+        match self.engine()? {
+            Engine::Embedded(e) => e.produce_placed(topic, partition, batch).await,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => Box::pin(k.produce_batch(topic, partition, &batch))
                 .await
-                .ok(),
-            false => None,
-        };
-        self.routes.finish_via_broker(topic, ask_route, learned);
-        result
+                .map(Placed::Each),
+        }
     }
 
     /// Joins `group` with the default round-robin assignor.
@@ -541,16 +516,19 @@ impl AsyncNanoKafka {
         member: &str,
         options: impl Into<GroupOptions>,
     ) -> Result<Assignment> {
-        on_kafka!(self, |k| k
-            .join_group(topic, group, member, options.into())
-            .await);
-        self.ask(JoinGroup {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
-            options: options.into(),
-        })
-        .await
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(JoinGroup {
+                    topic: topic.to_owned(),
+                    group: group.to_owned(),
+                    member: member.to_owned(),
+                    options: options.into(),
+                })
+                .await
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.join_group(topic, group, member, options.into()).await,
+        }
     }
 
     /// Subscribes `recipient` (an actor) to `topic` as `member` of `group`: records are
@@ -568,27 +546,30 @@ impl AsyncNanoKafka {
         recipient: Recipient<Delivered<T>>,
         options: SubscribeOptions,
     ) -> Result<Subscription> {
-        // As `on_kafka!`, with the backend itself: the subscription keeps it for dead letters.
-        #[cfg(feature = "kafka")]
-        if let Some(k) = self.kafka.clone() {
-            k.check_open()?;
-            let names = (topic, group, member);
-            return crate::kafka::subscription::subscribe(k, names, recipient, options).await;
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(Subscribe {
+                    topic: topic.to_owned(),
+                    group: group.to_owned(),
+                    member: member.to_owned(),
+                    recipient,
+                    options,
+                })
+                .await
+            }
+            // The subscription keeps the backend, for its dead letters.
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => {
+                let names = (topic, group, member);
+                crate::kafka::subscription::subscribe(k.clone(), names, recipient, options).await
+            }
         }
-        self.ask(Subscribe {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
-            recipient,
-            options,
-        })
-        .await
     }
 
     /// The `Consumer` handle's poll; see [`crate::messages::ConsumerPoll`].
     ///
     /// # Errors
-    /// As [`crate::messages::ConsumerPoll`].
+    /// As [`crate::messages::ConsumerPoll`]; `Unsupported` on the Kafka backend.
     pub async fn consumer_poll(&self, poll: ConsumerPoll) -> Result<ConsumerBatch> {
         let batch = self.consumer_poll_fetched(poll).await?;
         Ok(ConsumerBatch {
@@ -600,41 +581,16 @@ impl AsyncNanoKafka {
     /// [`AsyncNanoKafka::consumer_poll`], the records left in their read buffer (a typed
     /// consumer decodes them from it).
     pub(crate) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("consumer_poll")));
-        if let Some((route, coordinator)) = self.routes.poll_target(&poll.topic, &poll.group) {
-            check_max_records(poll.max_records)?;
-            let request = coordinator.send(ConsumerPollGroup {
-                member: poll.member.clone(),
-                generation: poll.generation,
-                positions: poll.positions.clone(),
-                max_records: poll.max_records,
-                wait: poll.wait,
-                // A blocking `Consumer`'s long poll: woken early, as in `poll_fetched`.
-                pause: PollPause {
-                    early_wake: poll.wait.and_then(|_| crate::wait::long_poll_waker()),
-                    ..PollPause::default()
-                },
-            });
-            match request.await {
-                Ok(batch) => return batch,
-                // As in `poll_fetched`.
-                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
-                Err(_) => {}
-            }
-        }
-        let (topic, group) = (poll.topic.clone(), poll.group.clone());
-        let batch = self.ask(ConsumerPollFetched(poll)).await?;
-        self.learn_group(&topic, &group).await;
-        Ok(batch)
+        let e = self.embedded("consumer_poll")?;
+        e.consumer_poll_fetched(poll).await
     }
 
     /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].
     ///
     /// # Errors
-    /// As [`crate::messages::FencedCommit`].
+    /// As [`crate::messages::FencedCommit`]; `Unsupported` on the Kafka backend.
     pub async fn fenced_commit(&self, commit: FencedCommit) -> Result<()> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("fenced_commit")));
-        self.ask(commit).await
+        self.embedded("fenced_commit")?.ask(commit).await
     }
 
     /// Leaves `group` (a rebalance).
@@ -642,13 +598,18 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownMember`, `UnknownTopic`, `BrokerStopped`.
     pub async fn leave_group(&self, topic: &str, group: &str, member: &str) -> Result<()> {
-        on_kafka!(self, |k| k.leave_group(topic, group, member).await);
-        self.ask(LeaveGroup {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
-        })
-        .await
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(LeaveGroup {
+                    topic: topic.to_owned(),
+                    group: group.to_owned(),
+                    member: member.to_owned(),
+                })
+                .await
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.leave_group(topic, group, member).await,
+        }
     }
 
     /// A sign of life; returns the member's current assignment.
@@ -656,13 +617,18 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownMember` (evicted or never joined: join again), `UnknownTopic`, `BrokerStopped`.
     pub async fn heartbeat(&self, topic: &str, group: &str, member: &str) -> Result<Assignment> {
-        on_kafka!(self, |k| k.heartbeat(topic, group, member).await);
-        self.ask(Heartbeat {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            member: member.to_owned(),
-        })
-        .await
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(Heartbeat {
+                    topic: topic.to_owned(),
+                    group: group.to_owned(),
+                    member: member.to_owned(),
+                })
+                .await
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.heartbeat(topic, group, member).await,
+        }
     }
 
     /// Up to `max_records` consecutive records of one partition from the committed offset,
@@ -678,55 +644,15 @@ impl AsyncNanoKafka {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<Vec<u8>>>> {
-        on_kafka!(self, |k| k
-            .poll_batch_raw((topic, group, member), max_records, timeout)
-            .await);
-        let wait = (!timeout.is_zero()).then_some(timeout);
-        let fetched = self
-            .poll_fetched(topic, group, member, max_records, wait)
-            .await?;
-        Ok(fetched.map_or_else(Vec::new, |f| f.to_raw()))
-    }
-
-    /// A group poll answered with the records in their read buffer: the records are copied
-    /// or decoded here, on the caller's thread, not on the partition's.
-    async fn poll_fetched(
-        &self,
-        topic: &str,
-        group: &str,
-        member: &str,
-        max_records: usize,
-        wait: Option<Duration>,
-    ) -> Result<Option<Fetched>> {
-        if let Some((route, coordinator)) = self.routes.poll_target(topic, group) {
-            check_max_records(max_records)?;
-            let poll = coordinator.send(PollGroup {
-                member: member.to_owned(),
-                max_records,
-                wait,
-                // A blocking caller's long poll: its thread is woken as soon as an append
-                // reaches one of its partitions.
-                early_wake: wait.and_then(|_| crate::wait::long_poll_waker()),
-            });
-            match poll.await {
-                Ok(fetched) => return fetched,
-                // The coordinator stopped: its topic was deleted (the route is stale now, and
-                // the broker answers for the topic's successor) or the broker stopped.
-                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
-                Err(_) => {}
+        let names = (topic, group, member);
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                let fetched = e.poll_fetched(names, max_records, timeout).await?;
+                Ok(fetched.map_or_else(Vec::new, |f| f.to_raw()))
             }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.poll_batch_raw(names, max_records, timeout).await,
         }
-        let fetched = self
-            .ask(PollFetched(Poll {
-                topic: topic.to_owned(),
-                group: group.to_owned(),
-                member: member.to_owned(),
-                max_records,
-                wait,
-            }))
-            .await?;
-        self.learn_group(topic, group).await;
-        Ok(fetched)
     }
 
     /// The record at the group's committed offset of one of the member's partitions, or
@@ -776,17 +702,19 @@ impl AsyncNanoKafka {
         max_records: usize,
         timeout: Duration,
     ) -> Result<Vec<Record<T>>> {
-        on_kafka!(self, |k| {
-            let records = k
-                .poll_batch_raw((topic, group, member), max_records, timeout)
-                .await?;
-            records.into_iter().map(|r| r.decode(topic)).collect()
-        });
-        let wait = (!timeout.is_zero()).then_some(timeout);
-        let fetched = self
-            .poll_fetched(topic, group, member, max_records, wait)
-            .await?;
-        fetched.map_or_else(|| Ok(Vec::new()), |f| f.decode(topic))
+        let names = (topic, group, member);
+        match self.engine()? {
+            // Decoded straight from the read buffer, on the caller's thread.
+            Engine::Embedded(e) => {
+                let fetched = e.poll_fetched(names, max_records, timeout).await?;
+                fetched.map_or_else(|| Ok(Vec::new()), |f| f.decode(topic))
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => {
+                let records = k.poll_batch_raw(names, max_records, timeout).await?;
+                records.into_iter().map(|r| r.decode(topic)).collect()
+            }
+        }
     }
 
     /// Commits `offset` of `partition` for `group` (committed offset = `offset + 1`).
@@ -800,44 +728,10 @@ impl AsyncNanoKafka {
         partition: u32,
         offset: u64,
     ) -> Result<()> {
-        on_kafka!(self, |k| k.commit(topic, group, partition, offset).await);
-        if let Some((route, target)) = self.routes.commit_target(topic, group, partition) {
-            let commit = target.send(CommitOffset {
-                group: group.into(),
-                offset,
-            });
-            match commit.await {
-                Ok(result) => return result,
-                // The partition closed: the topic was deleted (the route is stale now, and
-                // the broker answers `UnknownTopic`) or the broker stopped.
-                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
-                Err(_) => {}
-            }
-        }
-        self.ask(Commit {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-            partition,
-            offset,
-        })
-        .await?;
-        self.learn_group(topic, group).await;
-        Ok(())
-    }
-
-    /// Learns `group`'s coordinator on `topic` once the group is known to exist there (a
-    /// request for it through the broker succeeded), so that its next polls and commits
-    /// take the direct route. A no-op when it is known or the topic's route is not.
-    async fn learn_group(&self, topic: &str, group: &str) {
-        let Some(route) = self.routes.lacking_group(topic, group) else {
-            return;
-        };
-        let asked = self.ask(GetGroupRoute {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-        });
-        if let Ok(coordinator) = asked.await {
-            route.learn_group(group, coordinator);
+        match self.engine()? {
+            Engine::Embedded(e) => e.commit(topic, group, partition, offset).await,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.commit(topic, group, partition, offset).await,
         }
     }
 
@@ -846,31 +740,35 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownTopic`, `UnknownGroup`, `BrokerStopped`.
     pub async fn lag(&self, topic: &str, group: &str) -> Result<BTreeMap<u32, u64>> {
-        on_kafka!(self, |k| k.lag(topic, group).await);
-        self.ask(Lag {
-            topic: topic.to_owned(),
-            group: group.to_owned(),
-        })
-        .await
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(Lag {
+                    topic: topic.to_owned(),
+                    group: group.to_owned(),
+                })
+                .await
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.lag(topic, group).await,
+        }
     }
 
     /// Partitions, groups, lag and restarts of every topic.
     ///
     /// # Errors
-    /// `BrokerStopped`.
+    /// `BrokerStopped`; `Unsupported` on the Kafka backend.
     pub async fn stats(&self) -> Result<BrokerStats> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("stats")));
-        let mut stats = self.ask(GetStats).await?;
-        stats.listener = self.listener_metrics.as_ref().map(|m| m.snapshot());
+        let e = self.embedded("stats")?;
+        let mut stats = e.ask(GetStats).await?;
+        stats.listener = e.listener_metrics.as_ref().map(|m| m.snapshot());
         Ok(stats)
     }
 
     /// Fault injection: crash a partition's actor (it restarts from disk).
     ///
     /// # Errors
-    /// `UnknownTopic`, `UnknownPartition`.
+    /// `UnknownTopic`, `UnknownPartition`; `Unsupported` on the Kafka backend.
     pub async fn crash_partition(&self, topic: &str, partition: u32) -> Result<()> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("crash_partition")));
         self.ask(CrashPartition {
             topic: topic.to_owned(),
             partition,
@@ -881,9 +779,8 @@ impl AsyncNanoKafka {
     /// Fault injection: crash a topic's actor (it restarts with its state).
     ///
     /// # Errors
-    /// `UnknownTopic`.
+    /// `UnknownTopic`; `Unsupported` on the Kafka backend.
     pub async fn crash_topic(&self, topic: &str) -> Result<()> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("crash_topic")));
         self.ask(CrashTopic {
             topic: topic.to_owned(),
         })
@@ -893,20 +790,16 @@ impl AsyncNanoKafka {
     /// Fault injection: crash the broker actor (it restarts with its state).
     ///
     /// # Errors
-    /// `BrokerStopped`.
+    /// `BrokerStopped`; `Unsupported` on the Kafka backend.
     pub async fn crash_broker(&self) -> Result<()> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported("crash_broker")));
         self.ask(CrashBroker).await
     }
 
     /// Fault injection: crash a group's coordinator (memberships reset).
     ///
     /// # Errors
-    /// `UnknownTopic`, `UnknownGroup`.
+    /// `UnknownTopic`, `UnknownGroup`; `Unsupported` on the Kafka backend.
     pub async fn crash_group_coordinator(&self, topic: &str, group: &str) -> Result<()> {
-        on_kafka!(self, |_k| Err(crate::kafka::unsupported(
-            "crash_group_coordinator"
-        )));
         self.ask(CrashGroupCoordinator {
             topic: topic.to_owned(),
             group: group.to_owned(),
@@ -915,10 +808,12 @@ impl AsyncNanoKafka {
     }
 
     /// The broker actor behind a [`crate::BrokerRef`], whose `request` answers one flat
-    /// `Result`. Embedded backend only, as [`AsyncNanoKafka::addr`]: on the Kafka backend
-    /// every request answers `BrokerStopped`.
-    pub fn broker_ref(&self) -> crate::BrokerRef {
-        crate::BrokerRef::new(self.addr.clone())
+    /// `Result`.
+    ///
+    /// # Errors
+    /// `Unsupported` on the Kafka backend, as [`AsyncNanoKafka::addr`].
+    pub fn broker_ref(&self) -> Result<crate::BrokerRef> {
+        Ok(crate::BrokerRef::new(self.addr()?.clone()))
     }
 
     /// One topic's config, as [`AsyncNanoKafka::list_topics`] reports it, without copying
@@ -928,16 +823,22 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `UnknownTopic`, `BrokerStopped`.
     pub async fn describe_topic(&self, topic: &str) -> Result<TopicConfig> {
-        on_kafka!(self, |k| k.list_topics().await?.remove(topic).ok_or_else(
-            || {
-                Error::UnknownTopic {
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(GetTopicConfig {
                     topic: topic.to_owned(),
-                }
+                })
+                .await
             }
-        ));
-        self.ask(GetTopicConfig {
-            topic: topic.to_owned(),
-        })
-        .await
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => {
+                k.list_topics()
+                    .await?
+                    .remove(topic)
+                    .ok_or_else(|| Error::UnknownTopic {
+                        topic: topic.to_owned(),
+                    })
+            }
+        }
     }
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::actors::coordinator::FetchedBatch;
-use crate::async_handle::AsyncNanoKafka;
+use crate::async_handle::{AsyncNanoKafka, Engine};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions, Positions};
 use crate::handle::NanoKafka;
@@ -38,15 +38,27 @@ use crate::types::Record;
 /// A group member with its own positions. See the module docs.
 #[derive(Debug)]
 pub struct Consumer<T> {
-    broker: NanoKafka,
-    /// Who the member is, its assignment and positions (embedded backend).
-    membership: Membership,
-    /// The Kafka backend's member, which keeps its own positions; `None` when embedded.
+    member: Member,
+    payload: PhantomData<fn() -> T>,
+}
+
+/// The member behind a [`Consumer`], by backend: each method is one `match` on it.
+#[derive(Debug)]
+enum Member {
+    Embedded(EmbeddedMember),
+    /// A librdkafka group member, which keeps its own positions.
     #[cfg(feature = "kafka")]
-    kafka: Option<crate::kafka::member::KafkaMember>,
+    Kafka(crate::kafka::consumer_member::KafkaConsumer),
+}
+
+/// A member of the embedded broker's group, with the positions it keeps itself.
+#[derive(Debug)]
+struct EmbeddedMember {
+    broker: NanoKafka,
+    /// Who the member is, its assignment and positions.
+    membership: Membership,
     /// The next poll, sent while the caller decodes and handles the last batch.
     ahead: Option<Ahead>,
-    payload: PhantomData<fn() -> T>,
 }
 
 /// A poll a [`Consumer`] sent before its caller asked for it: right after a poll returned
@@ -332,64 +344,47 @@ impl NanoKafka {
         options: impl Into<GroupOptions>,
     ) -> Result<Consumer<T>> {
         let options = options.into();
-        #[cfg(feature = "kafka")]
-        let kafka = self.join_kafka_member(topic, group, member, options)?;
-        #[cfg(feature = "kafka")]
-        let assignment = match &kafka {
-            Some(joined) => joined.assignment(),
-            None => self.join_group_with(topic, group, member, options)?,
-        };
-        #[cfg(not(feature = "kafka"))]
-        let assignment = self.join_group_with(topic, group, member, options)?;
-        Ok(Consumer {
-            broker: self.clone(),
-            membership: Membership::new((topic, group, member), options, assignment),
+        let names = (topic, group, member);
+        let member = match self.async_handle().engine()? {
+            Engine::Embedded(_) => Member::Embedded(EmbeddedMember {
+                broker: self.clone(),
+                membership: Membership::new(
+                    names,
+                    options,
+                    self.join_group_with(topic, group, member, options)?,
+                ),
+                ahead: None,
+            }),
             #[cfg(feature = "kafka")]
-            kafka,
-            ahead: None,
+            Engine::Kafka(backend) => Member::Kafka(
+                crate::kafka::consumer_member::KafkaConsumer::join(backend, names, options)?,
+            ),
+        };
+        Ok(Consumer {
+            member,
             payload: PhantomData,
         })
-    }
-
-    /// On the Kafka backend, joins a librdkafka member on this thread; `None` when embedded.
-    #[cfg(feature = "kafka")]
-    fn join_kafka_member(
-        &self,
-        topic: &str,
-        group: &str,
-        member: &str,
-        options: GroupOptions,
-    ) -> Result<Option<crate::kafka::member::KafkaMember>> {
-        let Some(backend) = self.async_handle().kafka_backend().cloned() else {
-            return Ok(None);
-        };
-        crate::wait::refuse_actix_thread()?;
-        backend.check_open()?;
-        let joined = crate::kafka::member::KafkaMember::join(
-            backend.config(),
-            topic,
-            group,
-            member,
-            options,
-        )?;
-        Ok(Some(joined))
     }
 }
 
 impl<T: DeserializeOwned> Consumer<T> {
     /// The member's assignment as of its last poll, heartbeat or join.
     pub fn assignment(&self) -> &Assignment {
-        self.membership.assignment()
+        match &self.member {
+            Member::Embedded(m) => m.membership.assignment(),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.assignment(),
+        }
     }
 
     /// The next offset this consumer reads in `partition`, if it has read there in this
     /// generation (otherwise it reads from the committed offset).
     pub fn position(&self, partition: u32) -> Option<u64> {
-        #[cfg(feature = "kafka")]
-        if let Some(member) = &self.kafka {
-            return member.position(partition);
+        match &self.member {
+            Member::Embedded(m) => m.membership.position(partition),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.position(partition),
         }
-        self.membership.position(partition)
     }
 
     /// Up to `max_records` consecutive records of one assigned partition from this
@@ -399,14 +394,70 @@ impl<T: DeserializeOwned> Consumer<T> {
     /// As [`NanoKafka::poll_batch`]; on `Decode` the position stays before the bad record
     /// (commit it with [`Consumer::commit_offset`] to skip it).
     pub fn poll_batch(&mut self, max_records: usize, timeout: Duration) -> Result<Vec<Record<T>>> {
-        #[cfg(feature = "kafka")]
-        if let Some(member) = &mut self.kafka {
-            crate::wait::refuse_actix_thread()?;
-            let records = member.poll_batch(max_records, timeout)?;
-            self.membership.heartbeat_answered(member.assignment());
-            let topic = &self.membership.topic;
-            return records.into_iter().map(|r| r.decode(topic)).collect();
+        match &mut self.member {
+            Member::Embedded(m) => m.poll_batch(max_records, timeout),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.poll_batch(max_records, timeout),
         }
+    }
+
+    /// Commits `record` and everything before it in its partition, fenced by this
+    /// consumer's generation.
+    ///
+    /// # Errors
+    /// `IllegalGeneration` (the group rebalanced: poll again and re-process from the
+    /// committed offset), `PartitionNotAssigned`, `UnknownMember`, `OffsetOutOfRange`, `Io`.
+    pub fn commit(&mut self, record: &Record<T>) -> Result<()> {
+        self.commit_offset(record.partition, record.offset)
+    }
+
+    /// Commits `offset` of `partition`, fenced by this consumer's generation.
+    ///
+    /// # Errors
+    /// As [`Consumer::commit`].
+    pub fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
+        match &mut self.member {
+            Member::Embedded(m) => m.commit_offset(partition, offset),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.commit_offset(partition, offset),
+        }
+    }
+
+    /// Moves this consumer's position in `partition` to `offset` (the next record read).
+    /// Positions belong to a generation: if the group rebalanced since this consumer last
+    /// polled or sent a heartbeat, its next poll drops them, this seek included, and reads
+    /// from the committed offsets (Kafka's eager rebalance). A position past the log end makes
+    /// polls fail with `OffsetOutOfRange` until the consumer seeks back.
+    ///
+    /// # Errors
+    /// `PartitionNotAssigned` when the partition is not in the current assignment.
+    pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
+        match &mut self.member {
+            Member::Embedded(m) => m.membership.seek(partition, offset),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.seek(partition, offset),
+        }
+    }
+
+    /// A sign of life; refreshes the assignment (positions are dropped on a new generation).
+    ///
+    /// # Errors
+    /// `UnknownMember` when evicted (the next poll rejoins).
+    pub fn heartbeat(&mut self) -> Result<&Assignment> {
+        match &mut self.member {
+            Member::Embedded(m) => m.heartbeat(),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => k.heartbeat(),
+        }
+    }
+}
+
+impl EmbeddedMember {
+    fn poll_batch<T: DeserializeOwned>(
+        &mut self,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<T>>> {
         let polled = match self.take_ahead(max_records, timeout) {
             Some(polled) => polled,
             None => {
@@ -451,26 +502,7 @@ impl<T: DeserializeOwned> Consumer<T> {
         (current && (has_records || timeout.is_zero())).then_some(polled)
     }
 
-    /// Commits `record` and everything before it in its partition, fenced by this
-    /// consumer's generation.
-    ///
-    /// # Errors
-    /// `IllegalGeneration` (the group rebalanced: poll again and re-process from the
-    /// committed offset), `PartitionNotAssigned`, `UnknownMember`, `OffsetOutOfRange`, `Io`.
-    pub fn commit(&mut self, record: &Record<T>) -> Result<()> {
-        self.commit_offset(record.partition, record.offset)
-    }
-
-    /// Commits `offset` of `partition`, fenced by this consumer's generation.
-    ///
-    /// # Errors
-    /// As [`Consumer::commit`].
-    pub fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
-        #[cfg(feature = "kafka")]
-        if let Some(member) = &self.kafka {
-            crate::wait::refuse_actix_thread()?;
-            return member.commit(partition, offset);
-        }
+    fn commit_offset(&mut self, partition: u32, offset: u64) -> Result<()> {
         let generation = self.membership.generation();
         let commit = self
             .membership
@@ -481,34 +513,7 @@ impl<T: DeserializeOwned> Consumer<T> {
         Ok(())
     }
 
-    /// Moves this consumer's position in `partition` to `offset` (the next record read).
-    /// Positions belong to a generation: if the group rebalanced since this consumer last
-    /// polled or sent a heartbeat, its next poll drops them, this seek included, and reads
-    /// from the committed offsets (Kafka's eager rebalance). A position past the log end makes
-    /// polls fail with `OffsetOutOfRange` until the consumer seeks back.
-    ///
-    /// # Errors
-    /// `PartitionNotAssigned` when the partition is not in the current assignment.
-    pub fn seek(&mut self, partition: u32, offset: u64) -> Result<()> {
-        #[cfg(feature = "kafka")]
-        if let Some(member) = &mut self.kafka {
-            crate::wait::refuse_actix_thread()?;
-            return member.seek(partition, offset);
-        }
-        self.membership.seek(partition, offset)
-    }
-
-    /// A sign of life; refreshes the assignment (positions are dropped on a new generation).
-    ///
-    /// # Errors
-    /// `UnknownMember` when evicted (the next poll rejoins).
-    pub fn heartbeat(&mut self) -> Result<&Assignment> {
-        #[cfg(feature = "kafka")]
-        if let Some(member) = &mut self.kafka {
-            crate::wait::refuse_actix_thread()?;
-            self.membership.heartbeat_answered(member.heartbeat()?);
-            return Ok(self.membership.assignment());
-        }
+    fn heartbeat(&mut self) -> Result<&Assignment> {
         let m = &self.membership;
         let assignment = self.broker.heartbeat(&m.topic, &m.group, &m.member)?;
         self.membership.heartbeat_answered(assignment);
@@ -516,27 +521,18 @@ impl<T: DeserializeOwned> Consumer<T> {
     }
 }
 
-impl<T> Drop for Consumer<T> {
+impl Drop for EmbeddedMember {
     /// Leaves the group, so its partitions go to the other members at once instead of after
     /// the session timeout.
     /// Dropped on an actix/tokio thread, where it must not block, it sends the leave without
     /// waiting for the answer (it is still handled before any later request of this thread).
     fn drop(&mut self) {
-        #[cfg(feature = "kafka")]
-        if let Some(member) = self.kafka.take() {
-            // librdkafka's close blocks until the group acknowledges the leave: off an
-            // actix/tokio thread, it runs on a short-lived thread of its own.
-            if crate::wait::refuse_actix_thread().is_err() {
-                let _ = std::thread::Builder::new()
-                    .name("nanokafka-leave".into())
-                    .spawn(move || drop(member));
-            }
-            return;
-        }
         let m = &self.membership;
         let left = self.broker.leave_group(&m.topic, &m.group, &m.member);
         if let Err(Error::BlockingInActorContext) = left {
-            self.broker.addr().do_send(self.membership.take_leave());
+            if let Ok(addr) = self.broker.addr() {
+                addr.do_send(self.membership.take_leave());
+            }
         }
     }
 }

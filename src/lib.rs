@@ -39,11 +39,15 @@
 //!    broker through a small trait, never the builder.
 //! 6. **listener**: [`listener`], Kafka's wire protocol on a socket, answered through an
 //!    `AsyncNanoKafka`.
-//! 7. **handles**: `handle` ([`NanoKafka`], a blocking wrapper over the async handle, and
-//!    the builder, which starts the broker, its listener and the Kafka runtime), `consumer`
-//!    ([`Consumer`]), `stream` ([`RecordStream`], its async twin), `topic` ([`Topic`], typed
-//!    topics: where an actix service starts).
-//! 8. **tools**: with the `kafka` feature, `transfer` (`nanokafka export` / `import`).
+//! 7. **handles**: `handle` ([`NanoKafka`], a blocking wrapper over the async handle),
+//!    `consumer` ([`Consumer`]), `stream` ([`RecordStream`], its async twin), `topic`
+//!    ([`Topic`], typed topics: where an actix service starts). Each of `AsyncNanoKafka`,
+//!    `Consumer` and `RecordStream` holds one `Embedded | Kafka` enum and dispatches by one
+//!    `match`.
+//! 8. **composition root**: `root` ([`NanoKafkaBuilder`]): the one module that starts a
+//!    broker (its I/O threads, actor system, listener, or the Kafka backend) and stops it;
+//!    the handles reach what it started through a small trait.
+//! 9. **tools**: with the `kafka` feature, `transfer` (`nanokafka export` / `import`).
 //!
 //! The modules are private; what a user needs is re-exported here and in [`messages`]. The
 //! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for
@@ -68,6 +72,7 @@ pub mod metrics;
 mod partition;
 mod partitioner;
 mod produce_queue;
+mod root;
 mod routing;
 mod spin;
 #[cfg(not(feature = "test-support"))]
@@ -94,14 +99,15 @@ pub use config::{
 pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
-pub use handle::{
-    NanoKafka, NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR,
-    DEFAULT_IDLE_SPIN, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT,
-    MAX_DECOMPRESSED_BATCH_BYTES, MAX_IDLE_SPIN,
-};
+pub use handle::NanoKafka;
 pub use listener::ListenerConfig;
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
+pub use root::{
+    NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
+    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES,
+    MAX_IDLE_SPIN,
+};
 pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamOptions};
 pub use topic::{BlockingTopic, Topic};

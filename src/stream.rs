@@ -14,14 +14,11 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
 use serde::de::DeserializeOwned;
 
-use crate::async_handle::AsyncNanoKafka;
+use crate::async_handle::{AsyncNanoKafka, Engine};
 use crate::consumer::{poll_rejoining, Membership, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
-
-#[cfg(feature = "kafka")]
-mod kafka;
 
 /// How a [`RecordStream`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +158,7 @@ enum Member {
     Embedded(Membership),
     /// On the Kafka backend: a librdkafka member.
     #[cfg(feature = "kafka")]
-    Kafka(kafka::KafkaSide),
+    Kafka(crate::kafka::stream_member::KafkaSide),
 }
 
 /// A poll's answer, per backend.
@@ -257,22 +254,22 @@ impl AsyncNanoKafka {
         (topic, group, member): (&str, &str, &str),
         options: StreamOptions,
     ) -> Result<Member> {
-        #[cfg(feature = "kafka")]
-        if let Some(backend) = self.kafka_backend() {
-            backend.check_open()?;
-            let names = (topic, group, member);
-            let joined = kafka::KafkaSide::join(backend, names, options.group).await?;
-            return Ok(Member::Kafka(joined));
-        }
-        let assignment = self
-            .join_group_with(topic, group, member, options.group)
-            .await?;
         let names = (topic, group, member);
-        Ok(Member::Embedded(Membership::new(
-            names,
-            options.group,
-            assignment,
-        )))
+        match self.engine()? {
+            Engine::Embedded(_) => {
+                let assignment = self
+                    .join_group_with(topic, group, member, options.group)
+                    .await?;
+                let membership = Membership::new(names, options.group, assignment);
+                Ok(Member::Embedded(membership))
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(backend) => {
+                let joined =
+                    crate::kafka::stream_member::KafkaSide::join(backend, names, options.group);
+                Ok(Member::Kafka(joined.await?))
+            }
+        }
     }
 }
 
@@ -542,7 +539,11 @@ impl<T> Drop for RecordStream<T> {
         }
         self.polling = None;
         match &mut self.member {
-            Member::Embedded(m) => self.handle.addr().do_send(m.take_leave()),
+            Member::Embedded(m) => {
+                if let Ok(addr) = self.handle.addr() {
+                    addr.do_send(m.take_leave());
+                }
+            }
             // Its own drop leaves.
             #[cfg(feature = "kafka")]
             Member::Kafka(_) => {}

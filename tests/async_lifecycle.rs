@@ -249,7 +249,7 @@ fn a_handle_wrapped_from_an_addr_shuts_down_through_the_actor_face() {
     let broker = NanoKafka::open(&path).unwrap();
     broker.create_topic("t", TopicConfig::default()).unwrap();
     broker.produce("t", &3u64).unwrap();
-    let wrapped = AsyncNanoKafka::from(broker.addr());
+    let wrapped = AsyncNanoKafka::from(broker.addr().unwrap());
     let reopen_path = path.clone();
     in_system(move || async move {
         wrapped.shutdown().await.unwrap();

@@ -35,7 +35,7 @@ where
     let path = dir.path().to_owned();
     in_system(move || async move {
         let bus = AsyncNanoKafka::open(&path).await.unwrap();
-        let broker = bus.broker_ref();
+        let broker = bus.broker_ref().unwrap();
         body(bus.clone(), broker).await;
         bus.shutdown().await.unwrap();
     });
@@ -120,7 +120,7 @@ fn requests_answer_their_reply_flat() {
         assert_eq!((lags[&0], lags[&1]), (2, 0));
 
         // The same through the extension trait on the bare address.
-        let stats = bus.addr().request(GetStats).await.unwrap();
+        let stats = bus.addr().unwrap().request(GetStats).await.unwrap();
         assert_eq!(stats.topics["t"].partitions.len(), 2);
         assert_eq!(stats.topics["t"].partitions[0].committed["g"], 1);
     });
@@ -134,7 +134,7 @@ fn a_message_error_comes_through_as_it_is() {
             matches!(&unknown, Err(Error::UnknownTopic { topic }) if topic == "nope"),
             "{unknown:?}"
         );
-        let unknown = bus.addr().request(produce("nope", &[1])).await;
+        let unknown = bus.addr().unwrap().request(produce("nope", &[1])).await;
         assert!(
             matches!(unknown, Err(Error::UnknownTopic { .. })),
             "{unknown:?}"
@@ -147,7 +147,7 @@ fn a_stopped_broker_answers_broker_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let broker = NanoKafka::open(dir.path()).unwrap();
     broker.create_topic("t", TopicConfig::default()).unwrap();
-    let (by_ref, addr) = (broker.broker_ref(), broker.addr());
+    let (by_ref, addr) = (broker.broker_ref().unwrap(), broker.addr().unwrap());
     assert!(by_ref.connected());
     broker.shutdown().unwrap();
     in_system(move || async move {

@@ -438,7 +438,7 @@ fn message_rows(
             .create_topic(&topic, config())
             .await
             .expect("create topic");
-        let addr = handle.addr().clone();
+        let addr = handle.addr().unwrap().clone();
         in_actor(async move {
             let meter = Meter::start();
             let mut sent = 0u64;

@@ -85,10 +85,7 @@ impl AsyncNanoKafka {
         partition: u32,
         offset: u64,
     ) -> Result<()> {
-        #[cfg(feature = "kafka")]
-        if self.kafka.is_some() {
-            return Err(crate::kafka::unsupported("reset_offset"));
-        }
+        self.embedded("reset_offset")?;
         // Checked here too, so a bad group id is named before the topic is looked up.
         crate::config::validate_id("group", group)?;
         self.ask(ResetOffset {
@@ -177,7 +174,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// `BrokerStopped`.
     pub(crate) async fn group_settings(&self) -> Result<(Duration, SharedClock)> {
-        self.addr()
+        self.addr()?
             .send(GetGroupSettings)
             .await
             .map_err(|_| Error::BrokerStopped)

@@ -3,13 +3,13 @@
 //!
 //! Starting and closing a broker block: they open files and take the data-directory lock,
 //! and the close waits for the broker's threads to finish. Blocking a runtime thread stalls
-//! every task on it (and is refused by `NanoKafka`), so both run the blocking code of
-//! `handle.rs` on a short-lived helper thread while the caller awaits its answer over a
+//! every task on it (and is refused by `NanoKafka`), so both run the blocking code of the
+//! composition root (`root`) on a short-lived helper thread while the caller awaits its answer over a
 //! oneshot channel: the caller's runtime keeps running meanwhile.
 //!
 //! Ownership: an `AsyncNanoKafka` from [`AsyncNanoKafka::open`] or
 //! [`crate::NanoKafkaBuilder::build_async`] holds the broker (the same running broker a
-//! `NanoKafka` holds, through the [`RunningBroker`] trait, which `handle.rs` implements);
+//! `NanoKafka` holds, through the [`RunningBroker`] trait, which `root::Running` implements);
 //! dropping its last clone (and every `NanoKafka` of it) shuts the broker down. Handles from
 //! [`crate::NanoKafka::async_handle`] only reach it weakly, so the blocking handle still
 //! decides when it stops, and the blocking handle's own async handle does not keep itself
@@ -18,17 +18,19 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
 
-use super::AsyncNanoKafka;
+use super::{AsyncNanoKafka, Engine};
 use crate::error::{Error, Result};
 use crate::messages::Shutdown;
 
-/// The running broker an async handle may own or reach: what `NanoKafkaBuilder::build`
-/// started and composed (`handle.rs`), seen from below it.
+/// The running broker a handle may own or reach: what `NanoKafkaBuilder::build` started
+/// (the composition root, `root`), seen from below it.
 pub(crate) trait RunningBroker: Send + Sync + std::fmt::Debug {
     /// Closes the broker, once (`Ok` when already closed). Blocks: run it off the runtime.
     fn shutdown(&self) -> Result<()>;
     /// Where its Kafka listener is bound, if it has one.
     fn listener_addr(&self) -> Option<SocketAddr>;
+    /// Whether it was shut down (or is being shut down).
+    fn is_stopped(&self) -> bool;
 }
 
 /// How an [`AsyncNanoKafka`] is tied to the broker it talks to; shared by its clones.
@@ -105,14 +107,18 @@ impl AsyncNanoKafka {
             // The broker was dropped, which shut it down.
             return Ok(());
         }
-        #[cfg(feature = "kafka")]
-        if let Some(backend) = self.kafka.clone() {
-            return off_runtime("nanokafka-close", move || backend.close()).await;
-        }
-        match self.addr.send(Shutdown).await {
-            Ok(closed) => closed,
-            // The actor is gone: nothing is left to close.
-            Err(_) => Ok(()),
+        match &self.engine {
+            // The actor face's shutdown: the actor system keeps running under its owner.
+            Engine::Embedded(e) => match e.addr.send(Shutdown).await {
+                Ok(closed) => closed,
+                // The actor is gone: nothing is left to close.
+                Err(_) => Ok(()),
+            },
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(backend) => {
+                let backend = backend.clone();
+                off_runtime("nanokafka-close", move || backend.close()).await
+            }
         }
     }
 

@@ -28,9 +28,11 @@
 
 mod admin;
 pub(crate) mod client;
+pub(crate) mod consumer_member;
 mod flat;
 pub(crate) mod member;
 mod produce;
+pub(crate) mod stream_member;
 pub(crate) mod subscription;
 
 use std::collections::{BTreeMap, HashMap};
@@ -72,6 +74,21 @@ pub struct KafkaConfig {
 }
 
 impl KafkaConfig {
+    /// The settings of a handle built with `kafka_bootstrap(bootstrap)`: the builder's
+    /// passthrough `settings`, and its block and session timeouts, each cut to `MAX_WAIT`.
+    pub(crate) fn new(
+        bootstrap: String,
+        settings: BTreeMap<String, String>,
+        (block_timeout, session_timeout): (Duration, Duration),
+    ) -> Self {
+        KafkaConfig {
+            bootstrap,
+            settings,
+            request_timeout: block_timeout.min(MAX_WAIT),
+            session_timeout: session_timeout.min(MAX_WAIT),
+        }
+    }
+
     /// The settings every client starts from: the servers, then the passthrough.
     fn base(&self) -> ClientConfig {
         let mut config = ClientConfig::new();
@@ -154,6 +171,13 @@ pub(crate) struct KafkaBackend {
     members: Mutex<HashMap<MemberKey, SharedMember>>,
     /// Set by `close`: later calls fail with `BrokerStopped`, as on the embedded broker.
     closed: AtomicBool,
+    /// Runs the blocking handle's calls: one worker, as librdkafka does the work on its own
+    /// threads; the runtime only drives the handle's futures and runs the blocking consumer
+    /// calls on its blocking pool.
+    runtime: tokio::runtime::Handle,
+    /// Taken and shut down in the background by `close` (dropping a runtime on an async
+    /// thread would panic).
+    owned_runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
 impl std::fmt::Debug for KafkaBackend {
@@ -165,12 +189,20 @@ impl std::fmt::Debug for KafkaBackend {
 }
 
 impl KafkaBackend {
-    /// Creates the producer and admin client. librdkafka connects lazily: an unreachable
-    /// cluster shows as the first call's timeout, not here.
+    /// Creates the producer, the admin client and the runtime of the blocking calls.
+    /// librdkafka connects lazily: an unreachable cluster shows as the first call's timeout,
+    /// not here.
     ///
     /// # Errors
-    /// `Kafka` when a setting is refused by librdkafka (an unknown name, a bad value).
+    /// `Kafka` when a setting is refused by librdkafka (an unknown name, a bad value); `Io`
+    /// when the runtime's thread cannot start.
     pub(crate) fn connect(config: KafkaConfig) -> Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("nanokafka-kafka")
+            .enable_time()
+            .build()
+            .map_err(|e| Error::io("start the Kafka backend's runtime", "", e))?;
         let producer = config
             .producer()
             .create()
@@ -185,7 +217,15 @@ impl KafkaBackend {
             admin,
             members: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
+            runtime: runtime.handle().clone(),
+            owned_runtime: Mutex::new(Some(runtime)),
         })
+    }
+
+    /// Runs `request` to completion on this (plain) thread, on the backend's runtime: the
+    /// blocking handle's calls.
+    pub(crate) fn block_on<T>(&self, request: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(request)
     }
 
     /// `BrokerStopped` once the handle was shut down.
@@ -216,9 +256,34 @@ impl KafkaBackend {
         };
         drop(members);
         use rdkafka::producer::Producer;
-        self.producer
+        let flushed = self
+            .producer
             .flush(self.config.request_timeout)
-            .map_err(|e| kafka_error("flush", e))
+            .map_err(|e| kafka_error("flush", e));
+        let runtime = self
+            .owned_runtime
+            .lock()
+            .map(|mut r| r.take())
+            .unwrap_or(None);
+        if let Some(runtime) = runtime {
+            runtime.shutdown_background();
+        }
+        flushed
+    }
+}
+
+impl Drop for KafkaBackend {
+    /// A backend never closed still stops its runtime without blocking: dropping a tokio
+    /// runtime on an async thread would panic.
+    fn drop(&mut self) {
+        let runtime = self
+            .owned_runtime
+            .get_mut()
+            .map(Option::take)
+            .unwrap_or(None);
+        if let Some(runtime) = runtime {
+            runtime.shutdown_background();
+        }
     }
 }
 

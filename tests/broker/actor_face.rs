@@ -16,7 +16,7 @@ fn typed_messages_produce_poll_and_commit_through_the_broker_actor() {
     broker
         .create_topic("t", TopicConfig::default().partitions(3))
         .unwrap();
-    let addr = broker.addr();
+    let addr = broker.addr().unwrap();
     System::new().block_on(async move {
         let records = (0..6u64)
             .map(|i| ProduceRecord {

@@ -225,7 +225,7 @@ fn dropping_the_last_handle_inside_a_runtime_closes_cleanly_before_it_returns() 
             let send_shutdown_first = round % 2 == 1;
             actix_rt::System::new().block_on(async move {
                 if send_shutdown_first {
-                    let addr = broker.addr();
+                    let addr = broker.addr().unwrap();
                     addr.send(nanokafka::messages::Shutdown)
                         .await
                         .unwrap()

@@ -19,7 +19,7 @@ fn broker_with_topic(dir: &std::path::Path, behind_the_handle: bool) -> NanoKafk
             topic: "t".into(),
             config: TopicConfig::default(),
         };
-        let addr = broker.addr();
+        let addr = broker.addr().unwrap();
         actix_rt::System::new()
             .block_on(async move { addr.send(create).await })
             .unwrap()

@@ -124,7 +124,7 @@ fn the_actor_face_takes_a_record_batch_through_the_broker_actor() {
     broker
         .create_topic("t", TopicConfig::default().partitions(2))
         .unwrap();
-    let addr = broker.addr();
+    let addr = broker.addr().unwrap();
     let deliveries = System::new().block_on(async move {
         let mut batch = RecordBatch::new();
         for i in 0..4u64 {

@@ -39,7 +39,7 @@ fn grown_partitions_are_served_at_once_to_produces_routes_and_groups_and_survive
         let broker = NanoKafka::open(dir.path()).unwrap();
         broker.create_topic("t", TopicConfig::default()).unwrap();
         // A handle with a route cache of its own, learned while the topic had 1 partition.
-        let handle = AsyncNanoKafka::from(broker.addr());
+        let handle = AsyncNanoKafka::from(broker.addr().unwrap());
         let system = actix_rt::System::new();
         system.block_on(async {
             for value in 0..3u64 {

@@ -105,7 +105,7 @@ fn an_async_handles_cached_route_to_a_deleted_topic_is_not_used() {
             .unwrap();
         // A handle with a route cache of its own (the other handle's delete does not touch
         // it).
-        let handle = AsyncNanoKafka::from(broker.addr());
+        let handle = AsyncNanoKafka::from(broker.addr().unwrap());
         let admin = broker.async_handle();
         actix_rt::System::new().block_on(async move {
             // The first produces go through the broker and teach the handle the direct

@@ -1,4 +1,4 @@
-//! A [`super::RecordStream`]'s member on the Kafka backend: a librdkafka group member
+//! A [`crate::RecordStream`]'s member on the Kafka backend: a librdkafka group member
 //! ([`KafkaMember`]), which keeps its own positions. Its calls block, so each runs on
 //! tokio's blocking pool (as the Kafka subscription's do), and the member is shared with
 //! the call in flight.
@@ -14,10 +14,10 @@ use crate::types::Record;
 
 /// The member, its names, and its assignment as of its last poll. Dropping it leaves the
 /// group without blocking an actix/tokio thread.
-pub(super) struct KafkaSide {
+pub(crate) struct KafkaSide {
     /// Always `Some` but in `drop`, which takes it.
     member: Option<Arc<Mutex<KafkaMember>>>,
-    pub(super) topic: String,
+    pub(crate) topic: String,
     group: String,
     member_id: String,
     assignment: Assignment,
@@ -50,7 +50,7 @@ impl KafkaSide {
     ///
     /// # Errors
     /// As [`KafkaMember::join`].
-    pub(super) async fn join(
+    pub(crate) async fn join(
         backend: &KafkaBackend,
         (topic, group, member): (&str, &str, &str),
         options: GroupOptions,
@@ -71,13 +71,13 @@ impl KafkaSide {
         })
     }
 
-    pub(super) fn assignment(&self) -> &Assignment {
+    pub(crate) fn assignment(&self) -> &Assignment {
         &self.assignment
     }
 
     /// One poll: up to `max_records` of one partition, waiting up to `wait`, and the
     /// assignment after it.
-    pub(super) fn poll(
+    pub(crate) fn poll(
         &self,
         max_records: usize,
         wait: Duration,
@@ -93,7 +93,7 @@ impl KafkaSide {
     }
 
     /// A poll's assignment; returns whether its generation is a new one.
-    pub(super) fn assigned(&mut self, assignment: Assignment) -> bool {
+    pub(crate) fn assigned(&mut self, assignment: Assignment) -> bool {
         let changed = assignment.generation != self.assignment.generation;
         self.assignment = assignment;
         changed
@@ -105,7 +105,7 @@ impl KafkaSide {
     ///
     /// # Errors
     /// `IllegalGeneration` when the member moved on since; as [`KafkaMember::commit`].
-    pub(super) async fn commit(&self, generation: u64, partition: u32, offset: u64) -> Result<()> {
+    pub(crate) async fn commit(&self, generation: u64, partition: u32, offset: u64) -> Result<()> {
         let member = self.shared()?;
         let moved_on = blocking(move || {
             let member = lock(&member)?;
@@ -132,7 +132,7 @@ impl KafkaSide {
     ///
     /// # Errors
     /// `Internal` when a call on the member panicked.
-    pub(super) async fn leave(&self) -> Result<()> {
+    pub(crate) async fn leave(&self) -> Result<()> {
         let member = self.shared()?;
         blocking(move || {
             lock(&member)?.leave();

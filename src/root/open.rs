@@ -1,5 +1,6 @@
-//! Opening a broker from async code: the builder's `build_async` and
-//! [`AsyncNanoKafka::open`] start the broker as `build` does, on a helper thread
+//! The handles' constructors that start a broker: [`NanoKafka::open`] and
+//! [`NanoKafka::builder`]; from async code, the builder's `build_async` and
+//! [`AsyncNanoKafka::open`], which start the broker as `build` does, on a helper thread
 //! (`off_runtime`), and hand back an async handle that owns it.
 
 use std::path::Path;
@@ -7,6 +8,23 @@ use std::path::Path;
 use super::NanoKafkaBuilder;
 use crate::async_handle::{off_runtime, AsyncNanoKafka};
 use crate::error::Result;
+use crate::handle::NanoKafka;
+
+impl NanoKafka {
+    /// Opens (creating) the broker in `data_dir` with the default settings.
+    ///
+    /// # Errors
+    /// As [`NanoKafkaBuilder::build`].
+    pub fn open(data_dir: impl AsRef<Path>) -> Result<Self> {
+        Self::builder().data_dir(data_dir).build()
+    }
+
+    /// A builder with the defaults: data dir `data`, `FsyncPolicy::Interval(1 s)`, 60 s block
+    /// timeout, 45 s session timeout, 1 MiB records.
+    pub fn builder() -> NanoKafkaBuilder {
+        NanoKafkaBuilder::default()
+    }
+}
 
 impl NanoKafkaBuilder {
     /// As [`NanoKafkaBuilder::build`], for async code (`#[actix::main]`, actors, tokio): the
@@ -59,9 +77,6 @@ impl AsyncNanoKafka {
     /// }
     /// ```
     pub async fn open(data_dir: impl AsRef<Path>) -> Result<AsyncNanoKafka> {
-        crate::NanoKafka::builder()
-            .data_dir(data_dir)
-            .build_async()
-            .await
+        NanoKafka::builder().data_dir(data_dir).build_async().await
     }
 }

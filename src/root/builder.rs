@@ -1,0 +1,358 @@
+//! The builder: a broker's settings, checked before anything starts, then the backend they
+//! choose started (`embedded::start`, or the Kafka backend's clients).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::embedded::default_io_threads;
+use crate::clock::{SharedClock, SystemClock};
+use crate::config::{validate_max_record_bytes, FsyncPolicy};
+use crate::error::{Error, Result};
+use crate::handle::NanoKafka;
+use crate::listener::ListenerConfig;
+use crate::storage::fd_pool::{default_max_open_files, soft_nofile_limit, MIN_OPEN_FILES};
+use crate::storage::fs::SharedFs;
+use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
+
+/// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
+pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Kafka's `session.timeout.ms` default (45 s).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(45);
+/// How long an idle I/O thread waits for work before it sleeps; see
+/// [`NanoKafkaBuilder::idle_spin`].
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
+/// The longest `idle_spin` accepted. A spinning I/O thread notices its timers (interval
+/// fsyncs, block timeouts, long-poll deadlines) only when the spin ends, so they may fire
+/// this much late; a spin that pays for itself is tens of microseconds anyway.
+pub const MAX_IDLE_SPIN: Duration = Duration::from_millis(1);
+/// Kafka's `socket.request.max.bytes` (100 MiB): the default largest produce request.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 100 << 20;
+/// The default, and the largest allowed, [`NanoKafkaBuilder::max_decompressed_batch_bytes`]:
+/// what native reads decompress a batch within, so that anything appended reads back.
+pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = crate::storage::format::MAX_DECOMPRESSED_BYTES;
+/// The default data directory, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "data";
+
+/// Configures and starts a broker. See [`NanoKafka::builder`].
+#[derive(Debug, Clone)]
+pub struct NanoKafkaBuilder {
+    pub(super) data_dir: PathBuf,
+    pub(super) fsync: FsyncPolicy,
+    pub(super) block_timeout: Duration,
+    pub(super) session_timeout: Duration,
+    pub(super) max_record_bytes: usize,
+    pub(super) max_request_bytes: usize,
+    pub(super) max_decompressed_batch_bytes: usize,
+    pub(super) io_threads: usize,
+    pub(super) idle_spin: Duration,
+    pub(super) clock: SharedClock,
+    pub(super) fs: SharedFs,
+    /// `None`: derived from the process's descriptor limit at `build`.
+    pub(super) max_open_files: Option<usize>,
+    /// `None`: no Kafka listener (the default).
+    pub(super) listener: Option<ListenerConfig>,
+    /// `Some`: the handle's calls go to this Kafka cluster instead (the `kafka` feature).
+    pub(super) kafka_bootstrap: Option<String>,
+    /// librdkafka settings for the Kafka backend, passed through.
+    pub(super) kafka_settings: BTreeMap<String, String>,
+}
+
+impl Default for NanoKafkaBuilder {
+    fn default() -> Self {
+        NanoKafkaBuilder {
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            fsync: FsyncPolicy::default(),
+            block_timeout: DEFAULT_BLOCK_TIMEOUT,
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_decompressed_batch_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
+            // One I/O thread per core (at most 4): a partition's fsync blocks only its thread.
+            io_threads: default_io_threads(),
+            idle_spin: DEFAULT_IDLE_SPIN,
+            clock: Arc::new(SystemClock),
+            fs: crate::storage::fs::os(),
+            max_open_files: None,
+            listener: None,
+            kafka_bootstrap: None,
+            kafka_settings: BTreeMap::new(),
+        }
+    }
+}
+
+/// The environment variable [`NanoKafkaBuilder::kafka_bootstrap_from_env`] reads.
+pub const BOOTSTRAP_ENV: &str = "NANOKAFKA_BOOTSTRAP";
+
+impl NanoKafkaBuilder {
+    /// Serves the handle's calls from the Kafka cluster at `servers` (`host:port[,...]`,
+    /// librdkafka's `bootstrap.servers`) instead of the embedded broker: the same code runs
+    /// on Apache Kafka. Needs the `kafka` feature (`build` says so otherwise). The data
+    /// directory, fsync, I/O and listener settings do not apply there; `block_timeout`
+    /// bounds each call's wait for the cluster and `session_timeout` is the members'.
+    pub fn kafka_bootstrap(mut self, servers: impl Into<String>) -> Self {
+        self.kafka_bootstrap = Some(servers.into());
+        self
+    }
+
+    /// As [`NanoKafkaBuilder::kafka_bootstrap`] with the servers in the `NANOKAFKA_BOOTSTRAP`
+    /// environment variable, when it is set (and not empty); else the embedded broker. The
+    /// one place an application needs to pick its backend.
+    pub fn kafka_bootstrap_from_env(self) -> Self {
+        match std::env::var(BOOTSTRAP_ENV) {
+            Ok(servers) if !servers.trim().is_empty() => self.kafka_bootstrap(servers.trim()),
+            _ => self,
+        }
+    }
+
+    /// A librdkafka setting for the Kafka backend (security, compression, client id...),
+    /// passed through unchanged and applied after the backend's own (so it wins).
+    pub fn kafka_setting(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.kafka_settings.insert(key.into(), value.into());
+        self
+    }
+
+    /// The data directory (default `data`), created if absent.
+    pub fn data_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.data_dir = dir.as_ref().to_owned();
+        self
+    }
+
+    /// When appends and commits are synced (default `Interval(1 s)`).
+    pub fn fsync(mut self, policy: FsyncPolicy) -> Self {
+        self.fsync = policy;
+        self
+    }
+
+    /// How long a produce parked by `Backpressure::Block` waits (default 60 s).
+    pub fn block_timeout(mut self, timeout: Duration) -> Self {
+        self.block_timeout = timeout;
+        self
+    }
+
+    /// A group member silent for longer is evicted (default 45 s, like Kafka). It is also
+    /// the largest `session.timeout.ms` a Kafka client's member may ask for (Kafka's
+    /// `group.max.session.timeout.ms`).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// Serve Kafka's wire protocol on `addr` (`host:port`, e.g. `127.0.0.1:9092`; port 0
+    /// picks a free one, see [`NanoKafka::listener_addr`]) with the listener's defaults, so
+    /// Kafka clients can produce, consume and join groups. Off by default.
+    pub fn listen(self, addr: impl Into<String>) -> Self {
+        self.listener(ListenerConfig::new(addr))
+    }
+
+    /// Serve Kafka's wire protocol as `config` says (caps, SASL/PLAIN, topic auto-creation).
+    pub fn listener(mut self, config: ListenerConfig) -> Self {
+        self.listener = Some(config);
+        self
+    }
+
+    /// The largest key + value of one record (default 1 MiB).
+    pub fn max_record_bytes(mut self, bytes: usize) -> Self {
+        self.max_record_bytes = bytes;
+        self
+    }
+
+    /// The largest produce request, in bytes of record frames (each record's key and value
+    /// plus 30 bytes): a `produce_batch` / `produce_batch_raw` / `ProduceBatch` above it is
+    /// refused with `Error::RequestTooLarge` before anything is written (default 100 MiB,
+    /// Kafka's `socket.request.max.bytes`; at least `max_record_bytes`, at most 1 GiB).
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
+    /// The most bytes a Kafka client's compressed batch may decompress to
+    /// (`produce_kafka_batch`, and every Produce through the listener): a batch that would
+    /// decompress to more is refused whole before anything is written, so a compression bomb
+    /// costs at most this much memory, once (default and maximum
+    /// [`MAX_DECOMPRESSED_BATCH_BYTES`], 128 MiB; at least `max_record_bytes`).
+    pub fn max_decompressed_batch_bytes(mut self, bytes: usize) -> Self {
+        self.max_decompressed_batch_bytes = bytes;
+        self
+    }
+
+    /// Threads that run partition actors (default: one per core but one, at least 1 and at
+    /// most 4). One core is left to the threads that call the broker: on two cores, a caller
+    /// and two I/O threads would fight over them, and one I/O thread appends hundreds of
+    /// thousands of records per second.
+    pub fn io_threads(mut self, threads: usize) -> Self {
+        self.io_threads = threads;
+        self
+    }
+
+    /// How long an idle I/O thread spins, waiting for the next produce, before it sleeps
+    /// (default 50 µs; zero never spins). Waking a sleeping thread costs tens of microseconds
+    /// on a virtual machine, so a caller producing one record at a time goes several times
+    /// faster with the spin. The spin yields the core after its first microseconds (a busy
+    /// neighbour or a caller on the same core gets it), and it is skipped while it has not
+    /// been paying: after a spin that no produce ended, the thread sleeps at once until a
+    /// sleep turns out shorter than the spin. Timers on that thread may fire up to this much
+    /// late. At most [`MAX_IDLE_SPIN`] (1 ms). See `actors::io_thread`.
+    pub fn idle_spin(mut self, spin: Duration) -> Self {
+        self.idle_spin = spin;
+        self
+    }
+
+    /// The clock for timestamps, time retention and session timeouts (tests inject a
+    /// [`crate::clock::ManualClock`]).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The file layer under the partitions' files (default: the OS). Fault-injection tests
+    /// pass a [`crate::storage::sim::SimFs`]; the data-dir lock and topic configs always use
+    /// the OS. Either way the broker wraps it in the descriptor budget of
+    /// [`NanoKafkaBuilder::max_open_files`]. For tests (`test-support` feature).
+    #[cfg(feature = "test-support")]
+    pub fn file_system(mut self, fs: SharedFs) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// How many partition files may hold an open descriptor at once, over the whole broker
+    /// (like RocksDB's `max_open_files`). Files beyond it are closed while idle and reopened
+    /// on their next use, so the number of partitions is not bounded by `ulimit -n`.
+    ///
+    /// Default: half the process's soft `RLIMIT_NOFILE` at `build` (the other half is
+    /// headroom for the data-dir lock, topic configs, the runtime and the application),
+    /// at least 16 and at most 65,536. At least 16 (`InvalidArgument` below).
+    pub fn max_open_files(mut self, files: usize) -> Self {
+        self.max_open_files = Some(files);
+        self
+    }
+
+    /// Locks the data directory, loads its topics and starts the actors.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a zero timeout, thread count or record size, a request size
+    /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`],
+    /// `max_open_files` below 16; `DataDirLocked`;
+    /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
+    /// `BlockingInActorContext` on an actix thread.
+    pub fn build(self) -> Result<NanoKafka> {
+        crate::wait::refuse_actix_thread()?;
+        validate_max_record_bytes(self.max_record_bytes)?;
+        for (name, value) in [
+            ("block_timeout", self.block_timeout),
+            ("session_timeout", self.session_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: "must be above zero".into(),
+                });
+            }
+        }
+        if self.kafka_bootstrap.is_some() && self.listener.is_some() {
+            return Err(Error::InvalidArgument {
+                name: "listen",
+                reason: "a Kafka listener serves the embedded broker; with kafka_bootstrap \
+                         the clients connect to the Kafka cluster itself"
+                    .into(),
+            });
+        }
+        match self.kafka_bootstrap.clone() {
+            None => self.build_embedded(),
+            // A producer, an admin client and a small runtime for the blocking calls (all
+            // in `KafkaBackend`); no data directory, actor system or listener.
+            #[cfg(feature = "kafka")]
+            Some(bootstrap) => {
+                let config = crate::kafka::KafkaConfig::new(
+                    bootstrap,
+                    self.kafka_settings,
+                    (self.block_timeout, self.session_timeout),
+                );
+                let backend = Arc::new(crate::kafka::KafkaBackend::connect(config)?);
+                let engine = crate::async_handle::Engine::Kafka(backend.clone());
+                Ok(super::Running::start(
+                    engine,
+                    super::Started::Kafka(backend),
+                ))
+            }
+            #[cfg(not(feature = "kafka"))]
+            Some(_) => Err(Error::InvalidArgument {
+                name: "kafka_bootstrap",
+                reason: "this build has no Kafka backend: rebuild with the `kafka` feature \
+                         (cargo build --features kafka)"
+                    .into(),
+            }),
+        }
+    }
+
+    /// The embedded broker's own settings checked, then started (`embedded::start`).
+    fn build_embedded(self) -> Result<NanoKafka> {
+        if self.io_threads == 0 {
+            return Err(Error::InvalidArgument {
+                name: "io_threads",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.idle_spin > MAX_IDLE_SPIN {
+            return Err(Error::InvalidArgument {
+                name: "idle_spin",
+                reason: format!(
+                    "must be at most {MAX_IDLE_SPIN:?}, got {:?}",
+                    self.idle_spin
+                ),
+            });
+        }
+        if self.max_request_bytes < self.max_record_bytes
+            || self.max_request_bytes > MAX_BATCH_BYTES
+        {
+            return Err(Error::InvalidArgument {
+                name: "max_request_bytes",
+                reason: format!(
+                    "must be {}..={MAX_BATCH_BYTES} (at least max_record_bytes), got {}",
+                    self.max_record_bytes, self.max_request_bytes
+                ),
+            });
+        }
+        if self.max_decompressed_batch_bytes < self.max_record_bytes
+            || self.max_decompressed_batch_bytes > MAX_DECOMPRESSED_BATCH_BYTES
+        {
+            return Err(Error::InvalidArgument {
+                name: "max_decompressed_batch_bytes",
+                reason: format!(
+                    "must be {}..={MAX_DECOMPRESSED_BATCH_BYTES} (at least max_record_bytes), got {}",
+                    self.max_record_bytes, self.max_decompressed_batch_bytes
+                ),
+            });
+        }
+        if let FsyncPolicy::Interval(every) = self.fsync {
+            if every.is_zero() {
+                return Err(Error::InvalidArgument {
+                    name: "fsync",
+                    reason: "FsyncPolicy::Interval must be above zero".into(),
+                });
+            }
+        }
+        let max_open_files = match self.max_open_files {
+            Some(files) if files < MIN_OPEN_FILES => {
+                return Err(Error::InvalidArgument {
+                    name: "max_open_files",
+                    reason: format!("must be at least {MIN_OPEN_FILES} (got {files})"),
+                })
+            }
+            Some(files) => {
+                if let Some(soft) = soft_nofile_limit().filter(|&soft| files as u64 >= soft) {
+                    tracing::warn!(
+                        max_open_files = files,
+                        soft_limit = soft,
+                        "max_open_files is not below the process's descriptor limit (ulimit -n): \
+                         opens may fail with EMFILE"
+                    );
+                }
+                files
+            }
+            None => default_max_open_files(),
+        };
+        super::embedded::start(self, max_open_files)
+    }
+}

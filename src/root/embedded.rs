@@ -1,0 +1,158 @@
+//! Starting the embedded broker: the data directory and its topics, the actor system on a
+//! thread of its own (`nanokafka-broker`), the I/O threads, the broker actor under its
+//! supervisor, and the Kafka listener when asked for one (bound before anything starts, so a
+//! taken port fails the build with nothing running).
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use super::builder::NanoKafkaBuilder;
+use super::{EmbeddedBroker, Running, Started};
+use crate::actors::broker::BrokerActor;
+use crate::actors::io_thread::IoThread;
+use crate::actors::BrokerSettings;
+use crate::async_handle::AsyncNanoKafka;
+use crate::error::{Error, Result};
+use crate::handle::NanoKafka;
+use crate::listener::ListenerHandle;
+use crate::storage::fd_pool::PooledFs;
+use crate::storage::DataDir;
+
+/// Starts the broker `builder` describes (its settings already checked), with
+/// `max_open_files` descriptors for its partition files.
+pub(super) fn start(builder: NanoKafkaBuilder, max_open_files: usize) -> Result<NanoKafka> {
+    let data_dir = DataDir::open(&builder.data_dir)?;
+    // Bound before anything starts: a taken port fails the build with nothing running.
+    let listener = builder
+        .listener
+        .as_ref()
+        .map(crate::listener::bind)
+        .transpose()?;
+    let cluster_id = cluster_id(&builder.data_dir);
+    let topics = crate::config::load_topics(&data_dir)?;
+    let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
+    let settings = Arc::new(BrokerSettings {
+        data_dir: builder.data_dir.clone(),
+        fsync: builder.fsync,
+        block_timeout: builder.block_timeout,
+        session_timeout: builder.session_timeout,
+        max_record_bytes: builder.max_record_bytes,
+        max_request_bytes: builder.max_request_bytes,
+        max_decompressed_batch_bytes: builder.max_decompressed_batch_bytes,
+        clock: builder.clock,
+        // Every partition file goes through one budget of descriptors.
+        fs: Arc::new(PooledFs::new(builder.fs, max_open_files)),
+        sync_worker: Arc::default(),
+    });
+    let (io_threads, idle_spin) = (builder.io_threads, builder.idle_spin);
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("nanokafka-broker".into())
+        .spawn(move || {
+            crate::actors::io_thread::mark_broker_thread();
+            let system = actix_rt::System::new();
+            let started = system.block_on(async move {
+                let arbiters = start_io_threads(io_threads, idle_spin)?;
+                let broker = BrokerActor::new(settings, data_dir, topics, arbiters);
+                let addr = Supervisor::start(move |ctx: &mut Context<BrokerActor>| {
+                    ctx.set_mailbox_capacity(crate::actors::MAILBOX_CAPACITY);
+                    broker
+                });
+                let listener = match listener {
+                    Some(bound) => Some(
+                        bound
+                            .start(AsyncNanoKafka::from(addr.clone()), cluster_id)
+                            .map_err(|e| std::io::Error::other(e.to_string()))?,
+                    ),
+                    None => None,
+                };
+                Ok((addr, listener))
+            });
+            let failed = started.is_err();
+            let _ = started_tx.send(started.map(|started| (started, System::current())));
+            if failed {
+                return Ok(());
+            }
+            system.run()
+        })
+        .map_err(|e| Error::io("spawn broker thread", &builder.data_dir, e))?;
+    let ((addr, listener), system) = started_rx
+        .recv()
+        .map_err(|_| Error::BrokerStopped)?
+        .map_err(|e| Error::io("start an I/O thread", &builder.data_dir, e))?;
+    let metrics = listener.as_ref().map(ListenerHandle::metrics);
+    let handle = AsyncNanoKafka::from(addr)
+        .with_listener_metrics(metrics)
+        .for_sequential_callers();
+    // Produces to the topics already there take the direct route from the first one.
+    for name in &topic_names {
+        crate::wait::block_on(handle.learn_route(name));
+    }
+    let engine = handle.engine()?.clone();
+    Ok(Running::start(
+        engine,
+        Started::Embedded(EmbeddedBroker {
+            addr: handle.addr()?.clone(),
+            system,
+            thread: Mutex::new(Some(thread)),
+            listener: Mutex::new(listener),
+        }),
+    ))
+}
+
+/// A Kafka cluster id for the data directory at `path`: the same on every open of it, so
+/// clients that remember it across a restart see the same cluster.
+fn cluster_id(path: &Path) -> String {
+    use std::hash::{Hash, Hasher};
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    // FNV-1a rather than std's randomly seeded hasher: the id must not change between runs.
+    let mut hash = Fnv1a::default();
+    path.hash(&mut hash);
+    format!("nanokafka-{:016x}", hash.finish())
+}
+
+/// FNV-1a, 64-bit: a stable hash for [`cluster_id`].
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Self {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv1a {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// The default I/O thread count: the cores but one, within 1..=4.
+pub(super) fn default_io_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    cores.saturating_sub(1).clamp(1, 4)
+}
+
+/// Starts `count` I/O threads, or none: on a failure the ones started are stopped.
+fn start_io_threads(count: usize, idle_spin: Duration) -> std::io::Result<Vec<IoThread>> {
+    let mut started = Vec::with_capacity(count);
+    for _ in 0..count {
+        match IoThread::start(idle_spin) {
+            Ok(io) => started.push(io),
+            Err(e) => {
+                for io in started {
+                    io.arbiter.stop();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(started)
+}
