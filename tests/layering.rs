@@ -582,7 +582,7 @@ fn check(sources: &BTreeMap<String, String>, layers: &[(&str, &[&str])]) -> Vec<
         format!("src/{file}:{line}: {text}")
     };
     let places = |places: &[(String, usize)]| {
-        let mut told: Vec<String> = places.iter().take(3).map(|p| quote(p)).collect();
+        let mut told: Vec<String> = places.iter().take(3).map(&quote).collect();
         if places.len() > 3 {
             told.push(format!("and {} more", places.len() - 3));
         }
