@@ -103,3 +103,36 @@ fn a_top_level_import_up_a_layer_is_reported() {
         ]
     );
 }
+
+#[test]
+fn a_cycle_through_a_parents_import_and_an_inline_module_is_reported() {
+    // The dispatcher calls every handler; a handler takes the dispatcher's context through
+    // the parent's private `use`, from code inside an inline module.
+    let files = synthetic(&[
+        ("lib.rs", "mod storage;\nmod listener;\n"),
+        ("storage/mod.rs", ""),
+        (
+            "listener/mod.rs",
+            "mod dispatch;\nmod produce;\nmod fetch;\nuse dispatch::Context;\n",
+        ),
+        (
+            "listener/dispatch.rs",
+            "pub struct Context;\nfn route() {\n    super::produce::handle();\n    \
+             super::fetch::handle();\n}\n",
+        ),
+        ("listener/fetch.rs", "pub fn handle() {}\n"),
+        (
+            "listener/produce.rs",
+            "pub fn handle() {}\nmod acks {\n    use super::super::Context;\n}\n",
+        ),
+    ]);
+    let wrong = check(&files, TWO_LAYERS);
+    assert_eq!(
+        wrong,
+        [
+            "a cycle among the children of `listener`: dispatch → produce → dispatch\n    \
+          dispatch → produce:\n        src/listener/dispatch.rs:3: super::produce::handle();\n    \
+          produce → dispatch:\n        src/listener/produce.rs:3: use super::super::Context;"
+        ]
+    );
+}

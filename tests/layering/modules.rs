@@ -20,6 +20,7 @@ pub fn module_of(file: &str) -> ModPath {
     path
 }
 
+/// The crate as the check sees it.
 pub struct Crate {
     /// File (relative to `src/`) → what it says.
     pub files: BTreeMap<String, FileSays>,
@@ -62,8 +63,7 @@ impl Crate {
     /// The deepest module `path`, written in `file`, names; `None` for another crate's path or
     /// a local name.
     pub fn resolve(&self, file: &str, path: &Written, hops: usize) -> Option<ModPath> {
-        let module = module_of(file);
-        let mut here = module.clone();
+        let mut here = module_of(file);
         here.extend(path.inline.iter().cloned());
         let segments = &path.segments;
         let (mut current, rest): (ModPath, &[String]) = match segments[0].as_str() {
@@ -100,7 +100,8 @@ impl Crate {
                 break;
             }
         }
-        while !self.modules.contains(&current) {
+        // Inline modules fold into the module of their file.
+        while !current.is_empty() && !self.modules.contains(&current) {
             current.pop();
         }
         Some(current)
