@@ -160,7 +160,8 @@ pub struct Written {
     /// The inline `mod x { .. }` blocks it is written in, outermost first.
     pub inline: Vec<String>,
     pub line: usize,
-    /// For a leaf of a `use`: the name it brings into scope (`None` for a glob).
+    /// For a leaf of a `use`, the name it brings into scope; `None` for a glob and for a
+    /// path in code.
     pub imports: Option<String>,
 }
 
@@ -172,6 +173,8 @@ pub struct FileSays {
     pub declares: BTreeSet<String>,
 }
 
+/// The paths `code` writes (in `use` trees and in code, two segments or more) and the
+/// modules it declares.
 pub fn read_file(code: &str) -> FileSays {
     let tokens = tokens(code);
     let mut says = FileSays::default();
