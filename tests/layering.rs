@@ -1,18 +1,58 @@
-//! The crate's layers point one way. This reads every source file under `src/` (not the
-//! binary, not `#[cfg(test)]` code), folds each module into its top-level module, and fails
-//! when an import points up a layer or the top-level modules form a cycle. A reference counts
-//! wherever it is spelled `crate::name` (a `use`, a path, a `use crate::{..}` group); a name
-//! that `lib.rs` re-exports counts as the module it comes from. Comments are ignored.
+//! The crate's layers point one way, and so do the modules inside each of them.
 //!
-//! [`LAYERS`] is the order, bottom up, as `src/lib.rs`'s tour states it. A new top-level
-//! module must be placed in it.
+//! This reads every source file under `src/` (not the binary, not `*tests.rs` files, not a
+//! `#[cfg(test)] mod x { .. }` block) and builds the module tree from the files: `a.rs` or
+//! `a/mod.rs` is module `a`, `a/b.rs` its child `b`. An inline `mod x { .. }` block counts as
+//! part of its file. Then it applies one rule at every level of the tree:
+//!
+//! **Fold each child module with its whole subtree; the children of one parent must not
+//! form a cycle.** A parent and its own children may use each other (the parent is the
+//! facade of its children), and a module may use its ancestors. A reference from
+//! `storage/segment/scan.rs` to `storage/fetch.rs` is an edge `segment → fetch` between the
+//! children of `storage`; if `fetch` (or any file below it) also uses `segment`, that is a
+//! cycle. The crate root's children are the top-level modules, which must also follow
+//! [`LAYERS`]: a module may use its own layer and the layers below it, never one above.
+//!
+//! A reference is a path wherever it is written, in a `use` or in code: `crate::a::b::Item`,
+//! `super::x::Item` (and `super::super::..`), `self::x`, `$crate::..`, a path that starts
+//! with a child module the file declares (`mod segment;` then `segment::Segment`), and each
+//! leaf of a `use` group (`use crate::{a::{b, c::D}, e};`). It counts as the deepest module
+//! it names. A name a module imports or re-exports with `use` (`lib.rs`'s `pub use`, a
+//! facade's `pub use child::Item`, a parent's private `use` that its children reach through
+//! `super::Item`) counts as the module it comes from. A glob (`use super::*`) counts as a
+//! use of the module it names, but the names it brings in are not followed; comments,
+//! strings and paths that start with another crate's name are ignored. What paths cannot
+//! show is not seen either: a method called on `self` that another child's `impl` block
+//! defines.
+//!
+//! A failure names the modules of the cycle in order and, for each edge, the file and line
+//! that make it.
+//!
+//! The code is beside this file in `layering/`: `read.rs` turns a file into the paths it
+//! writes, `modules.rs` builds the tree and resolves each path, `check.rs` applies the rule,
+//! and `made_up.rs` runs the check on small made-up crates, to show that it fails when it
+//! should.
 
-use std::collections::{BTreeMap, BTreeSet};
+// Named by path so that this file stays the test's root, where `src/lib.rs` points.
+#[path = "layering/check.rs"]
+mod check;
+#[path = "layering/made_up.rs"]
+mod made_up;
+#[path = "layering/modules.rs"]
+mod modules;
+#[path = "layering/read.rs"]
+mod read;
+
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The top-level modules by layer, bottom up: a module may use its own layer (without a
-/// cycle) and the layers below it.
+use check::check;
+use modules::{Crate, Written};
+
+/// The top-level modules by layer, bottom up, as `src/lib.rs`'s tour states them: a module
+/// may use its own layer (without a cycle) and the layers below it. A new top-level module
+/// must be placed here.
 const LAYERS: &[(&str, &[&str])] = &[
     ("storage", &["storage"]),
     (
@@ -42,17 +82,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tools", &["transfer"]),
 ];
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-/// Every `.rs` file below `dir`, but the binary's and the files of test modules.
-fn sources(dir: &Path, files: &mut Vec<PathBuf>) {
+/// Every `.rs` file below `dir`, but the binary's and the files of test modules, by path
+/// relative to `root`.
+fn sources(root: &Path, dir: &Path, files: &mut BTreeMap<String, String>) {
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
             if path.file_name().is_some_and(|n| n != "bin") {
-                sources(&path, files);
+                sources(root, &path, files);
             }
         } else if path.extension().is_some_and(|e| e == "rs")
             && !path
@@ -62,196 +99,47 @@ fn sources(dir: &Path, files: &mut Vec<PathBuf>) {
                 .unwrap()
                 .ends_with("tests")
         {
-            files.push(path);
+            let relative = path.strip_prefix(root).unwrap().to_str().unwrap();
+            files.insert(
+                relative.replace('\\', "/"),
+                fs::read_to_string(&path).unwrap(),
+            );
         }
     }
 }
 
-/// The code of `text` without line comments and without its `#[cfg(test)] mod x { .. }`
-/// (taken to run to the end of the file, where this crate keeps its test modules).
-fn code(text: &str) -> String {
-    let mut text = text;
-    let mut from = 0;
-    while let Some(at) = text[from..].find("#[cfg(test)]") {
-        let attr = from + at;
-        let rest = text[attr + "#[cfg(test)]".len()..].trim_start();
-        let item = rest.split(['{', ';']).next().unwrap_or("");
-        if rest.starts_with("mod ") && rest[item.len()..].starts_with('{') {
-            text = &text[..attr];
-            break;
-        }
-        from = attr + 1;
-    }
-    text.lines()
-        .map(|line| line.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn identifier(text: &str) -> &str {
-    let end = text
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(text.len());
-    &text[..end]
-}
-
-/// The first segment of every `crate::` path in `code`, `use crate::{a, b::c}` groups
-/// included.
-fn crate_paths(code: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let mut depth = 1;
-            let mut start = true;
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 1 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 1 => start = true,
-                    c if start && !c.is_whitespace() => {
-                        names.insert(identifier(&group[i..]).to_owned());
-                        start = false;
-                    }
-                    _ => {}
-                }
-            }
-        } else {
-            names.insert(identifier(rest).to_owned());
-        }
-    }
-    names
-}
-
-/// Names `lib.rs` re-exports → the top-level module each comes from.
-fn reexports() -> BTreeMap<String, String> {
-    let lib = code(&fs::read_to_string(src().join("lib.rs")).unwrap());
-    let mut names = BTreeMap::new();
-    for statement in lib.split("pub use ").skip(1) {
-        let statement = statement.split(';').next().unwrap();
-        let module = identifier(statement.trim_start()).to_owned();
-        let items = statement.rsplit("::").next().unwrap();
-        for name in items.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if !name.is_empty() {
-                names.insert(name.to_owned(), module.clone());
-            }
-        }
-    }
-    names
-}
-
-/// Top-level module → the top-level modules its code names.
-fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let root = src();
-    let mut files = Vec::new();
-    sources(&root, &mut files);
-    let modules: BTreeSet<String> = files
-        .iter()
-        .map(|f| top_level(&root, f))
-        .filter(|m| m != "lib")
-        .collect();
-    let reexported = reexports();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in &files {
-        let from = top_level(&root, file);
-        if from == "lib" {
-            continue;
-        }
-        let text = fs::read_to_string(file).unwrap();
-        let uses = graph.entry(from.clone()).or_default();
-        for name in crate_paths(&code(&text)) {
-            let to = reexported.get(&name).cloned().unwrap_or(name);
-            if to != from && modules.contains(&to) {
-                uses.insert(to);
-            }
-        }
-    }
-    graph
-}
-
-fn top_level(root: &Path, file: &Path) -> String {
-    let first = file
-        .strip_prefix(root)
-        .unwrap()
-        .components()
-        .next()
-        .unwrap();
-    let first = first.as_os_str().to_str().unwrap();
-    first.strip_suffix(".rs").unwrap_or(first).to_owned()
-}
-
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS
-        .iter()
-        .position(|(_, modules)| modules.contains(&module))
-}
-
-/// The modules on a cycle through `start`, if there is one.
-fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
-    fn walk(
-        graph: &BTreeMap<String, BTreeSet<String>>,
-        start: &str,
-        path: &mut Vec<String>,
-        seen: &mut BTreeSet<String>,
-    ) -> bool {
-        let here = path.last().unwrap().clone();
-        for next in graph.get(&here).into_iter().flatten() {
-            if next == start {
-                return true;
-            }
-            if seen.insert(next.clone()) {
-                path.push(next.clone());
-                if walk(graph, start, path, seen) {
-                    return true;
-                }
-                path.pop();
-            }
-        }
-        false
-    }
-    let mut path = vec![start.to_owned()];
-    walk(graph, start, &mut path, &mut BTreeSet::new()).then_some(path)
+fn real_crate() -> BTreeMap<String, String> {
+    let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    sources(&root, &root, &mut files);
+    files
 }
 
 #[test]
-fn every_import_points_down_a_layer_or_within_one_and_no_modules_form_a_cycle() {
-    let graph = module_graph();
-    assert!(graph.len() > 20, "read too few modules: {graph:?}");
-    let mut wrong = Vec::new();
-    for (from, uses) in &graph {
-        let Some(from_layer) = layer_of(from) else {
-            wrong.push(format!("`{from}` is in no layer: place it in LAYERS"));
-            continue;
-        };
-        for to in uses {
-            match layer_of(to) {
-                Some(to_layer) if to_layer > from_layer => wrong.push(format!(
-                    "`{from}` ({}) uses `{to}` ({}), a layer above it",
-                    LAYERS[from_layer].0, LAYERS[to_layer].0
-                )),
-                _ => {}
-            }
-        }
-        if let Some(cycle) = cycle_through(&graph, from) {
-            wrong.push(format!("a cycle: {} → {from}", cycle.join(" → ")));
-        }
-    }
-    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+fn imports_point_down_the_layers_and_no_siblings_form_a_cycle_at_any_level() {
+    let files = real_crate();
+    let krate = Crate::new(&files);
+    let top_level = krate.modules.iter().filter(|m| m.len() == 1).count();
+    assert!(top_level > 20, "read too few modules: {:?}", krate.modules);
+    let wrong = check(&files, LAYERS);
+    assert!(wrong.is_empty(), "\n{}\n", wrong.join("\n\n"));
 }
 
 #[test]
-fn the_reader_sees_paths_groups_and_reexports_and_skips_comments_and_tests() {
-    let text = "use crate::a::B;\n// crate::commented\nfn f() { crate::c::d(); }\n\
-                use crate::{e, f::{g, h}, i};\n#[cfg(test)]\nmod tests {\n use crate::tested;\n}\n";
-    let names: Vec<String> = crate_paths(&code(text)).into_iter().collect();
-    assert_eq!(names, ["a", "c", "e", "f", "i"]);
+fn reexports_count_as_the_module_they_come_from() {
+    let krate = Crate::new(&real_crate());
+    let at = |segments: &[&str]| Written {
+        segments: segments.iter().map(|s| s.to_string()).collect(),
+        inline: Vec::new(),
+        line: 1,
+        imports: None,
+    };
     assert_eq!(
-        reexports().get("NanoKafka").map(String::as_str),
-        Some("handle")
+        krate.resolve("topic.rs", &at(&["crate", "NanoKafka"]), 0),
+        Some(vec!["handle".to_owned()])
+    );
+    assert_eq!(
+        krate.resolve("trace.rs", &at(&["crate", "BrokerActor"]), 0),
+        Some(vec!["actors".to_owned(), "broker".to_owned()])
     );
 }

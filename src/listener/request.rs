@@ -3,7 +3,7 @@
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
-use super::{sasl, ListenerConfig, Shared};
+use super::{ListenerConfig, Shared};
 use crate::async_handle::AsyncNanoKafka;
 
 /// The APIs served and their versions: what ApiVersions advertises, and what a request must
@@ -51,14 +51,26 @@ pub struct ConnectionState {
     /// False until SASL/PLAIN succeeds, when the listener requires it.
     pub authenticated: bool,
     /// Where the SASL exchange is.
-    pub sasl: sasl::SaslStage,
+    pub sasl: SaslStage,
+}
+
+/// Where a connection is in the SASL exchange (`sasl` moves it on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SaslStage {
+    /// No handshake yet.
+    #[default]
+    Start,
+    /// PLAIN was chosen; a SaslAuthenticate is expected.
+    PlainChosen,
+    /// Authenticated (or the listener has no SASL): nothing more to exchange.
+    Done,
 }
 
 impl ConnectionState {
     pub fn new(config: &ListenerConfig) -> Self {
         ConnectionState {
             authenticated: config.sasl_plain.is_none(),
-            sasl: sasl::SaslStage::default(),
+            sasl: SaslStage::default(),
         }
     }
 }

@@ -24,22 +24,10 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::config::PlainCredentials;
-use super::request::{ConnectionState, Reply, RequestContext};
+use super::request::{ConnectionState, Reply, RequestContext, SaslStage};
 
 /// The one mechanism served.
 pub const PLAIN: &str = "PLAIN";
-
-/// Where a connection is in the SASL exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SaslStage {
-    /// No handshake yet.
-    #[default]
-    Start,
-    /// PLAIN was chosen; a SaslAuthenticate is expected.
-    PlainChosen,
-    /// Authenticated (or the listener has no SASL): nothing more to exchange.
-    Done,
-}
 
 pub fn handshake(
     ctx: &RequestContext<'_>,
