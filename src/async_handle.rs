@@ -93,9 +93,10 @@ impl AsyncNanoKafka {
     /// The backend, once the handle is known to be open: on the Kafka backend, a shut-down
     /// handle answers `BrokerStopped` here (the embedded broker's actor answers that itself).
     pub(crate) fn engine(&self) -> Result<&Engine> {
-        #[cfg(feature = "kafka")]
-        if let Engine::Kafka(k) = &self.engine {
-            k.check_open()?;
+        match &self.engine {
+            Engine::Embedded(_) => {}
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.check_open()?,
         }
         Ok(&self.engine)
     }

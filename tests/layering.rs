@@ -79,6 +79,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("async handle", &["async_handle"]),
     ("listener", &["listener"]),
     ("handles", &["handle", "consumer", "stream", "topic"]),
+    ("composition root", &["root"]),
     ("tools", &["transfer"]),
 ];
 

@@ -14,8 +14,6 @@
 //! `backpressure`) keep their defaults for topics made by Kafka clients. `max.message.bytes`
 //! is refused: record sizes are limited broker-wide (`builder().max_record_bytes`).
 
-#[cfg(feature = "kafka")]
-use super::TopicChanges;
 use super::{TimestampType, TopicConfig};
 
 /// Kafka's config sources (DescribeConfigs `config_source`).
@@ -52,11 +50,13 @@ impl Entry {
     }
 }
 
-fn limit(value: Option<u64>) -> String {
+/// A size or time limit in Kafka's units: `-1` for none.
+pub(crate) fn limit(value: Option<u64>) -> String {
     value.map_or_else(|| "-1".to_owned(), |v| v.to_string())
 }
 
-fn timestamp_type(t: TimestampType) -> String {
+/// `message.timestamp.type`'s value for `t`.
+pub(crate) fn timestamp_type(t: TimestampType) -> String {
     match t {
         TimestampType::CreateTime => "CreateTime",
         TimestampType::LogAppendTime => "LogAppendTime",
@@ -119,23 +119,6 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
             "log.segment.bytes",
         ),
     ]
-}
-
-/// The Kafka configs `changes` sets, in Kafka's names and units (the changes Kafka has no
-/// name for are left out: see the module docs).
-#[cfg(feature = "kafka")]
-pub fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
-    let mut set = Vec::new();
-    if let Some(ms) = changes.retention_ms {
-        set.push(("retention.ms", limit(ms)));
-    }
-    if let Some(bytes) = changes.retention_bytes {
-        set.push(("retention.bytes", limit(bytes)));
-    }
-    if let Some(t) = changes.timestamp_type {
-        set.push(("message.timestamp.type", timestamp_type(t)));
-    }
-    set
 }
 
 /// Sets the Kafka config `name` to `value` (`None`: the default) in `config`. The values'

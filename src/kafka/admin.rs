@@ -116,7 +116,7 @@ impl KafkaBackend {
             self.create_partitions(topic, next.partitions).await?;
             self.await_partitions(topic, next.partitions).await?;
         }
-        let set = kafka_names::changed(changes);
+        let set = changed(changes);
         if !set.is_empty() {
             self.alter_configs(topic, &set).await?;
         }
@@ -379,4 +379,20 @@ fn group_lag(reader: &BaseConsumer, topic: &str, timeout: Duration) -> Result<BT
         lag.insert(partition, u64::try_from(high - position).unwrap_or(0));
     }
     Ok(lag)
+}
+
+/// The Kafka configs `changes` sets, in Kafka's names and units (the changes Kafka has no
+/// name for are left out: see `config::kafka_names`).
+fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
+    let mut set = Vec::new();
+    if let Some(ms) = changes.retention_ms {
+        set.push(("retention.ms", kafka_names::limit(ms)));
+    }
+    if let Some(bytes) = changes.retention_bytes {
+        set.push(("retention.bytes", kafka_names::limit(bytes)));
+    }
+    if let Some(t) = changes.timestamp_type {
+        set.push(("message.timestamp.type", kafka_names::timestamp_type(t)));
+    }
+    set
 }

@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::embedded::default_io_threads;
+use crate::actors::BrokerSettings;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy};
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
 use crate::listener::ListenerConfig;
-use crate::storage::fd_pool::{default_max_open_files, soft_nofile_limit, MIN_OPEN_FILES};
+use crate::storage::fd_pool::{
+    default_max_open_files, soft_nofile_limit, PooledFs, MIN_OPEN_FILES,
+};
 use crate::storage::fs::SharedFs;
 use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 
@@ -38,25 +41,25 @@ pub const DEFAULT_DATA_DIR: &str = "data";
 /// Configures and starts a broker. See [`NanoKafka::builder`].
 #[derive(Debug, Clone)]
 pub struct NanoKafkaBuilder {
-    pub(super) data_dir: PathBuf,
-    pub(super) fsync: FsyncPolicy,
-    pub(super) block_timeout: Duration,
-    pub(super) session_timeout: Duration,
-    pub(super) max_record_bytes: usize,
-    pub(super) max_request_bytes: usize,
-    pub(super) max_decompressed_batch_bytes: usize,
-    pub(super) io_threads: usize,
-    pub(super) idle_spin: Duration,
-    pub(super) clock: SharedClock,
-    pub(super) fs: SharedFs,
+    data_dir: PathBuf,
+    fsync: FsyncPolicy,
+    block_timeout: Duration,
+    session_timeout: Duration,
+    max_record_bytes: usize,
+    max_request_bytes: usize,
+    max_decompressed_batch_bytes: usize,
+    io_threads: usize,
+    idle_spin: Duration,
+    clock: SharedClock,
+    fs: SharedFs,
     /// `None`: derived from the process's descriptor limit at `build`.
-    pub(super) max_open_files: Option<usize>,
+    max_open_files: Option<usize>,
     /// `None`: no Kafka listener (the default).
-    pub(super) listener: Option<ListenerConfig>,
+    listener: Option<ListenerConfig>,
     /// `Some`: the handle's calls go to this Kafka cluster instead (the `kafka` feature).
-    pub(super) kafka_bootstrap: Option<String>,
+    kafka_bootstrap: Option<String>,
     /// librdkafka settings for the Kafka backend, passed through.
-    pub(super) kafka_settings: BTreeMap<String, String>,
+    kafka_settings: BTreeMap<String, String>,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -353,6 +356,20 @@ impl NanoKafkaBuilder {
             }
             None => default_max_open_files(),
         };
-        super::embedded::start(self, max_open_files)
+        let settings = BrokerSettings {
+            data_dir: self.data_dir,
+            fsync: self.fsync,
+            block_timeout: self.block_timeout,
+            session_timeout: self.session_timeout,
+            max_record_bytes: self.max_record_bytes,
+            max_request_bytes: self.max_request_bytes,
+            max_decompressed_batch_bytes: self.max_decompressed_batch_bytes,
+            clock: self.clock,
+            // Every partition file goes through one budget of descriptors.
+            fs: Arc::new(PooledFs::new(self.fs, max_open_files)),
+            sync_worker: Arc::default(),
+        };
+        let io = (self.io_threads, self.idle_spin);
+        super::embedded::start(settings, io, self.listener.as_ref())
     }
 }

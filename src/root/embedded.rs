@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::builder::NanoKafkaBuilder;
 use super::{EmbeddedBroker, Running, Started};
 use crate::actors::broker::BrokerActor;
 use crate::actors::io_thread::IoThread;
@@ -17,37 +16,24 @@ use crate::actors::BrokerSettings;
 use crate::async_handle::AsyncNanoKafka;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
-use crate::listener::ListenerHandle;
-use crate::storage::fd_pool::PooledFs;
+use crate::listener::{ListenerConfig, ListenerHandle};
 use crate::storage::DataDir;
 
-/// Starts the broker `builder` describes (its settings already checked), with
-/// `max_open_files` descriptors for its partition files.
-pub(super) fn start(builder: NanoKafkaBuilder, max_open_files: usize) -> Result<NanoKafka> {
-    let data_dir = DataDir::open(&builder.data_dir)?;
+/// Starts the broker `settings` describe (already checked), with `io_threads` I/O threads
+/// spinning up to `idle_spin`, and a Kafka listener when `listener` is given.
+pub(super) fn start(
+    settings: BrokerSettings,
+    (io_threads, idle_spin): (usize, Duration),
+    listener: Option<&ListenerConfig>,
+) -> Result<NanoKafka> {
+    let data_dir = DataDir::open(&settings.data_dir)?;
     // Bound before anything starts: a taken port fails the build with nothing running.
-    let listener = builder
-        .listener
-        .as_ref()
-        .map(crate::listener::bind)
-        .transpose()?;
-    let cluster_id = cluster_id(&builder.data_dir);
+    let listener = listener.map(crate::listener::bind).transpose()?;
+    let cluster_id = cluster_id(&settings.data_dir);
     let topics = crate::config::load_topics(&data_dir)?;
     let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
-    let settings = Arc::new(BrokerSettings {
-        data_dir: builder.data_dir.clone(),
-        fsync: builder.fsync,
-        block_timeout: builder.block_timeout,
-        session_timeout: builder.session_timeout,
-        max_record_bytes: builder.max_record_bytes,
-        max_request_bytes: builder.max_request_bytes,
-        max_decompressed_batch_bytes: builder.max_decompressed_batch_bytes,
-        clock: builder.clock,
-        // Every partition file goes through one budget of descriptors.
-        fs: Arc::new(PooledFs::new(builder.fs, max_open_files)),
-        sync_worker: Arc::default(),
-    });
-    let (io_threads, idle_spin) = (builder.io_threads, builder.idle_spin);
+    let path = settings.data_dir.clone();
+    let settings = Arc::new(settings);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("nanokafka-broker".into())
@@ -78,11 +64,11 @@ pub(super) fn start(builder: NanoKafkaBuilder, max_open_files: usize) -> Result<
             }
             system.run()
         })
-        .map_err(|e| Error::io("spawn broker thread", &builder.data_dir, e))?;
+        .map_err(|e| Error::io("spawn broker thread", &path, e))?;
     let ((addr, listener), system) = started_rx
         .recv()
         .map_err(|_| Error::BrokerStopped)?
-        .map_err(|e| Error::io("start an I/O thread", &builder.data_dir, e))?;
+        .map_err(|e| Error::io("start an I/O thread", &path, e))?;
     let metrics = listener.as_ref().map(ListenerHandle::metrics);
     let handle = AsyncNanoKafka::from(addr)
         .with_listener_metrics(metrics)
