@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use nanokafka::inspect::{batch_records, StoredRecord};
+use nanokafka::internals::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, PartitionStats};
 use serde_json::{json, Value};
 
