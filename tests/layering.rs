@@ -1,6 +1,6 @@
-//! The crate's layers point one way. This reads every source file under `src/` (not the
-//! binary, not `#[cfg(test)]` code), folds each module into its top-level module, and fails
-//! when an import points up a layer or the top-level modules form a cycle. A reference counts
+//! The crate's layers point one way. This reads every source file under `src/` (not
+//! `#[cfg(test)]` code), folds each module into its top-level module, and fails when an
+//! import points up a layer or the top-level modules form a cycle. A reference counts
 //! wherever it is spelled `crate::name` (a `use`, a path, a `use crate::{..}` group); a name
 //! that `lib.rs` re-exports counts as the module it comes from. Comments are ignored.
 //!
@@ -46,14 +46,12 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// Every `.rs` file below `dir`, but the binary's and the files of test modules.
+/// Every `.rs` file below `dir`, but the files of test modules.
 fn sources(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "bin") {
-                sources(&path, files);
-            }
+            sources(&path, files);
         } else if path.extension().is_some_and(|e| e == "rs")
             && !path
                 .file_stem()

@@ -153,7 +153,7 @@ fn follow_records(args: &ConsumeArgs, bootstrap: &str) -> Result<(), Failure> {
 fn follow(_: &ConsumeArgs, _: &str) -> ExitCode {
     eprintln!(
         "error: consume --follow reads through a Kafka listener, which needs a build with \
-         --features kafka (cargo install --path . --features kafka)\n\nFor more information, try '--help'."
+         --features kafka (cargo install --path cli --features kafka)\n\nFor more information, try '--help'."
     );
     ExitCode::from(2)
 }

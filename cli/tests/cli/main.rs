@@ -13,8 +13,9 @@ mod topics;
 mod topics_write;
 mod verify;
 
-#[cfg(feature = "kafka")]
-#[path = "../common/process.rs"]
+#[path = "../common/binary.rs"]
+mod binary;
+#[path = "../../../tests/common/process.rs"]
 mod process;
 
 use std::io::Write;
@@ -26,7 +27,7 @@ use nanokafka::internals::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
+pub use binary::BIN;
 
 /// Runs `nanokafka ARGS`.
 pub fn run(args: &[&str]) -> Output {
