@@ -28,9 +28,11 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
-use nanokafka::storage::fs::StorageFile;
-use nanokafka::storage::fsutil::AlignedBuf;
-use nanokafka::storage::{AppendRecord, LogConfig, OffsetStore, PartitionLog, RecordBatch};
+use nanokafka::internals::storage::fs::StorageFile;
+use nanokafka::internals::storage::fsutil::AlignedBuf;
+use nanokafka::internals::storage::{
+    AppendRecord, LogConfig, OffsetStore, PartitionLog, RecordBatch,
+};
 use nanokafka::{FsyncPolicy, ProduceRecord};
 use tempfile::TempDir;
 

@@ -27,8 +27,8 @@
 //!    storage only times its fsyncs for its owner to report), `partition` (a partition's log
 //!    and offsets: fetch at the committed offset, commit checks, lag, backlog),
 //!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
-//!    produced record goes), [`inspect`] (segment files and stored batches read for the
-//!    command line).
+//!    produced record goes), `inspect` (segment files and stored batches read for the
+//!    command line; compiled with the `internals` feature only).
 //! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
 //!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
 //!    carried to the handler's in record headers; W3C `traceparent` with the `otel`
@@ -37,8 +37,8 @@
 //!    Kafka cluster through librdkafka.
 //! 5. **async handle**: `async_handle` ([`AsyncNanoKafka`]), which reaches the running
 //!    broker through a small trait, never the builder.
-//! 6. **listener**: [`listener`], Kafka's wire protocol on a socket, answered through an
-//!    `AsyncNanoKafka`.
+//! 6. **listener**: `listener`, Kafka's wire protocol on a socket, answered through an
+//!    `AsyncNanoKafka` and configured by a [`ListenerConfig`].
 //! 7. **handles**: `handle` ([`NanoKafka`], a blocking wrapper over the async handle),
 //!    `consumer` ([`Consumer`]), `stream` ([`RecordStream`], its async twin), `topic`
 //!    ([`Topic`], typed topics: where an actix service starts). Each of `AsyncNanoKafka`,
@@ -49,9 +49,12 @@
 //!    the handles reach what it started through a small trait.
 //! 9. **tools**: with the `kafka` feature, `transfer` (`nanokafka export` / `import`).
 //!
-//! The modules are private; what a user needs is re-exported here and in [`messages`]. The
-//! `test-support` feature also exposes `storage` (the storage engine, its simulated disk for
-//! fault tests) to tests, benchmarks and the fuzz targets.
+//! The public modules are [`clock`], [`messages`], [`metrics`], [`trace`] and, with the
+//! `kafka` feature, `transfer`; every other module is private and what a user needs of it
+//! is re-exported here. The `internals` feature, not part of the supported API, adds a hidden
+//! `internals` module exposing `storage` (the storage engine, its simulated disk for fault
+//! tests), `inspect` and `listener` (its request check) to the `nanokafka` binary (the
+//! `nanokafka-cli` crate in `cli/`), the tests, the benchmarks and the fuzz targets.
 
 mod actors;
 mod async_handle;
@@ -63,10 +66,11 @@ mod error;
 mod group;
 mod group_options;
 mod handle;
-pub mod inspect;
+#[cfg(feature = "internals")]
+mod inspect;
 #[cfg(feature = "kafka")]
-pub mod kafka;
-pub mod listener;
+mod kafka;
+mod listener;
 pub mod messages;
 pub mod metrics;
 mod partition;
@@ -75,11 +79,7 @@ mod produce_queue;
 mod root;
 mod routing;
 mod spin;
-#[cfg(not(feature = "test-support"))]
 mod storage;
-/// The storage engine, for tests, benchmarks and fuzzing (`test-support` feature).
-#[cfg(feature = "test-support")]
-pub mod storage;
 mod stream;
 mod topic;
 pub mod trace;
@@ -100,7 +100,7 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::NanoKafka;
-pub use listener::ListenerConfig;
+pub use listener::{AutoCreate, ListenerConfig, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use root::{
@@ -115,3 +115,25 @@ pub use types::{
     encode, Backend, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
     PartitionStats, Record, TopicStats,
 };
+
+/// Not part of the supported API (`internals` feature): the storage engine with its simulated
+/// disk, the inspection views of the on-disk format and the listener's request path, for the
+/// `nanokafka` binary, this crate's tests and benchmarks and the fuzz targets. Anything here
+/// may change in any release.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    /// The storage engine: the partition log, the offsets store, the data directory, the
+    /// file layer and its simulated disk.
+    pub mod storage {
+        pub use crate::storage::*;
+    }
+    /// Segment files and stored batches read for the command line.
+    pub mod inspect {
+        pub use crate::inspect::*;
+    }
+    /// The Kafka listener, with its request check and request reader for tests and fuzzing.
+    pub mod listener {
+        pub use crate::listener::*;
+    }
+}

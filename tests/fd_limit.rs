@@ -19,8 +19,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nanokafka::storage::fs::SharedFs;
-use nanokafka::storage::sim::SimFs;
+use nanokafka::internals::storage::fs::SharedFs;
+use nanokafka::internals::storage::sim::SimFs;
 use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
 
 /// Selects the child mode and names its data dir.

@@ -1,6 +1,6 @@
 //! The crate's layers point one way, and so do the modules inside each of them.
 //!
-//! This reads every source file under `src/` (not the binary, not `*tests.rs` files, not a
+//! This reads every source file under `src/` (not `*tests.rs` files, not a
 //! `#[cfg(test)] mod x { .. }` block) and builds the module tree from the files: `a.rs` or
 //! `a/mod.rs` is module `a`, `a/b.rs` its child `b`. An inline `mod x { .. }` block counts as
 //! part of its file. Then it applies one rule at every level of the tree:
@@ -83,15 +83,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tools", &["transfer"]),
 ];
 
-/// Every `.rs` file below `dir`, but the binary's and the files of test modules, by path
-/// relative to `root`.
+/// Every `.rs` file below `dir`, but the files of test modules, by path relative to `root`.
 fn sources(root: &Path, dir: &Path, files: &mut BTreeMap<String, String>) {
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "bin") {
-                sources(root, &path, files);
-            }
+            sources(root, &path, files);
         } else if path.extension().is_some_and(|e| e == "rs")
             && !path
                 .file_stem()

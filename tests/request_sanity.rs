@@ -21,8 +21,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{ApiKey, MetadataRequest, RequestHeader, RequestKind};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use nanokafka::listener::sanity::{self, Field, SanityError, Schema, Ty};
-use nanokafka::listener::{read_request, SERVED};
+use nanokafka::internals::listener::sanity::{self, Field, SanityError, Schema, Ty};
+use nanokafka::internals::listener::{read_request, SERVED};
 use proptest::prelude::*;
 
 // ---- an allocator that records the largest allocation of the current thread ----

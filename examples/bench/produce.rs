@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use nanokafka::clock::{Clock, SystemClock};
-use nanokafka::storage::{LogConfig, PartitionLog, RetentionPolicy};
+use nanokafka::internals::storage::{LogConfig, PartitionLog, RetentionPolicy};
 use nanokafka::{FsyncPolicy, NanoKafka};
 
 use crate::harness::{

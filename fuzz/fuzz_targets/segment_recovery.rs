@@ -7,8 +7,8 @@
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
-use nanokafka::storage::checkpoint::Checkpoint;
-use nanokafka::storage::LogConfig;
+use nanokafka::internals::storage::checkpoint::Checkpoint;
+use nanokafka::internals::storage::LogConfig;
 use nanokafka_fuzz::{check_partition, RawPartition, ReadPlan, Record, StateFile, Written, NOW};
 
 /// Key, value and headers of a record.

@@ -1,7 +1,7 @@
-//! Batches and records read by the layout `nanokafka::storage::format` documents, written
+//! Batches and records read by the layout `nanokafka::internals::storage::format` documents, written
 //! from that documentation alone: what the oracle holds the crate's own parser against.
 
-use nanokafka::storage::format::BatchHeader;
+use nanokafka::internals::storage::format::BatchHeader;
 
 /// A batch header read by the documented layout (big-endian fields at fixed positions).
 pub fn header_fields(batch: &[u8]) -> BatchHeader {

@@ -26,16 +26,18 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use nanokafka::storage::checkpoint::{Checkpoint, LogStartFile, CHECKPOINT_FILE, LOG_START_FILE};
-use nanokafka::storage::fetch::RecordRef;
-use nanokafka::storage::format::{
+use nanokafka::internals::storage::checkpoint::{
+    Checkpoint, LogStartFile, CHECKPOINT_FILE, LOG_START_FILE,
+};
+use nanokafka::internals::storage::fetch::RecordRef;
+use nanokafka::internals::storage::format::{
     self, BatchHeader, Decoded, NativeSeal, TimestampType, HEADER_LEN, MAX_BATCH_LEN,
     MAX_DECOMPRESSED_BYTES,
 };
-use nanokafka::storage::fs::OsFs;
-use nanokafka::storage::offsets::JOURNAL_FILE;
-use nanokafka::storage::StorageError;
-use nanokafka::storage::{LogConfig, OffsetStore, PartitionLog, RecordBatch};
+use nanokafka::internals::storage::fs::OsFs;
+use nanokafka::internals::storage::offsets::JOURNAL_FILE;
+use nanokafka::internals::storage::StorageError;
+use nanokafka::internals::storage::{LogConfig, OffsetStore, PartitionLog, RecordBatch};
 use nanokafka::FsyncPolicy;
 
 mod layout;

@@ -1,13 +1,13 @@
 //! The listener's request path on arbitrary frames: served API and version, the shape check
-//! before decoding, header, body (`nanokafka::listener::read_request`, what a connection does
-//! before it calls a handler). No input may panic or abort; the cargo-fuzz target
+//! before decoding, header, body (`nanokafka::internals::listener::read_request`, what a
+//! connection does before it calls a handler). No input may panic or abort; the cargo-fuzz target
 //! `request_decode` also runs under libFuzzer's `-malloc_limit_mb`, which reports any single
 //! allocation over the limit, and `tests/request_sanity.rs` runs the same checks under
 //! proptest with an allocator that records the largest allocation.
 //!
 //! Included with `#[path]` by both, so it depends only on nanokafka and bytes.
 
-use nanokafka::listener::{read_request, SERVED};
+use nanokafka::internals::listener::{read_request, SERVED};
 
 /// Reads `frame` as a connection would. Returns whether it was read.
 pub fn check_request(frame: &[u8]) -> bool {

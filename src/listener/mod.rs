@@ -60,25 +60,20 @@ mod metadata;
 mod offsets;
 mod produce;
 mod request;
-/// The request check before decoding, for tests and fuzzing (`test-support` feature).
-#[cfg(feature = "test-support")]
+/// The request check before decoding, for tests and fuzzing (`internals` feature).
+#[cfg(feature = "internals")]
 pub mod sanity;
-#[cfg(not(feature = "test-support"))]
+#[cfg(not(feature = "internals"))]
 mod sanity;
 mod sasl;
 mod server;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
-pub use config::{
-    AutoCreate, ListenerConfig, PlainCredentials, DEFAULT_CONNECTIONS_MAX_IDLE,
-    DEFAULT_INITIAL_REBALANCE_DELAY, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_QUEUED_MAX_REQUEST_BYTES, DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
-    DEFAULT_SASL_MAX_RECEIVE_BYTES, MAX_IN_FLIGHT,
-};
+pub use config::{AutoCreate, ListenerConfig, MAX_IN_FLIGHT};
 pub(crate) use server::{bind, ListenerHandle};
 
-/// The APIs and versions the listener serves (`test-support` feature).
-#[cfg(feature = "test-support")]
+/// The APIs and versions the listener serves (`internals` feature).
+#[cfg(feature = "internals")]
 pub use request::SERVED;
 
 /// Kafka's node id for this broker: the one broker, controller and coordinator.
@@ -103,8 +98,8 @@ pub(crate) struct Shared {
 
 /// Reads a request frame (its bytes after the size) as a connection does before it calls a
 /// handler: API and version served, the shape check, header, body. For fuzzing
-/// (`test-support` feature): the API, version and request, or why the connection would close.
-#[cfg(feature = "test-support")]
+/// (`internals` feature): the API, version and request, or why the connection would close.
+#[cfg(feature = "internals")]
 pub fn read_request(
     frame: bytes::Bytes,
 ) -> std::result::Result<

@@ -122,7 +122,7 @@ pub fn schema(api: ApiKey) -> Option<&'static Schema> {
 }
 
 /// Every API with a schema.
-#[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub fn schemas() -> &'static [Schema] {
     schemas::ALL
 }

@@ -212,8 +212,8 @@ impl NanoKafkaBuilder {
     /// The file layer under the partitions' files (default: the OS). Fault-injection tests
     /// pass a [`crate::storage::sim::SimFs`]; the data-dir lock and topic configs always use
     /// the OS. Either way the broker wraps it in the descriptor budget of
-    /// [`NanoKafkaBuilder::max_open_files`]. For tests (`test-support` feature).
-    #[cfg(feature = "test-support")]
+    /// [`NanoKafkaBuilder::max_open_files`]. For tests (`internals` feature).
+    #[cfg(feature = "internals")]
     pub fn file_system(mut self, fs: SharedFs) -> Self {
         self.fs = fs;
         self

@@ -15,8 +15,8 @@ use super::fsutil::{sync_dir, write_atomically_via};
 
 mod delete;
 pub use delete::DeleteError;
-/// The steps of a topic delete, for the crash tests (`test-support`).
-#[cfg(feature = "test-support")]
+/// The steps of a topic delete, for the crash tests (`internals` feature).
+#[cfg(feature = "internals")]
 pub use delete::Step as DeleteStep;
 
 pub const LOCK_FILE: &str = ".lock";

@@ -37,7 +37,7 @@ use super::segment::{LogSegment, ScannedFrame};
 
 mod held;
 use held::Rest;
-#[cfg(feature = "test-support")]
+#[cfg(feature = "internals")]
 pub use held::DEFAULT_HELD_BUDGET_BYTES;
 pub(super) use held::MAX_HELD_BYTES;
 pub(super) use held::{Held, Reservation};

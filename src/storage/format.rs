@@ -637,7 +637,7 @@ fn put_raw_at(room: &mut [MaybeUninit<u8>], at: usize, bytes: &[u8]) -> usize {
 }
 
 /// One record of [`encode_client_batch`]: what a Kafka client's producer sends.
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+#[cfg(any(test, feature = "kafka", feature = "internals"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientRecord<'a> {
     /// Milliseconds since the Unix epoch (-1: none, as Kafka has it).
@@ -656,7 +656,7 @@ pub struct ClientRecord<'a> {
 /// # Panics
 /// When `records` is empty or holds more than `i32::MAX` records (a caller's bug: a batch
 /// holds at least one record).
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+#[cfg(any(test, feature = "kafka", feature = "internals"))]
 pub fn encode_client_batch(records: &[ClientRecord<'_>]) -> Vec<u8> {
     assert!(!records.is_empty(), "a batch holds at least one record");
     let count = i32::try_from(records.len()).expect("at most i32::MAX records");
@@ -685,7 +685,7 @@ pub fn encode_client_batch(records: &[ClientRecord<'_>]) -> Vec<u8> {
 }
 
 /// Appends one record of [`encode_client_batch`].
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+#[cfg(any(test, feature = "kafka", feature = "internals"))]
 fn encode_client_record(
     buf: &mut Vec<u8>,
     timestamp_delta: i64,
@@ -744,7 +744,7 @@ fn bytes_len(len: Option<usize>) -> usize {
 }
 
 /// Appends `bytes` as a varint length (-1 for `None`) and the bytes.
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+#[cfg(any(test, feature = "kafka", feature = "internals"))]
 #[inline]
 fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
     match bytes {
@@ -785,7 +785,7 @@ fn zigzag(v: i64) -> u64 {
 }
 
 /// Appends `v` as a zigzag varint.
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
+#[cfg(any(test, feature = "kafka", feature = "internals"))]
 #[inline]
 pub fn put_varint(buf: &mut Vec<u8>, v: i64) {
     let mut z = zigzag(v);

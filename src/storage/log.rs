@@ -241,7 +241,7 @@ pub struct PartitionLog {
 }
 
 impl PartitionLog {
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     /// Opens (creating if needed) the partition log in `dir`, recovering it as described in
     /// [`recovery`], then applies retention as of `now_ms`.
     ///
@@ -377,7 +377,7 @@ impl PartitionLog {
 
     /// Whether the checkpoint on disk says clean: this open trusted a clean shutdown and
     /// nothing has changed the files since (see [`PartitionLog::open`]).
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_clean_on_disk(&self) -> bool {
         self.clean_on_disk
     }
@@ -429,7 +429,7 @@ impl PartitionLog {
     pub fn segment_count(&self) -> usize {
         self.segments.len()
     }
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     /// Records appended since the last sync (relevant under `Interval` and `Never`).
     pub fn is_dirty(&self) -> bool {
         self.dirty
@@ -458,7 +458,7 @@ impl PartitionLog {
             .expect("a log always has a segment")
     }
 
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     /// Appends `records` as one batch stamped `max(now_ms, last timestamp)`, then applies
     /// retention. Returns once the bytes are in the OS (and synced under `Always`).
     ///
@@ -482,7 +482,7 @@ impl PartitionLog {
     ///
     /// # Errors
     /// As [`PartitionLog::append`].
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     pub fn append_batch(&mut self, batch: &mut RecordBatch, now_ms: u64) -> Result<AppendInfo> {
         let info = self.append_batch_unretained(batch, now_ms)?;
         if info.count > 0 {
@@ -586,7 +586,7 @@ impl PartitionLog {
 
     /// `fdatasync`s the active segment if anything was appended since the last sync, here
     /// (the broker syncs on another thread: [`PartitionLog::begin_interval_sync`]).
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     pub fn sync(&mut self) -> Result<()> {
         // A segment created by a roll is durable once the roll's sealing has synced the
         // directory: synced records in it must not vanish with its name.
@@ -1085,7 +1085,7 @@ impl PartitionLog {
 
     /// Forgets which frames this open appended, so that bytes retention verifies every batch
     /// it cuts at (tests compare the two paths).
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     pub fn verify_all_at_cuts(&mut self) {
         self.appended_from = (u64::MAX, u64::MAX);
     }

@@ -75,12 +75,12 @@ pub mod producer_ids;
 pub mod producer_state;
 pub mod recovery;
 pub mod segment;
-#[cfg(any(test, feature = "test-support"))]
+#[cfg(any(test, feature = "internals"))]
 pub mod sim;
 pub mod sync_worker;
 pub mod time_index;
 
-#[cfg(any(test, feature = "test-support"))]
+#[cfg(any(test, feature = "internals"))]
 pub use batch::AppendRecord;
 pub use batch::RecordBatch;
 pub use data_dir::DataDir;

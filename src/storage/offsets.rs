@@ -135,7 +135,7 @@ impl OffsetsSyncJob {
 }
 
 impl OffsetStore {
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     /// Opens (creating) `dir/offsets.journal`, replays it, cuts a torn tail and compacts it
     /// when it is mostly superseded entries.
     ///

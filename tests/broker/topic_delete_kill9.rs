@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use nanokafka::storage::data_dir::{DataDir, DeleteStep};
+use nanokafka::internals::storage::data_dir::{DataDir, DeleteStep};
 use nanokafka::{NanoKafka, TopicConfig};
 
 const WATCHDOG: Duration = Duration::from_secs(60);

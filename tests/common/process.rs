@@ -1,7 +1,9 @@
-//! A child process of a test: `nanokafka serve` (or another subcommand) run as an operator
-//! runs it, or another broker. Its stdout and stderr are read line by line as they come, so
-//! a test waits for a line (`listening on ADDR`) rather than for a while, and a failure
-//! prints everything the child said.
+//! A child process of a test (a broker, a client script, the test binary re-run): its
+//! stdout and stderr are read line by line as they come, so a test waits for a line (`ready
+//! in`, `listening on ADDR`) rather than for a while, and a failure prints everything the
+//! child said. The `nanokafka` binary's own constructors (`Process::serve`,
+//! `Process::nanokafka`) are in `cli/tests/common/binary.rs`, beside the package that owns
+//! the binary.
 //!
 //! A [`Process`] is killed when dropped. It is also started with `PR_SET_PDEATHSIG`, so the
 //! kernel kills it when the thread that started it ends, even when the test body is stuck on
@@ -11,15 +13,11 @@
 #![allow(dead_code)] // each test binary uses the part it needs
 
 use std::io::{BufRead, BufReader, Read};
-use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// The binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
 
 /// A running child and the lines it has printed.
 pub struct Process {
@@ -46,21 +44,6 @@ struct Seen {
 }
 
 impl Process {
-    /// `nanokafka serve ARGS` at its default log level (`info`, whatever `RUST_LOG` the test
-    /// runs under): its log names the address it bound ([`Process::listening_addr`]).
-    pub fn serve(args: &[&str]) -> Process {
-        let mut command = Command::new(BIN);
-        command.arg("serve").args(args).env("RUST_LOG", "info");
-        Process::spawn(command)
-    }
-
-    /// `nanokafka ARGS` at the subcommand's own log level (`RUST_LOG` removed).
-    pub fn nanokafka(args: &[&str]) -> Process {
-        let mut command = Command::new(BIN);
-        command.args(args).env_remove("RUST_LOG");
-        Process::spawn(command)
-    }
-
     /// Starts `command` with stdin closed and both outputs read on threads of their own
     /// (drained to the end, so the child never blocks on a full pipe).
     ///
@@ -131,17 +114,6 @@ impl Process {
                 self.lines().join("\n")
             );
         }
-    }
-
-    /// The address of `nanokafka serve`'s Kafka listener, from its `listening on ADDR` line.
-    pub fn listening_addr(&mut self, timeout: Duration) -> SocketAddr {
-        let line = self.wait_for_line("'listening on ADDR' line", timeout, |l| {
-            l.contains("listening on ")
-        });
-        let rest = line.split("listening on ").nth(1).unwrap_or_default();
-        let addr = rest.split_whitespace().next().unwrap_or_default();
-        addr.parse()
-            .unwrap_or_else(|e| panic!("{line}: {e}:\n{}", self.lines().join("\n")))
     }
 
     /// Every line printed so far.

@@ -64,7 +64,12 @@ pub fn tansu_binary() -> Result<PathBuf, String> {
         );
         return Ok(path);
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/tansu.sh");
+    // The repository's script, whichever package's tests ask (the library's, or `cli/`'s).
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|dir| dir.join("benches/peers/tansu.sh"))
+        .find(|script| script.is_file())
+        .ok_or("no benches/peers/tansu.sh above this package")?;
     let out = Command::new("bash")
         .arg(&script)
         .arg("path")

@@ -7,8 +7,8 @@ use crate::common::{batches, segment_files};
 use std::fs;
 use std::path::Path;
 
-use nanokafka::storage::recovery::RecoveryReport;
-use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, StorageError};
+use nanokafka::internals::storage::recovery::RecoveryReport;
+use nanokafka::internals::storage::{AppendRecord, LogConfig, PartitionLog, StorageError};
 use nanokafka::FsyncPolicy;
 
 const NOW: u64 = 1_700_000_000_000;

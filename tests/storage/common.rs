@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use nanokafka::storage::format::{self, BatchHeader, Decoded};
+use nanokafka::internals::storage::format::{self, BatchHeader, Decoded};
 
 #[path = "../common/read.rs"]
 mod read;

@@ -17,10 +17,10 @@ mod oracle;
 use std::fs;
 use std::path::Path;
 
-use nanokafka::storage::checkpoint::{Checkpoint, LogStartFile, CHECKPOINT_FILE};
-use nanokafka::storage::format::{self, Decoded, HEADER_LEN};
-use nanokafka::storage::fs::OsFs;
-use nanokafka::storage::{LogConfig, PartitionLog, RecordBatch, StorageError};
+use nanokafka::internals::storage::checkpoint::{Checkpoint, LogStartFile, CHECKPOINT_FILE};
+use nanokafka::internals::storage::format::{self, Decoded, HEADER_LEN};
+use nanokafka::internals::storage::fs::OsFs;
+use nanokafka::internals::storage::{LogConfig, PartitionLog, RecordBatch, StorageError};
 use nanokafka::FsyncPolicy;
 use oracle::{RawPartition, ReadPlan, Record, StateFile, Written, NOW};
 use proptest::prelude::*;
@@ -181,12 +181,17 @@ proptest! {
 /// An offsets journal of valid entries for a few groups.
 fn journal(commits: &[(u8, u64)]) -> Vec<u8> {
     let dir = oracle::scratch_dir();
-    let mut store = nanokafka::storage::OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+    let mut store =
+        nanokafka::internals::storage::OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
     for &(group, offset) in commits {
         store.commit(&format!("group-{group}"), offset).unwrap();
     }
     drop(store);
-    fs::read(dir.path().join(nanokafka::storage::offsets::JOURNAL_FILE)).unwrap()
+    fs::read(
+        dir.path()
+            .join(nanokafka::internals::storage::offsets::JOURNAL_FILE),
+    )
+    .unwrap()
 }
 
 /// One change to a byte vector.

@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nanokafka::storage::fs::SharedFs;
-use nanokafka::storage::sim::{FaultOp, GatedFs, SimFs, SyncGate};
+use nanokafka::internals::storage::fs::SharedFs;
+use nanokafka::internals::storage::sim::{FaultOp, GatedFs, SimFs, SyncGate};
 use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};
 
 use crate::common::read_topic;

@@ -9,8 +9,8 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
-use nanokafka::storage::fs::SharedFs;
-use nanokafka::storage::sim::{FaultOp, SimFs};
+use nanokafka::internals::storage::fs::SharedFs;
+use nanokafka::internals::storage::sim::{FaultOp, SimFs};
 use nanokafka::{Error, FsyncPolicy, NanoKafka, TopicConfig};
 
 use crate::common::read_topic;

@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use nanokafka::storage::fs::SharedFs;
-use nanokafka::storage::sim::FaultOp;
-use nanokafka::storage::sim::SimFs;
-use nanokafka::storage::{
+use nanokafka::internals::storage::fs::SharedFs;
+use nanokafka::internals::storage::sim::FaultOp;
+use nanokafka::internals::storage::sim::SimFs;
+use nanokafka::internals::storage::{
     AppendInfo, AppendRecord, LogConfig, OffsetStore, PartitionLog, StorageError,
 };
 use nanokafka::FsyncPolicy;
@@ -470,7 +470,7 @@ fn records_of_a_segment_whose_background_sealing_failed_survive_a_later_power_lo
             .collect();
         log.append(&batch, NOW).unwrap();
         assert_eq!(log.segment_count(), 1);
-        let (first_segment, _) = nanokafka::storage::segment::file_names(0);
+        let (first_segment, _) = nanokafka::internals::storage::segment::file_names(0);
         sim.inject(&first_segment, FaultOp::Sync, std::io::ErrorKind::Other, 1);
         // C does not fit: the first segment is sealed in the background, and fails.
         let c = vec![b'c'; 2000];
@@ -592,7 +592,7 @@ fn a_commit_to_a_journal_whose_name_was_never_synced_survives_a_power_loss() {
     let dir = Path::new(DIR);
     fs.open(
         &dir.join("offsets.journal"),
-        nanokafka::storage::fs::OpenMode::CreateIfMissing,
+        nanokafka::internals::storage::fs::OpenMode::CreateIfMissing,
     )
     .unwrap();
     let mut offsets = OffsetStore::open_with(&fs, dir, FsyncPolicy::Always).unwrap();

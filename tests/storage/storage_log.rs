@@ -5,8 +5,10 @@ use crate::common::record_len;
 
 use std::path::Path;
 
-use nanokafka::storage::format::HEADER_LEN;
-use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
+use nanokafka::internals::storage::format::HEADER_LEN;
+use nanokafka::internals::storage::{
+    AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError,
+};
 use nanokafka::FsyncPolicy;
 
 const NOW: u64 = 1_700_000_000_000;

@@ -10,8 +10,10 @@ use crate::common::{base_of, batches, record_len, segment_files};
 use std::fs;
 use std::path::Path;
 
-use nanokafka::storage::format::HEADER_LEN;
-use nanokafka::storage::{AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError};
+use nanokafka::internals::storage::format::HEADER_LEN;
+use nanokafka::internals::storage::{
+    AppendRecord, LogConfig, PartitionLog, RetentionPolicy, StorageError,
+};
 use nanokafka::FsyncPolicy;
 use proptest::prelude::*;
 

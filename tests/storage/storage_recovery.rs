@@ -8,9 +8,9 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use nanokafka::storage::format::{self, HEADER_LEN};
-use nanokafka::storage::recovery::{Gap, RecoveryReport};
-use nanokafka::storage::{
+use nanokafka::internals::storage::format::{self, HEADER_LEN};
+use nanokafka::internals::storage::recovery::{Gap, RecoveryReport};
+use nanokafka::internals::storage::{
     AppendRecord, LogConfig, OffsetStore, PartitionLog, RetentionPolicy, StorageError,
 };
 use nanokafka::{Error, FsyncPolicy, NanoKafka, ProduceRecord, TopicConfig};

@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use nanokafka::listener::AutoCreate;
+use nanokafka::AutoCreate;
 use nanokafka::{ListenerConfig, TimestampType, TopicConfig};
 
 use crate::client::WireClient;

@@ -7,7 +7,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use kafka_protocol::ResponseError;
-use nanokafka::listener::AutoCreate;
+use nanokafka::AutoCreate;
 use nanokafka::{ListenerConfig, TopicConfig};
 
 use crate::client::{correlation_id, WireClient};
@@ -210,7 +210,7 @@ fn extreme_caps_serve_or_are_refused_at_build() {
     let config = ListenerConfig::new("127.0.0.1:0")
         .max_frame_bytes(usize::MAX)
         .max_connections(usize::MAX)
-        .max_in_flight(nanokafka::listener::MAX_IN_FLIGHT);
+        .max_in_flight(nanokafka::MAX_IN_FLIGHT);
     let (_broker, addr) = listening_broker_with(dir.path(), config);
     let response = WireClient::connect(addr).call(&MetadataRequest::default(), 12);
     assert!(response.topics.is_empty());

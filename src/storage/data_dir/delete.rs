@@ -45,7 +45,7 @@ pub enum DeleteError {
 
 /// The steps of a delete, for tests that stop after one of them (a crash).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-#[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub enum Step {
     Commit,
     MovePartitions,

@@ -78,11 +78,11 @@ impl HeldBudget {
         }
     }
     /// The bytes held now.
-    #[cfg_attr(not(feature = "test-support"), allow(dead_code))] // read by tests
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // read by tests
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
-    #[cfg_attr(not(feature = "test-support"), allow(dead_code))] // read by tests
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))] // read by tests
     pub fn limit(&self) -> usize {
         self.limit
     }

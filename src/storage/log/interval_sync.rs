@@ -127,13 +127,13 @@ impl PartitionLog {
     }
 
     /// Bytes of the active segment the last successful sync proved durable.
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     pub fn active_synced_bytes(&self) -> u64 {
         self.active().synced_size()
     }
 
     /// Bytes of the active segment.
-    #[cfg(any(test, feature = "test-support"))]
+    #[cfg(any(test, feature = "internals"))]
     pub fn active_bytes(&self) -> u64 {
         self.active().size()
     }

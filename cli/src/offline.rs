@@ -127,13 +127,16 @@ pub fn open_error(dir: &Path) -> impl Fn(Error) -> Failure + '_ {
 
 /// Refuses a path that is not a data directory (no `format` file in it).
 pub fn check_data_dir(dir: &Path) -> Result<(), Failure> {
-    if dir.join(nanokafka::inspect::FORMAT_FILE).is_file() {
+    if dir
+        .join(nanokafka::internals::inspect::FORMAT_FILE)
+        .is_file()
+    {
         return Ok(());
     }
     Err(Failure(format!(
         "{} is not a NanoKafka data directory (it has no {} file)",
         dir.display(),
-        nanokafka::inspect::FORMAT_FILE
+        nanokafka::internals::inspect::FORMAT_FILE
     )))
 }
 

@@ -8,12 +8,14 @@
 
 #![cfg(feature = "kafka")]
 
-#[path = "../common/client_batch.rs"]
+#[path = "../common/binary.rs"]
+mod binary;
+#[path = "../../../tests/common/client_batch.rs"]
 mod client_batch;
-#[path = "../common/process.rs"]
+#[path = "../../../tests/common/process.rs"]
 mod process;
 /// tansu, the second Kafka cluster (`tansu.rs` is the test module).
-#[path = "../common/tansu.rs"]
+#[path = "../../../tests/common/tansu.rs"]
 mod tansu_broker;
 
 mod harness;

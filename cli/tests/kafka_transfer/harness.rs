@@ -11,8 +11,9 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use nanokafka::{Header, NanoKafka, RecordBatch, TopicConfig};
 
+pub use crate::binary::BIN;
 use crate::client_batch::{self, BatchOptions, ClientRecord};
-pub use crate::process::{Process, BIN};
+pub use crate::process::Process;
 
 /// How long a run of the binary, or a wait for its output, may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(120);

@@ -1,5 +1,9 @@
 //! `nanokafka topics list` and `topics describe`.
 
+use std::any::type_name;
+
+use nanokafka::{NanoKafka, TopicConfig};
+
 use crate::{assert_refused_while_locked, fails, fixture, json, ok, run, run_on, snapshot};
 
 #[test]
@@ -79,6 +83,27 @@ fn describe_json_gives_config_and_offsets() {
         })
         .sum();
     assert_eq!(records, 5);
+}
+
+/// A payload type for a typed topic, which records the type's name at creation.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Order {
+    id: u64,
+}
+
+#[test]
+fn describe_shows_the_payload_type_a_typed_topic_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    let orders = broker.topic::<Order>("orders");
+    orders.create(TopicConfig::default().partitions(2)).unwrap();
+    broker.shutdown().unwrap();
+    drop(broker);
+    let text = ok(&run_on(dir.path(), &["topics", "describe", "orders"]));
+    assert!(
+        text.contains(&format!("payload type: {}", type_name::<Order>())),
+        "{text}"
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 /// What both subcommands say when the binary was built without the feature.
 #[cfg(not(feature = "kafka"))]
 const NEEDS_FEATURE: &str = "this nanokafka was built without the `kafka` feature: rebuild it \
-     with `--features kafka` (e.g. `cargo install --path . --features kafka` in a checkout)";
+     with `--features kafka` (e.g. `cargo install --path cli --features kafka` in a checkout)";
 
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {

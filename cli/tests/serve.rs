@@ -2,10 +2,12 @@
 //! Kafka clients, stops cleanly on SIGTERM or SIGINT (exit 0, lock released, data intact),
 //! refuses a locked data directory (exit 1, naming it) and a bad command line (exit 2).
 
-#[path = "wire/client.rs"]
+#[path = "common/binary.rs"]
+mod binary;
+#[path = "../../tests/wire/client.rs"]
 #[allow(dead_code)] // the protocol tests use more of it than this binary does
 mod client;
-#[path = "common/process.rs"]
+#[path = "../../tests/common/process.rs"]
 mod process;
 
 use std::net::SocketAddr;
@@ -13,13 +15,14 @@ use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use binary::BIN;
 use client::WireClient;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{DescribeConfigsRequest, MetadataRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use nanokafka::{NanoKafka, TopicConfig};
-use process::{Process, BIN};
+use process::Process;
 
 /// How long the binary may take to start or stop before the test fails.
 const DEADLINE: Duration = Duration::from_secs(30);

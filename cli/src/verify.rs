@@ -11,7 +11,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use nanokafka::inspect::{
+use nanokafka::internals::inspect::{
     check_index, lock_for_reading, scan_segment, segment_base, segment_files,
 };
 use serde_json::json;
@@ -29,7 +29,7 @@ struct Report {
     segments: usize,
     batches: usize,
     bytes: u64,
-    damage: Vec<nanokafka::inspect::Damage>,
+    damage: Vec<nanokafka::internals::inspect::Damage>,
 }
 
 fn verify(args: &OfflineArgs) -> Result<(), Failure> {

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use nanokafka::inspect::{batch_records, scan_segment, BatchSummary, Damage};
+use nanokafka::internals::inspect::{batch_records, scan_segment, BatchSummary, Damage};
 use serde_json::{json, Value};
 
 use crate::offline::{self, Failure};

@@ -15,7 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use nanokafka::inspect::{batch_records, StoredRecord};
+use nanokafka::internals::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, PartitionStats};
 use serde_json::{json, Value};
 
@@ -153,7 +153,7 @@ fn follow_records(args: &ConsumeArgs, bootstrap: &str) -> Result<(), Failure> {
 fn follow(_: &ConsumeArgs, _: &str) -> ExitCode {
     eprintln!(
         "error: consume --follow reads through a Kafka listener, which needs a build with \
-         --features kafka (cargo install --path . --features kafka)\n\nFor more information, try '--help'."
+         --features kafka (cargo install --path cli --features kafka)\n\nFor more information, try '--help'."
     );
     ExitCode::from(2)
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use nanokafka::listener::AutoCreate;
+use nanokafka::AutoCreate;
 use nanokafka::{FsyncPolicy, ListenerConfig, NanoKafka};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 

@@ -13,8 +13,9 @@ mod topics;
 mod topics_write;
 mod verify;
 
-#[cfg(feature = "kafka")]
-#[path = "../common/process.rs"]
+#[path = "../common/binary.rs"]
+mod binary;
+#[path = "../../../tests/common/process.rs"]
 mod process;
 
 use std::io::Write;
@@ -22,11 +23,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use nanokafka::inspect::{batch_records, StoredRecord};
+use nanokafka::internals::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_nanokafka");
+pub use binary::BIN;
 
 /// Runs `nanokafka ARGS`.
 pub fn run(args: &[&str]) -> Output {

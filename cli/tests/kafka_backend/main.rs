@@ -7,13 +7,15 @@
 
 #![cfg(feature = "kafka")]
 
-#[path = "../common/client_batch.rs"]
+#[path = "../common/binary.rs"]
+mod binary;
+#[path = "../../../tests/common/client_batch.rs"]
 mod client_batch;
-#[path = "../common/process.rs"]
+#[path = "../../../tests/common/process.rs"]
 mod process;
-#[path = "../common/tansu.rs"]
+#[path = "../../../tests/common/tansu.rs"]
 mod tansu;
-#[path = "../common/watchdog.rs"]
+#[path = "../../../tests/common/watchdog.rs"]
 mod watchdog;
 
 mod brokers;
