@@ -3,6 +3,9 @@
 //! `nanokafka serve --metrics ADDR` serving them to a Prometheus scrape is tested beside the
 //! binary, in `cli/tests/metrics.rs`.
 
+#[path = "common/series.rs"]
+mod series;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -12,19 +15,9 @@ use nanokafka::metrics::{
     PRODUCED_BYTES, PRODUCED_RECORDS,
 };
 use nanokafka::{FsyncPolicy, NanoKafka, TopicConfig};
+use series::{series, Series};
 
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A metric's identity in a test: its name and its labels, sorted.
-type Series = (String, BTreeMap<String, String>);
-
-fn series(name: &str, labels: &[(&str, &str)]) -> Series {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    (name.to_owned(), labels)
-}
 
 #[test]
 fn an_embedded_broker_records_produces_polls_latencies_and_lag_into_the_installed_recorder() {

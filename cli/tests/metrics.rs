@@ -16,6 +16,9 @@ mod process;
 #[allow(dead_code)]
 mod records;
 
+#[path = "../../tests/common/series.rs"]
+mod series;
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -32,19 +35,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use nanokafka::{NanoKafka, TopicConfig};
 use process::Process;
+use series::{series, Series};
 
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A metric's identity in a test: its name and its labels, sorted.
-type Series = (String, BTreeMap<String, String>);
-
-fn series(name: &str, labels: &[(&str, &str)]) -> Series {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    (name.to_owned(), labels)
-}
 
 /// A port free a moment ago: the exporter takes a concrete address.
 fn free_port() -> SocketAddr {
