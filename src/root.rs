@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use actix::prelude::*;
 
 use crate::actors::broker::BrokerActor;
-use crate::async_handle::{AsyncNanoKafka, BrokerLink, Engine, RunningBroker};
+use crate::async_handle::{AsyncNanoKafka, BrokerLink, RunningBroker};
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
 use crate::listener::ListenerHandle;
@@ -65,8 +65,8 @@ pub(crate) struct EmbeddedBroker {
 }
 
 impl Running {
-    /// The blocking handle of what was just started, served by `engine`.
-    fn start(engine: Engine, started: Started) -> NanoKafka {
+    /// The blocking handle of what was just started, whose calls `handle` serves.
+    fn start(handle: AsyncNanoKafka, started: Started) -> NanoKafka {
         let listener_addr = match &started {
             Started::Embedded(e) => e.listener_addr(),
             #[cfg(feature = "kafka")]
@@ -78,7 +78,7 @@ impl Running {
             listener_addr,
         });
         let weak = Arc::downgrade(&running);
-        let handle = AsyncNanoKafka::new(engine)
+        let handle = handle
             .for_sequential_callers()
             .with_link(BrokerLink::borrowing(weak, listener_addr));
         NanoKafka::new(handle, running)

@@ -274,8 +274,9 @@ impl NanoKafkaBuilder {
                 );
                 let backend = Arc::new(crate::kafka::KafkaBackend::connect(config)?);
                 let engine = crate::async_handle::Engine::Kafka(backend.clone());
+                let handle = crate::async_handle::AsyncNanoKafka::new(engine);
                 Ok(super::Running::start(
-                    engine,
+                    handle,
                     super::Started::Kafka(backend),
                 ))
             }

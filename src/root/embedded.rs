@@ -70,23 +70,18 @@ pub(super) fn start(
         .map_err(|_| Error::BrokerStopped)?
         .map_err(|e| Error::io("start an I/O thread", &path, e))?;
     let metrics = listener.as_ref().map(ListenerHandle::metrics);
-    let handle = AsyncNanoKafka::from(addr)
-        .with_listener_metrics(metrics)
-        .for_sequential_callers();
+    let handle = AsyncNanoKafka::from(addr.clone()).with_listener_metrics(metrics);
     // Produces to the topics already there take the direct route from the first one.
     for name in &topic_names {
         crate::wait::block_on(handle.learn_route(name));
     }
-    let engine = handle.engine()?.clone();
-    Ok(Running::start(
-        engine,
-        Started::Embedded(EmbeddedBroker {
-            addr: handle.addr()?.clone(),
-            system,
-            thread: Mutex::new(Some(thread)),
-            listener: Mutex::new(listener),
-        }),
-    ))
+    let broker = EmbeddedBroker {
+        addr,
+        system,
+        thread: Mutex::new(Some(thread)),
+        listener: Mutex::new(listener),
+    };
+    Ok(Running::start(handle, Started::Embedded(broker)))
 }
 
 /// A Kafka cluster id for the data directory at `path`: the same on every open of it, so
