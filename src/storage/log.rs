@@ -619,6 +619,7 @@ impl PartitionLog {
             active.size(),
         );
         let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        self.active_mut().mark_sealed();
         self.segments.insert(base, segment);
         self.write_producer_snapshot(base)?;
         self.dirty = false;
@@ -799,6 +800,11 @@ impl PartitionLog {
                 }
             };
             let mut records = records;
+            if records.is_empty() && records.next_offset > offset {
+                // The rest of a cleaned segment held nothing at or after `offset`.
+                offset = records.next_offset;
+                continue;
+            }
             self.set_read_hint(base, &mut records, end_position);
             return Ok(records);
         }

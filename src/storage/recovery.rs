@@ -139,10 +139,14 @@ pub fn load(fs: &SharedFs, dir: &Path, index_interval_bytes: u64) -> Result<Load
     let bases = list_segments(dir, &names);
     let mut opened = Vec::with_capacity(bases.len());
     for &base in &bases {
+        let mut segment = LogSegment::open(fs, dir, base, index_interval_bytes)?;
+        if Some(&base) != bases.last() {
+            segment.mark_sealed();
+        }
         opened.push(OpenedSegment {
             index_missing: !names.contains(&file_names(base).1)
                 || !names.contains(&time_index_name(base)),
-            segment: LogSegment::open(fs, dir, base, index_interval_bytes)?,
+            segment,
         });
     }
     let active_size = opened.last().map_or(0, |s| s.segment.size());

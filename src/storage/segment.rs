@@ -60,6 +60,11 @@ pub struct LogSegment {
     /// Frame bytes appended since the last index entry.
     bytes_since_index: u64,
     index_interval_bytes: u64,
+    /// A later segment follows (set by a roll, by recovery for every segment but the last,
+    /// and for the log cleaner's output): no append reaches it again, and the cleaner may
+    /// have removed whole batches from it, so its batches may be separated by gaps. In the
+    /// active segment a batch that does not follow the one before is damage.
+    sealed: bool,
 }
 
 impl LogSegment {
@@ -91,6 +96,7 @@ impl LogSegment {
             max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
+            sealed: false,
         })
     }
 
@@ -127,11 +133,20 @@ impl LogSegment {
             max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
+            sealed: false,
         })
     }
 
     pub fn base_offset(&self) -> u64 {
         self.base_offset
+    }
+    /// Whether a later segment follows (see the field).
+    pub fn is_sealed(&self) -> bool {
+        self.sealed
+    }
+    /// Records that a later segment follows: nothing is appended here again.
+    pub fn mark_sealed(&mut self) {
+        self.sealed = true;
     }
     pub fn next_offset(&self) -> u64 {
         self.next_offset

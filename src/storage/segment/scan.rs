@@ -361,8 +361,15 @@ impl LogSegment {
                         // The base offset is outside the CRC: a batch that verifies at
                         // another offset than the expected one most likely has a damaged
                         // base offset, so it is a bad batch like any other (stepped over
-                        // below the recovery point, cut above it), never a jump of the log.
-                        if offset != expected_offset {
+                        // below the recovery point, cut above it), never a jump of the log;
+                        // except in a sealed segment, where the log cleaner removes whole
+                        // batches, a jump forward within the segment's offsets (there,
+                        // damage to a base offset that moves it forward passes as a gap,
+                        // as it does in Kafka).
+                        let cleaned_gap = self.sealed
+                            && offset > expected_offset
+                            && header.next_offset() <= offset_limit;
+                        if offset != expected_offset && !cleaned_gap {
                             stop = Some(format!(
                                 "offset {offset} where {expected_offset} was expected"
                             ));
