@@ -517,10 +517,15 @@ pub(super) fn read_segment(
                 }
             };
             // In a sealed segment the cleaner may have removed the batches holding `offset`:
-            // a read that starts where the last one ended (not at an index entry) may then
-            // meet a later batch first.
+            // a read that starts where the last one ended (not at an index entry), or at the
+            // segment's start (no entry at all), may then meet a later batch first.
             let past_a_gap = |from: u64| -> Result<bool> {
-                Ok(segment.is_sealed() && segment.lookup(offset)?.position < from)
+                if !segment.is_sealed() {
+                    return Ok(false);
+                }
+                let entry = segment.lookup(offset)?;
+                let no_entry = entry.position == 0 && entry.offset == segment.base_offset();
+                Ok(entry.position < from || no_entry)
             };
             if first_frame && header.base_offset > offset && !past_a_gap(position)? {
                 return Ok(SegmentRead::BadIndexEntry(format!(
