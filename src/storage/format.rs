@@ -770,6 +770,52 @@ pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta:
     });
 }
 
+/// Appends `record` (parsed from another section) to `buf` with its own offset delta and
+/// `timestamp_delta` (the log cleaner's rewrite of a batch whose base timestamp changed to
+/// its delete horizon); headers copied as encoded.
+pub fn encode_kept_record(buf: &mut Vec<u8>, record: &RecordView<'_>, timestamp_delta: i64) {
+    let headers = record.headers.bytes();
+    let body = 1 // attributes
+        + varint_len(timestamp_delta)
+        + varint_len(i64::from(record.offset_delta))
+        + bytes_len(record.key.map(<[u8]>::len))
+        + bytes_len(record.value.map(<[u8]>::len))
+        + varint_len(record.headers.len() as i64)
+        + headers.len();
+    buf.reserve(body + MAX_VARINT_LEN);
+    put_varint(buf, body as i64);
+    buf.push(0);
+    put_varint(buf, timestamp_delta);
+    put_varint(buf, i64::from(record.offset_delta));
+    put_bytes(buf, record.key);
+    put_bytes(buf, record.value);
+    put_varint(buf, record.headers.len() as i64);
+    buf.extend_from_slice(headers);
+}
+
+/// A batch with `header`'s fields and `records` as its (already compressed, when
+/// `header.attributes` names a codec) records section: batch length and CRC computed here.
+/// What the log cleaner writes in place of a batch it removed records from.
+pub fn encode_batch(header: &BatchHeader, records: &[u8]) -> Vec<u8> {
+    let mut batch = Vec::with_capacity(HEADER_LEN + records.len());
+    batch.extend_from_slice(&(header.base_offset as i64).to_be_bytes());
+    batch.extend_from_slice(&((HEADER_LEN - LOG_OVERHEAD + records.len()) as i32).to_be_bytes());
+    batch.extend_from_slice(&header.leader_epoch.to_be_bytes());
+    batch.push(MAGIC);
+    batch.extend_from_slice(&[0; 4]); // the CRC, below
+    batch.extend_from_slice(&header.attributes.to_be_bytes());
+    batch.extend_from_slice(&(header.last_offset_delta as i32).to_be_bytes());
+    batch.extend_from_slice(&header.base_timestamp.to_be_bytes());
+    batch.extend_from_slice(&header.max_timestamp.to_be_bytes());
+    batch.extend_from_slice(&header.producer_id.to_be_bytes());
+    batch.extend_from_slice(&header.producer_epoch.to_be_bytes());
+    batch.extend_from_slice(&header.base_sequence.to_be_bytes());
+    batch.extend_from_slice(&(header.records_count as i32).to_be_bytes());
+    batch.extend_from_slice(records);
+    update_crc(&mut batch);
+    batch
+}
+
 #[inline]
 fn bytes_len(len: Option<usize>) -> usize {
     match len {
@@ -779,7 +825,6 @@ fn bytes_len(len: Option<usize>) -> usize {
 }
 
 /// Appends `bytes` as a varint length (-1 for `None`) and the bytes.
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 #[inline]
 fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
     match bytes {
@@ -820,7 +865,6 @@ fn zigzag(v: i64) -> u64 {
 }
 
 /// Appends `v` as a zigzag varint.
-#[cfg(any(test, feature = "kafka", feature = "test-support"))]
 #[inline]
 pub fn put_varint(buf: &mut Vec<u8>, v: i64) {
     let mut z = zigzag(v);

@@ -59,6 +59,9 @@
 
 pub mod batch;
 pub mod checkpoint;
+// Until the broker runs cleaning passes (compacted topics), only the tests use its API.
+#[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
+pub mod cleaner;
 pub mod compression;
 pub mod data_dir;
 pub mod error;
@@ -83,6 +86,8 @@ pub mod time_index;
 #[cfg(any(test, feature = "test-support"))]
 pub use batch::AppendRecord;
 pub use batch::RecordBatch;
+#[cfg_attr(not(any(test, feature = "test-support")), allow(unused_imports))]
+pub use cleaner::{Cleaner, CleanerPolicy, CleanerStats, LogSnapshot, Prepared};
 pub use data_dir::DataDir;
 pub use error::StorageError;
 pub use log::{

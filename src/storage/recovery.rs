@@ -2,6 +2,9 @@
 //!
 //! Recovery runs as separate passes, each a function:
 //!
+//! 0. [`finish_interrupted`] deletes the log cleaner's `.cleaned` files and finishes the
+//!    swaps a crash interrupted (`.swap` files), by the rules of `cleaner/swap.rs`, before
+//!    anything reads a segment.
 //! 1. [`remove_leftovers`] deletes temp files of interrupted atomic writes and index files
 //!    (`.index`, `.timeindex`) whose segment is gone.
 //! 2. [`list_segments`] finds the segments by name (`<base_offset:020>.log`).
@@ -45,6 +48,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
+use super::cleaner::swap::finish_interrupted;
 use super::error::{Result, StorageError};
 use super::fs::{FileSystem, SharedFs};
 use super::fsutil::TMP_SUFFIX;
@@ -106,6 +110,9 @@ pub struct RecoveryReport {
     /// disk, never served, and stepped over by scans.
     pub corrupt_kept: Vec<KeptDamage>,
     pub leftovers_removed: Vec<PathBuf>,
+    /// The log cleaner's files an interrupted pass left: `.cleaned` files deleted, swaps
+    /// finished (see `cleaner/swap.rs`).
+    pub cleaner_files: Vec<PathBuf>,
     /// `(recovered log end, recovery point)` when the log ends below an offset that was
     /// known durable: synced records are missing (deleted by hand, or a disk that lied).
     pub lost_synced_tail: Option<(u64, u64)>,
@@ -132,8 +139,10 @@ pub struct Loaded {
 /// once, and each segment file opened once: opening 10,000 partitions is mostly syscalls.
 pub fn load(fs: &SharedFs, dir: &Path, index_interval_bytes: u64) -> Result<Loaded> {
     let mut names = list_or_create(fs.as_ref(), dir)?;
+    let cleaner_files = finish_interrupted(fs.as_ref(), dir, &mut names)?;
     let mut report = RecoveryReport {
         leftovers_removed: remove_leftovers(fs.as_ref(), dir, &mut names)?,
+        cleaner_files,
         ..RecoveryReport::default()
     };
     let bases = list_segments(dir, &names);
