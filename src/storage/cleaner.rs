@@ -471,4 +471,6 @@ fn write_group(
 }
 
 #[cfg(test)]
+mod crash_tests;
+#[cfg(test)]
 mod tests;
