@@ -504,3 +504,21 @@ fn a_keyless_record_is_kept() {
         (base, None, Some(b"no key".to_vec()))
     );
 }
+
+/// A segment holding a record younger than `min_compaction_lag_ms` is not cleaned, nor is
+/// any after it; once the lag has passed it is.
+#[test]
+fn segments_younger_than_the_compaction_lag_wait() {
+    let (_sim, fs) = sim(10);
+    let mut log = open(&fs);
+    let written = write_rounds(&mut log, 30, 4);
+    let mut lagging = policy(1000);
+    lagging.min_compaction_lag_ms = 60_000;
+    assert!(log
+        .cleaning_snapshot(log.log_end_offset(), &lagging, NOW + 59_999)
+        .unwrap()
+        .is_none());
+    assert_eq!(read_all(&mut log), written);
+    let passes = clean(&mut log, lagging, NOW + 60_000);
+    assert!(passes[0].records_removed > 0);
+}
