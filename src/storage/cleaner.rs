@@ -397,7 +397,9 @@ fn write_group(
         // Merging segments is a change worth swapping in even when no record goes.
         let (mut changed, mut dirty_bytes) = (sources.len() > 1, 0u64);
         let mut scratch = Vec::new();
-        let last = sources.len() - 1;
+        // The source holding the group's last batch (an empty segment holds none: a crash
+        // just after a roll leaves one).
+        let last = sources.iter().rposition(|s| s.size > 0);
         for (i, source) in sources.iter().enumerate() {
             for_each_batch(
                 source.file.as_ref(),
@@ -405,7 +407,8 @@ fn write_group(
                 source.size,
                 |position, header, batch| {
                     stats.bytes_read += batch.len() as u64;
-                    let last_of_group = i == last && position + batch.len() as u64 == source.size;
+                    let last_of_group =
+                        Some(i) == last && position + batch.len() as u64 == source.size;
                     let cleaned = if header.base_offset >= context.end {
                         dirty_bytes += batch.len() as u64;
                         Cleaned::Unchanged
