@@ -520,7 +520,7 @@ pub(super) fn read_segment(
             // a read that starts where the last one ended (not at an index entry), or at the
             // segment's start (no entry at all), may then meet a later batch first.
             let past_a_gap = |from: u64| -> Result<bool> {
-                if !segment.is_sealed() {
+                if !segment.is_sealed() || header.next_offset() > segment.next_offset() {
                     return Ok(false);
                 }
                 let entry = segment.lookup(offset)?;
@@ -541,8 +541,10 @@ pub(super) fn read_segment(
             } else {
                 skipped_to
             };
-            // (In a sealed segment the cleaner leaves gaps: a batch may start further on.)
-            let gap = |follows: u64| segment.is_sealed() && header.base_offset > follows;
+            // (In a sealed segment the cleaner leaves gaps: a batch may start further on,
+            // within the segment's offsets.)
+            let within = segment.is_sealed() && header.next_offset() <= segment.next_offset();
+            let gap = |follows: u64| within && header.base_offset > follows;
             if let Some(follows) = follows.filter(|&f| f != header.base_offset && !gap(f)) {
                 if collected {
                     break;
@@ -567,7 +569,7 @@ pub(super) fn read_segment(
             let expected = collector.out.next_offset;
             let misplaced =
                 header.base_offset > expected || (collected && header.base_offset != expected);
-            if misplaced && !segment.is_sealed() {
+            if misplaced && !within {
                 if collected {
                     break;
                 }

@@ -321,7 +321,13 @@ fn load_segments(
         } else if !trusted {
             Some("written since the last checkpoint".to_owned())
         } else {
-            segment.load_tail()?.err()
+            segment.load_tail()?.err().or_else(|| {
+                // A sealed segment may hold gaps the log cleaner left, so the tail check
+                // accepts a batch past the expected offset: never past the next segment.
+                next_base
+                    .filter(|&next| segment.next_offset() > next)
+                    .map(|next| format!("its batches run past the next segment's base {next}"))
+            })
         };
         // What the checkpoint proves synced: all of a trusted sealed segment; otherwise the
         // offsets below the recovery point (none without a checkpoint).
