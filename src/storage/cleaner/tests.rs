@@ -522,3 +522,27 @@ fn segments_younger_than_the_compaction_lag_wait() {
     let passes = clean(&mut log, lagging, NOW + 60_000);
     assert!(passes[0].records_removed > 0);
 }
+
+/// The pass reads and writes on another thread while the log appends, rolls and serves
+/// reads; only the swap needs the log.
+#[test]
+fn a_pass_runs_on_another_thread_while_the_log_appends() {
+    let (_sim, fs) = sim(11);
+    let mut log = open(&fs);
+    let mut written = write_rounds(&mut log, 30, 4);
+    let policy = policy(1000);
+    let snapshot = log
+        .cleaning_snapshot(log.log_end_offset(), &policy, NOW)
+        .unwrap()
+        .unwrap();
+    let pass = std::thread::spawn(move || Cleaner::new(policy).prepare(&snapshot, NOW));
+    written.extend(write_rounds(&mut log, 30, 4));
+    let before = read_all(&mut log);
+    assert_eq!(before, written);
+    let stats = log.swap_in(pass.join().unwrap().unwrap()).unwrap();
+    assert!(!stats.abandoned && stats.records_removed > 0);
+    let after = read_all(&mut log);
+    assert!(after.len() < before.len());
+    assert!(latest(&written).iter().all(|r| after.contains(r)));
+    assert!(after.iter().all(|r| written.contains(r)));
+}
