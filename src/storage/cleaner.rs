@@ -42,11 +42,9 @@
 //! meanwhile (the rest of the pass is then abandoned and its files deleted).
 //!
 //! # Memory
-//! The key map (the budget, allocated once per pass), one read buffer of [`READ_CHUNK`] (or
-//! one larger batch), one batch's decompressed records and its rewrite. Records are never
-//! gathered beyond one batch.
-//!
-//! [`READ_CHUNK`]: batches::READ_CHUNK
+//! The key map (the budget, allocated once per pass), one read buffer of 1 MiB
+//! (`batches::READ_CHUNK`, or one larger batch), one batch's decompressed records and its
+//! rewrite. Records are never gathered beyond one batch.
 
 mod batches;
 mod offset_map;

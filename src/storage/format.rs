@@ -52,11 +52,12 @@
 //! * `records_count <= last_offset_delta + 1`, and the records' offset deltas rise strictly
 //!   from at least 0 to at most `last_offset_delta`. A batch as appended is contiguous
 //!   (`records_count = last_offset_delta + 1`, deltas `0, 1, ...`: appends check it, see
-//!   [`is_contiguous`]); the log cleaner of compacted topics (`cleaner.rs`) removes records
-//!   and keeps the offsets of the others, leaving gaps, and may keep a batch with no record
-//!   at all (the last batch of an idempotent producer, whose header its sequence numbers
-//!   need), as Kafka's cleaner does. Batches of a sealed segment may then be separated by
-//!   gaps too; those of the active segment follow each other without one.
+//!   [`BatchHeader::is_contiguous`]); the log cleaner of compacted topics (`cleaner.rs`)
+//!   removes records and keeps the offsets of the others, leaving gaps, and may keep a batch
+//!   with no record at all (the last batch of an idempotent producer, whose header its
+//!   sequence numbers need), as Kafka's cleaner does. Batches of a sealed segment may then be
+//!   separated by gaps too, within the segment's offsets; those of the active segment follow
+//!   each other without one.
 //! * The record section parses to exactly `records_count` records with no bytes left over.
 
 use std::mem::MaybeUninit;

@@ -99,7 +99,7 @@ impl OffsetMap {
     /// Records `offset` as the latest of `key` (offsets are put in ascending order).
     ///
     /// # Errors
-    /// [`Full`] when `key` is new and the map holds [`OffsetMap::capacity`] keys already.
+    /// `Full` when `key` is new and the map holds [`OffsetMap::capacity`] keys already.
     pub fn put(&mut self, key: &[u8], offset: u64) -> Result<(), Full> {
         let hash = self.hash(key);
         let i = self.find(hash);
