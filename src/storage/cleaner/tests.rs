@@ -546,3 +546,28 @@ fn a_pass_runs_on_another_thread_while_the_log_appends() {
     assert!(latest(&written).iter().all(|r| after.contains(r)));
     assert!(after.iter().all(|r| written.contains(r)));
 }
+
+/// A pass prepared for a log that was closed and opened again since (whose recovery deleted
+/// the pass's files) is abandoned, not an error; the log stays as it was.
+#[test]
+fn a_pass_for_a_log_opened_again_since_is_abandoned() {
+    let (_sim, fs) = sim(12);
+    let mut log = open(&fs);
+    write_rounds(&mut log, 30, 4);
+    let policy = policy(1000);
+    let snapshot = log
+        .cleaning_snapshot(log.log_end_offset(), &policy, NOW)
+        .unwrap()
+        .unwrap();
+    let prepared = Cleaner::new(policy).prepare(&snapshot, NOW).unwrap();
+    let before = read_all(&mut log);
+    log.close().unwrap();
+    let (mut log, report) = PartitionLog::open_with(&fs, Path::new(DIR), config(), NOW).unwrap();
+    assert!(
+        !report.cleaner_files.is_empty(),
+        "the reopen deleted the .cleaned files"
+    );
+    let stats = log.swap_in(prepared).unwrap();
+    assert!(stats.abandoned);
+    assert_eq!(read_all(&mut log), before);
+}

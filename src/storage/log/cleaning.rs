@@ -74,9 +74,9 @@ impl PartitionLog {
     /// group by group in offset order, by the swap protocol of
     /// [`crate::storage::cleaner::swap`] (each group's swap is atomic with respect to a
     /// crash: the next open finishes or undoes it). A group whose sources are not all still
-    /// in the log as the pass read them (retention deleted one meanwhile) is not swapped,
-    /// and neither is any after it: their files are deleted and `abandoned` is set in the
-    /// stats. Reads in progress start again from the index (positions in the replaced
+    /// in the log as the pass read them (retention deleted one meanwhile), or whose files
+    /// are gone (the directory was opened again since), is not swapped, and neither is any
+    /// after it: their files are deleted and `abandoned` is set in the stats. Reads in progress start again from the index (positions in the replaced
     /// segments are forgotten).
     ///
     /// # Errors
@@ -89,7 +89,7 @@ impl PartitionLog {
             if !self.holds_sources_of(&prepared.groups[0]) {
                 tracing::info!(
                     dir = %self.dir.display(), base_offset = prepared.groups[0].base_offset,
-                    "a segment the cleaner read is gone (retention?); dropping the rest of the pass"
+                    "a segment the cleaner read, or its output, is gone; dropping the rest of the pass"
                 );
                 prepared.discard_rest();
                 stats.abandoned = true;
@@ -108,13 +108,15 @@ impl PartitionLog {
     }
 
     /// Whether every source of `group` is still a sealed segment of the log, of the size
-    /// the pass read.
+    /// the pass read, and the cleaned segment still there (an open of the directory since
+    /// the pass deleted it, as it deletes every `.cleaned` file).
     fn holds_sources_of(&self, group: &CleanedGroup) -> bool {
-        group.sources.iter().all(|&(base, size)| {
+        let sources = group.sources.iter().all(|&(base, size)| {
             self.segments
                 .get(&base)
                 .is_some_and(|s| s.is_sealed() && s.size() == size)
-        })
+        });
+        sources && self.fs.exists(&group.cleaned.log)
     }
 
     /// Forgets every position in a segment: the next reads start from an index.
