@@ -221,7 +221,10 @@ impl LogSegment {
     /// active segment after a crash may hold appends past the recovery point), the bytes
     /// stepped over bound it too: offsets are contiguous within a segment, so the ones
     /// skipped were records in those bytes, and a frame whose base offset needs more records
-    /// than they can hold ([`most_records_in`]) was not written there.
+    /// than they can hold ([`most_records_in`]) was not written there. (In a segment the log
+    /// cleaner rewrote, the damaged bytes may have stood for far more offsets than that: the
+    /// bound may then refuse a valid frame after the damage, and the offsets up to the next
+    /// one it accepts read as damaged, never as other records.)
     ///
     /// # Errors
     /// `Io`.
