@@ -520,7 +520,7 @@ pub(super) fn read_segment(
             // a read that starts where the last one ended (not at an index entry), or at the
             // segment's start (no entry at all), may then meet a later batch first.
             let past_a_gap = |from: u64| -> Result<bool> {
-                if !segment.is_sealed() || header.next_offset() > segment.next_offset() {
+                if !segment.may_have_gaps() || header.next_offset() > segment.next_offset() {
                     return Ok(false);
                 }
                 let entry = segment.lookup(offset)?;
@@ -543,7 +543,7 @@ pub(super) fn read_segment(
             };
             // (In a sealed segment the cleaner leaves gaps: a batch may start further on,
             // within the segment's offsets.)
-            let within = segment.is_sealed() && header.next_offset() <= segment.next_offset();
+            let within = segment.may_have_gaps() && header.next_offset() <= segment.next_offset();
             let gap = |follows: u64| within && header.base_offset > follows;
             if let Some(follows) = follows.filter(|&f| f != header.base_offset && !gap(f)) {
                 if collected {
@@ -666,7 +666,7 @@ pub(super) fn read_segment(
             });
         }
         (from, rest_of) = (from + at as u64, None);
-        if from >= segment.size() && !first_frame && segment.is_sealed() {
+        if from >= segment.size() && !first_frame && segment.may_have_gaps() {
             // Every batch from `offset` on was removed by the cleaner (or kept empty for its
             // producer's sake): nothing here, the next segment follows.
             return Ok(SegmentRead::Done {

@@ -239,6 +239,9 @@ pub struct PartitionLog {
     /// treats the whole log as dirty (Kafka does so when its cleaner checkpoint is missing),
     /// which costs reading it once more, never a wrong result.
     first_dirty_offset: u64,
+    /// The log was cleaned at least once (`cleaner::swap::CLEANED_MARKER` is on disk): every
+    /// segment may hold gaps once sealed (see `LogSegment::may_have_gaps`).
+    cleaned: bool,
     /// The checkpoint on disk says clean: the open trusted a clean shutdown and nothing has
     /// changed the files since. The first change writes the unclean checkpoint first
     /// ([`PartitionLog::mark_unclean`]), and a `close` with nothing changed writes nothing.
@@ -326,6 +329,9 @@ impl PartitionLog {
             producers: ProducerState::default(),
             appended_from,
             first_dirty_offset: 0,
+            cleaned: names
+                .iter()
+                .any(|n| n == crate::storage::cleaner::swap::CLEANED_MARKER),
             clean_on_disk: false,
         };
         let removed_snapshots = log.load_producers(&names)?;
@@ -630,7 +636,10 @@ impl PartitionLog {
             active.synced_size(),
             active.size(),
         );
-        let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        let mut segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        if self.cleaned {
+            segment.allow_gaps();
+        }
         self.active_mut().mark_sealed();
         self.segments.insert(base, segment);
         self.write_producer_snapshot(base)?;

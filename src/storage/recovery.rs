@@ -48,7 +48,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
-use super::cleaner::swap::finish_interrupted;
+use super::cleaner::swap::{finish_interrupted, CLEANED_MARKER};
 use super::error::{Result, StorageError};
 use super::fs::{FileSystem, SharedFs};
 use super::fsutil::TMP_SUFFIX;
@@ -146,11 +146,15 @@ pub fn load(fs: &SharedFs, dir: &Path, index_interval_bytes: u64) -> Result<Load
         ..RecoveryReport::default()
     };
     let bases = list_segments(dir, &names);
+    let cleaned = names.iter().any(|n| n == CLEANED_MARKER);
     let mut opened = Vec::with_capacity(bases.len());
     for &base in &bases {
         let mut segment = LogSegment::open(fs, dir, base, index_interval_bytes)?;
         if Some(&base) != bases.last() {
             segment.mark_sealed();
+        }
+        if cleaned {
+            segment.allow_gaps();
         }
         opened.push(OpenedSegment {
             index_missing: !names.contains(&file_names(base).1)

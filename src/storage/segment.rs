@@ -90,10 +90,12 @@ pub struct LogSegment {
     bytes_since_index: u64,
     index_interval_bytes: u64,
     /// A later segment follows (set by a roll, by recovery for every segment but the last,
-    /// and for the log cleaner's output): no append reaches it again, and the cleaner may
-    /// have removed whole batches from it, so its batches may be separated by gaps. In the
-    /// active segment a batch that does not follow the one before is damage.
+    /// and for the log cleaner's output): no append reaches it again.
     sealed: bool,
+    /// The log was cleaned at least once (`cleaner::swap::CLEANED_MARKER`), so a sealed
+    /// segment's batches may be separated by gaps the cleaner left (see
+    /// [`LogSegment::may_have_gaps`]).
+    gaps_allowed: bool,
 }
 
 impl LogSegment {
@@ -140,6 +142,7 @@ impl LogSegment {
             bytes_since_index: 0,
             index_interval_bytes,
             sealed: false,
+            gaps_allowed: false,
         })
     }
 
@@ -177,6 +180,7 @@ impl LogSegment {
             bytes_since_index: 0,
             index_interval_bytes,
             sealed: false,
+            gaps_allowed: false,
         })
     }
 
@@ -190,6 +194,18 @@ impl LogSegment {
     /// Records that a later segment follows: nothing is appended here again.
     pub fn mark_sealed(&mut self) {
         self.sealed = true;
+    }
+    /// Whether the log cleaner may have removed batches from this segment, leaving gaps
+    /// between the others (within its offsets): a sealed segment of a log that was cleaned.
+    /// Anywhere else a batch that does not follow the one before is damage: a log never
+    /// cleaned keeps the strict check, which also catches a damaged base offset (outside the
+    /// CRC) that moves a batch forward.
+    pub fn may_have_gaps(&self) -> bool {
+        self.sealed && self.gaps_allowed
+    }
+    /// Records that the log was cleaned (see [`LogSegment::may_have_gaps`]).
+    pub fn allow_gaps(&mut self) {
+        self.gaps_allowed = true;
     }
     pub fn next_offset(&self) -> u64 {
         self.next_offset

@@ -42,6 +42,27 @@ use crate::storage::fs::{FileSystem, OpenMode};
 use crate::storage::fsutil::sync_dir;
 use crate::storage::segment::SegmentPaths;
 
+/// An empty file in a partition's directory, created (and the directory synced) before the
+/// first swap of the log's first cleaning, and never removed: the log's sealed segments may
+/// hold gaps the cleaner left (see `LogSegment::may_have_gaps`). A log without it was never
+/// cleaned, and a batch that does not follow the one before is damage there, as before
+/// cleaning existed.
+pub const CLEANED_MARKER: &str = "cleaner.marker";
+
+/// Creates [`CLEANED_MARKER`] in `dir` durably, when it is not there yet.
+///
+/// # Errors
+/// `Io` when the file cannot be created or the directory synced.
+pub fn mark_cleaned(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let path = dir.join(CLEANED_MARKER);
+    if fs.exists(&path) {
+        return Ok(());
+    }
+    fs.open(&path, OpenMode::CreateIfMissing)
+        .map_err(|e| StorageError::io("create the cleaned marker", &path, e))?;
+    sync_dir(fs, dir)
+}
+
 /// The suffix of a cleaned segment's files while it is written (Kafka's `.cleaned`).
 pub const CLEANED_SUFFIX: &str = ".cleaned";
 /// The suffix of a cleaned segment's files once the swap is committed (Kafka's `.swap`).

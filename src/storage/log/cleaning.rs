@@ -85,6 +85,13 @@ impl PartitionLog {
     pub fn swap_in(&mut self, mut prepared: Prepared) -> Result<CleanerStats> {
         self.finish_sealing()?;
         let mut stats = *prepared.stats();
+        if !prepared.groups.is_empty() && !self.cleaned {
+            swap::mark_cleaned(self.fs.as_ref(), &self.dir)?;
+            self.cleaned = true;
+            for segment in self.segments.values_mut() {
+                segment.allow_gaps();
+            }
+        }
         while !prepared.groups.is_empty() {
             if !self.holds_sources_of(&prepared.groups[0]) {
                 tracing::info!(
@@ -165,6 +172,7 @@ impl PartitionLog {
         sync_dir(fs, &self.dir)?;
         let mut segment = LogSegment::open(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
         segment.mark_sealed();
+        segment.allow_gaps();
         if let Err(reason) = segment.load_tail()? {
             tracing::warn!(path = %fin.log.display(), %reason, "rebuilding a cleaned segment's index");
             segment.rebuild_index(StepOver::NEVER)?;

@@ -147,7 +147,8 @@ fn read_from(
                 Decoded::Batch(header) => {
                     // A sealed segment may hold gaps the cleaner left: the first batch is
                     // then the first one after `offset`, and the next may start further on.
-                    let gaps = segment.is_sealed() && header.next_offset() <= segment.next_offset();
+                    let gaps =
+                        segment.may_have_gaps() && header.next_offset() <= segment.next_offset();
                     let follows = match at {
                         0 => {
                             (header.base_offset <= offset || gaps) && header.next_offset() > offset

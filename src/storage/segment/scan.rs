@@ -365,11 +365,11 @@ impl LogSegment {
                         // another offset than the expected one most likely has a damaged
                         // base offset, so it is a bad batch like any other (stepped over
                         // below the recovery point, cut above it), never a jump of the log;
-                        // except in a sealed segment, where the log cleaner removes whole
-                        // batches, a jump forward within the segment's offsets (there,
-                        // damage to a base offset that moves it forward passes as a gap,
-                        // as it does in Kafka).
-                        let cleaned_gap = self.sealed
+                        // except where the log cleaner may have removed whole batches (a
+                        // sealed segment of a cleaned log), a jump forward within the
+                        // segment's offsets (there, damage to a base offset that moves it
+                        // forward passes as a gap, as it does in Kafka).
+                        let cleaned_gap = self.may_have_gaps()
                             && offset > expected_offset
                             && header.next_offset() <= offset_limit;
                         if offset != expected_offset && !cleaned_gap {
