@@ -104,15 +104,15 @@ pub use listener::{AutoCreate, ListenerConfig, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use root::{
-    NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES,
-    MAX_IDLE_SPIN,
+    NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_CLEANER_BACKOFF,
+    DEFAULT_CLEANER_KEY_MAP_BYTES, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN, DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES, MAX_IDLE_SPIN,
 };
 pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamOptions};
 pub use topic::{BlockingTopic, Topic};
 pub use types::{
-    encode, Backend, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
+    encode, Backend, BrokerStats, CleanerSummary, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
     PartitionStats, Record, TopicStats,
 };
 

@@ -2,6 +2,9 @@
 //! need both (fetch at a group's committed offset, commit range checks, lag, backlog for
 //! backpressure). Plain Rust: the `PartitionActor` owns one and adds waiting and parking.
 
+mod cleaning;
+pub use cleaning::CleaningPlan;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -17,7 +20,7 @@ use crate::storage::{
     AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
     OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch, RecoveryReport,
 };
-use crate::types::{PartitionStats, Record};
+use crate::types::{CleanerSummary, PartitionStats, Record};
 
 /// The most record bytes one fetch returns (at least one record always comes): bounds the
 /// memory a `poll_batch` takes, like Kafka's `fetch.max.bytes`.
@@ -133,6 +136,8 @@ pub struct Partition {
     registered: BTreeSet<String>,
     /// Records were appended and retention has not run since (see [`Partition::retain`]).
     retention_due: bool,
+    /// What the cleaner's passes did since the partition opened (compacted topics).
+    cleaning: Option<CleanerSummary>,
 }
 
 impl Partition {
@@ -160,6 +165,7 @@ impl Partition {
             max_size,
             registered: BTreeSet::new(),
             retention_due: false,
+            cleaning: None,
         };
         Ok((partition, report))
     }
@@ -545,6 +551,7 @@ impl Partition {
             fsyncs: 0,
             parked_polls: 0,
             failed: None,
+            cleaner: self.cleaning,
         }
     }
 

@@ -124,6 +124,8 @@ pub struct SourceSegment {
     /// The base offset of the segment after it: where its offsets end.
     pub end_offset: u64,
     pub size: u64,
+    /// Its largest record timestamp, when known (for `max.compaction.lag.ms`).
+    pub max_timestamp_ms: Option<u64>,
     pub path: PathBuf,
     pub file: Box<dyn StorageFile>,
 }

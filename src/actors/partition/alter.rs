@@ -31,6 +31,7 @@ impl Handler<ReconfigurePartition> for PartitionActor {
             act.log_config = config.log_config(act.settings.fsync, act.settings.max_record_bytes);
             act.max_size = config.max_size;
             act.retention_ms = config.retention_ms;
+            act.cleaning = config.cleaning_plan(act.settings.cleaner_key_map_bytes);
             act.produces.set_backpressure(config.backpressure);
             let now = act.settings.clock.now_ms();
             let Slot::Open(p) = &mut act.slot else {

@@ -52,6 +52,7 @@ impl PartitionLog {
                 base_offset: segment.base_offset(),
                 end_offset,
                 size: segment.size(),
+                max_timestamp_ms: segment.last_timestamp_ms(),
                 path,
                 file,
             });
