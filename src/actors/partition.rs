@@ -372,17 +372,21 @@ impl PartitionActor {
         parked: Arc<ParkedPolls>,
     ) -> Self {
         let metrics = PartitionMetrics::new(topic, partition);
+        let log_config = config.log_config(settings.fsync, settings.max_record_bytes);
+        let mut produces = ProduceQueue::new(config.backpressure, settings.block_timeout)
+            .with_metrics(metrics.clone());
+        produces.set_cleanup_policy(config.cleanup_policy);
         PartitionActor {
             span: tracing::info_span!("partition", topic = %topic, partition),
             topic: topic.to_owned(),
             partition,
             label: format!("partition {topic}/{partition}").into(),
             dir: partition_dir(&settings.data_dir, topic, partition),
-            log_config: config.log_config(settings.fsync, settings.max_record_bytes),
+            log_config,
             max_size: config.max_size,
-            retention_ms: config.retention_ms,
-            produces: ProduceQueue::new(config.backpressure, settings.block_timeout)
-                .with_metrics(metrics.clone()),
+            // The timer of time retention runs only when the policy applies retention.
+            retention_ms: log_config.retention.ms,
+            produces,
             metrics,
             lag: LagGauges::new(topic, partition),
             settings,
