@@ -162,6 +162,28 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
     ]
 }
 
+/// The compaction settings, whose defaults here are Kafka's own.
+#[cfg(feature = "kafka")]
+const COMPACTION_SETTINGS: [&str; 4] = [
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+];
+
+/// The configs a topic with `config` is created with on a Kafka cluster, in Kafka's names
+/// and units: every one [`describe`] reports, except the compaction settings left at their
+/// defaults (those are Kafka's defaults too, so the cluster's own broker-wide settings are
+/// left to apply, as they would to a topic created by Kafka's tools).
+#[cfg(feature = "kafka")]
+pub fn for_cluster(config: &TopicConfig) -> Vec<(&'static str, String)> {
+    describe(config)
+        .into_iter()
+        .filter(|e| !(e.is_default && COMPACTION_SETTINGS.contains(&e.name)))
+        .map(|e| (e.name, e.value))
+        .collect()
+}
+
 /// Sets the Kafka config `name` to `value` (`None`: the default) in `config`. The values'
 /// ranges are checked afterwards by `TopicConfig::validate`.
 ///
