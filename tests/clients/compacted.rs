@@ -8,6 +8,9 @@ use serde_json::Value;
 use crate::clients;
 use crate::common::{unbase64, Broker, RUN};
 
+/// A record's key and value, `None` for null.
+type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 #[test]
 fn confluent_creates_a_compacted_topic_is_refused_a_keyless_record_and_writes_tombstones() {
     let Some(script) = clients::python("confluent_compacted.py") else {
@@ -25,7 +28,7 @@ fn confluent_creates_a_compacted_topic_is_refused_a_keyless_record_and_writes_to
     // The keyless record was never written: the two keyed records are offsets 0 and 1.
     assert_eq!(topic.partitions[0].log_end_offset, 2);
 
-    let pairs = |records: &Value| -> Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+    let pairs = |records: &Value| -> Vec<KeyValue> {
         records
             .as_array()
             .unwrap()
