@@ -55,6 +55,24 @@ pub enum Error {
     #[error("invalid record batch: {reason}")]
     InvalidBatch { reason: String },
 
+    /// Records without a key produced to a compacted topic (`CleanupPolicy::Compact` or
+    /// `CompactDelete`): compaction keeps the latest record of each key, and a keyless
+    /// record has none. `indexes` are the keyless records' positions in the batch as it was
+    /// produced; `partition` is the partition it was produced to, `None` when it was refused
+    /// before it was split over partitions. Nothing of the batch was written: give every
+    /// record a key (Kafka's broker refuses these as `INVALID_RECORD`).
+    #[error(
+        "topic {topic:?} is compacted: every record needs a key, and {} of the batch{} \
+         had none; nothing of it was written",
+        keyless_text(indexes),
+        partition.map_or_else(String::new, |p| format!(" to partition {p}"))
+    )]
+    KeyRequired {
+        topic: String,
+        partition: Option<u32>,
+        indexes: Vec<u32>,
+    },
+
     /// A Kafka producer's batch with a timestamp more than `max_ahead_ms` (an hour, Kafka's
     /// default) after the broker's clock: fix the producer's clock. Nothing was written.
     #[error("timestamp {timestamp_ms} is more than {max_ahead_ms} ms after the broker's clock ({now_ms})")]
@@ -308,6 +326,18 @@ pub enum Error {
         recorded: String,
         requested: String,
     },
+}
+
+/// "record 3" or "records 1, 3 and 4" (at most the first ten listed).
+fn keyless_text(indexes: &[u32]) -> String {
+    const LISTED: usize = 10;
+    let listed: Vec<String> = indexes.iter().take(LISTED).map(u32::to_string).collect();
+    match (indexes.len(), listed.split_last()) {
+        (_, None) => "no record".to_owned(),
+        (1, Some((only, _))) => format!("record {only}"),
+        (n, Some((last, rest))) if n <= LISTED => format!("records {} and {last}", rest.join(", ")),
+        (n, _) => format!("{n} records ({}, ...)", listed.join(", ")),
+    }
 }
 
 /// The crate's result type.

@@ -27,7 +27,7 @@
 //!    storage only times its fsyncs for its owner to report), `partition` (a partition's log
 //!    and offsets: fetch at the committed offset, commit checks, lag, backlog),
 //!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
-//!    produced record goes), `inspect` (segment files and stored batches read for the
+//!    produced record goes, and the key rule of compacted topics), `inspect` (segment files and stored batches read for the
 //!    command line; compiled with the `internals` feature only).
 //! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
 //!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
@@ -93,8 +93,8 @@ pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
 pub use broker_ref::{BrokerRef, RequestExt};
 pub use config::{
-    Backpressure, FsyncPolicy, TimestampType, TopicChanges, TopicConfig, MAX_PARTITIONS,
-    MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, CleanupPolicy, DirtyRatio, FsyncPolicy, TimestampType, TopicChanges, TopicConfig,
+    DEFAULT_DELETE_RETENTION_MS, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -112,8 +112,8 @@ pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamOptions};
 pub use topic::{BlockingTopic, Topic};
 pub use types::{
-    encode, Backend, BrokerStats, CleanerSummary, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
-    PartitionStats, Record, TopicStats,
+    encode, Backend, BrokerStats, CleanerSummary, ConsumerBatch, Delivery, GroupStats, Header,
+    ListenerStats, PartitionStats, Record, TopicStats,
 };
 
 /// Not part of the supported API (`internals` feature): the storage engine with its simulated

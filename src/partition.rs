@@ -138,6 +138,9 @@ pub struct Partition {
     retention_due: bool,
     /// What the cleaner's passes did since the partition opened (compacted topics).
     cleaning: Option<CleanerSummary>,
+    /// The log's bound on a batch's decompressed records, kept here too for the checks of a
+    /// produce before it is queued (see [`Partition::max_decompressed_bytes`]).
+    max_decompressed_bytes: usize,
 }
 
 impl Partition {
@@ -166,6 +169,7 @@ impl Partition {
             registered: BTreeSet::new(),
             retention_due: false,
             cleaning: None,
+            max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
         };
         Ok((partition, report))
     }
@@ -178,6 +182,14 @@ impl Partition {
     /// See [`PartitionLog::set_max_decompressed_bytes`].
     pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
         self.log.set_max_decompressed_bytes(bytes);
+        self.max_decompressed_bytes = bytes.min(crate::storage::format::MAX_DECOMPRESSED_BYTES);
+    }
+
+    /// The most bytes a Kafka client's batch may decompress to here: a produce reading a
+    /// batch's records before the append (the key rule of a compacted topic) stops there
+    /// too.
+    pub fn max_decompressed_bytes(&self) -> usize {
+        self.max_decompressed_bytes
     }
 
     pub fn log_end_offset(&self) -> u64 {

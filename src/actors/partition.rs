@@ -379,17 +379,21 @@ impl PartitionActor {
     ) -> Self {
         let metrics = PartitionMetrics::new(topic, partition);
         let settings_key_map = settings.cleaner_key_map_bytes;
+        let log_config = config.log_config(settings.fsync, settings.max_record_bytes);
+        let mut produces = ProduceQueue::new(config.backpressure, settings.block_timeout)
+            .with_metrics(metrics.clone());
+        produces.set_cleanup_policy(config.cleanup_policy);
         PartitionActor {
             span: tracing::info_span!("partition", topic = %topic, partition),
             topic: topic.to_owned(),
             partition,
             label: format!("partition {topic}/{partition}").into(),
             dir: partition_dir(&settings.data_dir, topic, partition),
-            log_config: config.log_config(settings.fsync, settings.max_record_bytes),
+            log_config,
             max_size: config.max_size,
-            retention_ms: config.retention_ms,
-            produces: ProduceQueue::new(config.backpressure, settings.block_timeout)
-                .with_metrics(metrics.clone()),
+            // The timer of time retention runs only when the policy applies retention.
+            retention_ms: log_config.retention.ms,
+            produces,
             metrics,
             lag: LagGauges::new(topic, partition),
             settings,
@@ -401,7 +405,7 @@ impl PartitionActor {
             restarts: RestartBudget::default(),
             restart_pending: false,
             timers: Vec::new(),
-            cleaning: config.cleaning_plan(settings_key_map),
+            cleaning: CleaningPlan::for_topic(config, settings_key_map),
             cleaning_in_flight: false,
         }
     }

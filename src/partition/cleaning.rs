@@ -3,6 +3,7 @@
 //! storage's (`storage::cleaner`); the partition actor runs it on the broker's cleaner
 //! thread and swaps its output in.
 
+use crate::config::TopicConfig;
 use crate::error::Result;
 use crate::storage::cleaner::{CleanerPolicy, CleanerStats, LogSnapshot, Prepared};
 use crate::types::CleanerSummary;
@@ -19,6 +20,22 @@ pub struct CleaningPlan {
     pub min_dirty_ratio: f64,
     /// ...or once a dirty segment's newest record is older than this, whatever the ratio.
     pub max_lag_ms: Option<u64>,
+}
+
+impl CleaningPlan {
+    /// The plan of a partition of a topic with `config`, whose passes may use
+    /// `key_map_bytes`; `None` when the topic is not compacted.
+    pub fn for_topic(config: &TopicConfig, key_map_bytes: usize) -> Option<Self> {
+        config.cleanup_policy.compacts().then(|| CleaningPlan {
+            cleaner: CleanerPolicy {
+                delete_retention_ms: config.delete_retention_ms,
+                min_compaction_lag_ms: config.min_compaction_lag_ms,
+                key_map_bytes,
+            },
+            min_dirty_ratio: config.min_cleanable_dirty_ratio.as_f64(),
+            max_lag_ms: config.max_compaction_lag_ms,
+        })
+    }
 }
 
 impl Partition {

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use super::embedded::default_io_threads;
 use crate::actors::BrokerSettings;
-use crate::storage::sync_worker::SyncWorker;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{validate_max_record_bytes, FsyncPolicy};
 use crate::error::{Error, Result};
@@ -19,6 +18,7 @@ use crate::storage::fd_pool::{
 };
 use crate::storage::fs::SharedFs;
 use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
+use crate::storage::sync_worker::SyncWorker;
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
 pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
