@@ -65,8 +65,8 @@ pub struct TopicConfig {
     pub payload_type: Option<String>,
     /// What happens to old records (Kafka's `cleanup.policy`): retention applies only with
     /// `Delete` in it, and a compacted topic refuses records without a key (see
-    /// [`CleanupPolicy`]). The cleaner that removes superseded records of a compacted topic
-    /// is not running yet: such a topic keeps every record.
+    /// [`CleanupPolicy`]). A compacted topic's partitions run the log cleaner, which keeps
+    /// the latest record of each key.
     ///
     /// This and the compaction settings below are left out of the JSON at their defaults,
     /// so that the file of a topic that does not use them is the one written before they

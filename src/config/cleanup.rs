@@ -4,10 +4,9 @@
 //! What each policy does today: `Delete` applies the topic's retention (time, bytes, record
 //! count). `Compact` applies none of it, and refuses records without a key (a compacted
 //! topic keeps the latest record of each key, which a keyless record has none of).
-//! `CompactDelete` does both. The cleaner that removes superseded records is not running
-//! yet: until it is, a compacted topic keeps every record it is given, and the compaction
-//! settings (`delete_retention_ms`, the lags, the dirty ratio) are stored, reported and
-//! checked, but act on nothing.
+//! `CompactDelete` does both. A compacted topic's partitions run the log cleaner, which
+//! removes the records a later record of the same key supersedes, by the compaction settings
+//! (`delete_retention_ms`, the lags, the dirty ratio): see `partition::cleaning`.
 
 use std::fmt;
 use std::str::FromStr;
