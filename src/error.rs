@@ -430,4 +430,33 @@ mod tests {
         let exists = Error::from(StorageError::TopicExists { topic: "t".into() });
         assert!(matches!(exists, Error::TopicExists { ref topic } if topic == "t"));
     }
+
+    #[test]
+    fn a_key_required_error_names_the_keyless_records_and_the_partition() {
+        let error = |partition, indexes: &[u32]| {
+            Error::KeyRequired {
+                topic: "t".into(),
+                partition,
+                indexes: indexes.to_vec(),
+            }
+            .to_string()
+        };
+        let one = error(Some(2), &[3]);
+        assert!(
+            one.contains("record 3 of the batch to partition 2 had none"),
+            "{one}"
+        );
+        assert!(one.contains("nothing of it was written"), "{one}");
+        let some = error(None, &[1, 3, 4]);
+        assert!(
+            some.contains("records 1, 3 and 4 of the batch had none"),
+            "{some}"
+        );
+        let many: Vec<u32> = (0..12).collect();
+        let many = error(None, &many);
+        assert!(
+            many.contains("12 records (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...)"),
+            "{many}"
+        );
+    }
 }

@@ -27,8 +27,9 @@
 //!    storage only times its fsyncs for its owner to report), `partition` (a partition's log
 //!    and offsets: fetch at the committed offset, commit checks, lag, backlog),
 //!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
-//!    produced record goes, and the key rule of compacted topics), `inspect` (segment files and stored batches read for the
-//!    command line; compiled with the `internals` feature only).
+//!    produced record goes, and the key rule of compacted topics), `inspect` (segment files
+//!    and stored batches read for the command line; compiled with the `internals` feature
+//!    only).
 //! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
 //!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
 //!    carried to the handler's in record headers; W3C `traceparent` with the `otel`

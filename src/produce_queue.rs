@@ -212,7 +212,8 @@ impl<R: AppendAnswer> ProduceQueue<R> {
             }
             // The whole batch is checked when it is written; its header is checked now, so
             // that a bad one is not parked and its record count is known. On a compacted
-            // topic its records are read now for their keys.
+            // topic its records are read now for their keys (a compressed batch is then
+            // decompressed twice: here, and when the append verifies it).
             Produced::Kafka(bytes) => {
                 let header = match format::decode(bytes) {
                     Decoded::Batch(header) => header,

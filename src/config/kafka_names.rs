@@ -475,4 +475,36 @@ mod tests {
         assert!(change_list(&mut config, "retention.ms", ListOp::Append, "1").is_err());
         assert_eq!(config.cleanup_policy, CleanupPolicy::Compact);
     }
+
+    #[cfg(feature = "kafka")]
+    #[test]
+    fn a_cluster_gets_the_policy_always_and_the_compaction_settings_when_set() {
+        let names = |config: &TopicConfig| -> Vec<&'static str> {
+            for_cluster(config)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        let default = names(&TopicConfig::default());
+        assert!(default.contains(&"cleanup.policy"), "{default:?}");
+        for setting in COMPACTION_SETTINGS {
+            assert!(!default.contains(&setting), "{default:?}");
+        }
+        let compacted = TopicConfig::default()
+            .cleanup_policy(CleanupPolicy::Compact)
+            .max_compaction_lag_ms(60_000);
+        let sent = for_cluster(&compacted);
+        assert!(
+            sent.contains(&("cleanup.policy", "compact".to_owned())),
+            "{sent:?}"
+        );
+        assert!(
+            sent.contains(&("max.compaction.lag.ms", "60000".to_owned())),
+            "{sent:?}"
+        );
+        assert!(
+            !sent.iter().any(|(name, _)| *name == "delete.retention.ms"),
+            "{sent:?}"
+        );
+    }
 }
