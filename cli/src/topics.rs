@@ -84,8 +84,8 @@ pub struct CreateArgs {
     timestamp_type: TimestampTypeArg,
 
     /// Kafka's cleanup.policy: delete (retention applies), compact (every record needs a
-    /// key; retention does not apply) or compact,delete (both). Superseded records of a
-    /// compacted topic are not removed yet: it keeps every record.
+    /// key, the log cleaner keeps the latest of each; retention does not apply) or
+    /// compact,delete (both).
     #[arg(long, value_name = "POLICY", value_parser = cleanup_policy, default_value = "delete")]
     cleanup_policy: CleanupPolicy,
 
@@ -541,7 +541,7 @@ fn cleanup_text(config: &TopicConfig) -> String {
         .map_or_else(|| "none".to_owned(), |ms| format!("{ms} ms"));
     format!(
         "{} (records need a key; delete retention {} ms, compaction lag {} ms to {max_lag}, \
-         min dirty ratio {}; superseded records are not removed yet)",
+         min dirty ratio {})",
         config.cleanup_policy,
         config.delete_retention_ms,
         config.min_compaction_lag_ms,

@@ -18,8 +18,8 @@
 //! `backpressure`) keep their defaults for topics made by Kafka clients. `max.message.bytes`
 //! is refused: record sizes are limited broker-wide (`builder().max_record_bytes`).
 //!
-//! The compaction settings are stored and reported, but act on nothing yet: the cleaner
-//! that removes superseded records is not running (see `CleanupPolicy`).
+//! The compaction settings drive the log cleaner of a compacted topic (see
+//! `partition::cleaning`).
 
 use super::{CleanupPolicy, DirtyRatio, TimestampType, TopicConfig, MAX_KAFKA_MS};
 

@@ -44,7 +44,7 @@ fn create_with_cleanup_policy_compact_makes_a_topic_that_refuses_keyless_records
         text.contains("cleanup policy: compact (records need a key; delete retention 86400000 ms"),
         "{text}"
     );
-    assert!(text.contains("not removed yet"), "{text}");
+    assert!(text.contains("min dirty ratio 0.5)"), "{text}");
     let doc = json(&run_on(
         dir.path(),
         &["topics", "describe", "state", "--json"],
