@@ -2,9 +2,14 @@
 //! choose (the maximum record size, group and member ids), and the translation of a topic's
 //! settings into the storage layer's [`LogConfig`]. Plain data, no actix.
 
+mod changes;
+mod cleanup;
 pub(crate) mod kafka_names;
 
 use serde::{Deserialize, Serialize};
+
+pub use changes::TopicChanges;
+pub use cleanup::{CleanupPolicy, DirtyRatio};
 
 use crate::error::{Error, Result};
 use crate::storage::batch::MAX_RECORD_BYTES_LIMIT;
@@ -27,7 +32,8 @@ pub enum Backpressure {
 /// A topic's configuration, persisted with the topic (`<data_dir>/<topic>.json`).
 ///
 /// Built with chained setters from [`TopicConfig::default`]: 1 partition, no `max_size`,
-/// no retention, [`Backpressure::Block`], 64 MiB segments.
+/// no retention, [`Backpressure::Block`], 64 MiB segments, [`CleanupPolicy::Delete`] with
+/// Kafka's default compaction settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TopicConfig {
@@ -59,125 +65,47 @@ pub struct TopicConfig {
     /// is written back unchanged. The broker itself never reads it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload_type: Option<String>,
-}
-
-/// What [`crate::AsyncNanoKafka::alter_topic`] changes in a topic's [`TopicConfig`]: each
-/// field left `None` keeps its value. Built with chained setters from
-/// [`TopicChanges::default`] (which changes nothing).
-///
-/// The rules are Kafka's:
-/// * `partitions` can only grow: a count equal to or below the current one is
-///   `InvalidConfig` and changes nothing. The new partitions start empty and are served at
-///   once; groups rebalance to include them. Keyed records produced afterwards may land on
-///   a different partition than before ([`crate::partition_for_key`] depends on the count),
-///   so per-key order holds only among records produced after the change.
-/// * The retention fields take `Some(None)` to remove the limit and `Some(Some(v))` to set
-///   it; the running partitions apply a lowered limit at once (records beyond it go).
-/// * `max_size`, `backpressure` and `timestamp_type` apply to the next produce.
-/// * `segment_bytes` cannot be changed (existing segments were sized by it).
-///
-/// The changed config is checked with [`TopicConfig::validate`] before anything is written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TopicChanges {
-    pub partitions: Option<u32>,
-    pub max_size: Option<Option<u64>>,
-    pub retention_size: Option<Option<u64>>,
-    pub retention_bytes: Option<Option<u64>>,
-    pub retention_ms: Option<Option<u64>>,
-    pub backpressure: Option<Backpressure>,
-    pub timestamp_type: Option<TimestampType>,
-    /// `Some(Some(name))` records a payload type name, `Some(None)` clears it.
-    pub payload_type: Option<Option<String>>,
-}
-
-impl TopicChanges {
-    /// Grows the topic to `partitions` partitions.
-    pub fn partitions(mut self, partitions: u32) -> Self {
-        self.partitions = Some(partitions);
-        self
-    }
-
-    /// Sets (`Some`) or removes (`None`) the backlog bound.
-    pub fn max_size(mut self, records: Option<u64>) -> Self {
-        self.max_size = Some(records);
-        self
-    }
-
-    /// Sets (`Some`) or removes (`None`) the record-count retention.
-    pub fn retention_size(mut self, records: Option<u64>) -> Self {
-        self.retention_size = Some(records);
-        self
-    }
-
-    /// Sets (`Some`) or removes (`None`) the byte retention.
-    pub fn retention_bytes(mut self, bytes: Option<u64>) -> Self {
-        self.retention_bytes = Some(bytes);
-        self
-    }
-
-    /// Sets (`Some`) or removes (`None`) the time retention.
-    pub fn retention_ms(mut self, ms: Option<u64>) -> Self {
-        self.retention_ms = Some(ms);
-        self
-    }
-
-    /// Sets what producers meet at `max_size`.
-    pub fn backpressure(mut self, backpressure: Backpressure) -> Self {
-        self.backpressure = Some(backpressure);
-        self
-    }
-
-    /// Sets whose clock record timestamps come from.
-    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
-        self.timestamp_type = Some(timestamp_type);
-        self
-    }
-
-    /// Records `name` as the topic's payload type (`Some`), or clears it (`None`: typed
-    /// subscribers of any type are accepted again). For a payload type that was renamed or
-    /// moved to another module, or evolved into a new type: record the name of the type the
-    /// subscribers now use, e.g. `Some(std::any::type_name::<OrderV2>().to_owned())`.
-    pub fn payload_type(mut self, name: Option<String>) -> Self {
-        self.payload_type = Some(name);
-        self
-    }
-
-    /// `current` with these changes applied, checked.
+    /// What happens to old records (Kafka's `cleanup.policy`): retention applies only with
+    /// `Delete` in it, and a compacted topic refuses records without a key (see
+    /// [`CleanupPolicy`]). A compacted topic's partitions run the log cleaner, which keeps
+    /// the latest record of each key.
     ///
-    /// # Errors
-    /// `InvalidConfig` when the partition count does not grow or a value cannot work
-    /// ([`TopicConfig::validate`]).
-    pub fn apply_to(&self, current: &TopicConfig) -> Result<TopicConfig> {
-        let mut next = current.clone();
-        if let Some(partitions) = self.partitions {
-            if partitions <= current.partitions {
-                return Err(Error::InvalidConfig {
-                    field: "partitions",
-                    reason: format!(
-                        "can only grow: the topic has {}, asked for {partitions}",
-                        current.partitions
-                    ),
-                });
-            }
-            next.partitions = partitions;
-        }
-        let set = |field: &mut Option<u64>, change: Option<Option<u64>>| {
-            if let Some(value) = change {
-                *field = value;
-            }
-        };
-        set(&mut next.max_size, self.max_size);
-        set(&mut next.retention_size, self.retention_size);
-        set(&mut next.retention_bytes, self.retention_bytes);
-        set(&mut next.retention_ms, self.retention_ms);
-        next.backpressure = self.backpressure.unwrap_or(next.backpressure);
-        next.timestamp_type = self.timestamp_type.unwrap_or(next.timestamp_type);
-        if let Some(payload_type) = &self.payload_type {
-            next.payload_type.clone_from(payload_type);
-        }
-        next.validate()?;
-        Ok(next)
-    }
+    /// This and the compaction settings below are left out of the JSON at their defaults,
+    /// so that the file of a topic that does not use them is the one written before they
+    /// existed (and such a file reads as `Delete` with Kafka's defaults).
+    #[serde(skip_serializing_if = "is_default")]
+    pub cleanup_policy: CleanupPolicy,
+    /// How long a compacted topic keeps a tombstone (a keyed record with no value) once
+    /// cleaned (Kafka's `delete.retention.ms`, default one day).
+    #[serde(skip_serializing_if = "is_default_delete_retention")]
+    pub delete_retention_ms: u64,
+    /// A record stays uncompacted at least this long after its append (Kafka's
+    /// `min.compaction.lag.ms`, default 0).
+    #[serde(skip_serializing_if = "is_default")]
+    pub min_compaction_lag_ms: u64,
+    /// A record is compacted at the latest this long after its append (Kafka's
+    /// `max.compaction.lag.ms`); `None`: no bound (Kafka's default, `Long.MAX_VALUE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_compaction_lag_ms: Option<u64>,
+    /// The share of the log not yet compacted at which the cleaner takes it on (Kafka's
+    /// `min.cleanable.dirty.ratio`, default 0.5).
+    #[serde(skip_serializing_if = "is_default")]
+    pub min_cleanable_dirty_ratio: DirtyRatio,
+}
+
+/// Kafka's `delete.retention.ms` default: one day.
+pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// The largest time a Kafka config can hold (`Long.MAX_VALUE` ms): beyond it a value could
+/// not be reported to, or carried to, a Kafka client or cluster.
+pub(crate) const MAX_KAFKA_MS: u64 = i64::MAX as u64;
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+fn is_default_delete_retention(ms: &u64) -> bool {
+    *ms == DEFAULT_DELETE_RETENTION_MS
 }
 
 /// Partition directories are named `<topic>_<partition>`: with a 249-byte topic name, four
@@ -201,6 +129,11 @@ impl Default for TopicConfig {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             timestamp_type: TimestampType::CreateTime,
             payload_type: None,
+            cleanup_policy: CleanupPolicy::Delete,
+            delete_retention_ms: DEFAULT_DELETE_RETENTION_MS,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: None,
+            min_cleanable_dirty_ratio: DirtyRatio::KAFKA_DEFAULT,
         }
     }
 }
@@ -262,6 +195,37 @@ impl TopicConfig {
         self
     }
 
+    /// Sets what happens to old records (see [`CleanupPolicy`]).
+    pub fn cleanup_policy(mut self, policy: CleanupPolicy) -> Self {
+        self.cleanup_policy = policy;
+        self
+    }
+
+    /// Sets how long a compacted topic keeps a cleaned tombstone.
+    pub fn delete_retention_ms(mut self, ms: u64) -> Self {
+        self.delete_retention_ms = ms;
+        self
+    }
+
+    /// Sets how long a record stays uncompacted at least.
+    pub fn min_compaction_lag_ms(mut self, ms: u64) -> Self {
+        self.min_compaction_lag_ms = ms;
+        self
+    }
+
+    /// Bounds how long a record stays uncompacted (at least 1 ms, and not below
+    /// `min_compaction_lag_ms`).
+    pub fn max_compaction_lag_ms(mut self, ms: u64) -> Self {
+        self.max_compaction_lag_ms = Some(ms);
+        self
+    }
+
+    /// Sets the dirty share at which the cleaner takes the log on.
+    pub fn min_cleanable_dirty_ratio(mut self, ratio: DirtyRatio) -> Self {
+        self.min_cleanable_dirty_ratio = ratio;
+        self
+    }
+
     /// Checks that every value can work.
     ///
     /// # Errors
@@ -284,6 +248,33 @@ impl TopicConfig {
                 return invalid(field, "must be at least 1 when set, got 0".to_owned());
             }
         }
+        for (field, value) in [
+            ("delete_retention_ms", Some(self.delete_retention_ms)),
+            ("min_compaction_lag_ms", Some(self.min_compaction_lag_ms)),
+            ("max_compaction_lag_ms", self.max_compaction_lag_ms),
+        ] {
+            if value.is_some_and(|ms| ms > MAX_KAFKA_MS) {
+                return invalid(field, format!("must be at most {MAX_KAFKA_MS} ms"));
+            }
+        }
+        if let Some(max) = self.max_compaction_lag_ms {
+            if max == 0 {
+                return invalid(
+                    "max_compaction_lag_ms",
+                    "must be at least 1 when set, got 0".to_owned(),
+                );
+            }
+            if self.min_compaction_lag_ms > max {
+                return invalid(
+                    "min_compaction_lag_ms",
+                    format!(
+                        "must not exceed max_compaction_lag_ms ({max}), got {}",
+                        self.min_compaction_lag_ms
+                    ),
+                );
+            }
+        }
+        // `min_cleanable_dirty_ratio` is 0..=1 by construction (see `DirtyRatio`).
         if self.payload_type.as_deref().is_some_and(str::is_empty) {
             return invalid(
                 "payload_type",
@@ -302,17 +293,23 @@ impl TopicConfig {
         Ok(())
     }
 
-    /// The settings of the log of each of the topic's partitions.
+    /// The settings of the log of each of the topic's partitions. Retention is the topic's
+    /// only when its policy deletes: under `Compact` alone, as in Kafka, no limit removes
+    /// records.
     pub fn log_config(&self, fsync: FsyncPolicy, max_record_bytes: usize) -> LogConfig {
-        LogConfig {
-            segment_bytes: self.segment_bytes,
-            max_record_bytes,
-            fsync,
-            retention: RetentionPolicy {
+        let retention = match self.cleanup_policy.deletes() {
+            true => RetentionPolicy {
                 records: self.retention_size,
                 bytes: self.retention_bytes,
                 ms: self.retention_ms,
             },
+            false => RetentionPolicy::default(),
+        };
+        LogConfig {
+            segment_bytes: self.segment_bytes,
+            max_record_bytes,
+            fsync,
+            retention,
             timestamp_type: self.timestamp_type,
         }
     }

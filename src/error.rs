@@ -55,6 +55,24 @@ pub enum Error {
     #[error("invalid record batch: {reason}")]
     InvalidBatch { reason: String },
 
+    /// Records without a key produced to a compacted topic (`CleanupPolicy::Compact` or
+    /// `CompactDelete`): compaction keeps the latest record of each key, and a keyless
+    /// record has none. `indexes` are the keyless records' positions in the batch as it was
+    /// produced; `partition` is the partition it was produced to, `None` when it was refused
+    /// before it was split over partitions. Nothing of the batch was written: give every
+    /// record a key (Kafka's broker refuses these as `INVALID_RECORD`).
+    #[error(
+        "topic {topic:?} is compacted: every record needs a key, and {} of the batch{} \
+         had none; nothing of it was written",
+        keyless_text(indexes),
+        partition.map_or_else(String::new, |p| format!(" to partition {p}"))
+    )]
+    KeyRequired {
+        topic: String,
+        partition: Option<u32>,
+        indexes: Vec<u32>,
+    },
+
     /// A Kafka producer's batch with a timestamp more than `max_ahead_ms` (an hour, Kafka's
     /// default) after the broker's clock: fix the producer's clock. Nothing was written.
     #[error("timestamp {timestamp_ms} is more than {max_ahead_ms} ms after the broker's clock ({now_ms})")]
@@ -310,6 +328,18 @@ pub enum Error {
     },
 }
 
+/// "record 3" or "records 1, 3 and 4" (at most the first ten listed).
+fn keyless_text(indexes: &[u32]) -> String {
+    const LISTED: usize = 10;
+    let listed: Vec<String> = indexes.iter().take(LISTED).map(u32::to_string).collect();
+    match (indexes.len(), listed.split_last()) {
+        (_, None) => "no record".to_owned(),
+        (1, Some((only, _))) => format!("record {only}"),
+        (n, Some((last, rest))) if n <= LISTED => format!("records {} and {last}", rest.join(", ")),
+        (n, _) => format!("{n} records ({}, ...)", listed.join(", ")),
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -399,5 +429,34 @@ mod tests {
         assert!(matches!(range, Error::OffsetOutOfRange { offset: 5, .. }));
         let exists = Error::from(StorageError::TopicExists { topic: "t".into() });
         assert!(matches!(exists, Error::TopicExists { ref topic } if topic == "t"));
+    }
+
+    #[test]
+    fn a_key_required_error_names_the_keyless_records_and_the_partition() {
+        let error = |partition, indexes: &[u32]| {
+            Error::KeyRequired {
+                topic: "t".into(),
+                partition,
+                indexes: indexes.to_vec(),
+            }
+            .to_string()
+        };
+        let one = error(Some(2), &[3]);
+        assert!(
+            one.contains("record 3 of the batch to partition 2 had none"),
+            "{one}"
+        );
+        assert!(one.contains("nothing of it was written"), "{one}");
+        let some = error(None, &[1, 3, 4]);
+        assert!(
+            some.contains("records 1, 3 and 4 of the batch had none"),
+            "{some}"
+        );
+        let many: Vec<u32> = (0..12).collect();
+        let many = error(None, &many);
+        assert!(
+            many.contains("12 records (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...)"),
+            "{many}"
+        );
     }
 }

@@ -27,8 +27,9 @@
 //!    storage only times its fsyncs for its owner to report), `partition` (a partition's log
 //!    and offsets: fetch at the committed offset, commit checks, lag, backlog),
 //!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
-//!    produced record goes), `inspect` (segment files and stored batches read for the
-//!    command line; compiled with the `internals` feature only).
+//!    produced record goes, and the key rule of compacted topics), `inspect` (segment files
+//!    and stored batches read for the command line; compiled with the `internals` feature
+//!    only).
 //! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
 //!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
 //!    carried to the handler's in record headers; W3C `traceparent` with the `otel`
@@ -93,8 +94,8 @@ pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
 pub use broker_ref::{BrokerRef, RequestExt};
 pub use config::{
-    Backpressure, FsyncPolicy, TimestampType, TopicChanges, TopicConfig, MAX_PARTITIONS,
-    MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, CleanupPolicy, DirtyRatio, FsyncPolicy, TimestampType, TopicChanges, TopicConfig,
+    DEFAULT_DELETE_RETENTION_MS, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 pub use consumer::Consumer;
 pub use error::{Error, Result};
@@ -104,16 +105,16 @@ pub use listener::{AutoCreate, ListenerConfig, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use root::{
-    NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN,
-    DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES,
-    MAX_IDLE_SPIN,
+    NanoKafkaBuilder, BOOTSTRAP_ENV, DEFAULT_BLOCK_TIMEOUT, DEFAULT_CLEANER_BACKOFF,
+    DEFAULT_CLEANER_KEY_MAP_BYTES, DEFAULT_DATA_DIR, DEFAULT_IDLE_SPIN, DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_SESSION_TIMEOUT, MAX_DECOMPRESSED_BATCH_BYTES, MAX_IDLE_SPIN,
 };
 pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamOptions};
 pub use topic::{BlockingTopic, Topic};
 pub use types::{
-    encode, Backend, BrokerStats, ConsumerBatch, Delivery, GroupStats, Header, ListenerStats,
-    PartitionStats, Record, TopicStats,
+    encode, Backend, BrokerStats, CleanerSummary, ConsumerBatch, Delivery, GroupStats, Header,
+    ListenerStats, PartitionStats, Record, TopicStats,
 };
 
 /// Not part of the supported API (`internals` feature): the storage engine with its simulated

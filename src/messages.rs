@@ -258,13 +258,15 @@ impl Message for GetTopicConfig {
 /// murmur2 partitioner) or, keyless, round-robin; a batch whose records would land on
 /// several partitions is split. Reply: one [`Delivery`] per record, in order, once every
 /// record is in the OS (synced under `FsyncPolicy::Always`).
-/// Errors: `UnknownPartition`, `RecordTooLarge` (nothing written), `PartitionFull`
+/// Errors: `UnknownPartition`, `RecordTooLarge` (nothing written), `KeyRequired` (a
+/// record without a key on a compacted topic: nothing of the batch written), `PartitionFull`
 /// (`Backpressure::Reject`), `Timeout` (`Backpressure::Block` waited the block timeout),
 /// `PartitionRestarted` (nothing acknowledged; retry), `PartitionFailed`, `Io`.
 ///
 /// Route: broker → topic, which routes the records (`routing.rs`: size limits, explicit
 /// partition, key or round-robin), copies them into a [`RecordBatch`] and hands it to each
-/// partition's produce lane (`Append`). The handles' produces skip the broker and the topic
+/// partition's produce lane (`Append`); the partition checks the size limits and the key
+/// rule again before it queues the batch. The handles' produces skip the broker and the topic
 /// (they learn the lanes with `GetRoute`) and get the same answers.
 #[derive(Debug, Clone)]
 pub struct Produce {
@@ -276,8 +278,9 @@ topic_message!(Produce => Vec<Delivery>);
 
 /// As [`Produce`], for records already in a [`RecordBatch`] (one buffer for the whole batch,
 /// written as it is: the fast path for many records). The batch is split by partition only
-/// when its records go to several; a record over `max_record_bytes` refuses the whole batch
-/// (`RecordTooLarge`) before any part is sent.
+/// when its records go to several; a record over `max_record_bytes` (`RecordTooLarge`), or
+/// without a key on a compacted topic (`KeyRequired`), refuses the whole batch before any
+/// part is sent.
 #[derive(Debug, Clone)]
 pub struct ProduceBatch {
     pub topic: String,
@@ -292,7 +295,7 @@ topic_message!(ProduceBatch => Vec<Delivery>);
 /// Through the same group commit and backpressure as [`Produce`]. Reply: where it went; a
 /// retry of an idempotent producer's stored batch answers with the stored offsets and
 /// writes nothing. Errors: `InvalidBatch` (not one valid batch, or transactional),
-/// `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `UnknownTopic`, `UnknownPartition`, and as [`Produce`].
+/// `RecordTooLarge`, `KeyRequired` (a compacted topic; the whole batch refused), `ProducerFenced`, `OutOfOrderSequence`, `UnknownTopic`, `UnknownPartition`, and as [`Produce`].
 /// Route: broker → topic → partition `AppendKafka` (the Kafka listener's Produce).
 #[derive(Debug, Clone)]
 pub struct ProduceKafkaBatch {

@@ -16,6 +16,10 @@
 //! | `nanokafka_append_seconds` | histogram | topic, partition | one group-commit write (its fsync included under `FsyncPolicy::Always`) |
 //! | `nanokafka_fsync_seconds` | histogram | topic, partition | one `fdatasync` of the log |
 //! | `nanokafka_group_lag` | gauge | topic, partition, group | records not yet committed |
+//! | `nanokafka_cleaner_read_bytes_total` | counter | topic, partition | bytes the log cleaner's passes read |
+//! | `nanokafka_cleaner_written_bytes_total` | counter | topic, partition | bytes of the cleaned segments written |
+//! | `nanokafka_cleaner_removed_records_total` | counter | topic, partition | records the cleaner removed |
+//! | `nanokafka_cleaner_dirty_ratio` | gauge | topic, partition | dirty share of the cleanable bytes after the last pass |
 //! | `nanokafka_actor_restarts_total` | counter | actor | restarts under supervision |
 //! | `nanokafka_group_rebalances_total` | counter | topic, group | generation changes |
 //! | `nanokafka_listener_connections` | gauge | | connections open |
@@ -43,6 +47,10 @@ pub const FETCHED_BYTES: &str = "nanokafka_fetched_bytes_total";
 pub const APPEND_SECONDS: &str = "nanokafka_append_seconds";
 pub const FSYNC_SECONDS: &str = "nanokafka_fsync_seconds";
 pub const GROUP_LAG: &str = "nanokafka_group_lag";
+pub const CLEANER_READ_BYTES: &str = "nanokafka_cleaner_read_bytes_total";
+pub const CLEANER_WRITTEN_BYTES: &str = "nanokafka_cleaner_written_bytes_total";
+pub const CLEANER_REMOVED_RECORDS: &str = "nanokafka_cleaner_removed_records_total";
+pub const CLEANER_DIRTY_RATIO: &str = "nanokafka_cleaner_dirty_ratio";
 pub const ACTOR_RESTARTS: &str = "nanokafka_actor_restarts_total";
 pub const GROUP_REBALANCES: &str = "nanokafka_group_rebalances_total";
 pub const LISTENER_CONNECTIONS: &str = "nanokafka_listener_connections";
@@ -97,6 +105,25 @@ pub fn describe() {
         Unit::Count,
         "Consumer group generation changes"
     );
+    describe_counter!(
+        CLEANER_READ_BYTES,
+        Unit::Bytes,
+        "Bytes the log cleaner's passes read"
+    );
+    describe_counter!(
+        CLEANER_WRITTEN_BYTES,
+        Unit::Bytes,
+        "Bytes of cleaned segments the log cleaner wrote"
+    );
+    describe_counter!(
+        CLEANER_REMOVED_RECORDS,
+        Unit::Count,
+        "Records the log cleaner removed"
+    );
+    describe_gauge!(
+        CLEANER_DIRTY_RATIO,
+        "Dirty share of a compacted partition's cleanable bytes after the last pass"
+    );
     describe_gauge!(LISTENER_CONNECTIONS, Unit::Count, "Kafka connections open");
     describe_counter!(LISTENER_ACCEPTED, Unit::Count, "Kafka connections accepted");
 }
@@ -110,6 +137,10 @@ pub(crate) struct PartitionMetrics {
     fetched_bytes: Counter,
     append_seconds: Histogram,
     fsync_seconds: Histogram,
+    cleaner_read: Counter,
+    cleaner_written: Counter,
+    cleaner_removed: Counter,
+    cleaner_dirty: Gauge,
     /// `fdatasync`s of the log since the actor was made (restarts included), for
     /// `PartitionStats::fsyncs`: counted here whatever recorder is installed.
     fsyncs: Arc<AtomicU64>,
@@ -125,6 +156,10 @@ impl Default for PartitionMetrics {
             fetched_bytes: Counter::noop(),
             append_seconds: Histogram::noop(),
             fsync_seconds: Histogram::noop(),
+            cleaner_read: Counter::noop(),
+            cleaner_written: Counter::noop(),
+            cleaner_removed: Counter::noop(),
+            cleaner_dirty: Gauge::noop(),
             fsyncs: Arc::default(),
         }
     }
@@ -143,6 +178,10 @@ impl PartitionMetrics {
             fetched_bytes: counter!(FETCHED_BYTES, &labels),
             append_seconds: histogram!(APPEND_SECONDS, &labels),
             fsync_seconds: histogram!(FSYNC_SECONDS, &labels),
+            cleaner_read: counter!(CLEANER_READ_BYTES, &labels),
+            cleaner_written: counter!(CLEANER_WRITTEN_BYTES, &labels),
+            cleaner_removed: counter!(CLEANER_REMOVED_RECORDS, &labels),
+            cleaner_dirty: gauge!(CLEANER_DIRTY_RATIO, &labels),
             fsyncs: Arc::default(),
         }
     }
@@ -166,6 +205,15 @@ impl PartitionMetrics {
     pub fn fsync_took(&self, took: Duration) {
         self.fsync_seconds.record(took);
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A cleaning pass swapped in: it read and wrote these bytes, removed these records,
+    /// and left this dirty ratio.
+    pub fn cleaned(&self, (read, written): (u64, u64), removed: u64, dirty_ratio: f64) {
+        self.cleaner_read.increment(read);
+        self.cleaner_written.increment(written);
+        self.cleaner_removed.increment(removed);
+        self.cleaner_dirty.set(dirty_ratio);
     }
 
     /// `fdatasync`s recorded with [`PartitionMetrics::fsync_took`] so far.

@@ -2,6 +2,9 @@
 //! need both (fetch at a group's committed offset, commit range checks, lag, backlog for
 //! backpressure). Plain Rust: the `PartitionActor` owns one and adds waiting and parking.
 
+mod cleaning;
+pub use cleaning::CleaningPlan;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -17,7 +20,7 @@ use crate::storage::{
     AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
     OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch, RecoveryReport,
 };
-use crate::types::{PartitionStats, Record};
+use crate::types::{CleanerSummary, PartitionStats, Record};
 
 /// The most record bytes one fetch returns (at least one record always comes): bounds the
 /// memory a `poll_batch` takes, like Kafka's `fetch.max.bytes`.
@@ -133,6 +136,11 @@ pub struct Partition {
     registered: BTreeSet<String>,
     /// Records were appended and retention has not run since (see [`Partition::retain`]).
     retention_due: bool,
+    /// What the cleaner's passes did since the partition opened (compacted topics).
+    cleaning: Option<CleanerSummary>,
+    /// The log's bound on a batch's decompressed records, kept here too for the checks of a
+    /// produce before it is queued (see [`Partition::max_decompressed_bytes`]).
+    max_decompressed_bytes: usize,
 }
 
 impl Partition {
@@ -160,6 +168,8 @@ impl Partition {
             max_size,
             registered: BTreeSet::new(),
             retention_due: false,
+            cleaning: None,
+            max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
         };
         Ok((partition, report))
     }
@@ -172,6 +182,14 @@ impl Partition {
     /// See [`PartitionLog::set_max_decompressed_bytes`].
     pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
         self.log.set_max_decompressed_bytes(bytes);
+        self.max_decompressed_bytes = bytes.min(crate::storage::format::MAX_DECOMPRESSED_BYTES);
+    }
+
+    /// The most bytes a Kafka client's batch may decompress to here: a produce reading a
+    /// batch's records before the append (the key rule of a compacted topic) stops there
+    /// too.
+    pub fn max_decompressed_bytes(&self) -> usize {
+        self.max_decompressed_bytes
     }
 
     pub fn log_end_offset(&self) -> u64 {
@@ -545,6 +563,7 @@ impl Partition {
             fsyncs: 0,
             parked_polls: 0,
             failed: None,
+            cleaner: self.cleaning,
         }
     }
 

@@ -4,8 +4,10 @@
 //! schedules the flush and the expiry timers it asks for.
 //!
 //! # Rules
-//! * A produce that can never be written (a record over the size limit) is refused at once:
-//!   parked or batched, it would fail its neighbours too.
+//! * A produce that can never be written (a record over the size limit; a record without a
+//!   key on a compacted topic, see `CleanupPolicy`) is refused at once: parked or batched,
+//!   it would fail its neighbours too. The key rule follows the topic's policy as of the
+//!   offer, so the produce after an alter follows the new one.
 //! * Backlog at `max_size`: `Reject` answers `PartitionFull`; `Block` parks the produce, as
 //!   does any produce arriving while others are parked (they keep their order).
 //! * Otherwise it joins the group commit: every produce accepted before the next flush shares
@@ -23,10 +25,11 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::config::Backpressure;
+use crate::config::{Backpressure, CleanupPolicy};
 use crate::error::{Error, Result};
 use crate::metrics::PartitionMetrics;
 use crate::partition::Partition;
+use crate::routing::{key_required, keyless, keyless_in_kafka_batch};
 use crate::storage::format::{self, Decoded};
 use crate::storage::log::check_batch_limits;
 use crate::storage::{AppendInfo, KafkaAppend, RecordBatch};
@@ -102,6 +105,8 @@ pub enum Offered {
 #[derive(Debug)]
 pub struct ProduceQueue<R> {
     backpressure: Backpressure,
+    /// Whether records without a key are refused (a compacted topic).
+    cleanup_policy: CleanupPolicy,
     block_timeout: Duration,
     /// The group commit: accepted, not yet written.
     pending: Vec<Queued<R>>,
@@ -117,6 +122,7 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     pub fn new(backpressure: Backpressure, block_timeout: Duration) -> Self {
         ProduceQueue {
             backpressure,
+            cleanup_policy: CleanupPolicy::default(),
             block_timeout,
             pending: Vec::new(),
             pending_records: 0,
@@ -129,6 +135,11 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     /// What the next produce that meets `max_size` gets (a topic altered while running).
     pub fn set_backpressure(&mut self, backpressure: Backpressure) {
         self.backpressure = backpressure;
+    }
+
+    /// The topic's policy, for the key rule of the next offer (a topic created or altered).
+    pub fn set_cleanup_policy(&mut self, policy: CleanupPolicy) {
+        self.cleanup_policy = policy;
     }
 
     /// Records produces and append latencies with `metrics` (none by default).
@@ -152,27 +163,12 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         reply: R,
         since: Option<Instant>,
     ) -> Offered {
-        let checked = match &batch {
-            Produced::Records(records) => check_batch_limits(records, partition.max_record_bytes())
-                .map(|()| records.len() as u64),
-            // The whole batch is checked when it is written; its header is checked now, so
-            // that a bad one is not parked and its record count is known.
-            Produced::Kafka(bytes) => match format::decode(bytes) {
-                Decoded::Batch(header) => Ok(u64::from(header.records_count)),
-                Decoded::Incomplete { .. } => Err(crate::storage::StorageError::InvalidBatch {
-                    reason: "the batch is cut short".into(),
-                }),
-                Decoded::Invalid { reason } => {
-                    Err(crate::storage::StorageError::InvalidBatch { reason })
-                }
-            },
-        };
-        let count = match checked {
+        let count = match self.check(partition, &batch) {
             Ok(count) => count,
             Err(e) => {
                 match batch {
-                    Produced::Records(_) => reply.answer(Err(e.into())),
-                    Produced::Kafka(_) => reply.answer_kafka(Err(e.into())),
+                    Produced::Records(_) => reply.answer(Err(e)),
+                    Produced::Kafka(_) => reply.answer_kafka(Err(e)),
                 }
                 return Offered::Answered;
             }
@@ -200,6 +196,46 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 }
             }
         }
+    }
+
+    /// The checks a produce must pass before it is parked or batched (see the module docs);
+    /// its record count.
+    fn check(&self, partition: &Partition, batch: &Produced) -> Result<u64> {
+        let (count, keyless) = match batch {
+            Produced::Records(records) => {
+                check_batch_limits(records, partition.max_record_bytes())?;
+                let keyless = match self.cleanup_policy.compacts() {
+                    true => keyless(records),
+                    false => Vec::new(),
+                };
+                (records.len() as u64, keyless)
+            }
+            // The whole batch is checked when it is written; its header is checked now, so
+            // that a bad one is not parked and its record count is known. On a compacted
+            // topic its records are read now for their keys (a compressed batch is then
+            // decompressed twice: here, and when the append verifies it).
+            Produced::Kafka(bytes) => {
+                let header = match format::decode(bytes) {
+                    Decoded::Batch(header) => header,
+                    Decoded::Incomplete { .. } => {
+                        return Err(Error::InvalidBatch {
+                            reason: "the batch is cut short".into(),
+                        })
+                    }
+                    Decoded::Invalid { reason } => return Err(Error::InvalidBatch { reason }),
+                };
+                let keyless = match self.cleanup_policy.compacts() {
+                    true => {
+                        keyless_in_kafka_batch(bytes, &header, partition.max_decompressed_bytes())?
+                    }
+                    false => Vec::new(),
+                };
+                (u64::from(header.records_count), keyless)
+            }
+        };
+        let (topic, number) = partition.id();
+        key_required((topic, Some(number)), keyless)?;
+        Ok(count)
     }
 
     /// Adds to the group commit; whether it should be written at once.
@@ -596,5 +632,57 @@ mod tests {
             Err(Error::RecordTooLarge { .. })
         ));
         assert!(!q.has_pending());
+    }
+
+    #[test]
+    fn a_compacted_topic_refuses_a_keyless_batch_before_it_is_batched_and_follows_an_alter() {
+        use crate::storage::format::{encode_client_batch, ClientRecord};
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), None);
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(1));
+        q.set_cleanup_policy(CleanupPolicy::Compact);
+        let mut mixed = RecordBatch::new();
+        mixed.push_raw(Some(b"k"), b"v");
+        mixed.push_raw(None, b"v");
+        let record = |key| ClientRecord {
+            timestamp_ms: 1_000,
+            key,
+            value: Some(b"v"),
+            headers: &[],
+        };
+        let kafka = encode_client_batch(&[record(None), record(Some(b"k"))]);
+        for batch in [Produced::Records(mixed), Produced::Kafka(kafka.clone())] {
+            let offered = q.offer(&p, batch, Probe(tx.clone()), None);
+            assert_eq!(offered, Offered::Answered);
+        }
+        for expected in [1u32, 0] {
+            match rx.recv().unwrap() {
+                Err(Error::KeyRequired {
+                    partition: Some(0),
+                    indexes,
+                    ..
+                }) => assert_eq!(indexes, [expected]),
+                other => panic!("expected KeyRequired, got {other:?}"),
+            }
+        }
+        assert!(!q.has_pending());
+        assert_eq!(p.log_end_offset(), 0);
+        // Keyed records pass; once the topic no longer compacts, keyless ones do too.
+        let offered = q.offer(&p, Produced::Records(keyed(2)), Probe(tx.clone()), None);
+        assert_eq!(offered, Offered::Pending { flush_now: false });
+        q.set_cleanup_policy(CleanupPolicy::Delete);
+        let offered = q.offer(&p, Produced::Kafka(kafka), Probe(tx), None);
+        assert_eq!(offered, Offered::Pending { flush_now: false });
+        assert!(q.flush(Ok(&mut p), NOW).unwrap());
+        assert_eq!(p.log_end_offset(), 4);
+    }
+
+    fn keyed(n: usize) -> RecordBatch {
+        let mut batch = RecordBatch::new();
+        for i in 0..n {
+            batch.push_raw(Some(b"key"), &[i as u8]);
+        }
+        batch
     }
 }

@@ -207,6 +207,27 @@ pub struct PartitionStats {
     pub parked_polls: usize,
     /// Set when the partition cannot serve (why).
     pub failed: Option<String>,
+    /// The log cleaner's work on this partition since it opened (compacted topics only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleaner: Option<CleanerSummary>,
+}
+
+/// What the log cleaner did to one partition of a compacted topic since it opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CleanerSummary {
+    /// Passes swapped in.
+    pub passes: u64,
+    /// Bytes the passes read (the dirty section twice: once to map keys, once to rewrite).
+    pub bytes_read: u64,
+    /// Bytes the passes wrote (the cleaned segments).
+    pub bytes_written: u64,
+    /// Records removed: superseded by a later record of their key, or tombstones past their
+    /// delete horizon.
+    pub records_removed: u64,
+    /// When the last pass was swapped in (ms since the epoch, the broker's clock).
+    pub last_pass_ms: Option<u64>,
+    /// The dirty share of the cleanable bytes after the last pass, in thousandths.
+    pub dirty_permille: u32,
 }
 
 /// One consumer group's state.

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use nanokafka::{
-    Backpressure, PartitionStats, TimestampType, TopicChanges, TopicConfig, MAX_PARTITIONS,
-    MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, CleanupPolicy, PartitionStats, TimestampType, TopicChanges, TopicConfig,
+    MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 use serde_json::json;
 
@@ -29,8 +29,9 @@ pub enum TopicsCommand {
     },
     /// Create a topic (exit 1 when it exists).
     Create(CreateArgs),
-    /// Change a topic: grow its partitions, change retention, max size, backpressure or
-    /// timestamp type (exit 1, nothing changed, when the change cannot work).
+    /// Change a topic: grow its partitions, change retention, max size, backpressure,
+    /// timestamp type or cleanup policy (exit 1, nothing changed, when the change cannot
+    /// work).
     Alter(AlterArgs),
     /// Delete a topic with its records, committed offsets and groups, without asking (as
     /// kafka-topics --delete does).
@@ -82,6 +83,12 @@ pub struct CreateArgs {
     #[arg(long, value_enum, default_value = "create")]
     timestamp_type: TimestampTypeArg,
 
+    /// Kafka's cleanup.policy: delete (retention applies), compact (every record needs a
+    /// key, the log cleaner keeps the latest of each; retention does not apply) or
+    /// compact,delete (both).
+    #[arg(long, value_name = "POLICY", value_parser = cleanup_policy, default_value = "delete")]
+    cleanup_policy: CleanupPolicy,
+
     #[command(flatten)]
     args: WriteArgs,
 }
@@ -123,8 +130,18 @@ pub struct AlterArgs {
     #[arg(long, value_enum, group = "change")]
     timestamp_type: Option<TimestampTypeArg>,
 
+    /// delete, compact or compact,delete (see `topics create`); the next produce follows
+    /// it, and retention stops or applies at once.
+    #[arg(long, value_name = "POLICY", group = "change", value_parser = cleanup_policy)]
+    cleanup_policy: Option<CleanupPolicy>,
+
     #[command(flatten)]
     args: WriteArgs,
+}
+
+/// Kafka's list: `delete`, `compact`, `compact,delete` (either order, spaces ignored).
+fn cleanup_policy(value: &str) -> Result<CleanupPolicy, String> {
+    value.parse()
 }
 
 /// A limit flag's value: a number of at least 1, or `none` (no limit).
@@ -165,6 +182,9 @@ impl AlterArgs {
         }
         if let Some(timestamp_type) = self.timestamp_type {
             changes = changes.timestamp_type(timestamp_type.into());
+        }
+        if let Some(policy) = self.cleanup_policy {
+            changes = changes.cleanup_policy(policy);
         }
         changes
     }
@@ -219,7 +239,8 @@ impl CreateArgs {
     fn config(&self) -> TopicConfig {
         let mut config = TopicConfig::default()
             .partitions(self.partitions)
-            .timestamp_type(self.timestamp_type.into());
+            .timestamp_type(self.timestamp_type.into())
+            .cleanup_policy(self.cleanup_policy);
         config.retention_ms = self.retention_ms;
         config.retention_bytes = self.retention_bytes;
         config.retention_size = self.retention_records;
@@ -256,10 +277,11 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
         offline::print_json(&json!({ "created": args.topic, "config": config }));
     } else {
         println!(
-            "created topic {} ({} partitions, retention {})",
+            "created topic {} ({} partitions, retention {}, cleanup policy {})",
             args.topic,
             config.partitions,
-            retention_text(&config)
+            retention_text(&config),
+            config.cleanup_policy
         );
     }
     Ok(())
@@ -287,13 +309,14 @@ fn alter(args: &AlterArgs) -> Result<(), Failure> {
         offline::print_json(&json!({ "altered": topic, "config": config }));
     } else {
         println!(
-            "altered topic {topic} ({} partitions, retention {}, max size {})",
+            "altered topic {topic} ({} partitions, retention {}, max size {}, cleanup policy {})",
             config.partitions,
             retention_text(&config),
             config.max_size.map_or_else(
                 || "none".to_owned(),
                 |n| format!("{n} ({:?})", config.backpressure)
-            )
+            ),
+            config.cleanup_policy
         );
     }
     Ok(())
@@ -423,6 +446,7 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
         offline::print_json(&json!({
             "name": topic,
             "config": config,
+            "cleanup": cleanup_json(&config),
             "partitions": partitions,
         }));
         return Ok(());
@@ -430,6 +454,7 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
     println!("topic: {topic}");
     println!("partitions: {}", config.partitions);
     println!("retention: {}", retention_text(&config));
+    println!("cleanup policy: {}", cleanup_text(&config));
     println!("segment bytes: {}", config.segment_bytes);
     println!("timestamp type: {:?}", config.timestamp_type);
     if let Some(payload_type) = &config.payload_type {
@@ -492,6 +517,36 @@ fn records(partitions: &[PartitionStats]) -> Vec<u64> {
         .iter()
         .map(|p| p.log_end_offset - p.log_start_offset)
         .collect()
+}
+
+/// The cleanup policy and the compaction settings in Kafka's names, every one stated (the
+/// config's JSON leaves them out at their defaults).
+fn cleanup_json(config: &TopicConfig) -> serde_json::Value {
+    json!({
+        "cleanup.policy": config.cleanup_policy.kafka_name(),
+        "delete.retention.ms": config.delete_retention_ms,
+        "min.compaction.lag.ms": config.min_compaction_lag_ms,
+        "max.compaction.lag.ms": config.max_compaction_lag_ms,
+        "min.cleanable.dirty.ratio": config.min_cleanable_dirty_ratio.as_f64(),
+    })
+}
+
+/// `delete`, or a compacting policy with its settings and what it does today.
+fn cleanup_text(config: &TopicConfig) -> String {
+    if !config.cleanup_policy.compacts() {
+        return config.cleanup_policy.to_string();
+    }
+    let max_lag = config
+        .max_compaction_lag_ms
+        .map_or_else(|| "none".to_owned(), |ms| format!("{ms} ms"));
+    format!(
+        "{} (records need a key; delete retention {} ms, compaction lag {} ms to {max_lag}, \
+         min dirty ratio {})",
+        config.cleanup_policy,
+        config.delete_retention_ms,
+        config.min_compaction_lag_ms,
+        config.min_cleanable_dirty_ratio
+    )
 }
 
 fn retention_json(config: &TopicConfig) -> serde_json::Value {

@@ -98,14 +98,19 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The records of a records section: exactly `count` of them, offset deltas `0, 1, ...`, no
-/// byte left over; `None` otherwise.
-pub fn parse_section(section: &[u8], count: u32) -> Option<Vec<Parsed>> {
+/// The records of a records section: exactly `count` of them, offset deltas rising strictly
+/// from at least 0 to at most `last_offset_delta` (`0, 1, ...` when `count` is
+/// `last_offset_delta + 1`; the log cleaner leaves gaps), no byte left over; `None`
+/// otherwise.
+pub fn parse_section(section: &[u8], count: u32, last_offset_delta: u32) -> Option<Vec<Parsed>> {
     let mut reader = Reader(section);
-    let mut records = Vec::new();
-    for i in 0..count {
+    let mut records: Vec<Parsed> = Vec::new();
+    for _ in 0..count {
         let record = reader.record()?;
-        if record.offset_delta != i {
+        let rises = records
+            .last()
+            .is_none_or(|before| record.offset_delta > before.offset_delta);
+        if !rises || record.offset_delta > last_offset_delta {
             return None;
         }
         records.push(record);

@@ -164,10 +164,9 @@ pub fn check_batch_decode(bytes: &[u8]) {
     assert_eq!(batch[16], format::MAGIC, "magic");
     assert_eq!(crc32c(&batch[21..]), header.crc, "accepted with a bad CRC");
     assert!(header.base_offset <= i64::MAX as u64 && header.last_offset_delta <= i32::MAX as u32);
-    assert_eq!(
-        u64::from(header.records_count),
-        u64::from(header.last_offset_delta) + 1,
-        "record count against the last offset delta"
+    assert!(
+        u64::from(header.records_count) <= u64::from(header.last_offset_delta) + 1,
+        "more records than the last offset delta leaves room for"
     );
     assert!(
         header.attributes & 0b111 <= 4,
@@ -191,7 +190,7 @@ pub fn check_batch_decode(bytes: &[u8]) {
             headers,
         ));
     });
-    let ours = parse_section(&section, header.records_count);
+    let ours = parse_section(&section, header.records_count, header.last_offset_delta);
     assert_eq!(
         validated.is_ok(),
         ours.is_some(),
@@ -224,12 +223,13 @@ pub fn check_batch_decode(bytes: &[u8]) {
     }
 }
 
-/// Whether `batch` has the shape of one this crate writes: uncompressed, no producer, leader
-/// epoch 0, one timestamp, records with attributes 0, timestamp delta 0, a value, and the
-/// shortest varints.
+/// Whether `batch` has the shape of one this crate appends: uncompressed, no producer, leader
+/// epoch 0, one timestamp, contiguous offsets, records with attributes 0, timestamp delta 0,
+/// a value, and the shortest varints.
 fn is_native(batch: &[u8], header: &BatchHeader, records: &[Parsed]) -> bool {
     let log_append_time = 1 << 3;
     header.attributes & !log_append_time == 0
+        && u64::from(header.records_count) == u64::from(header.last_offset_delta) + 1
         && header.leader_epoch == 0
         && header.base_timestamp == header.max_timestamp
         && header.base_timestamp >= 0
@@ -252,7 +252,7 @@ fn batch_records(bytes: &[u8]) -> Option<(BatchHeader, BTreeMap<u64, Record>)> {
         return None;
     };
     let section = section_of(&bytes[..header.batch_len], &header)?;
-    let records = parse_section(&section, header.records_count)?;
+    let records = parse_section(&section, header.records_count, header.last_offset_delta)?;
     let mut by_offset = BTreeMap::new();
     if header.is_control() {
         return Some((header, by_offset));

@@ -70,4 +70,12 @@ pub struct BrokerSettings {
     /// Runs the partitions' `FsyncPolicy::Interval` syncs off the I/O threads (one thread
     /// per broker, started at the first sync: see `storage::sync_worker`).
     pub sync_worker: Arc<crate::storage::sync_worker::SyncWorker>,
+    /// Runs the log cleaner's passes (compacted topics) one at a time, off the I/O threads:
+    /// one key map in memory at a time, as Kafka's single cleaner thread.
+    pub cleaner_worker: Arc<crate::storage::sync_worker::SyncWorker>,
+    /// How often a compacted partition checks whether a pass is due (Kafka's
+    /// `log.cleaner.backoff.ms`).
+    pub cleaner_backoff: Duration,
+    /// The memory of one pass's key map (Kafka's `log.cleaner.dedupe.buffer.size`).
+    pub cleaner_key_map_bytes: usize,
 }

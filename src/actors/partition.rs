@@ -38,7 +38,7 @@ use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
 use crate::metrics::{LagGauges, PartitionMetrics};
-use crate::partition::{Fetched, Partition};
+use crate::partition::{CleaningPlan, Fetched, Partition};
 use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
 use crate::storage::{AppendInfo, KafkaAppend, LogConfig, RecordBatch};
@@ -54,6 +54,8 @@ pub use delete::DeletePartition;
 
 mod alter;
 pub use alter::ReconfigurePartition;
+
+mod cleaning;
 
 /// A partition actor's address and its I/O thread (see [`Rung`]).
 pub type PartitionRef = Rung<PartitionActor>;
@@ -358,9 +360,13 @@ pub struct PartitionActor {
     /// Its groups' lag gauges: set on each commit, and after each write for the groups
     /// already seen committing (a lookup per group, no walk over the log).
     lag: LagGauges,
-    /// The sync and retention timers, cancelled when the topic is deleted (a running timer
-    /// would keep the actor alive once every address is gone).
+    /// The sync, retention and cleaning timers, cancelled when the topic is deleted (a
+    /// running timer would keep the actor alive once every address is gone).
     timers: Vec<SpawnHandle>,
+    /// How the log is cleaned, when the topic is compacted (see `cleaning.rs`).
+    cleaning: Option<CleaningPlan>,
+    /// A cleaning pass of this partition runs on the cleaner thread.
+    cleaning_in_flight: bool,
 }
 
 impl PartitionActor {
@@ -372,17 +378,22 @@ impl PartitionActor {
         parked: Arc<ParkedPolls>,
     ) -> Self {
         let metrics = PartitionMetrics::new(topic, partition);
+        let settings_key_map = settings.cleaner_key_map_bytes;
+        let log_config = config.log_config(settings.fsync, settings.max_record_bytes);
+        let mut produces = ProduceQueue::new(config.backpressure, settings.block_timeout)
+            .with_metrics(metrics.clone());
+        produces.set_cleanup_policy(config.cleanup_policy);
         PartitionActor {
             span: tracing::info_span!("partition", topic = %topic, partition),
             topic: topic.to_owned(),
             partition,
             label: format!("partition {topic}/{partition}").into(),
             dir: partition_dir(&settings.data_dir, topic, partition),
-            log_config: config.log_config(settings.fsync, settings.max_record_bytes),
+            log_config,
             max_size: config.max_size,
-            retention_ms: config.retention_ms,
-            produces: ProduceQueue::new(config.backpressure, settings.block_timeout)
-                .with_metrics(metrics.clone()),
+            // The timer of time retention runs only when the policy applies retention.
+            retention_ms: log_config.retention.ms,
+            produces,
             metrics,
             lag: LagGauges::new(topic, partition),
             settings,
@@ -394,6 +405,8 @@ impl PartitionActor {
             restarts: RestartBudget::default(),
             restart_pending: false,
             timers: Vec::new(),
+            cleaning: CleaningPlan::for_topic(config, settings_key_map),
+            cleaning_in_flight: false,
         }
     }
 
@@ -478,6 +491,7 @@ impl PartitionActor {
             });
             self.timers.push(timer);
         }
+        self.start_cleaning_timer(ctx);
     }
 
     /// The `FsyncPolicy::Interval` tick: applies the last sync if it is done (in case its

@@ -28,7 +28,7 @@ use super::partition::{
 use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::validate_id;
-use crate::config::TopicConfig;
+use crate::config::{CleanupPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
@@ -37,7 +37,7 @@ use crate::messages::{
     ProduceKafkaBatch,
 };
 use crate::partition::{lag, Fetched};
-use crate::routing::{route, RequestLimits};
+use crate::routing::{check_keys, route, RequestLimits};
 use crate::storage::RecordBatch;
 use crate::types::{ConsumerBatch, Delivery, Record, TopicStats};
 pub use wire_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCommittedOffset};
@@ -93,9 +93,13 @@ pub struct TopicActor {
     /// Next partition for a keyless record.
     next_partition: u32,
     restarts: u64,
-    /// Set when the topic is deleted or grows; shared with the handles' cached produce
-    /// routes, which then stop using them (see [`TopicRoute::stale`]).
+    /// Set when the topic is deleted, grows or changes its cleanup policy; shared with the
+    /// handles' cached produce routes, which then stop using them (see
+    /// [`TopicRoute::stale`]).
     stale: Arc<AtomicBool>,
+    /// The topic's cleanup policy: a compacted topic refuses a batch with a keyless record
+    /// before it is split (see [`crate::routing::check_keys`]).
+    cleanup_policy: CleanupPolicy,
     /// Where new partitions are placed, as at creation (see [`TopicActor::new`]).
     io_threads: Vec<IoThreadHandle>,
     first_arbiter: usize,
@@ -121,6 +125,7 @@ impl TopicActor {
             next_partition: 0,
             restarts: 0,
             stale: Arc::default(),
+            cleanup_policy: config.cleanup_policy,
             io_threads: io_threads.to_vec(),
             first_arbiter,
         };
@@ -218,7 +223,9 @@ impl TopicActor {
             *next = next.wrapping_add(1);
             next.wrapping_sub(1)
         };
-        match route(&self.name, limits, partition, &batch, next_keyless) {
+        let routed = check_keys((&self.name, partition), self.cleanup_policy, &batch)
+            .and_then(|()| route(&self.name, limits, partition, &batch, next_keyless));
+        match routed {
             Ok(routes) => Box::pin(
                 append_routed(&self.lanes, batch, routes)
                     .map(|placed| placed.map(Placed::into_deliveries)),
@@ -250,9 +257,12 @@ pub struct TopicRoute {
     pub next_keyless: u32,
     /// The broker's size limits, checked before a batch is split.
     pub limits: RequestLimits,
-    /// Set once the topic is deleted, before its partitions close, or once it has grown: a
-    /// handle that finds it set forgets the route and asks the broker again (the topic may
-    /// have been re-created, or have more partitions).
+    /// The topic's cleanup policy, whose key rule is checked before a batch is split.
+    pub cleanup_policy: CleanupPolicy,
+    /// Set once the topic is deleted, before its partitions close, once it has grown, or
+    /// once its cleanup policy changed: a handle that finds it set forgets the route and
+    /// asks the broker again (the topic may have been re-created, or have more partitions,
+    /// or another key rule).
     pub stale: Arc<AtomicBool>,
 }
 
@@ -274,6 +284,7 @@ impl Handler<GetRoute> for TopicActor {
             lanes: self.lanes.clone(),
             partitions: self.partitions.clone(),
             limits: self.settings.limits(),
+            cleanup_policy: self.cleanup_policy,
             next_keyless: self.next_partition,
             stale: self.stale.clone(),
         })

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::messages::{Commit, ConsumerPoll, Poll, ProduceBatch};
 use crate::metrics::listener::ListenerMetrics;
 use crate::partition::Fetched;
-use crate::routing::route as route_batch;
+use crate::routing::{check_keys, route as route_batch};
 use crate::storage::RecordBatch;
 use crate::types::Delivery;
 
@@ -107,6 +107,7 @@ impl Embedded {
         match self.routes.path(topic, self.sequential) {
             ProducePath::Direct(route) => {
                 let limits = (route.lanes.len() as u32, route.limits);
+                check_keys((topic, partition), route.cleanup_policy, &batch)?;
                 let next = || route.next_keyless.fetch_add(1, Ordering::Relaxed);
                 let routes = route_batch(topic, limits, partition, &batch, next)?;
                 let appended = append_routed(&route.lanes, batch, routes);

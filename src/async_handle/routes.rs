@@ -8,6 +8,7 @@ use crate::actors::coordinator::CoordinatorRef;
 use crate::actors::lane::Lane;
 use crate::actors::partition::PartitionRef;
 use crate::actors::topic::TopicRoute;
+use crate::config::CleanupPolicy;
 use crate::routing::RequestLimits;
 
 /// Topic → how its produces travel; shared by a handle's clones.
@@ -49,8 +50,11 @@ pub(super) struct Route {
     pub next_keyless: AtomicU32,
     /// The broker's size limits.
     pub limits: RequestLimits,
-    /// The topic was deleted (the route leads to closed partitions) or has grown (the route
-    /// misses its new partitions).
+    /// The topic's policy as the route was taken, for the key rule of a compacted topic
+    /// (an alter that changes it marks the route stale).
+    pub cleanup_policy: CleanupPolicy,
+    /// The topic was deleted (the route leads to closed partitions), has grown (the route
+    /// misses its new partitions) or changed its cleanup policy.
     stale: Arc<AtomicBool>,
 }
 
@@ -62,6 +66,7 @@ impl Route {
             groups: Mutex::default(),
             next_keyless: AtomicU32::new(route.next_keyless),
             limits: route.limits,
+            cleanup_policy: route.cleanup_policy,
             stale: route.stale,
         }
     }

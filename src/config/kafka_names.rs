@@ -3,7 +3,11 @@
 //!
 //! | Kafka config | `TopicConfig` | Kafka's "unlimited" |
 //! | --- | --- | --- |
-//! | `cleanup.policy` | (always `delete`: no compaction) | |
+//! | `cleanup.policy` | `cleanup_policy` (`delete`, `compact`, `compact,delete`) | |
+//! | `delete.retention.ms` | `delete_retention_ms` | |
+//! | `min.compaction.lag.ms` | `min_compaction_lag_ms` | |
+//! | `max.compaction.lag.ms` | `max_compaction_lag_ms` | `9223372036854775807` = `None` |
+//! | `min.cleanable.dirty.ratio` | `min_cleanable_dirty_ratio` (0 to 1) | |
 //! | `retention.ms` | `retention_ms` | `-1` = `None` |
 //! | `retention.bytes` | `retention_bytes` | `-1` = `None` |
 //! | `segment.bytes` | `segment_bytes` | |
@@ -13,8 +17,11 @@
 //! NanoKafka's own settings without a Kafka name (`max_size`, `retention_size`,
 //! `backpressure`) keep their defaults for topics made by Kafka clients. `max.message.bytes`
 //! is refused: record sizes are limited broker-wide (`builder().max_record_bytes`).
+//!
+//! The compaction settings drive the log cleaner of a compacted topic (see
+//! `partition::cleaning`).
 
-use super::{TimestampType, TopicConfig};
+use super::{CleanupPolicy, DirtyRatio, TimestampType, TopicConfig, MAX_KAFKA_MS};
 
 /// Kafka's config sources (DescribeConfigs `config_source`).
 pub const SOURCE_TOPIC: i8 = 1;
@@ -26,6 +33,7 @@ pub const TYPE_BOOLEAN: i8 = 1;
 pub const TYPE_STRING: i8 = 2;
 pub const TYPE_INT: i8 = 3;
 pub const TYPE_LONG: i8 = 5;
+pub const TYPE_DOUBLE: i8 = 6;
 pub const TYPE_LIST: i8 = 7;
 
 /// One config as DescribeConfigs and CreateTopics v5 report it.
@@ -55,6 +63,11 @@ pub(crate) fn limit(value: Option<u64>) -> String {
     value.map_or_else(|| "-1".to_owned(), |v| v.to_string())
 }
 
+/// `max.compaction.lag.ms`'s value: Kafka's `Long.MAX_VALUE` for no bound.
+pub(crate) fn max_lag(value: Option<u64>) -> String {
+    value.unwrap_or(MAX_KAFKA_MS).to_string()
+}
+
 /// `message.timestamp.type`'s value for `t`.
 pub(crate) fn timestamp_type(t: TimestampType) -> String {
     match t {
@@ -78,10 +91,24 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
     vec![
         entry(
             "cleanup.policy",
-            "delete".into(),
-            "delete".into(),
+            config.cleanup_policy.to_string(),
+            default.cleanup_policy.to_string(),
             TYPE_LIST,
             "log.cleanup.policy",
+        ),
+        entry(
+            "delete.retention.ms",
+            config.delete_retention_ms.to_string(),
+            default.delete_retention_ms.to_string(),
+            TYPE_LONG,
+            "log.cleaner.delete.retention.ms",
+        ),
+        entry(
+            "max.compaction.lag.ms",
+            max_lag(config.max_compaction_lag_ms),
+            max_lag(default.max_compaction_lag_ms),
+            TYPE_LONG,
+            "log.cleaner.max.compaction.lag.ms",
         ),
         entry(
             "message.timestamp.type",
@@ -89,6 +116,20 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
             timestamp_type(default.timestamp_type),
             TYPE_STRING,
             "log.message.timestamp.type",
+        ),
+        entry(
+            "min.cleanable.dirty.ratio",
+            config.min_cleanable_dirty_ratio.to_string(),
+            default.min_cleanable_dirty_ratio.to_string(),
+            TYPE_DOUBLE,
+            "log.cleaner.min.cleanable.ratio",
+        ),
+        entry(
+            "min.compaction.lag.ms",
+            config.min_compaction_lag_ms.to_string(),
+            default.min_compaction_lag_ms.to_string(),
+            TYPE_LONG,
+            "log.cleaner.min.compaction.lag.ms",
         ),
         entry(
             "min.insync.replicas",
@@ -121,6 +162,28 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
     ]
 }
 
+/// The compaction settings, whose defaults here are Kafka's own.
+#[cfg(feature = "kafka")]
+const COMPACTION_SETTINGS: [&str; 4] = [
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+];
+
+/// The configs a topic with `config` is created with on a Kafka cluster, in Kafka's names
+/// and units: every one [`describe`] reports, except the compaction settings left at their
+/// defaults (those are Kafka's defaults too, so the cluster's own broker-wide settings are
+/// left to apply, as they would to a topic created by Kafka's tools).
+#[cfg(feature = "kafka")]
+pub fn for_cluster(config: &TopicConfig) -> Vec<(&'static str, String)> {
+    describe(config)
+        .into_iter()
+        .filter(|e| !(e.is_default && COMPACTION_SETTINGS.contains(&e.name)))
+        .map(|e| (e.name, e.value))
+        .collect()
+}
+
 /// Sets the Kafka config `name` to `value` (`None`: the default) in `config`. The values'
 /// ranges are checked afterwards by `TopicConfig::validate`.
 ///
@@ -130,7 +193,14 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
     let Some(value) = value else {
         let default = TopicConfig::default();
         match name {
-            "cleanup.policy" | "min.insync.replicas" => {}
+            "min.insync.replicas" => {}
+            "cleanup.policy" => config.cleanup_policy = default.cleanup_policy,
+            "delete.retention.ms" => config.delete_retention_ms = default.delete_retention_ms,
+            "min.compaction.lag.ms" => config.min_compaction_lag_ms = default.min_compaction_lag_ms,
+            "max.compaction.lag.ms" => config.max_compaction_lag_ms = default.max_compaction_lag_ms,
+            "min.cleanable.dirty.ratio" => {
+                config.min_cleanable_dirty_ratio = default.min_cleanable_dirty_ratio
+            }
             "retention.ms" => config.retention_ms = default.retention_ms,
             "retention.bytes" => config.retention_bytes = default.retention_bytes,
             "segment.bytes" => config.segment_bytes = default.segment_bytes,
@@ -140,11 +210,18 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
         return Ok(());
     };
     match name {
-        "cleanup.policy" if value.trim() == "delete" => {}
-        "cleanup.policy" => {
-            return Err(format!(
-                "cleanup.policy {value:?} is not supported: only \"delete\" (no compaction)"
-            ))
+        "cleanup.policy" => config.cleanup_policy = value.parse::<CleanupPolicy>()?,
+        "delete.retention.ms" => config.delete_retention_ms = parse_ms(name, value)?,
+        "min.compaction.lag.ms" => config.min_compaction_lag_ms = parse_ms(name, value)?,
+        "max.compaction.lag.ms" => {
+            config.max_compaction_lag_ms = match parse_ms(name, value)? {
+                0 => return Err(format!("{name} must be at least 1, got {value:?}")),
+                MAX_KAFKA_MS => None,
+                ms => Some(ms),
+            }
+        }
+        "min.cleanable.dirty.ratio" => {
+            config.min_cleanable_dirty_ratio = value.parse::<DirtyRatio>()?
         }
         "min.insync.replicas" => check_min_insync_replicas(value)?,
         "retention.ms" => config.retention_ms = parse_limit(name, value)?,
@@ -178,11 +255,58 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
     Ok(())
 }
 
+/// IncrementalAlterConfigs' operations on a list config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListOp {
+    Append,
+    Subtract,
+}
+
+/// Adds the items of `value` to, or removes them from, the list config `name` of `config`.
+/// `cleanup.policy` is the only list config a topic has here.
+///
+/// # Errors
+/// Why not (Kafka's INVALID_CONFIG): another config, an item that is not a policy, or a
+/// subtraction that would leave no policy.
+pub fn change_list(
+    config: &mut TopicConfig,
+    name: &str,
+    op: ListOp,
+    value: &str,
+) -> Result<(), String> {
+    if name != "cleanup.policy" {
+        return Err(format!(
+            "APPEND and SUBTRACT apply to list configs; {name:?} cannot take them"
+        ));
+    }
+    let given = value.parse::<CleanupPolicy>()?;
+    let items = |p: CleanupPolicy| (p.compacts(), p.deletes());
+    let ((compact, delete), (given_compact, given_delete)) =
+        (items(config.cleanup_policy), items(given));
+    let (compact, delete) = match op {
+        ListOp::Append => (compact || given_compact, delete || given_delete),
+        ListOp::Subtract => (compact && !given_compact, delete && !given_delete),
+    };
+    config.cleanup_policy = match (compact, delete) {
+        (true, true) => CleanupPolicy::CompactDelete,
+        (true, false) => CleanupPolicy::Compact,
+        (false, true) => CleanupPolicy::Delete,
+        (false, false) => {
+            return Err(format!(
+                "cleanup.policy cannot be left empty (subtracting {value:?} from {:?})",
+                config.cleanup_policy.kafka_name()
+            ))
+        }
+    };
+    Ok(())
+}
+
 fn unknown(name: &str) -> String {
     format!(
-        "unknown or unsupported topic config {name:?} (supported: cleanup.policy=delete, \
-         retention.ms, retention.bytes, segment.bytes, message.timestamp.type, \
-         min.insync.replicas=1)"
+        "unknown or unsupported topic config {name:?} (supported: cleanup.policy, \
+         delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms, \
+         min.cleanable.dirty.ratio, retention.ms, retention.bytes, segment.bytes, \
+         message.timestamp.type, min.insync.replicas=1)"
     )
 }
 
@@ -200,6 +324,16 @@ fn check_min_insync_replicas(value: &str) -> Result<(), String> {
         )),
         _ => Err(format!(
             "min.insync.replicas must be a positive integer, got {value:?}"
+        )),
+    }
+}
+
+/// A time in Kafka's range: 0 to `Long.MAX_VALUE` ms.
+fn parse_ms(name: &str, value: &str) -> Result<u64, String> {
+    match value.trim().parse::<i64>() {
+        Ok(v) if v >= 0 => Ok(v as u64),
+        _ => Err(format!(
+            "{name} must be a number of milliseconds from 0 to {MAX_KAFKA_MS}, got {value:?}"
         )),
     }
 }
@@ -249,7 +383,13 @@ mod tests {
     fn configs_that_cannot_be_honoured_are_refused_with_a_reason() {
         let mut config = TopicConfig::default();
         for (name, value) in [
-            ("cleanup.policy", "compact"),
+            ("cleanup.policy", "compacted"),
+            ("cleanup.policy", ""),
+            ("delete.retention.ms", "-1"),
+            ("min.compaction.lag.ms", "soon"),
+            ("max.compaction.lag.ms", "0"),
+            ("min.cleanable.dirty.ratio", "1.5"),
+            ("min.cleanable.dirty.ratio", "half"),
             ("retention.ms", "0"),
             ("retention.bytes", "-2"),
             ("segment.bytes", "lots"),
@@ -263,5 +403,108 @@ mod tests {
             assert!(reason.contains(name), "{reason}");
         }
         assert_eq!(config, TopicConfig::default());
+    }
+
+    #[test]
+    fn the_cleanup_policy_and_compaction_settings_are_described_and_applied() {
+        let entries = describe(&TopicConfig::default());
+        let value = |entries: &[Entry], name: &str| {
+            let e = entries.iter().find(|e| e.name == name).unwrap();
+            (e.value.clone(), e.source())
+        };
+        for (name, default) in [
+            ("cleanup.policy", "delete"),
+            ("delete.retention.ms", "86400000"),
+            ("min.compaction.lag.ms", "0"),
+            ("max.compaction.lag.ms", "9223372036854775807"),
+            ("min.cleanable.dirty.ratio", "0.5"),
+        ] {
+            assert_eq!(value(&entries, name), (default.to_owned(), SOURCE_DEFAULT));
+        }
+
+        let mut config = TopicConfig::default();
+        for (name, value) in [
+            ("cleanup.policy", "delete, compact"),
+            ("delete.retention.ms", "1000"),
+            ("min.compaction.lag.ms", "10"),
+            ("max.compaction.lag.ms", "20"),
+            ("min.cleanable.dirty.ratio", "0.25"),
+        ] {
+            apply(&mut config, name, Some(value)).unwrap();
+        }
+        assert_eq!(config.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert_eq!(config.max_compaction_lag_ms, Some(20));
+        let entries = describe(&config);
+        for (name, set) in [
+            ("cleanup.policy", "compact,delete"),
+            ("delete.retention.ms", "1000"),
+            ("min.compaction.lag.ms", "10"),
+            ("max.compaction.lag.ms", "20"),
+            ("min.cleanable.dirty.ratio", "0.25"),
+        ] {
+            assert_eq!(value(&entries, name), (set.to_owned(), SOURCE_TOPIC));
+        }
+        // Kafka's "no bound" is the default, and a reset returns every one to its default.
+        apply(
+            &mut config,
+            "max.compaction.lag.ms",
+            Some("9223372036854775807"),
+        )
+        .unwrap();
+        assert_eq!(config.max_compaction_lag_ms, None);
+        for name in [
+            "cleanup.policy",
+            "delete.retention.ms",
+            "min.compaction.lag.ms",
+            "min.cleanable.dirty.ratio",
+        ] {
+            apply(&mut config, name, None).unwrap();
+        }
+        assert_eq!(config, TopicConfig::default());
+    }
+
+    #[test]
+    fn cleanup_policy_items_are_appended_and_subtracted_as_a_list() {
+        let mut config = TopicConfig::default();
+        change_list(&mut config, "cleanup.policy", ListOp::Append, "compact").unwrap();
+        assert_eq!(config.cleanup_policy, CleanupPolicy::CompactDelete);
+        change_list(&mut config, "cleanup.policy", ListOp::Subtract, "delete").unwrap();
+        assert_eq!(config.cleanup_policy, CleanupPolicy::Compact);
+        let empty = change_list(&mut config, "cleanup.policy", ListOp::Subtract, "compact");
+        assert!(empty.unwrap_err().contains("empty"));
+        assert!(change_list(&mut config, "retention.ms", ListOp::Append, "1").is_err());
+        assert_eq!(config.cleanup_policy, CleanupPolicy::Compact);
+    }
+
+    #[cfg(feature = "kafka")]
+    #[test]
+    fn a_cluster_gets_the_policy_always_and_the_compaction_settings_when_set() {
+        let names = |config: &TopicConfig| -> Vec<&'static str> {
+            for_cluster(config)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        let default = names(&TopicConfig::default());
+        assert!(default.contains(&"cleanup.policy"), "{default:?}");
+        for setting in COMPACTION_SETTINGS {
+            assert!(!default.contains(&setting), "{default:?}");
+        }
+        let compacted = TopicConfig::default()
+            .cleanup_policy(CleanupPolicy::Compact)
+            .max_compaction_lag_ms(60_000);
+        let sent = for_cluster(&compacted);
+        assert!(
+            sent.contains(&("cleanup.policy", "compact".to_owned())),
+            "{sent:?}"
+        );
+        assert!(
+            sent.contains(&("max.compaction.lag.ms", "60000".to_owned())),
+            "{sent:?}"
+        );
+        assert!(
+            !sent.iter().any(|(name, _)| *name == "delete.retention.ms"),
+            "{sent:?}"
+        );
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! A topic is created with every setting of its [`TopicConfig`] that Kafka has, stated
 //! explicitly (`retention.ms`/`retention.bytes` `-1` for "keep everything", the segment
-//! size, the timestamp type), so that it keeps what the application asked for rather than
+//! size, the timestamp type, the cleanup policy; the compaction settings only when they are
+//! not Kafka's defaults), so that it keeps what the application asked for rather than
 //! the cluster's defaults (Kafka's own default retention is 7 days). The replication factor
 //! is the cluster's default (`-1`). The settings Kafka does not have (`max_size` with its
 //! `backpressure`, and `retention_size`, retention by record count) are logged as ignored; so
@@ -52,10 +53,7 @@ impl KafkaBackend {
                 "Kafka has no max_size or retention by record count: ignored for this topic"
             );
         }
-        let entries: Vec<(&str, String)> = kafka_names::describe(config)
-            .into_iter()
-            .map(|e| (e.name, e.value))
-            .collect();
+        let entries = kafka_names::for_cluster(config);
         let partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
         let new = entries.iter().fold(
             NewTopic::new(topic, partitions, TopicReplication::Fixed(-1)),
@@ -393,6 +391,21 @@ fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
     }
     if let Some(t) = changes.timestamp_type {
         set.push(("message.timestamp.type", kafka_names::timestamp_type(t)));
+    }
+    if let Some(policy) = changes.cleanup_policy {
+        set.push(("cleanup.policy", policy.kafka_name().to_owned()));
+    }
+    if let Some(ms) = changes.delete_retention_ms {
+        set.push(("delete.retention.ms", ms.to_string()));
+    }
+    if let Some(ms) = changes.min_compaction_lag_ms {
+        set.push(("min.compaction.lag.ms", ms.to_string()));
+    }
+    if let Some(ms) = changes.max_compaction_lag_ms {
+        set.push(("max.compaction.lag.ms", kafka_names::max_lag(ms)));
+    }
+    if let Some(ratio) = changes.min_cleanable_dirty_ratio {
+        set.push(("min.cleanable.dirty.ratio", ratio.to_string()));
     }
     set
 }

@@ -7,11 +7,14 @@
 //! than the producers), a produce waits for room up to the request timeout, as Kafka's
 //! `max.block.ms` does, and fails with `Timeout` after it. Kafka has no `max_size` (a
 //! backlog bound per consumer group): a topic's `Backpressure` settings do not apply.
+//!
+//! A compacted topic's key rule is the cluster's to apply: a keyless record it refuses
+//! (Kafka's INVALID_RECORD) is reported as the embedded broker reports it, `KeyRequired`.
 
 use std::time::Instant;
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header as RdHeader, OwnedHeaders};
+use rdkafka::message::{Header as RdHeader, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureRecord};
 
 use super::{topic_error, KafkaBackend};
@@ -28,8 +31,9 @@ impl KafkaBackend {
     ///
     /// # Errors
     /// `UnknownTopic`, `UnknownPartition`; `Timeout` when librdkafka's queue stayed full for the request
-    /// timeout; `Kafka` for a delivery the cluster refused (records before it in the batch
-    /// may have been written).
+    /// timeout; `KeyRequired` for a keyless record the cluster refused as INVALID_RECORD (a
+    /// compacted topic); `Kafka` for another delivery the cluster refused (records before
+    /// it in the batch may have been written).
     pub(crate) async fn produce_batch(
         &self,
         topic: &str,
@@ -45,7 +49,9 @@ impl KafkaBackend {
             })
             .transpose()?;
         let mut pending = Vec::with_capacity(batch.len());
+        let mut keyed = Vec::with_capacity(batch.len());
         for record in batch.views() {
+            keyed.push(record.key.is_some());
             let headers = record
                 .headers
                 .iter()
@@ -68,14 +74,21 @@ impl KafkaBackend {
             pending.push(self.enqueue(topic, out).await?);
         }
         let mut deliveries = Vec::with_capacity(pending.len());
-        for delivery in pending {
+        for (index, (delivery, keyed)) in pending.into_iter().zip(keyed).enumerate() {
             let delivered = delivery
                 .await
                 .map_err(|_| Error::Kafka {
                     op: "produce",
                     reason: "the producer was closed before the delivery report".into(),
                 })?
-                .map_err(|(e, _)| topic_error("produce", topic, e))?;
+                .map_err(|(e, message)| match e.rdkafka_error_code() {
+                    Some(RDKafkaErrorCode::InvalidRecord) if !keyed => Error::KeyRequired {
+                        topic: topic.to_owned(),
+                        partition: u32::try_from(message.partition()).ok(),
+                        indexes: vec![u32::try_from(index).unwrap_or(u32::MAX)],
+                    },
+                    _ => topic_error("produce", topic, e),
+                })?;
             deliveries.push(Delivery {
                 partition: u32::try_from(delivered.partition).unwrap_or_default(),
                 offset: u64::try_from(delivered.offset).unwrap_or_default(),

@@ -61,6 +61,11 @@ fn replaced(
         retention_ms: default.retention_ms,
         retention_bytes: default.retention_bytes,
         timestamp_type: default.timestamp_type,
+        cleanup_policy: default.cleanup_policy,
+        delete_retention_ms: default.delete_retention_ms,
+        min_compaction_lag_ms: default.min_compaction_lag_ms,
+        max_compaction_lag_ms: default.max_compaction_lag_ms,
+        min_cleanable_dirty_ratio: default.min_cleanable_dirty_ratio,
         ..current.clone()
     };
     let mut names = BTreeSet::new();

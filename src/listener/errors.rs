@@ -17,6 +17,8 @@ pub fn to_kafka(e: &Error) -> ResponseError {
             ResponseError::UnknownTopicOrPartition
         }
         Error::InvalidBatch { .. } => ResponseError::CorruptMessage,
+        // As Kafka's broker answers a keyless record on a compacted topic: not retriable.
+        Error::KeyRequired { .. } => ResponseError::InvalidRecord,
         Error::InvalidTimestamp { .. } => ResponseError::InvalidTimestamp,
         Error::RecordTooLarge { .. } | Error::RequestTooLarge { .. } => {
             ResponseError::MessageTooLarge

@@ -1,7 +1,8 @@
 //! IncrementalAlterConfigs (v0–1): a topic's configs in Kafka's names (see `config::kafka_names`),
 //! changed as `alter_topic` does. SET sets a config, DELETE returns it to its default;
-//! APPEND and SUBTRACT are for list configs, and the only one here (`cleanup.policy`) has
-//! one allowed value, so they are INVALID_CONFIG. `segment.bytes` cannot change after
+//! APPEND and SUBTRACT add or remove items of a list config, and the only one here is
+//! `cleanup.policy` (`delete`, `compact`); on any other config they are INVALID_CONFIG, as
+//! is a subtraction that leaves no policy. `segment.bytes` cannot change after
 //! creation. Every resource is checked whole before anything of it changes;
 //! `validate_only` changes nothing. Broker configs are read-only (INVALID_REQUEST), as are
 //! other resource types.
@@ -142,11 +143,14 @@ fn operated(
                 ))
             }
             (DELETE, _) => None,
-            (APPEND | SUBTRACT, _) => {
-                return Err((
-                    ResponseError::InvalidConfig,
-                    format!("APPEND and SUBTRACT apply to list configs; {name:?} cannot take them"),
-                ))
+            (APPEND | SUBTRACT, value) => {
+                let op = match config.config_operation {
+                    APPEND => kafka_names::ListOp::Append,
+                    _ => kafka_names::ListOp::Subtract,
+                };
+                kafka_names::change_list(&mut next, name, op, value.unwrap_or_default())
+                    .map_err(|reason| (ResponseError::InvalidConfig, reason))?;
+                continue;
             }
             (other, _) => {
                 return Err((
@@ -169,6 +173,16 @@ fn changes_between(current: &TopicConfig, next: &TopicConfig) -> TopicChanges {
         retention_bytes: differs(current.retention_bytes, next.retention_bytes),
         timestamp_type: (current.timestamp_type != next.timestamp_type)
             .then_some(next.timestamp_type),
+        cleanup_policy: (current.cleanup_policy != next.cleanup_policy)
+            .then_some(next.cleanup_policy),
+        delete_retention_ms: (current.delete_retention_ms != next.delete_retention_ms)
+            .then_some(next.delete_retention_ms),
+        min_compaction_lag_ms: (current.min_compaction_lag_ms != next.min_compaction_lag_ms)
+            .then_some(next.min_compaction_lag_ms),
+        max_compaction_lag_ms: differs(current.max_compaction_lag_ms, next.max_compaction_lag_ms),
+        min_cleanable_dirty_ratio: (current.min_cleanable_dirty_ratio
+            != next.min_cleanable_dirty_ratio)
+            .then_some(next.min_cleanable_dirty_ratio),
         ..TopicChanges::default()
     }
 }

@@ -16,16 +16,24 @@
 //! so no transactional id is ever authorized). Kafka also refuses more than one batch per
 //! partition; this listener accepts several, appended in order, the response giving the
 //! first one's base offset (a later batch that fails leaves the earlier ones written).
+//!
+//! A batch with a record without a key, to a compacted topic (`cleanup.policy` `compact`
+//! or `compact,delete`), is refused whole before anything of it is written, as Kafka's
+//! broker refuses it: `INVALID_RECORD`, with a `record_errors` entry (the record's index in
+//! the batch and why) for each keyless record, and an `error_message` (v8+).
 
 use bytes::Bytes;
 use futures::future::join_all;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::errors::to_kafka;
 use super::request::{Reply, RequestContext};
+use crate::error::Error;
 use crate::storage::compression::Compression;
 use crate::storage::format::{BatchHeader, LOG_OVERHEAD, MAGIC};
 use crate::storage::KafkaAppend;
@@ -35,8 +43,56 @@ use crate::storage::KafkaAppend;
 /// header can be interpreted.
 const MAGIC_AT: usize = 16;
 
-/// A partition's answer: the first batch's append, or an error with its message.
-type Answer = Result<KafkaAppend, (ResponseError, String)>;
+/// A partition's answer: the first batch's append, or why it was refused.
+type Answer = Result<KafkaAppend, Refused>;
+
+/// Why a partition's records were refused: Kafka's error, its message, and the records it
+/// names (`record_errors`: the index in the batch, and why).
+#[derive(Debug)]
+struct Refused {
+    error: ResponseError,
+    message: String,
+    records: Vec<(u32, String)>,
+}
+
+impl From<(ResponseError, String)> for Refused {
+    fn from((error, message): (ResponseError, String)) -> Self {
+        Refused {
+            error,
+            message,
+            records: Vec::new(),
+        }
+    }
+}
+
+impl From<&Error> for Refused {
+    fn from(e: &Error) -> Self {
+        let records = match e {
+            Error::KeyRequired {
+                topic,
+                partition,
+                indexes,
+            } => {
+                let at = partition.map_or_else(|| topic.clone(), |p| format!("{topic}-{p}"));
+                indexes
+                    .iter()
+                    .map(|&i| {
+                        (
+                            i,
+                            format!("record {i} has no key: {at} is a compacted topic"),
+                        )
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        Refused {
+            error: to_kafka(e),
+            message: e.to_string(),
+            records,
+        }
+    }
+}
 
 pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply {
     if !(-1..=1).contains(&request.acks) {
@@ -62,7 +118,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             .iter()
             .zip(&answers)
             .find_map(|(&(topic, index, _), answer)| {
-                let (error, message) = answer.as_ref().err()?;
+                let Refused { error, message, .. } = answer.as_ref().err()?;
                 Some(format!(
                     "acks=0 produce to {topic}-{index} failed ({error:?}: {message})"
                 ))
@@ -102,10 +158,10 @@ async fn produce_partition(
     records: &Option<Bytes>,
 ) -> Answer {
     let Ok(partition) = u32::try_from(index) else {
-        return Err((
+        return Err(Refused::from((
             ResponseError::UnknownTopicOrPartition,
             format!("no partition {index}"),
-        ));
+        )));
     };
     let batches = split(records.as_ref(), ctx.version)?;
     let mut first = None;
@@ -116,7 +172,7 @@ async fn produce_partition(
             .await
             .map_err(|e| {
                 tracing::debug!(topic, partition, error = %e, "produce refused");
-                (to_kafka(&e), e.to_string())
+                Refused::from(&e)
             })?;
         first.get_or_insert(appended);
     }
@@ -183,12 +239,26 @@ fn partition_response(version: i16, index: i32, answer: Answer) -> PartitionProd
             .with_base_offset(appended.base_offset as i64)
             .with_log_append_time_ms(appended.log_append_time_ms.map_or(-1, |t| t as i64))
             .with_log_start_offset(appended.log_start_offset as i64),
-        Err((error, message)) => {
+        Err(Refused {
+            error,
+            message,
+            records,
+        }) => {
             let response = response.with_error_code(error.code()).with_base_offset(-1);
-            match version >= 8 {
-                true => response.with_error_message(Some(StrBytes::from_string(message))),
-                false => response,
+            if version < 8 {
+                return response;
             }
+            let records = records
+                .into_iter()
+                .map(|(index, why)| {
+                    BatchIndexAndErrorMessage::default()
+                        .with_batch_index(i32::try_from(index).unwrap_or(i32::MAX))
+                        .with_batch_index_error_message(Some(StrBytes::from_string(why)))
+                })
+                .collect();
+            response
+                .with_error_message(Some(StrBytes::from_string(message)))
+                .with_record_errors(records)
         }
     }
 }

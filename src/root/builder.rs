@@ -18,6 +18,7 @@ use crate::storage::fd_pool::{
 };
 use crate::storage::fs::SharedFs;
 use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
+use crate::storage::sync_worker::SyncWorker;
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
 pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -35,6 +36,12 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 100 << 20;
 /// The default, and the largest allowed, [`NanoKafkaBuilder::max_decompressed_batch_bytes`]:
 /// what native reads decompress a batch within, so that anything appended reads back.
 pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = crate::storage::format::MAX_DECOMPRESSED_BYTES;
+/// Kafka's `log.cleaner.backoff.ms` default: how often a compacted partition checks whether
+/// a cleaning pass is due.
+pub const DEFAULT_CLEANER_BACKOFF: Duration = Duration::from_secs(15);
+/// The default memory of the log cleaner's key map: 32 MiB, about 1.3 million keys (Kafka's
+/// 128 MiB is shared by its cleaner threads on a server; an embedded broker keeps less).
+pub const DEFAULT_CLEANER_KEY_MAP_BYTES: usize = 32 << 20;
 /// The default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
 
@@ -54,6 +61,8 @@ pub struct NanoKafkaBuilder {
     fs: SharedFs,
     /// `None`: derived from the process's descriptor limit at `build`.
     max_open_files: Option<usize>,
+    cleaner_backoff: Duration,
+    cleaner_key_map_bytes: usize,
     /// `None`: no Kafka listener (the default).
     listener: Option<ListenerConfig>,
     /// `Some`: the handle's calls go to this Kafka cluster instead (the `kafka` feature).
@@ -78,6 +87,8 @@ impl Default for NanoKafkaBuilder {
             clock: Arc::new(SystemClock),
             fs: crate::storage::fs::os(),
             max_open_files: None,
+            cleaner_backoff: DEFAULT_CLEANER_BACKOFF,
+            cleaner_key_map_bytes: DEFAULT_CLEANER_KEY_MAP_BYTES,
             listener: None,
             kafka_bootstrap: None,
             kafka_settings: BTreeMap::new(),
@@ -219,6 +230,24 @@ impl NanoKafkaBuilder {
         self
     }
 
+    /// How often each partition of a compacted topic checks whether a cleaning pass is due
+    /// (Kafka's `log.cleaner.backoff.ms`). Default [`DEFAULT_CLEANER_BACKOFF`] (15 s); above
+    /// zero (`InvalidArgument`).
+    pub fn cleaner_backoff(mut self, every: Duration) -> Self {
+        self.cleaner_backoff = every;
+        self
+    }
+
+    /// The memory of the log cleaner's key map, in bytes: 24 per distinct key of the dirty
+    /// section (Kafka's `log.cleaner.dedupe.buffer.size`). Passes run one at a time, so this
+    /// bounds the cleaner's memory; a dirty section with more keys is cleaned in several
+    /// passes. Default [`DEFAULT_CLEANER_KEY_MAP_BYTES`] (32 MiB, about 1.3 million keys); at
+    /// least 1 MiB (`InvalidArgument`).
+    pub fn cleaner_key_map_bytes(mut self, bytes: usize) -> Self {
+        self.cleaner_key_map_bytes = bytes;
+        self
+    }
+
     /// How many partition files may hold an open descriptor at once, over the whole broker
     /// (like RocksDB's `max_open_files`). Files beyond it are closed while idle and reopened
     /// on their next use, so the number of partitions is not bounded by `ulimit -n`.
@@ -245,6 +274,7 @@ impl NanoKafkaBuilder {
         for (name, value) in [
             ("block_timeout", self.block_timeout),
             ("session_timeout", self.session_timeout),
+            ("cleaner_backoff", self.cleaner_backoff),
         ] {
             if value.is_zero() {
                 return Err(Error::InvalidArgument {
@@ -292,6 +322,12 @@ impl NanoKafkaBuilder {
 
     /// The embedded broker's own settings checked, then started (`embedded::start`).
     fn build_embedded(self) -> Result<NanoKafka> {
+        if self.cleaner_key_map_bytes < 1 << 20 {
+            return Err(Error::InvalidArgument {
+                name: "cleaner_key_map_bytes",
+                reason: format!("must be at least 1 MiB, got {}", self.cleaner_key_map_bytes),
+            });
+        }
         if self.io_threads == 0 {
             return Err(Error::InvalidArgument {
                 name: "io_threads",
@@ -369,6 +405,9 @@ impl NanoKafkaBuilder {
             // Every partition file goes through one budget of descriptors.
             fs: Arc::new(PooledFs::new(self.fs, max_open_files)),
             sync_worker: Arc::default(),
+            cleaner_worker: Arc::new(SyncWorker::named("nanokafka-cleaner")),
+            cleaner_backoff: self.cleaner_backoff,
+            cleaner_key_map_bytes: self.cleaner_key_map_bytes,
         };
         let io = (self.io_threads, self.idle_spin);
         super::embedded::start(settings, io, self.listener.as_ref())

@@ -87,7 +87,6 @@ impl Compression {
     }
 
     /// The attribute bits of this codec (0..=4).
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
     pub fn attribute_bits(self) -> i16 {
         match self {
             Compression::None => 0,
@@ -112,10 +111,8 @@ impl Compression {
 
 /// Deflate level for gzip: Java's `Deflater.DEFAULT_COMPRESSION`, Kafka's default
 /// `compression.gzip.level`.
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 const GZIP_LEVEL: u32 = 6;
 /// Kafka's default `compression.zstd.level` (zstd's own default).
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 const ZSTD_LEVEL: i32 = 3;
 
 /// snappy-java's stream header: the magic, then version 1 and compatible version 1 (u32 BE).
@@ -124,7 +121,6 @@ const XERIAL_HEADER: [u8; 16] = *b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x0
 const XERIAL_MAGIC: &[u8; 8] = b"\x82SNAPPY\x00";
 /// Uncompressed bytes per xerial block: `SnappyOutputStream`'s default, which Kafka's Java
 /// client keeps.
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 const XERIAL_BLOCK_SIZE: usize = 32 * 1024;
 
 /// An LZ4 frame's magic number (little-endian on the wire). The legacy and skippable magics
@@ -158,7 +154,6 @@ const READ_CHUNK: usize = 64 * 1024;
 ///
 /// # Errors
 /// A codec library failing, with the codec named; none does on any input we know of.
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 pub fn compress(codec: Compression, input: &[u8]) -> Result<Vec<u8>, String> {
     match codec {
         Compression::None => Ok(input.to_vec()),
@@ -232,7 +227,6 @@ impl Failure {
     }
 }
 
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 fn compress_gzip(input: &[u8]) -> Result<Vec<u8>, Failure> {
     use std::io::Write as _;
     let level = flate2::Compression::new(GZIP_LEVEL);
@@ -241,7 +235,6 @@ fn compress_gzip(input: &[u8]) -> Result<Vec<u8>, Failure> {
     Ok(encoder.finish()?)
 }
 
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 fn compress_snappy(input: &[u8]) -> Result<Vec<u8>, Failure> {
     let mut out = Vec::with_capacity(XERIAL_HEADER.len() + input.len() / 2);
     out.extend_from_slice(&XERIAL_HEADER);
@@ -261,7 +254,6 @@ fn compress_snappy(input: &[u8]) -> Result<Vec<u8>, Failure> {
     Ok(out)
 }
 
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))] // the crate compresses only in tests so far
 fn compress_lz4(input: &[u8]) -> Result<Vec<u8>, Failure> {
     use lz4_flex::frame::{BlockMode, BlockSize, FrameEncoder, FrameInfo};
     use std::io::Write as _;

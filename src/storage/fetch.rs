@@ -303,7 +303,10 @@ impl Collector {
         // Only a compressed batch read here has its rest parsed and held with it (its section
         // is decompressed whole anyway); an uncompressed batch's rest is parsed when a later
         // read serves it, and a resumed batch's rest is not held at all.
-        let hold = rest_of.is_none() && compressed;
+        // A batch the cleaner left gaps in is read again from its start by the next read
+        // (`Resume` and `Held` count a record's index as its offset delta).
+        let contiguous = header.is_contiguous();
+        let hold = rest_of.is_none() && compressed && contiguous;
         if hold {
             // The records after the read is full, held for the next read: reserved once, not
             // grown record by record.
@@ -360,9 +363,12 @@ impl Collector {
         // `first` on, and the walk stops at the first one not taken unless the rest is held
         // parsed (a compressed batch's).
         let first = rest_of.map_or(0, |r| r.index);
-        let walked = format::walk_records(records, first..header.records_count, |record, at| {
-            consider(record, at) || hold
-        });
+        let walked = format::walk_records(
+            records,
+            header,
+            first..header.records_count,
+            |record, at| consider(record, at) || hold,
+        );
         if let Err(reason) = walked {
             // None of a batch that does not parse is returned, also when records before it
             // are.
@@ -374,6 +380,7 @@ impl Collector {
             return Err(reason);
         }
         let whole = stopped_at.is_none();
+        let stopped_at = stopped_at.filter(|_| contiguous);
         if let (Some((record_at, index)), None) = (stopped_at, rest_of) {
             self.rest_at = Some(Resume {
                 position: origin + at as u64,
@@ -509,7 +516,18 @@ pub(super) fn read_segment(
                     return damage(path, position, skipped_to, offset, reason)
                 }
             };
-            if first_frame && header.base_offset > offset {
+            // In a sealed segment the cleaner may have removed the batches holding `offset`:
+            // a read that starts where the last one ended (not at an index entry), or at the
+            // segment's start (no entry at all), may then meet a later batch first.
+            let past_a_gap = |from: u64| -> Result<bool> {
+                if !segment.may_have_gaps() || header.next_offset() > segment.next_offset() {
+                    return Ok(false);
+                }
+                let entry = segment.lookup(offset)?;
+                let no_entry = entry.position == 0 && entry.offset == segment.base_offset();
+                Ok(entry.position < from || no_entry)
+            };
+            if first_frame && header.base_offset > offset && !past_a_gap(position)? {
                 return Ok(SegmentRead::BadIndexEntry(format!(
                     "batch starts at offset {} but the index promised at most {offset}",
                     header.base_offset
@@ -523,7 +541,11 @@ pub(super) fn read_segment(
             } else {
                 skipped_to
             };
-            if let Some(follows) = follows.filter(|&f| f != header.base_offset) {
+            // (In a sealed segment the cleaner leaves gaps: a batch may start further on,
+            // within the segment's offsets.)
+            let within = segment.may_have_gaps() && header.next_offset() <= segment.next_offset();
+            let gap = |follows: u64| within && header.base_offset > follows;
+            if let Some(follows) = follows.filter(|&f| f != header.base_offset && !gap(f)) {
                 if collected {
                     break;
                 }
@@ -545,7 +567,9 @@ pub(super) fn read_segment(
                 continue;
             }
             let expected = collector.out.next_offset;
-            if header.base_offset > expected || (collected && header.base_offset != expected) {
+            let misplaced =
+                header.base_offset > expected || (collected && header.base_offset != expected);
+            if misplaced && !within {
                 if collected {
                     break;
                 }
@@ -642,6 +666,14 @@ pub(super) fn read_segment(
             });
         }
         (from, rest_of) = (from + at as u64, None);
+        if from >= segment.size() && !first_frame && segment.may_have_gaps() {
+            // Every batch from `offset` on was removed by the cleaner (or kept empty for its
+            // producer's sake): nothing here, the next segment follows.
+            return Ok(SegmentRead::Done {
+                records: FetchedRecords::empty(segment.next_offset().max(offset)),
+                end_position: segment.size(),
+            });
+        }
         if from >= segment.size() {
             let reason = format!("offset {offset} not found before the end of the segment");
             if first_frame {

@@ -49,8 +49,15 @@
 //!
 //! # Invariants (checked by [`decode`] and [`validate_records`])
 //! * The CRC verifies, the magic is 2, the length is within [`MAX_BATCH_LEN`].
-//! * `last_offset_delta = records_count - 1`, the records' offset deltas are `0, 1, ...`:
-//!   offsets inside a batch are contiguous, and batches follow each other without gaps.
+//! * `records_count <= last_offset_delta + 1`, and the records' offset deltas rise strictly
+//!   from at least 0 to at most `last_offset_delta`. A batch as appended is contiguous
+//!   (`records_count = last_offset_delta + 1`, deltas `0, 1, ...`: appends check it, see
+//!   [`BatchHeader::is_contiguous`]); the log cleaner of compacted topics (`cleaner.rs`)
+//!   removes records and keeps the offsets of the others, leaving gaps, and may keep a batch
+//!   with no record at all (the last batch of an idempotent producer, whose header its
+//!   sequence numbers need), as Kafka's cleaner does. Batches of a sealed segment may then be
+//!   separated by gaps too, within the segment's offsets; those of the active segment follow
+//!   each other without one.
 //! * The record section parses to exactly `records_count` records with no bytes left over.
 
 use std::mem::MaybeUninit;
@@ -83,6 +90,10 @@ pub const NO_SEQUENCE: i32 = -1;
 const ATTR_LOG_APPEND_TIME: i16 = 1 << 3;
 const ATTR_TRANSACTIONAL: i16 = 1 << 4;
 const ATTR_CONTROL: i16 = 1 << 5;
+/// Kafka's `DELETE_HORIZON_FLAG_MASK`: the base timestamp is the delete horizon, the time
+/// after which the log cleaner may drop the batch's tombstones (see
+/// [`BatchHeader::delete_horizon_ms`]).
+pub const ATTR_DELETE_HORIZON: i16 = 1 << 6;
 
 /// How the timestamps of a batch's records were assigned (Kafka's `message.timestamp.type`).
 #[derive(
@@ -176,6 +187,19 @@ impl BatchHeader {
         self.attributes & ATTR_TRANSACTIONAL != 0
     }
 
+    /// When the log cleaner first cleaned this batch's segment, it set the delete horizon
+    /// flag and stored in the base timestamp the time after which a later cleaning may drop
+    /// the batch's tombstones (Kafka's `RecordBatch.deleteHorizonMs()`); `None` otherwise.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & ATTR_DELETE_HORIZON != 0).then_some(self.base_timestamp)
+    }
+
+    /// Whether the batch holds every offset from its base to its last (what every append
+    /// writes): only the log cleaner leaves gaps.
+    pub fn is_contiguous(&self) -> bool {
+        u64::from(self.records_count) == u64::from(self.last_offset_delta) + 1
+    }
+
     /// The timestamp of the record with `timestamp_delta`: the batch's `max_timestamp` under
     /// LogAppendTime (as Kafka's clients read it), else `base_timestamp + delta`.
     pub fn record_timestamp(&self, timestamp_delta: i64) -> i64 {
@@ -261,7 +285,7 @@ pub fn decode(buf: &[u8]) -> Decoded {
 /// offsets, and offsets that fit Kafka's signed 64 bits.
 fn check_header(header: &BatchHeader) -> Result<(), String> {
     header.compression()?;
-    if header.records_count == 0 || header.records_count - 1 != header.last_offset_delta {
+    if u64::from(header.records_count) > u64::from(header.last_offset_delta) + 1 {
         return Err(format!(
             "{} records but a last offset delta of {}",
             header.records_count, header.last_offset_delta
@@ -410,40 +434,52 @@ pub fn records_section<'a>(
 /// each. Used on appends of client batches and by every read.
 ///
 /// # Errors
-/// The reason, when a record does not parse, its offset delta is not its index, or bytes
-/// are left over.
+/// The reason, when a record does not parse, its offset delta does not fit its place (see
+/// [`walk_records`]), or bytes are left over.
 pub fn validate_records<'a>(
     section: &'a [u8],
     header: &BatchHeader,
     mut visit: impl FnMut(&RecordView<'a>),
 ) -> Result<(), String> {
-    walk_records(section, 0..header.records_count, |record, _| {
+    walk_records(section, header, 0..header.records_count, |record, _| {
         visit(record);
         true
     })
 }
 
-/// Parses the records `indexes` of a records section whose first starts at `section[0]`,
-/// calling `take` with each and where it starts in `section`, until `take` returns false (a
-/// read that stops inside a batch parses no further). A walk that reaches the batch's last
-/// record (`indexes.end`) also checks that no bytes follow it.
+/// Parses the records `indexes` of `header`'s records section whose first starts at
+/// `section[0]`, calling `take` with each and where it starts in `section`, until `take`
+/// returns false (a read that stops inside a batch parses no further). A walk that reaches
+/// the batch's last record (`indexes.end`) also checks that no bytes follow it.
+///
+/// Record `i` of `n` must have an offset delta in `[i, last_offset_delta - (n - 1 - i)]`,
+/// above the one before it: room for the records before and after it. In a contiguous batch
+/// that is exactly `i`.
 ///
 /// # Errors
 /// As [`validate_records`].
 pub fn walk_records<'a>(
     section: &'a [u8],
+    header: &BatchHeader,
     indexes: std::ops::Range<u32>,
     mut take: impl FnMut(&RecordView<'a>, usize) -> bool,
 ) -> Result<(), String> {
     let (mut at, count) = (0usize, indexes.end);
+    let last_delta = u64::from(header.last_offset_delta);
+    let mut previous: Option<u32> = None;
     for i in indexes {
         let record = parse_record(&section[at..]).map_err(|e| format!("record {i}: {e}"))?;
-        if record.offset_delta != i {
+        let highest = (last_delta + u64::from(i)).checked_sub(u64::from(count) - 1);
+        let fits = record.offset_delta >= i
+            && highest.is_some_and(|h| u64::from(record.offset_delta) <= h)
+            && previous.is_none_or(|p| record.offset_delta > p);
+        if !fits {
             return Err(format!(
                 "record {i} has offset delta {}",
                 record.offset_delta
             ));
         }
+        previous = Some(record.offset_delta);
         if !take(&record, at) {
             return Ok(());
         }
@@ -735,6 +771,52 @@ pub fn reencode_record(buf: &mut Vec<u8>, record: &RecordView<'_>, offset_delta:
     });
 }
 
+/// Appends `record` (parsed from another section) to `buf` with its own offset delta and
+/// `timestamp_delta` (the log cleaner's rewrite of a batch whose base timestamp changed to
+/// its delete horizon); headers copied as encoded.
+pub fn encode_kept_record(buf: &mut Vec<u8>, record: &RecordView<'_>, timestamp_delta: i64) {
+    let headers = record.headers.bytes();
+    let body = 1 // attributes
+        + varint_len(timestamp_delta)
+        + varint_len(i64::from(record.offset_delta))
+        + bytes_len(record.key.map(<[u8]>::len))
+        + bytes_len(record.value.map(<[u8]>::len))
+        + varint_len(record.headers.len() as i64)
+        + headers.len();
+    buf.reserve(body + MAX_VARINT_LEN);
+    put_varint(buf, body as i64);
+    buf.push(0);
+    put_varint(buf, timestamp_delta);
+    put_varint(buf, i64::from(record.offset_delta));
+    put_bytes(buf, record.key);
+    put_bytes(buf, record.value);
+    put_varint(buf, record.headers.len() as i64);
+    buf.extend_from_slice(headers);
+}
+
+/// A batch with `header`'s fields and `records` as its (already compressed, when
+/// `header.attributes` names a codec) records section: batch length and CRC computed here.
+/// What the log cleaner writes in place of a batch it removed records from.
+pub fn encode_batch(header: &BatchHeader, records: &[u8]) -> Vec<u8> {
+    let mut batch = Vec::with_capacity(HEADER_LEN + records.len());
+    batch.extend_from_slice(&(header.base_offset as i64).to_be_bytes());
+    batch.extend_from_slice(&((HEADER_LEN - LOG_OVERHEAD + records.len()) as i32).to_be_bytes());
+    batch.extend_from_slice(&header.leader_epoch.to_be_bytes());
+    batch.push(MAGIC);
+    batch.extend_from_slice(&[0; 4]); // the CRC, below
+    batch.extend_from_slice(&header.attributes.to_be_bytes());
+    batch.extend_from_slice(&(header.last_offset_delta as i32).to_be_bytes());
+    batch.extend_from_slice(&header.base_timestamp.to_be_bytes());
+    batch.extend_from_slice(&header.max_timestamp.to_be_bytes());
+    batch.extend_from_slice(&header.producer_id.to_be_bytes());
+    batch.extend_from_slice(&header.producer_epoch.to_be_bytes());
+    batch.extend_from_slice(&header.base_sequence.to_be_bytes());
+    batch.extend_from_slice(&(header.records_count as i32).to_be_bytes());
+    batch.extend_from_slice(records);
+    update_crc(&mut batch);
+    batch
+}
+
 #[inline]
 fn bytes_len(len: Option<usize>) -> usize {
     match len {
@@ -744,7 +826,6 @@ fn bytes_len(len: Option<usize>) -> usize {
 }
 
 /// Appends `bytes` as a varint length (-1 for `None`) and the bytes.
-#[cfg(any(test, feature = "kafka", feature = "internals"))]
 #[inline]
 fn put_bytes(buf: &mut Vec<u8>, bytes: Option<&[u8]>) {
     match bytes {
@@ -785,7 +866,6 @@ fn zigzag(v: i64) -> u64 {
 }
 
 /// Appends `v` as a zigzag varint.
-#[cfg(any(test, feature = "kafka", feature = "internals"))]
 #[inline]
 pub fn put_varint(buf: &mut Vec<u8>, v: i64) {
     let mut z = zigzag(v);

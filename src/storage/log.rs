@@ -234,6 +234,14 @@ pub struct PartitionLog {
     /// here, so bytes retention need not read it back to verify it (see
     /// [`PartitionLog::trusted_from`]). Frames before it were found on disk at the open.
     appended_from: (u64, u64),
+    /// The first offset no cleaning pass of this open cleaned (see `log/cleaning.rs`): where
+    /// the next pass's dirty section starts. Not persisted: the first pass after an open
+    /// treats the whole log as dirty (Kafka does so when its cleaner checkpoint is missing),
+    /// which costs reading it once more, never a wrong result.
+    first_dirty_offset: u64,
+    /// The log was cleaned at least once (`cleaner::swap::CLEANED_MARKER` is on disk): every
+    /// segment may hold gaps once sealed (see `LogSegment::may_have_gaps`).
+    cleaned: bool,
     /// The checkpoint on disk says clean: the open trusted a clean shutdown and nothing has
     /// changed the files since. The first change writes the unclean checkpoint first
     /// ([`PartitionLog::mark_unclean`]), and a `close` with nothing changed writes nothing.
@@ -320,6 +328,10 @@ impl PartitionLog {
             sync_file: None,
             producers: ProducerState::default(),
             appended_from,
+            first_dirty_offset: 0,
+            cleaned: names
+                .iter()
+                .any(|n| n == crate::storage::cleaner::swap::CLEANED_MARKER),
             clean_on_disk: false,
         };
         let removed_snapshots = log.load_producers(&names)?;
@@ -333,6 +345,7 @@ impl PartitionLog {
         let untouched = report.clean_shutdown
             && report.segments_scanned == 0
             && report.leftovers_removed.is_empty()
+            && report.cleaner_files.is_empty()
             && !created_segment
             && !removed_snapshots;
         log.clean_on_disk = true;
@@ -428,6 +441,11 @@ impl PartitionLog {
     }
     pub fn segment_count(&self) -> usize {
         self.segments.len()
+    }
+    /// The base offsets of the segments, the active one last.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn segment_bases(&self) -> Vec<u64> {
+        self.segments.keys().copied().collect()
     }
     #[cfg(any(test, feature = "internals"))]
     /// Records appended since the last sync (relevant under `Interval` and `Never`).
@@ -618,7 +636,11 @@ impl PartitionLog {
             active.synced_size(),
             active.size(),
         );
-        let segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        let mut segment = LogSegment::create(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        if self.cleaned {
+            segment.allow_gaps();
+        }
+        self.active_mut().mark_sealed();
         self.segments.insert(base, segment);
         self.write_producer_snapshot(base)?;
         self.dirty = false;
@@ -799,6 +821,11 @@ impl PartitionLog {
                 }
             };
             let mut records = records;
+            if records.is_empty() && records.next_offset > offset {
+                // The rest of a cleaned segment held nothing at or after `offset`.
+                offset = records.next_offset;
+                continue;
+            }
             self.set_read_hint(base, &mut records, end_position);
             return Ok(records);
         }
@@ -1151,6 +1178,9 @@ impl Drop for PartitionLog {
 #[cfg(test)]
 mod time_tests;
 
+// Until the broker runs cleaning passes (compacted topics), only the tests call these.
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+mod cleaning;
 mod interval_sync;
 mod kafka_read;
 #[cfg(test)]

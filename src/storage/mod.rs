@@ -14,6 +14,9 @@
 //!                                  (format.rs; compressed batches: compression.rs)
 //!     00000000000000000000.index   sparse offset index of that segment (index.rs)
 //!     00000000000000000000.timeindex  time index of that segment (time_index.rs)
+//!     <base>.log.cleaned, .index.cleaned, .timeindex.cleaned
+//!                                  a segment the log cleaner is writing; `.swap` once its
+//!                                  swap is committed (cleaner.rs, cleaner/swap.rs)
 //!     <offset:020>.producers       idempotent producers' state as of an offset
 //!                                  (producer_state.rs)
 //!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
@@ -33,6 +36,8 @@
 //! - [`segment`]: one `.log` with its `.index` and `.timeindex`: append, read, scan, recover.
 //! - [`checkpoint`]: what recovery may trust; the persisted log start offset.
 //! - [`recovery`]: opening a partition directory, as separate passes.
+//! - [`cleaner`]: the log cleaner of compacted topics: a pass over a snapshot of the sealed
+//!   segments, and the crash-safe swap of its output into the log (`log/cleaning.rs`).
 //! - [`log`]: [`PartitionLog`], the partition's log: append, read, retention, roll;
 //!   [`fetch`]: the read path inside one segment.
 //! - [`producer_state`]: idempotent producers' last batches, and their snapshots;
@@ -53,12 +58,16 @@
 //! error): the broker above turns its settings into a [`LogConfig`], stores its topic configs
 //! through [`DataDir`] as opaque bytes, and converts [`StorageError`] into its own error.
 //! Inside, the imports between modules form no cycle: `compression`, `fs`, `error` and
-//! `policy` import no other storage module; `format` imports only `compression`; `log` is at
-//! the top, over `fetch`, `recovery`, `producer_state`, `checkpoint`, `segment`, `index`,
-//! `time_index` and `batch`.
+//! `policy` import no other storage module; `format` imports only `compression`; `cleaner`
+//! imports `segment` and the formats below it, and `recovery` imports `cleaner` (to finish an
+//! interrupted swap); `log` is at the top, over `fetch`, `cleaner`, `recovery`,
+//! `producer_state`, `checkpoint`, `segment`, `index`, `time_index` and `batch`.
 
 pub mod batch;
 pub mod checkpoint;
+// Until the broker runs cleaning passes (compacted topics), only the tests use its API.
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+pub mod cleaner;
 pub mod compression;
 pub mod data_dir;
 pub mod error;
@@ -83,6 +92,8 @@ pub mod time_index;
 #[cfg(any(test, feature = "internals"))]
 pub use batch::AppendRecord;
 pub use batch::RecordBatch;
+#[cfg_attr(not(any(test, feature = "internals")), allow(unused_imports))]
+pub use cleaner::{Cleaner, CleanerPolicy, CleanerStats, LogSnapshot, Prepared};
 pub use data_dir::DataDir;
 pub use error::StorageError;
 pub use log::{

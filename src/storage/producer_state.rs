@@ -208,6 +208,15 @@ impl ProducerState {
         self.producers.len()
     }
 
+    /// The base offset of each producer's last batch: the batches the log cleaner keeps,
+    /// empty if need be, so that a state rebuilt from the log still knows each producer's
+    /// last sequence.
+    pub fn last_batch_bases(&self) -> impl Iterator<Item = u64> + '_ {
+        self.producers
+            .values()
+            .filter_map(|p| p.batches.back().map(|b| b.base_offset))
+    }
+
     /// Forgets producers silent for [`PRODUCER_EXPIRATION_MS`] before the latest append of
     /// any producer here (the partition's own notion of now, so no clock is needed; an idle
     /// partition keeps its few producers).

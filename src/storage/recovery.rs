@@ -2,6 +2,9 @@
 //!
 //! Recovery runs as separate passes, each a function:
 //!
+//! 0. [`finish_interrupted`] deletes the log cleaner's `.cleaned` files and finishes the
+//!    swaps a crash interrupted (`.swap` files), by the rules of `cleaner/swap.rs`, before
+//!    anything reads a segment.
 //! 1. [`remove_leftovers`] deletes temp files of interrupted atomic writes and index files
 //!    (`.index`, `.timeindex`) whose segment is gone.
 //! 2. [`list_segments`] finds the segments by name (`<base_offset:020>.log`).
@@ -45,6 +48,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
+use super::cleaner::swap::{finish_interrupted, CLEANED_MARKER};
 use super::error::{Result, StorageError};
 use super::fs::{FileSystem, SharedFs};
 use super::fsutil::TMP_SUFFIX;
@@ -106,6 +110,9 @@ pub struct RecoveryReport {
     /// disk, never served, and stepped over by scans.
     pub corrupt_kept: Vec<KeptDamage>,
     pub leftovers_removed: Vec<PathBuf>,
+    /// The log cleaner's files an interrupted pass left: `.cleaned` files deleted, swaps
+    /// finished (see `cleaner/swap.rs`).
+    pub cleaner_files: Vec<PathBuf>,
     /// `(recovered log end, recovery point)` when the log ends below an offset that was
     /// known durable: synced records are missing (deleted by hand, or a disk that lied).
     pub lost_synced_tail: Option<(u64, u64)>,
@@ -132,17 +139,27 @@ pub struct Loaded {
 /// once, and each segment file opened once: opening 10,000 partitions is mostly syscalls.
 pub fn load(fs: &SharedFs, dir: &Path, index_interval_bytes: u64) -> Result<Loaded> {
     let mut names = list_or_create(fs.as_ref(), dir)?;
+    let cleaner_files = finish_interrupted(fs.as_ref(), dir, &mut names)?;
     let mut report = RecoveryReport {
         leftovers_removed: remove_leftovers(fs.as_ref(), dir, &mut names)?,
+        cleaner_files,
         ..RecoveryReport::default()
     };
     let bases = list_segments(dir, &names);
+    let cleaned = names.iter().any(|n| n == CLEANED_MARKER);
     let mut opened = Vec::with_capacity(bases.len());
     for &base in &bases {
+        let mut segment = LogSegment::open(fs, dir, base, index_interval_bytes)?;
+        if Some(&base) != bases.last() {
+            segment.mark_sealed();
+        }
+        if cleaned {
+            segment.allow_gaps();
+        }
         opened.push(OpenedSegment {
             index_missing: !names.contains(&file_names(base).1)
                 || !names.contains(&time_index_name(base)),
-            segment: LogSegment::open(fs, dir, base, index_interval_bytes)?,
+            segment,
         });
     }
     let active_size = opened.last().map_or(0, |s| s.segment.size());
@@ -308,7 +325,13 @@ fn load_segments(
         } else if !trusted {
             Some("written since the last checkpoint".to_owned())
         } else {
-            segment.load_tail()?.err()
+            segment.load_tail()?.err().or_else(|| {
+                // A sealed segment may hold gaps the log cleaner left, so the tail check
+                // accepts a batch past the expected offset: never past the next segment.
+                next_base
+                    .filter(|&next| segment.next_offset() > next)
+                    .map(|next| format!("its batches run past the next segment's base {next}"))
+            })
         };
         // What the checkpoint proves synced: all of a trusted sealed segment; otherwise the
         // offsets below the recovery point (none without a checkpoint).

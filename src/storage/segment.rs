@@ -35,6 +35,35 @@ pub fn time_index_name(base_offset: u64) -> String {
     format!("{base_offset:020}.timeindex")
 }
 
+/// The three files of a segment: its `.log` and its two indexes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentPaths {
+    pub log: PathBuf,
+    pub index: PathBuf,
+    pub time_index: PathBuf,
+}
+
+impl SegmentPaths {
+    /// The files of the segment with this base offset in `dir`.
+    pub fn new(dir: &Path, base_offset: u64) -> Self {
+        let (log, index) = file_names(base_offset);
+        SegmentPaths {
+            log: dir.join(log),
+            index: dir.join(index),
+            time_index: dir.join(time_index_name(base_offset)),
+        }
+    }
+
+    /// The same files with `suffix` appended to each name (`.cleaned`, `.swap`).
+    pub fn with_suffix(&self, suffix: &str) -> Self {
+        SegmentPaths {
+            log: super::fs::with_suffix(&self.log, suffix),
+            index: super::fs::with_suffix(&self.index, suffix),
+            time_index: super::fs::with_suffix(&self.time_index, suffix),
+        }
+    }
+}
+
 /// A `.log` file and its indexes.
 #[derive(Debug)]
 pub struct LogSegment {
@@ -60,6 +89,13 @@ pub struct LogSegment {
     /// Frame bytes appended since the last index entry.
     bytes_since_index: u64,
     index_interval_bytes: u64,
+    /// A later segment follows (set by a roll, by recovery for every segment but the last,
+    /// and for the log cleaner's output): no append reaches it again.
+    sealed: bool,
+    /// The log was cleaned at least once (`cleaner::swap::CLEANED_MARKER`), so a sealed
+    /// segment's batches may be separated by gaps the cleaner left (see
+    /// [`LogSegment::may_have_gaps`]).
+    gaps_allowed: bool,
 }
 
 impl LogSegment {
@@ -70,14 +106,28 @@ impl LogSegment {
         base_offset: u64,
         index_interval_bytes: u64,
     ) -> Result<Self> {
-        let (log_name, index_name) = file_names(base_offset);
-        let log_path = dir.join(log_name);
+        Self::create_at(
+            fs,
+            &SegmentPaths::new(dir, base_offset),
+            base_offset,
+            index_interval_bytes,
+        )
+    }
+
+    /// Creates an empty segment whose three files are at `paths` (the log cleaner writes its
+    /// output under temporary names: see `cleaner.rs`), replacing any files of those names.
+    pub fn create_at(
+        fs: &SharedFs,
+        paths: &SegmentPaths,
+        base_offset: u64,
+        index_interval_bytes: u64,
+    ) -> Result<Self> {
+        let log_path = paths.log.clone();
         let log = fs
             .open(&log_path, OpenMode::Truncate)
             .map_err(|e| StorageError::io("create segment", &log_path, e))?;
-        let index = OffsetIndex::create(fs.as_ref(), &dir.join(index_name), base_offset)?;
-        let time_index_path = dir.join(time_index_name(base_offset));
-        let time_index = TimeIndex::create(fs.as_ref(), &time_index_path, base_offset)?;
+        let index = OffsetIndex::create(fs.as_ref(), &paths.index, base_offset)?;
+        let time_index = TimeIndex::create(fs.as_ref(), &paths.time_index, base_offset)?;
         Ok(LogSegment {
             base_offset,
             log_path,
@@ -91,6 +141,8 @@ impl LogSegment {
             max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
+            sealed: false,
+            gaps_allowed: false,
         })
     }
 
@@ -127,11 +179,33 @@ impl LogSegment {
             max_timestamp: None,
             bytes_since_index: 0,
             index_interval_bytes,
+            sealed: false,
+            gaps_allowed: false,
         })
     }
 
     pub fn base_offset(&self) -> u64 {
         self.base_offset
+    }
+    /// Whether a later segment follows (see the field).
+    pub fn is_sealed(&self) -> bool {
+        self.sealed
+    }
+    /// Records that a later segment follows: nothing is appended here again.
+    pub fn mark_sealed(&mut self) {
+        self.sealed = true;
+    }
+    /// Whether the log cleaner may have removed batches from this segment, leaving gaps
+    /// between the others (within its offsets): a sealed segment of a log that was cleaned.
+    /// Anywhere else a batch that does not follow the one before is damage: a log never
+    /// cleaned keeps the strict check, which also catches a damaged base offset (outside the
+    /// CRC) that moves a batch forward.
+    pub fn may_have_gaps(&self) -> bool {
+        self.sealed && self.gaps_allowed
+    }
+    /// Records that the log was cleaned (see [`LogSegment::may_have_gaps`]).
+    pub fn allow_gaps(&mut self) {
+        self.gaps_allowed = true;
     }
     pub fn next_offset(&self) -> u64 {
         self.next_offset

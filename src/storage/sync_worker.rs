@@ -34,15 +34,32 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 type Job = Box<dyn FnOnce() + Send>;
 
 /// One lazily started thread that runs jobs in the order they were sent. See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SyncWorker {
     sender: Mutex<Option<Sender<Job>>>,
+    /// The thread's name.
+    name: &'static str,
+}
+
+impl Default for SyncWorker {
+    fn default() -> Self {
+        Self::named("nanokafka-sync")
+    }
 }
 
 impl SyncWorker {
     /// A worker whose thread is not started yet (the first [`SyncWorker::run`] starts it).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// As [`SyncWorker::new`], its thread named `name` (the log cleaner's runs the same way:
+    /// one pass at a time, off the I/O threads).
+    pub fn named(name: &'static str) -> Self {
+        SyncWorker {
+            sender: Mutex::new(None),
+            name,
+        }
     }
 
     /// Runs `job` on the worker thread (starting it first if needed). When no thread can be
@@ -60,7 +77,7 @@ impl SyncWorker {
         };
         let (tx, rx) = mpsc::channel::<Job>();
         let spawned = std::thread::Builder::new()
-            .name("nanokafka-sync".into())
+            .name(self.name.into())
             .spawn(move || {
                 for job in rx {
                     // The job's `Completer` reports a panic as `Abandoned` to its owner.

@@ -276,10 +276,10 @@ fn notes(topic: &str, config: &TopicConfig) -> Vec<String> {
 /// older than 7 days. `segment.bytes` only when it was set: NanoKafka's 64 MiB default
 /// suits one machine, the cluster's own default suits the cluster.
 fn kafka_configs(config: &TopicConfig) -> Vec<(&'static str, String)> {
-    kafka_names::describe(config)
+    let default_segment = TopicConfig::default().segment_bytes.to_string();
+    kafka_names::for_cluster(config)
         .into_iter()
-        .filter(|e| e.name != "cleanup.policy" && !(e.name == "segment.bytes" && e.is_default))
-        .map(|e| (e.name, e.value))
+        .filter(|(name, value)| !(*name == "segment.bytes" && *value == default_segment))
         .collect()
 }
 

@@ -219,7 +219,14 @@ impl Cluster {
             })?;
             for entry in &resource.entries {
                 let wanted = match entry.name.as_str() {
-                    "retention.ms" | "retention.bytes" | "message.timestamp.type" => true,
+                    "retention.ms"
+                    | "retention.bytes"
+                    | "message.timestamp.type"
+                    | "cleanup.policy"
+                    | "delete.retention.ms"
+                    | "min.compaction.lag.ms"
+                    | "max.compaction.lag.ms"
+                    | "min.cleanable.dirty.ratio" => true,
                     // The cluster's default segment size is not NanoKafka's concern.
                     "segment.bytes" => !entry.is_default,
                     _ => false,

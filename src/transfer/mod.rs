@@ -7,7 +7,11 @@
 //! their order (null values and repeated keys included) and timestamps; and every consumer
 //! group's committed offsets. A missing target topic is created with the same partition
 //! count and the configs both sides have (Kafka's `retention.ms`, `retention.bytes`,
-//! `segment.bytes`, `message.timestamp.type`; see `config::kafka_names` for the names).
+//! `segment.bytes`, `message.timestamp.type`, `cleanup.policy` and the compaction settings
+//! `delete.retention.ms`, `min.compaction.lag.ms`, `max.compaction.lag.ms`,
+//! `min.cleanable.dirty.ratio`; see `config::kafka_names` for the names). An import of a
+//! compacted Kafka topic holding records without a key (written before the topic was made
+//! compacted) fails at the first of them: a compacted topic here refuses them.
 //!
 //! What has no Kafka equivalent stays behind, reported as a [`Progress::Note`]: `max_size`
 //! with its `backpressure` (Kafka producers never wait for consumers) and `retention_size`

@@ -9,6 +9,8 @@ mod actor_face;
 mod broker_reopen;
 mod broker_semantics;
 mod broker_semantics_flow;
+mod cleanup_policy;
+mod compaction;
 mod kafka_batches;
 mod ordering;
 mod produce_batch;

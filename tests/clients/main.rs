@@ -9,6 +9,7 @@ mod clients;
 mod common;
 
 mod aiokafka;
+mod compacted;
 mod confluent;
 mod cross;
 mod kafka_python;

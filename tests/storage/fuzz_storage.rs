@@ -477,14 +477,24 @@ fn read_alone(batch: &[u8]) -> Result<usize, StorageError> {
 }
 
 /// The record count is under the CRC but must still agree with the offsets the batch claims:
-/// a batch of three records whose count says two would hand offset 2 to the next batch too.
+/// more records than its offsets hold is invalid; fewer (what the log cleaner leaves) decodes,
+/// but a records section holding more records than the count says is never served.
 #[test]
 fn a_batch_whose_record_count_disagrees_with_its_last_offset_delta_is_invalid() {
-    let batch = batch_with(&[b"a", b"b", b"c"], |b| {
+    let too_many = batch_with(&[b"a", b"b", b"c"], |b| {
+        b[57..61].copy_from_slice(&4i32.to_be_bytes());
+    });
+    assert!(matches!(format::decode(&too_many), Decoded::Invalid { .. }));
+    oracle::check_batch_decode(&too_many);
+    let too_few = batch_with(&[b"a", b"b", b"c"], |b| {
         b[57..61].copy_from_slice(&2i32.to_be_bytes());
     });
-    assert!(matches!(format::decode(&batch), Decoded::Invalid { .. }));
-    oracle::check_batch_decode(&batch);
+    assert!(matches!(format::decode(&too_few), Decoded::Batch(_)));
+    oracle::check_batch_decode(&too_few);
+    assert!(matches!(
+        read_alone(&too_few),
+        Err(StorageError::Corrupt { .. })
+    ));
 }
 
 /// Bytes after the last record, under a valid CRC: the batch verifies, but its records

@@ -5,6 +5,7 @@
 mod common;
 
 mod batch_damage;
+mod cleaner_model;
 mod fuzz_storage;
 mod interval_sync;
 mod io_faults;

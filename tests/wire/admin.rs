@@ -28,14 +28,14 @@ fn name(topic: &str) -> TopicName {
     TopicName(StrBytes::from_string(topic.into()))
 }
 
-fn creatable(topic: &str, partitions: i32) -> CreatableTopic {
+pub fn creatable(topic: &str, partitions: i32) -> CreatableTopic {
     CreatableTopic::default()
         .with_name(name(topic))
         .with_num_partitions(partitions)
         .with_replication_factor(-1)
 }
 
-fn with_config(topic: CreatableTopic, key: &str, value: &str) -> CreatableTopic {
+pub fn with_config(topic: CreatableTopic, key: &str, value: &str) -> CreatableTopic {
     let mut configs = topic.configs.clone();
     configs.push(
         CreatableTopicConfig::default()
@@ -45,13 +45,13 @@ fn with_config(topic: CreatableTopic, key: &str, value: &str) -> CreatableTopic 
     topic.with_configs(configs)
 }
 
-fn create(topics: Vec<CreatableTopic>) -> CreateTopicsRequest {
+pub fn create(topics: Vec<CreatableTopic>) -> CreateTopicsRequest {
     CreateTopicsRequest::default()
         .with_topics(topics)
         .with_timeout_ms(5000)
 }
 
-fn code(error: ResponseError) -> i16 {
+pub fn code(error: ResponseError) -> i16 {
     error.code()
 }
 
@@ -126,7 +126,7 @@ fn create_topics_refuses_what_it_cannot_honour_each_topic_on_its_own() {
         ),
         (assigned, ResponseError::InvalidRequest),
         (
-            with_config(creatable("compacted", 1), "cleanup.policy", "compact"),
+            with_config(creatable("compacted", 1), "cleanup.policy", "compacted"),
             ResponseError::InvalidConfig,
         ),
         (
@@ -196,7 +196,7 @@ fn create_topics_validate_only_checks_everything_and_creates_nothing() {
     let request = create(vec![
         creatable("would-be", 4),
         creatable("exists", 1),
-        with_config(creatable("compacted", 1), "cleanup.policy", "compact"),
+        with_config(creatable("compacted", 1), "cleanup.policy", "compacted"),
     ])
     .with_validate_only(true);
     let response = client.call(&request, 5);
@@ -250,13 +250,13 @@ fn delete_topics_deletes_by_name_and_reports_unknown_ones() {
     assert_eq!(broker.produce("doomed-v1", &2u64).unwrap().offset, 0);
 }
 
-fn describe(resources: Vec<DescribeConfigsResource>, synonyms: bool) -> DescribeConfigsRequest {
+pub fn describe(resources: Vec<DescribeConfigsResource>, synonyms: bool) -> DescribeConfigsRequest {
     DescribeConfigsRequest::default()
         .with_resources(resources)
         .with_include_synonyms(synonyms)
 }
 
-fn resource(resource_type: i8, name: &str, keys: Option<&[&str]>) -> DescribeConfigsResource {
+pub fn resource(resource_type: i8, name: &str, keys: Option<&[&str]>) -> DescribeConfigsResource {
     DescribeConfigsResource::default()
         .with_resource_type(resource_type)
         .with_resource_name(StrBytes::from_string(name.into()))
@@ -267,7 +267,7 @@ fn resource(resource_type: i8, name: &str, keys: Option<&[&str]>) -> DescribeCon
         }))
 }
 
-fn value_of<'a>(result: &'a DescribeConfigsResult, key: &str) -> Option<&'a str> {
+pub fn value_of<'a>(result: &'a DescribeConfigsResult, key: &str) -> Option<&'a str> {
     let config = result.configs.iter().find(|c| c.name.as_str() == key)?;
     config.value.as_deref()
 }
@@ -464,23 +464,24 @@ fn create_partitions_grows_a_topic_that_is_served_at_once_and_refuses_the_rest()
     assert!(!dir.path().join(format!("t_{count}")).exists());
 }
 
-fn op(key: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
+pub fn op(key: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
     AlterableConfig::default()
         .with_name(StrBytes::from_string(key.into()))
         .with_config_operation(operation)
         .with_value(value.map(|v| StrBytes::from_string(v.into())))
 }
 
-fn alter_configs(topic: &str, configs: Vec<AlterableConfig>) -> IncrementalAlterConfigsRequest {
+pub fn alter_configs(topic: &str, configs: Vec<AlterableConfig>) -> IncrementalAlterConfigsRequest {
     IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
         .with_resource_type(2)
         .with_resource_name(StrBytes::from_string(topic.into()))
         .with_configs(configs)])
 }
 
-const SET: i8 = 0;
+pub const SET: i8 = 0;
 const DELETE: i8 = 1;
-const APPEND: i8 = 2;
+pub const APPEND: i8 = 2;
+pub const SUBTRACT: i8 = 3;
 
 #[test]
 fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest() {
@@ -533,7 +534,11 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
             ResponseError::InvalidConfig,
         ),
         (
-            op("cleanup.policy", APPEND, Some("compact")),
+            op("retention.ms", APPEND, Some("1")),
+            ResponseError::InvalidConfig,
+        ),
+        (
+            op("cleanup.policy", SUBTRACT, Some("delete")),
             ResponseError::InvalidConfig,
         ),
         (
@@ -583,7 +588,7 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
     assert_eq!(broker.list_topics().unwrap()["t"], altered);
 }
 
-fn whole_set(topic: &str, configs: &[(&str, &str)]) -> AlterConfigsRequest {
+pub fn whole_set(topic: &str, configs: &[(&str, &str)]) -> AlterConfigsRequest {
     use kafka_protocol::messages::alter_configs_request as legacy;
     let configs = configs
         .iter()

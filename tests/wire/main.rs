@@ -10,6 +10,7 @@ mod records;
 
 mod admin;
 mod basics;
+mod compacted;
 mod fetch;
 mod groups;
 mod groups_offsets;

@@ -10,6 +10,7 @@ mod groups;
 mod produce;
 mod reset_offsets;
 mod topics;
+mod topics_compacted;
 mod topics_write;
 mod verify;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
-use nanokafka::{Header, NanoKafka, RecordBatch, TopicConfig};
+use nanokafka::{CleanupPolicy, DirtyRatio, Header, NanoKafka, RecordBatch, TopicConfig};
 
 pub use crate::binary::BIN;
 use crate::client_batch::{self, BatchOptions, ClientRecord};
@@ -153,7 +153,7 @@ pub fn commit(broker: &NanoKafka, topic: &str, group: &str, partition: u32, comm
 }
 
 /// The source of the round trip: topics of several partitions, native and client batches,
-/// an empty topic, a topic whose log no longer starts at 0, and two groups.
+/// an empty compacted topic, a topic whose log no longer starts at 0, and two groups.
 pub fn seed_source(dir: &Path) {
     let broker = NanoKafka::open(dir).unwrap();
     let orders = TopicConfig::default()
@@ -173,9 +173,13 @@ pub fn seed_source(dir: &Path) {
             .unwrap();
     }
     produce_native(&broker, "events", 0, 5, 5);
-    broker
-        .create_topic("empty", TopicConfig::default().partitions(2))
-        .unwrap();
+    // Compacted, with compaction settings of its own: they go to Kafka and come back.
+    let compacted = TopicConfig::default()
+        .partitions(2)
+        .cleanup_policy(CleanupPolicy::Compact)
+        .min_compaction_lag_ms(60_000)
+        .min_cleanable_dirty_ratio(DirtyRatio::from_basis_points(2500).unwrap());
+    broker.create_topic("empty", compacted).unwrap();
     broker
         .create_topic("retained", TopicConfig::default().retention_size(5))
         .unwrap();

@@ -1,7 +1,8 @@
 //! A data directory exported to a Kafka cluster (`nanokafka serve`, a process of its own) and
 //! imported back into a third directory keeps every record (partition, offset, timestamp,
 //! key, null or empty value, headers in order with null values and repeated keys), every
-//! group's committed offset and every topic's partition count and Kafka configs.
+//! group's committed offset and every topic's partition count and Kafka configs (a compacted
+//! topic's policy and compaction settings among them).
 
 use std::time::Duration;
 
@@ -60,6 +61,10 @@ fn export_then_import_keeps_every_record_and_committed_offset() {
     assert_eq!(configs["orders"].retention_ms, Some(30 * 24 * 3600 * 1000));
     assert_eq!(configs["orders"].segment_bytes, 1 << 20);
     assert_eq!(configs["retained"].retention_size, None);
+    let compacted = &configs["empty"];
+    assert_eq!(compacted.cleanup_policy, nanokafka::CleanupPolicy::Compact);
+    assert_eq!(compacted.min_compaction_lag_ms, 60_000);
+    assert_eq!(compacted.min_cleanable_dirty_ratio.to_string(), "0.25");
     broker.shutdown().unwrap();
 }
 

@@ -6,7 +6,8 @@ use super::{PartitionActor, Slot};
 use crate::actors::supervise::guarded;
 use crate::config::TopicConfig;
 
-/// The topic's settings changed (retention, `max_size`, backpressure, timestamp type):
+/// The topic's settings changed (retention, `max_size`, backpressure, timestamp type,
+/// cleanup policy: the next produce follows its key rule):
 /// take them at once. A lowered retention drops the records beyond it now (not at the next
 /// append), and a raised `max_size` admits parked produces that now fit. The time retention
 /// timer restarts with the new period. A partition that is not open takes the settings at
@@ -30,8 +31,13 @@ impl Handler<ReconfigurePartition> for PartitionActor {
             let config = msg.config;
             act.log_config = config.log_config(act.settings.fsync, act.settings.max_record_bytes);
             act.max_size = config.max_size;
-            act.retention_ms = config.retention_ms;
+            act.retention_ms = act.log_config.retention.ms;
+            act.cleaning = crate::partition::CleaningPlan::for_topic(
+                &config,
+                act.settings.cleaner_key_map_bytes,
+            );
             act.produces.set_backpressure(config.backpressure);
+            act.produces.set_cleanup_policy(config.cleanup_policy);
             let now = act.settings.clock.now_ms();
             let Slot::Open(p) = &mut act.slot else {
                 return;

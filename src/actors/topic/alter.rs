@@ -15,7 +15,8 @@ use crate::group::StartFrom;
 /// sends this). Partitions it adds start at once, each on the I/O thread a creation would
 /// have put it on; every group is registered with them from their start (they are new:
 /// every record in them came after the group) and rebalances over them; the handles'
-/// cached produce routes are marked stale, so their next produce learns the new count.
+/// cached produce routes are marked stale, so their next produce learns the new count; so
+/// they are when the cleanup policy changes, for its key rule.
 /// Every partition then takes the new settings ([`ReconfigurePartition`]). Replies once
 /// they all have, so a lowered retention has taken effect when the alter returns.
 /// Never fails.
@@ -34,6 +35,11 @@ impl Handler<AlterTopicActors> for TopicActor {
         let _span = tracing::debug_span!(parent: &self.span, "AlterTopicActors").entered();
         if msg.config.partitions as usize > self.partitions.len() {
             self.grow(&msg.config);
+        }
+        if msg.config.cleanup_policy != self.cleanup_policy {
+            self.cleanup_policy = msg.config.cleanup_policy;
+            // Routes cached before now check the old key rule: make their holders ask again.
+            std::mem::take(&mut self.stale).store(true, Ordering::Release);
         }
         let reconfigured = self.partitions.iter().map(|p| {
             p.send(ReconfigurePartition {

@@ -145,9 +145,15 @@ fn read_from(
         while at < bytes.len() {
             match decode(&bytes[at..]) {
                 Decoded::Batch(header) => {
+                    // A sealed segment may hold gaps the cleaner left: the first batch is
+                    // then the first one after `offset`, and the next may start further on.
+                    let gaps =
+                        segment.may_have_gaps() && header.next_offset() <= segment.next_offset();
                     let follows = match at {
-                        0 => header.base_offset <= offset && header.next_offset() > offset,
-                        _ => header.base_offset == next,
+                        0 => {
+                            (header.base_offset <= offset || gaps) && header.next_offset() > offset
+                        }
+                        _ => header.base_offset == next || (gaps && header.base_offset > next),
                     };
                     if !follows && at == 0 {
                         return Err(StorageError::corrupt(

@@ -241,6 +241,13 @@ fn check_client_batch(
             batch.len() - header.batch_len
         )));
     }
+    if !header.is_contiguous() {
+        // Only the log cleaner leaves gaps in a batch; a producer's batch holds every offset.
+        return Err(invalid(format!(
+            "{} records but a last offset delta of {}",
+            header.records_count, header.last_offset_delta
+        )));
+    }
     if header.is_transactional() || header.is_control() {
         return Err(invalid(
             "transactional and control batches are not supported".into(),

@@ -221,7 +221,10 @@ impl LogSegment {
     /// active segment after a crash may hold appends past the recovery point), the bytes
     /// stepped over bound it too: offsets are contiguous within a segment, so the ones
     /// skipped were records in those bytes, and a frame whose base offset needs more records
-    /// than they can hold ([`most_records_in`]) was not written there.
+    /// than they can hold ([`most_records_in`]) was not written there. (In a segment the log
+    /// cleaner rewrote, the damaged bytes may have stood for far more offsets than that: the
+    /// bound may then refuse a valid frame after the damage, and the offsets up to the next
+    /// one it accepts read as damaged, never as other records.)
     ///
     /// # Errors
     /// `Io`.
@@ -361,8 +364,15 @@ impl LogSegment {
                         // The base offset is outside the CRC: a batch that verifies at
                         // another offset than the expected one most likely has a damaged
                         // base offset, so it is a bad batch like any other (stepped over
-                        // below the recovery point, cut above it), never a jump of the log.
-                        if offset != expected_offset {
+                        // below the recovery point, cut above it), never a jump of the log;
+                        // except where the log cleaner may have removed whole batches (a
+                        // sealed segment of a cleaned log), a jump forward within the
+                        // segment's offsets (there, damage to a base offset that moves it
+                        // forward passes as a gap, as it does in Kafka).
+                        let cleaned_gap = self.may_have_gaps()
+                            && offset > expected_offset
+                            && header.next_offset() <= offset_limit;
+                        if offset != expected_offset && !cleaned_gap {
                             stop = Some(format!(
                                 "offset {offset} where {expected_offset} was expected"
                             ));

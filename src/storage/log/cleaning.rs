@@ -1,0 +1,188 @@
+//! The log's side of cleaning a compacted partition (the pass itself is
+//! [`crate::storage::cleaner`]): what a pass may clean, and swapping its output in.
+
+use std::collections::HashSet;
+
+use super::*;
+use crate::storage::cleaner::{
+    swap, CleanedGroup, CleanerPolicy, CleanerStats, LogSnapshot, Prepared, SourceSegment,
+};
+use crate::storage::segment::{SegmentPaths, StepOver};
+
+impl PartitionLog {
+    /// What a cleaning pass may clean now: the sealed segments from the one holding the log
+    /// start on, each ending at or below `first_uncleanable_offset` and holding nothing newer
+    /// than `policy.min_compaction_lag_ms` before `now_ms` (by its largest timestamp, as
+    /// Kafka decides per segment), up to the first that does not; `None` when none does.
+    /// Its dirty section starts where the last pass of this open ended (the first pass after
+    /// an open treats the whole log as dirty, as Kafka does without its cleaner checkpoint);
+    /// a pass over a log with nothing dirty still drops tombstones past their delete horizon.
+    /// The active segment is never among them. The snapshot has read handles of
+    /// its own, so [`Cleaner::prepare`](crate::storage::cleaner::Cleaner::prepare) can run on
+    /// another thread while this log appends and serves reads.
+    ///
+    /// # Errors
+    /// `Io` when a segment file cannot be opened.
+    pub fn cleaning_snapshot(
+        &self,
+        first_uncleanable_offset: u64,
+        policy: &CleanerPolicy,
+        now_ms: u64,
+    ) -> Result<Option<LogSnapshot>> {
+        let lag_cutoff = now_ms.saturating_sub(policy.min_compaction_lag_ms);
+        let bases: Vec<u64> = self.segments.keys().copied().collect();
+        let mut sources = Vec::new();
+        for (segment, &end_offset) in self.segments.values().zip(&bases[1..]) {
+            let young = policy.min_compaction_lag_ms > 0
+                && segment
+                    .last_timestamp_ms()
+                    .is_some_and(|ts| ts > lag_cutoff);
+            if end_offset > first_uncleanable_offset || young {
+                break;
+            }
+            if end_offset <= self.log_start_offset {
+                continue;
+            }
+            let path = segment.log_path().to_owned();
+            let file = self
+                .fs
+                .open(&path, OpenMode::Existing)
+                .map_err(|e| StorageError::io("open a segment to clean", &path, e))?;
+            sources.push(SourceSegment {
+                base_offset: segment.base_offset(),
+                end_offset,
+                size: segment.size(),
+                max_timestamp_ms: segment.last_timestamp_ms(),
+                path,
+                file,
+            });
+        }
+        if sources.is_empty() {
+            return Ok(None);
+        }
+        let first_dirty = self.first_dirty_offset.max(self.log_start_offset);
+        Ok(Some(LogSnapshot {
+            fs: self.fs.clone(),
+            dir: self.dir.clone(),
+            sources,
+            first_dirty_offset: first_dirty,
+            max_segment_bytes: self.config.segment_bytes,
+            producer_last_batches: self.producers.last_batch_bases().collect::<HashSet<_>>(),
+        }))
+    }
+
+    /// Replaces the source segments of each group of `prepared` with its cleaned segment,
+    /// group by group in offset order, by the swap protocol of
+    /// [`crate::storage::cleaner::swap`] (each group's swap is atomic with respect to a
+    /// crash: the next open finishes or undoes it). A group whose sources are not all still
+    /// in the log as the pass read them (retention deleted one meanwhile), or whose files
+    /// are gone (the directory was opened again since), is not swapped, and neither is any
+    /// after it: their files are deleted and `abandoned` is set in the stats. Reads in progress start again from the index (positions in the replaced
+    /// segments are forgotten).
+    ///
+    /// # Errors
+    /// `Io` when a rename, a deletion or a directory sync fails. Once a group's swap is
+    /// committed the log must then be reopened: recovery finishes the swap.
+    pub fn swap_in(&mut self, mut prepared: Prepared) -> Result<CleanerStats> {
+        self.finish_sealing()?;
+        let mut stats = *prepared.stats();
+        if !prepared.groups.is_empty() && !self.cleaned {
+            swap::mark_cleaned(self.fs.as_ref(), &self.dir)?;
+            self.cleaned = true;
+            for segment in self.segments.values_mut() {
+                segment.allow_gaps();
+            }
+        }
+        while !prepared.groups.is_empty() {
+            if !self.holds_sources_of(&prepared.groups[0]) {
+                tracing::info!(
+                    dir = %self.dir.display(), base_offset = prepared.groups[0].base_offset,
+                    "a segment the cleaner read, or its output, is gone; dropping the rest of the pass"
+                );
+                prepared.discard_rest();
+                stats.abandoned = true;
+                break;
+            }
+            self.mark_unclean()?;
+            let group = prepared.groups.remove(0);
+            self.forget_positions();
+            self.swap_group(&group)?;
+            stats.segments_replaced += group.sources.len();
+        }
+        if !stats.abandoned {
+            self.first_dirty_offset = self.first_dirty_offset.max(stats.cleaned_up_to);
+        }
+        Ok(stats)
+    }
+
+    /// Whether every source of `group` is still a sealed segment of the log, of the size
+    /// the pass read, and the cleaned segment still there (an open of the directory since
+    /// the pass deleted it, as it deletes every `.cleaned` file).
+    fn holds_sources_of(&self, group: &CleanedGroup) -> bool {
+        let sources = group.sources.iter().all(|&(base, size)| {
+            self.segments
+                .get(&base)
+                .is_some_and(|s| s.is_sealed() && s.size() == size)
+        });
+        sources && self.fs.exists(&group.cleaned.log)
+    }
+
+    /// Forgets every position in a segment: the next reads start from an index.
+    fn forget_positions(&mut self) {
+        self.read_hint = None;
+        self.batch_hint = None;
+        self.ahead.clear();
+        self.start_position = None;
+        self.start_timestamp = None;
+    }
+
+    /// The three steps of one group's swap (see `cleaner/swap.rs`), then the cleaned segment
+    /// opened in place of its sources.
+    fn swap_group(&mut self, group: &CleanedGroup) -> Result<()> {
+        let fs = self.fs.clone();
+        let fs = fs.as_ref();
+        let base = group.base_offset;
+        let cleaned = &group.cleaned;
+        let swapping = SegmentPaths::new(&self.dir, base).with_suffix(swap::SWAP_SUFFIX);
+        let fin = SegmentPaths::new(&self.dir, base);
+        // 1. The commit point: `<base>.log.swap`, durable.
+        let committed = swap::rename(fs, &cleaned.index, &swapping.index)
+            .and_then(|()| swap::rename(fs, &cleaned.time_index, &swapping.time_index))
+            .and_then(|()| swap::rename(fs, &cleaned.log, &swapping.log))
+            .and_then(|()| sync_dir(fs, &self.dir));
+        if let Err(e) = committed {
+            swap::remove_quietly(fs, cleaned);
+            swap::remove_quietly(fs, &swapping);
+            return Err(e);
+        }
+        // 2. The sources but the first, gone for good before the cleaned segment takes its
+        //    final name.
+        for &(source, _) in &group.sources[1..] {
+            let segment = self
+                .segments
+                .remove(&source)
+                .expect("checked by holds_sources_of");
+            segment.delete()?;
+        }
+        sync_dir(fs, &self.dir)?;
+        // 3. Over the first source, by name (its handles closed first).
+        drop(self.segments.remove(&base));
+        swap::rename(fs, &swapping.index, &fin.index)?;
+        swap::rename(fs, &swapping.time_index, &fin.time_index)?;
+        swap::rename(fs, &swapping.log, &fin.log)?;
+        sync_dir(fs, &self.dir)?;
+        let mut segment = LogSegment::open(&self.fs, &self.dir, base, INDEX_INTERVAL_BYTES)?;
+        segment.mark_sealed();
+        segment.allow_gaps();
+        if let Err(reason) = segment.load_tail()? {
+            tracing::warn!(path = %fin.log.display(), %reason, "rebuilding a cleaned segment's index");
+            segment.rebuild_index(StepOver::NEVER)?;
+        }
+        tracing::debug!(
+            path = %fin.log.display(), sources = group.sources.len(), size = segment.size(),
+            "swapped in a cleaned segment"
+        );
+        self.segments.insert(base, segment);
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! A compacted topic cleaned by the broker: its partitions' cleaner runs in the background
+//! (every `cleaner_backoff`), and a reader from offset 0 then sees at least the latest value
+//! of every key, at its own offset, with the records of each key a suffix of those written.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use nanokafka::{CleanupPolicy, DirtyRatio, NanoKafka, TopicConfig, MIN_SEGMENT_BYTES};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Every record of partition 0 of `topic` from offset 0, as (offset, key, value).
+fn read_all(broker: &NanoKafka, topic: &str) -> Vec<(u64, String, String)> {
+    let group = "reader";
+    let end = broker.stats().unwrap().topics[topic].partitions[0].log_end_offset;
+    broker.join_group(topic, group, "m").unwrap();
+    let mut read = Vec::new();
+    loop {
+        let batch = broker
+            .poll_batch_raw(topic, group, "m", 100, Duration::ZERO)
+            .unwrap();
+        let Some(last) = batch.last() else {
+            break;
+        };
+        broker.commit(topic, group, 0, last.offset).unwrap();
+        let done = last.offset + 1 >= end;
+        read.extend(batch.into_iter().map(|r| {
+            let key = String::from_utf8(r.key.unwrap()).unwrap();
+            (r.offset, key, String::from_utf8(r.value).unwrap())
+        }));
+        if done {
+            break;
+        }
+    }
+    read
+}
+
+#[test]
+fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .cleaner_backoff(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    let config = TopicConfig::default()
+        .partitions(1)
+        .segment_bytes(MIN_SEGMENT_BYTES)
+        .cleanup_policy(CleanupPolicy::Compact)
+        .min_cleanable_dirty_ratio(DirtyRatio::from_basis_points(1).unwrap());
+    broker.create_topic("prices", config).unwrap();
+    // key → the offsets and values written to it, in order.
+    let mut written: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
+    for round in 0..60 {
+        for key in 0..10 {
+            let (key, value) = (format!("k{key}"), format!("v{round}"));
+            let delivery = broker
+                .produce_raw("prices", Some(key.as_bytes()), value.clone().into_bytes())
+                .unwrap();
+            written
+                .entry(key)
+                .or_default()
+                .push((delivery.offset, value));
+        }
+    }
+    let log_end = 600;
+    let deadline = Instant::now() + DEADLINE;
+    let stats = loop {
+        let partition = broker.stats().unwrap().topics["prices"].partitions[0].clone();
+        if let Some(cleaner) = partition
+            .cleaner
+            .filter(|c| c.passes > 0 && c.dirty_permille == 0)
+        {
+            break (partition, cleaner);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no cleaning pass within {DEADLINE:?}: {partition:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (partition, cleaner) = stats;
+    assert_eq!(partition.log_end_offset, log_end, "offsets never move");
+    assert!(cleaner.records_removed > 0, "{cleaner:?}");
+
+    let read = read_all(&broker, "prices");
+    assert_eq!(read.len() as u64, log_end - cleaner.records_removed);
+    assert!(read.windows(2).all(|w| w[0].0 < w[1].0), "in offset order");
+    let mut by_key: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
+    for (offset, key, value) in read {
+        by_key.entry(key).or_default().push((offset, value));
+    }
+    for (key, records) in &written {
+        let kept = &by_key[key];
+        assert!(
+            records.ends_with(kept),
+            "{key}: {kept:?} is not a suffix of what was written"
+        );
+        assert_eq!(
+            kept.last(),
+            records.last(),
+            "{key}: its latest value at its offset"
+        );
+    }
+    // Records of the first segments were removed.
+    assert!(by_key.values().map(Vec::len).sum::<usize>() < 600);
+}
