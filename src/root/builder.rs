@@ -42,6 +42,11 @@ pub const DEFAULT_CLEANER_BACKOFF: Duration = Duration::from_secs(15);
 /// The default memory of the log cleaner's key map: 32 MiB, about 1.3 million keys (Kafka's
 /// 128 MiB is shared by its cleaner threads on a server; an embedded broker keeps less).
 pub const DEFAULT_CLEANER_KEY_MAP_BYTES: usize = 32 << 20;
+/// The longest `cleaner_backoff` accepted: a day.
+pub const MAX_CLEANER_BACKOFF: Duration = Duration::from_secs(24 * 60 * 60);
+/// The smallest and largest `cleaner_key_map_bytes` accepted: 1 MiB (about 40,000 keys) and
+/// 4 GiB (about 170 million keys), allocated for each pass.
+pub const CLEANER_KEY_MAP_BYTES: std::ops::RangeInclusive<usize> = (1 << 20)..=(4 << 30);
 /// The default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
 
@@ -232,7 +237,7 @@ impl NanoKafkaBuilder {
 
     /// How often each partition of a compacted topic checks whether a cleaning pass is due
     /// (Kafka's `log.cleaner.backoff.ms`). Default [`DEFAULT_CLEANER_BACKOFF`] (15 s); above
-    /// zero (`InvalidArgument`).
+    /// zero and at most [`MAX_CLEANER_BACKOFF`] (`InvalidArgument`).
     pub fn cleaner_backoff(mut self, every: Duration) -> Self {
         self.cleaner_backoff = every;
         self
@@ -241,8 +246,8 @@ impl NanoKafkaBuilder {
     /// The memory of the log cleaner's key map, in bytes: 24 per distinct key of the dirty
     /// section (Kafka's `log.cleaner.dedupe.buffer.size`). Passes run one at a time, so this
     /// bounds the cleaner's memory; a dirty section with more keys is cleaned in several
-    /// passes. Default [`DEFAULT_CLEANER_KEY_MAP_BYTES`] (32 MiB, about 1.3 million keys); at
-    /// least 1 MiB (`InvalidArgument`).
+    /// passes. Default [`DEFAULT_CLEANER_KEY_MAP_BYTES`] (32 MiB, about 1.3 million keys);
+    /// within [`CLEANER_KEY_MAP_BYTES`], 1 MiB to 4 GiB (`InvalidArgument`).
     pub fn cleaner_key_map_bytes(mut self, bytes: usize) -> Self {
         self.cleaner_key_map_bytes = bytes;
         self
@@ -322,10 +327,19 @@ impl NanoKafkaBuilder {
 
     /// The embedded broker's own settings checked, then started (`embedded::start`).
     fn build_embedded(self) -> Result<NanoKafka> {
-        if self.cleaner_key_map_bytes < 1 << 20 {
+        if !CLEANER_KEY_MAP_BYTES.contains(&self.cleaner_key_map_bytes) {
             return Err(Error::InvalidArgument {
                 name: "cleaner_key_map_bytes",
-                reason: format!("must be at least 1 MiB, got {}", self.cleaner_key_map_bytes),
+                reason: format!("must be 1 MiB to 4 GiB, got {}", self.cleaner_key_map_bytes),
+            });
+        }
+        if self.cleaner_backoff > MAX_CLEANER_BACKOFF {
+            return Err(Error::InvalidArgument {
+                name: "cleaner_backoff",
+                reason: format!(
+                    "must be at most {MAX_CLEANER_BACKOFF:?}, got {:?}",
+                    self.cleaner_backoff
+                ),
             });
         }
         if self.io_threads == 0 {

@@ -105,3 +105,34 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() 
     // Records of the first segments were removed.
     assert!(by_key.values().map(Vec::len).sum::<usize>() < 600);
 }
+
+#[test]
+fn cleaner_settings_out_of_range_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = |builder: nanokafka::NanoKafkaBuilder| match builder.build() {
+        Err(nanokafka::Error::InvalidArgument { name, .. }) => name,
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    };
+    let builder = || NanoKafka::builder().data_dir(dir.path());
+    assert_eq!(
+        refused(builder().cleaner_backoff(Duration::ZERO)),
+        "cleaner_backoff"
+    );
+    let too_long = nanokafka::MAX_CLEANER_BACKOFF + Duration::from_millis(1);
+    assert_eq!(
+        refused(builder().cleaner_backoff(too_long)),
+        "cleaner_backoff"
+    );
+    let range = nanokafka::CLEANER_KEY_MAP_BYTES;
+    for bytes in [0, range.start() - 1, range.end() + 1, usize::MAX] {
+        let name = refused(builder().cleaner_key_map_bytes(bytes));
+        assert_eq!(name, "cleaner_key_map_bytes", "{bytes}");
+    }
+    // Nothing was started: the directory opens at once, at the limits.
+    let broker = builder()
+        .cleaner_backoff(nanokafka::MAX_CLEANER_BACKOFF)
+        .cleaner_key_map_bytes(*range.start())
+        .build()
+        .unwrap();
+    broker.shutdown().unwrap();
+}
