@@ -5,7 +5,7 @@
 use crate::common::{batches, segment_files};
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nanokafka::internals::storage::recovery::RecoveryReport;
 use nanokafka::internals::storage::{AppendRecord, LogConfig, PartitionLog, StorageError};
@@ -178,33 +178,49 @@ fn a_flipped_base_offset_damages_that_batch_alone_and_cuts_nothing() {
     }
 }
 
+/// A log of 1,000 one-record batches in 64 KiB segments, closed: its first segment (sealed)
+/// and the position of the batch at offset 500 in it.
+fn sealed_segment_of_1000_batches(dir: &Path) -> (LogConfig, PathBuf, u64) {
+    let config = LogConfig {
+        segment_bytes: 64 << 10,
+        ..LogConfig::default()
+    };
+    let mut log = PartitionLog::open(dir, config, NOW).unwrap().0;
+    for offset in 0..1000 {
+        append_batch(&mut log, offset..offset + 1);
+    }
+    log.close().unwrap();
+    let segments = segment_files(dir);
+    assert!(segments.len() > 1, "the batch is in a sealed segment");
+    let segment = segments[0].clone();
+    assert!(
+        batches(&segment).len() > 600,
+        "offset 600 is still in the first segment"
+    );
+    let (position, _) = batches(&segment)[500];
+    (config, segment, position)
+}
+
+/// Reopens the log (scanning the segment: its index is removed) and checks that the batch
+/// at offset 500 is damage alone: reported, unreadable, the records after it served.
+fn assert_batch_500_is_damage(dir: &Path, config: LogConfig, segment: &Path, position: u64) {
+    fs::remove_file(segment.with_extension("index")).unwrap(); // the open scans
+    let (mut log, report) = PartitionLog::open(dir, config, NOW).unwrap();
+    assert!(report.truncations.is_empty(), "{report:?}");
+    assert_eq!(kept(&report), vec![(position, 500, Some(501))]);
+    assert_corrupt_at(&mut log, 500, segment, position);
+    assert_eq!(read_from(&mut log, 501), expected(501..1000));
+}
+
 /// In a sealed segment a batch may start past the offset expected (the log cleaner removes
 /// whole batches), but never past the next segment's base: a base offset damaged that far
 /// is damage, as in the active segment.
 #[test]
 fn a_base_offset_flipped_past_the_next_segment_in_a_sealed_segment_is_damage() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig {
-        segment_bytes: 64 << 10,
-        ..LogConfig::default()
-    };
-    let mut log = PartitionLog::open(dir.path(), config, NOW).unwrap().0;
-    for offset in 0..1000 {
-        append_batch(&mut log, offset..offset + 1);
-    }
-    log.close().unwrap();
-    let segments = segment_files(dir.path());
-    assert!(segments.len() > 1, "the batch is in a sealed segment");
-    let segment = segments[0].clone();
-    let (position, _) = batches(&segment)[500];
+    let (config, segment, position) = sealed_segment_of_1000_batches(dir.path());
     flip_byte(&segment, position + 4);
-    fs::remove_file(segment.with_extension("index")).unwrap(); // the open scans
-
-    let (mut log, report) = PartitionLog::open(dir.path(), config, NOW).unwrap();
-    assert!(report.truncations.is_empty(), "{report:?}");
-    assert_eq!(kept(&report), vec![(position, 500, Some(501))]);
-    assert_corrupt_at(&mut log, 500, &segment, position);
-    assert_eq!(read_from(&mut log, 501), expected(501..1000));
+    assert_batch_500_is_damage(dir.path(), config, &segment, position);
 }
 
 /// In a sealed segment of a log the cleaner never cleaned, a batch that starts past the
@@ -214,29 +230,9 @@ fn a_base_offset_flipped_past_the_next_segment_in_a_sealed_segment_is_damage() {
 #[test]
 fn a_base_offset_moved_forward_within_a_sealed_segment_of_a_log_never_cleaned_is_damage() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LogConfig {
-        segment_bytes: 64 << 10,
-        ..LogConfig::default()
-    };
-    let mut log = PartitionLog::open(dir.path(), config, NOW).unwrap().0;
-    for offset in 0..1000 {
-        append_batch(&mut log, offset..offset + 1);
-    }
-    log.close().unwrap();
-    let segments = segment_files(dir.path());
-    assert!(segments.len() > 1, "the batch is in a sealed segment");
-    let segment = segments[0].clone();
-    let in_segment = batches(&segment).len() as u64;
-    assert!(in_segment > 600, "offset 600 is still in the first segment");
-    let (position, _) = batches(&segment)[500];
+    let (config, segment, position) = sealed_segment_of_1000_batches(dir.path());
     let mut bytes = fs::read(&segment).unwrap();
     bytes[position as usize..position as usize + 8].copy_from_slice(&600i64.to_be_bytes());
     fs::write(&segment, bytes).unwrap();
-    fs::remove_file(segment.with_extension("index")).unwrap(); // the open scans
-
-    let (mut log, report) = PartitionLog::open(dir.path(), config, NOW).unwrap();
-    assert!(report.truncations.is_empty(), "{report:?}");
-    assert_eq!(kept(&report), vec![(position, 500, Some(501))]);
-    assert_corrupt_at(&mut log, 500, &segment, position);
-    assert_eq!(read_from(&mut log, 501), expected(501..1000));
+    assert_batch_500_is_damage(dir.path(), config, &segment, position);
 }
