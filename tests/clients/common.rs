@@ -50,9 +50,13 @@ impl Broker {
 
     /// A new broker on a free port whose clock moves only when the test moves it.
     pub fn start_with_clock(clock: ManualClock) -> Broker {
+        Broker::start_with(|builder| builder.clock(Arc::new(clock)))
+    }
+
+    /// A new broker whose builder `configure` sets more on (the listener is already set).
+    pub fn start_with(configure: impl FnOnce(NanoKafkaBuilder) -> NanoKafkaBuilder) -> Broker {
         let dir = tempfile::tempdir().unwrap();
-        let broker = builder(dir.path(), "127.0.0.1:0")
-            .clock(Arc::new(clock))
+        let broker = configure(builder(dir.path(), "127.0.0.1:0"))
             .build()
             .unwrap();
         Broker::with(broker, dir)
