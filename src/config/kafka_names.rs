@@ -162,28 +162,6 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
     ]
 }
 
-/// The compaction settings, whose defaults here are Kafka's own.
-#[cfg(feature = "kafka")]
-const COMPACTION_SETTINGS: [&str; 4] = [
-    "delete.retention.ms",
-    "min.compaction.lag.ms",
-    "max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio",
-];
-
-/// The configs a topic with `config` is created with on a Kafka cluster, in Kafka's names
-/// and units: every one [`describe`] reports, except the compaction settings left at their
-/// defaults (those are Kafka's defaults too, so the cluster's own broker-wide settings are
-/// left to apply, as they would to a topic created by Kafka's tools).
-#[cfg(feature = "kafka")]
-pub fn for_cluster(config: &TopicConfig) -> Vec<(&'static str, String)> {
-    describe(config)
-        .into_iter()
-        .filter(|e| !(e.is_default && COMPACTION_SETTINGS.contains(&e.name)))
-        .map(|e| (e.name, e.value))
-        .collect()
-}
-
 /// Sets the Kafka config `name` to `value` (`None`: the default) in `config`. The values'
 /// ranges are checked afterwards by `TopicConfig::validate`.
 ///
@@ -474,37 +452,5 @@ mod tests {
         assert!(empty.unwrap_err().contains("empty"));
         assert!(change_list(&mut config, "retention.ms", ListOp::Append, "1").is_err());
         assert_eq!(config.cleanup_policy, CleanupPolicy::Compact);
-    }
-
-    #[cfg(feature = "kafka")]
-    #[test]
-    fn a_cluster_gets_the_policy_always_and_the_compaction_settings_when_set() {
-        let names = |config: &TopicConfig| -> Vec<&'static str> {
-            for_cluster(config)
-                .into_iter()
-                .map(|(name, _)| name)
-                .collect()
-        };
-        let default = names(&TopicConfig::default());
-        assert!(default.contains(&"cleanup.policy"), "{default:?}");
-        for setting in COMPACTION_SETTINGS {
-            assert!(!default.contains(&setting), "{default:?}");
-        }
-        let compacted = TopicConfig::default()
-            .cleanup_policy(CleanupPolicy::Compact)
-            .max_compaction_lag_ms(60_000);
-        let sent = for_cluster(&compacted);
-        assert!(
-            sent.contains(&("cleanup.policy", "compact".to_owned())),
-            "{sent:?}"
-        );
-        assert!(
-            sent.contains(&("max.compaction.lag.ms", "60000".to_owned())),
-            "{sent:?}"
-        );
-        assert!(
-            !sent.iter().any(|(name, _)| *name == "delete.retention.ms"),
-            "{sent:?}"
-        );
     }
 }

@@ -53,7 +53,7 @@ impl KafkaBackend {
                 "Kafka has no max_size or retention by record count: ignored for this topic"
             );
         }
-        let entries = kafka_names::for_cluster(config);
+        let entries = for_cluster(config);
         let partitions = i32::try_from(config.partitions).unwrap_or(i32::MAX);
         let new = entries.iter().fold(
             NewTopic::new(topic, partitions, TopicReplication::Fixed(-1)),
@@ -408,4 +408,61 @@ fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
         set.push(("min.cleanable.dirty.ratio", ratio.to_string()));
     }
     set
+}
+
+/// The compaction settings, whose defaults here are Kafka's own.
+const COMPACTION_SETTINGS: [&str; 4] = [
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+];
+
+/// The configs a topic with `config` is created with on a Kafka cluster, in Kafka's names
+/// and units: every one [`kafka_names::describe`] reports, except the compaction settings left at their
+/// defaults (those are Kafka's defaults too, so the cluster's own broker-wide settings are
+/// left to apply, as they would to a topic created by Kafka's tools).
+pub(crate) fn for_cluster(config: &TopicConfig) -> Vec<(&'static str, String)> {
+    kafka_names::describe(config)
+        .into_iter()
+        .filter(|e| !(e.is_default && COMPACTION_SETTINGS.contains(&e.name)))
+        .map(|e| (e.name, e.value))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CleanupPolicy;
+
+    #[test]
+    fn a_cluster_gets_the_policy_always_and_the_compaction_settings_when_set() {
+        let names = |config: &TopicConfig| -> Vec<&'static str> {
+            for_cluster(config)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        let default = names(&TopicConfig::default());
+        assert!(default.contains(&"cleanup.policy"), "{default:?}");
+        for setting in COMPACTION_SETTINGS {
+            assert!(!default.contains(&setting), "{default:?}");
+        }
+        let compacted = TopicConfig::default()
+            .cleanup_policy(CleanupPolicy::Compact)
+            .max_compaction_lag_ms(60_000);
+        let sent = for_cluster(&compacted);
+        assert!(
+            sent.contains(&("cleanup.policy", "compact".to_owned())),
+            "{sent:?}"
+        );
+        assert!(
+            sent.contains(&("max.compaction.lag.ms", "60000".to_owned())),
+            "{sent:?}"
+        );
+        assert!(
+            !sent.iter().any(|(name, _)| *name == "delete.retention.ms"),
+            "{sent:?}"
+        );
+    }
 }

@@ -27,6 +27,7 @@
 //! the backends differ") lists each difference and the test that shows it.
 
 mod admin;
+pub(crate) use admin::for_cluster;
 pub(crate) mod client;
 pub(crate) mod consumer_member;
 mod flat;

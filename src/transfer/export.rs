@@ -23,7 +23,6 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::checkpoint::{first_mark, resume_offset, ExportCheckpoint, PartitionMark, SourceBounds};
 use super::source::{each_record, Source, SourceRecord, SourceTopic};
 use super::{refused, ExportOptions, Progress, TransferSummary};
-use crate::config::kafka_names;
 use crate::config::{Backpressure, TimestampType, TopicConfig};
 use crate::error::{Error, Result};
 use crate::kafka::client::{self, kafka_error};
@@ -277,7 +276,7 @@ fn notes(topic: &str, config: &TopicConfig) -> Vec<String> {
 /// suits one machine, the cluster's own default suits the cluster.
 fn kafka_configs(config: &TopicConfig) -> Vec<(&'static str, String)> {
     let default_segment = TopicConfig::default().segment_bytes.to_string();
-    kafka_names::for_cluster(config)
+    crate::kafka::for_cluster(config)
         .into_iter()
         .filter(|(name, value)| !(*name == "segment.bytes" && *value == default_segment))
         .collect()
