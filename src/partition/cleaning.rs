@@ -47,6 +47,10 @@ impl Partition {
     /// # Errors
     /// `Io` when a segment cannot be opened for the pass.
     pub fn cleaning_due(&self, plan: &CleaningPlan, now_ms: u64) -> Result<Option<LogSnapshot>> {
+        // Most checks find nothing new sealed since the last pass: no file is opened then.
+        if !self.log.has_dirty_sealed_segment() {
+            return Ok(None);
+        }
         let end = self.log.log_end_offset();
         let Some(snapshot) = self.log.cleaning_snapshot(end, &plan.cleaner, now_ms)? else {
             return Ok(None);

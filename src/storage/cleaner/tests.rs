@@ -287,6 +287,31 @@ fn a_tombstone_stays_for_delete_retention_after_its_first_cleaning_then_goes() {
         .any(|r| r.1.as_deref() == Some(b"kept")));
 }
 
+/// The check a broker makes before each pass (without opening a file): a sealed segment
+/// holds offsets no pass of this open has cleaned.
+#[test]
+fn a_dirty_sealed_segment_is_seen_until_a_pass_cleans_to_the_active_segment() {
+    let (_sim, fs) = sim(1);
+    let mut log = open(&fs);
+    write_rounds(&mut log, 2, 4);
+    assert!(!log.has_dirty_sealed_segment(), "only the active segment");
+    write_rounds(&mut log, 40, 4);
+    assert!(
+        log.has_dirty_sealed_segment(),
+        "sealed segments, never cleaned"
+    );
+    clean(&mut log, policy(1000), NOW);
+    assert!(
+        !log.has_dirty_sealed_segment(),
+        "cleaned up to the active segment"
+    );
+    let segments = log.segment_count();
+    while log.segment_count() == segments {
+        write_rounds(&mut log, 1, 4);
+    }
+    assert!(log.has_dirty_sealed_segment(), "the segment a roll sealed");
+}
+
 #[test]
 fn the_active_segment_is_never_cleaned() {
     let (sim, fs) = sim(3);

@@ -10,6 +10,17 @@ use crate::storage::cleaner::{
 use crate::storage::segment::{SegmentPaths, StepOver};
 
 impl PartitionLog {
+    /// Whether a sealed segment holds offsets no pass of this open has cleaned: what a pass
+    /// needs, checked without opening a file (before
+    /// [`PartitionLog::cleaning_snapshot`], which opens every cleanable segment).
+    pub fn has_dirty_sealed_segment(&self) -> bool {
+        let first_dirty = self.first_dirty_offset.max(self.log_start_offset);
+        self.segments
+            .keys()
+            .next_back()
+            .is_some_and(|&active_base| first_dirty < active_base)
+    }
+
     /// What a cleaning pass may clean now: the sealed segments from the one holding the log
     /// start on, each ending at or below `first_uncleanable_offset` and holding nothing newer
     /// than `policy.min_compaction_lag_ms` before `now_ms` (by its largest timestamp, as
