@@ -137,10 +137,6 @@ pub(crate) struct PartitionMetrics {
     fetched_bytes: Counter,
     append_seconds: Histogram,
     fsync_seconds: Histogram,
-    cleaner_read: Counter,
-    cleaner_written: Counter,
-    cleaner_removed: Counter,
-    cleaner_dirty: Gauge,
     /// `fdatasync`s of the log since the actor was made (restarts included), for
     /// `PartitionStats::fsyncs`: counted here whatever recorder is installed.
     fsyncs: Arc<AtomicU64>,
@@ -156,10 +152,6 @@ impl Default for PartitionMetrics {
             fetched_bytes: Counter::noop(),
             append_seconds: Histogram::noop(),
             fsync_seconds: Histogram::noop(),
-            cleaner_read: Counter::noop(),
-            cleaner_written: Counter::noop(),
-            cleaner_removed: Counter::noop(),
-            cleaner_dirty: Gauge::noop(),
             fsyncs: Arc::default(),
         }
     }
@@ -178,10 +170,6 @@ impl PartitionMetrics {
             fetched_bytes: counter!(FETCHED_BYTES, &labels),
             append_seconds: histogram!(APPEND_SECONDS, &labels),
             fsync_seconds: histogram!(FSYNC_SECONDS, &labels),
-            cleaner_read: counter!(CLEANER_READ_BYTES, &labels),
-            cleaner_written: counter!(CLEANER_WRITTEN_BYTES, &labels),
-            cleaner_removed: counter!(CLEANER_REMOVED_RECORDS, &labels),
-            cleaner_dirty: gauge!(CLEANER_DIRTY_RATIO, &labels),
             fsyncs: Arc::default(),
         }
     }
@@ -205,15 +193,6 @@ impl PartitionMetrics {
     pub fn fsync_took(&self, took: Duration) {
         self.fsync_seconds.record(took);
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A cleaning pass swapped in: it read and wrote these bytes, removed these records,
-    /// and left this dirty ratio.
-    pub fn cleaned(&self, (read, written): (u64, u64), removed: u64, dirty_ratio: f64) {
-        self.cleaner_read.increment(read);
-        self.cleaner_written.increment(written);
-        self.cleaner_removed.increment(removed);
-        self.cleaner_dirty.set(dirty_ratio);
     }
 
     /// `fdatasync`s recorded with [`PartitionMetrics::fsync_took`] so far.
@@ -284,4 +263,38 @@ pub(crate) fn connection_accepted() {
 /// A connection opened (`1.0`) or closed (`-1.0`).
 pub(crate) fn connections_open_changed(by: f64) {
     gauge!(LISTENER_CONNECTIONS).increment(by);
+}
+
+/// The log cleaner's handles of one partition, made at its first pass (so a partition of a
+/// topic that is not compacted exports none of them).
+#[derive(Debug, Clone)]
+pub(crate) struct CleanerMetrics {
+    read: Counter,
+    written: Counter,
+    removed: Counter,
+    dirty: Gauge,
+}
+
+impl CleanerMetrics {
+    pub fn new(topic: &str, partition: u32) -> Self {
+        let labels = [
+            ("topic", topic.to_owned()),
+            ("partition", partition.to_string()),
+        ];
+        CleanerMetrics {
+            read: counter!(CLEANER_READ_BYTES, &labels),
+            written: counter!(CLEANER_WRITTEN_BYTES, &labels),
+            removed: counter!(CLEANER_REMOVED_RECORDS, &labels),
+            dirty: gauge!(CLEANER_DIRTY_RATIO, &labels),
+        }
+    }
+
+    /// A pass swapped in: it read and wrote these bytes, removed these records, and left
+    /// this dirty ratio.
+    pub fn cleaned(&self, (read, written): (u64, u64), removed: u64, dirty_ratio: f64) {
+        self.read.increment(read);
+        self.written.increment(written);
+        self.removed.increment(removed);
+        self.dirty.set(dirty_ratio);
+    }
 }

@@ -37,7 +37,7 @@ use super::BrokerSettings;
 use crate::config::{FsyncPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::StartFrom;
-use crate::metrics::{LagGauges, PartitionMetrics};
+use crate::metrics::{CleanerMetrics, LagGauges, PartitionMetrics};
 use crate::partition::{CleaningPlan, Fetched, Partition};
 use crate::produce_queue::{AppendAnswer, Offered, ProduceQueue, Produced};
 use crate::storage::data_dir::partition_dir;
@@ -367,6 +367,8 @@ pub struct PartitionActor {
     cleaning: Option<CleaningPlan>,
     /// A cleaning pass of this partition runs on the cleaner thread.
     cleaning_in_flight: bool,
+    /// The cleaner's metrics, made at the first pass.
+    cleaner_metrics: Option<CleanerMetrics>,
 }
 
 impl PartitionActor {
@@ -407,6 +409,7 @@ impl PartitionActor {
             timers: Vec::new(),
             cleaning: CleaningPlan::for_topic(config, settings_key_map),
             cleaning_in_flight: false,
+            cleaner_metrics: None,
         }
     }
 

@@ -11,6 +11,7 @@
 use actix::prelude::*;
 
 use super::{PartitionActor, Slot};
+use crate::metrics::CleanerMetrics;
 use crate::storage::cleaner::{Cleaner, Prepared};
 use crate::storage::StorageError;
 
@@ -81,7 +82,11 @@ impl Handler<CleaningPrepared> for PartitionActor {
             Ok(stats) => {
                 let bytes = (stats.bytes_read, stats.bytes_written);
                 let dirty = stats.dirty_ratio_after;
-                self.metrics.cleaned(bytes, stats.records_removed, dirty);
+                let (topic, partition) = (&self.topic, self.partition);
+                let metrics = self
+                    .cleaner_metrics
+                    .get_or_insert_with(|| CleanerMetrics::new(topic, partition));
+                metrics.cleaned(bytes, stats.records_removed, dirty);
                 tracing::debug!(partition = %self.name(), ?stats, "cleaning pass swapped in");
                 if !stats.done && !stats.abandoned {
                     self.clean_if_due(ctx);

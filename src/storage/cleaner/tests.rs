@@ -160,6 +160,15 @@ pub(super) fn for_each_record(
 }
 
 /// Runs passes until the dirty section is cleaned; returns the passes' stats.
+/// One pass over everything cleanable now, prepared but not swapped in.
+fn prepare_pass(log: &PartitionLog, policy: CleanerPolicy) -> Prepared {
+    let snapshot = log
+        .cleaning_snapshot(log.log_end_offset(), &policy, NOW)
+        .unwrap()
+        .expect("something to clean");
+    Cleaner::new(policy).prepare(&snapshot, NOW).unwrap()
+}
+
 pub(super) fn clean(
     log: &mut PartitionLog,
     policy: CleanerPolicy,
@@ -488,12 +497,7 @@ fn a_pass_whose_segment_retention_removed_is_abandoned_and_leaves_no_file() {
     let (_sim, fs) = sim(8);
     let mut log = open(&fs);
     write_rounds(&mut log, 30, 4);
-    let policy = policy(1000);
-    let snapshot = log
-        .cleaning_snapshot(log.log_end_offset(), &policy, NOW)
-        .unwrap()
-        .unwrap();
-    let prepared = Cleaner::new(policy).prepare(&snapshot, NOW).unwrap();
+    let prepared = prepare_pass(&log, policy(1000));
     let mut retention = *log.config();
     retention.retention.records = Some(20);
     log.set_retention(retention.retention, retention.timestamp_type);
@@ -579,12 +583,7 @@ fn a_pass_for_a_log_opened_again_since_is_abandoned() {
     let (_sim, fs) = sim(12);
     let mut log = open(&fs);
     write_rounds(&mut log, 30, 4);
-    let policy = policy(1000);
-    let snapshot = log
-        .cleaning_snapshot(log.log_end_offset(), &policy, NOW)
-        .unwrap()
-        .unwrap();
-    let prepared = Cleaner::new(policy).prepare(&snapshot, NOW).unwrap();
+    let prepared = prepare_pass(&log, policy(1000));
     let before = read_all(&mut log);
     log.close().unwrap();
     let (mut log, report) = PartitionLog::open_with(&fs, Path::new(DIR), config(), NOW).unwrap();
