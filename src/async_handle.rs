@@ -126,6 +126,35 @@ impl AsyncNanoKafka {
         }
     }
 
+    /// Runs `task` in the background until it ends: on the broker's thread (embedded), or
+    /// on the Kafka backend's runtime.
+    ///
+    /// # Errors
+    /// `BrokerStopped` when the broker is gone.
+    pub(crate) async fn spawn_task(
+        &self,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        match self.engine()? {
+            Engine::Embedded(e) => e
+                .addr
+                .send(crate::actors::broker::RunTask(Box::pin(task)))
+                .await
+                .map_err(|_| Error::BrokerStopped),
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => {
+                k.spawn(task);
+                Ok(())
+            }
+        }
+    }
+
+    /// A handle to the same broker that keeps nothing running: for a background task of
+    /// this handle's, which must not keep the broker open by itself.
+    pub(crate) fn detached(&self) -> AsyncNanoKafka {
+        AsyncNanoKafka::new(self.engine.clone())
+    }
+
     /// Which backend serves this handle's calls.
     pub fn backend(&self) -> Backend {
         match &self.engine {
@@ -345,6 +374,19 @@ impl AsyncNanoKafka {
     ) -> Result<Delivery> {
         let mut batch = RecordBatch::with_capacity(1, key.map_or(0, <[u8]>::len) + value.len());
         crate::trace::push_raw(&mut batch, key, &value, &[]);
+        self.produce_one(topic, batch).await
+    }
+
+    /// Produces a tombstone: `key` with Kafka's null value, to the partition Kafka's
+    /// partitioner picks for the key. On a compacted topic it deletes the key (see
+    /// [`crate::CleanupPolicy`]); elsewhere it is a record like any other, whose value reads
+    /// as empty bytes. It carries no headers.
+    ///
+    /// # Errors
+    /// As [`crate::messages::Produce`].
+    pub async fn produce_tombstone(&self, topic: &str, key: &[u8]) -> Result<Delivery> {
+        let mut batch = RecordBatch::with_capacity(1, key.len());
+        batch.push_tombstone(key);
         self.produce_one(topic, batch).await
     }
 

@@ -220,6 +220,21 @@ impl TopicConfig {
         self
     }
 
+    /// [`TopicConfig::delete_retention_ms`] as a `Duration` (whole milliseconds, saturating).
+    pub fn delete_retention(self, keep: std::time::Duration) -> Self {
+        self.delete_retention_ms(duration_ms(keep))
+    }
+
+    /// [`TopicConfig::min_compaction_lag_ms`] as a `Duration`.
+    pub fn min_compaction_lag(self, lag: std::time::Duration) -> Self {
+        self.min_compaction_lag_ms(duration_ms(lag))
+    }
+
+    /// [`TopicConfig::max_compaction_lag_ms`] as a `Duration`.
+    pub fn max_compaction_lag(self, lag: std::time::Duration) -> Self {
+        self.max_compaction_lag_ms(duration_ms(lag))
+    }
+
     /// Sets the dirty share at which the cleaner takes the log on.
     pub fn min_cleanable_dirty_ratio(mut self, ratio: DirtyRatio) -> Self {
         self.min_cleanable_dirty_ratio = ratio;
@@ -421,6 +436,11 @@ pub fn validate_id(kind: &'static str, id: &str) -> Result<()> {
     }
 }
 
+/// Whole milliseconds of `d`, `u64::MAX` past it.
+fn duration_ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,6 +454,18 @@ mod tests {
         assert_eq!(c.retention_size, None);
         assert_eq!(c.backpressure, Backpressure::Block);
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn the_duration_setters_set_the_millisecond_fields() {
+        use std::time::Duration;
+        let c = TopicConfig::default()
+            .delete_retention(Duration::from_secs(60))
+            .min_compaction_lag(Duration::from_millis(1500))
+            .max_compaction_lag(Duration::MAX);
+        assert_eq!(c.delete_retention_ms, 60_000);
+        assert_eq!(c.min_compaction_lag_ms, 1500);
+        assert_eq!(c.max_compaction_lag_ms, Some(u64::MAX));
     }
 
     #[test]

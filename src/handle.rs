@@ -206,6 +206,15 @@ impl NanoKafka {
         self.call(self.handle.produce_raw(topic, key, value))
     }
 
+    /// [`AsyncNanoKafka::produce_tombstone`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::produce_tombstone`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn produce_tombstone(&self, topic: &str, key: &[u8]) -> Result<Delivery> {
+        self.call(self.handle.produce_tombstone(topic, key))
+    }
+
     /// [`AsyncNanoKafka::produce_with_headers`], blocking this thread until it answers.
     ///
     /// # Errors

@@ -82,6 +82,7 @@ mod routing;
 mod spin;
 mod storage;
 mod stream;
+mod table;
 mod topic;
 pub mod trace;
 #[cfg(feature = "kafka")]
@@ -112,6 +113,7 @@ pub use root::{
 };
 pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamOptions};
+pub use table::{LogTable, Table, TableChange, TableKey};
 pub use topic::{BlockingTopic, Topic};
 pub use types::{
     encode, Backend, BrokerStats, CleanerSummary, ConsumerBatch, Delivery, GroupStats, Header,

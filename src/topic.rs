@@ -194,6 +194,11 @@ impl<T> Topic<T> {
         &self.name
     }
 
+    /// The handle the topic's calls go through.
+    pub(crate) fn handle(&self) -> &AsyncNanoKafka {
+        &self.handle
+    }
+
     /// The same topic, whose subscribers read the payloads as `T` whatever type the topic
     /// records: for a struct with a subset of the fields, or another version of the type.
     pub fn accept_any_payload_type(self) -> Self {

@@ -157,6 +157,16 @@ impl RecordBatch {
     }
 }
 
+/// A record as a [`crate::Table`] reads it: its place, key and value (`None`: a tombstone,
+/// Kafka's null value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableRecord {
+    pub partition: u32,
+    pub offset: u64,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+}
+
 /// What a `Consumer` poll returns: records and the member's current assignment (a new
 /// generation tells the consumer to drop its positions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -78,7 +78,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("backend", &["kafka"]),
     ("async handle", &["async_handle"]),
     ("listener", &["listener"]),
-    ("handles", &["handle", "consumer", "stream", "topic"]),
+    (
+        "handles",
+        &["handle", "consumer", "stream", "topic", "table"],
+    ),
     ("composition root", &["root"]),
     ("tools", &["transfer"]),
 ];

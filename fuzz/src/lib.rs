@@ -92,7 +92,13 @@ pub fn native_batch(base_offset: u64, records: &[Record], timestamp_ms: u64) -> 
             .iter()
             .map(|(k, v)| (k.as_slice(), v.as_deref()))
             .collect();
-        format::encode_record(&mut batch, delta, r.key.as_deref(), &r.value, &headers);
+        format::encode_record(
+            &mut batch,
+            delta,
+            r.key.as_deref(),
+            Some(&r.value),
+            &headers,
+        );
     }
     format::seal_native(
         &mut batch,

@@ -161,6 +161,23 @@ impl Handler<CreateTopic> for BrokerActor {
     }
 }
 
+/// Runs a task of a handle on the broker's thread, as a task of its own (a panic in it ends
+/// that task only), until it ends or the broker's system stops: a [`crate::Table`]'s
+/// follower, which a blocking handle's caller has no runtime to run.
+pub(crate) struct RunTask(pub std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>);
+
+impl Message for RunTask {
+    type Result = ();
+}
+
+impl Handler<RunTask> for BrokerActor {
+    type Result = ();
+
+    fn handle(&mut self, task: RunTask, _: &mut Context<Self>) {
+        actix::spawn(task.0);
+    }
+}
+
 impl Handler<AllocateProducerId> for BrokerActor {
     type Result = Result<i64>;
 

@@ -35,6 +35,7 @@ pub(crate) mod member;
 mod produce;
 pub(crate) mod stream_member;
 pub(crate) mod subscription;
+pub(crate) mod table_reader;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -238,6 +239,11 @@ impl KafkaBackend {
             true => Err(Error::BrokerStopped),
             false => Ok(()),
         }
+    }
+
+    /// Runs `task` on the backend's runtime (a table's follower), until it ends.
+    pub(crate) fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.runtime.spawn(task);
     }
 
     pub(crate) fn config(&self) -> &KafkaConfig {

@@ -138,7 +138,14 @@ impl RecordBatch {
 
     /// Adds a record of raw bytes. Sizes are checked when the batch is produced.
     pub fn push_raw(&mut self, key: Option<&[u8]>, value: &[u8]) {
-        self.push_record(key, value, &[]);
+        self.push_record(key, Some(value), &[]);
+    }
+
+    /// Adds a tombstone: `key` with Kafka's null value. On a compacted topic it deletes the
+    /// key: the cleaner removes the key's older records, and the tombstone itself once its
+    /// delete horizon (`delete_retention_ms` after its segment was cleaned) has passed.
+    pub fn push_tombstone(&mut self, key: &[u8]) {
+        self.push_record(Some(key), None, &[]);
     }
 
     /// Adds a record of raw bytes with headers (`(key, value)`; a `None` value is Kafka's
@@ -149,7 +156,7 @@ impl RecordBatch {
         value: &[u8],
         headers: &[HeaderRef<'_>],
     ) {
-        self.push_record(key, value, headers);
+        self.push_record(key, Some(value), headers);
     }
 
     /// Adds a record whose value `write_value` appends to the buffer it is given. When it
@@ -164,15 +171,15 @@ impl RecordBatch {
         value.clear();
         let written = write_value(&mut value);
         if written.is_ok() {
-            self.push_record(key, &value, headers);
+            self.push_record(key, Some(&value), headers);
         }
         self.scratch = value;
         written
     }
 
-    fn push_record(&mut self, key: Option<&[u8]>, value: &[u8], headers: &[HeaderRef<'_>]) {
+    fn push_record(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, headers: &[HeaderRef<'_>]) {
         let payload_len = key.map_or(0, <[u8]>::len)
-            + value.len()
+            + value.map_or(0, <[u8]>::len)
             + headers
                 .iter()
                 .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))

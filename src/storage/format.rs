@@ -553,7 +553,7 @@ fn update_crc(batch: &mut [u8]) {
 pub fn record_len(
     offset_delta: u32,
     key: Option<&[u8]>,
-    value_len: usize,
+    value_len: Option<usize>,
     headers: &[(&[u8], Option<&[u8]>)],
 ) -> usize {
     let body = record_body_len(offset_delta, key, value_len, headers);
@@ -564,13 +564,13 @@ pub fn record_len(
 fn record_body_len(
     offset_delta: u32,
     key: Option<&[u8]>,
-    value_len: usize,
+    value_len: Option<usize>,
     headers: &[(&[u8], Option<&[u8]>)],
 ) -> usize {
     1 + 1 // attributes, timestamp delta 0
         + varint_len(i64::from(offset_delta))
         + bytes_len(key.map(<[u8]>::len))
-        + bytes_len(Some(value_len))
+        + bytes_len(value_len)
         + varint_len(headers.len() as i64)
         + headers
             .iter()
@@ -579,18 +579,18 @@ fn record_body_len(
 }
 
 /// Appends a record with timestamp delta 0 (native records are stamped by their batch) to
-/// `buf`.
+/// `buf`. A `None` value is Kafka's null value (a tombstone).
 pub fn encode_record(
     buf: &mut Vec<u8>,
     offset_delta: u32,
     key: Option<&[u8]>,
-    value: &[u8],
+    value: Option<&[u8]>,
     headers: &[(&[u8], Option<&[u8]>)],
 ) {
-    let body = record_body_len(offset_delta, key, value.len(), headers);
+    let body = record_body_len(offset_delta, key, value.map(<[u8]>::len), headers);
     append_record(buf, body, offset_delta, |room, at| {
         let mut at = put_bytes_at(room, at, key);
-        at = put_bytes_at(room, at, Some(value));
+        at = put_bytes_at(room, at, value);
         at = put_varint_at(room, at, headers.len() as i64);
         for (k, v) in headers {
             at = put_bytes_at(room, at, Some(k));

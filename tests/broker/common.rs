@@ -4,6 +4,8 @@ use nanokafka::NanoKafka;
 
 #[path = "../common/client_batch.rs"]
 pub mod client_batch;
+#[path = "../common/compacted.rs"]
+pub mod compacted;
 #[path = "../common/read.rs"]
 mod read;
 #[path = "../common/setup.rs"]

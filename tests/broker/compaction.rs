@@ -4,16 +4,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nanokafka::clock::ManualClock;
 use nanokafka::NanoKafka;
 
-#[path = "../common/compacted.rs"]
-mod compacted_topic;
-use compacted_topic::{compacted, produce_rounds, LAG_MS};
-
-const DEADLINE: Duration = Duration::from_secs(30);
+use crate::common::compacted::{compacted, produce_rounds, wait_for_cleaning, LAG_MS};
 
 /// Every record of partition 0 of `topic` from offset 0, as (offset, key, value).
 fn read_all(broker: &NanoKafka, topic: &str) -> Vec<(u64, String, String)> {
@@ -57,19 +53,8 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() 
     let written = produce_rounds(&broker, "prices");
     let log_end = 600;
     clock.advance(LAG_MS);
-    let deadline = Instant::now() + DEADLINE;
-    let stats = loop {
-        let partition = broker.stats().unwrap().topics["prices"].partitions[0].clone();
-        if let Some(cleaner) = partition.cleaner.filter(|c| c.passes > 0) {
-            break (partition, cleaner);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no cleaning pass within {DEADLINE:?}: {partition:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let (partition, cleaner) = stats;
+    let cleaner = wait_for_cleaning(&broker, "prices");
+    let partition = broker.stats().unwrap().topics["prices"].partitions[0].clone();
     assert_eq!(partition.log_end_offset, log_end, "offsets never move");
     assert!(cleaner.records_removed > 0, "{cleaner:?}");
 

@@ -14,6 +14,7 @@ mod compaction;
 mod kafka_batches;
 mod ordering;
 mod produce_batch;
+mod tables;
 mod test_basic;
 mod test_commit;
 mod test_retention;

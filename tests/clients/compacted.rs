@@ -6,14 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nanokafka::clock::ManualClock;
 use serde_json::Value;
 
 #[path = "../common/compacted.rs"]
 mod compacted_topic;
-use compacted_topic::{compacted, produce_rounds, LAG_MS};
+use compacted_topic::{compacted, produce_rounds, wait_for_cleaning, LAG_MS};
 
 use crate::clients;
 use crate::common::{args, unbase64, Broker, RUN};
@@ -79,15 +79,7 @@ fn confluent_reads_a_cleaned_compacted_topic_from_the_start_across_its_gaps() {
     let written = produce_rounds(&b.broker, "prices");
     // Every sealed segment becomes cleanable at once: one pass cleans them all.
     clock.advance(LAG_MS);
-    let deadline = Instant::now() + RUN;
-    let removed = loop {
-        let partition = b.broker.stats().unwrap().topics["prices"].partitions[0].clone();
-        match partition.cleaner {
-            Some(c) if c.passes > 0 => break c.records_removed,
-            _ => assert!(Instant::now() < deadline, "not cleaned: {partition:?}"),
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let removed = wait_for_cleaning(&b.broker, "prices").records_removed;
     assert!(removed > 0);
     let left = (600 - removed).to_string();
     let done = consume.run_json(

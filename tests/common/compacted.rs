@@ -37,3 +37,20 @@ pub fn produce_rounds(broker: &NanoKafka, topic: &str) -> BTreeMap<String, Vec<(
     }
     written
 }
+
+/// Waits (up to 30 s: a hang is a failure) until partition 0 of `topic` has had a cleaning
+/// pass that removed records; its cleaner summary then.
+pub fn wait_for_cleaning(broker: &NanoKafka, topic: &str) -> nanokafka::CleanerSummary {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let partition = broker.stats().unwrap().topics[topic].partitions[0].clone();
+        if let Some(cleaner) = partition.cleaner.filter(|c| c.records_removed > 0) {
+            return cleaner;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cleaning pass removed records within 30 s: {partition:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

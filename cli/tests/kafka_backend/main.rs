@@ -33,3 +33,4 @@ mod produce;
 mod records;
 mod stream;
 mod subscribe;
+mod tables;

@@ -6,7 +6,7 @@ use super::*;
 fn native_batch(base_offset: u64, records: &[(Option<&[u8]>, &[u8])]) -> Vec<u8> {
     let mut buf = vec![0u8; HEADER_LEN];
     for (i, (key, value)) in records.iter().enumerate() {
-        encode_record(&mut buf, i as u32, *key, value, &[(b"h", None)]);
+        encode_record(&mut buf, i as u32, *key, Some(value), &[(b"h", None)]);
     }
     seal_native(
         &mut buf,
@@ -170,13 +170,19 @@ fn varints_round_trip_at_their_edges() {
 #[test]
 fn record_len_is_what_encode_record_writes() {
     let headers: [(&[u8], Option<&[u8]>); 2] = [(b"trace", Some(b"abc")), (b"n", None)];
-    for (delta, key, value) in [(0u32, None, 0usize), (300, Some(&b"key"[..]), 200)] {
+    let cases = [
+        (0u32, None, Some(0usize)),
+        (300, Some(&b"key"[..]), Some(200)),
+        (7, Some(&b"gone"[..]), None),
+    ];
+    for (delta, key, value_len) in cases {
+        let value = value_len.map(|n| vec![7; n]);
         let mut buf = Vec::new();
-        encode_record(&mut buf, delta, key, &vec![7; value], &headers);
-        assert_eq!(buf.len(), record_len(delta, key, value, &headers));
+        encode_record(&mut buf, delta, key, value.as_deref(), &headers);
+        assert_eq!(buf.len(), record_len(delta, key, value_len, &headers));
         let record = parse_record(&buf).unwrap();
         assert_eq!((record.offset_delta, record.key), (delta, key));
-        assert_eq!(record.value, Some(&vec![7; value][..]));
+        assert_eq!(record.value, value.as_deref());
         assert_eq!(record.headers.iter().collect::<Vec<_>>(), headers);
         assert_eq!(record.encoded_len, buf.len());
     }
