@@ -521,13 +521,15 @@ mod tests {
             .retention_ms(None)
             .retention_bytes(Some(4096))
             .backpressure(Backpressure::Reject)
+            .segment_bytes(1 << 20)
             .apply_to(&current)
             .unwrap();
         let expected = TopicConfig::default()
             .partitions(3)
             .retention_bytes(4096)
             .max_size(10)
-            .backpressure(Backpressure::Reject);
+            .backpressure(Backpressure::Reject)
+            .segment_bytes(1 << 20);
         assert_eq!(next, expected);
         assert_eq!(TopicChanges::default().apply_to(&current).unwrap(), current);
         for partitions in [2, 1] {

@@ -320,9 +320,10 @@ impl Partition {
         (backlog >= max).then_some(backlog)
     }
 
-    /// Takes the altered settings of its topic: retention and timestamp type from
-    /// `log_config` (see [`PartitionLog::set_retention`]) and the backlog bound, then applies
-    /// retention as of `now_ms` (a lowered limit drops records at once).
+    /// Takes the altered settings of its topic: retention, timestamp type and segment size
+    /// from `log_config` (see [`PartitionLog::set_retention`] and
+    /// [`PartitionLog::set_segment_bytes`]) and the backlog bound, then applies retention as
+    /// of `now_ms` (a lowered limit drops records at once).
     ///
     /// # Errors
     /// As [`PartitionLog::enforce_retention`]; the new settings hold anyway.
@@ -334,6 +335,7 @@ impl Partition {
     ) -> Result<()> {
         self.log
             .set_retention(log_config.retention, log_config.timestamp_type);
+        self.log.set_segment_bytes(log_config.segment_bytes);
         self.max_size = max_size;
         self.enforce_retention(now_ms)
     }

@@ -16,7 +16,10 @@ use crate::error::{Error, Result};
 /// * The retention fields take `Some(None)` to remove the limit and `Some(Some(v))` to set
 ///   it; the running partitions apply a lowered limit at once (records beyond it go).
 /// * `max_size`, `backpressure` and `timestamp_type` apply to the next produce.
-/// * `segment_bytes` cannot be changed (existing segments were sized by it).
+/// * `segment_bytes` applies from the next append on, as Kafka's `segment.bytes`: the active
+///   segment rolls once the next batch would take it past the new size (at once when it is
+///   already larger), sealed segments keep their size, and the cleaner's passes group their
+///   output up to it.
 /// * `cleanup_policy` applies to the next produce (records without a key are refused once
 ///   it compacts) and to retention at once (a policy without `delete` stops it; one with
 ///   it applies the limits now). The compaction settings are stored for the cleaner.
@@ -31,6 +34,7 @@ pub struct TopicChanges {
     pub retention_ms: Option<Option<u64>>,
     pub backpressure: Option<Backpressure>,
     pub timestamp_type: Option<TimestampType>,
+    pub segment_bytes: Option<u64>,
     /// `Some(Some(name))` records a payload type name, `Some(None)` clears it.
     pub payload_type: Option<Option<String>>,
     pub cleanup_policy: Option<CleanupPolicy>,
@@ -81,6 +85,13 @@ impl TopicChanges {
     /// Sets whose clock record timestamps come from.
     pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
         self.timestamp_type = Some(timestamp_type);
+        self
+    }
+
+    /// Sets the size at which the partitions' segments roll, from their next append on
+    /// ([`crate::MIN_SEGMENT_BYTES`] to [`crate::MAX_SEGMENT_BYTES`]).
+    pub fn segment_bytes(mut self, bytes: u64) -> Self {
+        self.segment_bytes = Some(bytes);
         self
     }
 
@@ -162,6 +173,7 @@ impl TopicChanges {
             .unwrap_or(next.min_cleanable_dirty_ratio);
         next.backpressure = self.backpressure.unwrap_or(next.backpressure);
         next.timestamp_type = self.timestamp_type.unwrap_or(next.timestamp_type);
+        next.segment_bytes = self.segment_bytes.unwrap_or(next.segment_bytes);
         if let Some(payload_type) = &self.payload_type {
             next.payload_type.clone_from(payload_type);
         }

@@ -392,6 +392,9 @@ fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
     if let Some(t) = changes.timestamp_type {
         set.push(("message.timestamp.type", kafka_names::timestamp_type(t)));
     }
+    if let Some(bytes) = changes.segment_bytes {
+        set.push(("segment.bytes", bytes.to_string()));
+    }
     if let Some(policy) = changes.cleanup_policy {
         set.push(("cleanup.policy", policy.kafka_name().to_owned()));
     }

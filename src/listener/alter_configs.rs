@@ -1,7 +1,7 @@
 //! AlterConfigs (v0–2, topics): the older, whole-set form of IncrementalAlterConfigs, which
 //! librdkafka's Rust binding (and so the Kafka backend) uses. As in Kafka, the configs sent
-//! are the topic's whole set: a Kafka-named config left out returns to its default, except
-//! `segment.bytes`, which cannot change and keeps its value. NanoKafka's own settings
+//! are the topic's whole set: a Kafka-named config left out returns to its default
+//! (`segment.bytes` too, from the next append on). NanoKafka's own settings
 //! (`max_size`, `retention_size`, backpressure) have no Kafka name and are kept. Each
 //! resource is checked whole before any of it changes; `validate_only` changes nothing.
 
@@ -60,6 +60,7 @@ fn replaced(
     let mut next = TopicConfig {
         retention_ms: default.retention_ms,
         retention_bytes: default.retention_bytes,
+        segment_bytes: default.segment_bytes,
         timestamp_type: default.timestamp_type,
         cleanup_policy: default.cleanup_policy,
         delete_retention_ms: default.delete_retention_ms,

@@ -2,8 +2,8 @@
 //! changed as `alter_topic` does. SET sets a config, DELETE returns it to its default;
 //! APPEND and SUBTRACT add or remove items of a list config, and the only one here is
 //! `cleanup.policy` (`delete`, `compact`); on any other config they are INVALID_CONFIG, as
-//! is a subtraction that leaves no policy. `segment.bytes` cannot change after
-//! creation. Every resource is checked whole before anything of it changes;
+//! is a subtraction that leaves no policy. A changed `segment.bytes` applies from the next
+//! append on (see `TopicChanges`). Every resource is checked whole before anything of it changes;
 //! `validate_only` changes nothing. Broker configs are read-only (INVALID_REQUEST), as are
 //! other resource types.
 
@@ -74,7 +74,7 @@ async fn alter(
 
 /// Makes `topic`'s new config with `operate` from its current one and, unless
 /// `validate_only`, applies it (AlterConfigs and IncrementalAlterConfigs differ only in
-/// `operate`; `api` names the request in the log). `segment.bytes` must stay as it is.
+/// `operate`; `api` names the request in the log).
 pub(super) async fn alter_topic_configs(
     ctx: &RequestContext<'_>,
     (api, topic): (&'static str, &str),
@@ -94,12 +94,6 @@ pub(super) async fn alter_topic_configs(
             )
         })?;
     let next = operate(&current)?;
-    if next.segment_bytes != current.segment_bytes {
-        return Err((
-            ResponseError::InvalidConfig,
-            "segment.bytes cannot be changed after the topic is created".into(),
-        ));
-    }
     let changes = changes_between(&current, &next);
     if changes == TopicChanges::default() {
         return Ok(());
@@ -173,6 +167,7 @@ fn changes_between(current: &TopicConfig, next: &TopicConfig) -> TopicChanges {
         retention_bytes: differs(current.retention_bytes, next.retention_bytes),
         timestamp_type: (current.timestamp_type != next.timestamp_type)
             .then_some(next.timestamp_type),
+        segment_bytes: (current.segment_bytes != next.segment_bytes).then_some(next.segment_bytes),
         cleanup_policy: (current.cleanup_policy != next.cleanup_policy)
             .then_some(next.cleanup_policy),
         delete_retention_ms: (current.delete_retention_ms != next.delete_retention_ms)

@@ -421,11 +421,21 @@ impl PartitionLog {
     }
     /// The first offset still readable.
     /// Replaces the retention rules and the timestamp type (a topic altered while open);
-    /// the next [`PartitionLog::enforce_retention`] applies them. The other settings are
-    /// fixed for the log's life.
+    /// the next [`PartitionLog::enforce_retention`] applies them. The fsync policy and the
+    /// record size limit are fixed for the log's life; see also
+    /// [`PartitionLog::set_segment_bytes`].
     pub fn set_retention(&mut self, retention: RetentionPolicy, timestamp_type: TimestampType) {
         self.config.retention = retention;
         self.config.timestamp_type = timestamp_type;
+    }
+
+    /// Replaces the size at which segments roll (a topic altered while open), as Kafka's
+    /// `segment.bytes` changes: the active segment rolls before the next append that would
+    /// take it past `bytes` (at once if it is already larger), sealed segments keep their
+    /// size, and a cleaning pass groups its sources up to `bytes`. The caller checked it
+    /// against [`MAX_SEGMENT_BYTES`] (`TopicConfig::validate`).
+    pub fn set_segment_bytes(&mut self, bytes: u64) {
+        self.config.segment_bytes = bytes;
     }
 
     pub fn log_start_offset(&self) -> u64 {

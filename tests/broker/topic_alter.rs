@@ -1,7 +1,7 @@
 //! Altering a topic through the public API: partitions grow (never shrink) and are served
 //! at once, to keyed and keyless produces, cached produce routes and groups; retention
-//! changes reach the running partitions; bad changes are refused with nothing changed; a
-//! reopen finds the altered config.
+//! changes reach the running partitions; a new segment size applies from the next append;
+//! bad changes are refused with nothing changed; a reopen finds the altered config.
 
 use crate::common;
 
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use nanokafka::{
     partition_for_key, AsyncNanoKafka, Backpressure, Error, NanoKafka, TopicChanges, TopicConfig,
-    MAX_PARTITIONS,
+    MAX_PARTITIONS, MIN_SEGMENT_BYTES,
 };
 
 const WATCHDOG: Duration = Duration::from_secs(60);
@@ -22,6 +22,20 @@ fn config_file(dir: &Path, topic: &str) -> Vec<u8> {
 
 fn is_invalid_config<T: std::fmt::Debug>(result: &nanokafka::Result<T>, name: &str) -> bool {
     matches!(result, Err(Error::InvalidConfig { field, .. }) if *field == name)
+}
+
+/// The sizes of a partition's segment files, in offset order (their names are the base
+/// offsets, zero-padded).
+fn segment_sizes(dir: &Path, topic: &str, partition: u32) -> Vec<u64> {
+    let mut logs: Vec<_> = std::fs::read_dir(dir.join(format!("{topic}_{partition}")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension() == Some("log".as_ref()))
+        .collect();
+    logs.sort();
+    logs.iter()
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .collect()
 }
 
 /// A key that `partition_for_key` puts on `partition` of `partitions`.
@@ -168,6 +182,61 @@ fn lowered_retention_drops_existing_records_at_once_and_a_reopen_keeps_it() {
     });
 }
 
+/// Kafka's `segment.bytes` as a topic setting: the segments written keep their size, the
+/// active one (already past the new size) rolls at the next append, every later segment
+/// rolls by the new size, and a reopen keeps it.
+#[test]
+fn a_changed_segment_size_rolls_from_the_next_append_on_and_a_reopen_keeps_it() {
+    common::within(WATCHDOG, || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = common::broker_with_topic(dir.path(), "t", TopicConfig::default());
+        common::produce_to(&broker, "t", 0, &(0..100).collect::<Vec<u64>>());
+        let before = segment_sizes(dir.path(), "t", 0);
+        assert!(
+            before.len() == 1 && before[0] > MIN_SEGMENT_BYTES,
+            "{before:?}"
+        );
+
+        let altered = broker
+            .alter_topic(
+                "t",
+                TopicChanges::default().segment_bytes(MIN_SEGMENT_BYTES),
+            )
+            .unwrap();
+        assert_eq!(altered.segment_bytes, MIN_SEGMENT_BYTES);
+        assert_eq!(segment_sizes(dir.path(), "t", 0), before);
+        common::produce_to(&broker, "t", 0, &(100..300).collect::<Vec<u64>>());
+        let after = segment_sizes(dir.path(), "t", 0);
+        assert_eq!(after[0], before[0], "the old segment is kept whole");
+        assert!(after.len() >= 4, "{after:?}");
+        assert!(
+            after[1..].iter().all(|&size| size <= MIN_SEGMENT_BYTES),
+            "{after:?}"
+        );
+        broker.join_group("t", "g", "m").unwrap();
+        let values: Vec<u64> = common::drain(&broker, "t", "g", "m")
+            .into_iter()
+            .map(|r| r.2)
+            .collect();
+        assert_eq!(values, (0..300).collect::<Vec<u64>>());
+        broker.shutdown().unwrap();
+        drop(broker);
+
+        let broker = NanoKafka::open(dir.path()).unwrap();
+        assert_eq!(
+            broker.list_topics().unwrap()["t"].segment_bytes,
+            MIN_SEGMENT_BYTES
+        );
+        common::produce_to(&broker, "t", 0, &(300..400).collect::<Vec<u64>>());
+        let reopened = segment_sizes(dir.path(), "t", 0);
+        assert!(reopened.len() > after.len(), "{reopened:?}");
+        assert!(
+            reopened[1..].iter().all(|&size| size <= MIN_SEGMENT_BYTES),
+            "{reopened:?}"
+        );
+    });
+}
+
 #[test]
 fn an_unknown_topic_is_refused() {
     common::within(WATCHDOG, || {
@@ -196,6 +265,10 @@ fn values_that_cannot_work_are_refused_with_nothing_changed() {
                 "retention_ms",
             ),
             (TopicChanges::default().max_size(Some(0)), "max_size"),
+            (
+                TopicChanges::default().segment_bytes(MIN_SEGMENT_BYTES - 1),
+                "segment_bytes",
+            ),
             (
                 TopicChanges::default()
                     .retention_size(Some(0))

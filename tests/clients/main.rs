@@ -1,5 +1,5 @@
 //! Real Kafka clients against the embedded listener: kcat (librdkafka), kafka-python,
-//! confluent-kafka (librdkafka), aiokafka and kafkajs, each run by `tests/common/clients.rs`
+//! confluent-kafka (librdkafka), aiokafka, Quix Streams (on confluent-kafka) and kafkajs, each run by `tests/common/clients.rs`
 //! (a missing client is skipped with a message, except under `CI`) against a broker of its
 //! own in a temp dir. Where a client and the listener disagree, the client is right: the fix
 //! goes into the listener with a raw-wire test in `tests/wire`.
@@ -15,3 +15,4 @@ mod cross;
 mod kafka_python;
 mod kafkajs;
 mod kcat;
+mod quix;

@@ -1,9 +1,10 @@
 //! Running real Kafka clients against a broker: kcat, and the scripts of
 //! `tests/tools/clients/` (kafka-python, confluent-kafka and aiokafka with the venv's
-//! interpreter, kafkajs with node). `.ci/run` installs them all; `tests/tools/clients/README.md`
-//! documents each script's arguments and JSON, and the kcat command lines.
+//! interpreter, Quix Streams with its own venv's, kafkajs with node). `.ci/run` installs them
+//! all; `tests/tools/clients/README.md` documents each script's arguments and JSON, and the
+//! kcat command lines.
 //!
-//! A client is found once per test binary ([`kcat`], [`python`], [`node`]). When it is missing
+//! A client is found once per test binary ([`kcat`], [`python`], [`quix`], [`node`]). When it is missing
 //! the finder returns `None` after a line on stderr, and the caller skips its check, except
 //! under `CI`, which panics instead: CI never skips a client. A path named by an environment
 //! variable that does not work also panics, since whoever set it asked for the check.
@@ -29,6 +30,10 @@ const KCAT_ENV: &str = "NANOKAFKA_KCAT";
 /// The interpreter with kafka-python, confluent-kafka and aiokafka (`.ci/run`'s venv).
 const PYTHON_ENV: &str = "NANOKAFKA_PYTHON";
 const DEFAULT_VENV_PYTHON: &str = ".cache/nanokafka/venv/bin/python";
+/// The interpreter with Quix Streams: a venv of its own, as quixstreams pins a confluent-kafka
+/// older than the one of the venv above.
+const QUIX_PYTHON_ENV: &str = "NANOKAFKA_QUIX_PYTHON";
+const DEFAULT_QUIX_PYTHON: &str = ".cache/nanokafka/quix-venv/bin/python";
 /// The node_modules folder that holds kafkajs; `node` itself is taken from PATH.
 const NODE_MODULES_ENV: &str = "NANOKAFKA_NODE_MODULES";
 const DEFAULT_NODE_MODULES: &str = ".cache/nanokafka/node/node_modules";
@@ -104,26 +109,38 @@ pub fn kcat() -> Option<Client> {
 pub fn python(script: &str) -> Option<Client> {
     static FOUND: OnceLock<Option<Client>> = OnceLock::new();
     let client = FOUND.get_or_init(|| {
-        let named = env::var_os(PYTHON_ENV).filter(|v| !v.is_empty());
-        let program = match (&named, env::var_os("HOME")) {
-            (Some(python), _) => PathBuf::from(python),
-            (None, Some(home)) => Path::new(&home).join(DEFAULT_VENV_PYTHON),
-            (None, None) => {
-                return skip(
-                    "python clients",
-                    format!("{PYTHON_ENV} and HOME are not set"),
-                )
-            }
-        };
-        let client = Client {
-            program,
-            leading: Vec::new(),
-            env: Vec::new(),
-        };
         let import = "import kafka, confluent_kafka, aiokafka";
-        probe(client, named.is_some(), "python clients", &["-c", import])
+        venv_python("python clients", PYTHON_ENV, DEFAULT_VENV_PYTHON, import)
     });
     client.clone().map(|c| c.with_script(script))
+}
+
+/// The Quix Streams venv's interpreter running `tests/tools/clients/<script>`, or `None`
+/// (after a line on stderr) when that venv lacks quixstreams and `CI` is not set.
+pub fn quix(script: &str) -> Option<Client> {
+    static FOUND: OnceLock<Option<Client>> = OnceLock::new();
+    let client = FOUND.get_or_init(|| {
+        let import = "import quixstreams";
+        venv_python("quixstreams", QUIX_PYTHON_ENV, DEFAULT_QUIX_PYTHON, import)
+    });
+    client.clone().map(|c| c.with_script(script))
+}
+
+/// The interpreter the environment variable `named_by` names, else `default` under HOME, if
+/// it runs `import`: [`probe`]'s answer.
+fn venv_python(what: &str, named_by: &str, default: &str, import: &str) -> Option<Client> {
+    let named = env::var_os(named_by).filter(|v| !v.is_empty());
+    let program = match (&named, env::var_os("HOME")) {
+        (Some(python), _) => PathBuf::from(python),
+        (None, Some(home)) => Path::new(&home).join(default),
+        (None, None) => return skip(what, format!("{named_by} and HOME are not set")),
+    };
+    let client = Client {
+        program,
+        leading: Vec::new(),
+        env: Vec::new(),
+    };
+    probe(client, named.is_some(), what, &["-c", import])
 }
 
 /// `node` running `tests/tools/clients/<script>` with NODE_PATH at the kafkajs install, or

@@ -498,6 +498,7 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
             op("message.timestamp.type", SET, Some("LogAppendTime")),
             op("retention.bytes", DELETE, None),
             op("min.insync.replicas", SET, Some("1")),
+            op("segment.bytes", SET, Some("1048576")),
         ],
     );
     // validate_only first: checked, nothing changed.
@@ -519,14 +520,15 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
     );
     let altered = TopicConfig::default()
         .retention_ms(60_000)
-        .timestamp_type(TimestampType::LogAppendTime);
+        .timestamp_type(TimestampType::LogAppendTime)
+        .segment_bytes(1 << 20);
     assert_eq!(broker.list_topics().unwrap()["t"], altered);
 
     // Each refused whole: its valid operation alongside is not applied either.
     let valid = || op("message.timestamp.type", SET, Some("CreateTime"));
     let cases = vec![
         (
-            op("segment.bytes", SET, Some("1048576")),
+            op("segment.bytes", SET, Some("100")),
             ResponseError::InvalidConfig,
         ),
         (
@@ -612,7 +614,8 @@ fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_ow
         .partitions(2)
         .max_size(100)
         .retention_ms(1000)
-        .timestamp_type(TimestampType::LogAppendTime);
+        .timestamp_type(TimestampType::LogAppendTime)
+        .segment_bytes(1 << 20);
     broker.create_topic("t", created.clone()).unwrap();
     let mut client = WireClient::connect(addr);
     let request = whole_set("t", &[("retention.bytes", "4096")]);
@@ -623,7 +626,7 @@ fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_ow
     let response = client.call(&request, 0);
     let result = &response.responses[0];
     assert_eq!(result.error_code, 0, "{:?}", result.error_message);
-    // Left out: back to the defaults; max_size has no Kafka name and stays.
+    // Left out: back to the defaults (segment.bytes too); max_size has no Kafka name and stays.
     let altered = TopicConfig::default()
         .partitions(2)
         .max_size(100)
@@ -632,7 +635,7 @@ fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_ow
 
     for (configs, expected) in [
         (
-            &[("segment.bytes", "1048576")][..],
+            &[("segment.bytes", "100")][..],
             ResponseError::InvalidConfig,
         ),
         (&[("retention.ms", "-5")][..], ResponseError::InvalidConfig),

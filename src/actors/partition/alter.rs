@@ -7,8 +7,8 @@ use crate::actors::supervise::guarded;
 use crate::config::TopicConfig;
 
 /// The topic's settings changed (retention, `max_size`, backpressure, timestamp type,
-/// cleanup policy: the next produce follows its key rule):
-/// take them at once. A lowered retention drops the records beyond it now (not at the next
+/// segment size: the next append rolls by it; cleanup policy: the next produce follows its
+/// key rule): take them at once. A lowered retention drops the records beyond it now (not at the next
 /// append), and a raised `max_size` admits parked produces that now fit. The time retention
 /// timer restarts with the new period. A partition that is not open takes the settings at
 /// its next open. Sent by the `TopicActor`. Never fails (a retention that cannot run is
