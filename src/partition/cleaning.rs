@@ -93,3 +93,6 @@ impl Partition {
         Ok(stats)
     }
 }
+
+#[cfg(test)]
+mod tests;
