@@ -431,6 +431,15 @@ fn default_request(api: ApiKey) -> RequestKind {
                     .with_resources(vec![resource]),
             )
         }
+        ApiKey::DescribeCluster => RequestKind::DescribeCluster(Default::default()),
+        ApiKey::DescribeLogDirs => {
+            use kafka_protocol::messages::describe_log_dirs_request::*;
+            let topic = DescribableLogDirTopic::default().with_partitions(vec![0]);
+            RequestKind::DescribeLogDirs(
+                kafka_protocol::messages::DescribeLogDirsRequest::default()
+                    .with_topics(Some(vec![topic])),
+            )
+        }
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -478,6 +487,8 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::CreatePartitions => CreatePartitionsRequest::VERSIONS,
         ApiKey::IncrementalAlterConfigs => IncrementalAlterConfigsRequest::VERSIONS,
         ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
+        ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
+        ApiKey::DescribeLogDirs => DescribeLogDirsRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::request::{served, ConnectionState, Reply, RequestContext};
-use super::{alter_configs, incremental_alter_configs};
+use super::{alter_configs, cluster, incremental_alter_configs};
 use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{create_partitions, create_topics, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
@@ -214,6 +214,12 @@ async fn route(
         }
         RequestKind::IncrementalAlterConfigs(r) => {
             ResponseKind::IncrementalAlterConfigs(incremental_alter_configs::handle(ctx, r).await)
+        }
+        RequestKind::DescribeCluster(r) => {
+            ResponseKind::DescribeCluster(cluster::describe_cluster(ctx, r))
+        }
+        RequestKind::DescribeLogDirs(r) => {
+            ResponseKind::DescribeLogDirs(cluster::describe_log_dirs(ctx, r).await)
         }
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))

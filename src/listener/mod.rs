@@ -42,6 +42,7 @@
 
 mod alter_configs;
 mod api_versions;
+mod cluster;
 mod config;
 mod connection;
 mod create_partitions;

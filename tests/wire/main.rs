@@ -10,6 +10,7 @@ mod records;
 
 mod admin;
 mod basics;
+mod cluster;
 mod compacted;
 mod fetch;
 mod groups;

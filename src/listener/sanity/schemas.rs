@@ -77,6 +77,8 @@ pub static ALL: &[Schema] = &[
         INCREMENTAL_ALTER_CONFIGS,
     ),
     api(ApiKey::AlterConfigs, 0, 2, 2, ALTER_CONFIGS),
+    api(ApiKey::DescribeCluster, 0, 2, 0, DESCRIBE_CLUSTER),
+    api(ApiKey::DescribeLogDirs, 1, 4, 2, DESCRIBE_LOG_DIRS),
 ];
 
 const PRODUCE: &[Field] = &[
@@ -502,4 +504,22 @@ const ALTER_CONFIGS: &[Field] = &[
 
 const SASL_AUTHENTICATE: &[Field] = &[
     f(0, N, Bytes), // auth_bytes
+];
+
+const DESCRIBE_CLUSTER: &[Field] = &[
+    f(0, N, Bool), // include_cluster_authorized_operations
+    f(1, N, I8),   // endpoint_type
+    f(2, N, Bool), // include_fenced_brokers
+];
+
+const DESCRIBE_LOG_DIRS: &[Field] = &[
+    // topics
+    f(
+        1,
+        N,
+        NArray(&Struct(&[
+            f(1, N, Str),         // topic
+            f(1, N, Array(&I32)), // partitions
+        ])),
+    ),
 ];

@@ -61,6 +61,12 @@ fn a_pass_is_due_at_the_dirty_ratio_or_once_a_dirty_record_is_past_the_maximum_l
     let due = |ratio, lag, now| p.cleaning_due(&plan(ratio, lag), now).unwrap().is_some();
     assert!(!due(0.5, None, later), "below the ratio");
     assert!(due(0.05, None, later), "above the ratio");
-    assert!(!due(0.5, Some(1000), later + 999), "below the ratio, within the lag");
-    assert!(due(0.5, Some(1000), later + 1000), "below the ratio, past the lag");
+    assert!(
+        !due(0.5, Some(1000), later + 999),
+        "below the ratio, within the lag"
+    );
+    assert!(
+        due(0.5, Some(1000), later + 1000),
+        "below the ratio, past the lag"
+    );
 }
