@@ -16,14 +16,18 @@ mod verify;
 
 #[path = "../common/binary.rs"]
 mod binary;
+#[path = "../../../tests/common/compacted.rs"]
+mod compacted_topic;
 #[path = "../../../tests/common/process.rs"]
 mod process;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nanokafka::clock::ManualClock;
 use nanokafka::internals::inspect::{batch_records, StoredRecord};
 use nanokafka::{NanoKafka, TopicConfig};
 use tempfile::TempDir;
@@ -195,6 +199,42 @@ pub fn fixture() -> TempDir {
             .commit(topic, group, partition, offset)
             .expect("commit");
         broker.leave_group(topic, group, "m").expect("leave");
+    }
+    broker.shutdown().expect("shutdown");
+    dir
+}
+
+/// When the cleaner of [`cleaned_fixture`] made its pass: its clock (ms since the epoch).
+pub const CLEANED_AT_MS: u64 = 1_000_000 + compacted_topic::LAG_MS;
+
+/// A data directory holding `prices`, the one-partition compacted topic of small segments of
+/// `tests/common/compacted.rs` (60 rounds of the keys `k0`..`k9`), which the broker's
+/// cleaner cleaned in one pass at [`CLEANED_AT_MS`] (a `ManualClock`), closed again: its
+/// sealed segments hold gaps where records were removed, and `cleaner.marker`.
+pub fn cleaned_fixture() -> TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clock = ManualClock::new(CLEANED_AT_MS - compacted_topic::LAG_MS);
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .clock(Arc::new(clock.clone()))
+        .cleaner_backoff(Duration::from_millis(10))
+        .build()
+        .expect("open");
+    broker
+        .create_topic("prices", compacted_topic::compacted())
+        .expect("create prices");
+    compacted_topic::produce_rounds(&broker, "prices");
+    // Every sealed segment becomes cleanable at once; the next check runs the pass.
+    clock.advance(compacted_topic::LAG_MS);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stats = broker.stats().expect("stats");
+        let partition = &stats.topics["prices"].partitions[0];
+        if partition.cleaner.is_some_and(|c| c.passes > 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no cleaning pass: {partition:?}");
+        std::thread::sleep(Duration::from_millis(10));
     }
     broker.shutdown().expect("shutdown");
     dir
