@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use nanokafka::clock::ManualClock;
 use nanokafka::internals::inspect::{batch_records, StoredRecord};
-use nanokafka::{NanoKafka, TopicConfig};
+use nanokafka::{CleanerSummary, NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
 pub use binary::BIN;
@@ -212,6 +212,11 @@ pub const CLEANED_AT_MS: u64 = 1_000_000 + compacted_topic::LAG_MS;
 /// cleaner cleaned in one pass at [`CLEANED_AT_MS`] (a `ManualClock`), closed again: its
 /// sealed segments hold gaps where records were removed, and `cleaner.marker`.
 pub fn cleaned_fixture() -> TempDir {
+    cleaned_fixture_with_stats().0
+}
+
+/// [`cleaned_fixture`], and the cleaner's figures `stats()` gave before the broker closed.
+pub fn cleaned_fixture_with_stats() -> (TempDir, CleanerSummary) {
     let dir = tempfile::tempdir().expect("temp dir");
     let clock = ManualClock::new(CLEANED_AT_MS - compacted_topic::LAG_MS);
     let broker = NanoKafka::builder()
@@ -227,17 +232,17 @@ pub fn cleaned_fixture() -> TempDir {
     // Every sealed segment becomes cleanable at once; the next check runs the pass.
     clock.advance(compacted_topic::LAG_MS);
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let cleaner = loop {
         let stats = broker.stats().expect("stats");
         let partition = &stats.topics["prices"].partitions[0];
-        if partition.cleaner.is_some_and(|c| c.passes > 0) {
-            break;
+        if let Some(cleaner) = partition.cleaner.filter(|c| c.passes > 0) {
+            break cleaner;
         }
         assert!(Instant::now() < deadline, "no cleaning pass: {partition:?}");
         std::thread::sleep(Duration::from_millis(10));
-    }
+    };
     broker.shutdown().expect("shutdown");
-    dir
+    (dir, cleaner)
 }
 
 /// Every file of `dir` with its bytes but the lock (which names the last opener's pid), to
