@@ -20,6 +20,8 @@ mod binary;
 mod compacted_topic;
 #[path = "../../../tests/common/process.rs"]
 mod process;
+#[path = "../common/records.rs"]
+mod stored;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,11 +30,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nanokafka::clock::ManualClock;
-use nanokafka::internals::inspect::{batch_records, StoredRecord};
 use nanokafka::{CleanerSummary, NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
 pub use binary::BIN;
+pub use stored::records;
 
 /// Runs `nanokafka ARGS`.
 pub fn run(args: &[&str]) -> Output {
@@ -82,35 +84,6 @@ pub fn usage_error(output: &Output) -> String {
     );
     assert!(stdout(output).is_empty(), "stdout: {}", stdout(output));
     stderr(output)
-}
-
-/// Every record of `topic` in `dir`, by partition, read with the embedded broker at
-/// positions (no group involved).
-pub fn records(dir: &Path, topic: &str) -> Vec<(u32, StoredRecord)> {
-    let broker = NanoKafka::builder().data_dir(dir).build().expect("open");
-    let stats = broker.stats().expect("stats");
-    let mut all = Vec::new();
-    for p in &stats.topics[topic].partitions {
-        let mut offset = p.log_start_offset;
-        while offset < p.log_end_offset {
-            let read = futures::executor::block_on(broker.async_handle().fetch_kafka_batches(
-                topic,
-                p.partition,
-                offset,
-                1 << 20,
-                true,
-            ))
-            .expect("read");
-            for record in batch_records(&read.bytes).expect("batches decode") {
-                if record.offset >= offset {
-                    all.push((p.partition, record));
-                }
-            }
-            offset = read.next_offset;
-        }
-    }
-    broker.shutdown().expect("shutdown");
-    all
 }
 
 pub fn stdout(output: &Output) -> String {
