@@ -1,5 +1,6 @@
 //! `nanokafka topics list` and `nanokafka topics describe TOPIC`: a data directory's topics,
-//! their configs and their partitions' bounds, read offline. `topics create`, `topics alter`
+//! their configs and their partitions' bounds (and, for a compacted topic, what the log
+//! cleaner did to each partition), read offline. `topics create`, `topics alter`
 //! and `topics delete` change a stopped data directory: like `kafka-topics --delete`, a
 //! delete asks no confirmation (it is the library's crash-safe `delete_topic`: records,
 //! committed offsets and groups go with the topic); `alter` is the library's `alter_topic`
