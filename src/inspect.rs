@@ -4,7 +4,11 @@
 //! and a scan of a whole data directory for damage.
 //!
 //! Nothing here takes a lock or writes: a segment is read as a file, and a damaged byte is
-//! reported, never repaired (repair is the broker's recovery, on open).
+//! reported, never repaired (repair is the broker's recovery, on open). `partition.rs` sorts
+//! out a partition directory's files as its next open will have them (the log cleaner's
+//! interrupted swaps included) and checks the offsets of its batches across segments.
+
+mod partition;
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +16,10 @@ use serde::Serialize;
 
 use crate::storage::format::MAX_DECOMPRESSED_BYTES;
 use crate::storage::format::{self, BatchHeader, Decoded, HEADER_LEN};
+pub use partition::{
+    partition_dirs, partition_files, CleanerFile, OffsetCheck, PartitionFiles, PlannedSegment,
+    ScannedSegment,
+};
 
 /// The file that marks a directory as a NanoKafka data directory.
 pub use crate::storage::data_dir::FORMAT_FILE;
@@ -39,15 +47,20 @@ pub struct BatchSummary {
     pub error: Option<String>,
 }
 
-/// Bytes of a segment file that are not valid batches.
+/// Bytes of a segment file that are not valid batches, a batch at offsets where it cannot
+/// be, or an index entry that points at the wrong bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Damage {
     pub file: PathBuf,
     /// First damaged byte.
     pub position: u64,
     /// Bytes from `position` that are damaged (a whole batch, or the rest of the file when
-    /// no batch boundary can be trusted after it).
+    /// no batch boundary can be trusted after it; 0 for offsets missing between segments).
     pub length: u64,
+    /// The first offset concerned, when known: the batch's base offset as stored (outside
+    /// its CRC, so it may be the damaged part), the index entry's offset, or the first
+    /// offset missing.
+    pub offset: Option<u64>,
     pub reason: String,
 }
 
@@ -73,10 +86,11 @@ pub fn scan_segment(file: &Path, bytes: &[u8]) -> (Vec<BatchSummary>, Vec<Damage
     let mut at = 0usize;
     while at < bytes.len() {
         let rest = &bytes[at..];
-        let damaged = |length: usize, reason: String| Damage {
+        let damaged = |length: usize, offset: Option<u64>, reason: String| Damage {
             file: file.to_owned(),
             position: at as u64,
             length: length as u64,
+            offset,
             reason,
         };
         let (header, error) = match format::decode(rest) {
@@ -92,19 +106,23 @@ pub fn scan_segment(file: &Path, bytes: &[u8]) -> (Vec<BatchSummary>, Vec<Damage
                     ),
                     None => format!("torn tail: {} bytes, less than a batch header", rest.len()),
                 };
-                damage.push(damaged(rest.len(), reason));
+                damage.push(damaged(rest.len(), None, reason));
                 break;
             }
             Decoded::Invalid { reason } => match framed_header(rest) {
                 Some(header) => (header, Some(reason)),
                 None => {
-                    damage.push(damaged(rest.len(), reason));
+                    damage.push(damaged(rest.len(), None, reason));
                     break;
                 }
             },
         };
         if let Some(reason) = &error {
-            damage.push(damaged(header.batch_len, reason.clone()));
+            damage.push(damaged(
+                header.batch_len,
+                Some(header.base_offset),
+                reason.clone(),
+            ));
         }
         batches.push(summary(at, &header, error));
         at += header.batch_len;
@@ -199,29 +217,6 @@ fn push_records(
     })
 }
 
-/// The segment files (`*.log`) of every partition directory of the data directory at
-/// `data_dir`, sorted by path.
-///
-/// # Errors
-/// The I/O error of a directory that cannot be listed.
-pub fn segment_files(data_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(data_dir)? {
-        let dir = entry?.path();
-        if !dir.is_dir() {
-            continue;
-        }
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "log") && path.is_file() {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
 /// The entries of a segment's `.index` (see `storage::index` for its bytes) that do not
 /// point where they say: past a whole number of entries, out of order, or at a position
 /// that is not the start of a valid batch of the right base offset. `batches` are the
@@ -234,10 +229,11 @@ pub fn check_index(
     batches: &[BatchSummary],
 ) -> Vec<Damage> {
     const ENTRY: usize = 8;
-    let damaged = |position: usize, length: usize, reason: String| Damage {
+    let damaged = |position: usize, length: usize, offset: Option<u64>, reason: String| Damage {
         file: index.to_owned(),
         position: position as u64,
         length: length as u64,
+        offset,
         reason,
     };
     let mut damage = Vec::new();
@@ -247,7 +243,7 @@ pub fn check_index(
             "{} bytes past the last whole 8-byte entry",
             bytes.len() - whole
         );
-        damage.push(damaged(whole, bytes.len() - whole, reason));
+        damage.push(damaged(whole, bytes.len() - whole, None, reason));
     }
     let mut previous: Option<(u64, u64)> = None;
     for (i, entry) in bytes[..whole].chunks_exact(ENTRY).enumerate() {
@@ -268,16 +264,12 @@ pub fn check_index(
             Some(_) => None,
         };
         if let Some(reason) = reason {
-            damage.push(damaged(i * ENTRY, ENTRY, format!("entry {i}: {reason}")));
+            let reason = format!("entry {i}: {reason}");
+            damage.push(damaged(i * ENTRY, ENTRY, Some(offset), reason));
         }
         previous = Some((offset, position));
     }
     damage
-}
-
-/// The base offset a segment or index file is named after (`<base_offset:020>.log`).
-pub fn segment_base(file: &Path) -> Option<u64> {
-    file.file_stem()?.to_str()?.parse().ok()
 }
 
 /// The exclusive lock of a data directory, held by a reader that must not see it change

@@ -136,7 +136,8 @@ pub struct Partition {
     registered: BTreeSet<String>,
     /// Records were appended and retention has not run since (see [`Partition::retain`]).
     retention_due: bool,
-    /// What the cleaner's passes did since the partition opened (compacted topics).
+    /// What the cleaner's passes did to this partition over its life (compacted topics):
+    /// read from the log's `cleaner.totals` at the open, recorded there after each pass.
     cleaning: Option<CleanerSummary>,
     /// The log's bound on a batch's decompressed records, kept here too for the checks of a
     /// produce before it is queued (see [`Partition::max_decompressed_bytes`]).
@@ -159,6 +160,7 @@ impl Partition {
         let (log, report) = PartitionLog::open_with(fs, dir, log_config, now_ms)?;
         let mut offsets = OffsetStore::open_with(fs, dir, log_config.fsync)?;
         clamp_commits_to(&mut offsets, log.log_end_offset(), dir)?;
+        let cleaning = log.cleaner_totals().map(cleaning::summary_of);
         let partition = Partition {
             in_flight: InFlight(None),
             topic: topic.to_owned(),
@@ -168,7 +170,7 @@ impl Partition {
             max_size,
             registered: BTreeSet::new(),
             retention_due: false,
-            cleaning: None,
+            cleaning,
             max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
         };
         Ok((partition, report))

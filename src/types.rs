@@ -217,12 +217,15 @@ pub struct PartitionStats {
     pub parked_polls: usize,
     /// Set when the partition cannot serve (why).
     pub failed: Option<String>,
-    /// The log cleaner's work on this partition since it opened (compacted topics only).
+    /// The log cleaner's work on this partition over its life, restarts included (compacted
+    /// topics; `None` before the first pass).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleaner: Option<CleanerSummary>,
 }
 
-/// What the log cleaner did to one partition of a compacted topic since it opened.
+/// What the log cleaner did to one partition of a compacted topic over its life: counted
+/// since its first pass, across restarts (kept in the partition directory's
+/// `cleaner.totals`, written after each pass).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CleanerSummary {
     /// Passes swapped in.

@@ -48,7 +48,7 @@ pub struct ConsumeArgs {
 
     /// Start at each partition's first record at or after this time (RFC 3339, or
     /// milliseconds since the epoch); a partition with no record that recent prints nothing.
-    #[arg(long, value_name = "TIME", value_parser = crate::reset::parse_time, conflicts_with_all = ["offset", "group"])]
+    #[arg(long, value_name = "TIME", value_parser = crate::time::parse_time, conflicts_with_all = ["offset", "group"])]
     from_timestamp: Option<u64>,
 
     /// Start at GROUP's committed offsets (its log start where it has none). Read-only: the

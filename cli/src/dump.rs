@@ -133,9 +133,14 @@ fn record_line(record: &Value) -> String {
     )
 }
 
+/// `DAMAGED FILE position P (N bytes)[ at offset O]: REASON`.
 pub fn damage_line(d: &Damage) -> String {
+    let offset = d
+        .offset
+        .map(|o| format!(" at offset {o}"))
+        .unwrap_or_default();
     format!(
-        "DAMAGED {} position {} ({} bytes): {}",
+        "DAMAGED {} position {} ({} bytes){offset}: {}",
         d.file.display(),
         d.position,
         d.length,

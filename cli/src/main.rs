@@ -33,6 +33,7 @@ mod offline;
 mod produce;
 mod reset;
 mod serve;
+mod time;
 mod topics;
 mod transfer;
 mod verify;

@@ -53,7 +53,7 @@ pub struct ResetArgs {
     /// To each partition's first record at or after this time (RFC 3339, e.g.
     /// 2026-12-03T10:00:00Z, or milliseconds since the epoch); the log end where no record
     /// is that recent.
-    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    #[arg(long, value_name = "TIME", value_parser = crate::time::parse_time)]
     to_datetime: Option<u64>,
 
     /// Print the new offsets without writing them (what happens without `--execute` too).
@@ -268,129 +268,5 @@ fn print(args: &ResetArgs, moves: &[Move]) {
         println!("dry run: nothing was changed (add --execute to write)");
     } else {
         println!("reset group {} on {}", args.group, args.topic);
-    }
-}
-
-/// Milliseconds since the epoch, or an RFC 3339 time (`YYYY-MM-DDTHH:MM:SS[.frac]` then
-/// `Z` or `±HH:MM`) as milliseconds since the epoch; times before 1970 are refused.
-pub(crate) fn parse_time(text: &str) -> Result<u64, String> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse().map_err(|e| format!("{e}"));
-    }
-    parse_rfc3339(text).ok_or_else(|| {
-        format!(
-            "expected milliseconds since the epoch or an RFC 3339 time such as \
-             2026-12-03T10:00:00Z, got '{text}'"
-        )
-    })
-}
-
-fn parse_rfc3339(text: &str) -> Option<u64> {
-    let b = text.as_bytes();
-    let num = |range: std::ops::Range<usize>| num_of(text.get(range)?);
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
-        return None;
-    }
-    if hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let mut rest = &text[19..];
-    let mut millis = 0;
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let padded = format!("{:0<3}", &fraction[..digits.min(3)]);
-        millis = padded.parse::<i64>().ok()?;
-        rest = &fraction[digits..];
-    }
-    let offset_minutes = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
-            let sign = match rest.as_bytes()[0] {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let (h, m) = (num_of(rest.get(1..3)?)?, num_of(rest.get(4..6)?)?);
-            if h > 23 || m > 59 {
-                return None;
-            }
-            sign * (h * 60 + m)
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
-    u64::try_from(seconds * 1000 + millis).ok()
-}
-
-fn num_of(digits: &str) -> Option<i64> {
-    digits
-        .bytes()
-        .all(|c| c.is_ascii_digit())
-        .then(|| digits.parse().ok())?
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let shifted_month = (month + 9) % 12; // March is 0
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_time;
-
-    #[test]
-    fn times_parse_as_epoch_milliseconds() {
-        assert_eq!(parse_time("1700000000123"), Ok(1_700_000_000_123));
-        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Ok(0));
-        assert_eq!(parse_time("2023-11-14T22:13:20Z"), Ok(1_700_000_000_000));
-        assert_eq!(parse_time("2023-11-14T22:13:20.5Z"), Ok(1_700_000_000_500));
-        assert_eq!(
-            parse_time("2023-11-15T00:13:20.123+02:00"),
-            Ok(1_700_000_000_123)
-        );
-        assert_eq!(parse_time("2024-02-29T00:00:00Z"), Ok(1_709_164_800_000));
-    }
-
-    #[test]
-    fn bad_times_are_refused() {
-        for bad in [
-            "",
-            "yesterday",
-            "2023-02-29T00:00:00Z",
-            "2023-11-14T25:00:00Z",
-            "2023-11-14T22:13:20",
-            "2023-11-14T22:13:20+0200",
-            "1969-12-31T23:59:59Z",
-            "-5",
-        ] {
-            assert!(parse_time(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -1,5 +1,6 @@
 //! `nanokafka topics list` and `nanokafka topics describe TOPIC`: a data directory's topics,
-//! their configs and their partitions' bounds, read offline. `topics create`, `topics alter`
+//! their configs and their partitions' bounds (and, for a compacted topic, what the log
+//! cleaner did to each partition), read offline. `topics create`, `topics alter`
 //! and `topics delete` change a stopped data directory: like `kafka-topics --delete`, a
 //! delete asks no confirmation (it is the library's crash-safe `delete_topic`: records,
 //! committed offsets and groups go with the topic); `alter` is the library's `alter_topic`
@@ -9,8 +10,8 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use nanokafka::{
-    Backpressure, CleanupPolicy, PartitionStats, TimestampType, TopicChanges, TopicConfig,
-    MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, CleanerSummary, CleanupPolicy, PartitionStats, TimestampType, TopicChanges,
+    TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 use serde_json::json;
 
@@ -20,7 +21,8 @@ use crate::offline::{self, Failure, OfflineArgs, WriteArgs};
 pub enum TopicsCommand {
     /// Every topic: partitions, records per partition, retention.
     List(OfflineArgs),
-    /// One topic's config and each partition's offsets, segments and bytes.
+    /// One topic's config and each partition's offsets, segments and bytes; for a compacted
+    /// topic, what the log cleaner did to each partition.
     Describe {
         /// The topic.
         topic: String,
@@ -440,6 +442,7 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
                     "segments": p.segments,
                     "size_bytes": p.size_bytes,
                     "failed": p.failed,
+                    "cleaner": p.cleaner.map(|c| cleaner_json(&c)),
                 })
             })
             .collect();
@@ -494,7 +497,68 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
         ],
         &rows,
     );
+    if config.cleanup_policy.compacts() || partitions.iter().any(|p| p.cleaner.is_some()) {
+        println!();
+        print_cleaner(&partitions);
+    }
     Ok(())
+}
+
+/// What the log cleaner did to each partition, over its life: a table, one row a partition.
+fn print_cleaner(partitions: &[PartitionStats]) {
+    println!(
+        "log cleaner (dirty ratio: the share of the cleanable bytes the last pass left dirty):"
+    );
+    let rows: Vec<Vec<String>> = partitions
+        .iter()
+        .map(|p| {
+            let c = p.cleaner.unwrap_or_default();
+            vec![
+                p.partition.to_string(),
+                c.passes.to_string(),
+                c.last_pass_ms
+                    .map_or_else(|| "never".to_owned(), crate::time::format_time),
+                c.records_removed.to_string(),
+                c.bytes_read.to_string(),
+                c.bytes_written.to_string(),
+                match p.cleaner {
+                    Some(c) => format!("{:.3}", dirty_ratio(&c)),
+                    None => "-".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    offline::print_table(
+        &[
+            "PARTITION",
+            "PASSES",
+            "LAST PASS",
+            "RECORDS REMOVED",
+            "BYTES READ",
+            "BYTES WRITTEN",
+            "DIRTY RATIO",
+        ],
+        &rows,
+    );
+}
+
+/// A partition's cleaner figures in `describe --json`: the last pass both as milliseconds
+/// since the epoch and as RFC 3339.
+fn cleaner_json(c: &CleanerSummary) -> serde_json::Value {
+    json!({
+        "passes": c.passes,
+        "last_pass_ms": c.last_pass_ms,
+        "last_pass": c.last_pass_ms.map(crate::time::format_time),
+        "records_removed": c.records_removed,
+        "bytes_read": c.bytes_read,
+        "bytes_written": c.bytes_written,
+        "dirty_ratio": dirty_ratio(c),
+    })
+}
+
+/// The dirty share of the cleanable bytes the last pass left, 0 to 1.
+fn dirty_ratio(c: &CleanerSummary) -> f64 {
+    f64::from(c.dirty_permille) / 1000.0
 }
 
 /// The error for a topic the directory does not have, listing those it has.

@@ -1,11 +1,12 @@
 //! Cleaning a compacted partition: when a pass is due (Kafka's `min.cleanable.dirty.ratio`
-//! and `max.compaction.lag.ms`), and what the last passes did. The pass itself is the
+//! and `max.compaction.lag.ms`), and what the passes did (kept across restarts in the log's
+//! `cleaner.totals`). The pass itself is the
 //! storage's (`storage::cleaner`); the partition actor runs it on the broker's cleaner
 //! thread and swaps its output in.
 
 use crate::config::TopicConfig;
 use crate::error::Result;
-use crate::storage::cleaner::{CleanerPolicy, CleanerStats, LogSnapshot, Prepared};
+use crate::storage::cleaner::{CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot, Prepared};
 use crate::types::CleanerSummary;
 
 use super::Partition;
@@ -77,7 +78,8 @@ impl Partition {
     }
 
     /// Swaps a finished pass in (see `PartitionLog::swap_in`) and records what it did for
-    /// [`Partition::stats`].
+    /// [`Partition::stats`], on disk too (`cleaner.totals`: a failure to write it is logged,
+    /// and costs only the figures of this pass after a restart).
     ///
     /// # Errors
     /// `Io` from the swap: the partition must then be reopened (recovery finishes it).
@@ -90,7 +92,38 @@ impl Partition {
         summary.records_removed += stats.records_removed;
         summary.last_pass_ms = Some(now_ms);
         summary.dirty_permille = (stats.dirty_ratio_after.clamp(0.0, 1.0) * 1000.0).round() as u32;
+        let totals = totals_of(summary);
+        if let Err(e) = self.log.record_cleaner_totals(&totals) {
+            tracing::warn!(
+                dir = %self.log.dir().display(), error = %e,
+                "cannot record the cleaner's totals; a restart forgets this pass's figures"
+            );
+        }
         Ok(stats)
+    }
+}
+
+/// The figures of `totals` (as `cleaner.totals` keeps them) as `stats()` reports them.
+pub(super) fn summary_of(totals: CleanerTotals) -> CleanerSummary {
+    CleanerSummary {
+        passes: totals.passes,
+        bytes_read: totals.bytes_read,
+        bytes_written: totals.bytes_written,
+        records_removed: totals.records_removed,
+        last_pass_ms: Some(totals.last_pass_ms),
+        dirty_permille: totals.dirty_permille,
+    }
+}
+
+/// `summary` as `cleaner.totals` keeps it (written after a pass: its last pass is set).
+fn totals_of(summary: &CleanerSummary) -> CleanerTotals {
+    CleanerTotals {
+        passes: summary.passes,
+        bytes_read: summary.bytes_read,
+        bytes_written: summary.bytes_written,
+        records_removed: summary.records_removed,
+        last_pass_ms: summary.last_pass_ms.unwrap_or(0),
+        dirty_permille: summary.dirty_permille,
     }
 }
 

@@ -49,6 +49,7 @@
 mod batches;
 mod offset_map;
 pub mod swap;
+pub mod totals;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -60,6 +61,7 @@ use super::segment::{LogSegment, SegmentPaths};
 use batches::{clean_batch, for_each_batch, Rules};
 pub use batches::{Cleaned, Removed};
 pub use offset_map::OffsetMap;
+pub use totals::CleanerTotals;
 
 /// Kafka's `log.cleaner.dedupe.buffer.size` default (128 MiB, shared there by the cleaner
 /// threads): about 5 million keys at 24 bytes each.

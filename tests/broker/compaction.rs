@@ -80,6 +80,14 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() 
     // Records of the first segments were removed.
     assert!(by_key.values().map(Vec::len).sum::<usize>() < 600);
     assert_eq!(cleaner.dirty_permille, 0, "{cleaner:?}");
+
+    // The figures are the partition's, not the open's: a reopen (whose cleaner has not
+    // run yet) reports them as they were.
+    broker.shutdown().unwrap();
+    let reopened = NanoKafka::open(dir.path()).unwrap();
+    let after = reopened.stats().unwrap().topics["prices"].partitions[0].cleaner;
+    assert_eq!(after, Some(cleaner));
+    reopened.shutdown().unwrap();
 }
 
 #[test]

@@ -16,19 +16,25 @@ mod verify;
 
 #[path = "../common/binary.rs"]
 mod binary;
+#[path = "../../../tests/common/compacted.rs"]
+mod compacted_topic;
 #[path = "../../../tests/common/process.rs"]
 mod process;
+#[path = "../common/records.rs"]
+mod stored;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nanokafka::internals::inspect::{batch_records, StoredRecord};
-use nanokafka::{NanoKafka, TopicConfig};
+use nanokafka::clock::ManualClock;
+use nanokafka::{CleanerSummary, NanoKafka, TopicConfig};
 use tempfile::TempDir;
 
 pub use binary::BIN;
+pub use stored::records;
 
 /// Runs `nanokafka ARGS`.
 pub fn run(args: &[&str]) -> Output {
@@ -78,35 +84,6 @@ pub fn usage_error(output: &Output) -> String {
     );
     assert!(stdout(output).is_empty(), "stdout: {}", stdout(output));
     stderr(output)
-}
-
-/// Every record of `topic` in `dir`, by partition, read with the embedded broker at
-/// positions (no group involved).
-pub fn records(dir: &Path, topic: &str) -> Vec<(u32, StoredRecord)> {
-    let broker = NanoKafka::builder().data_dir(dir).build().expect("open");
-    let stats = broker.stats().expect("stats");
-    let mut all = Vec::new();
-    for p in &stats.topics[topic].partitions {
-        let mut offset = p.log_start_offset;
-        while offset < p.log_end_offset {
-            let read = futures::executor::block_on(broker.async_handle().fetch_kafka_batches(
-                topic,
-                p.partition,
-                offset,
-                1 << 20,
-                true,
-            ))
-            .expect("read");
-            for record in batch_records(&read.bytes).expect("batches decode") {
-                if record.offset >= offset {
-                    all.push((p.partition, record));
-                }
-            }
-            offset = read.next_offset;
-        }
-    }
-    broker.shutdown().expect("shutdown");
-    all
 }
 
 pub fn stdout(output: &Output) -> String {
@@ -198,6 +175,47 @@ pub fn fixture() -> TempDir {
     }
     broker.shutdown().expect("shutdown");
     dir
+}
+
+/// When the cleaner of [`cleaned_fixture`] made its pass: its clock (ms since the epoch).
+pub const CLEANED_AT_MS: u64 = 1_000_000 + compacted_topic::LAG_MS;
+
+/// A data directory holding `prices`, the one-partition compacted topic of small segments of
+/// `tests/common/compacted.rs` (60 rounds of the keys `k0`..`k9`), which the broker's
+/// cleaner cleaned in one pass at [`CLEANED_AT_MS`] (a `ManualClock`), closed again: its
+/// sealed segments hold gaps where records were removed, and `cleaner.marker`.
+pub fn cleaned_fixture() -> TempDir {
+    cleaned_fixture_with_stats().0
+}
+
+/// [`cleaned_fixture`], and the cleaner's figures `stats()` gave before the broker closed.
+pub fn cleaned_fixture_with_stats() -> (TempDir, CleanerSummary) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clock = ManualClock::new(CLEANED_AT_MS - compacted_topic::LAG_MS);
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .clock(Arc::new(clock.clone()))
+        .cleaner_backoff(Duration::from_millis(10))
+        .build()
+        .expect("open");
+    broker
+        .create_topic("prices", compacted_topic::compacted())
+        .expect("create prices");
+    compacted_topic::produce_rounds(&broker, "prices");
+    // Every sealed segment becomes cleanable at once; the next check runs the pass.
+    clock.advance(compacted_topic::LAG_MS);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let cleaner = loop {
+        let stats = broker.stats().expect("stats");
+        let partition = &stats.topics["prices"].partitions[0];
+        if let Some(cleaner) = partition.cleaner.filter(|c| c.passes > 0) {
+            break cleaner;
+        }
+        assert!(Instant::now() < deadline, "no cleaning pass: {partition:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    broker.shutdown().expect("shutdown");
+    (dir, cleaner)
 }
 
 /// Every file of `dir` with its bytes but the lock (which names the last opener's pid), to

@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use super::*;
 use crate::storage::cleaner::{
-    swap, CleanedGroup, CleanerPolicy, CleanerStats, LogSnapshot, Prepared, SourceSegment,
+    swap, CleanedGroup, CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot, Prepared,
+    SourceSegment,
 };
 use crate::storage::segment::{SegmentPaths, StepOver};
 
@@ -124,6 +125,20 @@ impl PartitionLog {
             self.first_dirty_offset = self.first_dirty_offset.max(stats.cleaned_up_to);
         }
         Ok(stats)
+    }
+
+    /// What the cleaner did to this log over its life, as the last pass recorded it
+    /// (`cleaner.totals`, see [`CleanerTotals`]); `None` before the first pass.
+    pub fn cleaner_totals(&self) -> Option<CleanerTotals> {
+        CleanerTotals::read(self.fs.as_ref(), &self.dir)
+    }
+
+    /// Records `totals` as what the cleaner did to this log, replacing the last record.
+    ///
+    /// # Errors
+    /// `Io` naming the step and the file.
+    pub fn record_cleaner_totals(&self, totals: &CleanerTotals) -> Result<()> {
+        totals.write(self.fs.as_ref(), &self.dir)
     }
 
     /// Whether every source of `group` is still a sealed segment of the log, of the size
