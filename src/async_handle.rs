@@ -476,6 +476,27 @@ impl AsyncNanoKafka {
         }
     }
 
+    /// Deletes the records of `partition` below `before` (Kafka's DeleteRecords); the log
+    /// start after. See [`DeleteRecords`](crate::messages::DeleteRecords).
+    ///
+    /// # Errors
+    /// As [`DeleteRecords`](crate::messages::DeleteRecords); on the Kafka backend, `Kafka`
+    /// for what the cluster refused.
+    pub async fn delete_records(&self, topic: &str, partition: u32, before: u64) -> Result<u64> {
+        match self.engine()? {
+            Engine::Embedded(e) => {
+                e.ask(crate::messages::DeleteRecords {
+                    topic: topic.to_owned(),
+                    partition,
+                    before,
+                })
+                .await
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.delete_records(topic, partition, before).await,
+        }
+    }
+
     async fn produce_one(&self, topic: &str, batch: RecordBatch) -> Result<Delivery> {
         let placed = self.produce_placed(topic, None, batch).await?;
         placed.first().ok_or_else(|| Error::Internal {

@@ -206,6 +206,15 @@ impl NanoKafka {
         self.call(self.handle.produce_raw(topic, key, value))
     }
 
+    /// [`AsyncNanoKafka::delete_records`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::delete_records`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn delete_records(&self, topic: &str, partition: u32, before: u64) -> Result<u64> {
+        self.call(self.handle.delete_records(topic, partition, before))
+    }
+
     /// [`AsyncNanoKafka::produce_tombstone`], blocking this thread until it answers.
     ///
     /// # Errors

@@ -23,11 +23,12 @@
 //! | `alter_topic` | same | [`AlterTopic`] |
 //! | `delete_topic` | same | [`DeleteTopic`] |
 //! | `describe_broker` | same | [`DescribeBroker`] |
-//! | `produce`, `produce_keyed`, `produce_raw` | same | [`Produce`] of one record |
+//! | `produce`, `produce_keyed`, `produce_raw`, `produce_tombstone` | same | [`Produce`] of one record |
 //! | `produce_with_headers`, `produce_raw_with_headers` | same | [`ProduceBatch`] of one |
 //! | `produce_batch`, `produce_batch_raw` | same | [`ProduceBatch`], [`Produce`] |
 //! | `produce_kafka_batch` | same | [`ProduceKafkaBatch`] |
 //! | `offset_for_timestamp` | same | [`OffsetForTimestamp`] |
+//! | `delete_records` | same | [`DeleteRecords`] |
 //! | `join_group`, `join_group_with` | same | [`JoinGroup`] |
 //! | `leave_group` | same | [`LeaveGroup`] |
 //! | `heartbeat` | same | [`Heartbeat`] |
@@ -316,6 +317,21 @@ pub struct OffsetForTimestamp {
     pub timestamp_ms: u64,
 }
 topic_message!(OffsetForTimestamp => Option<u64>);
+
+/// Deletes the records of `partition` below `before` (Kafka's DeleteRecords): the log start
+/// moves there, reads start there, groups whose commit lies below read from it (their lag
+/// shrinks), and the segments wholly below it are deleted. An offset at or below the log
+/// start changes nothing. Reply: the log start after (Kafka's low watermark). Errors:
+/// `OffsetOutOfRange` (past the log end; nothing changes), `UnknownTopic`,
+/// `UnknownPartition`, `Io`, `PartitionRestarted`, `PartitionFailed`. Route: broker → topic →
+/// partition `DeleteRecordsBefore`.
+#[derive(Debug, Clone)]
+pub struct DeleteRecords {
+    pub topic: String,
+    pub partition: u32,
+    pub before: u64,
+}
+topic_message!(DeleteRecords => u64);
 
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options

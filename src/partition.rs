@@ -267,6 +267,16 @@ impl Partition {
         self.log.log_start_offset()
     }
 
+    /// Moves the log start up to `before` (Kafka's DeleteRecords; see
+    /// `PartitionLog::delete_records_before`). Committed offsets below it read from it, as
+    /// after retention. Returns the log start after.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` past the log end (nothing changes); `Io`.
+    pub fn delete_records_before(&mut self, before: u64) -> Result<u64> {
+        Ok(self.log.delete_records_before(before)?)
+    }
+
     /// Appends a Kafka client's record batch as it was sent (see
     /// `PartitionLog::append_kafka_batch`).
     ///

@@ -440,6 +440,14 @@ fn default_request(api: ApiKey) -> RequestKind {
                     .with_topics(Some(vec![topic])),
             )
         }
+        ApiKey::DeleteRecords => {
+            use kafka_protocol::messages::delete_records_request::*;
+            let topic = DeleteRecordsTopic::default()
+                .with_partitions(vec![DeleteRecordsPartition::default()]);
+            RequestKind::DeleteRecords(
+                kafka_protocol::messages::DeleteRecordsRequest::default().with_topics(vec![topic]),
+            )
+        }
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -489,6 +497,7 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::AlterConfigs => AlterConfigsRequest::VERSIONS,
         ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
         ApiKey::DescribeLogDirs => DescribeLogDirsRequest::VERSIONS,
+        ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

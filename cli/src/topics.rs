@@ -43,6 +43,48 @@ pub enum TopicsCommand {
         #[command(flatten)]
         args: WriteArgs,
     },
+    /// Delete a partition's records below an offset (as kafka-delete-records does): its log
+    /// start moves there, groups read from it, and the segments wholly below it are removed.
+    DeleteRecords(DeleteRecordsArgs),
+}
+
+/// `topics delete-records`: one partition and the offset below which its records go.
+#[derive(Debug, clap::Args)]
+pub struct DeleteRecordsArgs {
+    /// The topic.
+    topic: String,
+
+    /// The partition.
+    #[arg(long, value_name = "P")]
+    partition: u32,
+
+    /// Delete every record below this offset (at most the log end; `end` for all of them).
+    #[arg(long, value_name = "OFFSET")]
+    before: BeforeArg,
+
+    #[command(flatten)]
+    args: WriteArgs,
+}
+
+/// An offset, or `end`: the log end.
+#[derive(Debug, Clone, Copy)]
+enum BeforeArg {
+    Offset(u64),
+    End,
+}
+
+impl std::str::FromStr for BeforeArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "end" => Ok(BeforeArg::End),
+            _ => s
+                .parse()
+                .map(BeforeArg::Offset)
+                .map_err(|_| format!("'{s}' is neither an offset nor `end`")),
+        }
+    }
 }
 
 /// `topics create`: the topic's config, each flag a [`TopicConfig`] field; unset ones
@@ -234,6 +276,7 @@ pub fn run(command: TopicsCommand) -> ExitCode {
         TopicsCommand::Create(args) => create(&args),
         TopicsCommand::Alter(args) => alter(&args),
         TopicsCommand::Delete { topic, args } => delete(&topic, &args),
+        TopicsCommand::DeleteRecords(args) => delete_records(&args),
     })
 }
 
@@ -343,6 +386,50 @@ fn delete(topic: &str, args: &WriteArgs) -> Result<(), Failure> {
         offline::print_json(&json!({ "deleted": topic }));
     } else {
         println!("deleted topic {topic}");
+    }
+    Ok(())
+}
+
+fn delete_records(args: &DeleteRecordsArgs) -> Result<(), Failure> {
+    let (topic, dir, partition) = (args.topic.as_str(), &args.args.data_dir, args.partition);
+    let broker = offline::open_for_write(dir)?;
+    let deleted = broker
+        .list_topics()
+        .map_err(Failure::from)
+        .and_then(|known| {
+            if !known.contains_key(topic) {
+                return Err(offline::no_such_topic(topic, dir, known.keys()));
+            }
+            let before = match args.before {
+                BeforeArg::Offset(offset) => offset,
+                BeforeArg::End => {
+                    let stats = broker.stats()?;
+                    let partitions = &stats.topics[topic].partitions;
+                    partitions
+                        .iter()
+                        .find(|p| p.partition == partition)
+                        .map_or(0, |p| p.log_end_offset)
+                }
+            };
+            broker
+                .delete_records(topic, partition, before)
+                .map_err(|e| {
+                    Failure(format!(
+                        "cannot delete the records of {topic}/{partition} below {before}: {e}; \
+                         nothing was changed"
+                    ))
+                })
+        });
+    offline::close(broker)?;
+    let log_start = deleted?;
+    if args.args.json {
+        offline::print_json(&json!({
+            "topic": topic,
+            "partition": partition,
+            "log_start_offset": log_start,
+        }));
+    } else {
+        println!("{topic}/{partition}: records below offset {log_start} deleted (its log start)");
     }
     Ok(())
 }

@@ -57,6 +57,9 @@ pub use alter::ReconfigurePartition;
 
 mod cleaning;
 
+mod records;
+pub use records::DeleteRecordsBefore;
+
 /// A partition actor's address and its I/O thread (see [`Rung`]).
 pub type PartitionRef = Rung<PartitionActor>;
 

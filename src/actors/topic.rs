@@ -22,8 +22,8 @@ use super::coordinator::{
 use super::io_thread::IoThreadHandle;
 use super::lane::{append_routed, Lane, ParkedPolls, Placed};
 use super::partition::{
-    AppendKafka, ClosePartition, CommitOffset, Crash, DescribePartition, FindOffset, GroupLag,
-    PartitionActor, PartitionRef, RegisterGroup,
+    AppendKafka, ClosePartition, CommitOffset, Crash, DeleteRecordsBefore, DescribePartition,
+    FindOffset, GroupLag, PartitionActor, PartitionRef, RegisterGroup,
 };
 use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
@@ -32,8 +32,8 @@ use crate::config::{CleanupPolicy, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
-    Commit, ConsumerPoll, CrashPartition, CrashTopic, FencedCommit, Heartbeat, JoinGroup,
-    KafkaAppend, Lag, LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch,
+    Commit, ConsumerPoll, CrashPartition, CrashTopic, DeleteRecords, FencedCommit, Heartbeat,
+    JoinGroup, KafkaAppend, Lag, LeaveGroup, OffsetForTimestamp, Poll, Produce, ProduceBatch,
     ProduceKafkaBatch,
 };
 use crate::partition::{lag, Fetched};
@@ -666,6 +666,21 @@ impl Handler<OffsetForTimestamp> for TopicActor {
                 Ok(addr) => Box::pin(addr.ask(FindOffset {
                     timestamp_ms: msg.timestamp_ms,
                 })),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
+    }
+}
+
+impl Handler<DeleteRecords> for TopicActor {
+    type Result = ResponseFuture<Result<u64>>;
+
+    fn handle(&mut self, msg: DeleteRecords, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "DeleteRecords").entered();
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.partition(msg.partition) {
+                Ok(addr) => Box::pin(addr.ask(DeleteRecordsBefore { before: msg.before })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })

@@ -330,6 +330,45 @@ impl KafkaBackend {
     }
 }
 
+impl KafkaBackend {
+    /// Kafka's DeleteRecords of `partition` below `before`: the low watermark after.
+    ///
+    /// # Errors
+    /// `UnknownTopic`; `Kafka` for another refusal (an offset past the high watermark
+    /// included: the cluster does not say where the log ends).
+    pub(crate) async fn delete_records(
+        &self,
+        topic: &str,
+        partition: u32,
+        before: u64,
+    ) -> Result<u64> {
+        let mut list = TopicPartitionList::new();
+        let at = Offset::Offset(i64::try_from(before).unwrap_or(i64::MAX));
+        list.add_partition_offset(topic, partition_id(partition), at)
+            .map_err(|e| kafka_error("delete records", e))?;
+        let done = self
+            .admin
+            .delete_records(&list, &self.admin_options())
+            .await
+            .map_err(|e| topic_error("delete records", topic, e))?;
+        let element = done.elements().into_iter().next();
+        let Some(element) = element else {
+            return Err(kafka_error(
+                "delete records",
+                rdkafka::error::KafkaError::NoMessageReceived,
+            ));
+        };
+        match (element.error(), element.offset()) {
+            (Err(e), _) => Err(topic_error("delete records", topic, e)),
+            (Ok(()), Offset::Offset(low)) => Ok(u64::try_from(low).unwrap_or(0)),
+            (Ok(()), other) => Err(kafka_error(
+                "delete records",
+                rdkafka::error::KafkaError::AdminOpCreation(format!("low watermark {other:?}")),
+            )),
+        }
+    }
+}
+
 /// A partition number as librdkafka's `i32` (partition counts are at most `MAX_PARTITIONS`).
 pub(crate) fn partition_id(partition: u32) -> i32 {
     i32::try_from(partition).unwrap_or(i32::MAX)

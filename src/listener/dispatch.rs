@@ -11,7 +11,7 @@ use tracing::Instrument;
 use super::request::{served, ConnectionState, Reply, RequestContext};
 use super::{alter_configs, cluster, incremental_alter_configs};
 use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
-use super::{create_partitions, create_topics, delete_topics, describe_configs};
+use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
 use crate::async_handle::AsyncNanoKafka;
 
@@ -220,6 +220,9 @@ async fn route(
         }
         RequestKind::DescribeLogDirs(r) => {
             ResponseKind::DescribeLogDirs(cluster::describe_log_dirs(ctx, r).await)
+        }
+        RequestKind::DeleteRecords(r) => {
+            ResponseKind::DeleteRecords(delete_records::handle(ctx, r).await)
         }
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))

@@ -47,6 +47,7 @@ mod config;
 mod connection;
 mod create_partitions;
 mod create_topics;
+mod delete_records;
 mod delete_topics;
 mod describe_configs;
 mod dispatch;

@@ -902,6 +902,31 @@ impl PartitionLog {
         self.delete_segments_below_start()
     }
 
+    /// Moves the log start up to `before` (Kafka's DeleteRecords): the records below it are no
+    /// longer read, and the segments wholly below it are deleted as retention deletes them.
+    /// A `before` at or below the log start changes nothing. Returns the log start after.
+    ///
+    /// # Errors
+    /// `OffsetOutOfRange` when `before` is past the log end (nothing changes); `Io` when the
+    /// new log start cannot be stored (it is then not moved) or a segment not deleted.
+    pub fn delete_records_before(&mut self, before: u64) -> Result<u64> {
+        let log_end = self.log_end_offset();
+        if before > log_end {
+            return Err(StorageError::OffsetOutOfRange {
+                offset: before,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: log_end,
+            });
+        }
+        if before > self.log_start_offset {
+            self.mark_unclean()?;
+            self.log_start_file.store(before)?;
+            self.log_start_offset = before;
+        }
+        self.delete_segments_below_start()?;
+        Ok(self.log_start_offset)
+    }
+
     /// The one deletion routine: removes every segment whose records all lie below the log
     /// start. The active segment is never removed.
     ///

@@ -11,6 +11,7 @@ mod broker_semantics;
 mod broker_semantics_flow;
 mod cleanup_policy;
 mod compaction;
+mod delete_records;
 mod kafka_batches;
 mod ordering;
 mod produce_batch;

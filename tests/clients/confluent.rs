@@ -236,6 +236,47 @@ fn admin_creates_and_deletes_topics_and_lists_groups() {
     );
 }
 
+#[test]
+fn admin_deletes_records_and_describes_the_cluster() {
+    let Some(admin) = clients::python("confluent_admin.py") else {
+        return;
+    };
+    let b = Broker::start();
+    let bs = b.bootstrap.as_str();
+    b.broker
+        .create_topic("trim", nanokafka::TopicConfig::default().partitions(2))
+        .unwrap();
+    for p in 0..2 {
+        let records = (0..4u8)
+            .map(|i| nanokafka::ProduceRecord {
+                key: None,
+                value: vec![i],
+            })
+            .collect();
+        b.broker
+            .produce_batch_raw("trim", Some(p), records)
+            .unwrap();
+    }
+    let deleted = admin.run_json(&[bs, "delete-records", "trim:0:3", "trim:1:-1"], RUN);
+    assert_eq!(
+        deleted["low_watermarks"],
+        serde_json::json!({"trim:0": 3, "trim:1": 4})
+    );
+    let starts: Vec<u64> = b.broker.stats().unwrap().topics["trim"]
+        .partitions
+        .iter()
+        .map(|p| p.log_start_offset)
+        .collect();
+    assert_eq!(starts, [3, 4]);
+    let cluster = admin.run_json(&[bs, "describe-cluster"], RUN);
+    assert_eq!(cluster["cluster"]["controller"], 0, "{cluster}");
+    let port = bs.rsplit(':').next().unwrap().parse::<u64>().unwrap();
+    assert_eq!(
+        cluster["cluster"]["nodes"],
+        serde_json::json!([{"id": 0, "host": "127.0.0.1", "port": port}])
+    );
+}
+
 /// CreateTimes that go back across segments (a backfill, a mirror that keeps its source's
 /// timestamps): time retention and the max-timestamp ListOffsets weigh every segment's
 /// largest timestamp, before a restart and after it.

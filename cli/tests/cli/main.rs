@@ -204,16 +204,7 @@ pub fn cleaned_fixture_with_stats() -> (TempDir, CleanerSummary) {
     compacted_topic::produce_rounds(&broker, "prices");
     // Every sealed segment becomes cleanable at once; the next check runs the pass.
     clock.advance(compacted_topic::LAG_MS);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let cleaner = loop {
-        let stats = broker.stats().expect("stats");
-        let partition = &stats.topics["prices"].partitions[0];
-        if let Some(cleaner) = partition.cleaner.filter(|c| c.passes > 0) {
-            break cleaner;
-        }
-        assert!(Instant::now() < deadline, "no cleaning pass: {partition:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let cleaner = compacted_topic::wait_for_cleaning(&broker, "prices");
     broker.shutdown().expect("shutdown");
     (dir, cleaner)
 }

@@ -299,3 +299,78 @@ fn alter_on_a_locked_data_directory_is_refused_at_once() {
         &["topics", "alter", "orders", "--partitions", "3"],
     );
 }
+
+#[test]
+fn delete_records_moves_the_log_start_and_refuses_an_offset_past_the_end() {
+    let dir = fixture();
+    let before = snapshot(dir.path());
+    let message = fails(&run_on(
+        dir.path(),
+        &[
+            "topics",
+            "delete-records",
+            "events",
+            "--partition",
+            "0",
+            "--before",
+            "5",
+        ],
+    ));
+    assert!(
+        message.contains("below 5") && message.contains("nothing was changed"),
+        "{message}"
+    );
+    assert_eq!(snapshot(dir.path()), before);
+    let usage = usage_error(&run_on(
+        dir.path(),
+        &[
+            "topics",
+            "delete-records",
+            "events",
+            "--partition",
+            "0",
+            "--before",
+            "soon",
+        ],
+    ));
+    assert!(usage.contains("neither an offset nor `end`"), "{usage}");
+
+    let moved = json(&run_on(
+        dir.path(),
+        &[
+            "topics",
+            "delete-records",
+            "events",
+            "--partition",
+            "0",
+            "--before",
+            "2",
+            "--json",
+        ],
+    ));
+    assert_eq!(moved["log_start_offset"], 2);
+    let text = ok(&run_on(
+        dir.path(),
+        &[
+            "topics",
+            "delete-records",
+            "events",
+            "--partition",
+            "0",
+            "--before",
+            "end",
+        ],
+    ));
+    assert_eq!(
+        text,
+        "events/0: records below offset 4 deleted (its log start)\n"
+    );
+    let described = json(&run_on(
+        dir.path(),
+        &["topics", "describe", "events", "--json"],
+    ));
+    assert_eq!(
+        described["partitions"][0]["log_start_offset"], 4,
+        "{described}"
+    );
+}

@@ -24,6 +24,7 @@ mod wait;
 
 mod admin;
 mod consumers;
+mod delete_records;
 mod differences;
 mod embedded_only;
 mod flat;

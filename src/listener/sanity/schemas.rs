@@ -79,6 +79,7 @@ pub static ALL: &[Schema] = &[
     api(ApiKey::AlterConfigs, 0, 2, 2, ALTER_CONFIGS),
     api(ApiKey::DescribeCluster, 0, 2, 0, DESCRIBE_CLUSTER),
     api(ApiKey::DescribeLogDirs, 1, 4, 2, DESCRIBE_LOG_DIRS),
+    api(ApiKey::DeleteRecords, 0, 2, 2, DELETE_RECORDS),
 ];
 
 const PRODUCE: &[Field] = &[
@@ -522,4 +523,25 @@ const DESCRIBE_LOG_DIRS: &[Field] = &[
             f(1, N, Array(&I32)), // partitions
         ])),
     ),
+];
+
+const DELETE_RECORDS: &[Field] = &[
+    // topics
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str), // name
+            // partitions
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, I32), // partition_index
+                    f(0, N, I64), // offset
+                ])),
+            ),
+        ])),
+    ),
+    f(0, N, I32), // timeout_ms
 ];

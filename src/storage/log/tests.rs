@@ -505,3 +505,51 @@ mod reader_at_the_end {
         }
     }
 }
+
+/// DeleteRecords: the log start moves to the offset asked for, also inside a batch; reads
+/// start there, the segments wholly below it go, and a reopen (clean or after a crash)
+/// keeps it. An offset past the log end is refused and changes nothing.
+#[test]
+fn records_deleted_before_an_offset_stay_deleted_across_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_bytes: 4096,
+        fsync: FsyncPolicy::Never,
+        ..LogConfig::default()
+    };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    let value = [3u8; 100];
+    let records: Vec<AppendRecord<'_>> = (0..10)
+        .map(|_| AppendRecord {
+            key: None,
+            value: &value,
+        })
+        .collect();
+    for _ in 0..50 {
+        log.append(&records, 0).unwrap();
+    }
+    let segments = log.segment_count();
+    assert!(matches!(
+        log.delete_records_before(501),
+        Err(StorageError::OffsetOutOfRange { offset: 501, .. })
+    ));
+    assert_eq!(log.log_start_offset(), 0);
+    // Inside a batch of ten, well past the first segments.
+    assert_eq!(log.delete_records_before(255).unwrap(), 255);
+    assert!(
+        log.segment_count() < segments,
+        "the segments below it are gone"
+    );
+    assert_eq!(
+        log.delete_records_before(100).unwrap(),
+        255,
+        "never backwards"
+    );
+    let first = log.read(0, 1, 1 << 20).unwrap();
+    assert_eq!(first.iter().next().map(|r| r.offset), Some(255));
+    // A crash (no clean close) keeps it too.
+    drop(log);
+    let (log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    assert_eq!(log.log_start_offset(), 255);
+    assert_eq!(log.log_end_offset(), 500);
+}

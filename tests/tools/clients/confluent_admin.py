@@ -6,16 +6,22 @@
     python confluent_admin.py BOOTSTRAP list-topics [--timeout S]
     python confluent_admin.py BOOTSTRAP list-groups [--timeout S]
     python confluent_admin.py BOOTSTRAP list-offsets TOPIC:PARTITION [--timeout S]
+    python confluent_admin.py BOOTSTRAP delete-records TOPIC:PARTITION:OFFSET ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP describe-cluster [--timeout S]
 
 create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1),
 replication factor 1 and the topic configs given with --config; delete-topics sends DeleteTopics; list-topics reads Metadata for all
 topics; list-groups sends ListGroups; list-offsets sends ListOffsets for the partition's
-earliest, latest and max-timestamp (KIP-734) offsets, one request each. A request that fails for any topic fails the run.
+earliest, latest and max-timestamp (KIP-734) offsets, one request each; delete-records sends
+DeleteRecords (OFFSET -1: the high watermark); describe-cluster sends DescribeCluster. A
+request that fails for any topic fails the run.
 
 Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted": [name...];
 "topics": [{"name", "partitions"}...] sorted by name; "groups": [{"group_id", "state",
 "is_simple"}...] sorted by id; "offsets": {"earliest" | "latest" | "max_timestamp":
-{"offset", "timestamp"}}, -1 where the broker answers none}.
+{"offset", "timestamp"}}, -1 where the broker answers none; "low_watermarks":
+{"TOPIC:PARTITION": offset}; "cluster": {"cluster_id", "controller", "nodes": [{"id",
+"host", "port"}...]}}.
 """
 
 import argparse
@@ -32,12 +38,13 @@ CLIENT = "confluent-kafka"
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("bootstrap", help="host:port of the broker")
-    p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets"])
+    p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets",
+                                              "delete-records", "describe-cluster"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
-    if args.command in ("create-topics", "delete-topics", "list-offsets") and not args.names:
+    if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
     admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
@@ -60,6 +67,15 @@ def main():
             ({"name": t.topic, "partitions": len(t.partitions)} for t in metadata.topics.values()),
             key=lambda t: t["name"],
         )
+    elif args.command == "delete-records":
+        out["low_watermarks"] = _delete_records(admin, args.names, deadline)
+    elif args.command == "describe-cluster":
+        result = admin.describe_cluster(request_timeout=deadline.left()).result(timeout=deadline.left())
+        out["cluster"] = {
+            "cluster_id": result.cluster_id,
+            "controller": result.controller.id if result.controller else None,
+            "nodes": [{"id": n.id, "host": n.host, "port": n.port} for n in result.nodes],
+        }
     elif args.command == "list-offsets":
         topic, _, partition = args.names[0].rpartition(":")
         out["offsets"] = _list_offsets(admin, TopicPartition(topic, int(partition)), deadline)
@@ -88,6 +104,23 @@ def _list_offsets(admin, partition, deadline):
             fail(f"ListOffsets {name} of {partition.topic}:{partition.partition}: {e}")
         offsets[name] = {"offset": info.offset, "timestamp": info.timestamp}
     return offsets
+
+
+def _delete_records(admin, specs, deadline):
+    """Each TOPIC:PARTITION's low watermark after DeleteRecords below OFFSET."""
+    partitions = []
+    for spec in specs:
+        topic, partition, offset = spec.rsplit(":", 2)
+        partitions.append(TopicPartition(topic, int(partition), int(offset)))
+    futures = admin.delete_records(partitions, request_timeout=deadline.left())
+    lows = {}
+    for partition, future in futures.items():
+        key = f"{partition.topic}:{partition.partition}"
+        try:
+            lows[key] = future.result(timeout=deadline.left()).low_watermark
+        except Exception as e:  # noqa: BLE001 - reported with the partition it concerns
+            fail(f"DeleteRecords {key}: {e}")
+    return lows
 
 
 def _wait_all(futures, deadline):
