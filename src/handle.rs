@@ -215,6 +215,19 @@ impl NanoKafka {
         self.call(self.handle.delete_records(topic, partition, before))
     }
 
+    /// [`AsyncNanoKafka::describe_producers`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::describe_producers`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn describe_producers(
+        &self,
+        topic: &str,
+        partition: u32,
+    ) -> Result<Vec<crate::ActiveProducer>> {
+        self.call(self.handle.describe_producers(topic, partition))
+    }
+
     /// [`AsyncNanoKafka::produce_tombstone`], blocking this thread until it answers.
     ///
     /// # Errors

@@ -111,6 +111,7 @@ pub use root::{
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_CLEANER_BACKOFF,
     MAX_DECOMPRESSED_BATCH_BYTES, MAX_IDLE_SPIN,
 };
+pub use storage::producer_state::ActiveProducer;
 pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamOptions};
 pub use table::{LogTable, Table, TableChange, TableKey};

@@ -29,6 +29,7 @@
 //! | `produce_kafka_batch` | same | [`ProduceKafkaBatch`] |
 //! | `offset_for_timestamp` | same | [`OffsetForTimestamp`] |
 //! | `delete_records` | same | [`DeleteRecords`] |
+//! | `describe_producers` | same | [`DescribeProducers`] |
 //! | `join_group`, `join_group_with` | same | [`JoinGroup`] |
 //! | `leave_group` | same | [`LeaveGroup`] |
 //! | `heartbeat` | same | [`Heartbeat`] |
@@ -134,8 +135,8 @@ pub use subscription::{
     SubscriptionEnd, SubscriptionEvent, SubscriptionRequest, Unsubscribe,
 };
 pub use wire::{
-    AllocateProducerId, BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, OffsetSpec,
-    WaitForKafkaAppend,
+    AllocateProducerId, BatchRead, DescribeProducers, FetchKafkaBatches, ListKafkaOffset,
+    ListedOffset, OffsetSpec, WaitForKafkaAppend,
 };
 
 /// Create a topic. Sender: any actor or handle; handled by the broker, which writes the

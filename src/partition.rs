@@ -267,6 +267,11 @@ impl Partition {
         self.log.log_start_offset()
     }
 
+    /// The idempotent producers this partition remembers.
+    pub fn active_producers(&self) -> Vec<crate::storage::producer_state::ActiveProducer> {
+        self.log.active_producers()
+    }
+
     /// Moves the log start up to `before` (Kafka's DeleteRecords; see
     /// `PartitionLog::delete_records_before`). Committed offsets below it read from it, as
     /// after retention. Returns the log start after.

@@ -448,6 +448,14 @@ fn default_request(api: ApiKey) -> RequestKind {
                 kafka_protocol::messages::DeleteRecordsRequest::default().with_topics(vec![topic]),
             )
         }
+        ApiKey::DescribeProducers => {
+            use kafka_protocol::messages::describe_producers_request::*;
+            let topic = TopicRequest::default().with_partition_indexes(vec![0]);
+            RequestKind::DescribeProducers(
+                kafka_protocol::messages::DescribeProducersRequest::default()
+                    .with_topics(vec![topic]),
+            )
+        }
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -498,6 +506,7 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DescribeCluster => DescribeClusterRequest::VERSIONS,
         ApiKey::DescribeLogDirs => DescribeLogDirsRequest::VERSIONS,
         ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
+        ApiKey::DescribeProducers => DescribeProducersRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

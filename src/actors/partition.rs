@@ -47,7 +47,7 @@ use crate::wait::EarlyWake;
 pub use offsets::{GetCommitted, SetCommitted};
 
 mod wire;
-pub use wire::{FindKafkaOffset, ReadBatches, WaitForAppend};
+pub use wire::{FindKafkaOffset, GetProducers, ReadBatches, WaitForAppend};
 
 mod delete;
 pub use delete::DeletePartition;

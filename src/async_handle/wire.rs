@@ -6,8 +6,8 @@ use std::time::Duration;
 use super::AsyncNanoKafka;
 use crate::error::Result;
 use crate::messages::{
-    AllocateProducerId, BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, OffsetSpec,
-    WaitForKafkaAppend,
+    AllocateProducerId, BatchRead, DescribeProducers, FetchKafkaBatches, ListKafkaOffset,
+    ListedOffset, OffsetSpec, WaitForKafkaAppend,
 };
 
 impl AsyncNanoKafka {
@@ -70,6 +70,22 @@ impl AsyncNanoKafka {
             topic: topic.to_owned(),
             partition,
             spec,
+        })
+        .await
+    }
+
+    /// The idempotent producers `partition` remembers: see [`DescribeProducers`].
+    ///
+    /// # Errors
+    /// As [`DescribeProducers`]; `Unsupported` on the Kafka backend.
+    pub async fn describe_producers(
+        &self,
+        topic: &str,
+        partition: u32,
+    ) -> Result<Vec<crate::ActiveProducer>> {
+        self.ask(DescribeProducers {
+            topic: topic.to_owned(),
+            partition,
         })
         .await
     }

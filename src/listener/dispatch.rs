@@ -9,7 +9,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::request::{served, ConnectionState, Reply, RequestContext};
-use super::{alter_configs, cluster, incremental_alter_configs};
+use super::{alter_configs, cluster, describe_producers, incremental_alter_configs};
 use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
@@ -223,6 +223,9 @@ async fn route(
         }
         RequestKind::DeleteRecords(r) => {
             ResponseKind::DeleteRecords(delete_records::handle(ctx, r).await)
+        }
+        RequestKind::DescribeProducers(r) => {
+            ResponseKind::DescribeProducers(describe_producers::handle(ctx, r).await)
         }
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))

@@ -50,6 +50,7 @@ mod create_topics;
 mod delete_records;
 mod delete_topics;
 mod describe_configs;
+mod describe_producers;
 mod dispatch;
 mod errors;
 mod fetch;

@@ -84,3 +84,14 @@ pub struct AllocateProducerId;
 impl Message for AllocateProducerId {
     type Result = Result<i64>;
 }
+
+/// The idempotent producers `partition` remembers (Kafka's DescribeProducers): each one's
+/// id, epoch, last sequence and last write, by id. Route: broker → topic → partition
+/// `GetProducers`. Errors: `UnknownTopic`, `UnknownPartition`, `PartitionRestarted`,
+/// `PartitionFailed`.
+#[derive(Debug, Clone)]
+pub struct DescribeProducers {
+    pub topic: String,
+    pub partition: u32,
+}
+topic_message!(DescribeProducers => Vec<crate::storage::producer_state::ActiveProducer>);

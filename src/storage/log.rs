@@ -902,6 +902,11 @@ impl PartitionLog {
         self.delete_segments_below_start()
     }
 
+    /// The idempotent producers this log remembers (Kafka's DescribeProducers).
+    pub fn active_producers(&self) -> Vec<crate::storage::producer_state::ActiveProducer> {
+        self.producers.active()
+    }
+
     /// Moves the log start up to `before` (Kafka's DeleteRecords): the records below it are no
     /// longer read, and the segments wholly below it are deleted as retention deletes them.
     /// A `before` at or below the log start changes nothing. Returns the log start after.

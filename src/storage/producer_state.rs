@@ -86,6 +86,19 @@ struct Producer {
     batches: VecDeque<BatchSequence>,
 }
 
+/// An idempotent producer as Kafka's DescribeProducers shows it: its id, epoch, last
+/// sequence and when it last wrote here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub epoch: i16,
+    /// The last sequence of its last batch here.
+    pub last_sequence: i32,
+    /// Its last batch's largest timestamp (ms since the epoch), as Kafka reports it; -1
+    /// when unknown (a state restored from a snapshot written before timestamps were kept).
+    pub last_timestamp_ms: i64,
+}
+
 /// What [`ProducerState::check`] says of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SequenceCheck {
@@ -206,6 +219,22 @@ impl ProducerState {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.producers.len()
+    }
+
+    /// The producers remembered here, by id.
+    pub fn active(&self) -> Vec<ActiveProducer> {
+        self.producers
+            .iter()
+            .filter_map(|(&producer_id, p)| {
+                let last = p.batches.back()?;
+                Some(ActiveProducer {
+                    producer_id,
+                    epoch: p.epoch,
+                    last_sequence: last.last_seq,
+                    last_timestamp_ms: last.max_timestamp,
+                })
+            })
+            .collect()
     }
 
     /// The base offset of each producer's last batch: the batches the log cleaner keeps,

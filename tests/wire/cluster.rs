@@ -105,3 +105,76 @@ fn describe_log_dirs_gives_each_partitions_size_in_the_data_directory() {
         .collect();
     assert_eq!(indexes, [1]);
 }
+
+#[test]
+fn describe_producers_lists_each_partitions_idempotent_producers() {
+    use crate::client_batch::{encode, BatchOptions, ClientRecord, Idempotent};
+    use kafka_protocol::messages::describe_producers_request::TopicRequest;
+    use kafka_protocol::messages::DescribeProducersRequest;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker
+        .create_topic("idem", TopicConfig::default().partitions(2))
+        .unwrap();
+    let record = |timestamp| ClientRecord {
+        timestamp,
+        key: None,
+        value: Some(bytes::Bytes::from_static(b"v")),
+        headers: Vec::new(),
+    };
+    // Producer 7 (epoch 2) writes two batches of three to partition 0; a producer without
+    // idempotence writes to partition 1.
+    for (base_sequence, timestamp) in [(0, 1_700_000_000_000), (3, 1_700_000_000_500)] {
+        let options = BatchOptions {
+            producer: Some(Idempotent {
+                producer_id: 7,
+                producer_epoch: 2,
+                base_sequence,
+            }),
+            ..BatchOptions::default()
+        };
+        let batch = encode(
+            &[record(timestamp), record(timestamp), record(timestamp)],
+            options,
+        );
+        broker
+            .produce_kafka_batch("idem", 0, batch.to_vec())
+            .unwrap();
+    }
+    let plain = encode(&[record(1)], BatchOptions::default());
+    broker
+        .produce_kafka_batch("idem", 1, plain.to_vec())
+        .unwrap();
+
+    let mut client = WireClient::connect(addr);
+    let topic = |name: &'static str, partitions: Vec<i32>| {
+        TopicRequest::default()
+            .with_name(TopicName(StrBytes::from_static_str(name)))
+            .with_partition_indexes(partitions)
+    };
+    let request = DescribeProducersRequest::default().with_topics(vec![
+        topic("idem", vec![0, 1, 5]),
+        topic("missing", vec![0]),
+    ]);
+    let response = client.call(&request, 0);
+    let idem = &response.topics[0].partitions;
+    assert_eq!(idem[0].error_code, 0);
+    let producer = &idem[0].active_producers[..];
+    assert_eq!(producer.len(), 1, "{producer:?}");
+    let p = &producer[0];
+    assert_eq!(
+        (
+            p.producer_id.0,
+            p.producer_epoch,
+            p.last_sequence,
+            p.last_timestamp
+        ),
+        (7, 2, 5, 1_700_000_000_500)
+    );
+    assert_eq!((p.coordinator_epoch, p.current_txn_start_offset), (-1, -1));
+    assert!(idem[1].active_producers.is_empty());
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    assert_eq!(idem[2].error_code, unknown);
+    assert_eq!(response.topics[1].partitions[0].error_code, unknown);
+}

@@ -11,6 +11,7 @@ use super::{PartitionActor, Slot, Waiter};
 use crate::actors::supervise::{guarded_future, guarded_reply};
 use crate::error::Result;
 use crate::messages::{ListedOffset, OffsetSpec};
+use crate::storage::producer_state::ActiveProducer;
 use crate::storage::BatchRead;
 
 /// Whole batches from `offset`; see `messages::FetchKafkaBatches`. Sent by `TopicActor`. The
@@ -49,6 +50,26 @@ pub struct FindKafkaOffset {
 }
 impl Message for FindKafkaOffset {
     type Result = Result<Option<ListedOffset>>;
+}
+
+/// The idempotent producers the partition remembers; see `messages::DescribeProducers`.
+/// Sent by `TopicActor`. Errors: `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug)]
+pub struct GetProducers;
+impl Message for GetProducers {
+    type Result = Result<Vec<ActiveProducer>>;
+}
+
+impl Handler<GetProducers> for PartitionActor {
+    type Result = Result<Vec<ActiveProducer>>;
+
+    fn handle(&mut self, _: GetProducers, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "GetProducers").entered();
+        let name = self.name();
+        guarded_reply(self, ctx, &name, |act, _| {
+            Ok(act.open_partition()?.active_producers())
+        })
+    }
 }
 
 impl Handler<ReadBatches> for PartitionActor {

@@ -4,12 +4,14 @@
 use actix::prelude::*;
 
 use super::TopicActor;
-use crate::actors::partition::{FindKafkaOffset, ReadBatches, WaitForAppend};
+use crate::actors::partition::{FindKafkaOffset, GetProducers, ReadBatches, WaitForAppend};
 use crate::actors::supervise::guarded_future;
 use crate::error::Result;
 use crate::messages::{
-    BatchRead, FetchKafkaBatches, ListKafkaOffset, ListedOffset, WaitForKafkaAppend,
+    BatchRead, DescribeProducers, FetchKafkaBatches, ListKafkaOffset, ListedOffset,
+    WaitForKafkaAppend,
 };
+use crate::storage::producer_state::ActiveProducer;
 
 impl Handler<FetchKafkaBatches> for TopicActor {
     type Result = ResponseFuture<Result<BatchRead>>;
@@ -57,6 +59,21 @@ impl Handler<ListKafkaOffset> for TopicActor {
         guarded_future(self, ctx, &name, |act, _| {
             match act.partition(msg.partition) {
                 Ok(addr) => Box::pin(addr.ask(FindKafkaOffset { spec: msg.spec })),
+                Err(e) => Box::pin(async { Err(e) }),
+            }
+        })
+    }
+}
+
+impl Handler<DescribeProducers> for TopicActor {
+    type Result = ResponseFuture<Result<Vec<ActiveProducer>>>;
+
+    fn handle(&mut self, msg: DescribeProducers, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "DescribeProducers").entered();
+        let name = self.label.clone();
+        guarded_future(self, ctx, &name, |act, _| {
+            match act.partition(msg.partition) {
+                Ok(addr) => Box::pin(addr.ask(GetProducers)),
                 Err(e) => Box::pin(async { Err(e) }),
             }
         })

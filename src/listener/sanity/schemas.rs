@@ -80,6 +80,7 @@ pub static ALL: &[Schema] = &[
     api(ApiKey::DescribeCluster, 0, 2, 0, DESCRIBE_CLUSTER),
     api(ApiKey::DescribeLogDirs, 1, 4, 2, DESCRIBE_LOG_DIRS),
     api(ApiKey::DeleteRecords, 0, 2, 2, DELETE_RECORDS),
+    api(ApiKey::DescribeProducers, 0, 0, 0, DESCRIBE_PRODUCERS),
 ];
 
 const PRODUCE: &[Field] = &[
@@ -544,4 +545,16 @@ const DELETE_RECORDS: &[Field] = &[
         ])),
     ),
     f(0, N, I32), // timeout_ms
+];
+
+const DESCRIBE_PRODUCERS: &[Field] = &[
+    // topics
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str),         // name
+            f(0, N, Array(&I32)), // partition_indexes
+        ])),
+    ),
 ];
