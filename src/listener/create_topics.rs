@@ -57,7 +57,7 @@ async fn create(
             Error::from(e).to_string(),
         )
     })?;
-    let config = config_of(topic)?;
+    let config = config_of(topic, ctx.shared.config.num_partitions)?;
     if validate_only {
         let known = ctx.broker.list_topics().await.unwrap_or_default();
         return match known.contains_key(name) {
@@ -90,8 +90,9 @@ fn exists(name: &str) -> Refusal {
     )
 }
 
-/// The topic's config as requested, checked.
-fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
+/// The topic's config as requested, checked; `default_partitions` (the builder's
+/// `num_partitions`) when it asks for -1.
+fn config_of(topic: &CreatableTopic, default_partitions: u32) -> Result<TopicConfig, Refusal> {
     if !topic.assignments.is_empty() {
         return Err((
             ResponseError::InvalidRequest,
@@ -108,7 +109,7 @@ fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
         ));
     }
     let partitions = match topic.num_partitions {
-        -1 => TopicConfig::default().partitions,
+        -1 => default_partitions,
         n if n >= 1 && n as u32 <= MAX_PARTITIONS => n as u32,
         n => {
             return Err((
