@@ -303,3 +303,70 @@ fn a_commit_keeps_its_metadata_any_offset_and_both_survive_a_restart() {
     let expected = vec![(end0, "Hello\0world!".to_owned()), (0, "kept".to_owned())];
     assert_eq!(fetch_metadata(&mut client, "g", 6), expected);
 }
+
+/// A commit while the group rebalances is answered at once, as Kafka's group coordinator
+/// answers it: the generation that is ending still commits while the members join again
+/// (librdkafka commits from its revoke callback then), the new generation gets
+/// REBALANCE_IN_PROGRESS until its assignment is handed out, the old one
+/// ILLEGAL_GENERATION, a stranger UNKNOWN_MEMBER_ID.
+#[test]
+fn commits_during_a_rebalance_are_answered_at_once_with_kafkas_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = broker_with_topic(dir.path(), Duration::from_secs(60), "t", 2);
+    for i in 0..10u32 {
+        broker.produce_keyed("t", [i as u8], &i).unwrap();
+    }
+    let mut a = WireClient::connect(addr);
+    let (member_a, first, _) = join_and_sync(&mut a, "g", &["t"]);
+
+    // B joins: the group waits for A to join again, B's JoinGroup parked meanwhile.
+    let mut b = WireClient::connect(addr);
+    let request = join_request("g", "", &["t"], &["range"]);
+    let member_b = b.call(&request, 5).member_id;
+    b.send(&join_request("g", &member_b, &["t"], &["range"]), 5);
+    let rebalancing = |a: &mut WireClient| heartbeat(a, "g", &member_a, first) == 27;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !rebalancing(&mut a) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "B's join never began a rebalance"
+        );
+    }
+    // The ending generation commits, as in Kafka's PreparingRebalance.
+    assert_eq!(commit(&mut a, "g", &member_a, first, &[(0, 1)]), [0]);
+    assert_eq!(commit(&mut a, "g", "stranger", first, &[(0, 2)]), [25]);
+
+    // A joins again: the new generation is being handed out (both joined, none synced).
+    let joined = rejoin(&mut a, "g", &member_a, &["t"]);
+    assert_eq!(joined.error_code, 0);
+    let second = joined.generation_id;
+    assert!(second > first);
+    assert_eq!(
+        commit(&mut a, "g", &member_a, second, &[(0, 3)]),
+        [27],
+        "REBALANCE_IN_PROGRESS"
+    );
+    assert_eq!(
+        commit(&mut a, "g", &member_a, first, &[(0, 3)]),
+        [22],
+        "ILLEGAL_GENERATION"
+    );
+    assert_eq!(commit(&mut a, "g", "stranger", second, &[(0, 3)]), [25]);
+    assert_eq!(
+        fetch(&mut a, "g", &[0]),
+        [1],
+        "refused commits change nothing"
+    );
+
+    // Once synced, the new generation commits.
+    assert_eq!(sync(&mut a, "g", &member_a, second).error_code, 0);
+    let parked = b.read_frame().expect("B's JoinGroup was answered");
+    assert!(!parked.is_empty());
+    assert_eq!(sync(&mut b, "g", &member_b, second).error_code, 0);
+    assert_eq!(commit(&mut a, "g", &member_a, second, &[(0, 3)]), [0]);
+    assert_eq!(fetch(&mut a, "g", &[0]), [3]);
+
+    // A group the broker never saw: a generation there is from one that is gone.
+    assert_eq!(commit(&mut a, "never", "m", 5, &[(0, 3)]), [22]);
+    assert_eq!(commit(&mut a, "never", "m", -1, &[(0, 3)]), [25]);
+}

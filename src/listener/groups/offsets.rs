@@ -45,8 +45,12 @@ fn commit_error(e: &Error) -> i16 {
     .code()
 }
 
-/// Whether the request may commit: a member of the group's current generation, or a
-/// standalone commit (generation -1, no member id) to a group without Kafka members.
+/// Whether the request may commit, as Kafka's group coordinator decides: a member of the
+/// group's current generation (UNKNOWN_MEMBER_ID, then ILLEGAL_GENERATION, then
+/// REBALANCE_IN_PROGRESS while the generation's assignment is being handed out; during
+/// the join phase the current generation still commits), or a standalone commit (generation
+/// -1, no member id) to a group without Kafka members. A generation for a group that has none
+/// comes from a generation that is gone: ILLEGAL_GENERATION.
 async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
     if validate_id("group", &request.group_id).is_err() {
         return ResponseError::InvalidGroupId.code();
@@ -57,6 +61,7 @@ async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
     );
     match ctx.shared.groups.get(&request.group_id) {
         None if generation < 0 && member.is_empty() => 0,
+        None if generation >= 0 => ResponseError::IllegalGeneration.code(),
         None => ResponseError::UnknownMemberId.code(),
         Some(addr) => match addr.send(CheckCommit { member, generation }).await {
             Ok(Ok(())) => 0,
