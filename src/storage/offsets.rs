@@ -27,7 +27,10 @@
 //! The length tells the two forms apart: exactly `2 + group_len + 8` is a commit without
 //! metadata (the only form journals written before metadata was kept hold, so they read as
 //! they are); anything else must be `2 + group_len + 8 + 2 + metadata_len`. A commit without
-//! metadata (every native commit) is still written in the short form.
+//! metadata (every native commit) is still written in the short form, so a version that
+//! predates metadata reads such a journal; it would take a long entry for a torn tail and cut
+//! the journal there, so a data directory whose Kafka clients committed metadata cannot go
+//! back to such a version.
 //!
 //! # Crash story
 //! The directory is synced when an open creates the journal, so the file itself survives a
