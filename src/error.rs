@@ -277,6 +277,12 @@ pub enum Error {
     #[error("produce request of {size} bytes exceeds the maximum request size of {max} bytes")]
     RequestTooLarge { size: usize, max: usize },
 
+    /// A committed offset's metadata string longer than
+    /// `MAX_OFFSET_METADATA_BYTES` (4096, Kafka's `offset.metadata.max.bytes`), from a Kafka
+    /// client's OffsetCommit. Nothing was committed.
+    #[error("offset metadata of {size} bytes exceeds the maximum of {max} bytes")]
+    OffsetMetadataTooLarge { size: usize, max: usize },
+
     /// An offset outside `[log_start_offset, log_end_offset)` where one inside is required.
     /// Nothing changed; use an offset in the range.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset})")]
@@ -378,6 +384,7 @@ impl From<StorageError> for Error {
             InvalidTopicName { name, reason },
             TopicExists { topic },
             RecordTooLarge { size, max },
+            OffsetMetadataTooLarge { size, max },
             OffsetOutOfRange { offset, log_start_offset, log_end_offset },
         }
     }

@@ -17,8 +17,9 @@ use serde::de::DeserializeOwned;
 
 use crate::storage::sync_worker::{completion, Completer, Completion};
 use crate::storage::{
-    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
-    OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch, RecoveryReport,
+    AppendInfo, BatchRead, Committed, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob,
+    LogSynced, OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch,
+    RecoveryReport,
 };
 use crate::types::{CleanerSummary, PartitionStats, Record};
 
@@ -418,29 +419,24 @@ impl Partition {
         Ok(self.offsets.commit(group, offset + 1)?)
     }
 
-    /// Sets `group`'s committed offset to `offset` itself: the next offset to read, Kafka's
-    /// meaning (a Kafka client's OffsetCommit). Anything from 0 to the log end is accepted,
-    /// also below the current commit (a rewind); below the log start the group reads from
-    /// the log start, as after retention.
+    /// Sets `group`'s committed offset to `offset` itself, with `metadata`: the next offset
+    /// to read, Kafka's meaning (a Kafka client's OffsetCommit). Any offset is stored, as
+    /// Kafka stores it: a rewind, one below the log start (the group reads from the log
+    /// start, as after retention), one past the log end (reads and lag count from the log
+    /// end until the log reaches it; a reopen brings it down to the log end, see
+    /// [`clamp_commits_to`]). [`Partition::commit`] is the native API's checked commit.
     ///
     /// # Errors
-    /// `OffsetOutOfRange` when `offset` is past the log end (nothing changes); `Io` when the
-    /// commit cannot be written (not acknowledged).
-    pub fn set_committed(&mut self, group: &str, offset: u64) -> Result<()> {
-        let log_end_offset = self.log.log_end_offset();
-        if offset > log_end_offset {
-            return Err(Error::OffsetOutOfRange {
-                offset,
-                log_start_offset: self.log.log_start_offset(),
-                log_end_offset,
-            });
-        }
-        Ok(self.offsets.commit(group, offset)?)
+    /// `OffsetMetadataTooLarge` past
+    /// [`MAX_OFFSET_METADATA_BYTES`](crate::storage::MAX_OFFSET_METADATA_BYTES) (nothing changes); `Io`
+    /// when the commit cannot be written (not acknowledged).
+    pub fn set_committed(&mut self, group: &str, offset: u64, metadata: &str) -> Result<()> {
+        Ok(self.offsets.commit_with_metadata(group, offset, metadata)?)
     }
 
-    /// `group`'s committed offset here (the next offset it reads), if it has one.
-    pub fn committed(&self, group: &str) -> Option<u64> {
-        self.offsets.get(group)
+    /// `group`'s committed offset here with its metadata, if it has one.
+    pub fn committed_with_metadata(&self, group: &str) -> Option<Committed> {
+        self.offsets.get_with_metadata(group).cloned()
     }
 
     /// Records `group` as reading this topic. Without a commit here, it starts at the log
@@ -654,9 +650,14 @@ fn clamp_commits_to(offsets: &mut OffsetStore, log_end: u64, dir: &Path) -> Resu
     for (group, committed) in above {
         tracing::warn!(
             dir = %dir.display(), %group, committed, log_end,
-            "committed offset above the log end (the log lost its tail); clamped to the log end"
+            "committed offset above the log end (the log lost its tail, or a Kafka client \
+             committed past it); clamped to the log end"
         );
-        offsets.commit(&group, log_end)?;
+        let metadata = offsets
+            .get_with_metadata(&group)
+            .map(|c| c.metadata.clone())
+            .unwrap_or_default();
+        offsets.commit_with_metadata(&group, log_end, &metadata)?;
     }
     Ok(())
 }
@@ -768,6 +769,36 @@ mod tests {
         assert_eq!(p.lag("g", false), None);
         p.commit("g", 1).unwrap();
         assert_eq!(p.lag("g", false), Some(0));
+    }
+
+    #[test]
+    fn a_kafka_commit_past_the_log_end_is_kept_and_reads_and_lag_clamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(10));
+        produce(&mut p, 2);
+        p.set_committed("g", 42, "Hello world!").unwrap();
+        let committed = p.committed_with_metadata("g").unwrap();
+        assert_eq!(
+            (committed.offset, committed.metadata.as_str()),
+            (42, "Hello world!")
+        );
+        assert_eq!((p.position("g"), p.lag("g", false)), (2, Some(0)));
+        assert_eq!(p.backlog(), 0);
+        assert!(!p.has_data_for("g", None));
+        // The native commit keeps its rule, beside it.
+        assert!(matches!(
+            p.commit("g", 2),
+            Err(Error::OffsetOutOfRange { .. })
+        ));
+        assert_eq!(p.committed_with_metadata("g").unwrap().offset, 42);
+        // A reopen brings it to the log end, metadata kept (see `clamp_commits_to`).
+        drop(p);
+        let p = open(dir.path(), Some(10));
+        let committed = p.committed_with_metadata("g").unwrap();
+        assert_eq!(
+            (committed.offset, committed.metadata.as_str()),
+            (2, "Hello world!")
+        );
     }
 
     #[test]

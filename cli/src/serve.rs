@@ -70,6 +70,12 @@ pub struct ServeArgs {
     #[arg(long)]
     no_auto_create_topics: bool,
 
+    /// The partition count of topics created without one: those a client's Metadata request
+    /// auto-creates and CreateTopics asking for -1 (Kafka's num.partitions); 1 to 10000
+    /// [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=nanokafka::MAX_PARTITIONS as i64))]
+    num_partitions: Option<u32>,
+
     /// Connections served at once; one more is accepted and closed at once [default: 1024].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
@@ -226,6 +232,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .listener(listener);
     if let Some(bytes) = args.max_decompressed_batch_bytes {
         builder = builder.max_decompressed_batch_bytes(bytes);
+    }
+    if let Some(partitions) = args.num_partitions {
+        builder = builder.num_partitions(partitions);
     }
     let broker = builder.build();
     let broker = match broker {

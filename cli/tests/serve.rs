@@ -158,6 +158,30 @@ fn initial_rebalance_delay_ms_sets_how_long_a_new_group_waits() {
 }
 
 #[test]
+fn num_partitions_sizes_auto_created_topics() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let mut served = Process::serve(&[
+        "--data-dir",
+        data_dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--num-partitions",
+        "4",
+    ]);
+    let addr = served.listening_addr(DEADLINE);
+    let response = WireClient::connect(addr).call(&ask_for("auto"), 9);
+    assert_eq!(response.topics[0].error_code, 0);
+    assert_eq!(response.topics[0].partitions.len(), 4);
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait(DEADLINE);
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    assert_eq!(broker.list_topics().unwrap()["auto"].partitions, 4);
+    broker.shutdown().unwrap();
+}
+
+#[test]
 fn connection_limits_are_set_by_flags() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
@@ -296,6 +320,11 @@ fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
         ),
         (&["frobnicate"], "frobnicate"),
     ];
+    let partition_counts = ["0", "10001", "four"];
+    let partition_counts: Vec<[&str; 5]> = partition_counts
+        .iter()
+        .map(|n| ["serve", "--data-dir", data_dir, "--num-partitions", n])
+        .collect();
     let zero_flags = [
         "--sasl-max-receive-bytes",
         "--sasl-authentication-timeout-ms",
@@ -314,6 +343,11 @@ fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
                 .iter()
                 .zip(zero_flags)
                 .map(|(args, flag)| (&args[..], flag)),
+        )
+        .chain(
+            partition_counts
+                .iter()
+                .map(|args| (&args[..], "num-partitions")),
         )
         .collect();
     for (args, mention) in cases {

@@ -43,7 +43,8 @@ impl AsyncNanoKafka {
     }
 
     /// Sets `group`'s committed offset of `partition` to `offset`, the next offset to read
-    /// (Kafka's meaning; [`AsyncNanoKafka::commit`] of `o` stores `o + 1`).
+    /// (Kafka's meaning, any offset; [`AsyncNanoKafka::commit`] of `o` stores `o + 1`), with
+    /// `metadata`.
     ///
     /// # Errors
     /// As [`SetCommittedOffset`], plus `UnknownTopic`, `BrokerStopped`.
@@ -52,13 +53,14 @@ impl AsyncNanoKafka {
         topic: &str,
         group: &str,
         partition: u32,
-        offset: u64,
+        (offset, metadata): (u64, &str),
     ) -> Result<()> {
         self.ask(SetCommittedOffset {
             topic: topic.to_owned(),
             group: group.to_owned(),
             partition,
             offset,
+            metadata: metadata.to_owned(),
         })
         .await
     }
@@ -97,8 +99,9 @@ impl AsyncNanoKafka {
         .await
     }
 
-    /// `group`'s committed offset on each partition of `topic`, in partition order (`None`:
-    /// no commit there; a partition that cannot answer has its error).
+    /// `group`'s committed offset and its metadata on each partition of `topic`, in
+    /// partition order (`None`: no commit there; a partition that cannot answer has its
+    /// error).
     ///
     /// # Errors
     /// `UnknownTopic`, `BrokerStopped`.
@@ -106,7 +109,7 @@ impl AsyncNanoKafka {
         &self,
         topic: &str,
         group: &str,
-    ) -> Result<Vec<Result<Option<u64>>>> {
+    ) -> Result<Vec<Result<Option<crate::storage::Committed>>>> {
         self.ask(CommittedOffsets {
             topic: topic.to_owned(),
             group: group.to_owned(),

@@ -13,6 +13,12 @@
 //! | `segment.bytes` | `segment_bytes` | |
 //! | `message.timestamp.type` | `timestamp_type` (`CreateTime`, `LogAppendTime`) | |
 //! | `min.insync.replicas` | (always 1: one broker, so the replication factor is 1) | |
+//! | `message.format.version` | (accepted and ignored, as Kafka 3 does: records are always v2) | |
+//!
+//! `message.format.version` is deprecated in Kafka 3 and removed in 4: a Kafka 3 broker
+//! checks that the value is a Kafka version and ignores it (KIP-724), always writing record
+//! batches v2, and so does this one. Tools that copy a topic's configs, or librdkafka's tests,
+//! still set it. It is not described (Kafka 3 would describe its own version).
 //!
 //! NanoKafka's own settings without a Kafka name (`max_size`, `retention_size`,
 //! `backpressure`) keep their defaults for topics made by Kafka clients. `max.message.bytes`
@@ -171,7 +177,7 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
     let Some(value) = value else {
         let default = TopicConfig::default();
         match name {
-            "min.insync.replicas" => {}
+            "min.insync.replicas" | MESSAGE_FORMAT_VERSION => {}
             "cleanup.policy" => config.cleanup_policy = default.cleanup_policy,
             "delete.retention.ms" => config.delete_retention_ms = default.delete_retention_ms,
             "min.compaction.lag.ms" => config.min_compaction_lag_ms = default.min_compaction_lag_ms,
@@ -202,6 +208,7 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
             config.min_cleanable_dirty_ratio = value.parse::<DirtyRatio>()?
         }
         "min.insync.replicas" => check_min_insync_replicas(value)?,
+        MESSAGE_FORMAT_VERSION => check_message_format_version(value)?,
         "retention.ms" => config.retention_ms = parse_limit(name, value)?,
         "retention.bytes" => config.retention_bytes = parse_limit(name, value)?,
         "segment.bytes" => {
@@ -284,8 +291,39 @@ fn unknown(name: &str) -> String {
         "unknown or unsupported topic config {name:?} (supported: cleanup.policy, \
          delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms, \
          min.cleanable.dirty.ratio, retention.ms, retention.bytes, segment.bytes, \
-         message.timestamp.type, min.insync.replicas=1)"
+         message.timestamp.type, min.insync.replicas=1, message.format.version (ignored))"
     )
+}
+
+const MESSAGE_FORMAT_VERSION: &str = "message.format.version";
+
+/// A Kafka version up to 3.x, as Kafka 3 parses `message.format.version`: up to four
+/// numbers (`0.10.0`, `0.10.0.1`, `2.8`) with an optional `-IVn` suffix (`3.0-IV1`).
+fn check_message_format_version(value: &str) -> Result<(), String> {
+    let trimmed = value.trim();
+    let numbers = match trimmed.split_once("-IV") {
+        Some((numbers, iv)) if !iv.is_empty() && iv.bytes().all(|b| b.is_ascii_digit()) => numbers,
+        Some(_) => "",
+        None => trimmed,
+    };
+    let parts: Vec<&str> = numbers.split('.').collect();
+    let numeric = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit()));
+    // Kafka names 0.x versions by three numbers (0.10.0), later ones by two (2.8).
+    let known = match parts.first().and_then(|m| m.parse::<u32>().ok()) {
+        Some(0) => (3..=4).contains(&parts.len()),
+        Some(1..=3) => (2..=4).contains(&parts.len()),
+        _ => false,
+    };
+    match numeric && known {
+        true => Ok(()),
+        false => Err(format!(
+            "{MESSAGE_FORMAT_VERSION} must be a Kafka version up to 3.x such as 0.10.0 or \
+             3.0-IV1, got {value:?} (it is accepted and ignored: records are always written \
+             in format v2)"
+        )),
+    }
 }
 
 /// Every topic's replication factor, and so the only `min.insync.replicas` it can meet.
@@ -358,6 +396,23 @@ mod tests {
     }
 
     #[test]
+    fn message_format_version_is_checked_as_kafka_3_does_then_ignored() {
+        let mut config = TopicConfig::default();
+        for value in [
+            "0.10.0.0",
+            "0.10.0",
+            "0.8.2",
+            "2.8",
+            "3.0-IV1",
+            " 0.11.0-IV2 ",
+        ] {
+            apply(&mut config, "message.format.version", Some(value)).unwrap();
+        }
+        apply(&mut config, "message.format.version", None).unwrap();
+        assert_eq!(config, TopicConfig::default(), "nothing changes");
+    }
+
+    #[test]
     fn configs_that_cannot_be_honoured_are_refused_with_a_reason() {
         let mut config = TopicConfig::default();
         for (name, value) in [
@@ -376,6 +431,12 @@ mod tests {
             ("min.insync.replicas", "2"),
             ("min.insync.replicas", "0"),
             ("min.insync.replicas", "one"),
+            ("message.format.version", "4.0"),
+            ("message.format.version", "0.10"),
+            ("message.format.version", "latest"),
+            ("message.format.version", "3.0-IV"),
+            ("message.format.version", "1"),
+            ("message.format.version", "0.10.0.0.0"),
         ] {
             let reason = apply(&mut config, name, Some(value)).unwrap_err();
             assert!(reason.contains(name), "{reason}");

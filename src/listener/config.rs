@@ -34,6 +34,10 @@ pub const DEFAULT_QUEUED_MAX_REQUEST_BYTES: usize = 256 << 20;
 /// for more members before it completes.
 pub const DEFAULT_INITIAL_REBALANCE_DELAY: Duration = Duration::from_secs(3);
 
+/// Kafka's `num.partitions` default: the partition count of a topic the listener creates
+/// without being told one (see [`crate::NanoKafkaBuilder::num_partitions`]).
+pub const DEFAULT_NUM_PARTITIONS: u32 = 1;
+
 /// How the Kafka listener runs. Built with [`ListenerConfig::new`] and given to
 /// [`crate::NanoKafkaBuilder::listener`], or implied by [`crate::NanoKafkaBuilder::listen`].
 ///
@@ -46,6 +50,8 @@ pub struct ListenerConfig {
     pub(crate) max_connections: usize,
     pub(crate) max_in_flight: usize,
     pub(crate) auto_create_topics: bool,
+    /// The builder's `num_partitions`: the partition count of a topic created without one.
+    pub(crate) num_partitions: u32,
     pub(crate) initial_rebalance_delay: Duration,
     pub(crate) sasl_plain: Option<PlainCredentials>,
     pub(crate) sasl_max_receive_bytes: usize,
@@ -80,6 +86,7 @@ impl ListenerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             auto_create_topics: true,
+            num_partitions: DEFAULT_NUM_PARTITIONS,
             initial_rebalance_delay: DEFAULT_INITIAL_REBALANCE_DELAY,
             sasl_plain: None,
             sasl_max_receive_bytes: DEFAULT_SASL_MAX_RECEIVE_BYTES,
@@ -109,8 +116,8 @@ impl ListenerConfig {
         self
     }
 
-    /// Whether a Metadata request naming an unknown topic creates it with the default topic
-    /// config when the client allows it (Kafka's `auto.create.topics.enable`, default on).
+    /// Whether a Metadata request naming an unknown topic creates it (with the default topic
+    /// config and the builder's `num_partitions`) when the client allows it (Kafka's `auto.create.topics.enable`, default on).
     pub fn auto_create_topics(mut self, enabled: AutoCreate) -> Self {
         self.auto_create_topics = enabled == AutoCreate::On;
         self
@@ -167,6 +174,12 @@ impl ListenerConfig {
     /// like one over `max_frame_bytes`. [`usize::MAX`] is as good as no bound.
     pub fn queued_max_request_bytes(mut self, bytes: usize) -> Self {
         self.queued_max_request_bytes = bytes;
+        self
+    }
+
+    /// Takes the builder's `num_partitions` (checked there).
+    pub(crate) fn with_num_partitions(mut self, partitions: u32) -> Self {
+        self.num_partitions = partitions;
         self
     }
 

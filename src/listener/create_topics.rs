@@ -1,6 +1,9 @@
 //! CreateTopics (v2–5): one broker, so the replication factor is 1 (or -1, the broker's
-//! default) and replica assignments are refused; configs in Kafka's names (see
-//! `config::kafka_names`). Creation is synchronous, so `timeout_ms` never runs out.
+//! default), and a replica assignment may only place every partition on this broker (as
+//! Kafka, the assignment then gives the partition count, and `num_partitions` and
+//! `replication_factor` must be -1); configs in Kafka's names (see `config::kafka_names`).
+//! Each topic of a request is answered on its own: the valid ones are created whatever the
+//! others' errors. Creation is synchronous, so `timeout_ms` never runs out.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::request::RequestContext;
+use super::NODE_ID;
 use crate::config::kafka_names;
 use crate::config::{TopicConfig, MAX_PARTITIONS};
 use crate::error::Error;
@@ -57,7 +61,7 @@ async fn create(
             Error::from(e).to_string(),
         )
     })?;
-    let config = config_of(topic)?;
+    let config = config_of(topic, ctx.shared.config.num_partitions)?;
     if validate_only {
         let known = ctx.broker.list_topics().await.unwrap_or_default();
         return match known.contains_key(name) {
@@ -90,13 +94,12 @@ fn exists(name: &str) -> Refusal {
     )
 }
 
-/// The topic's config as requested, checked.
-fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
+/// The topic's config as requested, checked; `default_partitions` (the builder's
+/// `num_partitions`) when it asks for -1.
+fn config_of(topic: &CreatableTopic, default_partitions: u32) -> Result<TopicConfig, Refusal> {
     if !topic.assignments.is_empty() {
-        return Err((
-            ResponseError::InvalidRequest,
-            "replica assignments are not supported: one broker holds every partition".into(),
-        ));
+        let partitions = assigned_partitions(topic)?;
+        return with_configs(topic, TopicConfig::default().partitions(partitions));
     }
     if !matches!(topic.replication_factor, -1 | 1) {
         return Err((
@@ -108,7 +111,7 @@ fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
         ));
     }
     let partitions = match topic.num_partitions {
-        -1 => TopicConfig::default().partitions,
+        -1 => default_partitions,
         n if n >= 1 && n as u32 <= MAX_PARTITIONS => n as u32,
         n => {
             return Err((
@@ -117,7 +120,61 @@ fn config_of(topic: &CreatableTopic) -> Result<TopicConfig, Refusal> {
             ))
         }
     };
-    let mut config = TopicConfig::default().partitions(partitions);
+    with_configs(topic, TopicConfig::default().partitions(partitions))
+}
+
+/// The partition count a replica assignment gives, checked as Kafka checks it: partitions
+/// numbered from 0 without gaps, each on this broker alone.
+fn assigned_partitions(topic: &CreatableTopic) -> Result<u32, Refusal> {
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Err((
+            ResponseError::InvalidRequest,
+            "both num_partitions or replication_factor and a replica assignment were set: \
+             with an assignment both must be -1"
+                .into(),
+        ));
+    }
+    let count = topic.assignments.len();
+    if count > MAX_PARTITIONS as usize {
+        return Err((
+            ResponseError::InvalidPartitions,
+            format!("number of partitions must be 1..={MAX_PARTITIONS}, got {count}"),
+        ));
+    }
+    let mut indexes: Vec<i32> = topic
+        .assignments
+        .iter()
+        .map(|a| a.partition_index)
+        .collect();
+    indexes.sort_unstable();
+    if indexes
+        .iter()
+        .enumerate()
+        .any(|(i, &p)| i as i64 != i64::from(p))
+    {
+        return Err((
+            ResponseError::InvalidReplicaAssignment,
+            format!("the assignment's partitions must be 0 to {} without gaps or repeats, got {indexes:?}", count - 1),
+        ));
+    }
+    for assignment in &topic.assignments {
+        let brokers: Vec<i32> = assignment.broker_ids.iter().map(|b| b.0).collect();
+        if brokers != [NODE_ID] {
+            return Err((
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "partition {} is assigned to brokers {brokers:?}: this cluster is one broker, \
+                     {NODE_ID}, which holds every partition alone",
+                    assignment.partition_index
+                ),
+            ));
+        }
+    }
+    Ok(count as u32)
+}
+
+/// `config` with the topic's configs in Kafka's names applied, checked.
+fn with_configs(topic: &CreatableTopic, mut config: TopicConfig) -> Result<TopicConfig, Refusal> {
     for entry in &topic.configs {
         kafka_names::apply(&mut config, &entry.name, entry.value.as_deref())
             .map_err(|reason| (ResponseError::InvalidConfig, reason))?;

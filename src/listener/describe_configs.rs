@@ -124,7 +124,11 @@ async fn broker(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) ->
             settings.max_record_bytes.to_string(),
             TYPE_INT,
         ),
-        fixed("num.partitions", "1".into(), TYPE_INT),
+        fixed(
+            "num.partitions",
+            config.num_partitions.to_string(),
+            TYPE_INT,
+        ),
         fixed(
             "socket.request.max.bytes",
             config.max_frame_bytes.to_string(),

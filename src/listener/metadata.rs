@@ -69,7 +69,7 @@ async fn create(ctx: &RequestContext<'_>, name: &str, allowed: bool) -> Result<u
     if !(allowed && ctx.shared.config.auto_create_topics) {
         return Err(ResponseError::UnknownTopicOrPartition);
     }
-    let config = TopicConfig::default();
+    let config = TopicConfig::default().partitions(ctx.shared.config.num_partitions);
     match ctx.broker.create_topic(name, config.clone()).await {
         // Another client's Metadata created it first: the same default config.
         Ok(()) | Err(Error::TopicExists { .. }) => {

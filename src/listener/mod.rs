@@ -72,7 +72,7 @@ mod sasl;
 mod server;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
-pub use config::{AutoCreate, ListenerConfig, MAX_IN_FLIGHT};
+pub use config::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 pub(crate) use server::{bind, ListenerHandle};
 
 /// The APIs and versions the listener serves (`internals` feature).

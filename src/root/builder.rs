@@ -9,10 +9,10 @@ use std::time::Duration;
 use super::embedded::default_io_threads;
 use crate::actors::BrokerSettings;
 use crate::clock::{SharedClock, SystemClock};
-use crate::config::{validate_max_record_bytes, FsyncPolicy};
+use crate::config::{validate_max_record_bytes, FsyncPolicy, MAX_PARTITIONS};
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
-use crate::listener::ListenerConfig;
+use crate::listener::{ListenerConfig, DEFAULT_NUM_PARTITIONS};
 use crate::storage::fd_pool::{
     default_max_open_files, soft_nofile_limit, PooledFs, MIN_OPEN_FILES,
 };
@@ -70,6 +70,8 @@ pub struct NanoKafkaBuilder {
     cleaner_key_map_bytes: usize,
     /// `None`: no Kafka listener (the default).
     listener: Option<ListenerConfig>,
+    /// The partition count of topics the listener creates without being told one.
+    num_partitions: u32,
     /// `Some`: the handle's calls go to this Kafka cluster instead (the `kafka` feature).
     kafka_bootstrap: Option<String>,
     /// librdkafka settings for the Kafka backend, passed through.
@@ -95,6 +97,7 @@ impl Default for NanoKafkaBuilder {
             cleaner_backoff: DEFAULT_CLEANER_BACKOFF,
             cleaner_key_map_bytes: DEFAULT_CLEANER_KEY_MAP_BYTES,
             listener: None,
+            num_partitions: DEFAULT_NUM_PARTITIONS,
             kafka_bootstrap: None,
             kafka_settings: BTreeMap::new(),
         }
@@ -168,6 +171,16 @@ impl NanoKafkaBuilder {
     /// Serve Kafka's wire protocol as `config` says (caps, SASL/PLAIN, topic auto-creation).
     pub fn listener(mut self, config: ListenerConfig) -> Self {
         self.listener = Some(config);
+        self
+    }
+
+    /// The partition count of the topics the Kafka listener creates without being told one
+    /// (Kafka's `num.partitions`, default 1): those a Metadata request auto-creates and those
+    /// a CreateTopics request asks for with `num_partitions` -1. Topics created through the
+    /// API name their own count. `build` refuses a count outside 1 to
+    /// [`MAX_PARTITIONS`](crate::config::MAX_PARTITIONS).
+    pub fn num_partitions(mut self, partitions: u32) -> Self {
+        self.num_partitions = partitions;
         self
     }
 
@@ -287,6 +300,12 @@ impl NanoKafkaBuilder {
                     reason: "must be above zero".into(),
                 });
             }
+        }
+        if !(1..=MAX_PARTITIONS).contains(&self.num_partitions) {
+            return Err(Error::InvalidArgument {
+                name: "num_partitions",
+                reason: format!("must be 1..={MAX_PARTITIONS}, got {}", self.num_partitions),
+            });
         }
         if self.kafka_bootstrap.is_some() && self.listener.is_some() {
             return Err(Error::InvalidArgument {
@@ -424,6 +443,10 @@ impl NanoKafkaBuilder {
             cleaner_key_map_bytes: self.cleaner_key_map_bytes,
         };
         let io = (self.io_threads, self.idle_spin);
-        super::embedded::start(settings, io, self.listener.as_ref())
+        let num_partitions = self.num_partitions;
+        let listener = self
+            .listener
+            .map(|config| config.with_num_partitions(num_partitions));
+        super::embedded::start(settings, io, listener.as_ref())
     }
 }

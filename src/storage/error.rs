@@ -96,6 +96,11 @@ pub enum StorageError {
         reason: String,
     },
 
+    /// A committed offset's metadata longer than the offsets journal keeps (Kafka's
+    /// `offset.metadata.max.bytes`). Nothing was committed.
+    #[error("offset metadata of {size} bytes exceeds the maximum of {max} bytes")]
+    OffsetMetadataTooLarge { size: usize, max: usize },
+
     /// A read from an offset beyond the log end. Read from `log_end_offset` or below.
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset})")]
     OffsetOutOfRange {

@@ -100,6 +100,8 @@ pub use log::{
     AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
     PartitionLog, RetentionPolicy,
 };
-pub use offsets::{OffsetStore, OffsetsSyncJob, OffsetsSynced};
+pub use offsets::{
+    Committed, OffsetStore, OffsetsSyncJob, OffsetsSynced, MAX_OFFSET_METADATA_BYTES,
+};
 pub use policy::FsyncPolicy;
 pub use recovery::RecoveryReport;

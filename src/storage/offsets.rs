@@ -16,11 +16,21 @@
 //!
 //! ```text
 //! offset  size  field
-//!      0     4  length     bytes after the crc: 2 + group_len + 8
+//!      0     4  length     bytes after the crc: 2 + group_len + 8 [+ 2 + metadata_len]
 //!      4     4  crc        CRC32C of bytes [8, 8 + length)
 //!      8     2  group_len
 //!     10     -  group id (UTF-8), then the committed offset as u64
+//!            2  metadata_len    only when the commit has metadata
+//!            -  metadata (UTF-8, at most MAX_OFFSET_METADATA_BYTES)
 //! ```
+//!
+//! The length tells the two forms apart: exactly `2 + group_len + 8` is a commit without
+//! metadata (the only form journals written before metadata was kept hold, so they read as
+//! they are); anything else must be `2 + group_len + 8 + 2 + metadata_len`. A commit without
+//! metadata (every native commit) is still written in the short form, so a version that
+//! predates metadata reads such a journal; it would take a long entry for a torn tail and cut
+//! the journal there, so a data directory whose Kafka clients committed metadata cannot go
+//! back to such a version.
 //!
 //! # Crash story
 //! The directory is synced when an open creates the journal, so the file itself survives a
@@ -53,8 +63,21 @@ pub const COMPACT_MIN_BYTES: u64 = 1 << 20;
 /// that keeps failing (full, say) costs one temp-file write per 128 KiB of commits, not one
 /// per commit.
 pub const COMPACT_RETRY_BYTES: u64 = COMPACT_MIN_BYTES / 8;
-/// Bytes of an entry besides the group id.
+/// Bytes of an entry besides the group id (and metadata, when it has some).
 const ENTRY_OVERHEAD: usize = 4 + 4 + 2 + 8;
+/// Kafka's `offset.metadata.max.bytes` default: the longest metadata string a commit may
+/// carry. Bounds what the journal holds per group (and fits its `u16` length).
+pub const MAX_OFFSET_METADATA_BYTES: usize = 4096;
+
+/// A group's committed offset and the metadata string its committer attached (empty for a
+/// native commit).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Committed {
+    /// The next offset the group reads.
+    pub offset: u64,
+    /// Free text from a Kafka client's OffsetCommit, returned by OffsetFetch.
+    pub metadata: String,
+}
 
 /// Committed offsets of the groups of one partition.
 #[derive(Debug)]
@@ -62,7 +85,7 @@ pub struct OffsetStore {
     path: PathBuf,
     file: Box<dyn StorageFile>,
     fs: SharedFs,
-    committed: BTreeMap<String, u64>,
+    committed: BTreeMap<String, Committed>,
     journal_len: u64,
     /// `journal_len` at the last successful sync by this process; what a failed sync writes
     /// again from. 0 at open: entries a previous process wrote may never have been synced.
@@ -190,22 +213,49 @@ impl OffsetStore {
 
     /// The committed offset of `group`: the offset it will read next.
     pub fn get(&self, group: &str) -> Option<u64> {
-        self.committed.get(group).copied()
+        self.committed.get(group).map(|c| c.offset)
+    }
+
+    /// The committed offset of `group` with its metadata.
+    pub fn get_with_metadata(&self, group: &str) -> Option<&Committed> {
+        self.committed.get(group)
     }
 
     /// Every group with a commit, and its committed offset.
     pub fn all(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.committed.iter().map(|(g, &o)| (g.as_str(), o))
+        self.committed.iter().map(|(g, c)| (g.as_str(), c.offset))
     }
 
-    /// Records `group`'s committed offset. Returns once the entry is in the OS (and synced
-    /// under `Always`). The caller has validated the group id and the offset.
+    /// Records `group`'s committed offset, without metadata. Returns once the entry is in
+    /// the OS (and synced under `Always`). The caller has validated the group id and the
+    /// offset.
     ///
     /// # Errors
     /// `Io` when the write fails; the commit is then not recorded.
     pub fn commit(&mut self, group: &str, committed_offset: u64) -> Result<()> {
+        self.commit_with_metadata(group, committed_offset, "")
+    }
+
+    /// As [`OffsetStore::commit`], keeping `metadata` with the offset (a commit replaces
+    /// both).
+    ///
+    /// # Errors
+    /// `OffsetMetadataTooLarge` past [`MAX_OFFSET_METADATA_BYTES`] (nothing written); `Io`
+    /// when the write fails (the commit is then not recorded).
+    pub fn commit_with_metadata(
+        &mut self,
+        group: &str,
+        committed_offset: u64,
+        metadata: &str,
+    ) -> Result<()> {
+        if metadata.len() > MAX_OFFSET_METADATA_BYTES {
+            return Err(StorageError::OffsetMetadataTooLarge {
+                size: metadata.len(),
+                max: MAX_OFFSET_METADATA_BYTES,
+            });
+        }
         self.scratch.clear();
-        encode_entry(&mut self.scratch, group, committed_offset);
+        encode_entry(&mut self.scratch, group, committed_offset, metadata);
         if let Err(e) = self.file.write_all_at(&self.scratch, self.journal_len) {
             // Cut a partial entry so the next one is not appended behind garbage.
             let _ = self.file.set_len(self.journal_len);
@@ -218,7 +268,11 @@ impl OffsetStore {
         } else {
             self.dirty = true;
         }
-        self.committed.insert(group.to_owned(), committed_offset);
+        let committed = Committed {
+            offset: committed_offset,
+            metadata: metadata.to_owned(),
+        };
+        self.committed.insert(group.to_owned(), committed);
         // The commit took effect whatever the compaction does.
         self.compact_if_due();
         Ok(())
@@ -332,8 +386,8 @@ impl OffsetStore {
 
     fn live_len(&self) -> u64 {
         self.committed
-            .keys()
-            .map(|g| (ENTRY_OVERHEAD + g.len()) as u64)
+            .iter()
+            .map(|(g, c)| entry_len(g, &c.metadata) as u64)
             .sum()
     }
 
@@ -367,8 +421,8 @@ impl OffsetStore {
     /// later commit goes to the compacted file, whatever fails after.
     fn compact(&mut self) -> Result<()> {
         let mut bytes = Vec::with_capacity(self.live_len() as usize);
-        for (group, &offset) in &self.committed {
-            encode_entry(&mut bytes, group, offset);
+        for (group, c) in &self.committed {
+            encode_entry(&mut bytes, group, c.offset, &c.metadata);
         }
         let tmp = with_suffix(&self.path, TMP_SUFFIX);
         let file = write_synced(self.fs.as_ref(), &tmp, &bytes)?;
@@ -412,45 +466,72 @@ fn read_whole(file: &dyn StorageFile, path: &Path) -> Result<Vec<u8>> {
     read.map_err(|e| StorageError::io("read offsets journal", path, e))
 }
 
-fn encode_entry(buf: &mut Vec<u8>, group: &str, offset: u64) {
-    let length = (2 + group.len() + 8) as u32;
+/// The bytes of `group`'s entry with `metadata`.
+fn entry_len(group: &str, metadata: &str) -> usize {
+    let metadata_len = match metadata.len() {
+        0 => 0,
+        n => 2 + n,
+    };
+    ENTRY_OVERHEAD + group.len() + metadata_len
+}
+
+/// Appends one entry; the short form when `metadata` is empty (see the module docs). The
+/// caller keeps `metadata` within [`MAX_OFFSET_METADATA_BYTES`].
+fn encode_entry(buf: &mut Vec<u8>, group: &str, offset: u64, metadata: &str) {
+    let length = (entry_len(group, metadata) - 8) as u32;
     let start = buf.len();
     buf.extend_from_slice(&length.to_le_bytes());
     buf.extend_from_slice(&[0; 4]);
     buf.extend_from_slice(&(group.len() as u16).to_le_bytes());
     buf.extend_from_slice(group.as_bytes());
     buf.extend_from_slice(&offset.to_le_bytes());
+    if !metadata.is_empty() {
+        buf.extend_from_slice(&(metadata.len() as u16).to_le_bytes());
+        buf.extend_from_slice(metadata.as_bytes());
+    }
     let crc = crc32c::crc32c(&buf[start + 8..]);
     buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Replays entries until the first one that does not verify; returns the offsets and the
 /// length of the valid prefix.
-fn replay(bytes: &[u8]) -> (BTreeMap<String, u64>, usize) {
+fn replay(bytes: &[u8]) -> (BTreeMap<String, Committed>, usize) {
     let mut committed = BTreeMap::new();
     let mut at = 0;
-    while let Some((group, offset, len)) = decode_entry(&bytes[at..]) {
-        committed.insert(group, offset);
+    while let Some((group, commit, len)) = decode_entry(&bytes[at..]) {
+        committed.insert(group, commit);
         at += len;
     }
     (committed, at)
 }
 
-fn decode_entry(buf: &[u8]) -> Option<(String, u64, usize)> {
+fn decode_entry(buf: &[u8]) -> Option<(String, Committed, usize)> {
     let length = u32::from_le_bytes(buf.get(0..4)?.try_into().ok()?) as usize;
-    let body = buf.get(8..8 + length)?;
+    let body = buf.get(8..8usize.checked_add(length)?)?;
     if length < 10 || u32::from_le_bytes(buf[4..8].try_into().ok()?) != crc32c::crc32c(body) {
         return None;
     }
     let group_len = u16::from_le_bytes(body[0..2].try_into().ok()?) as usize;
-    if 2 + group_len + 8 != length {
-        return None;
-    }
+    let offset_end = 2 + group_len + 8;
+    let metadata = match length.checked_sub(offset_end)? {
+        0 => String::new(),
+        _ => {
+            let metadata_len =
+                u16::from_le_bytes(body.get(offset_end..offset_end + 2)?.try_into().ok()?);
+            let metadata_len = metadata_len as usize;
+            if offset_end + 2 + metadata_len != length || metadata_len > MAX_OFFSET_METADATA_BYTES {
+                return None;
+            }
+            std::str::from_utf8(&body[offset_end + 2..])
+                .ok()?
+                .to_owned()
+        }
+    };
     let group = std::str::from_utf8(&body[2..2 + group_len])
         .ok()?
         .to_owned();
-    let offset = u64::from_le_bytes(body[2 + group_len..].try_into().ok()?);
-    Some((group, offset, 8 + length))
+    let offset = u64::from_le_bytes(body[2 + group_len..offset_end].try_into().ok()?);
+    Some((group, Committed { offset, metadata }, 8 + length))
 }
 
 #[cfg(test)]
@@ -469,6 +550,99 @@ mod tests {
         assert_eq!(store.get("g1"), Some(9));
         assert_eq!(store.get("g2"), Some(7));
         assert_eq!(store.get("g3"), None);
+    }
+
+    #[test]
+    fn metadata_is_kept_with_its_offset_across_reopen_and_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        store
+            .commit_with_metadata("kafka", 42, "Hello\0world!")
+            .unwrap();
+        store.commit_with_metadata("replaced", 1, "first").unwrap();
+        store.commit("replaced", 2).unwrap(); // a commit replaces both
+        let longest = "m".repeat(MAX_OFFSET_METADATA_BYTES);
+        store.commit_with_metadata("longest", 3, &longest).unwrap();
+        let too_long = "m".repeat(MAX_OFFSET_METADATA_BYTES + 1);
+        let len = store.journal_len;
+        let refused = store.commit_with_metadata("kafka", 43, &too_long);
+        assert!(matches!(
+            refused,
+            Err(StorageError::OffsetMetadataTooLarge { size, max: MAX_OFFSET_METADATA_BYTES })
+                if size == MAX_OFFSET_METADATA_BYTES + 1
+        ));
+        assert_eq!(store.journal_len, len, "nothing written");
+        let expect = |store: &OffsetStore| {
+            let kafka = store.get_with_metadata("kafka").unwrap();
+            assert_eq!(
+                (kafka.offset, kafka.metadata.as_str()),
+                (42, "Hello\0world!")
+            );
+            let replaced = store.get_with_metadata("replaced").unwrap();
+            assert_eq!((replaced.offset, replaced.metadata.as_str()), (2, ""));
+            assert_eq!(
+                store.get_with_metadata("longest").unwrap().metadata,
+                longest
+            );
+        };
+        expect(&store);
+        drop(store);
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        expect(&store);
+        store.compact().unwrap();
+        drop(store);
+        expect(&OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap());
+    }
+
+    /// A journal as written before commits had metadata: every entry in the short form,
+    /// spelled out here byte by byte rather than by today's encoder.
+    #[test]
+    fn a_journal_from_before_metadata_reads_and_takes_commits_with_metadata() {
+        let mut old = Vec::new();
+        for (group, offset) in [("g1", 5u64), ("g2", 7), ("g1", 9)] {
+            let mut body = Vec::new();
+            body.extend_from_slice(&(group.len() as u16).to_le_bytes());
+            body.extend_from_slice(group.as_bytes());
+            body.extend_from_slice(&offset.to_le_bytes());
+            old.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            old.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+            old.extend_from_slice(&body);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(JOURNAL_FILE), &old).unwrap();
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        assert_eq!(store.journal_len, old.len() as u64, "nothing was cut");
+        assert_eq!((store.get("g1"), store.get("g2")), (Some(9), Some(7)));
+        assert_eq!(store.get_with_metadata("g1").unwrap().metadata, "");
+        store.commit_with_metadata("g2", 8, "meta").unwrap();
+        drop(store);
+        let store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        assert_eq!(store.get("g1"), Some(9));
+        let g2 = store.get_with_metadata("g2").unwrap();
+        assert_eq!((g2.offset, g2.metadata.as_str()), (8, "meta"));
+        // A commit without metadata is still written in the old form.
+        let mut short = Vec::new();
+        encode_entry(&mut short, "g1", 9, "");
+        assert_eq!(short, old[old.len() - short.len()..]);
+    }
+
+    #[test]
+    fn a_torn_entry_with_metadata_is_cut_and_earlier_commits_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Never).unwrap();
+        store.commit_with_metadata("g", 1, "one").unwrap();
+        let kept = store.journal_len as usize;
+        store.commit_with_metadata("g", 2, "two").unwrap();
+        drop(store);
+        let bytes = std::fs::read(dir.path().join(JOURNAL_FILE)).unwrap();
+        for len in kept..bytes.len() {
+            let copy = tempfile::tempdir().unwrap();
+            std::fs::write(copy.path().join(JOURNAL_FILE), &bytes[..len]).unwrap();
+            let store = OffsetStore::open(copy.path(), FsyncPolicy::Never).unwrap();
+            let g = store.get_with_metadata("g").unwrap();
+            assert_eq!((g.offset, g.metadata.as_str()), (1, "one"), "cut at {len}");
+            assert_eq!(store.journal_len as usize, kept);
+        }
     }
 
     #[test]
@@ -597,7 +771,7 @@ mod tests {
         drop(store);
         let path = Path::new(SIM_DIR).join(JOURNAL_FILE);
         let mut entry = Vec::new();
-        encode_entry(&mut entry, "g", next);
+        encode_entry(&mut entry, "g", next, "");
         let len = journal_len(&sim);
         sim.open(&path, OpenMode::Existing)
             .unwrap()

@@ -105,7 +105,7 @@ fn run(
             summary.records += copied.records;
             for (group, offset) in copied.commits {
                 broker.call_async(
-                    |h| h.set_committed_offset(name, &group, partition, offset),
+                    |h| h.set_committed_offset(name, &group, partition, (offset, "")),
                     Duration::ZERO,
                 )?;
                 summary.offsets += 1;

@@ -428,3 +428,62 @@ fn cooperative_handover_waits_for_the_slow_owner_to_revoke() {
     );
     assert_eq!(by_a.union(&by_b).copied().collect::<BTreeSet<_>>(), all);
 }
+
+/// The legacy AlterConfigs as librdkafka's own tests send it (test 0092): the described set
+/// sent back whole, with a change and `message.format.version`, which Kafka 3 accepts and
+/// ignores; and commits with metadata, past the log end too, read back by `committed()`
+/// (tests 0099 and 0130).
+#[test]
+fn legacy_alter_configs_and_commits_with_metadata_as_librdkafkas_tests_send_them() {
+    let Some(admin) = clients::python("confluent_admin.py") else {
+        return;
+    };
+    let b = Broker::start();
+    let bs = b.bootstrap.as_str();
+    b.broker
+        .create_topic("altered", TopicConfig::default().partitions(2))
+        .unwrap();
+    let altered = admin.run_json(
+        &[
+            bs,
+            "alter-configs",
+            "altered",
+            "--config",
+            "message.format.version=0.10.0.0",
+            "--config",
+            "retention.ms=60000",
+        ],
+        RUN,
+    );
+    assert_eq!(altered["configs"]["retention.ms"], "60000", "{altered}");
+    assert_eq!(
+        b.broker.list_topics().unwrap()["altered"].retention_ms,
+        Some(60_000)
+    );
+
+    // Two records in each partition: 42 is past the log end of partition 0.
+    for i in 0..4u8 {
+        b.broker.produce_raw("altered", None, vec![i]).unwrap();
+    }
+    let committed = admin.run_json(
+        &[
+            bs,
+            "commit",
+            "meta-group",
+            "altered:0:42:Hello world!",
+            "altered:1:0",
+        ],
+        RUN,
+    );
+    assert_eq!(
+        committed["committed"],
+        serde_json::json!([
+            {"topic": "altered", "partition": 0, "offset": 42, "metadata": "Hello world!"},
+            {"topic": "altered", "partition": 1, "offset": 0, "metadata": null},
+        ]),
+        "{committed}"
+    );
+    // Lag counts from the log end, never below zero.
+    let lag = b.broker.lag("altered", "meta-group").unwrap();
+    assert_eq!((lag[&0], lag[&1]), (0, 2));
+}

@@ -231,3 +231,68 @@ fn extreme_caps_serve_or_are_refused_at_build() {
         );
     }
 }
+
+#[test]
+fn num_partitions_sizes_the_topics_the_listener_creates_without_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = nanokafka::NanoKafka::builder()
+        .data_dir(dir.path())
+        .listen("127.0.0.1:0")
+        .num_partitions(4)
+        .build()
+        .unwrap();
+    let mut client = WireClient::connect(broker.listener_addr().unwrap());
+    let allowed = MetadataRequest::default()
+        .with_topics(Some(vec![topic("auto")]))
+        .with_allow_auto_topic_creation(true);
+    let response = client.call(&allowed, 9);
+    assert_eq!(response.topics[0].error_code, 0);
+    assert_eq!(response.topics[0].partitions.len(), 4);
+    assert_eq!(broker.list_topics().unwrap()["auto"].partitions, 4);
+
+    // CreateTopics with -1 takes it too; an explicit count is kept.
+    let request = crate::admin::create(vec![
+        crate::admin::creatable("defaulted", -1),
+        crate::admin::creatable("explicit", 2),
+    ]);
+    let response = client.call(&request, 4);
+    assert!(response.topics.iter().all(|t| t.error_code == 0));
+    let topics = broker.list_topics().unwrap();
+    assert_eq!(topics["defaulted"].partitions, 4);
+    assert_eq!(topics["explicit"].partitions, 2);
+    // The broker's configs say so, in Kafka's name.
+    let described = client.call(
+        &crate::admin::describe(vec![crate::admin::resource(4, "0", None)], false),
+        4,
+    );
+    let num_partitions = crate::admin::value_of(&described.results[0], "num.partitions");
+    assert_eq!(num_partitions, Some("4"));
+    // Topics created through the API name their own count.
+    broker
+        .create_topic("native", TopicConfig::default())
+        .unwrap();
+    assert_eq!(broker.list_topics().unwrap()["native"].partitions, 1);
+
+    for refused in [0, nanokafka::MAX_PARTITIONS + 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let built = nanokafka::NanoKafka::builder()
+            .data_dir(dir.path())
+            .listen("127.0.0.1:0")
+            .num_partitions(refused)
+            .build();
+        match built {
+            Err(nanokafka::Error::InvalidArgument { name, reason }) => {
+                assert_eq!(name, "num_partitions");
+                assert!(reason.contains(&refused.to_string()), "{reason}");
+            }
+            other => panic!(
+                "num_partitions({refused}) was not refused: {:?}",
+                other.is_ok()
+            ),
+        }
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "a refused build leaves the data directory untouched"
+        );
+    }
+}

@@ -6,22 +6,24 @@ use actix::prelude::*;
 use super::{CommitOffset, GroupLag, PartitionActor};
 use crate::actors::supervise::guarded_reply;
 use crate::error::Result;
+use crate::storage::Committed;
 
-/// Set `group`'s committed offset to `offset` exactly (the next offset to read, Kafka's
-/// meaning; backwards too; no member needed). Sent by `TopicActor` for a
-/// `SetCommittedOffset` (a Kafka client's OffsetCommit, or a `ResetOffset`).
-/// Errors: `OffsetOutOfRange` (past the log end), `Io`, `PartitionRestarted`,
-/// `PartitionFailed`.
+/// Set `group`'s committed offset to `offset` exactly, with `metadata` (the next offset to
+/// read, Kafka's meaning; any offset, backwards and past the log end too; no member
+/// needed). Sent by `TopicActor` for a `SetCommittedOffset` (a Kafka client's
+/// OffsetCommit, or a `ResetOffset`). Errors: `OffsetMetadataTooLarge`, `Io`,
+/// `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct SetCommitted {
     pub group: String,
     pub offset: u64,
+    pub metadata: String,
 }
 impl Message for SetCommitted {
     type Result = Result<()>;
 }
 
-/// `group`'s committed offset, `None` when it has none here. Sent by `TopicActor` to every
+/// `group`'s committed offset and its metadata, `None` when it has none here. Sent by `TopicActor` to every
 /// partition for a `CommittedOffsets` (a Kafka client's OffsetFetch): a read of one number,
 /// no stats walk. Errors: `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
@@ -29,7 +31,7 @@ pub struct GetCommitted {
     pub group: String,
 }
 impl Message for GetCommitted {
-    type Result = Result<Option<u64>>;
+    type Result = Result<Option<Committed>>;
 }
 
 impl Handler<SetCommitted> for PartitionActor {
@@ -37,18 +39,20 @@ impl Handler<SetCommitted> for PartitionActor {
 
     fn handle(&mut self, msg: SetCommitted, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "SetCommitted").entered();
-        self.store_commit(ctx, &msg.group, |p| p.set_committed(&msg.group, msg.offset))
+        self.store_commit(ctx, &msg.group, |p| {
+            p.set_committed(&msg.group, msg.offset, &msg.metadata)
+        })
     }
 }
 
 impl Handler<GetCommitted> for PartitionActor {
-    type Result = Result<Option<u64>>;
+    type Result = Result<Option<Committed>>;
 
     fn handle(&mut self, msg: GetCommitted, ctx: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "GetCommitted").entered();
         let name = self.name();
         guarded_reply(self, ctx, &name, |act, _| {
-            Ok(act.open_partition()?.committed(&msg.group))
+            Ok(act.open_partition()?.committed_with_metadata(&msg.group))
         })
     }
 }

@@ -72,6 +72,8 @@ async fn reset(topic: Addr<TopicActor>, msg: ResetOffset) -> Result<()> {
         group,
         partition,
         offset,
+        // As Kafka's reset: the offset alone.
+        metadata: String::new(),
     };
     ask(topic, set).await
 }

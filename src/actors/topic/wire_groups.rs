@@ -15,6 +15,7 @@ use crate::config::validate_id;
 use crate::error::Result;
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::topic_message;
+use crate::storage::Committed;
 use crate::types::GroupStats;
 
 /// Join `group` on `topic` as a Kafka client's member: with the options the group has, or
@@ -33,10 +34,11 @@ pub struct JoinAsKafkaMember {
     pub holding: BTreeSet<u32>,
 }
 
-/// Set `group`'s committed offset of `partition` to `offset` exactly: the next offset to
-/// read (a Kafka OffsetCommit; a native commit of `o` stores `o + 1`). No member of the group
-/// needs to exist. Errors: `InvalidId` (group), `UnknownPartition`, `OffsetOutOfRange` (past
-/// the log end), `Io`, `PartitionRestarted`, `PartitionFailed`. Sent by the listener (a
+/// Set `group`'s committed offset of `partition` to `offset` exactly, with `metadata`: the
+/// next offset to read (a Kafka OffsetCommit, which may name any offset, past the log end
+/// too; a native commit of `o` stores `o + 1`). No member of the group needs to exist.
+/// Errors: `InvalidId` (group), `UnknownPartition`, `OffsetMetadataTooLarge`, `Io`,
+/// `PartitionRestarted`, `PartitionFailed`. Sent by the listener (a
 /// Kafka client's OffsetCommit) and by the topic itself for a `ResetOffset`; the topic
 /// forwards it to the partition as `SetCommitted`.
 #[derive(Debug)]
@@ -45,9 +47,11 @@ pub struct SetCommittedOffset {
     pub group: String,
     pub partition: u32,
     pub offset: u64,
+    pub metadata: String,
 }
 
-/// `group`'s committed offset on every partition of `topic`, in partition order: `None`
+/// `group`'s committed offset and its metadata on every partition of `topic`, in partition
+/// order: `None`
 /// where it has none; a partition that cannot answer (restarting, failed) has its error.
 /// Sent by the listener for a Kafka client's OffsetFetch; the topic asks every partition
 /// `GetCommitted` (one number each, no stats walk). Errors: `UnknownTopic` only.
@@ -70,7 +74,7 @@ pub struct DescribeGroups {
 
 topic_message!(JoinAsKafkaMember => Assignment);
 topic_message!(SetCommittedOffset => ());
-topic_message!(CommittedOffsets => Vec<Result<Option<u64>>>);
+topic_message!(CommittedOffsets => Vec<Result<Option<Committed>>>);
 topic_message!(DescribeGroups => BTreeMap<String, GroupStats>);
 
 impl Handler<JoinAsKafkaMember> for TopicActor {
@@ -103,6 +107,7 @@ impl Handler<SetCommittedOffset> for TopicActor {
                 Ok(partition) => Box::pin(partition.ask(SetCommitted {
                     group: msg.group,
                     offset: msg.offset,
+                    metadata: msg.metadata,
                 })),
                 Err(e) => Box::pin(async { Err(e) }),
             }
@@ -111,7 +116,7 @@ impl Handler<SetCommittedOffset> for TopicActor {
 }
 
 impl Handler<CommittedOffsets> for TopicActor {
-    type Result = ResponseFuture<Result<Vec<Result<Option<u64>>>>>;
+    type Result = ResponseFuture<Result<Vec<Result<Option<Committed>>>>>;
 
     fn handle(&mut self, msg: CommittedOffsets, _: &mut Context<Self>) -> Self::Result {
         let _span = tracing::debug_span!(parent: &self.span, "CommittedOffsets").entered();

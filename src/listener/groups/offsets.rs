@@ -1,7 +1,11 @@
 //! OffsetCommit and OffsetFetch. A group's committed offsets are the partitions' own: the
 //! next offset to read (Kafka's meaning), the same numbers `lag()` and the native group read,
-//! whoever wrote them. A commit stores exactly the offset sent (0 up to the log end, also
-//! backwards); the metadata string is not kept (OffsetFetch returns it empty).
+//! whoever wrote them. A commit stores exactly the offset sent, as Kafka does: any offset
+//! from 0 (backwards, and past the log end too, where reads and lag count from the log end),
+//! with its metadata string (at most `MAX_OFFSET_METADATA_BYTES`, Kafka's
+//! `offset.metadata.max.bytes`, else `OFFSET_METADATA_TOO_LARGE`), and OffsetFetch returns
+//! both. A negative offset cannot be stored (`OFFSET_OUT_OF_RANGE`); Kafka's clients never
+//! send one.
 
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
@@ -32,6 +36,7 @@ fn commit_error(e: &Error) -> i16 {
             ResponseError::UnknownTopicOrPartition
         }
         Error::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        Error::OffsetMetadataTooLarge { .. } => ResponseError::OffsetMetadataTooLarge,
         Error::InvalidId { .. } => ResponseError::InvalidGroupId,
         // Safe to retry: nothing was written.
         Error::PartitionRestarted { .. } => ResponseError::CoordinatorLoadInProgress,
@@ -40,8 +45,12 @@ fn commit_error(e: &Error) -> i16 {
     .code()
 }
 
-/// Whether the request may commit: a member of the group's current generation, or a
-/// standalone commit (generation -1, no member id) to a group without Kafka members.
+/// Whether the request may commit, as Kafka's group coordinator decides: a member of the
+/// group's current generation (UNKNOWN_MEMBER_ID, then ILLEGAL_GENERATION, then
+/// REBALANCE_IN_PROGRESS while the generation's assignment is being handed out; during
+/// the join phase the current generation still commits), or a standalone commit (generation
+/// -1, no member id) to a group without Kafka members. A generation for a group that has none
+/// comes from a generation that is gone: ILLEGAL_GENERATION.
 async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
     if validate_id("group", &request.group_id).is_err() {
         return ResponseError::InvalidGroupId.code();
@@ -52,6 +61,7 @@ async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
     );
     match ctx.shared.groups.get(&request.group_id) {
         None if generation < 0 && member.is_empty() => 0,
+        None if generation >= 0 => ResponseError::IllegalGeneration.code(),
         None => ResponseError::UnknownMemberId.code(),
         Some(addr) => match addr.send(CheckCommit { member, generation }).await {
             Ok(Ok(())) => 0,
@@ -73,11 +83,18 @@ pub async fn offset_commit(
         for p in topic.partitions {
             let error = match (refused, u32::try_from(p.partition_index)) {
                 (0, Ok(partition)) => match u64::try_from(p.committed_offset) {
-                    Ok(offset) => ctx
-                        .broker
-                        .set_committed_offset(&topic.name, &group, partition, offset)
-                        .await
-                        .map_or_else(|e| commit_error(&e), |()| 0),
+                    Ok(offset) => {
+                        let metadata = p.committed_metadata.as_deref().unwrap_or_default();
+                        ctx.broker
+                            .set_committed_offset(
+                                &topic.name,
+                                &group,
+                                partition,
+                                (offset, metadata),
+                            )
+                            .await
+                            .map_or_else(|e| commit_error(&e), |()| 0)
+                    }
                     Err(_) => ResponseError::OffsetOutOfRange.code(),
                 },
                 (0, Err(_)) => ResponseError::UnknownTopicOrPartition.code(),
@@ -98,8 +115,8 @@ pub async fn offset_commit(
     OffsetCommitResponse::default().with_topics(topics)
 }
 
-/// One partition's answer: (partition, committed offset or -1, error code).
-type Fetched = (i32, i64, i16);
+/// One partition's answer: (partition, committed offset or -1, its metadata, error code).
+type Fetched = (i32, i64, StrBytes, i16);
 
 /// `group`'s committed offsets of the named partitions of `topic` (-1 where none), or,
 /// without names, of every partition with a commit.
@@ -117,16 +134,21 @@ async fn fetch_topic(
         .unwrap_or_default();
     let answer = |p: i32| -> Fetched {
         match usize::try_from(p).ok().and_then(|i| committed.get(i)) {
-            Some(Ok(Some(offset))) => (p, i64::try_from(*offset).unwrap_or(i64::MAX), 0),
-            Some(Err(e)) => (p, NO_OFFSET, commit_error(e)),
-            _ => (p, NO_OFFSET, 0),
+            Some(Ok(Some(c))) => (
+                p,
+                i64::try_from(c.offset).unwrap_or(i64::MAX),
+                StrBytes::from_string(c.metadata.clone()),
+                0,
+            ),
+            Some(Err(e)) => (p, NO_OFFSET, StrBytes::default(), commit_error(e)),
+            _ => (p, NO_OFFSET, StrBytes::default(), 0),
         }
     };
     match wanted {
         Some(partitions) => partitions.iter().map(|&p| answer(p)).collect(),
         None => (0..committed.len() as i32)
             .map(answer)
-            .filter(|&(_, offset, error)| offset != NO_OFFSET || error != 0)
+            .filter(|(_, offset, _, error)| *offset != NO_OFFSET || *error != 0)
             .collect(),
     }
 }
@@ -162,7 +184,6 @@ pub async fn offset_fetch(
     ctx: &RequestContext<'_>,
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
-    let metadata = || Some(StrBytes::default());
     if ctx.version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for g in request.groups {
@@ -180,12 +201,12 @@ pub async fn offset_fetch(
                         .with_partitions(
                             partitions
                                 .into_iter()
-                                .map(|(p, offset, error)| {
+                                .map(|(p, offset, metadata, error)| {
                                     OffsetFetchResponsePartitions::default()
                                         .with_partition_index(p)
                                         .with_committed_offset(offset)
                                         .with_committed_leader_epoch(-1)
-                                        .with_metadata(metadata())
+                                        .with_metadata(Some(metadata))
                                         .with_error_code(error)
                                 })
                                 .collect(),
@@ -214,12 +235,12 @@ pub async fn offset_fetch(
                 .with_partitions(
                     partitions
                         .into_iter()
-                        .map(|(p, offset, error)| {
+                        .map(|(p, offset, metadata, error)| {
                             OffsetFetchResponsePartition::default()
                                 .with_partition_index(p)
                                 .with_committed_offset(offset)
                                 .with_committed_leader_epoch(-1)
-                                .with_metadata(metadata())
+                                .with_metadata(Some(metadata))
                                 .with_error_code(error)
                         })
                         .collect(),

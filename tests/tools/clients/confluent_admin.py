@@ -8,27 +8,35 @@
     python confluent_admin.py BOOTSTRAP list-offsets TOPIC:PARTITION [--timeout S]
     python confluent_admin.py BOOTSTRAP delete-records TOPIC:PARTITION:OFFSET ... [--timeout S]
     python confluent_admin.py BOOTSTRAP describe-cluster [--timeout S]
+    python confluent_admin.py BOOTSTRAP alter-configs TOPIC --config KEY=VALUE ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP commit GROUP TOPIC:PARTITION:OFFSET[:METADATA] ... [--timeout S]
 
 create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1),
 replication factor 1 and the topic configs given with --config; delete-topics sends DeleteTopics; list-topics reads Metadata for all
 topics; list-groups sends ListGroups; list-offsets sends ListOffsets for the partition's
 earliest, latest and max-timestamp (KIP-734) offsets, one request each; delete-records sends
-DeleteRecords (OFFSET -1: the high watermark); describe-cluster sends DescribeCluster. A
-request that fails for any topic fails the run.
+DeleteRecords (OFFSET -1: the high watermark); describe-cluster sends DescribeCluster;
+alter-configs alters a topic's configs with the legacy, whole-set AlterConfigs as
+librdkafka's own tests do (DescribeConfigs, every entry read back sent again, the --config
+ones replacing theirs), then describes it again; commit commits the offsets (and metadata)
+for GROUP from a consumer that never joins it (librdkafka's test 0099), then reads them back
+with committed(). A request that fails for any topic fails the run.
 
 Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted": [name...];
 "topics": [{"name", "partitions"}...] sorted by name; "groups": [{"group_id", "state",
 "is_simple"}...] sorted by id; "offsets": {"earliest" | "latest" | "max_timestamp":
 {"offset", "timestamp"}}, -1 where the broker answers none; "low_watermarks":
 {"TOPIC:PARTITION": offset}; "cluster": {"cluster_id", "controller", "nodes": [{"id",
-"host", "port"}...]}}.
+"host", "port"}...]}; "configs": {name: value} as described after the alter; "committed":
+[{"topic", "partition", "offset", "metadata"}...] as read back}.
 """
 
 import argparse
+import warnings
 
 import confluent_kafka
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from clientlib import emit, fail, run, Deadline
 
@@ -39,12 +47,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("bootstrap", help="host:port of the broker")
     p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets",
-                                              "delete-records", "describe-cluster"])
+                                              "delete-records", "describe-cluster", "alter-configs", "commit"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
-    if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records") and not args.names:
+    if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records", "alter-configs",
+                        "commit") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
     admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
@@ -76,6 +85,10 @@ def main():
             "controller": result.controller.id if result.controller else None,
             "nodes": [{"id": n.id, "host": n.host, "port": n.port} for n in result.nodes],
         }
+    elif args.command == "alter-configs":
+        out["configs"] = _alter_configs(admin, args.names[0], args.config, deadline)
+    elif args.command == "commit":
+        out["committed"] = _commit(args.bootstrap, args.names[0], args.names[1:], deadline)
     elif args.command == "list-offsets":
         topic, _, partition = args.names[0].rpartition(":")
         out["offsets"] = _list_offsets(admin, TopicPartition(topic, int(partition)), deadline)
@@ -121,6 +134,56 @@ def _delete_records(admin, specs, deadline):
         except Exception as e:  # noqa: BLE001 - reported with the partition it concerns
             fail(f"DeleteRecords {key}: {e}")
     return lows
+
+
+def _describe(admin, topic, deadline):
+    resource = ConfigResource("topic", topic)
+    futures = admin.describe_configs([resource], request_timeout=deadline.left())
+    try:
+        return futures[resource].result(timeout=deadline.left())
+    except Exception as e:  # noqa: BLE001 - reported with the topic it concerns
+        fail(f"DescribeConfigs {topic}: {e}")
+
+
+def _alter_configs(admin, topic, configs, deadline):
+    """librdkafka's test_AlterConfigs_simple: the described set sent back, changed."""
+    changes = dict(c.split("=", 1) for c in configs)
+    resource = ConfigResource("topic", topic)
+    for name, entry in _describe(admin, topic, deadline).items():
+        if name not in changes:
+            resource.set_config(name, entry.value)
+    for name, value in changes.items():
+        resource.set_config(name, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the legacy call is the point
+        futures = admin.alter_configs([resource], request_timeout=deadline.left())
+    try:
+        futures[resource].result(timeout=deadline.left())
+    except Exception as e:  # noqa: BLE001 - reported with the topic it concerns
+        fail(f"AlterConfigs {topic}: {e}")
+    return {name: entry.value for name, entry in _describe(admin, topic, deadline).items()}
+
+
+def _commit(bootstrap, group, specs, deadline):
+    """Commits TOPIC:PARTITION:OFFSET[:METADATA] for group, then reads them back."""
+    partitions = []
+    for spec in specs:
+        topic, partition, offset, *metadata = spec.split(":", 3)
+        extra = {"metadata": metadata[0]} if metadata else {}
+        partitions.append(TopicPartition(topic, int(partition), int(offset), **extra))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "client.id": "nanokafka-test-confluent"})
+    try:
+        try:
+            consumer.commit(offsets=partitions, asynchronous=False)
+        except Exception as e:  # noqa: BLE001 - the broker's refusal is the result
+            fail(f"commit: {e}")
+        asked = [TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        read = consumer.committed(asked, timeout=deadline.left())
+    finally:
+        consumer.close()
+    return [{"topic": tp.topic, "partition": tp.partition, "offset": tp.offset, "metadata": tp.metadata}
+            for tp in read]
 
 
 def _wait_all(futures, deadline):
