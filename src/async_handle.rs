@@ -476,6 +476,70 @@ impl AsyncNanoKafka {
         }
     }
 
+    /// Deletes `group` from every topic (Kafka's DeleteGroups): its committed offsets, its
+    /// registration for backpressure (a forgotten group no longer holds producers back) and
+    /// its coordinators. Refused while it has members on any topic, before anything is
+    /// deleted. `false` when no topic knew the group.
+    ///
+    /// # Errors
+    /// `GroupNotEmpty` (nothing deleted), `Io`, `BrokerStopped`; on the Kafka backend,
+    /// `Kafka` for what the cluster refused (a group with members among them).
+    pub async fn delete_group(&self, group: &str) -> Result<bool> {
+        match self.engine()? {
+            Engine::Embedded(_) => {
+                let stats = self.stats().await?;
+                for (topic, t) in &stats.topics {
+                    if let Some(live) = t.groups.get(group).filter(|g| !g.assignment.is_empty()) {
+                        return Err(Error::GroupNotEmpty {
+                            topic: topic.clone(),
+                            group: group.to_owned(),
+                            members: live.assignment.keys().cloned().collect(),
+                        });
+                    }
+                }
+                let mut known = false;
+                for topic in stats.topics.keys() {
+                    known |= self.delete_group_offsets_of(topic, group, None).await?;
+                }
+                Ok(known)
+            }
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(k) => k.delete_group(group).await,
+        }
+    }
+
+    /// Deletes `group`'s committed offsets on `partitions` of `topic` (Kafka's
+    /// OffsetDelete): it reads them from where a new group would. Refused while the group has
+    /// members on the topic. `false` when it had none there.
+    ///
+    /// # Errors
+    /// As [`DeleteGroupOffsets`](crate::messages::DeleteGroupOffsets); `Unsupported` on the
+    /// Kafka backend.
+    pub async fn delete_group_offsets(
+        &self,
+        topic: &str,
+        group: &str,
+        partitions: &[u32],
+    ) -> Result<bool> {
+        self.embedded("delete_group_offsets")?;
+        self.delete_group_offsets_of(topic, group, Some(partitions.to_vec()))
+            .await
+    }
+
+    async fn delete_group_offsets_of(
+        &self,
+        topic: &str,
+        group: &str,
+        partitions: Option<Vec<u32>>,
+    ) -> Result<bool> {
+        self.ask(crate::messages::DeleteGroupOffsets {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            partitions,
+        })
+        .await
+    }
+
     /// Deletes the records of `partition` below `before` (Kafka's DeleteRecords); the log
     /// start after. See [`DeleteRecords`](crate::messages::DeleteRecords).
     ///

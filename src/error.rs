@@ -258,9 +258,10 @@ pub enum Error {
         requested: GroupOptions,
     },
 
-    /// [`crate::NanoKafka::reset_offset`] of a group that has live members on the topic
-    /// (Kafka refuses a group that is not empty too): they would read on from where they are
-    /// and their next commit would undo the reset. Nothing changed; stop the members first.
+    /// [`crate::NanoKafka::reset_offset`], [`crate::NanoKafka::delete_group`] or
+    /// [`crate::NanoKafka::delete_group_offsets`] of a group that has live members on the
+    /// topic (Kafka refuses a group that is not empty too): they would read on from where
+    /// they are and their next commit would undo it. Nothing changed; stop the members first.
     #[error("group {group:?} on topic {topic:?} has live members ({}); stop them first", members.join(", "))]
     GroupNotEmpty {
         topic: String,

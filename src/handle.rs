@@ -215,6 +215,29 @@ impl NanoKafka {
         self.call(self.handle.delete_records(topic, partition, before))
     }
 
+    /// [`AsyncNanoKafka::delete_group`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::delete_group`]; `BlockingInActorContext` on an actix/tokio
+    /// thread.
+    pub fn delete_group(&self, group: &str) -> Result<bool> {
+        self.call(self.handle.delete_group(group))
+    }
+
+    /// [`AsyncNanoKafka::delete_group_offsets`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::delete_group_offsets`]; `BlockingInActorContext` on an
+    /// actix/tokio thread.
+    pub fn delete_group_offsets(
+        &self,
+        topic: &str,
+        group: &str,
+        partitions: &[u32],
+    ) -> Result<bool> {
+        self.call(self.handle.delete_group_offsets(topic, group, partitions))
+    }
+
     /// [`AsyncNanoKafka::describe_producers`], blocking this thread until it answers.
     ///
     /// # Errors

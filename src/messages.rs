@@ -29,6 +29,7 @@
 //! | `produce_kafka_batch` | same | [`ProduceKafkaBatch`] |
 //! | `offset_for_timestamp` | same | [`OffsetForTimestamp`] |
 //! | `delete_records` | same | [`DeleteRecords`] |
+//! | `delete_group`, `delete_group_offsets` | same | [`DeleteGroupOffsets`] |
 //! | `describe_producers` | same | [`DescribeProducers`] |
 //! | `join_group`, `join_group_with` | same | [`JoinGroup`] |
 //! | `leave_group` | same | [`LeaveGroup`] |
@@ -333,6 +334,21 @@ pub struct DeleteRecords {
     pub before: u64,
 }
 topic_message!(DeleteRecords => u64);
+
+/// Deletes `group` from `topic` (`partitions: None`: its committed offsets on every
+/// partition, its registration for backpressure, its coordinator), or only its committed
+/// offsets on `partitions` (Kafka's OffsetDelete). Refused while the group has members on
+/// the topic. Reply: whether the topic knew the group (a commit, a registration or a
+/// coordinator). Errors: `GroupNotEmpty` (nothing deleted), `UnknownTopic`,
+/// `UnknownPartition`, `Io`, `PartitionRestarted`. Route: broker → topic (checks the
+/// coordinator, then every partition `ForgetPartitionGroup`).
+#[derive(Debug, Clone)]
+pub struct DeleteGroupOffsets {
+    pub topic: String,
+    pub group: String,
+    pub partitions: Option<Vec<u32>>,
+}
+topic_message!(DeleteGroupOffsets => bool);
 
 /// Join a consumer group as `member` (joining again is a heartbeat). The first join fixes
 /// the group's [`GroupOptions`] (assignor, start position); later joins with other options

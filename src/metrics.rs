@@ -234,6 +234,13 @@ impl LagGauges {
         }
     }
 
+    /// Drops `group`'s gauge (the group was deleted here), setting it to 0 first.
+    pub fn forget(&mut self, group: &str) {
+        if let Some(gauge) = self.gauges.remove(group) {
+            gauge.set(0.0);
+        }
+    }
+
     /// Sets the lag of every group that has a gauge here to `lag_of(group)`, when known.
     pub fn update_lags(&self, lag_of: impl Fn(&str) -> Option<u64>) {
         for (group, gauge) in &self.gauges {

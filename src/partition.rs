@@ -458,6 +458,16 @@ impl Partition {
         }
     }
 
+    /// Forgets `group` here: its committed offset and its registration (backpressure no
+    /// longer waits for it). `true` when it had either.
+    ///
+    /// # Errors
+    /// `Io` when the offsets journal cannot be rewritten (nothing forgotten).
+    pub fn forget_group(&mut self, group: &str) -> Result<bool> {
+        let committed = self.offsets.forget(group)?;
+        Ok(self.registered.remove(group) || committed)
+    }
+
     /// `group`'s lag here (see [`lag`]), or `None` when the group neither committed here, nor
     /// was registered, nor `has_coordinator` on the topic (a group with one reads from the
     /// log start until it commits).

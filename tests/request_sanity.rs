@@ -456,6 +456,18 @@ fn default_request(api: ApiKey) -> RequestKind {
                     .with_topics(vec![topic]),
             )
         }
+        ApiKey::DeleteGroups => RequestKind::DeleteGroups(
+            kafka_protocol::messages::DeleteGroupsRequest::default()
+                .with_groups_names(vec![Default::default()]),
+        ),
+        ApiKey::OffsetDelete => {
+            use kafka_protocol::messages::offset_delete_request::*;
+            let topic = OffsetDeleteRequestTopic::default()
+                .with_partitions(vec![OffsetDeleteRequestPartition::default()]);
+            RequestKind::OffsetDelete(
+                kafka_protocol::messages::OffsetDeleteRequest::default().with_topics(vec![topic]),
+            )
+        }
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -507,6 +519,8 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DescribeLogDirs => DescribeLogDirsRequest::VERSIONS,
         ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
         ApiKey::DescribeProducers => DescribeProducersRequest::VERSIONS,
+        ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
+        ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

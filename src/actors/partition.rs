@@ -58,7 +58,7 @@ pub use alter::ReconfigurePartition;
 mod cleaning;
 
 mod records;
-pub use records::DeleteRecordsBefore;
+pub use records::{DeleteRecordsBefore, ForgetPartitionGroup};
 
 /// A partition actor's address and its I/O thread (see [`Rung`]).
 pub type PartitionRef = Rung<PartitionActor>;

@@ -44,6 +44,7 @@ pub use wire_groups::{CommittedOffsets, DescribeGroups, JoinAsKafkaMember, SetCo
 
 mod alter;
 mod delete;
+mod forget;
 mod reset;
 pub use alter::AlterTopicActors;
 pub use delete::DeleteTopicActors;

@@ -331,6 +331,29 @@ impl KafkaBackend {
 }
 
 impl KafkaBackend {
+    /// Kafka's DeleteGroups of `group`: `false` when the cluster did not know it.
+    ///
+    /// # Errors
+    /// `Kafka` for another refusal (a group with members: NON_EMPTY_GROUP).
+    pub(crate) async fn delete_group(&self, group: &str) -> Result<bool> {
+        let results = self
+            .admin
+            .delete_groups(&[group], &self.admin_options())
+            .await
+            .map_err(|e| kafka_error("delete group", e))?;
+        match results.into_iter().next() {
+            Some(Ok(_)) => Ok(true),
+            Some(Err((_, RDKafkaErrorCode::GroupIdNotFound))) => Ok(false),
+            Some(Err((_, code))) => Err(kafka_error(
+                "delete group",
+                rdkafka::error::KafkaError::AdminOp(code),
+            )),
+            None => Ok(false),
+        }
+    }
+}
+
+impl KafkaBackend {
     /// Kafka's DeleteRecords of `partition` below `before`: the low watermark after.
     ///
     /// # Errors

@@ -278,6 +278,32 @@ impl OffsetStore {
         Ok(())
     }
 
+    /// Forgets `group`'s committed offset (Kafka's OffsetDelete and DeleteGroups): the
+    /// journal is rewritten without it (temp file, fsync, rename, directory sync), so a
+    /// deletion is rare and costs a rewrite. `false` when the group had no commit here.
+    ///
+    /// # Errors
+    /// `Io` when the journal cannot be rewritten; the group then keeps its commit.
+    pub fn forget(&mut self, group: &str) -> Result<bool> {
+        let Some(old) = self.committed.remove(group) else {
+            return Ok(false);
+        };
+        let generation = self.generation;
+        match self.compact() {
+            Ok(()) => Ok(true),
+            // The rewritten journal replaced the old one; only the directory sync failed,
+            // which the next sync does first (`rename_unsynced`).
+            Err(e) if self.generation != generation => {
+                tracing::warn!(path = %self.path.display(), error = %e, "offsets journal rewritten without a group; its directory sync is retried");
+                Ok(true)
+            }
+            Err(e) => {
+                self.committed.insert(group.to_owned(), old);
+                Err(e)
+            }
+        }
+    }
+
     /// `fdatasync`s the journal if a commit was written since the last sync.
     ///
     /// # Errors
@@ -674,6 +700,22 @@ mod tests {
                 Some(3)
             );
         }
+    }
+
+    #[test]
+    fn a_forgotten_group_stays_forgotten_after_a_reopen_and_the_others_keep_theirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = OffsetStore::open(dir.path(), FsyncPolicy::Always).unwrap();
+        store.commit("gone", 5).unwrap();
+        store.commit_with_metadata("kept", 7, "meta").unwrap();
+        assert!(store.forget("gone").unwrap());
+        assert!(!store.forget("gone").unwrap(), "nothing left to forget");
+        assert_eq!(store.get("gone"), None);
+        store.commit("kept", 8).unwrap();
+        drop(store);
+        let store = OffsetStore::open(dir.path(), FsyncPolicy::Always).unwrap();
+        assert_eq!(store.get("gone"), None);
+        assert_eq!(store.get("kept"), Some(8));
     }
 
     #[test]

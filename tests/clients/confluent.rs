@@ -277,6 +277,37 @@ fn admin_deletes_records_and_describes_the_cluster() {
     );
 }
 
+#[test]
+fn admin_deletes_a_group_that_committed_and_left() {
+    let (Some(admin), Some(consume)) = (
+        clients::python("confluent_admin.py"),
+        clients::python("confluent_consume.py"),
+    ) else {
+        return;
+    };
+    let b = Broker::start();
+    let bs = b.bootstrap.as_str();
+    b.broker
+        .create_topic("gone", nanokafka::TopicConfig::default())
+        .unwrap();
+    b.broker.produce_raw("gone", None, b"x".to_vec()).unwrap();
+    consume.run_json(&args(bs, "gone", &["old-group", "--count", "1"]), RUN);
+    let committed = |b: &Broker| {
+        b.broker.stats().unwrap().topics["gone"].partitions[0]
+            .committed
+            .contains_key("old-group")
+    };
+    assert!(committed(&b));
+    let deleted = admin.run_json(&[bs, "delete-groups", "old-group", "never-was"], RUN);
+    assert_eq!(
+        deleted["group_results"],
+        serde_json::json!({"old-group": "deleted", "never-was": "GROUP_ID_NOT_FOUND"})
+    );
+    assert!(!committed(&b));
+    let groups = admin.run_json(&[bs, "list-groups"], RUN);
+    assert_eq!(groups["groups"], serde_json::json!([]), "{groups}");
+}
+
 /// CreateTimes that go back across segments (a backfill, a mirror that keeps its source's
 /// timestamps): time retention and the max-timestamp ListOffsets weigh every segment's
 /// largest timestamp, before a restart and after it.

@@ -5,5 +5,6 @@ mod common;
 
 mod consumer_groups;
 mod consumer_handle;
+mod delete_group;
 mod subscription_events;
 mod subscriptions;

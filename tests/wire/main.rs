@@ -12,6 +12,7 @@ mod admin;
 mod basics;
 mod cluster;
 mod compacted;
+mod delete_groups;
 mod delete_records;
 mod fetch;
 mod groups;

@@ -1,5 +1,6 @@
-//! Deleting a partition's oldest records on request (Kafka's DeleteRecords): the log start
-//! moves, the groups' lag shrinks with it, and parked produces get the room it frees.
+//! Deleting on request what a partition keeps: its oldest records (Kafka's DeleteRecords:
+//! the log start moves, the groups' lag shrinks with it) or a group's committed offset
+//! (OffsetDelete, DeleteGroups); parked produces get the room either frees.
 
 use actix::prelude::*;
 
@@ -35,6 +36,35 @@ impl Handler<DeleteRecordsBefore> for PartitionActor {
             }
             act.admit_parked(ctx);
             Ok(start)
+        })
+        .unwrap_or_else(|| Err(self.restarted()))
+    }
+}
+
+/// Forget `group` here: its committed offset and its registration (backpressure stops
+/// waiting for it). Reply: whether it had either. Sent by `TopicActor` for a
+/// `ForgetGroup`. Errors: `Io` (the journal could not be rewritten; nothing forgotten),
+/// `PartitionRestarted`, `PartitionFailed`.
+#[derive(Debug)]
+pub struct ForgetPartitionGroup {
+    pub group: String,
+}
+impl Message for ForgetPartitionGroup {
+    type Result = Result<bool>;
+}
+
+impl Handler<ForgetPartitionGroup> for PartitionActor {
+    type Result = Result<bool>;
+
+    fn handle(&mut self, msg: ForgetPartitionGroup, ctx: &mut Context<Self>) -> Self::Result {
+        let _span = tracing::debug_span!(parent: &self.span, "ForgetPartitionGroup").entered();
+        let name = self.name();
+        guarded(self, ctx, &name, |act, ctx| {
+            let forgot = act.open_partition()?.forget_group(&msg.group)?;
+            act.registered.remove(&msg.group);
+            act.lag.forget(&msg.group);
+            act.admit_parked(ctx);
+            Ok(forgot)
         })
         .unwrap_or_else(|| Err(self.restarted()))
     }

@@ -97,6 +97,14 @@ impl Message for Describe {
     type Result = Described;
 }
 
+/// Stop, if the group has no members (Kafka's DeleteGroups): `true` when it stopped.
+/// Never fails.
+#[derive(Debug)]
+pub struct Retire;
+impl Message for Retire {
+    type Result = bool;
+}
+
 /// The reply to [`Describe`].
 #[derive(Debug, Clone)]
 pub struct Described {
@@ -574,5 +582,17 @@ impl Handler<Describe> for KafkaGroupActor {
             protocol: self.group.protocol().to_owned(),
             members: self.group.members().cloned().collect(),
         })
+    }
+}
+
+impl Handler<Retire> for KafkaGroupActor {
+    type Result = bool;
+
+    fn handle(&mut self, _: Retire, ctx: &mut Context<Self>) -> bool {
+        let empty = self.group.members().next().is_none();
+        if empty {
+            ctx.stop();
+        }
+        empty
     }
 }

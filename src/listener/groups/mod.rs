@@ -51,6 +51,7 @@
 //! Kafka, and take no part in native groups.
 
 mod actor;
+mod delete;
 mod describe;
 mod offsets;
 mod protocol;
@@ -75,6 +76,7 @@ use crate::clock::SharedClock;
 use crate::config::validate_id;
 use crate::group::classic::{ClassicError, ClassicGroup, JoinRequest, Protocol};
 use actor::{Beat, Join, KafkaGroupActor, Leave, Sync};
+pub use delete::{delete_groups, offset_delete};
 pub use describe::{describe_groups, find_coordinator, list_groups};
 pub use offsets::{offset_commit, offset_fetch};
 
@@ -94,6 +96,22 @@ impl KafkaGroups {
     /// The group's actor, if it was ever used.
     pub fn get(&self, name: &str) -> Option<Addr<KafkaGroupActor>> {
         self.map().get(name).cloned()
+    }
+
+    /// Stops and forgets the group's actor when it has no members (Kafka's DeleteGroups).
+    /// `Some(true)` when it was retired, `Some(false)` when it has members, `None` when there
+    /// is no such group.
+    pub async fn retire(&self, name: &str) -> Option<bool> {
+        let addr = self.get(name)?;
+        // A stopped actor (the broker stopping) has nothing left to retire.
+        let retired = addr.send(actor::Retire).await.unwrap_or(true);
+        if retired {
+            let mut map = self.map();
+            if map.get(name).is_some_and(|a| *a == addr) {
+                map.remove(name);
+            }
+        }
+        Some(retired)
     }
 
     /// Every group's name and actor.

@@ -81,6 +81,8 @@ pub static ALL: &[Schema] = &[
     api(ApiKey::DescribeLogDirs, 1, 4, 2, DESCRIBE_LOG_DIRS),
     api(ApiKey::DeleteRecords, 0, 2, 2, DELETE_RECORDS),
     api(ApiKey::DescribeProducers, 0, 0, 0, DESCRIBE_PRODUCERS),
+    api(ApiKey::DeleteGroups, 0, 2, 2, DELETE_GROUPS),
+    api(ApiKey::OffsetDelete, 0, 0, N, OFFSET_DELETE),
 ];
 
 const PRODUCE: &[Field] = &[
@@ -555,6 +557,30 @@ const DESCRIBE_PRODUCERS: &[Field] = &[
         Array(&Struct(&[
             f(0, N, Str),         // name
             f(0, N, Array(&I32)), // partition_indexes
+        ])),
+    ),
+];
+
+const DELETE_GROUPS: &[Field] = &[
+    f(0, N, Array(&Str)), // groups_names
+];
+
+const OFFSET_DELETE: &[Field] = &[
+    f(0, N, Str), // group_id
+    // topics
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str), // name
+            // partitions
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, I32), // partition_index
+                ])),
+            ),
         ])),
     ),
 ];

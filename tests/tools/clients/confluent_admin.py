@@ -8,6 +8,7 @@
     python confluent_admin.py BOOTSTRAP list-offsets TOPIC:PARTITION [--timeout S]
     python confluent_admin.py BOOTSTRAP delete-records TOPIC:PARTITION:OFFSET ... [--timeout S]
     python confluent_admin.py BOOTSTRAP describe-cluster [--timeout S]
+    python confluent_admin.py BOOTSTRAP delete-groups GROUP ... [--timeout S]
     python confluent_admin.py BOOTSTRAP alter-configs TOPIC --config KEY=VALUE ... [--timeout S]
     python confluent_admin.py BOOTSTRAP commit GROUP TOPIC:PARTITION:OFFSET[:METADATA] ... [--timeout S]
 
@@ -16,6 +17,7 @@ replication factor 1 and the topic configs given with --config; delete-topics se
 topics; list-groups sends ListGroups; list-offsets sends ListOffsets for the partition's
 earliest, latest and max-timestamp (KIP-734) offsets, one request each; delete-records sends
 DeleteRecords (OFFSET -1: the high watermark); describe-cluster sends DescribeCluster;
+delete-groups sends DeleteGroups and reports each group's outcome;
 alter-configs alters a topic's configs with the legacy, whole-set AlterConfigs as
 librdkafka's own tests do (DescribeConfigs, every entry read back sent again, the --config
 ones replacing theirs), then describes it again; commit commits the offsets (and metadata)
@@ -28,7 +30,8 @@ Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted"
 {"offset", "timestamp"}}, -1 where the broker answers none; "low_watermarks":
 {"TOPIC:PARTITION": offset}; "cluster": {"cluster_id", "controller", "nodes": [{"id",
 "host", "port"}...]}; "configs": {name: value} as described after the alter; "committed":
-[{"topic", "partition", "offset", "metadata"}...] as read back}.
+[{"topic", "partition", "offset", "metadata"}...] as read back; "group_results": {group:
+"deleted" | error name}}.
 """
 
 import argparse
@@ -47,13 +50,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("bootstrap", help="host:port of the broker")
     p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets",
-                                              "delete-records", "describe-cluster", "alter-configs", "commit"])
+                                              "delete-records", "describe-cluster", "alter-configs", "commit",
+                                              "delete-groups"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
     if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records", "alter-configs",
-                        "commit") and not args.names:
+                        "commit", "delete-groups") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
     admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
@@ -78,6 +82,16 @@ def main():
         )
     elif args.command == "delete-records":
         out["low_watermarks"] = _delete_records(admin, args.names, deadline)
+    elif args.command == "delete-groups":
+        futures = admin.delete_consumer_groups(args.names, request_timeout=deadline.left())
+        results = {}
+        for group, future in futures.items():
+            try:
+                future.result(timeout=deadline.left())
+                results[group] = "deleted"
+            except confluent_kafka.KafkaException as e:
+                results[group] = e.args[0].name()
+        out["group_results"] = results
     elif args.command == "describe-cluster":
         result = admin.describe_cluster(request_timeout=deadline.left()).result(timeout=deadline.left())
         out["cluster"] = {
