@@ -140,6 +140,9 @@ pub struct Partition {
     /// What the cleaner's passes did to this partition over its life (compacted topics):
     /// read from the log's `cleaner.totals` at the open, recorded there after each pass.
     cleaning: Option<CleanerSummary>,
+    /// The last pass stopped short of its dirty section's end (its key map filled): the next
+    /// one is due at once, whatever the dirty ratio of the rest.
+    cleaning_unfinished: bool,
     /// The log's bound on a batch's decompressed records, kept here too for the checks of a
     /// produce before it is queued (see [`Partition::max_decompressed_bytes`]).
     max_decompressed_bytes: usize,
@@ -172,6 +175,7 @@ impl Partition {
             registered: BTreeSet::new(),
             retention_due: false,
             cleaning,
+            cleaning_unfinished: false,
             max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
         };
         Ok((partition, report))

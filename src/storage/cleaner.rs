@@ -42,7 +42,9 @@
 //! meanwhile (the rest of the pass is then abandoned and its files deleted).
 //!
 //! # Memory
-//! The key map (the budget, allocated once per pass), one read buffer of 1 MiB
+//! The key map (allocated once per pass, for one key per offset of the dirty section at most,
+//! and never more than the budget: a pass over a few new records takes kilobytes, not the
+//! budget), one read buffer of 1 MiB
 //! (`batches::READ_CHUNK`, or one larger batch), one batch's decompressed records and its
 //! rewrite. Records are never gathered beyond one batch.
 
@@ -77,7 +79,8 @@ pub struct CleanerPolicy {
     pub delete_retention_ms: u64,
     /// A segment is cleaned only once its largest timestamp is at least this old.
     pub min_compaction_lag_ms: u64,
-    /// The memory of the key map, in bytes (24 per key, see [`OffsetMap`]).
+    /// The most memory of the key map, in bytes (24 per key, see [`OffsetMap`]); a pass takes
+    /// less when its dirty section has fewer offsets than that many keys.
     pub key_map_bytes: usize,
 }
 
@@ -113,6 +116,9 @@ pub struct CleanerStats {
     pub cleaned_up_to: u64,
     /// Whether the dirty section was cleaned to its end (else run another pass).
     pub done: bool,
+    /// The memory the pass's key map took: room for one key per offset of its dirty
+    /// section, at most the policy's `key_map_bytes`.
+    pub key_map_bytes: usize,
     /// Segments replaced by [`PartitionLog::swap_in`](super::PartitionLog::swap_in).
     pub segments_replaced: usize,
     /// `swap_in` found a source segment gone (retention) and dropped the rest of the pass.
@@ -222,7 +228,10 @@ impl Cleaner {
             return Ok(prepared);
         };
         let first_uncleanable = last.end_offset;
-        let mut map = OffsetMap::new(self.policy.key_map_bytes);
+        // The dirty section holds at most one record, so one key, per offset.
+        let offsets = first_uncleanable.saturating_sub(snapshot.first_dirty_offset);
+        let mut map = OffsetMap::for_keys(offsets, self.policy.key_map_bytes);
+        prepared.stats.key_map_bytes = map.memory_bytes();
         let end = build_map(snapshot, &mut map, &mut prepared.stats)?;
         let stats = &mut prepared.stats;
         stats.cleaned_up_to = end;

@@ -446,6 +446,9 @@ fn a_key_map_smaller_than_the_keys_takes_several_passes_to_the_same_result() {
     let mut tight = write(&fs_b);
     let passes = clean(&mut tight, policy(4), NOW);
     assert!(passes.len() > 2, "{} passes", passes.len());
+    assert!(passes
+        .iter()
+        .all(|s| s.key_map_bytes <= policy(4).key_map_bytes));
     assert!(passes.iter().rev().skip(1).all(|s| !s.done));
     assert_eq!(read_all(&mut tight), read_all(&mut roomy));
 }
@@ -594,4 +597,32 @@ fn a_pass_for_a_log_opened_again_since_is_abandoned() {
     let stats = log.swap_in(prepared).unwrap();
     assert!(stats.abandoned);
     assert_eq!(read_all(&mut log), before);
+}
+
+/// A pass's key map has room for its dirty section's offsets (one key each at most), not the
+/// whole budget: a few hundred new records take kilobytes of a 32 MiB budget.
+#[test]
+fn the_key_map_is_sized_by_the_dirty_section_within_the_budget() {
+    let (_sim, fs) = sim(13);
+    let mut log = open(&fs);
+    write_rounds(&mut log, 40, 4);
+    let mut roomy = policy(0);
+    roomy.key_map_bytes = 32 << 20;
+    let slots_for = |offsets: u64| (offsets as usize * 10 / 9 + 2) * offset_map::SLOT_BYTES;
+    let first = clean(&mut log, roomy, NOW);
+    assert_eq!(first.len(), 1);
+    let cleaned_to = first[0].cleaned_up_to;
+    assert!(cleaned_to > 100, "{first:?}");
+    assert!(
+        first[0].key_map_bytes <= slots_for(cleaned_to) && first[0].key_map_bytes < 16 << 10,
+        "{} bytes for {cleaned_to} offsets",
+        first[0].key_map_bytes
+    );
+    write_rounds(&mut log, 20, 4);
+    let second = clean(&mut log, roomy, NOW);
+    let dirty = second[0].cleaned_up_to - cleaned_to;
+    assert!(
+        dirty > 0 && second[0].key_map_bytes <= slots_for(dirty),
+        "{second:?}"
+    );
 }
