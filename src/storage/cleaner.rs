@@ -49,6 +49,7 @@
 //! rewrite. Records are never gathered beyond one batch.
 
 mod batches;
+pub mod checkpoint;
 mod offset_map;
 pub mod swap;
 pub mod totals;

@@ -38,6 +38,7 @@ use super::batch::RecordBatch;
 /// The size limits an append enforces, where the frame format defines them.
 pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use super::checkpoint::{Checkpoint, LogStartFile};
+use super::cleaner::checkpoint::CleanerCheckpoint;
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{
@@ -234,11 +235,14 @@ pub struct PartitionLog {
     /// here, so bytes retention need not read it back to verify it (see
     /// [`PartitionLog::trusted_from`]). Frames before it were found on disk at the open.
     appended_from: (u64, u64),
-    /// The first offset no cleaning pass of this open cleaned (see `log/cleaning.rs`): where
-    /// the next pass's dirty section starts. Not persisted: the first pass after an open
-    /// treats the whole log as dirty (Kafka does so when its cleaner checkpoint is missing),
-    /// which costs reading it once more, never a wrong result.
+    /// The first offset no cleaning pass cleaned (see `log/cleaning.rs`): where the next
+    /// pass's dirty section starts. Kept in the cleaner checkpoint
+    /// (`cleaner/checkpoint.rs`) after each pass; an open without a valid one starts from
+    /// 0, the whole log dirty (a reread, never a wrong result).
     first_dirty_offset: u64,
+    /// What the cleaner checkpoint on disk holds (`None`: no valid one), so that a pass that
+    /// moved nothing writes nothing.
+    cleaner_checkpoint: Option<CleanerCheckpoint>,
     /// The log was cleaned at least once (`cleaner::swap::CLEANED_MARKER` is on disk): every
     /// segment may hold gaps once sealed (see `LogSegment::may_have_gaps`).
     cleaned: bool,
@@ -329,11 +333,13 @@ impl PartitionLog {
             producers: ProducerState::default(),
             appended_from,
             first_dirty_offset: 0,
+            cleaner_checkpoint: None,
             cleaned: names
                 .iter()
                 .any(|n| n == crate::storage::cleaner::swap::CLEANED_MARKER),
             clean_on_disk: false,
         };
+        log.load_cleaner_checkpoint(&names);
         let removed_snapshots = log.load_producers(&names)?;
         if stored_start != Some(log_start_offset) {
             log.log_start_file.store(log_start_offset)?;

@@ -200,3 +200,39 @@ fn a_pass_that_stopped_short_is_followed_until_the_dirty_section_is_clean() {
         "one record per key: {cleaned:?}"
     );
 }
+
+/// The clean point survives a reopen: a log cleaned to its active segment is not cleaned
+/// again, and the next pass's dirty section starts where the last one ended.
+#[test]
+fn a_reopened_partition_that_was_clean_is_not_cleaned_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(dir.path());
+    write_late_new_keys(&mut p);
+    let eager = plan(1000, 0.0001);
+    let passes = run_due(&mut p, &eager, NOW);
+    assert_eq!(passes.len(), 1);
+    let clean_point = passes[0].cleaned_up_to;
+    p.close().unwrap();
+    let mut p = open(dir.path());
+    assert!(
+        p.cleaning_due(&eager, NOW).unwrap().is_none(),
+        "nothing dirty after a reopen"
+    );
+    let segments = p.log.segment_count();
+    let mut round = 0u8;
+    while p.log.segment_count() < segments + 2 {
+        put(&mut p, "k0", Some(&[round; 20]));
+        round = round.wrapping_add(1);
+    }
+    let snapshot = p
+        .cleaning_due(&eager, NOW)
+        .unwrap()
+        .expect("the new segments");
+    assert_eq!(snapshot.first_dirty_offset, clean_point);
+    let prepared = Cleaner::new(eager.cleaner).prepare(&snapshot, NOW).unwrap();
+    assert!(
+        prepared.stats().dirty_ratio_before < 1.0,
+        "the cleaned segments count clean: {:?}",
+        prepared.stats()
+    );
+}

@@ -626,3 +626,87 @@ fn the_key_map_is_sized_by_the_dirty_section_within_the_budget() {
         "{second:?}"
     );
 }
+
+/// The clean point is kept across a reopen (the cleaner checkpoint): a log cleaned to its
+/// active segment has nothing dirty once reopened, and the next pass sees the same dirty
+/// section, and ratio, as it would have without the reopen.
+#[test]
+fn a_reopened_log_keeps_its_clean_point_and_dirty_ratio() {
+    let run = |reopen: bool| {
+        let (_sim, fs) = sim(14);
+        let mut log = open(&fs);
+        write_rounds(&mut log, 40, 4);
+        let first = clean(&mut log, policy(1000), NOW);
+        if reopen {
+            log.close().unwrap();
+            log = open(&fs);
+            assert!(
+                !log.has_dirty_sealed_segment(),
+                "a clean log is clean once reopened"
+            );
+        }
+        write_rounds(&mut log, 20, 4);
+        let snapshot = log
+            .cleaning_snapshot(log.log_end_offset(), &policy(1000), NOW)
+            .unwrap()
+            .unwrap();
+        assert_eq!(snapshot.first_dirty_offset, first[0].cleaned_up_to);
+        let stats = *Cleaner::new(policy(1000))
+            .prepare(&snapshot, NOW)
+            .unwrap()
+            .stats();
+        (stats.dirty_ratio_before, stats.cleaned_up_to)
+    };
+    let (kept_open, reopened) = (run(false), run(true));
+    assert!(kept_open.0 > 0.0 && kept_open.0 < 1.0, "{kept_open:?}");
+    assert_eq!(reopened, kept_open);
+}
+
+/// The checkpoint is an optimisation: missing, damaged, or naming offsets past the sealed
+/// segments, it is ignored and the whole log is cleaned again, to the same result.
+#[test]
+fn a_missing_or_damaged_cleaner_checkpoint_cleans_the_whole_log_again() {
+    use super::checkpoint::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
+    let path = Path::new(DIR).join(CLEANER_CHECKPOINT_FILE);
+    /// How a test damages the checkpoint at a path.
+    type Damage = fn(&SharedFs, &Path);
+    let damages: [(&str, Damage); 3] = [
+        ("missing", |fs, path| fs.remove_file(path).unwrap()),
+        ("a flipped byte", |fs, path| {
+            let mut bytes = fs.read(path).unwrap();
+            bytes[9] ^= 1;
+            crate::storage::fsutil::write_atomically(fs.as_ref(), path, &bytes).unwrap();
+        }),
+        ("past the sealed segments", |fs, path| {
+            let forged = CleanerCheckpoint {
+                clean_point: 1 << 40,
+                delete_horizon_ms: None,
+            };
+            forged.write(fs.as_ref(), path.parent().unwrap()).unwrap();
+        }),
+    ];
+    for (damage, apply) in damages {
+        let (_sim, fs) = sim(15);
+        let mut log = open(&fs);
+        write_rounds(&mut log, 40, 4);
+        clean(&mut log, policy(1000), NOW);
+        let expected = read_all(&mut log);
+        log.close().unwrap();
+        assert!(fs.exists(&path), "a pass writes the checkpoint");
+        apply(&fs, &path);
+        let mut log = open(&fs);
+        assert!(
+            log.has_dirty_sealed_segment(),
+            "{damage}: the whole log is dirty"
+        );
+        let passes = clean(&mut log, policy(1000), NOW);
+        assert_eq!(passes.len(), 1, "{damage}");
+        assert_eq!(passes[0].dirty_ratio_before, 1.0, "{damage}");
+        assert_eq!(read_all(&mut log), expected, "{damage}");
+        log.close().unwrap();
+        assert!(
+            !open(&fs).has_dirty_sealed_segment(),
+            "{damage}: checkpointed again"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::storage::cleaner::checkpoint::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
 use crate::storage::cleaner::{
     swap, CleanedGroup, CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot, Prepared,
     SourceSegment,
@@ -11,7 +12,7 @@ use crate::storage::cleaner::{
 use crate::storage::segment::{SegmentPaths, StepOver};
 
 impl PartitionLog {
-    /// Whether a sealed segment holds offsets no pass of this open has cleaned: what a pass
+    /// Whether a sealed segment holds offsets no pass has cleaned: what a pass
     /// needs, checked without opening a file (before
     /// [`PartitionLog::cleaning_snapshot`], which opens every cleanable segment).
     pub fn has_dirty_sealed_segment(&self) -> bool {
@@ -26,8 +27,8 @@ impl PartitionLog {
     /// start on, each ending at or below `first_uncleanable_offset` and holding nothing newer
     /// than `policy.min_compaction_lag_ms` before `now_ms` (by its largest timestamp, as
     /// Kafka decides per segment), up to the first that does not; `None` when none does.
-    /// Its dirty section starts where the last pass of this open ended (the first pass after
-    /// an open treats the whole log as dirty, as Kafka does without its cleaner checkpoint);
+    /// Its dirty section starts where the last pass ended (kept across a reopen in the
+    /// cleaner checkpoint; without a valid one, the whole log is dirty, as Kafka has it);
     /// a pass over a log with nothing dirty still drops tombstones past their delete horizon.
     /// The active segment is never among them. The snapshot has read handles of
     /// its own, so [`Cleaner::prepare`](crate::storage::cleaner::Cleaner::prepare) can run on
@@ -123,6 +124,7 @@ impl PartitionLog {
         }
         if !stats.abandoned {
             self.first_dirty_offset = self.first_dirty_offset.max(stats.cleaned_up_to);
+            self.store_cleaner_checkpoint();
         }
         Ok(stats)
     }
@@ -139,6 +141,58 @@ impl PartitionLog {
     /// `Io` naming the step and the file.
     pub fn record_cleaner_totals(&self, totals: &CleanerTotals) -> Result<()> {
         totals.write(self.fs.as_ref(), &self.dir)
+    }
+
+    /// Takes the clean point of the cleaner checkpoint among `names` (the directory's
+    /// entries), if there is a valid one that the log still reaches. Anything else leaves the
+    /// whole log dirty: the checkpoint is an optimisation, and losing it is harmless (see
+    /// `cleaner/checkpoint.rs`).
+    pub(super) fn load_cleaner_checkpoint(&mut self, names: &[String]) {
+        if !names.iter().any(|n| n == CLEANER_CHECKPOINT_FILE) {
+            return;
+        }
+        let checkpoint = match CleanerCheckpoint::read(self.fs.as_ref(), &self.dir) {
+            Ok(checkpoint) => checkpoint,
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot read the cleaner checkpoint; the whole log counts as dirty");
+                None
+            }
+        };
+        let Some(checkpoint) = checkpoint else {
+            return;
+        };
+        // A pass cleans sealed segments only: a clean point past the active segment's base
+        // names records the log no longer has (segments lost since).
+        if checkpoint.clean_point > self.active_base() {
+            tracing::warn!(
+                dir = %self.dir.display(), clean_point = checkpoint.clean_point,
+                active_base = self.active_base(),
+                "the cleaner checkpoint is past the log's sealed segments; the whole log counts as dirty"
+            );
+            return;
+        }
+        self.first_dirty_offset = checkpoint.clean_point;
+        self.cleaner_checkpoint = Some(checkpoint);
+    }
+
+    /// Writes the cleaner checkpoint when the clean point moved since it was last written.
+    /// Called once a pass's swaps are durable, so it never claims a cleaning the disk does
+    /// not hold. A failure is logged: the previous checkpoint stays, which costs the next
+    /// open a reread of what was cleaned since.
+    fn store_cleaner_checkpoint(&mut self) {
+        let checkpoint = CleanerCheckpoint {
+            clean_point: self.first_dirty_offset,
+            delete_horizon_ms: None,
+        };
+        if self.cleaner_checkpoint == Some(checkpoint) {
+            return;
+        }
+        match checkpoint.write(self.fs.as_ref(), &self.dir) {
+            Ok(()) => self.cleaner_checkpoint = Some(checkpoint),
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot write the cleaner checkpoint; a reopen cleans again from the last one");
+            }
+        }
     }
 
     /// Whether every source of `group` is still a sealed segment of the log, of the size
