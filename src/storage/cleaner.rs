@@ -14,7 +14,10 @@
 //!   segment: that cleaning sets the batch's delete horizon (attribute bit 6, the horizon in
 //!   the base timestamp: Kafka's `RecordBatch.deleteHorizonMs()`); a cleaning after it drops
 //!   the tombstone. Records older than the tombstone were removed by the cleaning that set
-//!   the horizon (the tombstone was in its key map), so the key does not come back.
+//!   the horizon (the tombstone was in its key map), so the key does not come back. A pass
+//!   reports the earliest horizon it left ([`CleanerStats::delete_horizon_ms`]); the log
+//!   keeps it (in the cleaner checkpoint, `cleaner/checkpoint.rs`) so that a pass is due
+//!   then even if nothing was written since.
 //! * The last batch of each idempotent producer stays, empty if all of its records go (as
 //!   Kafka keeps it), so its sequence numbers survive a reopen that rebuilds the producer
 //!   state from the log. So does the last batch of each cleaned segment: a cleaned segment
@@ -120,6 +123,9 @@ pub struct CleanerStats {
     /// The memory the pass's key map took: room for one key per offset of its dirty
     /// section, at most the policy's `key_map_bytes`.
     pub key_map_bytes: usize,
+    /// The earliest delete horizon among the batches below `cleaned_up_to` that keep a
+    /// tombstone (all of them later than the pass's `now_ms`: those passed were dropped).
+    pub delete_horizon_ms: Option<u64>,
     /// Segments replaced by [`PartitionLog::swap_in`](super::PartitionLog::swap_in).
     pub segments_replaced: usize,
     /// `swap_in` found a source segment gone (retention) and dropped the rest of the pass.
@@ -277,6 +283,14 @@ impl Cleaner {
         }
         prepared.stats.dirty_ratio_after = ratio(dirty_after, total_after);
         Ok(prepared)
+    }
+}
+
+/// The earlier of two optional times.
+pub fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -440,6 +454,8 @@ fn write_group(
                                 })?;
                         stats.records_removed += removed.records;
                         stats.tombstones_removed += removed.tombstones;
+                        stats.delete_horizon_ms =
+                            earliest(stats.delete_horizon_ms, removed.kept_tombstones_horizon_ms);
                         cleaned
                     };
                     let bytes = match &cleaned {

@@ -240,6 +240,9 @@ pub struct PartitionLog {
     /// (`cleaner/checkpoint.rs`) after each pass; an open without a valid one starts from
     /// 0, the whole log dirty (a reread, never a wrong result).
     first_dirty_offset: u64,
+    /// The earliest delete horizon of a tombstone the cleaned section holds, as the passes
+    /// left it (kept in the cleaner checkpoint too): a pass is due then, writes or not.
+    delete_horizon_ms: Option<u64>,
     /// What the cleaner checkpoint on disk holds (`None`: no valid one), so that a pass that
     /// moved nothing writes nothing.
     cleaner_checkpoint: Option<CleanerCheckpoint>,
@@ -333,6 +336,7 @@ impl PartitionLog {
             producers: ProducerState::default(),
             appended_from,
             first_dirty_offset: 0,
+            delete_horizon_ms: None,
             cleaner_checkpoint: None,
             cleaned: names
                 .iter()

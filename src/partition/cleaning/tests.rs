@@ -236,3 +236,36 @@ fn a_reopened_partition_that_was_clean_is_not_cleaned_again() {
         prepared.stats()
     );
 }
+
+/// A tombstone goes once its delete horizon has passed though nothing was written since:
+/// the earliest horizon of the cleaned section makes a pass due (also after a reopen).
+#[test]
+fn a_tombstone_on_a_quiet_log_goes_once_its_delete_horizon_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = open(dir.path());
+    put(&mut p, "gone", Some(b"v1"));
+    put(&mut p, "gone", None);
+    write_late_new_keys(&mut p);
+    let plan = plan(1000, 0.5);
+    let first = run_due(&mut p, &plan, NOW);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].tombstones_removed, 0);
+    assert!(
+        keys(&mut p).contains(&"gone".to_owned()),
+        "within delete.retention.ms"
+    );
+    assert!(
+        run_due(&mut p, &plan, NOW + DAY - 1).is_empty(),
+        "nothing due yet"
+    );
+    p.close().unwrap();
+    let mut p = open(dir.path());
+    let at_horizon = run_due(&mut p, &plan, NOW + DAY);
+    assert_eq!(at_horizon.len(), 1, "{at_horizon:?}");
+    assert_eq!(at_horizon[0].tombstones_removed, 1);
+    assert!(!keys(&mut p).contains(&"gone".to_owned()));
+    assert!(
+        run_due(&mut p, &plan, NOW + 2 * DAY).is_empty(),
+        "no tombstone left"
+    );
+}

@@ -710,3 +710,39 @@ fn a_missing_or_damaged_cleaner_checkpoint_cleans_the_whole_log_again() {
         );
     }
 }
+
+/// A pass reports the earliest delete horizon it left among the tombstones it kept; the log
+/// keeps it, across a reopen, until a pass drops them.
+#[test]
+fn the_earliest_delete_horizon_is_reported_and_kept_across_a_reopen() {
+    let (_sim, fs) = sim(16);
+    let mut log = open(&fs);
+    append(&mut log, batch(&[(b"a", Some(b"v")), (b"a", None)]));
+    for i in 0..15u8 {
+        append(&mut log, batch(&[(b"filler", Some(&[i; 100]))]));
+    }
+    let first = clean(&mut log, policy(100), NOW);
+    assert_eq!(first[0].delete_horizon_ms, Some(NOW + DAY));
+    append(&mut log, batch(&[(b"b", None)]));
+    for i in 0..15u8 {
+        append(&mut log, batch(&[(b"filler", Some(&[i; 100]))]));
+    }
+    let second = clean(&mut log, policy(100), NOW + 1000);
+    assert_eq!(
+        second[0].delete_horizon_ms,
+        Some(NOW + DAY),
+        "the earlier of the two"
+    );
+    log.close().unwrap();
+    let mut log = open(&fs);
+    assert_eq!(log.earliest_delete_horizon_ms(), Some(NOW + DAY));
+    let third = clean(&mut log, policy(100), NOW + DAY);
+    assert_eq!(third[0].tombstones_removed, 1);
+    assert_eq!(log.earliest_delete_horizon_ms(), Some(NOW + 1000 + DAY));
+    clean(&mut log, policy(100), NOW + 1000 + DAY);
+    assert_eq!(log.earliest_delete_horizon_ms(), None);
+    assert!(
+        read_all(&mut log).iter().all(|r| r.2.is_some()),
+        "no tombstone left"
+    );
+}

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use super::*;
 use crate::storage::cleaner::checkpoint::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
 use crate::storage::cleaner::{
-    swap, CleanedGroup, CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot, Prepared,
-    SourceSegment,
+    earliest, swap, CleanedGroup, CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot,
+    Prepared, SourceSegment,
 };
 use crate::storage::segment::{SegmentPaths, StepOver};
 
@@ -122,10 +122,18 @@ impl PartitionLog {
             self.swap_group(&group)?;
             stats.segments_replaced += group.sources.len();
         }
+        self.delete_horizon_ms = if stats.done && !stats.abandoned {
+            // The pass saw every batch of the cleaned section.
+            stats.delete_horizon_ms
+        } else {
+            // It saw part of it, or its swap stopped part-way: keep the earlier of the two
+            // (too early a horizon costs a pass that drops nothing, never a tombstone kept).
+            earliest(self.delete_horizon_ms, stats.delete_horizon_ms)
+        };
         if !stats.abandoned {
             self.first_dirty_offset = self.first_dirty_offset.max(stats.cleaned_up_to);
-            self.store_cleaner_checkpoint();
         }
+        self.store_cleaner_checkpoint();
         Ok(stats)
     }
 
@@ -141,6 +149,13 @@ impl PartitionLog {
     /// `Io` naming the step and the file.
     pub fn record_cleaner_totals(&self, totals: &CleanerTotals) -> Result<()> {
         totals.write(self.fs.as_ref(), &self.dir)
+    }
+
+    /// When the first tombstone of the cleaned section may go (its batch's delete horizon):
+    /// a pass at or after it drops it, though nothing was written since. `None` when no
+    /// cleaned batch keeps a tombstone.
+    pub fn earliest_delete_horizon_ms(&self) -> Option<u64> {
+        self.delete_horizon_ms
     }
 
     /// Takes the clean point of the cleaner checkpoint among `names` (the directory's
@@ -172,17 +187,18 @@ impl PartitionLog {
             return;
         }
         self.first_dirty_offset = checkpoint.clean_point;
+        self.delete_horizon_ms = checkpoint.delete_horizon_ms;
         self.cleaner_checkpoint = Some(checkpoint);
     }
 
-    /// Writes the cleaner checkpoint when the clean point moved since it was last written.
-    /// Called once a pass's swaps are durable, so it never claims a cleaning the disk does
-    /// not hold. A failure is logged: the previous checkpoint stays, which costs the next
-    /// open a reread of what was cleaned since.
+    /// Writes the cleaner checkpoint when the clean point or the earliest delete horizon
+    /// moved since it was last written. Called once a pass's swaps are durable, so it never
+    /// claims a cleaning the disk does not hold. A failure is logged: the previous checkpoint
+    /// stays, which costs the next open a reread of what was cleaned since.
     fn store_cleaner_checkpoint(&mut self) {
         let checkpoint = CleanerCheckpoint {
             clean_point: self.first_dirty_offset,
-            delete_horizon_ms: None,
+            delete_horizon_ms: self.delete_horizon_ms,
         };
         if self.cleaner_checkpoint == Some(checkpoint) {
             return;
