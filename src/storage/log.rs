@@ -221,8 +221,8 @@ pub struct PartitionLog {
     /// Where sealings and deletions of segments run, when the owner gave one
     /// ([`PartitionLog::set_worker`]).
     worker: Option<Arc<SyncWorker>>,
-    /// Deletions of segments below the log start handed to `worker` and not yet seen done
-    /// (see [`PartitionLog::delete_segments_below_start`]).
+    /// Deletions handed to `worker` and not yet seen done: segments below the log start (see
+    /// [`PartitionLog::delete_segments_below_start`]) and segments a cleaned one replaced.
     deleting: Vec<Completion<Result<()>>>,
     /// A second handle to the active segment (by base offset), through which interval syncs
     /// run on another thread: a pooled handle is locked for the whole of a call, so a sync
@@ -585,9 +585,10 @@ impl PartitionLog {
         }
     }
 
-    /// Runs the sealing of rolled segments and the deletion of segments below the log start
-    /// on `worker` (the broker's sync thread) from now on: without one, a roll seals on a
-    /// thread of its own and retention deletes segments on the caller's thread. Unlinking a
+    /// Runs the sealing of rolled segments, the deletion of segments below the log start and
+    /// of those a cleaned segment replaced on `worker` (the broker's sync thread) from now on:
+    /// without one, a roll seals on a thread of its own and segments are deleted on the
+    /// caller's thread. Unlinking a
     /// 64 MiB segment frees its page cache, which takes milliseconds the appends need not
     /// wait for.
     pub fn set_worker(&mut self, worker: Arc<SyncWorker>) {
@@ -964,20 +965,35 @@ impl PartitionLog {
             }
             let segment = self.segments.remove(&first).expect("key exists");
             tracing::debug!(path = %segment.log_path().display(), "deleting segment below the log start");
-            match &self.worker {
-                Some(worker) => {
-                    let (done, completer) = completion();
-                    worker.run(move || completer.complete(segment.delete()));
-                    self.deleting.push(done);
-                }
-                None => segment.delete()?,
-            }
+            self.delete_in_background(move || segment.delete())?;
         }
         Ok(())
     }
 
+    /// Runs `delete` (the unlinking of files no longer in the log) on the worker when there
+    /// is one ([`PartitionLog::set_worker`]), remembered until it is done (see
+    /// [`PartitionLog::reap_deletions`]); here otherwise.
+    ///
+    /// # Errors
+    /// `delete`'s, when it runs here.
+    fn delete_in_background(
+        &mut self,
+        delete: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        match &self.worker {
+            Some(worker) => {
+                let (done, completer) = completion();
+                worker.run(move || completer.complete(delete()));
+                self.deleting.push(done);
+                Ok(())
+            }
+            None => delete(),
+        }
+    }
+
     /// Forgets the background deletions that are done (all of them, waiting, when `wait`),
-    /// logging those that failed: their files stay below the log start until the next open.
+    /// logging those that failed: their files (below the log start, or `.deleted` by a
+    /// cleaner's swap) stay until the next open deletes them.
     fn reap_deletions(&mut self, wait: bool) {
         let dir = &self.dir;
         self.deleting.retain(|done| {
@@ -990,11 +1006,11 @@ impl PartitionLog {
                 None => true,
                 Some(Ok(Ok(()))) => false,
                 Some(Ok(Err(e))) => {
-                    tracing::warn!(dir = %dir.display(), error = %e, "deleting a segment below the log start failed");
+                    tracing::warn!(dir = %dir.display(), error = %e, "deleting a segment in the background failed");
                     false
                 }
                 Some(Err(Abandoned)) => {
-                    tracing::warn!(dir = %dir.display(), "deleting a segment below the log start panicked");
+                    tracing::warn!(dir = %dir.display(), "deleting a segment in the background panicked");
                     false
                 }
             }

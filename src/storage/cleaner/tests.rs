@@ -746,3 +746,85 @@ fn the_earliest_delete_horizon_is_reported_and_kept_across_a_reopen() {
         "no tombstone left"
     );
 }
+
+/// A [`FileSystem`] that records which thread removed which file.
+#[derive(Debug)]
+struct RemovalsFs {
+    inner: SharedFs,
+    removals: std::sync::Mutex<Vec<(std::thread::ThreadId, std::path::PathBuf)>>,
+}
+
+impl crate::storage::fs::FileSystem for RemovalsFs {
+    fn open(
+        &self,
+        path: &Path,
+        mode: crate::storage::fs::OpenMode,
+    ) -> std::io::Result<Box<dyn StorageFile>> {
+        self.inner.open(path, mode)
+    }
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        let mut removals = self.removals.lock().unwrap();
+        removals.push((std::thread::current().id(), path.to_owned()));
+        self.inner.remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+}
+
+/// The swap unlinks the segments a cleaned one replaced on the log's worker, not on the
+/// thread that swaps (the partition's: an unlink frees the file's page cache); the log's
+/// close waits for them, and none of their files is left.
+#[test]
+fn a_swap_unlinks_the_replaced_segments_on_the_worker_not_the_callers_thread() {
+    let (_sim, inner) = sim(17);
+    let recording = Arc::new(RemovalsFs {
+        inner,
+        removals: std::sync::Mutex::new(Vec::new()),
+    });
+    let fs: SharedFs = recording.clone();
+    let mut log = open(&fs);
+    log.set_worker(Arc::new(crate::storage::sync_worker::SyncWorker::new()));
+    write_rounds(&mut log, 40, 4);
+    let prepared = prepare_pass(&log, policy(1000));
+    let before = read_all(&mut log);
+    recording.removals.lock().unwrap().clear();
+    let stats = log.swap_in(prepared).unwrap();
+    assert!(stats.segments_replaced > 1, "{stats:?}");
+    let here = std::thread::current().id();
+    let removed_here: Vec<_> = recording
+        .removals
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(thread, _)| *thread == here)
+        .map(|(_, path)| path.clone())
+        .collect();
+    assert_eq!(removed_here, Vec::<std::path::PathBuf>::new());
+    let after = read_all(&mut log);
+    log.close().unwrap();
+    let removed = recording.removals.lock().unwrap().len();
+    assert!(
+        removed >= 3 * stats.segments_replaced,
+        "{removed} files removed on the worker"
+    );
+    let names = fs.list(Path::new(DIR)).unwrap();
+    assert!(!names.iter().any(|n| n.ends_with(".deleted")), "{names:?}");
+    assert!(latest(&before).iter().all(|r| after.contains(r)));
+    assert_eq!(read_all(&mut open(&fs)), after);
+}

@@ -232,8 +232,8 @@ impl PartitionLog {
         self.start_timestamp = None;
     }
 
-    /// The three steps of one group's swap (see `cleaner/swap.rs`), then the cleaned segment
-    /// opened in place of its sources.
+    /// The steps of one group's swap (see `cleaner/swap.rs`), then the cleaned segment opened
+    /// in place of its sources; the replaced files are unlinked in the background.
     fn swap_group(&mut self, group: &CleanedGroup) -> Result<()> {
         let fs = self.fs.clone();
         let fs = fs.as_ref();
@@ -251,18 +251,18 @@ impl PartitionLog {
             swap::remove_quietly(fs, &swapping);
             return Err(e);
         }
-        // 2. The sources but the first, gone for good before the cleaned segment takes its
-        //    final name.
-        for &(source, _) in &group.sources[1..] {
+        // 2. The sources renamed out of the way (`.deleted`) before the cleaned segment takes
+        //    its final name.
+        let mut retired = Vec::with_capacity(group.sources.len());
+        for &(source, _) in &group.sources {
             let segment = self
                 .segments
                 .remove(&source)
                 .expect("checked by holds_sources_of");
-            segment.delete()?;
+            retired.push(segment.retire(swap::DELETED_SUFFIX)?);
         }
         sync_dir(fs, &self.dir)?;
-        // 3. Over the first source, by name (its handles closed first).
-        drop(self.segments.remove(&base));
+        // 3. The cleaned segment under the first source's names.
         swap::rename(fs, &swapping.index, &fin.index)?;
         swap::rename(fs, &swapping.time_index, &fin.time_index)?;
         swap::rename(fs, &swapping.log, &fin.log)?;
@@ -279,6 +279,17 @@ impl PartitionLog {
             "swapped in a cleaned segment"
         );
         self.segments.insert(base, segment);
+        // 4. The replaced files unlinked off this thread. They hold nothing the log reads any
+        //    more: a failure only leaves them to the next open.
+        let deleting_fs = self.fs.clone();
+        let unlinked = self.delete_in_background(move || {
+            retired
+                .iter()
+                .try_for_each(|paths| swap::remove_retired(deleting_fs.as_ref(), paths))
+        });
+        if let Err(e) = unlinked {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "deleting a replaced segment failed; the next open deletes it");
+        }
         Ok(())
     }
 }
