@@ -29,10 +29,9 @@ use crate::config::{Backpressure, CleanupPolicy};
 use crate::error::{Error, Result};
 use crate::metrics::PartitionMetrics;
 use crate::partition::Partition;
-use crate::routing::{key_required, keyless, keyless_in_kafka_batch};
-use crate::storage::format::{self, Decoded};
+use crate::routing::{key_required, keyless};
 use crate::storage::log::check_batch_limits;
-use crate::storage::{AppendInfo, KafkaAppend, RecordBatch};
+use crate::storage::{AppendInfo, CheckedKafkaBatch, KafkaAppend, RecordBatch};
 
 /// A group commit waits for at most this many bytes (one `write` of ~1 MiB takes ~0.1 ms)...
 pub const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
@@ -71,18 +70,34 @@ pub enum Produced {
     Kafka(Vec<u8>),
 }
 
-impl Produced {
+/// A produce that passed [`ProduceQueue::offer`]'s checks: native records, or a Kafka
+/// client's batch checked whole (its records are not read again when it is written).
+#[derive(Debug)]
+enum Checked {
+    Records(RecordBatch),
+    Kafka(CheckedKafkaBatch),
+}
+
+impl Checked {
     fn size_bytes(&self) -> usize {
         match self {
-            Produced::Records(batch) => batch.size_bytes(),
-            Produced::Kafka(bytes) => bytes.len(),
+            Checked::Records(batch) => batch.size_bytes(),
+            Checked::Kafka(batch) => batch.len(),
+        }
+    }
+
+    /// The index of each record without a key.
+    fn keyless(&self) -> Vec<u32> {
+        match self {
+            Checked::Records(records) => keyless(records),
+            Checked::Kafka(batch) => batch.keyless().to_vec(),
         }
     }
 }
 
 #[derive(Debug)]
 struct Queued<R> {
-    batch: Produced,
+    batch: Checked,
     /// Records in `batch` as it came (a flush appends the others to the first).
     count: u64,
     /// When the produce was called (the block timeout counts from there); set once parked.
@@ -163,12 +178,13 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         reply: R,
         since: Option<Instant>,
     ) -> Offered {
-        let count = match self.check(partition, &batch) {
-            Ok(count) => count,
+        let kafka = matches!(batch, Produced::Kafka(_));
+        let (batch, count) = match self.check(partition, batch) {
+            Ok(checked) => checked,
             Err(e) => {
-                match batch {
-                    Produced::Records(_) => reply.answer(Err(e)),
-                    Produced::Kafka(_) => reply.answer_kafka(Err(e)),
+                match kafka {
+                    false => reply.answer(Err(e)),
+                    true => reply.answer_kafka(Err(e)),
                 }
                 return Offered::Answered;
             }
@@ -198,44 +214,33 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         }
     }
 
-    /// The checks a produce must pass before it is parked or batched (see the module docs);
-    /// its record count.
-    fn check(&self, partition: &Partition, batch: &Produced) -> Result<u64> {
-        let (count, keyless) = match batch {
+    /// The checks a produce must pass before it is parked or batched (see the module docs):
+    /// the produce as it will be written, and its record count. A Kafka client's batch is
+    /// checked whole here, every record decompressed once (the append does not read them
+    /// again).
+    fn check(&self, partition: &Partition, batch: Produced) -> Result<(Checked, u64)> {
+        let checked = match batch {
             Produced::Records(records) => {
-                check_batch_limits(records, partition.max_record_bytes())?;
-                let keyless = match self.cleanup_policy.compacts() {
-                    true => keyless(records),
-                    false => Vec::new(),
-                };
-                (records.len() as u64, keyless)
+                check_batch_limits(&records, partition.max_record_bytes())?;
+                Checked::Records(records)
             }
-            // The whole batch is checked when it is written; its header is checked now, so
-            // that a bad one is not parked and its record count is known. On a compacted
-            // topic its records are read now for their keys (a compressed batch is then
-            // decompressed twice: here, and when the append verifies it).
-            Produced::Kafka(bytes) => {
-                let header = match format::decode(bytes) {
-                    Decoded::Batch(header) => header,
-                    Decoded::Incomplete { .. } => {
-                        return Err(Error::InvalidBatch {
-                            reason: "the batch is cut short".into(),
-                        })
-                    }
-                    Decoded::Invalid { reason } => return Err(Error::InvalidBatch { reason }),
-                };
-                let keyless = match self.cleanup_policy.compacts() {
-                    true => {
-                        keyless_in_kafka_batch(bytes, &header, partition.max_decompressed_bytes())?
-                    }
-                    false => Vec::new(),
-                };
-                (u64::from(header.records_count), keyless)
-            }
+            Produced::Kafka(bytes) => Checked::Kafka(partition.check_kafka_batch(bytes)?),
         };
+        self.check_keys(partition, &checked)?;
+        let count = match &checked {
+            Checked::Records(records) => records.len() as u64,
+            Checked::Kafka(batch) => u64::from(batch.records_count()),
+        };
+        Ok((checked, count))
+    }
+
+    /// The key rule of the topic's policy (a compacted topic refuses records without a key).
+    fn check_keys(&self, partition: &Partition, batch: &Checked) -> Result<()> {
+        if !self.cleanup_policy.compacts() {
+            return Ok(());
+        }
         let (topic, number) = partition.id();
-        key_required((topic, Some(number)), keyless)?;
-        Ok(count)
+        key_required((topic, Some(number)), batch.keyless())
     }
 
     /// Adds to the group commit; whether it should be written at once.
@@ -276,16 +281,16 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 ..
             } = first;
             match batch {
-                Produced::Kafka(mut bytes) => {
+                Checked::Kafka(mut checked) => {
                     let started = Instant::now();
-                    let appended = partition.append_kafka_batch(&mut bytes, now_ms);
+                    let appended = partition.append_checked_kafka_batch(&mut checked, now_ms);
                     self.metrics.append_took(started.elapsed());
                     match appended {
                         Ok(appended) => {
                             written |= !appended.duplicate;
                             if !appended.duplicate {
                                 let records = appended.last_offset + 1 - appended.base_offset;
-                                self.metrics.produced(records, bytes.len());
+                                self.metrics.produced(records, checked.len());
                             }
                             reply.answer_kafka(Ok(appended));
                         }
@@ -299,13 +304,13 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                         Err(e) => reply.answer_kafka(Err(e)),
                     }
                 }
-                Produced::Records(mut records) => {
+                Checked::Records(mut records) => {
                     // One buffer for the run of native produces: the others' records go
                     // after the first's.
                     let mut group = vec![(reply, count)];
                     let one_sync = partition.syncs_each_append();
                     while let Some(Queued {
-                        batch: Produced::Records(other),
+                        batch: Checked::Records(other),
                         ..
                     }) = queue.peek()
                     {
@@ -411,8 +416,8 @@ fn fail<R: AppendAnswer>(queued: Vec<Queued<R>>, error: &Error) {
 impl<R: AppendAnswer> Queued<R> {
     fn fail(self, error: Error) {
         match self.batch {
-            Produced::Records(_) => self.reply.answer(Err(error)),
-            Produced::Kafka(_) => self.reply.answer_kafka(Err(error)),
+            Checked::Records(_) => self.reply.answer(Err(error)),
+            Checked::Kafka(_) => self.reply.answer_kafka(Err(error)),
         }
     }
 }
@@ -425,7 +430,7 @@ impl<R> Queued<R> {
     }
 
     /// A produce of `count` records (known from the batch, checked by `offer`).
-    fn new(batch: Produced, count: u64, since: Option<Instant>, reply: R) -> Self {
+    fn new(batch: Checked, count: u64, since: Option<Instant>, reply: R) -> Self {
         Queued {
             count,
             batch,

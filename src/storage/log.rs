@@ -1255,7 +1255,7 @@ mod producers;
 mod read_ahead;
 pub use interval_sync::{LogSyncJob, LogSynced};
 pub use kafka_read::BatchRead;
-pub use producers::KafkaAppend;
+pub use producers::{CheckedKafkaBatch, KafkaAppend};
 
 #[cfg(test)]
 mod tests;

@@ -101,8 +101,8 @@ pub use cleaner::{Cleaner, CleanerPolicy, CleanerStats, LogSnapshot, Prepared};
 pub use data_dir::DataDir;
 pub use error::StorageError;
 pub use log::{
-    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
-    PartitionLog, RetentionPolicy,
+    AppendInfo, BatchRead, CheckedKafkaBatch, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob,
+    LogSynced, PartitionLog, RetentionPolicy,
 };
 pub use offsets::{
     Committed, OffsetStore, OffsetsSyncJob, OffsetsSynced, MAX_OFFSET_METADATA_BYTES,
