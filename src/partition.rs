@@ -594,6 +594,7 @@ impl Partition {
             restarts: 0,
             fsyncs: 0,
             parked_polls: 0,
+            parked_produces: 0,
             failed: None,
             cleaner: self.cleaning,
         }

@@ -16,7 +16,10 @@
 //!   as they came instead of being re-encoded into one. The owner flushes once its
 //!   mailbox is drained, or at once past [`GROUP_COMMIT_MAX_BYTES`] or
 //!   [`GROUP_COMMIT_MAX_REQUESTS`].
-//! * Room freed by a commit or by retention admits parked produces, oldest first.
+//! * Room freed by a commit, by retention or by an alter admits parked produces, oldest
+//!   first. An alter also applies its key rule to them (a produce parked before an alter to
+//!   `compact` and without a key is refused), and its backpressure (`Reject` answers those
+//!   that still do not fit).
 //! * A parked produce that waited `block_timeout` since its call is answered `Timeout` and
 //!   never written.
 //!
@@ -161,6 +164,11 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     pub fn with_metrics(mut self, metrics: PartitionMetrics) -> Self {
         self.metrics = metrics;
         self
+    }
+
+    /// How many produces `Backpressure::Block` parked.
+    pub fn parked(&self) -> usize {
+        self.parked.len()
     }
 
     /// Whether produces wait in the group commit.
@@ -363,8 +371,9 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     }
 
     /// Moves parked produces into the group commit, oldest first, while there is room;
-    /// writes at once whenever the group commit grows large. Returns whether produces wait in
-    /// the group commit (the owner schedules a flush).
+    /// writes at once whenever the group commit grows large. Under `Reject` (an alter from
+    /// `Block`) those still without room are answered `PartitionFull` instead of waiting.
+    /// Returns whether produces wait in the group commit (the owner schedules a flush).
     ///
     /// # Errors
     /// As [`ProduceQueue::flush`].
@@ -375,7 +384,32 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 self.flush(Ok(&mut *partition), now_ms)?;
             }
         }
+        if self.backpressure == Backpressure::Reject {
+            let backlog = partition.full(self.pending_records).unwrap_or_default();
+            let (topic, number) = partition.id();
+            for parked in self.parked.drain(..) {
+                parked.fail(Error::PartitionFull {
+                    topic: topic.to_owned(),
+                    partition: number,
+                    backlog,
+                    max_size: partition.max_size().unwrap_or_default(),
+                });
+            }
+        }
         Ok(self.has_pending())
+    }
+
+    /// Checks the parked produces against the key rule of the topic's policy as it is now
+    /// (after an alter): one it refuses is answered `KeyRequired` and never written, the
+    /// others keep their place. A produce parked before an alter to `compact` would otherwise
+    /// be written without its key once there is room.
+    pub fn recheck_parked(&mut self, partition: &Partition) {
+        for queued in std::mem::take(&mut self.parked) {
+            match self.check_keys(partition, &queued.batch) {
+                Ok(()) => self.parked.push_back(queued),
+                Err(e) => queued.fail(e),
+            }
+        }
     }
 
     /// Answers `Timeout` to every parked produce that has waited its block timeout (as of
@@ -681,6 +715,69 @@ mod tests {
         assert_eq!(offered, Offered::Pending { flush_now: false });
         assert!(q.flush(Ok(&mut p), NOW).unwrap());
         assert_eq!(p.log_end_offset(), 4);
+    }
+
+    /// Produces parked before an alter follow the altered rules: once the topic compacts,
+    /// those without a key are refused and never written (native and Kafka batches alike),
+    /// the keyed one is written when room frees.
+    #[test]
+    fn parked_produces_without_a_key_are_refused_when_the_topic_is_altered_to_compact() {
+        use crate::storage::format::{encode_client_batch, ClientRecord};
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut keyed(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        let keyless_kafka = encode_client_batch(&[ClientRecord {
+            timestamp_ms: 1_000,
+            key: None,
+            value: Some(b"v"),
+            headers: &[],
+        }]);
+        let produces = [
+            Produced::Records(batch(1)),
+            Produced::Records(keyed(1)),
+            Produced::Kafka(keyless_kafka),
+        ];
+        for produce in produces {
+            let offered = q.offer(&p, produce, Probe(tx.clone()), None);
+            assert!(matches!(offered, Offered::Parked { .. }), "{offered:?}");
+        }
+        q.set_cleanup_policy(CleanupPolicy::Compact);
+        q.recheck_parked(&p);
+        for _ in 0..2 {
+            let answer = rx.try_recv().expect("answered at once");
+            assert!(
+                matches!(answer, Err(Error::KeyRequired { .. })),
+                "{answer:?}"
+            );
+        }
+        assert_eq!(q.parked(), 1, "the keyed produce waits on");
+        p.commit("g", 0).unwrap();
+        assert!(q.admit_parked(&mut p, NOW).unwrap());
+        q.flush(Ok(&mut p), NOW).unwrap();
+        assert_eq!(rx.try_recv().unwrap().unwrap().base_offset, 1);
+        assert_eq!(p.log_end_offset(), 2, "nothing without a key was written");
+    }
+
+    /// Produces parked under `Block` are answered `PartitionFull` once the topic is altered
+    /// to `Reject` (as a new produce would be), not left to their block timeout.
+    #[test]
+    fn parked_produces_are_refused_when_backpressure_is_altered_to_reject() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut batch(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        let offered = q.offer(&p, Produced::Records(batch(1)), Probe(tx), None);
+        assert!(matches!(offered, Offered::Parked { .. }));
+        q.set_backpressure(Backpressure::Reject);
+        assert!(!q.admit_parked(&mut p, NOW).unwrap());
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Err(Error::PartitionFull { backlog: 1, .. }))
+        ));
+        assert_eq!((q.parked(), p.log_end_offset()), (0, 1));
     }
 
     fn keyed(n: usize) -> RecordBatch {

@@ -953,6 +953,7 @@ impl Handler<DescribePartition> for PartitionActor {
         stats.restarts = self.restarts.total();
         stats.fsyncs = self.metrics.fsyncs();
         stats.parked_polls = self.waiters.iter().filter(|w| !w.is_canceled()).count();
+        stats.parked_produces = self.produces.parked();
         MessageResult(stats)
     }
 }
