@@ -673,6 +673,33 @@ mod tests {
         assert!(!q.has_pending());
     }
 
+    /// A Kafka client's batch is checked whole when it is offered: one that can never be
+    /// written (here a record over the size limit) is refused at once, not parked behind a
+    /// full partition to fail when room frees.
+    #[test]
+    fn a_kafka_batch_that_cannot_be_written_is_refused_before_it_is_parked() {
+        use crate::storage::format::{encode_client_batch, ClientRecord};
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut keyed(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        let value = vec![0; (1 << 20) + 1];
+        let huge = encode_client_batch(&[ClientRecord {
+            timestamp_ms: 1_000,
+            key: Some(b"k"),
+            value: Some(&value),
+            headers: &[],
+        }]);
+        let offered = q.offer(&p, Produced::Kafka(huge), Probe(tx), None);
+        assert_eq!(offered, Offered::Answered);
+        assert!(matches!(
+            rx.recv().unwrap(),
+            Err(Error::RecordTooLarge { .. })
+        ));
+        assert_eq!(q.parked(), 0);
+    }
+
     #[test]
     fn a_compacted_topic_refuses_a_keyless_batch_before_it_is_batched_and_follows_an_alter() {
         use crate::storage::format::{encode_client_batch, ClientRecord};
