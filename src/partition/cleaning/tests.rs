@@ -56,12 +56,19 @@ fn a_pass_is_due_at_the_dirty_ratio_or_once_a_dirty_record_is_past_the_maximum_l
     let snapshot = snapshot.expect("a log never cleaned is all dirty: due at any ratio");
     let prepared = Cleaner::new(all.cleaner).prepare(&snapshot, NOW).unwrap();
     p.swap_in(prepared, NOW).unwrap();
-    assert!(p.cleaning_due(&ratio_plan(0.0, None), NOW).unwrap().is_none());
+    assert!(p
+        .cleaning_due(&ratio_plan(0.0, None), NOW)
+        .unwrap()
+        .is_none());
 
     // A dirty tail of about a tenth of the cleanable bytes, its newest record at `later`.
     let later = NOW + 10_000;
     produce(&mut p, 40..46, later);
-    let due = |ratio, lag, now| p.cleaning_due(&ratio_plan(ratio, lag), now).unwrap().is_some();
+    let due = |ratio, lag, now| {
+        p.cleaning_due(&ratio_plan(ratio, lag), now)
+            .unwrap()
+            .is_some()
+    };
     assert!(!due(0.5, None, later), "below the ratio");
     assert!(due(0.05, None, later), "above the ratio");
     assert!(
