@@ -17,8 +17,8 @@ use serde::de::DeserializeOwned;
 
 use crate::storage::sync_worker::{completion, Completer, Completion};
 use crate::storage::{
-    AppendInfo, BatchRead, Committed, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob,
-    LogSynced, OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch,
+    AppendInfo, BatchRead, CheckedKafkaBatch, Committed, FetchedRecords, KafkaAppend, LogConfig,
+    LogSyncJob, LogSynced, OffsetStore, OffsetsSyncJob, OffsetsSynced, PartitionLog, RecordBatch,
     RecoveryReport,
 };
 use crate::types::{CleanerSummary, PartitionStats, Record};
@@ -140,9 +140,9 @@ pub struct Partition {
     /// What the cleaner's passes did to this partition over its life (compacted topics):
     /// read from the log's `cleaner.totals` at the open, recorded there after each pass.
     cleaning: Option<CleanerSummary>,
-    /// The log's bound on a batch's decompressed records, kept here too for the checks of a
-    /// produce before it is queued (see [`Partition::max_decompressed_bytes`]).
-    max_decompressed_bytes: usize,
+    /// The last pass stopped short of its dirty section's end (its key map filled): the next
+    /// one is due at once, whatever the dirty ratio of the rest.
+    cleaning_unfinished: bool,
 }
 
 impl Partition {
@@ -172,7 +172,7 @@ impl Partition {
             registered: BTreeSet::new(),
             retention_due: false,
             cleaning,
-            max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
+            cleaning_unfinished: false,
         };
         Ok((partition, report))
     }
@@ -185,14 +185,6 @@ impl Partition {
     /// See [`PartitionLog::set_max_decompressed_bytes`].
     pub fn set_max_decompressed_bytes(&mut self, bytes: usize) {
         self.log.set_max_decompressed_bytes(bytes);
-        self.max_decompressed_bytes = bytes.min(crate::storage::format::MAX_DECOMPRESSED_BYTES);
-    }
-
-    /// The most bytes a Kafka client's batch may decompress to here: a produce reading a
-    /// batch's records before the append (the key rule of a compacted topic) stops there
-    /// too.
-    pub fn max_decompressed_bytes(&self) -> usize {
-        self.max_decompressed_bytes
     }
 
     pub fn log_end_offset(&self) -> u64 {
@@ -284,12 +276,37 @@ impl Partition {
     }
 
     /// Appends a Kafka client's record batch as it was sent (see
-    /// `PartitionLog::append_kafka_batch`).
+    /// `PartitionLog::append_kafka_batch`); the broker checks it first
+    /// ([`Partition::check_kafka_batch`]).
     ///
     /// # Errors
     /// `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `Io`.
+    #[cfg(test)]
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
         Ok(self.log.append_kafka_batch(batch, now_ms)?)
+    }
+
+    /// Checks a Kafka client's batch whole before it is queued (see
+    /// `PartitionLog::check_kafka_batch`): appended later with
+    /// [`Partition::append_checked_kafka_batch`], its records are not read again.
+    ///
+    /// # Errors
+    /// `InvalidBatch`, `RecordTooLarge`.
+    pub fn check_kafka_batch(&self, batch: Vec<u8>) -> Result<CheckedKafkaBatch> {
+        Ok(self.log.check_kafka_batch(batch)?)
+    }
+
+    /// Appends a batch [`Partition::check_kafka_batch`] checked (see
+    /// `PartitionLog::append_checked_kafka_batch`).
+    ///
+    /// # Errors
+    /// `InvalidTimestamp`, `ProducerFenced`, `OutOfOrderSequence`, `Io`.
+    pub fn append_checked_kafka_batch(
+        &mut self,
+        batch: &mut CheckedKafkaBatch,
+        now_ms: u64,
+    ) -> Result<KafkaAppend> {
+        Ok(self.log.append_checked_kafka_batch(batch, now_ms)?)
     }
 
     /// The largest key + value one record may have here.
@@ -587,6 +604,7 @@ impl Partition {
             restarts: 0,
             fsyncs: 0,
             parked_polls: 0,
+            parked_produces: 0,
             failed: None,
             cleaner: self.cleaning,
         }

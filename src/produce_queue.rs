@@ -16,7 +16,10 @@
 //!   as they came instead of being re-encoded into one. The owner flushes once its
 //!   mailbox is drained, or at once past [`GROUP_COMMIT_MAX_BYTES`] or
 //!   [`GROUP_COMMIT_MAX_REQUESTS`].
-//! * Room freed by a commit or by retention admits parked produces, oldest first.
+//! * Room freed by a commit, by retention or by an alter admits parked produces, oldest
+//!   first. An alter also applies its key rule to them (a produce parked before an alter to
+//!   `compact` and without a key is refused), and its backpressure (`Reject` answers those
+//!   that still do not fit).
 //! * A parked produce that waited `block_timeout` since its call is answered `Timeout` and
 //!   never written.
 //!
@@ -29,10 +32,9 @@ use crate::config::{Backpressure, CleanupPolicy};
 use crate::error::{Error, Result};
 use crate::metrics::PartitionMetrics;
 use crate::partition::Partition;
-use crate::routing::{key_required, keyless, keyless_in_kafka_batch};
-use crate::storage::format::{self, Decoded};
+use crate::routing::{key_required, keyless};
 use crate::storage::log::check_batch_limits;
-use crate::storage::{AppendInfo, KafkaAppend, RecordBatch};
+use crate::storage::{AppendInfo, CheckedKafkaBatch, KafkaAppend, RecordBatch};
 
 /// A group commit waits for at most this many bytes (one `write` of ~1 MiB takes ~0.1 ms)...
 pub const GROUP_COMMIT_MAX_BYTES: usize = 1 << 20;
@@ -71,18 +73,34 @@ pub enum Produced {
     Kafka(Vec<u8>),
 }
 
-impl Produced {
+/// A produce that passed [`ProduceQueue::offer`]'s checks: native records, or a Kafka
+/// client's batch checked whole (its records are not read again when it is written).
+#[derive(Debug)]
+enum Checked {
+    Records(RecordBatch),
+    Kafka(CheckedKafkaBatch),
+}
+
+impl Checked {
     fn size_bytes(&self) -> usize {
         match self {
-            Produced::Records(batch) => batch.size_bytes(),
-            Produced::Kafka(bytes) => bytes.len(),
+            Checked::Records(batch) => batch.size_bytes(),
+            Checked::Kafka(batch) => batch.len(),
+        }
+    }
+
+    /// The index of each record without a key.
+    fn keyless(&self) -> Vec<u32> {
+        match self {
+            Checked::Records(records) => keyless(records),
+            Checked::Kafka(batch) => batch.keyless().to_vec(),
         }
     }
 }
 
 #[derive(Debug)]
 struct Queued<R> {
-    batch: Produced,
+    batch: Checked,
     /// Records in `batch` as it came (a flush appends the others to the first).
     count: u64,
     /// When the produce was called (the block timeout counts from there); set once parked.
@@ -148,6 +166,11 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         self
     }
 
+    /// How many produces `Backpressure::Block` parked.
+    pub fn parked(&self) -> usize {
+        self.parked.len()
+    }
+
     /// Whether produces wait in the group commit.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
@@ -163,12 +186,13 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         reply: R,
         since: Option<Instant>,
     ) -> Offered {
-        let count = match self.check(partition, &batch) {
-            Ok(count) => count,
+        let kafka = matches!(batch, Produced::Kafka(_));
+        let (batch, count) = match self.check(partition, batch) {
+            Ok(checked) => checked,
             Err(e) => {
-                match batch {
-                    Produced::Records(_) => reply.answer(Err(e)),
-                    Produced::Kafka(_) => reply.answer_kafka(Err(e)),
+                match kafka {
+                    false => reply.answer(Err(e)),
+                    true => reply.answer_kafka(Err(e)),
                 }
                 return Offered::Answered;
             }
@@ -198,44 +222,33 @@ impl<R: AppendAnswer> ProduceQueue<R> {
         }
     }
 
-    /// The checks a produce must pass before it is parked or batched (see the module docs);
-    /// its record count.
-    fn check(&self, partition: &Partition, batch: &Produced) -> Result<u64> {
-        let (count, keyless) = match batch {
+    /// The checks a produce must pass before it is parked or batched (see the module docs):
+    /// the produce as it will be written, and its record count. A Kafka client's batch is
+    /// checked whole here, every record decompressed once (the append does not read them
+    /// again).
+    fn check(&self, partition: &Partition, batch: Produced) -> Result<(Checked, u64)> {
+        let checked = match batch {
             Produced::Records(records) => {
-                check_batch_limits(records, partition.max_record_bytes())?;
-                let keyless = match self.cleanup_policy.compacts() {
-                    true => keyless(records),
-                    false => Vec::new(),
-                };
-                (records.len() as u64, keyless)
+                check_batch_limits(&records, partition.max_record_bytes())?;
+                Checked::Records(records)
             }
-            // The whole batch is checked when it is written; its header is checked now, so
-            // that a bad one is not parked and its record count is known. On a compacted
-            // topic its records are read now for their keys (a compressed batch is then
-            // decompressed twice: here, and when the append verifies it).
-            Produced::Kafka(bytes) => {
-                let header = match format::decode(bytes) {
-                    Decoded::Batch(header) => header,
-                    Decoded::Incomplete { .. } => {
-                        return Err(Error::InvalidBatch {
-                            reason: "the batch is cut short".into(),
-                        })
-                    }
-                    Decoded::Invalid { reason } => return Err(Error::InvalidBatch { reason }),
-                };
-                let keyless = match self.cleanup_policy.compacts() {
-                    true => {
-                        keyless_in_kafka_batch(bytes, &header, partition.max_decompressed_bytes())?
-                    }
-                    false => Vec::new(),
-                };
-                (u64::from(header.records_count), keyless)
-            }
+            Produced::Kafka(bytes) => Checked::Kafka(partition.check_kafka_batch(bytes)?),
         };
+        self.check_keys(partition, &checked)?;
+        let count = match &checked {
+            Checked::Records(records) => records.len() as u64,
+            Checked::Kafka(batch) => u64::from(batch.records_count()),
+        };
+        Ok((checked, count))
+    }
+
+    /// The key rule of the topic's policy (a compacted topic refuses records without a key).
+    fn check_keys(&self, partition: &Partition, batch: &Checked) -> Result<()> {
+        if !self.cleanup_policy.compacts() {
+            return Ok(());
+        }
         let (topic, number) = partition.id();
-        key_required((topic, Some(number)), keyless)?;
-        Ok(count)
+        key_required((topic, Some(number)), batch.keyless())
     }
 
     /// Adds to the group commit; whether it should be written at once.
@@ -276,16 +289,16 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 ..
             } = first;
             match batch {
-                Produced::Kafka(mut bytes) => {
+                Checked::Kafka(mut checked) => {
                     let started = Instant::now();
-                    let appended = partition.append_kafka_batch(&mut bytes, now_ms);
+                    let appended = partition.append_checked_kafka_batch(&mut checked, now_ms);
                     self.metrics.append_took(started.elapsed());
                     match appended {
                         Ok(appended) => {
                             written |= !appended.duplicate;
                             if !appended.duplicate {
                                 let records = appended.last_offset + 1 - appended.base_offset;
-                                self.metrics.produced(records, bytes.len());
+                                self.metrics.produced(records, checked.len());
                             }
                             reply.answer_kafka(Ok(appended));
                         }
@@ -299,13 +312,13 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                         Err(e) => reply.answer_kafka(Err(e)),
                     }
                 }
-                Produced::Records(mut records) => {
+                Checked::Records(mut records) => {
                     // One buffer for the run of native produces: the others' records go
                     // after the first's.
                     let mut group = vec![(reply, count)];
                     let one_sync = partition.syncs_each_append();
                     while let Some(Queued {
-                        batch: Produced::Records(other),
+                        batch: Checked::Records(other),
                         ..
                     }) = queue.peek()
                     {
@@ -358,8 +371,9 @@ impl<R: AppendAnswer> ProduceQueue<R> {
     }
 
     /// Moves parked produces into the group commit, oldest first, while there is room;
-    /// writes at once whenever the group commit grows large. Returns whether produces wait in
-    /// the group commit (the owner schedules a flush).
+    /// writes at once whenever the group commit grows large. Under `Reject` (an alter from
+    /// `Block`) those still without room are answered `PartitionFull` instead of waiting.
+    /// Returns whether produces wait in the group commit (the owner schedules a flush).
     ///
     /// # Errors
     /// As [`ProduceQueue::flush`].
@@ -370,7 +384,32 @@ impl<R: AppendAnswer> ProduceQueue<R> {
                 self.flush(Ok(&mut *partition), now_ms)?;
             }
         }
+        if self.backpressure == Backpressure::Reject {
+            let backlog = partition.full(self.pending_records).unwrap_or_default();
+            let (topic, number) = partition.id();
+            for parked in self.parked.drain(..) {
+                parked.fail(Error::PartitionFull {
+                    topic: topic.to_owned(),
+                    partition: number,
+                    backlog,
+                    max_size: partition.max_size().unwrap_or_default(),
+                });
+            }
+        }
         Ok(self.has_pending())
+    }
+
+    /// Checks the parked produces against the key rule of the topic's policy as it is now
+    /// (after an alter): one it refuses is answered `KeyRequired` and never written, the
+    /// others keep their place. A produce parked before an alter to `compact` would otherwise
+    /// be written without its key once there is room.
+    pub fn recheck_parked(&mut self, partition: &Partition) {
+        for queued in std::mem::take(&mut self.parked) {
+            match self.check_keys(partition, &queued.batch) {
+                Ok(()) => self.parked.push_back(queued),
+                Err(e) => queued.fail(e),
+            }
+        }
     }
 
     /// Answers `Timeout` to every parked produce that has waited its block timeout (as of
@@ -411,8 +450,8 @@ fn fail<R: AppendAnswer>(queued: Vec<Queued<R>>, error: &Error) {
 impl<R: AppendAnswer> Queued<R> {
     fn fail(self, error: Error) {
         match self.batch {
-            Produced::Records(_) => self.reply.answer(Err(error)),
-            Produced::Kafka(_) => self.reply.answer_kafka(Err(error)),
+            Checked::Records(_) => self.reply.answer(Err(error)),
+            Checked::Kafka(_) => self.reply.answer_kafka(Err(error)),
         }
     }
 }
@@ -425,7 +464,7 @@ impl<R> Queued<R> {
     }
 
     /// A produce of `count` records (known from the batch, checked by `offer`).
-    fn new(batch: Produced, count: u64, since: Option<Instant>, reply: R) -> Self {
+    fn new(batch: Checked, count: u64, since: Option<Instant>, reply: R) -> Self {
         Queued {
             count,
             batch,
@@ -634,6 +673,33 @@ mod tests {
         assert!(!q.has_pending());
     }
 
+    /// A Kafka client's batch is checked whole when it is offered: one that can never be
+    /// written (here a record over the size limit) is refused at once, not parked behind a
+    /// full partition to fail when room frees.
+    #[test]
+    fn a_kafka_batch_that_cannot_be_written_is_refused_before_it_is_parked() {
+        use crate::storage::format::{encode_client_batch, ClientRecord};
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut keyed(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        let value = vec![0; (1 << 20) + 1];
+        let huge = encode_client_batch(&[ClientRecord {
+            timestamp_ms: 1_000,
+            key: Some(b"k"),
+            value: Some(&value),
+            headers: &[],
+        }]);
+        let offered = q.offer(&p, Produced::Kafka(huge), Probe(tx), None);
+        assert_eq!(offered, Offered::Answered);
+        assert!(matches!(
+            rx.recv().unwrap(),
+            Err(Error::RecordTooLarge { .. })
+        ));
+        assert_eq!(q.parked(), 0);
+    }
+
     #[test]
     fn a_compacted_topic_refuses_a_keyless_batch_before_it_is_batched_and_follows_an_alter() {
         use crate::storage::format::{encode_client_batch, ClientRecord};
@@ -676,6 +742,69 @@ mod tests {
         assert_eq!(offered, Offered::Pending { flush_now: false });
         assert!(q.flush(Ok(&mut p), NOW).unwrap());
         assert_eq!(p.log_end_offset(), 4);
+    }
+
+    /// Produces parked before an alter follow the altered rules: once the topic compacts,
+    /// those without a key are refused and never written (native and Kafka batches alike),
+    /// the keyed one is written when room frees.
+    #[test]
+    fn parked_produces_without_a_key_are_refused_when_the_topic_is_altered_to_compact() {
+        use crate::storage::format::{encode_client_batch, ClientRecord};
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut keyed(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        let keyless_kafka = encode_client_batch(&[ClientRecord {
+            timestamp_ms: 1_000,
+            key: None,
+            value: Some(b"v"),
+            headers: &[],
+        }]);
+        let produces = [
+            Produced::Records(batch(1)),
+            Produced::Records(keyed(1)),
+            Produced::Kafka(keyless_kafka),
+        ];
+        for produce in produces {
+            let offered = q.offer(&p, produce, Probe(tx.clone()), None);
+            assert!(matches!(offered, Offered::Parked { .. }), "{offered:?}");
+        }
+        q.set_cleanup_policy(CleanupPolicy::Compact);
+        q.recheck_parked(&p);
+        for _ in 0..2 {
+            let answer = rx.try_recv().expect("answered at once");
+            assert!(
+                matches!(answer, Err(Error::KeyRequired { .. })),
+                "{answer:?}"
+            );
+        }
+        assert_eq!(q.parked(), 1, "the keyed produce waits on");
+        p.commit("g", 0).unwrap();
+        assert!(q.admit_parked(&mut p, NOW).unwrap());
+        q.flush(Ok(&mut p), NOW).unwrap();
+        assert_eq!(rx.try_recv().unwrap().unwrap().base_offset, 1);
+        assert_eq!(p.log_end_offset(), 2, "nothing without a key was written");
+    }
+
+    /// Produces parked under `Block` are answered `PartitionFull` once the topic is altered
+    /// to `Reject` (as a new produce would be), not left to their block timeout.
+    #[test]
+    fn parked_produces_are_refused_when_backpressure_is_altered_to_reject() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = open(dir.path(), Some(1));
+        p.append(&mut batch(1), NOW).unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut q = ProduceQueue::new(Backpressure::Block, Duration::from_secs(60));
+        let offered = q.offer(&p, Produced::Records(batch(1)), Probe(tx), None);
+        assert!(matches!(offered, Offered::Parked { .. }));
+        q.set_backpressure(Backpressure::Reject);
+        assert!(!q.admit_parked(&mut p, NOW).unwrap());
+        assert!(matches!(
+            rx.try_recv(),
+            Ok(Err(Error::PartitionFull { backlog: 1, .. }))
+        ));
+        assert_eq!((q.parked(), p.log_end_offset()), (0, 1));
     }
 
     fn keyed(n: usize) -> RecordBatch {

@@ -2,14 +2,14 @@
 //! key rule of a compacted topic, and the partition of each record (explicit, by key with
 //! Kafka's murmur2 partitioner, or round-robin). Plain Rust: the topic actor and the
 //! handles' direct route both call it, and the produce queue checks each partition's
-//! batches against the key rule again (see [`keyless_in_kafka_batch`]).
+//! batches against the key rule again (a Kafka client's batch with the keyless records the
+//! log's check of it found: `PartitionLog::check_kafka_batch`).
 
 use crate::config::CleanupPolicy;
 use crate::error::{Error, Result};
 use crate::partitioner;
-use crate::storage::format::{self, BatchHeader};
 use crate::storage::log::check_batch_limits;
-use crate::storage::{RecordBatch, StorageError};
+use crate::storage::RecordBatch;
 
 /// Where the records of a batch go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,34 +140,6 @@ pub fn keyless(batch: &RecordBatch) -> Vec<u32> {
         .collect()
 }
 
-/// The index of each record without a key in a Kafka client's batch whose verified header
-/// is `header`; a compressed batch is decompressed (at most `max_decompressed` bytes) to
-/// read them. A Kafka batch is written whole or not at all, so this is checked before it
-/// is queued for its partition.
-///
-/// # Errors
-/// `InvalidBatch` when the records cannot be decompressed or parsed (the append would
-/// refuse the batch for the same reason).
-pub fn keyless_in_kafka_batch(
-    batch: &[u8],
-    header: &BatchHeader,
-    max_decompressed: usize,
-) -> Result<Vec<u32>, StorageError> {
-    let invalid = |reason| StorageError::InvalidBatch { reason };
-    let mut scratch = Vec::new();
-    let section =
-        format::records_section(batch, header, max_decompressed, &mut scratch).map_err(invalid)?;
-    let (mut index, mut keyless) = (0u32, Vec::new());
-    format::validate_records(section, header, |record| {
-        if record.key.is_none() {
-            keyless.push(index);
-        }
-        index += 1;
-    })
-    .map_err(invalid)?;
-    Ok(keyless)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,49 +237,5 @@ mod tests {
         assert!(check_keys(("t", None), CleanupPolicy::Delete, &mixed).is_ok());
         let keyed = batch(&[Some(b"a"), Some(b"")], 1);
         assert!(check_keys(("t", Some(0)), CleanupPolicy::Compact, &keyed).is_ok());
-    }
-
-    #[test]
-    fn keyless_records_of_a_kafka_batch_are_found_compressed_or_not() {
-        use crate::storage::compression::{self, Compression};
-        use crate::storage::format::{ClientRecord, Decoded, HEADER_LEN, LOG_OVERHEAD};
-        let record = |key: Option<&'static [u8]>, value: Option<&'static [u8]>| ClientRecord {
-            timestamp_ms: 1_000,
-            key,
-            value,
-            headers: &[],
-        };
-        // A keyed record, a keyless one, and a tombstone (a key, a null value).
-        let plain = format::encode_client_batch(&[
-            record(Some(b"k"), Some(b"v")),
-            record(None, Some(b"v")),
-            record(Some(b"k"), None),
-        ]);
-        let mut gzip = plain[..HEADER_LEN].to_vec();
-        gzip.extend(compression::compress(Compression::Gzip, &plain[HEADER_LEN..]).unwrap());
-        let attributes =
-            i16::from_be_bytes([gzip[21], gzip[22]]) | Compression::Gzip.attribute_bits();
-        gzip[21..23].copy_from_slice(&attributes.to_be_bytes());
-        let length = (gzip.len() - LOG_OVERHEAD) as i32;
-        gzip[8..12].copy_from_slice(&length.to_be_bytes());
-        let crc = crc32c::crc32c(&gzip[21..]);
-        gzip[17..21].copy_from_slice(&crc.to_be_bytes());
-        for batch in [&plain, &gzip] {
-            let Decoded::Batch(header) = format::decode(batch) else {
-                panic!("the batch decodes")
-            };
-            assert_eq!(
-                keyless_in_kafka_batch(batch, &header, 1 << 20).unwrap(),
-                vec![1]
-            );
-        }
-        // Decompressing past the limit is refused, as the append would refuse it.
-        let Decoded::Batch(header) = format::decode(&gzip) else {
-            panic!("the batch decodes")
-        };
-        assert!(matches!(
-            keyless_in_kafka_batch(&gzip, &header, 4),
-            Err(StorageError::InvalidBatch { .. })
-        ));
     }
 }

@@ -215,6 +215,10 @@ pub struct PartitionStats {
     /// wait. Kafka calls its counterpart the fetch purgatory.
     #[serde(default)]
     pub parked_polls: usize,
+    /// Produces parked here by `Backpressure::Block` until there is room (or their block
+    /// timeout).
+    #[serde(default)]
+    pub parked_produces: usize,
     /// Set when the partition cannot serve (why).
     pub failed: Option<String>,
     /// The log cleaner's work on this partition over its life, restarts included (compacted

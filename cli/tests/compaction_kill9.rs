@@ -12,7 +12,8 @@
 //! left. After each kill, before the next child opens the directory, `nanokafka verify`
 //! reads it as the kill left it: the only damage it may report is a torn tail of the active
 //! segment (which the next open cuts), and the cleaner files it lists (an interrupted pass's
-//! `.cleaned` and `.swap` files) are those in the directory.
+//! `.cleaned` and `.swap` files, and the `.deleted` segments of a swap not yet unlinked) are
+//! those in the directory.
 //!
 //! At the end the parent reopens the directory and checks every record against the writes:
 //! offsets strictly increase; every record is one the children wrote (its key, value or
@@ -318,12 +319,13 @@ impl History {
     }
 }
 
-/// The cleaner's files an interrupted pass left in `partition` (`.cleaned`, `.swap`).
+/// The cleaner's files an interrupted pass left in `partition` (`.cleaned`, `.swap`,
+/// `.deleted`).
 fn cleaner_files(partition: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(partition)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap"))
+        .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap") || n.ends_with(".deleted"))
         .collect();
     names.sort();
     names

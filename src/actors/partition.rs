@@ -158,9 +158,9 @@ impl Waiter {
 /// for a `ProduceKafkaBatch`. Reply: an actix response future over a oneshot the produce
 /// queue answers (`PartitionRestarted` if the actor restarts first).
 ///
-/// Its header is checked on arrival, the whole batch (every record, decompressed within a
-/// cap) when it is written: on its own, after the native batches queued before it. It parks
-/// under `Backpressure::Block` like an `Append`. An idempotent producer's retry of a stored
+/// It is checked whole on arrival (every record, decompressed once within a cap: the
+/// append does not read them again) and written on its own, after the native batches
+/// queued before it. It parks under `Backpressure::Block` like an `Append`. An idempotent producer's retry of a stored
 /// batch is answered with the stored offsets (`duplicate`) and writes nothing.
 /// Errors: `InvalidBatch`, `RecordTooLarge`, `ProducerFenced`, `OutOfOrderSequence`, `PartitionFull`, `Timeout`,
 /// `Io`, `PartitionRestarted`, `PartitionFailed`.
@@ -953,6 +953,7 @@ impl Handler<DescribePartition> for PartitionActor {
         stats.restarts = self.restarts.total();
         stats.fsyncs = self.metrics.fsyncs();
         stats.parked_polls = self.waiters.iter().filter(|w| !w.is_canceled()).count();
+        stats.parked_produces = self.produces.parked();
         MessageResult(stats)
     }
 }

@@ -7,8 +7,10 @@
 //! will leave it, without changing it: a `<base>.log.swap` (a cleaned segment whose swap was
 //! committed) stands in for the segments whose base offset lies in its extent, `[base, the
 //! offset after its last batch)`; every `.cleaned` file, and a `.swap` index without its
-//! log, will be deleted. Those files are listed as [`CleanerFile`]s, each with what the next
-//! open does with it: they are the normal trace of a kill during a cleaning pass, not damage.
+//! log, will be deleted, and so will every `.deleted` file (a segment a committed swap
+//! replaced, renamed before it is unlinked). Those files are listed as [`CleanerFile`]s, each
+//! with what the next open does with it: they are the normal trace of a kill during a
+//! cleaning pass, not damage.
 //!
 //! # Offsets
 //! Offsets increase strictly from batch to batch and from segment to segment: a batch whose
@@ -27,7 +29,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{BatchSummary, Damage};
-use crate::storage::cleaner::swap::{swap_end, CLEANED_MARKER, CLEANED_SUFFIX, SWAP_SUFFIX};
+use crate::storage::cleaner::swap::{
+    swap_end, CLEANED_MARKER, CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX,
+};
 use crate::storage::error::StorageError;
 
 /// A file of the log cleaner's that an interrupted pass left, and its fate.
@@ -142,6 +146,11 @@ pub fn partition_files(dir: &Path) -> crate::Result<PartitionFiles> {
         if name.ends_with(CLEANED_SUFFIX) {
             let why = "deleted by the next open: a cleaning pass's output whose swap had not \
                        begun (its source segments are all here)";
+            files.cleaner_files.push(fate(name, why.to_owned()));
+        }
+        if name.ends_with(DELETED_SUFFIX) {
+            let why = "deleted by the next open: a segment a committed swap replaced, renamed \
+                       before its unlink";
             files.cleaner_files.push(fate(name, why.to_owned()));
         }
     }

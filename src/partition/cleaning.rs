@@ -41,15 +41,22 @@ impl CleaningPlan {
 
 impl Partition {
     /// The pass to run now, if one is due as of `now_ms`: the cleanable segments (sealed, past
-    /// the minimum lag) hold dirty bytes, at least `min_dirty_ratio` of them or one dirty
-    /// segment past the maximum lag. The snapshot reads on its own handles: run the pass
+    /// the minimum lag) hold dirty bytes, at least `min_dirty_ratio` of them, or one dirty
+    /// segment past the maximum lag, or the rest of a dirty section the last pass stopped
+    /// short of (its key map filled: a section is cleaned to its end, in as many passes as
+    /// the key map needs); or a tombstone of the cleaned section is past its delete horizon
+    /// (a quiet log drops it too). The snapshot reads on its own handles: run the pass
     /// anywhere, then [`Partition::swap_in`].
     ///
     /// # Errors
     /// `Io` when a segment cannot be opened for the pass.
     pub fn cleaning_due(&self, plan: &CleaningPlan, now_ms: u64) -> Result<Option<LogSnapshot>> {
+        let horizon_passed = self
+            .log
+            .earliest_delete_horizon_ms()
+            .is_some_and(|horizon| horizon <= now_ms);
         // Most checks find nothing new sealed since the last pass: no file is opened then.
-        if !self.log.has_dirty_sealed_segment() {
+        if !horizon_passed && !self.log.has_dirty_sealed_segment() {
             return Ok(None);
         }
         let end = self.log.log_end_offset();
@@ -73,7 +80,9 @@ impl Partition {
                 .filter(dirty)
                 .any(|s| s.max_timestamp_ms.is_some_and(|ts| ts <= cutoff))
         });
-        let due = dirty_bytes > 0 && (ratio >= plan.min_dirty_ratio || overdue);
+        let due = horizon_passed
+            || dirty_bytes > 0
+                && (ratio >= plan.min_dirty_ratio || overdue || self.cleaning_unfinished);
         Ok(due.then_some(snapshot))
     }
 
@@ -85,6 +94,7 @@ impl Partition {
     /// `Io` from the swap: the partition must then be reopened (recovery finishes it).
     pub fn swap_in(&mut self, prepared: Prepared, now_ms: u64) -> Result<CleanerStats> {
         let stats = self.log.swap_in(prepared)?;
+        self.cleaning_unfinished = !stats.done && !stats.abandoned;
         let summary = self.cleaning.get_or_insert_with(CleanerSummary::default);
         summary.passes += 1;
         summary.bytes_read += stats.bytes_read;

@@ -45,7 +45,7 @@ pub const DEFAULT_CLEANER_KEY_MAP_BYTES: usize = 32 << 20;
 /// The longest `cleaner_backoff` accepted: a day.
 pub const MAX_CLEANER_BACKOFF: Duration = Duration::from_secs(24 * 60 * 60);
 /// The smallest and largest `cleaner_key_map_bytes` accepted: 1 MiB (about 40,000 keys) and
-/// 4 GiB (about 170 million keys), allocated for each pass.
+/// 4 GiB (about 170 million keys), the most one pass allocates.
 pub const CLEANER_KEY_MAP_BYTES: std::ops::RangeInclusive<usize> = (1 << 20)..=(4 << 30);
 /// The default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "data";
@@ -258,8 +258,8 @@ impl NanoKafkaBuilder {
 
     /// The memory of the log cleaner's key map, in bytes: 24 per distinct key of the dirty
     /// section (Kafka's `log.cleaner.dedupe.buffer.size`). Passes run one at a time, so this
-    /// bounds the cleaner's memory; a dirty section with more keys is cleaned in several
-    /// passes. Default [`DEFAULT_CLEANER_KEY_MAP_BYTES`] (32 MiB, about 1.3 million keys);
+    /// bounds the cleaner's memory; a pass takes what its dirty section can need (one key per
+    /// offset) up to this, and a dirty section with more keys is cleaned in several passes. Default [`DEFAULT_CLEANER_KEY_MAP_BYTES`] (32 MiB, about 1.3 million keys);
     /// within [`CLEANER_KEY_MAP_BYTES`], 1 MiB to 4 GiB (`InvalidArgument`).
     pub fn cleaner_key_map_bytes(mut self, bytes: usize) -> Self {
         self.cleaner_key_map_bytes = bytes;

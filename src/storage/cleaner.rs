@@ -14,7 +14,10 @@
 //!   segment: that cleaning sets the batch's delete horizon (attribute bit 6, the horizon in
 //!   the base timestamp: Kafka's `RecordBatch.deleteHorizonMs()`); a cleaning after it drops
 //!   the tombstone. Records older than the tombstone were removed by the cleaning that set
-//!   the horizon (the tombstone was in its key map), so the key does not come back.
+//!   the horizon (the tombstone was in its key map), so the key does not come back. A pass
+//!   reports the earliest horizon it left ([`CleanerStats::delete_horizon_ms`]); the log
+//!   keeps it (in the cleaner checkpoint, `cleaner/checkpoint.rs`) so that a pass is due
+//!   then even if nothing was written since.
 //! * The last batch of each idempotent producer stays, empty if all of its records go (as
 //!   Kafka keeps it), so its sequence numbers survive a reopen that rebuilds the producer
 //!   state from the log. So does the last batch of each cleaned segment: a cleaned segment
@@ -42,11 +45,14 @@
 //! meanwhile (the rest of the pass is then abandoned and its files deleted).
 //!
 //! # Memory
-//! The key map (the budget, allocated once per pass), one read buffer of 1 MiB
+//! The key map (allocated once per pass, for one key per offset of the dirty section at most,
+//! and never more than the budget: a pass over a few new records takes kilobytes, not the
+//! budget), one read buffer of 1 MiB
 //! (`batches::READ_CHUNK`, or one larger batch), one batch's decompressed records and its
 //! rewrite. Records are never gathered beyond one batch.
 
 mod batches;
+pub mod checkpoint;
 mod offset_map;
 pub mod swap;
 pub mod totals;
@@ -77,7 +83,8 @@ pub struct CleanerPolicy {
     pub delete_retention_ms: u64,
     /// A segment is cleaned only once its largest timestamp is at least this old.
     pub min_compaction_lag_ms: u64,
-    /// The memory of the key map, in bytes (24 per key, see [`OffsetMap`]).
+    /// The most memory of the key map, in bytes (24 per key, see [`OffsetMap`]); a pass takes
+    /// less when its dirty section has fewer offsets than that many keys.
     pub key_map_bytes: usize,
 }
 
@@ -113,6 +120,12 @@ pub struct CleanerStats {
     pub cleaned_up_to: u64,
     /// Whether the dirty section was cleaned to its end (else run another pass).
     pub done: bool,
+    /// The memory the pass's key map took: room for one key per offset of its dirty
+    /// section, at most the policy's `key_map_bytes`.
+    pub key_map_bytes: usize,
+    /// The earliest delete horizon among the batches below `cleaned_up_to` that keep a
+    /// tombstone (all of them later than the pass's `now_ms`: those passed were dropped).
+    pub delete_horizon_ms: Option<u64>,
     /// Segments replaced by [`PartitionLog::swap_in`](super::PartitionLog::swap_in).
     pub segments_replaced: usize,
     /// `swap_in` found a source segment gone (retention) and dropped the rest of the pass.
@@ -222,7 +235,10 @@ impl Cleaner {
             return Ok(prepared);
         };
         let first_uncleanable = last.end_offset;
-        let mut map = OffsetMap::new(self.policy.key_map_bytes);
+        // The dirty section holds at most one record, so one key, per offset.
+        let offsets = first_uncleanable.saturating_sub(snapshot.first_dirty_offset);
+        let mut map = OffsetMap::for_keys(offsets, self.policy.key_map_bytes);
+        prepared.stats.key_map_bytes = map.memory_bytes();
         let end = build_map(snapshot, &mut map, &mut prepared.stats)?;
         let stats = &mut prepared.stats;
         stats.cleaned_up_to = end;
@@ -267,6 +283,14 @@ impl Cleaner {
         }
         prepared.stats.dirty_ratio_after = ratio(dirty_after, total_after);
         Ok(prepared)
+    }
+}
+
+/// The earlier of two optional times.
+pub fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -430,6 +454,8 @@ fn write_group(
                                 })?;
                         stats.records_removed += removed.records;
                         stats.tombstones_removed += removed.tombstones;
+                        stats.delete_horizon_ms =
+                            earliest(stats.delete_horizon_ms, removed.kept_tombstones_horizon_ms);
                         cleaned
                     };
                     let bytes = match &cleaned {

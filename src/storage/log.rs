@@ -38,6 +38,7 @@ use super::batch::RecordBatch;
 /// The size limits an append enforces, where the frame format defines them.
 pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use super::checkpoint::{Checkpoint, LogStartFile};
+use super::cleaner::checkpoint::CleanerCheckpoint;
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{
@@ -220,8 +221,8 @@ pub struct PartitionLog {
     /// Where sealings and deletions of segments run, when the owner gave one
     /// ([`PartitionLog::set_worker`]).
     worker: Option<Arc<SyncWorker>>,
-    /// Deletions of segments below the log start handed to `worker` and not yet seen done
-    /// (see [`PartitionLog::delete_segments_below_start`]).
+    /// Deletions handed to `worker` and not yet seen done: segments below the log start (see
+    /// [`PartitionLog::delete_segments_below_start`]) and segments a cleaned one replaced.
     deleting: Vec<Completion<Result<()>>>,
     /// A second handle to the active segment (by base offset), through which interval syncs
     /// run on another thread: a pooled handle is locked for the whole of a call, so a sync
@@ -234,11 +235,17 @@ pub struct PartitionLog {
     /// here, so bytes retention need not read it back to verify it (see
     /// [`PartitionLog::trusted_from`]). Frames before it were found on disk at the open.
     appended_from: (u64, u64),
-    /// The first offset no cleaning pass of this open cleaned (see `log/cleaning.rs`): where
-    /// the next pass's dirty section starts. Not persisted: the first pass after an open
-    /// treats the whole log as dirty (Kafka does so when its cleaner checkpoint is missing),
-    /// which costs reading it once more, never a wrong result.
+    /// The first offset no cleaning pass cleaned (see `log/cleaning.rs`): where the next
+    /// pass's dirty section starts. Kept in the cleaner checkpoint
+    /// (`cleaner/checkpoint.rs`) after each pass; an open without a valid one starts from
+    /// 0, the whole log dirty (a reread, never a wrong result).
     first_dirty_offset: u64,
+    /// The earliest delete horizon of a tombstone the cleaned section holds, as the passes
+    /// left it (kept in the cleaner checkpoint too): a pass is due then, writes or not.
+    delete_horizon_ms: Option<u64>,
+    /// What the cleaner checkpoint on disk holds (`None`: no valid one), so that a pass that
+    /// moved nothing writes nothing.
+    cleaner_checkpoint: Option<CleanerCheckpoint>,
     /// The log was cleaned at least once (`cleaner::swap::CLEANED_MARKER` is on disk): every
     /// segment may hold gaps once sealed (see `LogSegment::may_have_gaps`).
     cleaned: bool,
@@ -329,11 +336,14 @@ impl PartitionLog {
             producers: ProducerState::default(),
             appended_from,
             first_dirty_offset: 0,
+            delete_horizon_ms: None,
+            cleaner_checkpoint: None,
             cleaned: names
                 .iter()
                 .any(|n| n == crate::storage::cleaner::swap::CLEANED_MARKER),
             clean_on_disk: false,
         };
+        log.load_cleaner_checkpoint(&names);
         let removed_snapshots = log.load_producers(&names)?;
         if stored_start != Some(log_start_offset) {
             log.log_start_file.store(log_start_offset)?;
@@ -575,9 +585,10 @@ impl PartitionLog {
         }
     }
 
-    /// Runs the sealing of rolled segments and the deletion of segments below the log start
-    /// on `worker` (the broker's sync thread) from now on: without one, a roll seals on a
-    /// thread of its own and retention deletes segments on the caller's thread. Unlinking a
+    /// Runs the sealing of rolled segments, the deletion of segments below the log start and
+    /// of those a cleaned segment replaced on `worker` (the broker's sync thread) from now on:
+    /// without one, a roll seals on a thread of its own and segments are deleted on the
+    /// caller's thread. Unlinking a
     /// 64 MiB segment frees its page cache, which takes milliseconds the appends need not
     /// wait for.
     pub fn set_worker(&mut self, worker: Arc<SyncWorker>) {
@@ -954,20 +965,35 @@ impl PartitionLog {
             }
             let segment = self.segments.remove(&first).expect("key exists");
             tracing::debug!(path = %segment.log_path().display(), "deleting segment below the log start");
-            match &self.worker {
-                Some(worker) => {
-                    let (done, completer) = completion();
-                    worker.run(move || completer.complete(segment.delete()));
-                    self.deleting.push(done);
-                }
-                None => segment.delete()?,
-            }
+            self.delete_in_background(move || segment.delete())?;
         }
         Ok(())
     }
 
+    /// Runs `delete` (the unlinking of files no longer in the log) on the worker when there
+    /// is one ([`PartitionLog::set_worker`]), remembered until it is done (see
+    /// [`PartitionLog::reap_deletions`]); here otherwise.
+    ///
+    /// # Errors
+    /// `delete`'s, when it runs here.
+    fn delete_in_background(
+        &mut self,
+        delete: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        match &self.worker {
+            Some(worker) => {
+                let (done, completer) = completion();
+                worker.run(move || completer.complete(delete()));
+                self.deleting.push(done);
+                Ok(())
+            }
+            None => delete(),
+        }
+    }
+
     /// Forgets the background deletions that are done (all of them, waiting, when `wait`),
-    /// logging those that failed: their files stay below the log start until the next open.
+    /// logging those that failed: their files (below the log start, or `.deleted` by a
+    /// cleaner's swap) stay until the next open deletes them.
     fn reap_deletions(&mut self, wait: bool) {
         let dir = &self.dir;
         self.deleting.retain(|done| {
@@ -980,11 +1006,11 @@ impl PartitionLog {
                 None => true,
                 Some(Ok(Ok(()))) => false,
                 Some(Ok(Err(e))) => {
-                    tracing::warn!(dir = %dir.display(), error = %e, "deleting a segment below the log start failed");
+                    tracing::warn!(dir = %dir.display(), error = %e, "deleting a segment in the background failed");
                     false
                 }
                 Some(Err(Abandoned)) => {
-                    tracing::warn!(dir = %dir.display(), "deleting a segment below the log start panicked");
+                    tracing::warn!(dir = %dir.display(), "deleting a segment in the background panicked");
                     false
                 }
             }
@@ -1229,7 +1255,7 @@ mod producers;
 mod read_ahead;
 pub use interval_sync::{LogSyncJob, LogSynced};
 pub use kafka_read::BatchRead;
-pub use producers::KafkaAppend;
+pub use producers::{CheckedKafkaBatch, KafkaAppend};
 
 #[cfg(test)]
 mod tests;

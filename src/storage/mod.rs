@@ -20,6 +20,10 @@
 //!     <offset:020>.producers       idempotent producers' state as of an offset
 //!                                  (producer_state.rs)
 //!     checkpoint                   recovery point and clean-shutdown marker (checkpoint.rs)
+//!     cleaner-offset-checkpoint    where the log cleaner stands: the clean point and the
+//!                                  earliest tombstone's delete horizon (cleaner/checkpoint.rs)
+//!     cleaner.marker               empty: the log was cleaned, its sealed segments may hold
+//!                                  gaps (cleaner/swap.rs)
 //!     log_start_offset             first readable offset (checkpoint.rs)
 //!     offsets.journal              committed offsets of every group (offsets.rs)
 //!   .export/<cluster>.json         `nanokafka export`'s checkpoint per Kafka cluster (written
@@ -97,8 +101,8 @@ pub use cleaner::{Cleaner, CleanerPolicy, CleanerStats, LogSnapshot, Prepared};
 pub use data_dir::DataDir;
 pub use error::StorageError;
 pub use log::{
-    AppendInfo, BatchRead, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob, LogSynced,
-    PartitionLog, RetentionPolicy,
+    AppendInfo, BatchRead, CheckedKafkaBatch, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob,
+    LogSynced, PartitionLog, RetentionPolicy,
 };
 pub use offsets::{
     Committed, OffsetStore, OffsetsSyncJob, OffsetsSynced, MAX_OFFSET_METADATA_BYTES,

@@ -606,6 +606,35 @@ impl LogSegment {
         Ok(())
     }
 
+    /// Closes the segment and renames its files, `suffix` appended to each name (an index
+    /// file that is missing is passed over); returns their new paths. How the log cleaner
+    /// retires the segments a cleaned one replaces: a rename is cheap, and the unlink, which
+    /// frees the file's page cache, is left to another thread.
+    pub fn retire(self, suffix: &str) -> Result<SegmentPaths> {
+        let from = SegmentPaths {
+            log: self.log_path.clone(),
+            index: self.index.path().to_owned(),
+            time_index: self.time_index.path().to_owned(),
+        };
+        let to = from.with_suffix(suffix);
+        // Every handle closed first, as for `delete`.
+        drop(self.log);
+        drop(self.index);
+        drop(self.time_index);
+        self.fs
+            .rename(&from.log, &to.log)
+            .map_err(|e| StorageError::io("rename a replaced segment", &from.log, e))?;
+        for (from, to) in [(&from.index, &to.index), (&from.time_index, &to.time_index)] {
+            match self.fs.rename(from, to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(StorageError::io("rename a replaced index", from, e))
+                }
+                _ => {}
+            }
+        }
+        Ok(to)
+    }
+
     /// `fsync`s the log file, metadata included (clean shutdown, roll, recovery).
     pub fn sync_all(&mut self) -> Result<()> {
         match self.log.sync_all() {

@@ -1,13 +1,18 @@
 //! A topic's cleanup policy as a producer and a reader meet it: a compacted topic refuses
 //! records without a key (every produce path, nothing of the batch written, an alter
-//! followed by the next produce), and retention applies only with `delete` in the policy.
+//! followed by the next produce and by those it finds parked), and retention applies only
+//! with `delete` in the policy.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use nanokafka::clock::ManualClock;
 use nanokafka::{
-    CleanupPolicy, Error, NanoKafka, ProduceRecord, RecordBatch, TopicChanges, TopicConfig,
+    Backpressure, CleanupPolicy, Error, NanoKafka, ProduceRecord, RecordBatch, TopicChanges,
+    TopicConfig,
 };
+
+use crate::common::{partition_stats, within};
 
 fn log_ends(broker: &NanoKafka, topic: &str) -> Vec<u64> {
     let stats = broker.stats().unwrap();
@@ -129,6 +134,55 @@ fn the_produce_after_an_alter_of_the_policy_follows_the_new_one() {
         .unwrap();
     broker.produce("c", &3u32).unwrap();
     assert_eq!(log_ends(&broker, "c"), [2]);
+}
+
+/// Produces parked by `Block` before an alter to `compact` follow its key rule: the one
+/// without a key is refused (`KeyRequired`, nothing written) when the alter lands, and the
+/// keyed one behind it is written as soon as the same alter frees room; neither waits for
+/// its block timeout.
+#[test]
+fn produces_parked_before_an_alter_to_compact_follow_its_key_rule() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = NanoKafka::builder()
+            .data_dir(dir.path())
+            .block_timeout(Duration::from_secs(600))
+            .build()
+            .unwrap();
+        let full = TopicConfig::default()
+            .max_size(1)
+            .backpressure(Backpressure::Block);
+        broker.create_topic("t", full).unwrap();
+        broker
+            .produce_raw("t", Some(b"k"), b"first".to_vec())
+            .unwrap();
+        let produce = |key: Option<&'static [u8]>, value: &'static [u8]| {
+            let broker = broker.clone();
+            std::thread::spawn(move || broker.produce_raw("t", key, value.to_vec()))
+        };
+        let keyless = produce(None, b"keyless");
+        while partition_stats(&broker, "t", 0).parked_produces == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Parked too, or queued in the partition's lane behind the first.
+        let keyed = produce(Some(b"k"), b"keyed");
+        let changes = TopicChanges::default()
+            .cleanup_policy(CleanupPolicy::Compact)
+            .max_size(None);
+        broker.alter_topic("t", changes).unwrap();
+        let refused = keyless.join().unwrap();
+        assert!(
+            matches!(refused, Err(Error::KeyRequired { partition: Some(0), ref indexes, .. }) if indexes == &[0]),
+            "{refused:?}"
+        );
+        assert_eq!(keyed.join().unwrap().unwrap().offset, 1);
+        assert_eq!(
+            log_ends(&broker, "t"),
+            [2],
+            "nothing without a key was written"
+        );
+        assert_eq!(partition_stats(&broker, "t", 0).parked_produces, 0);
+    });
 }
 
 /// A broker whose clock the test moves, with topic `t` under `policy` and retention of

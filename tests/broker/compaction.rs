@@ -4,16 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nanokafka::clock::ManualClock;
-use nanokafka::NanoKafka;
+use nanokafka::{CleanerSummary, NanoKafka, PartitionStats};
 
 use crate::common::compacted::{compacted, produce_rounds, wait_for_cleaning, LAG_MS};
 
-/// Every record of partition 0 of `topic` from offset 0, as (offset, key, value).
-fn read_all(broker: &NanoKafka, topic: &str) -> Vec<(u64, String, String)> {
-    let group = "reader";
+/// Every record of partition 0 of `topic` from offset 0, as (offset, key, value), read by
+/// the new group `group`.
+fn read_all(broker: &NanoKafka, topic: &str, group: &str) -> Vec<(u64, String, String)> {
     let end = broker.stats().unwrap().topics[topic].partitions[0].log_end_offset;
     broker.join_group(topic, group, "m").unwrap();
     let mut read = Vec::new();
@@ -58,7 +58,7 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() 
     assert_eq!(partition.log_end_offset, log_end, "offsets never move");
     assert!(cleaner.records_removed > 0, "{cleaner:?}");
 
-    let read = read_all(&broker, "prices");
+    let read = read_all(&broker, "prices", "reader");
     assert_eq!(read.len() as u64, log_end - cleaner.records_removed);
     assert!(read.windows(2).all(|w| w[0].0 < w[1].0), "in offset order");
     let mut by_key: BTreeMap<String, Vec<(u64, String)>> = BTreeMap::new();
@@ -88,6 +88,70 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() 
     let after = reopened.stats().unwrap().topics["prices"].partitions[0].cleaner;
     assert_eq!(after, Some(cleaner));
     reopened.shutdown().unwrap();
+}
+
+/// Waits (up to 30 s: a hang is a failure) until `passes` cleaning passes of partition 0 of
+/// `topic` were swapped in; its stats then.
+fn passes(broker: &NanoKafka, topic: &str, passes: u64) -> (PartitionStats, CleanerSummary) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let partition = broker.stats().unwrap().topics[topic].partitions[0].clone();
+        if let Some(cleaner) = partition.cleaner.filter(|c| c.passes >= passes) {
+            return (partition, cleaner);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {passes} cleaning passes within 30 s: {partition:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A tombstone of a compacted topic nobody writes to any more goes once
+/// `delete_retention_ms` has passed since the pass that kept it: nothing is dirty, but the
+/// tombstone's delete horizon makes a pass due.
+#[test]
+fn a_tombstone_goes_after_delete_retention_on_a_topic_with_no_new_writes() {
+    const RETENTION_MS: u64 = 60_000;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_000_000);
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .clock(Arc::new(clock.clone()))
+        .cleaner_backoff(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    let config = compacted().delete_retention_ms(RETENTION_MS);
+    broker.create_topic("users", config).unwrap();
+    // A value and its tombstone, then enough records of other keys to seal their segment.
+    broker
+        .produce_raw("users", Some(b"gone"), b"v".to_vec())
+        .unwrap();
+    broker.produce_tombstone("users", b"gone").unwrap();
+    produce_rounds(&broker, "users");
+    let has_gone = |broker: &NanoKafka, group| {
+        let read = read_all(broker, "users", group);
+        assert!(read.len() > 10, "{read:?}");
+        read.iter().any(|r| r.1 == "gone")
+    };
+
+    clock.advance(LAG_MS);
+    let (_, first) = passes(&broker, "users", 1);
+    assert!(
+        has_gone(&broker, "before"),
+        "the tombstone stays within delete_retention_ms"
+    );
+    assert_eq!(first.dirty_permille, 0, "nothing dirty is left: {first:?}");
+
+    clock.advance(RETENTION_MS);
+    let (partition, second) = passes(&broker, "users", 2);
+    assert_eq!(
+        second.records_removed,
+        first.records_removed + 1,
+        "{second:?}"
+    );
+    assert!(!has_gone(&broker, "after"), "the tombstone is gone");
+    assert_eq!(partition.log_end_offset, 602, "offsets never move");
 }
 
 #[test]

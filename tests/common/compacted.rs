@@ -1,6 +1,8 @@
 //! A compacted topic for the cleaner's tests: small segments, cleaned whenever anything is
 //! dirty once its records are `LAG_MS` old, and 60 rounds of ten keys produced to it.
 
+#![allow(dead_code)] // each test binary uses the part it needs
+
 use std::collections::BTreeMap;
 
 use nanokafka::{CleanupPolicy, DirtyRatio, NanoKafka, TopicConfig, MIN_SEGMENT_BYTES};

@@ -287,15 +287,22 @@ fn an_interrupted_cleaning_is_checked_as_the_next_open_will_finish_it() {
     let partition = dir.path().join("prices_0");
     let logs = segments_of(dir.path(), "prices");
     assert!(logs.len() >= 4, "{logs:?}");
-    // A swap killed after its commit and its step 2: the cleaned segment of the first two
-    // sealed segments is `<first>.log.swap`, the second one is deleted, the first is left.
+    // A swap killed after its commit, within its step 2: the cleaned segment of the first two
+    // sealed segments is `<first>.log.swap`, the second one is renamed `.deleted` (to be
+    // unlinked), the first is left.
     let mut cleaned = std::fs::read(&logs[0]).unwrap();
     cleaned.extend(std::fs::read(&logs[1]).unwrap());
     let swap = with_suffix(&logs[0], ".swap");
     std::fs::write(&swap, cleaned).unwrap();
-    for ext in ["log", "index", "timeindex"] {
-        std::fs::remove_file(logs[1].with_extension(ext)).unwrap();
-    }
+    let retired: Vec<PathBuf> = ["log", "index", "timeindex"]
+        .iter()
+        .map(|ext| {
+            let file = logs[1].with_extension(ext);
+            let to = with_suffix(&file, ".deleted");
+            std::fs::rename(&file, &to).unwrap();
+            to
+        })
+        .collect();
     // A pass killed before its swap, and an index of a swap that had not committed.
     let pending = with_suffix(&logs[2], ".cleaned");
     std::fs::copy(&logs[2], &pending).unwrap();
@@ -314,7 +321,7 @@ fn an_interrupted_cleaning_is_checked_as_the_next_open_will_finish_it() {
         })
         .collect();
     let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_owned();
-    assert_eq!(fates.len(), 3, "{fates:?}");
+    assert_eq!(fates.len(), 6, "{fates:?}");
     let fate_of = |file: &Path| {
         let wanted = name(file);
         fates
@@ -335,6 +342,9 @@ fn an_interrupted_cleaning_is_checked_as_the_next_open_will_finish_it() {
     );
     assert!(fate_of(&pending).starts_with("deleted by the next open"));
     assert!(fate_of(&orphan).starts_with("deleted by the next open"));
+    for file in &retired {
+        assert!(fate_of(file).starts_with("deleted by the next open"));
+    }
     let text = ok(&run_on(dir.path(), &["verify"]));
     assert!(
         text.contains(&format!("CLEANER FILE {}: renamed to", swap.display())),
@@ -347,6 +357,7 @@ fn an_interrupted_cleaning_is_checked_as_the_next_open_will_finish_it() {
     assert_eq!(doc["clean"], true, "{doc:#}");
     assert_eq!(doc["cleaner_files"], serde_json::json!([]));
     assert!(!partition.join(name(&logs[1])).exists());
+    assert!(retired.iter().all(|file| !file.exists()));
 }
 
 /// `path` with `suffix` appended to its file name.

@@ -8,11 +8,13 @@ use crate::config::TopicConfig;
 
 /// The topic's settings changed (retention, `max_size`, backpressure, timestamp type,
 /// segment size: the next append rolls by it; cleanup policy: the next produce follows its
-/// key rule): take them at once. A lowered retention drops the records beyond it now (not at the next
-/// append), and a raised `max_size` admits parked produces that now fit. The time retention
-/// timer restarts with the new period. A partition that is not open takes the settings at
-/// its next open. Sent by the `TopicActor`. Never fails (a retention that cannot run is
-/// logged and retried, as after an append).
+/// key rule): take them at once. A lowered retention drops the records beyond it now (not at
+/// the next append), and a raised `max_size` admits parked produces that now fit. Parked
+/// produces follow the new rules too: one without a key under a compacting policy is
+/// answered `KeyRequired`, and under `Reject` those that still do not fit `PartitionFull`.
+/// The time retention timer restarts with the new period. A partition that is not open takes
+/// the settings at its next open. Sent by the `TopicActor`. Never fails (a retention that
+/// cannot run is logged and retried, as after an append).
 #[derive(Debug)]
 pub struct ReconfigurePartition {
     pub config: TopicConfig,
@@ -42,6 +44,7 @@ impl Handler<ReconfigurePartition> for PartitionActor {
             let Slot::Open(p) = &mut act.slot else {
                 return;
             };
+            act.produces.recheck_parked(p);
             if let Err(e) = p.reconfigure(&act.log_config, act.max_size, now) {
                 tracing::warn!(partition = %act.name(), error = %e, "retention after alter failed; will retry");
             }

@@ -4,7 +4,7 @@
 //! the broker's cleaner thread (one pass at a time over the whole broker, so one key map in
 //! memory), over the sealed segments' own read handles, while this actor goes on appending
 //! and serving reads; its answer, [`CleaningPrepared`], swaps the cleaned segments in on the
-//! actor's thread. A pass that stopped short (its key map filled) is followed by the next at
+//! actor's thread (renames and syncs; the replaced files are unlinked on the sync worker). A pass that stopped short (its key map filled) is followed by the next at
 //! once. A restart meanwhile is harmless: the reopen deletes the pass's files, and the swap
 //! then finds them gone and abandons the pass.
 
@@ -56,6 +56,8 @@ impl PartitionActor {
         let addr = ctx.address();
         self.settings.cleaner_worker.run(move || {
             let prepared = Cleaner::new(plan.cleaner).prepare(&snapshot, now);
+            // Its read handles closed before the swap renames and unlinks their files.
+            drop(snapshot);
             addr.do_send(CleaningPrepared(prepared));
         });
     }

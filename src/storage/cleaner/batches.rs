@@ -97,11 +97,14 @@ pub enum Cleaned {
     Rebuilt(Vec<u8>),
 }
 
-/// How many records and tombstones a batch lost.
+/// How many records and tombstones a batch lost, and when those it kept may go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Removed {
     pub records: u64,
     pub tombstones: u64,
+    /// The batch's delete horizon when it keeps a tombstone (set by this cleaning or an
+    /// earlier one): a pass at or after it drops them.
+    pub kept_tombstones_horizon_ms: Option<u64>,
 }
 
 /// Decides which records of the verified batch `batch` stay (Kafka's `shouldRetainRecord`):
@@ -156,6 +159,15 @@ pub fn clean_batch(
     removed.records += gone.records;
     removed.tombstones += gone.tombstones;
     let set_horizon = kept_tombstone && horizon.is_none();
+    let new_horizon = rules.now_ms.saturating_add(rules.delete_retention_ms);
+    if kept_tombstone {
+        let kept = horizon.map_or(new_horizon, |h| u64::try_from(h).unwrap_or(0));
+        removed.kept_tombstones_horizon_ms = Some(
+            removed
+                .kept_tombstones_horizon_ms
+                .map_or(kept, |earlier| earlier.min(kept)),
+        );
+    }
     if gone.records == 0 && !set_horizon {
         return Ok(Cleaned::Unchanged);
     }
@@ -163,7 +175,7 @@ pub fn clean_batch(
         return Ok(Cleaned::Dropped);
     }
     let base_timestamp = if set_horizon {
-        i64::try_from(rules.now_ms.saturating_add(rules.delete_retention_ms)).unwrap_or(i64::MAX)
+        i64::try_from(new_horizon).unwrap_or(i64::MAX)
     } else {
         header.base_timestamp
     };

@@ -192,9 +192,9 @@ fn a_power_loss_at_any_step_of_a_cleaning_loses_no_latest_value_and_serves_no_st
         check(&read_all(&mut log), &written, &context);
         let names = sim_fs.list(Path::new(DIR)).unwrap();
         assert!(
-            !names
-                .iter()
-                .any(|n| n.ends_with(".cleaned") || n.ends_with(".swap")),
+            !names.iter().any(|n| n.ends_with(".cleaned")
+                || n.ends_with(".swap")
+                || n.ends_with(".deleted")),
             "{context}: {names:?}"
         );
         // What recovery left cleans like any log.

@@ -2,10 +2,12 @@
 //! budget of memory (Kafka's `SkimpyOffsetMap`).
 //!
 //! # Layout and bound
-//! One flat array of slots allocated once, `budget / 24` of them: a 128-bit hash of the key
-//! (two `u64`) and the offset (a `u64`). Open addressing with linear probing; at most
-//! [`LOAD_FACTOR`] of the slots are filled, so a probe ends quickly at an empty slot. The
-//! keys themselves are never stored: a key of any size costs 24 bytes.
+//! One flat array of slots allocated once: a 128-bit hash of the key (two `u64`) and the
+//! offset (a `u64`). Open addressing with linear probing; at most [`LOAD_FACTOR`] of the
+//! slots are filled, so a probe ends quickly at an empty slot. The keys themselves are never
+//! stored: a key of any size costs 24 bytes. A pass sizes its map by what it can meet
+//! ([`OffsetMap::for_keys`]: one key per offset of the dirty section at most), within the
+//! budget, so a small dirty section never allocates the whole budget.
 //!
 //! # The hash, and what a collision costs
 //! Kafka hashes keys with MD5 (128 bits). Here: SipHash-1-3 (std's `RandomState`) run twice
@@ -52,7 +54,22 @@ pub struct OffsetMap {
 impl OffsetMap {
     /// A map in `budget_bytes` of slots (at least two slots, so that one key fits).
     pub fn new(budget_bytes: usize) -> Self {
-        let slots = (budget_bytes / SLOT_BYTES).max(2);
+        Self::with_slots(budget_bytes / SLOT_BYTES)
+    }
+
+    /// A map that holds `keys` keys if `budget_bytes` allows it, else the most that fit in
+    /// the budget (as [`OffsetMap::new`]).
+    pub fn for_keys(keys: u64, budget_bytes: usize) -> Self {
+        // `keys / LOAD_FACTOR` slots, rounded up, and one more: the map never fills every
+        // slot, so that a probe always ends.
+        let wanted = keys.saturating_mul(10) / 9 + 2;
+        let slots = usize::try_from(wanted).unwrap_or(usize::MAX);
+        Self::with_slots(slots.min(budget_bytes / SLOT_BYTES))
+    }
+
+    /// A map of `slots` slots (at least two, so that one key fits).
+    fn with_slots(slots: usize) -> Self {
+        let slots = slots.max(2);
         let max_entries = ((slots as f64 * LOAD_FACTOR) as usize).clamp(1, slots - 1);
         OffsetMap {
             slots: vec![Slot::default(); slots],
@@ -65,6 +82,11 @@ impl OffsetMap {
     /// How many keys the map holds at most.
     pub fn capacity(&self) -> usize {
         self.max_entries
+    }
+
+    /// The memory of its slots, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.len() * SLOT_BYTES
     }
 
     pub fn len(&self) -> usize {
@@ -137,6 +159,25 @@ mod tests {
         assert_eq!(map.get(&7u64.to_be_bytes()), Some(1000));
         assert_eq!(map.get(&8u64.to_be_bytes()), Some(8));
         assert_eq!(map.get(b"one more key"), None);
+    }
+
+    #[test]
+    fn a_map_for_a_few_keys_takes_room_for_them_and_no_more_than_the_budget() {
+        for keys in [0u64, 1, 9, 10, 100, 12_345] {
+            let map = OffsetMap::for_keys(keys, 1 << 30);
+            assert!(map.capacity() as u64 >= keys.max(1), "{keys} keys");
+            assert!(map.memory_bytes() <= (keys as usize * 10 / 9 + 2) * SLOT_BYTES);
+        }
+        let capped = OffsetMap::for_keys(1_000_000, 100 * SLOT_BYTES);
+        assert_eq!(capped.memory_bytes(), 100 * SLOT_BYTES);
+        assert_eq!(
+            capped.capacity(),
+            OffsetMap::new(100 * SLOT_BYTES).capacity()
+        );
+        let mut exact = OffsetMap::for_keys(50, 1 << 30);
+        for i in 0..50u64 {
+            exact.put(&i.to_be_bytes(), i).unwrap();
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The cleaner's temporary files, the swap that replaces source segments with a cleaned
 //! one, and how recovery finishes or undoes a swap a crash interrupted (Kafka's rules for
-//! `.cleaned` and `.swap` files).
+//! `.cleaned`, `.swap` and `.deleted` files).
 //!
 //! # Files
 //! A cleaned segment named after its group's first source, `<base:020>`, is written as
@@ -11,15 +11,19 @@
 //! 1. **Commit**: `.index.cleaned` and `.timeindex.cleaned` are renamed to `.swap`, then
 //!    `.log.cleaned` to `<base>.log.swap`, and the directory is synced. From the moment
 //!    `<base>.log.swap` exists the swap is decided: its bytes were synced before the rename.
-//! 2. Every source but the first (`<base>.log`, which the swap replaces by name) is deleted
-//!    with its indexes, and the directory is synced: the cleaned segment never shares the
-//!    directory with sources it overlaps unless `.log.swap` says which they are.
-//! 3. `.index.swap` and `.timeindex.swap` are renamed over the first source's indexes, then
-//!    `<base>.log.swap` over `<base>.log`, and the directory is synced.
+//! 2. Every source is renamed with its indexes to `.deleted` names (`<base>.log.deleted`,
+//!    ...), and the directory is synced: the cleaned segment never shares the directory
+//!    with live sources it overlaps unless `.log.swap` says which they are.
+//! 3. `.index.swap` and `.timeindex.swap` are renamed to the first source's index names,
+//!    then `<base>.log.swap` to `<base>.log`, and the directory is synced.
+//! 4. The `.deleted` files are unlinked on the log's worker thread (as retention deletes
+//!    segments), not on the thread that swaps: an unlink frees the file's page cache, which
+//!    takes milliseconds for a large segment. A crash first leaves them to recovery.
 //!
 //! # Recovery ([`finish_interrupted`], before any segment is opened)
 //! * Every `*.cleaned` file is deleted: a pass that had not committed is undone; its
-//!   sources are all still there.
+//!   sources are all still there. Every `*.deleted` file is deleted: it is a source of a
+//!   committed swap (renamed only after the commit point), superseded.
 //! * For every `<base>.log.swap`: its extent is `[base, next offset of its last batch)`,
 //!   which is exactly its sources' (a cleaned segment keeps its last batch, see
 //!   `cleaner.rs`). Every segment whose base offset lies in it (the sources left) is deleted
@@ -67,6 +71,25 @@ pub fn mark_cleaned(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 pub const CLEANED_SUFFIX: &str = ".cleaned";
 /// The suffix of a cleaned segment's files once the swap is committed (Kafka's `.swap`).
 pub const SWAP_SUFFIX: &str = ".swap";
+/// The suffix a replaced source segment's files take until they are unlinked (Kafka's
+/// `.deleted`).
+pub const DELETED_SUFFIX: &str = ".deleted";
+
+/// Unlinks the files of a replaced segment (those that exist), the last step of a swap.
+///
+/// # Errors
+/// `Io` naming the first file that cannot be deleted (the next open deletes what is left).
+pub fn remove_retired(fs: &dyn FileSystem, paths: &SegmentPaths) -> Result<()> {
+    for path in [&paths.log, &paths.index, &paths.time_index] {
+        match fs.remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(StorageError::io("delete a replaced segment", path, e))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
 
 /// Deletes a group's files, those that exist; failures are logged (the next open deletes
 /// what is left).
@@ -161,6 +184,10 @@ pub fn finish_interrupted(
     };
     for name in names.iter().filter(|n| n.ends_with(CLEANED_SUFFIX)) {
         tracing::info!(path = %dir.join(name).display(), "deleting a cleaned segment whose swap had not begun");
+        remove(name, &mut touched)?;
+    }
+    for name in names.iter().filter(|n| n.ends_with(DELETED_SUFFIX)) {
+        tracing::info!(path = %dir.join(name).display(), "deleting a segment a cleaned one replaced");
         remove(name, &mut touched)?;
     }
     let log_swap = format!(".log{SWAP_SUFFIX}");

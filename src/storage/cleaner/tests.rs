@@ -446,6 +446,9 @@ fn a_key_map_smaller_than_the_keys_takes_several_passes_to_the_same_result() {
     let mut tight = write(&fs_b);
     let passes = clean(&mut tight, policy(4), NOW);
     assert!(passes.len() > 2, "{} passes", passes.len());
+    assert!(passes
+        .iter()
+        .all(|s| s.key_map_bytes <= policy(4).key_map_bytes));
     assert!(passes.iter().rev().skip(1).all(|s| !s.done));
     assert_eq!(read_all(&mut tight), read_all(&mut roomy));
 }
@@ -594,4 +597,234 @@ fn a_pass_for_a_log_opened_again_since_is_abandoned() {
     let stats = log.swap_in(prepared).unwrap();
     assert!(stats.abandoned);
     assert_eq!(read_all(&mut log), before);
+}
+
+/// A pass's key map has room for its dirty section's offsets (one key each at most), not the
+/// whole budget: a few hundred new records take kilobytes of a 32 MiB budget.
+#[test]
+fn the_key_map_is_sized_by_the_dirty_section_within_the_budget() {
+    let (_sim, fs) = sim(13);
+    let mut log = open(&fs);
+    write_rounds(&mut log, 40, 4);
+    let mut roomy = policy(0);
+    roomy.key_map_bytes = 32 << 20;
+    let slots_for = |offsets: u64| (offsets as usize * 10 / 9 + 2) * offset_map::SLOT_BYTES;
+    let first = clean(&mut log, roomy, NOW);
+    assert_eq!(first.len(), 1);
+    let cleaned_to = first[0].cleaned_up_to;
+    assert!(cleaned_to > 100, "{first:?}");
+    assert!(
+        first[0].key_map_bytes <= slots_for(cleaned_to) && first[0].key_map_bytes < 16 << 10,
+        "{} bytes for {cleaned_to} offsets",
+        first[0].key_map_bytes
+    );
+    write_rounds(&mut log, 20, 4);
+    let second = clean(&mut log, roomy, NOW);
+    let dirty = second[0].cleaned_up_to - cleaned_to;
+    assert!(
+        dirty > 0 && second[0].key_map_bytes <= slots_for(dirty),
+        "{second:?}"
+    );
+}
+
+/// The clean point is kept across a reopen (the cleaner checkpoint): a log cleaned to its
+/// active segment has nothing dirty once reopened, and the next pass sees the same dirty
+/// section, and ratio, as it would have without the reopen.
+#[test]
+fn a_reopened_log_keeps_its_clean_point_and_dirty_ratio() {
+    let run = |reopen: bool| {
+        let (_sim, fs) = sim(14);
+        let mut log = open(&fs);
+        write_rounds(&mut log, 40, 4);
+        let first = clean(&mut log, policy(1000), NOW);
+        if reopen {
+            log.close().unwrap();
+            log = open(&fs);
+            assert!(
+                !log.has_dirty_sealed_segment(),
+                "a clean log is clean once reopened"
+            );
+        }
+        write_rounds(&mut log, 20, 4);
+        let snapshot = log
+            .cleaning_snapshot(log.log_end_offset(), &policy(1000), NOW)
+            .unwrap()
+            .unwrap();
+        assert_eq!(snapshot.first_dirty_offset, first[0].cleaned_up_to);
+        let stats = *Cleaner::new(policy(1000))
+            .prepare(&snapshot, NOW)
+            .unwrap()
+            .stats();
+        (stats.dirty_ratio_before, stats.cleaned_up_to)
+    };
+    let (kept_open, reopened) = (run(false), run(true));
+    assert!(kept_open.0 > 0.0 && kept_open.0 < 1.0, "{kept_open:?}");
+    assert_eq!(reopened, kept_open);
+}
+
+/// The checkpoint is an optimisation: missing, damaged, or naming offsets past the sealed
+/// segments, it is ignored and the whole log is cleaned again, to the same result.
+#[test]
+fn a_missing_or_damaged_cleaner_checkpoint_cleans_the_whole_log_again() {
+    use super::checkpoint::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
+    let path = Path::new(DIR).join(CLEANER_CHECKPOINT_FILE);
+    /// How a test damages the checkpoint at a path.
+    type Damage = fn(&SharedFs, &Path);
+    let damages: [(&str, Damage); 3] = [
+        ("missing", |fs, path| fs.remove_file(path).unwrap()),
+        ("a flipped byte", |fs, path| {
+            let mut bytes = fs.read(path).unwrap();
+            bytes[9] ^= 1;
+            crate::storage::fsutil::write_atomically(fs.as_ref(), path, &bytes).unwrap();
+        }),
+        ("past the sealed segments", |fs, path| {
+            let forged = CleanerCheckpoint {
+                clean_point: 1 << 40,
+                delete_horizon_ms: None,
+            };
+            forged.write(fs.as_ref(), path.parent().unwrap()).unwrap();
+        }),
+    ];
+    for (damage, apply) in damages {
+        let (_sim, fs) = sim(15);
+        let mut log = open(&fs);
+        write_rounds(&mut log, 40, 4);
+        clean(&mut log, policy(1000), NOW);
+        let expected = read_all(&mut log);
+        log.close().unwrap();
+        assert!(fs.exists(&path), "a pass writes the checkpoint");
+        apply(&fs, &path);
+        let mut log = open(&fs);
+        assert!(
+            log.has_dirty_sealed_segment(),
+            "{damage}: the whole log is dirty"
+        );
+        let passes = clean(&mut log, policy(1000), NOW);
+        assert_eq!(passes.len(), 1, "{damage}");
+        assert_eq!(passes[0].dirty_ratio_before, 1.0, "{damage}");
+        assert_eq!(read_all(&mut log), expected, "{damage}");
+        log.close().unwrap();
+        assert!(
+            !open(&fs).has_dirty_sealed_segment(),
+            "{damage}: checkpointed again"
+        );
+    }
+}
+
+/// A pass reports the earliest delete horizon it left among the tombstones it kept; the log
+/// keeps it, across a reopen, until a pass drops them.
+#[test]
+fn the_earliest_delete_horizon_is_reported_and_kept_across_a_reopen() {
+    let (_sim, fs) = sim(16);
+    let mut log = open(&fs);
+    append(&mut log, batch(&[(b"a", Some(b"v")), (b"a", None)]));
+    for i in 0..15u8 {
+        append(&mut log, batch(&[(b"filler", Some(&[i; 100]))]));
+    }
+    let first = clean(&mut log, policy(100), NOW);
+    assert_eq!(first[0].delete_horizon_ms, Some(NOW + DAY));
+    append(&mut log, batch(&[(b"b", None)]));
+    for i in 0..15u8 {
+        append(&mut log, batch(&[(b"filler", Some(&[i; 100]))]));
+    }
+    let second = clean(&mut log, policy(100), NOW + 1000);
+    assert_eq!(
+        second[0].delete_horizon_ms,
+        Some(NOW + DAY),
+        "the earlier of the two"
+    );
+    log.close().unwrap();
+    let mut log = open(&fs);
+    assert_eq!(log.earliest_delete_horizon_ms(), Some(NOW + DAY));
+    let third = clean(&mut log, policy(100), NOW + DAY);
+    assert_eq!(third[0].tombstones_removed, 1);
+    assert_eq!(log.earliest_delete_horizon_ms(), Some(NOW + 1000 + DAY));
+    clean(&mut log, policy(100), NOW + 1000 + DAY);
+    assert_eq!(log.earliest_delete_horizon_ms(), None);
+    assert!(
+        read_all(&mut log).iter().all(|r| r.2.is_some()),
+        "no tombstone left"
+    );
+}
+
+/// A [`FileSystem`] that records which thread removed which file.
+#[derive(Debug)]
+struct RemovalsFs {
+    inner: SharedFs,
+    removals: std::sync::Mutex<Vec<(std::thread::ThreadId, std::path::PathBuf)>>,
+}
+
+impl crate::storage::fs::FileSystem for RemovalsFs {
+    fn open(
+        &self,
+        path: &Path,
+        mode: crate::storage::fs::OpenMode,
+    ) -> std::io::Result<Box<dyn StorageFile>> {
+        self.inner.open(path, mode)
+    }
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        let mut removals = self.removals.lock().unwrap();
+        removals.push((std::thread::current().id(), path.to_owned()));
+        self.inner.remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+}
+
+/// The swap unlinks the segments a cleaned one replaced on the log's worker, not on the
+/// thread that swaps (the partition's: an unlink frees the file's page cache); the log's
+/// close waits for them, and none of their files is left.
+#[test]
+fn a_swap_unlinks_the_replaced_segments_on_the_worker_not_the_callers_thread() {
+    let (_sim, inner) = sim(17);
+    let recording = Arc::new(RemovalsFs {
+        inner,
+        removals: std::sync::Mutex::new(Vec::new()),
+    });
+    let fs: SharedFs = recording.clone();
+    let mut log = open(&fs);
+    log.set_worker(Arc::new(crate::storage::sync_worker::SyncWorker::new()));
+    write_rounds(&mut log, 40, 4);
+    let prepared = prepare_pass(&log, policy(1000));
+    let before = read_all(&mut log);
+    recording.removals.lock().unwrap().clear();
+    let stats = log.swap_in(prepared).unwrap();
+    assert!(stats.segments_replaced > 1, "{stats:?}");
+    let here = std::thread::current().id();
+    let removed_here: Vec<_> = recording
+        .removals
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(thread, _)| *thread == here)
+        .map(|(_, path)| path.clone())
+        .collect();
+    assert_eq!(removed_here, Vec::<std::path::PathBuf>::new());
+    let after = read_all(&mut log);
+    log.close().unwrap();
+    let removed = recording.removals.lock().unwrap().len();
+    assert!(
+        removed >= 3 * stats.segments_replaced,
+        "{removed} files removed on the worker"
+    );
+    let names = fs.list(Path::new(DIR)).unwrap();
+    assert!(!names.iter().any(|n| n.ends_with(".deleted")), "{names:?}");
+    assert!(latest(&before).iter().all(|r| after.contains(r)));
+    assert_eq!(read_all(&mut open(&fs)), after);
 }

@@ -4,14 +4,15 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::storage::cleaner::checkpoint::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
 use crate::storage::cleaner::{
-    swap, CleanedGroup, CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot, Prepared,
-    SourceSegment,
+    earliest, swap, CleanedGroup, CleanerPolicy, CleanerStats, CleanerTotals, LogSnapshot,
+    Prepared, SourceSegment,
 };
 use crate::storage::segment::{SegmentPaths, StepOver};
 
 impl PartitionLog {
-    /// Whether a sealed segment holds offsets no pass of this open has cleaned: what a pass
+    /// Whether a sealed segment holds offsets no pass has cleaned: what a pass
     /// needs, checked without opening a file (before
     /// [`PartitionLog::cleaning_snapshot`], which opens every cleanable segment).
     pub fn has_dirty_sealed_segment(&self) -> bool {
@@ -26,8 +27,8 @@ impl PartitionLog {
     /// start on, each ending at or below `first_uncleanable_offset` and holding nothing newer
     /// than `policy.min_compaction_lag_ms` before `now_ms` (by its largest timestamp, as
     /// Kafka decides per segment), up to the first that does not; `None` when none does.
-    /// Its dirty section starts where the last pass of this open ended (the first pass after
-    /// an open treats the whole log as dirty, as Kafka does without its cleaner checkpoint);
+    /// Its dirty section starts where the last pass ended (kept across a reopen in the
+    /// cleaner checkpoint; without a valid one, the whole log is dirty, as Kafka has it);
     /// a pass over a log with nothing dirty still drops tombstones past their delete horizon.
     /// The active segment is never among them. The snapshot has read handles of
     /// its own, so [`Cleaner::prepare`](crate::storage::cleaner::Cleaner::prepare) can run on
@@ -121,9 +122,18 @@ impl PartitionLog {
             self.swap_group(&group)?;
             stats.segments_replaced += group.sources.len();
         }
+        self.delete_horizon_ms = if stats.done && !stats.abandoned {
+            // The pass saw every batch of the cleaned section.
+            stats.delete_horizon_ms
+        } else {
+            // It saw part of it, or its swap stopped part-way: keep the earlier of the two
+            // (too early a horizon costs a pass that drops nothing, never a tombstone kept).
+            earliest(self.delete_horizon_ms, stats.delete_horizon_ms)
+        };
         if !stats.abandoned {
             self.first_dirty_offset = self.first_dirty_offset.max(stats.cleaned_up_to);
         }
+        self.store_cleaner_checkpoint();
         Ok(stats)
     }
 
@@ -139,6 +149,66 @@ impl PartitionLog {
     /// `Io` naming the step and the file.
     pub fn record_cleaner_totals(&self, totals: &CleanerTotals) -> Result<()> {
         totals.write(self.fs.as_ref(), &self.dir)
+    }
+
+    /// When the first tombstone of the cleaned section may go (its batch's delete horizon):
+    /// a pass at or after it drops it, though nothing was written since. `None` when no
+    /// cleaned batch keeps a tombstone.
+    pub fn earliest_delete_horizon_ms(&self) -> Option<u64> {
+        self.delete_horizon_ms
+    }
+
+    /// Takes the clean point of the cleaner checkpoint among `names` (the directory's
+    /// entries), if there is a valid one that the log still reaches. Anything else leaves the
+    /// whole log dirty: the checkpoint is an optimisation, and losing it is harmless (see
+    /// `cleaner/checkpoint.rs`).
+    pub(super) fn load_cleaner_checkpoint(&mut self, names: &[String]) {
+        if !names.iter().any(|n| n == CLEANER_CHECKPOINT_FILE) {
+            return;
+        }
+        let checkpoint = match CleanerCheckpoint::read(self.fs.as_ref(), &self.dir) {
+            Ok(checkpoint) => checkpoint,
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot read the cleaner checkpoint; the whole log counts as dirty");
+                None
+            }
+        };
+        let Some(checkpoint) = checkpoint else {
+            return;
+        };
+        // A pass cleans sealed segments only: a clean point past the active segment's base
+        // names records the log no longer has (segments lost since).
+        if checkpoint.clean_point > self.active_base() {
+            tracing::warn!(
+                dir = %self.dir.display(), clean_point = checkpoint.clean_point,
+                active_base = self.active_base(),
+                "the cleaner checkpoint is past the log's sealed segments; the whole log counts as dirty"
+            );
+            return;
+        }
+        self.first_dirty_offset = checkpoint.clean_point;
+        self.delete_horizon_ms = checkpoint.delete_horizon_ms;
+        self.cleaner_checkpoint = Some(checkpoint);
+    }
+
+    /// Writes the cleaner checkpoint when the clean point or the earliest delete horizon
+    /// moved since it was last written. Called once a pass's swaps are durable, so it never
+    /// claims a cleaning the disk does not hold. A failure is logged: the previous checkpoint
+    /// stays, which costs the next open a reread of what was cleaned since.
+    fn store_cleaner_checkpoint(&mut self) {
+        let checkpoint = CleanerCheckpoint {
+            clean_point: self.first_dirty_offset,
+            delete_horizon_ms: self.delete_horizon_ms,
+        };
+        if self.cleaner_checkpoint == Some(checkpoint) {
+            return;
+        }
+        match checkpoint.write(self.fs.as_ref(), &self.dir) {
+            Ok(()) => self.cleaner_checkpoint = Some(checkpoint),
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), error = %e, "cannot write the cleaner checkpoint; a reopen cleans again from the last one");
+            }
+        }
     }
 
     /// Whether every source of `group` is still a sealed segment of the log, of the size
@@ -162,8 +232,8 @@ impl PartitionLog {
         self.start_timestamp = None;
     }
 
-    /// The three steps of one group's swap (see `cleaner/swap.rs`), then the cleaned segment
-    /// opened in place of its sources.
+    /// The steps of one group's swap (see `cleaner/swap.rs`), then the cleaned segment opened
+    /// in place of its sources; the replaced files are unlinked in the background.
     fn swap_group(&mut self, group: &CleanedGroup) -> Result<()> {
         let fs = self.fs.clone();
         let fs = fs.as_ref();
@@ -181,18 +251,18 @@ impl PartitionLog {
             swap::remove_quietly(fs, &swapping);
             return Err(e);
         }
-        // 2. The sources but the first, gone for good before the cleaned segment takes its
-        //    final name.
-        for &(source, _) in &group.sources[1..] {
+        // 2. The sources renamed out of the way (`.deleted`) before the cleaned segment takes
+        //    its final name.
+        let mut retired = Vec::with_capacity(group.sources.len());
+        for &(source, _) in &group.sources {
             let segment = self
                 .segments
                 .remove(&source)
                 .expect("checked by holds_sources_of");
-            segment.delete()?;
+            retired.push(segment.retire(swap::DELETED_SUFFIX)?);
         }
         sync_dir(fs, &self.dir)?;
-        // 3. Over the first source, by name (its handles closed first).
-        drop(self.segments.remove(&base));
+        // 3. The cleaned segment under the first source's names.
         swap::rename(fs, &swapping.index, &fin.index)?;
         swap::rename(fs, &swapping.time_index, &fin.time_index)?;
         swap::rename(fs, &swapping.log, &fin.log)?;
@@ -209,6 +279,17 @@ impl PartitionLog {
             "swapped in a cleaned segment"
         );
         self.segments.insert(base, segment);
+        // 4. The replaced files unlinked off this thread. They hold nothing the log reads any
+        //    more: a failure only leaves them to the next open.
+        let deleting_fs = self.fs.clone();
+        let unlinked = self.delete_in_background(move || {
+            retired
+                .iter()
+                .try_for_each(|paths| swap::remove_retired(deleting_fs.as_ref(), paths))
+        });
+        if let Err(e) = unlinked {
+            tracing::warn!(dir = %self.dir.display(), error = %e, "deleting a replaced segment failed; the next open deletes it");
+        }
         Ok(())
     }
 }

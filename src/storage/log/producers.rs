@@ -32,7 +32,73 @@ impl From<KafkaAppend> for AppendInfo {
     }
 }
 
+/// A Kafka client's batch checked whole for an append ([`PartitionLog::check_kafka_batch`]):
+/// its CRC, header and every record verified once, so that appending it later reads none of
+/// its records again (a compressed batch is decompressed once, here).
+#[derive(Debug)]
+pub struct CheckedKafkaBatch {
+    bytes: Vec<u8>,
+    header: crate::storage::format::BatchHeader,
+    /// The index of each record without a key (the key rule of a compacted topic).
+    keyless: Vec<u32>,
+}
+
+impl CheckedKafkaBatch {
+    /// Its size, in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// How many records it holds.
+    pub fn records_count(&self) -> u32 {
+        self.header.records_count
+    }
+
+    /// The index of each of its records that has no key, in order.
+    pub fn keyless(&self) -> &[u32] {
+        &self.keyless
+    }
+}
+
 impl PartitionLog {
+    /// Checks a Kafka client's batch whole, as [`PartitionLog::append_kafka_batch`] does
+    /// before it writes, without appending it: for an owner that checks a produce before it
+    /// queues it (a compacted topic's key rule needs the records), then appends it with
+    /// [`PartitionLog::append_checked_kafka_batch`].
+    ///
+    /// # Errors
+    /// `InvalidBatch`, `RecordTooLarge`, as [`PartitionLog::append_kafka_batch`].
+    pub fn check_kafka_batch(&self, batch: Vec<u8>) -> Result<CheckedKafkaBatch> {
+        let (header, keyless) = check_client_batch(
+            &batch,
+            self.config.max_record_bytes,
+            self.max_decompressed_bytes,
+        )?;
+        Ok(CheckedKafkaBatch {
+            bytes: batch,
+            header,
+            keyless,
+        })
+    }
+
+    /// Appends a batch [`PartitionLog::check_kafka_batch`] checked, as
+    /// [`PartitionLog::append_kafka_batch`] does (its records are not read again).
+    ///
+    /// # Errors
+    /// `InvalidTimestamp`, `ProducerFenced`, `OutOfOrderSequence`, `Io`, as
+    /// [`PartitionLog::append_kafka_batch`].
+    pub fn append_checked_kafka_batch(
+        &mut self,
+        batch: &mut CheckedKafkaBatch,
+        now_ms: u64,
+    ) -> Result<KafkaAppend> {
+        self.append_verified_kafka_batch(&mut batch.bytes, batch.header, now_ms)
+    }
+
     /// Rebuilds the producer state: the newest snapshot among `names` (the directory's
     /// entries), then the batches after it. Returns whether it removed snapshots (beyond the
     /// log end).
@@ -85,11 +151,22 @@ impl PartitionLog {
     /// control batch (this broker has no transactions); `InvalidTimestamp`; `RecordTooLarge`; `ProducerFenced`; `OutOfOrderSequence`;
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
-        let header = check_client_batch(
+        let (header, _) = check_client_batch(
             batch,
             self.config.max_record_bytes,
             self.max_decompressed_bytes,
         )?;
+        self.append_verified_kafka_batch(batch, header, now_ms)
+    }
+
+    /// [`PartitionLog::append_kafka_batch`] once [`check_client_batch`] verified `batch`,
+    /// whose header is `header`.
+    fn append_verified_kafka_batch(
+        &mut self,
+        batch: &mut [u8],
+        header: crate::storage::format::BatchHeader,
+        now_ms: u64,
+    ) -> Result<KafkaAppend> {
         let latest_allowed = now_ms.saturating_add(MAX_FUTURE_TIMESTAMP_MS);
         if self.config.timestamp_type == TimestampType::CreateTime
             && header.max_timestamp.max(0) as u64 > latest_allowed
@@ -216,12 +293,12 @@ impl PartitionLog {
 }
 
 /// Checks a client's batch before it is appended (see [`PartitionLog::append_kafka_batch`]);
-/// returns its header.
+/// returns its header and the index of each record without a key.
 fn check_client_batch(
     batch: &[u8],
     max_record_bytes: usize,
     max_decompressed_bytes: usize,
-) -> Result<crate::storage::format::BatchHeader> {
+) -> Result<(crate::storage::format::BatchHeader, Vec<u32>)> {
     use crate::storage::format::{decode, records_section, validate_records, Decoded};
     let invalid = |reason: String| StorageError::InvalidBatch { reason };
     let header = match decode(batch) {
@@ -256,9 +333,13 @@ fn check_client_batch(
     let mut scratch = Vec::new();
     let section =
         records_section(batch, &header, max_decompressed_bytes, &mut scratch).map_err(invalid)?;
-    let mut largest = 0usize;
+    let (mut largest, mut index, mut keyless) = (0usize, 0u32, Vec::new());
     validate_records(section, &header, |record| {
         largest = largest.max(record.payload_len());
+        if record.key.is_none() {
+            keyless.push(index);
+        }
+        index += 1;
     })
     .map_err(invalid)?;
     if largest > max_record_bytes {
@@ -267,5 +348,5 @@ fn check_client_batch(
             max: max_record_bytes,
         });
     }
-    Ok(header)
+    Ok((header, keyless))
 }

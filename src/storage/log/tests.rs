@@ -553,3 +553,58 @@ fn records_deleted_before_an_offset_stay_deleted_across_reopens() {
     assert_eq!(log.log_start_offset(), 255);
     assert_eq!(log.log_end_offset(), 500);
 }
+
+/// A Kafka client's batch checked before it is queued names its keyless records (a
+/// compacted topic refuses them), compressed or not, is refused past the decompression cap
+/// as its append would be, and appends byte for byte as the unchecked path does.
+#[test]
+fn a_checked_kafka_batch_names_its_keyless_records_and_appends_as_the_batch_does() {
+    use crate::storage::compression::{self, Compression};
+    use crate::storage::format::{encode_client_batch, ClientRecord, HEADER_LEN, LOG_OVERHEAD};
+    let record = |key: Option<&'static [u8]>, value: Option<&'static [u8]>| ClientRecord {
+        timestamp_ms: 1_000,
+        key,
+        value,
+        headers: &[],
+    };
+    // A keyed record, a keyless one, and a tombstone (a key, a null value).
+    let plain = encode_client_batch(&[
+        record(Some(b"k"), Some(b"v")),
+        record(None, Some(b"v")),
+        record(Some(b"k"), None),
+    ]);
+    let mut gzip = plain[..HEADER_LEN].to_vec();
+    gzip.extend(compression::compress(Compression::Gzip, &plain[HEADER_LEN..]).unwrap());
+    let attributes = i16::from_be_bytes([gzip[21], gzip[22]]) | Compression::Gzip.attribute_bits();
+    gzip[21..23].copy_from_slice(&attributes.to_be_bytes());
+    let length = (gzip.len() - LOG_OVERHEAD) as i32;
+    gzip[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&gzip[21..]);
+    gzip[17..21].copy_from_slice(&crc.to_be_bytes());
+    for batch in [&plain, &gzip] {
+        let (checked_dir, plain_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (mut checked_log, _) =
+            PartitionLog::open(checked_dir.path(), LogConfig::default(), 0).unwrap();
+        let (mut plain_log, _) =
+            PartitionLog::open(plain_dir.path(), LogConfig::default(), 0).unwrap();
+        let mut checked = checked_log.check_kafka_batch(batch.clone()).unwrap();
+        assert_eq!((checked.keyless(), checked.records_count()), (&[1][..], 3));
+        let appended = checked_log
+            .append_checked_kafka_batch(&mut checked, 2_000)
+            .unwrap();
+        let expected = plain_log
+            .append_kafka_batch(&mut batch.clone(), 2_000)
+            .unwrap();
+        assert_eq!(appended, expected);
+        let read = |log: &mut PartitionLog| log.read_batches(0, 1 << 20, true).unwrap().bytes;
+        assert_eq!(read(&mut checked_log), read(&mut plain_log));
+    }
+    // Decompressing past the cap is refused, as the append would refuse it.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    log.set_max_decompressed_bytes(4);
+    assert!(matches!(
+        log.check_kafka_batch(gzip.clone()),
+        Err(StorageError::InvalidBatch { .. })
+    ));
+}
