@@ -36,6 +36,14 @@ pub enum GroupsCommand {
     },
     /// Move one group's committed offsets on a topic (refused while it has live members).
     ResetOffsets(crate::reset::ResetArgs),
+    /// Delete a group: its committed offsets on every topic (as kafka-consumer-groups
+    /// --delete does). A stopped directory has no live members.
+    Delete {
+        /// The group.
+        group: String,
+        #[command(flatten)]
+        args: crate::offline::WriteArgs,
+    },
 }
 
 pub fn run(command: GroupsCommand) -> ExitCode {
@@ -44,7 +52,28 @@ pub fn run(command: GroupsCommand) -> ExitCode {
         GroupsCommand::Describe { group, args } => describe(&group, &args),
         GroupsCommand::Lag { group, args } => lag(&group, &args),
         GroupsCommand::ResetOffsets(args) => return crate::reset::run(args),
+        GroupsCommand::Delete { group, args } => delete(&group, &args),
     })
+}
+
+fn delete(group: &str, args: &crate::offline::WriteArgs) -> Result<(), Failure> {
+    let broker = offline::open_for_write(&args.data_dir)?;
+    let deleted = broker
+        .delete_group(group)
+        .map_err(|e| Failure(format!("cannot delete group '{group}': {e}")));
+    offline::close(broker)?;
+    if !deleted? {
+        return Err(Failure(format!(
+            "no group '{group}' in {}; nothing was changed",
+            args.data_dir.display()
+        )));
+    }
+    if args.json {
+        offline::print_json(&json!({ "deleted": group }));
+    } else {
+        println!("deleted group {group}");
+    }
+    Ok(())
 }
 
 /// One partition of a topic a group reads.

@@ -1,6 +1,6 @@
-//! `nanokafka groups list`, `groups describe` and `groups lag`.
+//! `nanokafka groups list`, `groups describe`, `groups lag` and `groups delete`.
 
-use crate::{assert_refused_while_locked, fails, fixture, json, ok, run_on};
+use crate::{assert_refused_while_locked, fails, fixture, json, ok, run_on, snapshot};
 
 #[test]
 fn list_shows_each_group_per_topic() {
@@ -119,4 +119,23 @@ fn a_locked_data_directory_is_refused_at_once() {
     let dir = fixture();
     assert_refused_while_locked(dir.path(), &["groups", "list"]);
     assert_refused_while_locked(dir.path(), &["groups", "lag", "billing", "--json"]);
+}
+
+#[test]
+fn delete_removes_a_groups_commits_and_an_unknown_group_changes_nothing() {
+    let dir = fixture();
+    let before = snapshot(dir.path());
+    let message = fails(&run_on(dir.path(), &["groups", "delete", "nobody"]));
+    assert!(message.contains("no group 'nobody'"), "{message}");
+    assert_eq!(snapshot(dir.path()), before);
+    let deleted = json(&run_on(
+        dir.path(),
+        &["groups", "delete", "billing", "--json"],
+    ));
+    assert_eq!(deleted["deleted"], "billing");
+    let listed = ok(&run_on(dir.path(), &["groups", "list"]));
+    assert!(
+        !listed.contains("billing") && listed.contains("audit"),
+        "{listed}"
+    );
 }
