@@ -26,8 +26,12 @@ use crate::types::Delivery;
 /// How long the follower waits for an append before it reads again (it also notices a
 /// dropped table then).
 const FOLLOW_WAIT: Duration = Duration::from_millis(250);
-/// How long the follower waits after an error it retries (a partition restarting).
+/// How long the follower waits after an error it retries (a partition restarting), doubled
+/// after each failure in a row...
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+/// ...until this many failures in a row (about 50 s): then it stops, and the table's waits
+/// (`open`, `put`, `catch_up`) answer that error.
+const MAX_FAILURES: u32 = 10;
 
 /// The latest value of every key of a topic, in memory, kept current: Kafka's global table
 /// (Kafka Streams' `GlobalKTable`) for an actix service. Open one with [`Topic::table`].
@@ -186,6 +190,7 @@ where
     S: Slot<V>,
     V: DeserializeOwned + Clone + Send + Sync + 'static,
 {
+    let mut failures = 0;
     loop {
         if table.strong_count() == 0 {
             return;
@@ -195,7 +200,10 @@ where
             return;
         };
         match read {
-            Ok((records, positions)) => table.apply(records, positions),
+            Ok((records, positions)) => {
+                failures = 0;
+                table.apply(records, positions);
+            }
             Err(
                 e @ (Error::BrokerStopped | Error::UnknownTopic { .. } | Error::Unsupported { .. }),
             ) => {
@@ -203,10 +211,16 @@ where
                 table.progress.send_modify(|p| p.stopped = Some(e));
                 return;
             }
+            Err(e) if failures + 1 >= MAX_FAILURES => {
+                tracing::error!(topic = %table.topic, "table follower gives up: {e}");
+                table.progress.send_modify(|p| p.stopped = Some(e));
+                return;
+            }
             Err(e) => {
                 tracing::warn!(topic = %table.topic, "table follower retries: {e}");
                 drop(table);
-                tokio::time::sleep(RETRY_AFTER).await;
+                tokio::time::sleep(RETRY_AFTER * 2u32.pow(failures)).await;
+                failures += 1;
             }
         }
     }

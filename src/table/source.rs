@@ -127,6 +127,12 @@ impl Embedded {
         for p in 0..self.positions.len() {
             self.read_partition(p as u32, &mut records).await?;
         }
+        if records.is_empty() {
+            // Idle: the moment to notice partitions added since (`alter_topic`).
+            let partitions = self.handle.describe_topic(&self.topic).await?.partitions;
+            self.positions
+                .resize((partitions as usize).max(self.positions.len()), 0);
+        }
         if records.is_empty() && !wait.is_zero() && !self.positions.is_empty() {
             let waits = self.positions.iter().enumerate().map(|(p, &offset)| {
                 let waited = self

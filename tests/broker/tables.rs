@@ -244,3 +244,29 @@ fn a_table_of_a_missing_topic_or_of_another_payload_type_is_refused() {
         );
     });
 }
+
+#[test]
+fn a_table_follows_partitions_added_after_it_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    broker
+        .topic::<u64>("grows")
+        .create(TopicConfig::default())
+        .unwrap();
+    run(broker.async_handle(), |bus| async move {
+        let table: Table<String, u64> = bus.topic("grows").table().await.unwrap();
+        let changes = nanokafka::TopicChanges::default().partitions(3);
+        bus.alter_topic("grows", changes).await.unwrap();
+        let record = nanokafka::ProduceRecord {
+            key: Some(b"late".to_vec()),
+            value: nanokafka::encode(&7u64).unwrap(),
+        };
+        let placed = bus
+            .produce_batch_raw("grows", Some(2), vec![record])
+            .await
+            .unwrap();
+        assert_eq!(placed[0].partition, 2);
+        table.catch_up().await.unwrap();
+        assert_eq!(table.get(&"late".to_owned()), Some(7));
+    });
+}
