@@ -38,6 +38,9 @@
 //! - `NANOKAFKA_BENCH_ONLY=pipelined`: only the pipelined row (256 `produce_raw` in flight).
 //! - `NANOKAFKA_BENCH_ONLY=partitions`: only the rows of one thread over 1 and 4 partitions
 //!   and four threads over 4.
+//! - `NANOKAFKA_BENCH_ONLY=cleaner`: only the log cleaner's rows (throughput, peak RSS,
+//!   produce latency during a pass); `NANOKAFKA_BENCH_CLEANER_RECORDS` and
+//!   `NANOKAFKA_BENCH_CLEANER_TURNS` size them (`cleaner`).
 //!
 //! The rows compared with one blocking thread over one partition (beside a busy neighbour,
 //! over 4 partitions, four threads over 4) are measured in turns with it
@@ -72,12 +75,16 @@
 //!
 //! Layout: `actor`, `loaded` (rows under load), `harness` (settings, the CPU meter, timed loop, temp brokers), `baselines` (raw
 //! append, fdatasync, crossbeam), `peer` (Redis Streams), `produce`, `consume`, `latency`,
-//! `idle`, `open`, `rss`, `scale`, `wire` (Kafka clients through the listener and against
-//! `tansu`; the client runs in `wire_clients`, their rows in `wire_rows`), and `report` (the
-//! table, the targets and the JSON line).
+//! `idle`, `open`, `rss`, `scale`, `cleaner` (the log cleaner; its memory cases in
+//! `cleaner_memory`, its latency rows in `cleaner_latency`), `wire` (Kafka clients through
+//! the listener and against `tansu`; the client runs in `wire_clients`, their rows in
+//! `wire_rows`), and `report` (the table, the targets and the JSON line).
 
 mod actor;
 mod baselines;
+mod cleaner;
+mod cleaner_latency;
+mod cleaner_memory;
 mod consume;
 mod harness;
 mod idle;
@@ -108,7 +115,7 @@ const LATENCY_RATE: u32 = 2_000;
 const MB: f64 = 1e6;
 
 fn main() {
-    if loaded::busy_child() {
+    if loaded::busy_child() || cleaner_memory::child() {
         return;
     }
     let settings = Settings::from_env();
@@ -169,6 +176,9 @@ fn main() {
         }
         return;
     }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "cleaner") {
+        return cleaner::only(LATENCY_RATE, latency_run);
+    }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "idle") {
         let idle_broker = TempBroker::start(FsyncPolicy::default());
         let idle = idle::parked_polls(&idle_broker.broker, settings.idle());
@@ -214,8 +224,9 @@ fn main() {
         println!("{}", report::json_line(&rows, settings_json));
         return;
     }
-    let mut progress =
-        Progress::new(22 + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats);
+    let mut progress = Progress::new(
+        22 + cleaner::STEPS + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats,
+    );
     let mut rows = Vec::new();
 
     // The fsync-bound pair first and back to back: the write-back of the gigabytes written
@@ -359,6 +370,14 @@ fn main() {
         settings.scale_partitions
     ));
     let scaled = scale::many_partitions(settings.scale_partitions);
+
+    harness::settle_disk();
+    let cleaned = cleaner::measure(
+        cleaner::CleanerSettings::from_env(),
+        LATENCY_RATE,
+        latency_run,
+        &mut progress,
+    );
 
     // The low-rate actor row measures CPU per event: not the write-back of the rows before.
     harness::settle_disk();
@@ -576,6 +595,7 @@ fn main() {
         .target(Target::AtMost(150.0)),
     ));
     rows.extend(scale::rows(&scaled));
+    rows.extend(cleaner::rows(&cleaned));
     rows.push(Row::Section("baselines"));
     rows.push(Row::Figure(Figure::rate(
         "baseline_raw_append",

@@ -18,7 +18,7 @@ use crate::storage::fd_pool::{
 };
 use crate::storage::fs::SharedFs;
 use crate::storage::log::{DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
-use crate::storage::sync_worker::SyncWorker;
+use crate::storage::sync_worker::{CpuPriority, SyncWorker};
 
 /// Kafka's `max.block.ms` default: how long a `Backpressure::Block` produce may wait.
 pub const DEFAULT_BLOCK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -438,7 +438,9 @@ impl NanoKafkaBuilder {
             // Every partition file goes through one budget of descriptors.
             fs: Arc::new(PooledFs::new(self.fs, max_open_files)),
             sync_worker: Arc::default(),
-            cleaner_worker: Arc::new(SyncWorker::named("nanokafka-cleaner")),
+            cleaner_worker: Arc::new(
+                SyncWorker::named("nanokafka-cleaner").with_priority(CpuPriority::Background),
+            ),
             cleaner_backoff: self.cleaner_backoff,
             cleaner_key_map_bytes: self.cleaner_key_map_bytes,
         };

@@ -311,6 +311,8 @@ fn build_map(snapshot: &LogSnapshot, map: &mut OffsetMap, stats: &mut CleanerSta
         .last()
         .map_or(first_dirty, |s| s.end_offset);
     let mut scratch = Vec::new();
+    // The keys of one batch, hashed before any is put (see `OffsetMap::hash`).
+    let mut hashed: Vec<([u64; 2], u64)> = Vec::new();
     'segments: for source in &snapshot.sources {
         if source.end_offset <= first_dirty {
             continue;
@@ -332,14 +334,17 @@ fn build_map(snapshot: &LogSnapshot, map: &mut OffsetMap, stats: &mut CleanerSta
                     &mut scratch,
                 )
                 .map_err(|reason| StorageError::corrupt(&source.path, position, reason))?;
-                let mut fits = true;
+                hashed.clear();
                 crate::storage::format::validate_records(section, header, |record| {
                     let offset = header.base_offset + u64::from(record.offset_delta);
-                    if let (true, Some(key)) = (fits, record.key) {
-                        fits = offset < first_dirty || map.put(key, offset).is_ok();
+                    if let (true, Some(key)) = (offset >= first_dirty, record.key) {
+                        hashed.push((map.hash(key), offset));
                     }
                 })
                 .map_err(|reason| StorageError::corrupt(&source.path, position, reason))?;
+                let fits = hashed
+                    .iter()
+                    .all(|&(hash, offset)| map.put_hash(hash, offset).is_ok());
                 if !fits {
                     full_at = Some(header.base_offset.max(first_dirty));
                 }

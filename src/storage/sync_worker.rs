@@ -33,12 +33,28 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// How the worker's thread competes for the CPU with the broker's other threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuPriority {
+    /// As any thread: syncs are short and someone may be waiting for one.
+    Normal,
+    /// The lowest (nice 19, on Linux): for long CPU-bound jobs nobody waits on, the log
+    /// cleaner's passes. The thread still has every idle cycle, but an I/O thread that wakes
+    /// takes its core at once instead of sharing it: a pass at normal priority made the p99
+    /// of produces to its partition several times what it is without a pass
+    /// (`benches/README.md`, the cleaner rows), as RocksDB's
+    /// `Env::LowerThreadPoolCPUPriority` is there to avoid for compactions. Elsewhere than
+    /// Linux the thread runs as any other (a nice value there is the whole process's).
+    Background,
+}
+
 /// One lazily started thread that runs jobs in the order they were sent. See the module docs.
 #[derive(Debug)]
 pub struct SyncWorker {
     sender: Mutex<Option<Sender<Job>>>,
     /// The thread's name.
     name: &'static str,
+    priority: CpuPriority,
 }
 
 impl Default for SyncWorker {
@@ -59,7 +75,13 @@ impl SyncWorker {
         SyncWorker {
             sender: Mutex::new(None),
             name,
+            priority: CpuPriority::Normal,
         }
+    }
+
+    /// This worker with its thread at `priority` once started.
+    pub fn with_priority(self, priority: CpuPriority) -> Self {
+        SyncWorker { priority, ..self }
     }
 
     /// Runs `job` on the worker thread (starting it first if needed). When no thread can be
@@ -76,9 +98,13 @@ impl SyncWorker {
             None => job,
         };
         let (tx, rx) = mpsc::channel::<Job>();
+        let priority = self.priority;
         let spawned = std::thread::Builder::new()
             .name(self.name.into())
             .spawn(move || {
+                if priority == CpuPriority::Background {
+                    lower_cpu_priority();
+                }
                 for job in rx {
                     // The job's `Completer` reports a panic as `Abandoned` to its owner.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
@@ -97,6 +123,22 @@ impl SyncWorker {
         }
     }
 }
+
+/// Gives the calling thread the lowest CPU priority (see [`CpuPriority::Background`]).
+#[cfg(target_os = "linux")]
+fn lower_cpu_priority() {
+    /// The lowest nice value: the weight of 15 against 1024 for a thread at 0.
+    const LOWEST: libc::c_int = 19;
+    // SAFETY: setpriority takes plain integers and touches no memory of ours; on Linux,
+    // PRIO_PROCESS with `who` 0 names the calling thread alone.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, LOWEST) } != 0 {
+        let error = std::io::Error::last_os_error();
+        tracing::debug!(%error, "cannot lower a background thread's CPU priority");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_cpu_priority() {}
 
 /// The job was dropped without an answer (it panicked, or its worker is gone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -97,7 +97,11 @@ impl OffsetMap {
         self.entries == 0
     }
 
-    fn hash(&self, key: &[u8]) -> [u64; 2] {
+    /// The hash `key` has in this map. A caller with many keys hashes them all first, then
+    /// calls [`OffsetMap::put_hash`] or [`OffsetMap::get_hash`] for each: a probe of a large
+    /// map is a cache miss, and probes with nothing else between them overlap their misses
+    /// (the cleaner's pass spent most of its time waiting on them one at a time).
+    pub fn hash(&self, key: &[u8]) -> [u64; 2] {
         let [a, b] = &self.hashers;
         let mut first = a.build_hasher();
         first.write(key);
@@ -123,7 +127,14 @@ impl OffsetMap {
     /// # Errors
     /// `Full` when `key` is new and the map holds [`OffsetMap::capacity`] keys already.
     pub fn put(&mut self, key: &[u8], offset: u64) -> Result<(), Full> {
-        let hash = self.hash(key);
+        self.put_hash(self.hash(key), offset)
+    }
+
+    /// [`OffsetMap::put`] of the key whose [`OffsetMap::hash`] is `hash`.
+    ///
+    /// # Errors
+    /// As [`OffsetMap::put`].
+    pub fn put_hash(&mut self, hash: [u64; 2], offset: u64) -> Result<(), Full> {
         let i = self.find(hash);
         if self.slots[i].hash == EMPTY {
             if self.entries == self.max_entries {
@@ -137,7 +148,12 @@ impl OffsetMap {
 
     /// The latest offset of `key` put here, if any.
     pub fn get(&self, key: &[u8]) -> Option<u64> {
-        let slot = self.slots[self.find(self.hash(key))];
+        self.get_hash(self.hash(key))
+    }
+
+    /// [`OffsetMap::get`] of the key whose [`OffsetMap::hash`] is `hash`.
+    pub fn get_hash(&self, hash: [u64; 2]) -> Option<u64> {
+        let slot = self.slots[self.find(hash)];
         (slot.hash != EMPTY).then_some(slot.offset)
     }
 }
