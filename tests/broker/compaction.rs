@@ -3,13 +3,14 @@
 //! of every key, at its own offset, with the records of each key a suffix of those written.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nanokafka::clock::ManualClock;
 use nanokafka::{CleanerSummary, NanoKafka, PartitionStats};
 
-use crate::common::compacted::{compacted, produce_rounds, wait_for_cleaning, LAG_MS};
+use crate::common::compacted::{
+    cleaning_broker, compacted, produce_rounds, wait_for_cleaning, LAG_MS,
+};
 
 /// Every record of partition 0 of `topic` from offset 0, as (offset, key, value), read by
 /// the new group `group`.
@@ -43,12 +44,7 @@ fn a_compacted_topic_keeps_the_latest_value_of_every_key_once_the_cleaner_ran() 
     // No segment is cleanable until the clock moves past the compaction lag: then every
     // sealed one is, and one pass cleans them all.
     let clock = ManualClock::new(1_000_000);
-    let broker = NanoKafka::builder()
-        .data_dir(dir.path())
-        .clock(Arc::new(clock.clone()))
-        .cleaner_backoff(Duration::from_millis(10))
-        .build()
-        .unwrap();
+    let broker = cleaning_broker(dir.path(), &clock);
     broker.create_topic("prices", compacted()).unwrap();
     let written = produce_rounds(&broker, "prices");
     let log_end = 600;
@@ -115,12 +111,7 @@ fn a_tombstone_goes_after_delete_retention_on_a_topic_with_no_new_writes() {
     const RETENTION_MS: u64 = 60_000;
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000_000);
-    let broker = NanoKafka::builder()
-        .data_dir(dir.path())
-        .clock(Arc::new(clock.clone()))
-        .cleaner_backoff(Duration::from_millis(10))
-        .build()
-        .unwrap();
+    let broker = cleaning_broker(dir.path(), &clock);
     let config = compacted().delete_retention_ms(RETENTION_MS);
     broker.create_topic("users", config).unwrap();
     // A value and its tombstone, then enough records of other keys to seal their segment.

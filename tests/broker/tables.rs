@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -14,7 +13,7 @@ use nanokafka::clock::ManualClock;
 use nanokafka::{AsyncNanoKafka, Error, LogTable, NanoKafka, Table, TableChange, TopicConfig};
 use tokio::sync::mpsc;
 
-use crate::common::compacted::{compacted, wait_for_cleaning, LAG_MS};
+use crate::common::compacted::{cleaning_broker, compacted, wait_for_cleaning, LAG_MS};
 
 /// Bounds every wait of these tests; none is reached unless something is broken.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -26,16 +25,6 @@ where
     T: Send + 'static,
 {
     crate::common::within(PATIENCE, move || System::new().block_on(body(bus)))
-}
-
-/// A broker on `dir` whose cleaner runs as soon as records are `LAG_MS` old by `clock`.
-fn broker(dir: &std::path::Path, clock: &ManualClock) -> NanoKafka {
-    NanoKafka::builder()
-        .data_dir(dir)
-        .clock(Arc::new(clock.clone()))
-        .cleaner_backoff(Duration::from_millis(10))
-        .build()
-        .unwrap()
 }
 
 /// Writes 40 rounds of the keys `k0`..`k9` (typed `String` values `v<round>`), then
@@ -60,7 +49,7 @@ fn produce_prices(broker: &NanoKafka, topic: &str) -> BTreeMap<String, String> {
 fn a_table_is_restored_from_its_compacted_topic_after_a_cleaning_and_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000_000);
-    let first = broker(dir.path(), &clock);
+    let first = cleaning_broker(dir.path(), &clock);
     first.create_topic("prices", compacted()).unwrap();
     let latest = produce_prices(&first, "prices");
     clock.advance(LAG_MS);
@@ -75,7 +64,7 @@ fn a_table_is_restored_from_its_compacted_topic_after_a_cleaning_and_a_restart()
     assert_eq!(held, (expected.clone(), 8, 0));
     first.shutdown().unwrap();
 
-    let second = broker(dir.path(), &clock);
+    let second = cleaning_broker(dir.path(), &clock);
     let held = run(second.async_handle(), |bus| async move {
         let table: Table<String, String> = bus.topic("prices").table().await.unwrap();
         let k3_gone = table.get(&"k3".to_owned()).is_none();
@@ -165,7 +154,7 @@ fn key_of(change: &TableChange<String, u64>) -> &str {
 fn a_log_table_reads_each_value_from_the_log_also_after_a_cleaning() {
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(1_000_000);
-    let broker = broker(dir.path(), &clock);
+    let broker = cleaning_broker(dir.path(), &clock);
     broker.create_topic("prices", compacted()).unwrap();
     let latest = produce_prices(&broker, "prices");
     run(broker.async_handle(), move |bus| async move {

@@ -21,6 +21,17 @@ pub fn compacted() -> TopicConfig {
         .min_cleanable_dirty_ratio(DirtyRatio::from_basis_points(1).unwrap())
 }
 
+/// A broker on `dir` whose partitions check for a due pass every 10 ms, on `clock`'s time:
+/// a pass runs as soon as the test moves the clock past the compaction lag.
+pub fn cleaning_broker(dir: &std::path::Path, clock: &nanokafka::clock::ManualClock) -> NanoKafka {
+    NanoKafka::builder()
+        .data_dir(dir)
+        .clock(std::sync::Arc::new(clock.clone()))
+        .cleaner_backoff(std::time::Duration::from_millis(10))
+        .build()
+        .unwrap()
+}
+
 /// Produces 60 rounds of the keys `k0`..`k9` (values `v<round>`) natively: key → the
 /// (offset, value) of each record written to it, in order.
 pub fn produce_rounds(broker: &NanoKafka, topic: &str) -> BTreeMap<String, Vec<(u64, String)>> {
