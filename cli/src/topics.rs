@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use nanokafka::{
     Backpressure, CleanerSummary, CleanupPolicy, PartitionStats, TimestampType, TopicChanges,
-    TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    TopicConfig, TopicId, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 use serde_json::json;
 
@@ -434,8 +434,8 @@ fn delete_records(args: &DeleteRecordsArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Every topic's config and partition stats, read with the broker closed again after.
-type Topics = BTreeMap<String, (TopicConfig, Vec<PartitionStats>)>;
+/// Every topic's config, partition stats and id, read with the broker closed again after.
+type Topics = BTreeMap<String, (TopicConfig, Vec<PartitionStats>, Option<TopicId>)>;
 
 /// Reads every topic of the data directory.
 pub fn read(args: &OfflineArgs) -> Result<Topics, Failure> {
@@ -443,6 +443,7 @@ pub fn read(args: &OfflineArgs) -> Result<Topics, Failure> {
     let read = || -> Result<Topics, Failure> {
         let mut stats = broker.stats()?.topics;
         let topics = broker.list_topics()?;
+        let mut ids = broker.topic_ids()?;
         Ok(topics
             .into_iter()
             .map(|(name, config)| {
@@ -450,7 +451,8 @@ pub fn read(args: &OfflineArgs) -> Result<Topics, Failure> {
                     .remove(&name)
                     .map(|s| s.partitions)
                     .unwrap_or_default();
-                (name, (config, partitions))
+                let id = ids.remove(&name);
+                (name, (config, partitions, id))
             })
             .collect())
     };
@@ -464,7 +466,7 @@ fn list(args: &OfflineArgs) -> Result<(), Failure> {
     if args.json {
         let topics: Vec<_> = topics
             .iter()
-            .map(|(name, (config, partitions))| {
+            .map(|(name, (config, partitions, _))| {
                 let counts = records(partitions);
                 json!({
                     "name": name,
@@ -483,7 +485,7 @@ fn list(args: &OfflineArgs) -> Result<(), Failure> {
     }
     let rows: Vec<Vec<String>> = topics
         .iter()
-        .map(|(name, (config, partitions))| {
+        .map(|(name, (config, partitions, _))| {
             let counts = records(partitions);
             let per_partition = match (counts.iter().min(), counts.iter().max()) {
                 (Some(min), Some(max)) if min == max => min.to_string(),
@@ -514,7 +516,7 @@ fn list(args: &OfflineArgs) -> Result<(), Failure> {
 
 fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
     let mut topics = read(args)?;
-    let Some((config, partitions)) = topics.remove(topic) else {
+    let Some((config, partitions, id)) = topics.remove(topic) else {
         return Err(unknown_topic(topic, args, &topics));
     };
     if args.json {
@@ -535,6 +537,7 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
             .collect();
         offline::print_json(&json!({
             "name": topic,
+            "topic_id": id.map(|id| id.to_string()),
             "config": config,
             "cleanup": cleanup_json(&config),
             "partitions": partitions,
@@ -542,6 +545,9 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!("topic: {topic}");
+    if let Some(id) = id {
+        println!("topic id: {id}");
+    }
     println!("partitions: {}", config.partitions);
     println!("retention: {}", retention_text(&config));
     println!("cleanup policy: {}", cleanup_text(&config));

@@ -45,6 +45,7 @@ fn describe_shows_config_and_partition_bounds() {
     let dir = fixture();
     let text = ok(&run_on(dir.path(), &["topics", "describe", "events"]));
     assert!(text.contains("topic: events"), "{text}");
+    assert!(text.contains("topic id: "), "{text}");
     assert!(text.contains("retention: none"), "{text}");
     let header = text
         .lines()
@@ -69,6 +70,10 @@ fn describe_json_gives_config_and_offsets() {
         &["topics", "describe", "orders", "--json"],
     ));
     assert_eq!(doc["name"], "orders");
+    // The id Kafka's own file in the partition directory holds.
+    let kept = std::fs::read_to_string(dir.path().join("orders_0/partition.metadata")).unwrap();
+    let id = kept.lines().find_map(|l| l.strip_prefix("topic_id: "));
+    assert_eq!(doc["topic_id"].as_str(), id, "{kept}");
     assert_eq!(doc["config"]["partitions"], 2);
     assert_eq!(doc["config"]["retention_ms"], 3_600_000);
     let partitions = doc["partitions"].as_array().unwrap();
