@@ -473,8 +473,11 @@ fn describe_topics_reports_each_topics_id() {
         .create_topic("described", TopicConfig::default().partitions(3))
         .unwrap();
     let describe = || admin.run_json(&[bs, "describe-topics", "described"], RUN);
+    let hex = |id: nanokafka::TopicId| -> String {
+        id.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    };
     let first = describe();
-    let id = b.broker.topic_ids().unwrap()["described"].to_string();
+    let id = hex(b.broker.topic_ids().unwrap()["described"]);
     assert_eq!(
         first["described"]["described"],
         serde_json::json!({"topic_id": id, "partitions": 3, "leaders": [0]}),
@@ -485,7 +488,7 @@ fn describe_topics_reports_each_topics_id() {
         .create_topic("described", TopicConfig::default())
         .unwrap();
     let second = describe();
-    let new_id = b.broker.topic_ids().unwrap()["described"].to_string();
+    let new_id = hex(b.broker.topic_ids().unwrap()["described"]);
     assert_ne!(new_id, id);
     assert_eq!(
         second["described"]["described"]["topic_id"],

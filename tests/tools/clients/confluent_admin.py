@@ -31,8 +31,8 @@ Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted"
 "is_simple"}...] sorted by id; "offsets": {"earliest" | "latest" | "max_timestamp":
 {"offset", "timestamp"}}, -1 where the broker answers none; "low_watermarks":
 {"TOPIC:PARTITION": offset}; "cluster": {"cluster_id", "controller", "nodes": [{"id",
-"host", "port"}...]}; "described": {name: {"topic_id", "partitions", "leaders"}} (the id in
-Kafka's text form); "configs": {name: value} as described after the alter; "committed":
+"host", "port"}...]}; "described": {name: {"topic_id", "partitions", "leaders"}} (the id's 16 bytes
+in hex); "configs": {name: value} as described after the alter; "committed":
 [{"topic", "partition", "offset", "metadata"}...] as read back; "group_results": {group:
 "deleted" | error name}}.
 """
@@ -106,7 +106,10 @@ def main():
         futures = admin.describe_topics(TopicCollection(args.names), request_timeout=deadline.left())
         out["described"] = {
             name: {
-                "topic_id": str(d.topic_id),
+                # The 16 bytes as hex: librdkafka's str() of an id is standard base64, not
+                # Kafka's base64url.
+                "topic_id": "%016x%016x" % (d.topic_id.get_most_significant_bits() & (2**64 - 1),
+                                            d.topic_id.get_least_significant_bits() & (2**64 - 1)),
                 "partitions": len(d.partitions),
                 "leaders": sorted({p.leader.id for p in d.partitions}),
             }
