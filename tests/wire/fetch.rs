@@ -220,7 +220,7 @@ fn max_wait_and_min_bytes_are_honoured() {
 }
 
 #[test]
-fn read_committed_reads_as_read_uncommitted_and_incremental_sessions_are_refused() {
+fn read_committed_reads_as_read_uncommitted_and_an_unknown_session_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let (broker, addr) = listening_broker(dir.path());
     broker.create_topic("t", TopicConfig::default()).unwrap();

@@ -15,6 +15,7 @@ mod compacted;
 mod delete_groups;
 mod delete_records;
 mod fetch;
+mod fetch_sessions;
 mod groups;
 mod groups_offsets;
 mod groups_relay;
