@@ -100,6 +100,9 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
                 session_request.uses_topic_ids,
                 opened,
             );
+            if id != NO_SESSION {
+                ctx.shared.metrics.fetch_session_opened();
+            }
             (id, None)
         }
         Context::Incremental { id, .. } => {
@@ -113,7 +116,10 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
                 .fetch_sessions()
                 .answer(id, session_request.epoch, &answers);
             match pruned {
-                Ok(include) => (id, Some(include)),
+                Ok(include) => {
+                    ctx.shared.metrics.incremental_fetch();
+                    (id, Some(include))
+                }
                 Err(e) => return refused(e),
             }
         }

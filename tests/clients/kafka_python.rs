@@ -2,8 +2,11 @@
 //! consumer committing by hand that resumes from its commits after the broker restarts.
 
 use crate::clients::{self, Client};
+use std::time::{Duration, Instant};
+
 use crate::common::{
-    args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
+    args, assert_read_back_natively, native_records, next_offsets, script_commits, script_records,
+    Broker, Seen, RUN,
 };
 
 fn producer() -> Option<Client> {
@@ -70,4 +73,64 @@ fn group_consumer_resumes_from_its_commits_across_a_restart() {
     assert_eq!(script_commits(&second), ends);
     let lag = b.broker.lag("kr", "kr-group").unwrap();
     assert!(lag.values().all(|&l| l == 0), "{lag:?}");
+}
+
+/// kafka-python fetches in a fetch session (KIP-227): one full fetch opens it, then each
+/// fetch names only the partitions whose offsets moved. Records produced on every partition
+/// while it reads reach it through those incremental fetches (from the offsets the session
+/// remembers for partitions the request does not name), each once, in order per partition.
+#[test]
+fn group_consumer_reads_a_multi_partition_topic_through_a_fetch_session() {
+    let Some(consume) = clients::python("kafka_python_consume.py") else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("ks", 4);
+    let produce = |from: usize| {
+        for i in from..from + 20 {
+            let key = format!("key-{i}");
+            let value = format!("value-{i}").into_bytes();
+            b.broker
+                .produce_raw("ks", Some(key.as_bytes()), value)
+                .unwrap();
+        }
+    };
+    produce(0);
+    let running = consume.spawn(&args(&b.bootstrap, "ks", &["ks-group", "--count", "40"]));
+    let listener = || b.broker.stats().unwrap().listener.unwrap();
+    let deadline = Instant::now() + RUN;
+    while listener().incremental_fetches == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no incremental fetch: {:?}",
+            listener()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    produce(20);
+    let result = running.finish(RUN).json();
+    let in_order_read: Vec<Seen> = result["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Seen::script)
+        .collect();
+    for p in 0..4 {
+        let offsets: Vec<u64> = in_order_read
+            .iter()
+            .filter(|r| r.partition == p)
+            .map(|r| r.offset)
+            .collect();
+        assert!(
+            offsets.windows(2).all(|w| w[0] + 1 == w[1]),
+            "{p}: {offsets:?}"
+        );
+    }
+    assert_eq!(
+        script_records(&result),
+        native_records(&b.read_all("ks", 40)),
+        "every record once"
+    );
+    let stats = listener();
+    assert!(stats.fetch_sessions_opened >= 1, "{stats:?}");
 }
