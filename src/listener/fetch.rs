@@ -1,4 +1,4 @@
-//! Fetch (v4 to v12): whole record batches as stored, a copy of bytes, in fetch sessions.
+//! Fetch (v4 to v18): whole record batches as stored, a copy of bytes, in fetch sessions.
 //!
 //! Each partition is read from the batch holding its `fetch_offset`, up to its
 //! `partition_max_bytes` and the request's `max_bytes` in all; the first batch of the
@@ -7,6 +7,14 @@
 //! every partition's append path (`wait_for_kafka_append`: the group commit that writes
 //! wakes it, nothing polls); the first partition that gets data wakes it, and it reads
 //! every partition again, so the high watermark answered is the one after the wait.
+//!
+//! From v13 topics are named by topic id (KIP-516) in requests and responses: an id no
+//! topic has (never made, or its topic deleted, even if created again under the same name
+//! with a new id) is `UNKNOWN_TOPIC_ID` for each of its partitions. v14 and v15 change nothing
+//! a consumer sends (v15 moves the follower's replica id into a tagged field, ignored here,
+//! as every follower field is); from v16 a partition answered `NOT_LEADER_OR_FOLLOWER` (its
+//! partition restarting) names its leader, this broker, with its endpoint (KIP-951); v17 and
+//! v18 add only follower fields.
 //!
 //! Which partitions are read and answered is the fetch session's business (`fetch_session`,
 //! KIP-227, v7+): a full fetch reads and answers the partitions it names; an incremental
@@ -24,12 +32,15 @@
 //! becomes the response's records (one copy from the page cache); encoding the response
 //! copies them once more into the frame written to the socket.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::{join_all, select_all};
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -38,10 +49,17 @@ use super::errors::to_kafka;
 use super::fetch_session::{Answered, Context, FetchParams, PartitionKey, SessionError};
 use super::fetch_session::{SessionRequest, TopicKey, NO_SESSION};
 use super::request::RequestContext;
+use super::NODE_ID;
 use crate::messages::BatchRead;
+use crate::TopicId;
+use uuid::Uuid;
 
 /// Kafka's `read_committed` isolation level.
 const READ_COMMITTED: i8 = 1;
+/// Fetch names topics by id from v13 (KIP-516).
+const FIRST_BY_TOPIC_ID: i16 = 13;
+/// Fetch answers the leader of a partition it does not lead from v16 (KIP-951).
+const FIRST_WITH_NODE_ENDPOINTS: i16 = 16;
 
 /// One partition to read.
 struct Wanted {
@@ -55,17 +73,22 @@ struct Wanted {
 type Read = Result<BatchRead, i16>;
 
 pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchResponse {
-    let (fetch, forget) = requested(&request);
+    let uses_topic_ids = ctx.version >= FIRST_BY_TOPIC_ID;
+    let (fetch, forget) = requested(&request, uses_topic_ids);
     let session_request = SessionRequest {
         id: request.session_id,
         epoch: request.session_epoch,
-        uses_topic_ids: false,
+        uses_topic_ids,
     };
     let now_ms = ctx.shared.clock.now_ms();
     let context = ctx
         .shared
         .fetch_sessions()
         .begin(now_ms, session_request, &fetch, &forget);
+    let names = match uses_topic_ids {
+        true => topic_names(ctx).await,
+        false => HashMap::new(),
+    };
     let wanted: Vec<Wanted> = match &context {
         Context::Refused(e) => return refused(*e),
         Context::Sessionless | Context::Full => fetch,
@@ -75,7 +98,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
     .map(|(key, params)| {
         let topic = match &key.topic {
             TopicKey::Name(name) => Some(name.clone()),
-            TopicKey::Id(_) => None,
+            TopicKey::Id(id) => names.get(id).cloned(),
         };
         Wanted { key, topic, params }
     })
@@ -130,20 +153,61 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
         .enumerate()
         .filter(|(i, _)| include.as_ref().is_none_or(|include| include[*i]))
         .map(|(_, answer)| answer);
+    let topics = by_topic(answered);
     FetchResponse::default()
         .with_session_id(session_id)
-        .with_responses(by_topic(answered))
+        .with_node_endpoints(leader_endpoints(ctx, &topics))
+        .with_responses(topics)
+}
+
+/// Every topic's name by id, asked of the broker for each request that names topics by id:
+/// a topic deleted and created again has a new id, and its old one must be unknown at
+/// once, which no cache in the listener could promise without being told of every deletion.
+/// One round trip to the broker actor and a copy of its id map per request.
+async fn topic_names(ctx: &RequestContext<'_>) -> HashMap<TopicId, Arc<str>> {
+    // A stopping broker knows no topic: every partition is answered UNKNOWN_TOPIC_ID.
+    let ids = ctx.broker.topic_ids().await.unwrap_or_default();
+    ids.into_iter()
+        .map(|(name, id)| (id, Arc::from(name)))
+        .collect()
+}
+
+/// From v16 (KIP-951), a partition answered `NOT_LEADER_OR_FOLLOWER` names its leader, and
+/// the response carries the leader's endpoint, so the client need not ask Metadata: here the
+/// one broker, which leads every partition with epoch 0 (its partition was restarting).
+fn leader_endpoints(
+    ctx: &RequestContext<'_>,
+    topics: &[FetchableTopicResponse],
+) -> Vec<NodeEndpoint> {
+    let not_leader = ResponseError::NotLeaderOrFollower.code();
+    let any = topics
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .any(|p| p.error_code == not_leader);
+    if ctx.version < FIRST_WITH_NODE_ENDPOINTS || !any {
+        return Vec::new();
+    }
+    vec![NodeEndpoint::default()
+        .with_node_id(BrokerId(NODE_ID))
+        .with_host(StrBytes::from_string(ctx.shared.advertised_host.clone()))
+        .with_port(ctx.shared.advertised_port)]
 }
 
 /// The request's partitions (added or changed, when incremental) and those it forgets, by
-/// name. One name is shared by all of a topic's partitions.
-fn requested(request: &FetchRequest) -> (Vec<(PartitionKey, FetchParams)>, Vec<PartitionKey>) {
-    let topic_key = |name: &TopicName| TopicKey::Name(Arc::from(name.0.as_str()));
+/// topic id from v13, by name before. One name is shared by all of a topic's partitions.
+fn requested(
+    request: &FetchRequest,
+    uses_topic_ids: bool,
+) -> (Vec<(PartitionKey, FetchParams)>, Vec<PartitionKey>) {
+    let topic_key = |name: &TopicName, id: &Uuid| match uses_topic_ids {
+        true => TopicKey::Id(TopicId::from_bytes(*id.as_bytes())),
+        false => TopicKey::Name(Arc::from(name.0.as_str())),
+    };
     let fetch = request
         .topics
         .iter()
         .flat_map(|t| {
-            let topic = topic_key(&t.topic);
+            let topic = topic_key(&t.topic, &t.topic_id);
             t.partitions.iter().map(move |p| {
                 let key = PartitionKey {
                     topic: topic.clone(),
@@ -161,7 +225,7 @@ fn requested(request: &FetchRequest) -> (Vec<(PartitionKey, FetchParams)>, Vec<P
         .forgotten_topics_data
         .iter()
         .flat_map(|t| {
-            let topic = topic_key(&t.topic);
+            let topic = topic_key(&t.topic, &t.topic_id);
             t.partitions.iter().map(move |&partition| PartitionKey {
                 topic: topic.clone(),
                 partition,
@@ -290,7 +354,7 @@ fn whole_batches_within(
 }
 
 fn partition_data(version: i16, index: i32, read: Read, read_committed: bool) -> PartitionData {
-    let data = PartitionData::default()
+    let mut data = PartitionData::default()
         .with_partition_index(index)
         .with_aborted_transactions(read_committed.then(Vec::new))
         .with_preferred_read_replica(BrokerId(-1));
@@ -304,11 +368,19 @@ fn partition_data(version: i16, index: i32, read: Read, read_committed: bool) ->
                 -1
             })
             .with_records(Some(Bytes::from(read.bytes))),
-        Err(code) => data
-            .with_error_code(code)
-            .with_high_watermark(-1)
-            .with_last_stable_offset(-1)
-            .with_records(Some(Bytes::new())),
+        Err(code) => {
+            if code == ResponseError::NotLeaderOrFollower.code()
+                && version >= FIRST_WITH_NODE_ENDPOINTS
+            {
+                data.current_leader = LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(NODE_ID))
+                    .with_leader_epoch(0);
+            }
+            data.with_error_code(code)
+                .with_high_watermark(-1)
+                .with_last_stable_offset(-1)
+                .with_records(Some(Bytes::new()))
+        }
     }
 }
 
@@ -346,6 +418,6 @@ fn topic_entry(key: &TopicKey) -> FetchableTopicResponse {
         TopicKey::Name(name) => {
             entry.with_topic(TopicName(StrBytes::from_string(name.to_string())))
         }
-        TopicKey::Id(_) => entry,
+        TopicKey::Id(id) => entry.with_topic_id(Uuid::from_bytes(*id.as_bytes())),
     }
 }

@@ -81,7 +81,7 @@ fn next_epoch(epoch: i32) -> i32 {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TopicKey {
     Name(Arc<str>),
-    Id([u8; 16]),
+    Id(crate::TopicId),
 }
 
 /// One partition of a session.

@@ -17,6 +17,7 @@ mod delete_records;
 mod describe_topic_partitions;
 mod fetch;
 mod fetch_sessions;
+mod fetch_topic_ids;
 mod groups;
 mod groups_offsets;
 mod groups_relay;
