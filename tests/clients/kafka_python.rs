@@ -1,12 +1,13 @@
-//! kafka-python against the listener: its default (idempotent) producer, and a group
-//! consumer committing by hand that resumes from its commits after the broker restarts.
+//! kafka-python against the listener: its default (idempotent) producer, a group consumer
+//! committing by hand that resumes from its commits after the broker restarts, and its
+//! fetch sessions.
 
-use crate::clients::{self, Client};
 use std::time::{Duration, Instant};
 
+use crate::clients::{self, Client};
 use crate::common::{
-    args, assert_read_back_natively, native_records, next_offsets, script_commits, script_records,
-    Broker, Seen, RUN,
+    args, assert_consecutive_per_partition, assert_read_back_natively, native_records,
+    next_offsets, script_commits, script_records, Broker, RUN,
 };
 
 fn producer() -> Option<Client> {
@@ -86,16 +87,7 @@ fn group_consumer_reads_a_multi_partition_topic_through_a_fetch_session() {
     };
     let b = Broker::start();
     b.create("ks", 4);
-    let produce = |from: usize| {
-        for i in from..from + 20 {
-            let key = format!("key-{i}");
-            let value = format!("value-{i}").into_bytes();
-            b.broker
-                .produce_raw("ks", Some(key.as_bytes()), value)
-                .unwrap();
-        }
-    };
-    produce(0);
+    b.produce_keyed("ks", 0..20);
     let running = consume.spawn(&args(&b.bootstrap, "ks", &["ks-group", "--count", "40"]));
     let listener = || b.broker.stats().unwrap().listener.unwrap();
     let deadline = Instant::now() + RUN;
@@ -107,25 +99,9 @@ fn group_consumer_reads_a_multi_partition_topic_through_a_fetch_session() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    produce(20);
+    b.produce_keyed("ks", 20..40);
     let result = running.finish(RUN).json();
-    let in_order_read: Vec<Seen> = result["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(Seen::script)
-        .collect();
-    for p in 0..4 {
-        let offsets: Vec<u64> = in_order_read
-            .iter()
-            .filter(|r| r.partition == p)
-            .map(|r| r.offset)
-            .collect();
-        assert!(
-            offsets.windows(2).all(|w| w[0] + 1 == w[1]),
-            "{p}: {offsets:?}"
-        );
-    }
+    assert_consecutive_per_partition(&result);
     assert_eq!(
         script_records(&result),
         native_records(&b.read_all("ks", 40)),
