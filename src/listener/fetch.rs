@@ -85,24 +85,12 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
         .shared
         .fetch_sessions()
         .begin(now_ms, session_request, &fetch, &forget);
-    let names = match uses_topic_ids {
-        true => topic_names(ctx).await,
-        false => HashMap::new(),
-    };
-    let wanted: Vec<Wanted> = match &context {
+    let partitions = match &context {
         Context::Refused(e) => return refused(*e),
         Context::Sessionless | Context::Full => fetch,
         Context::Incremental { partitions, .. } => partitions.clone(),
-    }
-    .into_iter()
-    .map(|(key, params)| {
-        let topic = match &key.topic {
-            TopicKey::Name(name) => Some(name.clone()),
-            TopicKey::Id(id) => names.get(id).cloned(),
-        };
-        Wanted { key, topic, params }
-    })
-    .collect();
+    };
+    let wanted = resolve(ctx, partitions, uses_topic_ids).await;
     let reads = read_waiting(ctx, &request, &wanted).await;
     let committed = request.isolation_level == READ_COMMITTED;
     let answered: Vec<PartitionData> = reads
@@ -110,42 +98,9 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
         .zip(&wanted)
         .map(|(read, w)| partition_data(ctx.version, w.key.partition, read, committed))
         .collect();
-    let (session_id, include) = match context {
-        Context::Refused(_) => unreachable!("answered above"),
-        Context::Sessionless => (NO_SESSION, None),
-        Context::Full => {
-            let opened = wanted
-                .iter()
-                .zip(&answered)
-                .map(|(w, data)| (w.key.clone(), w.params, answer_of(data)));
-            let id = ctx.shared.fetch_sessions().open(
-                ctx.shared.clock.now_ms(),
-                session_request.uses_topic_ids,
-                opened,
-            );
-            if id != NO_SESSION {
-                ctx.shared.metrics.fetch_session_opened();
-            }
-            (id, None)
-        }
-        Context::Incremental { id, .. } => {
-            let answers: Vec<_> = wanted
-                .iter()
-                .zip(&answered)
-                .map(|(w, data)| (w.key.clone(), answer_of(data)))
-                .collect();
-            let pruned = ctx
-                .shared
-                .fetch_sessions()
-                .answer(id, session_request.epoch, &answers);
-            match pruned {
-                Ok(include) => {
-                    ctx.shared.metrics.incremental_fetch();
-                    (id, Some(include))
-                }
-                Err(e) => return refused(e),
-            }
-        }
+    let (session_id, include) = match conclude(ctx, context, session_request, &wanted, &answered) {
+        Ok(concluded) => concluded,
+        Err(e) => return refused(e),
     };
     let answered = wanted
         .iter()
@@ -158,6 +113,69 @@ pub async fn handle(ctx: &RequestContext<'_>, request: FetchRequest) -> FetchRes
         .with_session_id(session_id)
         .with_node_endpoints(leader_endpoints(ctx, &topics))
         .with_responses(topics)
+}
+
+/// The partitions to read, each with its topic's name (none for an unknown topic id).
+async fn resolve(
+    ctx: &RequestContext<'_>,
+    partitions: Vec<(PartitionKey, FetchParams)>,
+    uses_topic_ids: bool,
+) -> Vec<Wanted> {
+    let names = match uses_topic_ids {
+        true => topic_names(ctx).await,
+        false => HashMap::new(),
+    };
+    partitions
+        .into_iter()
+        .map(|(key, params)| {
+            let topic = match &key.topic {
+                TopicKey::Name(name) => Some(name.clone()),
+                TopicKey::Id(id) => names.get(id).cloned(),
+            };
+            Wanted { key, topic, params }
+        })
+        .collect()
+}
+
+/// The session's part once the partitions are read: the response's session id, and for an
+/// incremental fetch which of `answered` go in the response (all for a full fetch, which
+/// may open a session of them).
+///
+/// # Errors
+/// The session's refusal (it went away, or another request of it was answered meanwhile).
+fn conclude(
+    ctx: &RequestContext<'_>,
+    context: Context,
+    request: SessionRequest,
+    wanted: &[Wanted],
+    answered: &[PartitionData],
+) -> Result<(i32, Option<Vec<bool>>), SessionError> {
+    let now_ms = ctx.shared.clock.now_ms();
+    let answers = wanted.iter().zip(answered);
+    match context {
+        Context::Refused(e) => Err(e),
+        Context::Sessionless => Ok((NO_SESSION, None)),
+        Context::Full => {
+            let opened = answers.map(|(w, data)| (w.key.clone(), w.params, answer_of(data)));
+            let mut sessions = ctx.shared.fetch_sessions();
+            let id = sessions.open(now_ms, request.uses_topic_ids, opened);
+            if id != NO_SESSION {
+                ctx.shared.metrics.fetch_session_opened();
+            }
+            Ok((id, None))
+        }
+        Context::Incremental { id, .. } => {
+            let answers: Vec<_> = answers
+                .map(|(w, data)| (w.key.clone(), answer_of(data)))
+                .collect();
+            let include = ctx
+                .shared
+                .fetch_sessions()
+                .answer(id, request.epoch, &answers)?;
+            ctx.shared.metrics.incremental_fetch();
+            Ok((id, Some(include)))
+        }
+    }
 }
 
 /// Every topic's name by id, asked of the broker for each request that names topics by id:
