@@ -2,25 +2,14 @@
 //! name only what changed and are answered only what is new, and every misuse gets Kafka's
 //! error.
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
+use kafka_protocol::messages::fetch_request::{FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
 use nanokafka::TopicConfig;
 
 use crate::client::WireClient;
 use crate::common::listening_broker;
-use crate::records::{decode, fetch, name};
-
-/// One record of `value` on `topic`'s `partition`.
-fn produce_to(broker: &nanokafka::NanoKafka, topic: &str, partition: u32, value: &[u8]) {
-    let record = nanokafka::ProduceRecord {
-        key: None,
-        value: value.to_vec(),
-    };
-    broker
-        .produce_batch_raw(topic, Some(partition), vec![record])
-        .unwrap();
-}
+use crate::records::{decode, decode_fetch, fetch, fetch_partitions, name, produce_to};
 
 /// Every `(topic, partition, record count)` a response answers, in its order.
 fn answered(response: &FetchResponse) -> Vec<(String, i32, usize)> {
@@ -105,12 +94,7 @@ fn a_full_fetch_opens_a_session_and_incremental_fetches_answer_only_what_is_new(
 #[test]
 fn a_wrong_epoch_an_unknown_session_and_a_closed_one_get_kafkas_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let (broker, addr) = listening_broker(dir.path());
-    broker.create_topic("t", TopicConfig::default()).unwrap();
-    let mut client = WireClient::connect(addr);
-    let full = fetch("t", &[(0, 0)], 0).with_session_epoch(0);
-    let id = client.call(&full, 12).session_id;
-    assert!(id > 0);
+    let (_broker, mut client, id) = session_on(dir.path(), 1);
 
     let response = client.call(&incremental(id, 2, "t", &[], &[]), 12);
     let invalid = ResponseError::InvalidFetchSessionEpoch.code();
@@ -141,11 +125,7 @@ fn a_wrong_epoch_an_unknown_session_and_a_closed_one_get_kafkas_errors() {
 #[test]
 fn a_session_left_with_no_partitions_is_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let (broker, addr) = listening_broker(dir.path());
-    broker.create_topic("t", TopicConfig::default()).unwrap();
-    let mut client = WireClient::connect(addr);
-    let full = fetch("t", &[(0, 0)], 0).with_session_epoch(0);
-    let id = client.call(&full, 12).session_id;
+    let (_broker, mut client, id) = session_on(dir.path(), 1);
     let response = client.call(&incremental(id, 1, "t", &[], &[0]), 12);
     assert_eq!((response.error_code, response.session_id), (0, 0));
     let response = client.call(&incremental(id, 2, "t", &[], &[]), 12);
@@ -158,43 +138,39 @@ fn a_session_left_with_no_partitions_is_closed() {
 #[test]
 fn an_incremental_fetch_waits_on_every_partition_of_its_session() {
     let dir = tempfile::tempdir().unwrap();
-    let (broker, addr) = listening_broker(dir.path());
-    broker
-        .create_topic("t", TopicConfig::default().partitions(2))
-        .unwrap();
-    let mut client = WireClient::connect(addr);
-    let full = fetch("t", &[(0, 0), (1, 0)], 0).with_session_epoch(0);
-    let id = client.call(&full, 12).session_id;
+    let (broker, mut client, id) = session_on(dir.path(), 2);
     let max_wait = std::time::Duration::from_secs(15);
     let mut waiting = incremental(id, 1, "t", &[], &[]);
     waiting.max_wait_ms = max_wait.as_millis() as i32;
     let started = std::time::Instant::now();
     client.send(&waiting, 12);
     produce_to(&broker, "t", 1, b"late");
-    let response: FetchResponse = {
-        use kafka_protocol::messages::ResponseHeader;
-        use kafka_protocol::protocol::{Decodable, HeaderVersion};
-        let mut frame = client.read_frame().expect("answered");
-        ResponseHeader::decode(&mut frame, FetchResponse::header_version(12)).unwrap();
-        FetchResponse::decode(&mut frame, 12).unwrap()
-    };
+    let response = decode_fetch(client.read_frame().expect("answered"), 12);
     assert!(started.elapsed() < max_wait, "woken by the append");
     assert_eq!(answered(&response), [("t".into(), 1, 1)]);
 }
 
 /// `topic`'s partitions `0..count` at offset 0, for a full fetch.
 fn whole_topic(topic: &str, count: i32) -> FetchTopic {
+    let partitions: Vec<(i32, i64)> = (0..count).map(|p| (p, 0)).collect();
     FetchTopic::default()
         .with_topic(name(topic))
-        .with_partitions(
-            (0..count)
-                .map(|p| {
-                    FetchPartition::default()
-                        .with_partition(p)
-                        .with_partition_max_bytes(1 << 20)
-                })
-                .collect(),
-        )
+        .with_partitions(fetch_partitions(&partitions))
+}
+
+/// A broker with topic `t` of `partitions` partitions, a client, and the id of the session
+/// that client's full fetch of every partition (at offset 0) opened.
+fn session_on(dir: &std::path::Path, partitions: u32) -> (nanokafka::NanoKafka, WireClient, i32) {
+    let (broker, addr) = listening_broker(dir);
+    broker
+        .create_topic("t", TopicConfig::default().partitions(partitions))
+        .unwrap();
+    let mut client = WireClient::connect(addr);
+    let mut full = fetch("t", &[], 0).with_session_epoch(0);
+    full.topics = vec![whole_topic("t", partitions as i32)];
+    let id = client.call(&full, 12).session_id;
+    assert!(id > 0, "a full fetch at epoch 0 opens a session");
+    (broker, client, id)
 }
 
 #[test]

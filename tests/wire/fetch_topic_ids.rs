@@ -1,15 +1,15 @@
 //! Fetch v13 and later: topics named by topic id (KIP-516), in full fetches and in fetch
 //! sessions; an id no topic has, or a recreated topic's old one, is `UNKNOWN_TOPIC_ID`.
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
+use kafka_protocol::messages::fetch_request::{FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kafka_protocol::ResponseError;
-use nanokafka::{NanoKafka, ProduceRecord, TopicConfig, TopicId};
+use nanokafka::{NanoKafka, TopicConfig, TopicId};
 use uuid::Uuid;
 
 use crate::client::WireClient;
 use crate::common::listening_broker;
-use crate::records::{decode, fetch};
+use crate::records::{decode, fetch, fetch_partitions, produce_to};
 
 fn uuid(id: TopicId) -> Uuid {
     Uuid::from_bytes(*id.as_bytes())
@@ -21,17 +21,9 @@ fn id_of(broker: &NanoKafka, topic: &str) -> Uuid {
 
 /// A fetch of `(partition, offset)`s of topic `id`, by id.
 fn topic(id: Uuid, partitions: &[(i32, i64)]) -> FetchTopic {
-    FetchTopic::default().with_topic_id(id).with_partitions(
-        partitions
-            .iter()
-            .map(|&(p, offset)| {
-                FetchPartition::default()
-                    .with_partition(p)
-                    .with_fetch_offset(offset)
-                    .with_partition_max_bytes(1 << 20)
-            })
-            .collect(),
-    )
+    FetchTopic::default()
+        .with_topic_id(id)
+        .with_partitions(fetch_partitions(partitions))
 }
 
 fn by_id(topics: Vec<FetchTopic>) -> FetchRequest {
@@ -59,16 +51,6 @@ fn answered(response: &FetchResponse) -> Vec<(Uuid, i32, i16, Vec<String>)> {
         .collect()
 }
 
-fn produce_to(broker: &NanoKafka, topic: &str, partition: u32, value: &str) {
-    let record = ProduceRecord {
-        key: None,
-        value: value.as_bytes().to_vec(),
-    };
-    broker
-        .produce_batch_raw(topic, Some(partition), vec![record])
-        .unwrap();
-}
-
 #[test]
 fn every_version_from_13_reads_topics_by_id_and_answers_their_ids() {
     let dir = tempfile::tempdir().unwrap();
@@ -77,8 +59,8 @@ fn every_version_from_13_reads_topics_by_id_and_answers_their_ids() {
         .create_topic("a", TopicConfig::default().partitions(2))
         .unwrap();
     broker.create_topic("b", TopicConfig::default()).unwrap();
-    produce_to(&broker, "a", 1, "a1");
-    produce_to(&broker, "b", 0, "b0");
+    produce_to(&broker, "a", 1, b"a1");
+    produce_to(&broker, "b", 0, b"b0");
     let (a, b) = (id_of(&broker, "a"), id_of(&broker, "b"));
     let mut client = WireClient::connect(addr);
     for version in 13..=18 {
@@ -107,7 +89,7 @@ fn an_unknown_id_and_a_recreated_topics_old_id_are_unknown_topic_id() {
     let old = id_of(&broker, "t");
     broker.delete_topic("t").unwrap();
     broker.create_topic("t", TopicConfig::default()).unwrap();
-    produce_to(&broker, "t", 0, "new");
+    produce_to(&broker, "t", 0, b"new");
     let new = id_of(&broker, "t");
     assert_ne!(old, new);
     let never = Uuid::from_u128(0x1234_5678_9abc_def0_1234_5678_9abc_def0);
@@ -147,7 +129,7 @@ fn a_session_by_id_is_answered_by_id_and_one_by_name_is_refused_at_v13() {
     let response = client.call(&full, 13);
     let id = response.session_id;
     assert!(id > 0);
-    produce_to(&broker, "t", 1, "one");
+    produce_to(&broker, "t", 1, b"one");
     // Partition 0 forgotten by id: only partition 1's record is answered.
     let mut incremental = by_id(vec![]).with_session_id(id).with_session_epoch(1);
     incremental.forgotten_topics_data = vec![ForgottenTopic::default()
@@ -186,7 +168,7 @@ fn a_session_partition_whose_topic_is_deleted_is_answered_unknown_topic_id() {
     let id = client.call(&full, 13).session_id;
     broker.delete_topic("t").unwrap();
     broker.create_topic("t", TopicConfig::default()).unwrap();
-    produce_to(&broker, "t", 0, "under the new id");
+    produce_to(&broker, "t", 0, b"under the new id");
     let unknown = ResponseError::UnknownTopicId.code();
     for epoch in [1, 2] {
         let incremental = by_id(vec![]).with_session_id(id).with_session_epoch(epoch);
