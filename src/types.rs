@@ -299,6 +299,12 @@ pub struct ListenerStats {
     /// to be answered (bounded by `queued_max_request_bytes`).
     #[serde(default)]
     pub request_bytes_held: u64,
+    /// Fetch sessions (KIP-227) opened since the start.
+    #[serde(default)]
+    pub fetch_sessions_opened: u64,
+    /// Incremental fetches answered in a session since the start.
+    #[serde(default)]
+    pub incremental_fetches: u64,
     /// Requests answered (or, for `acks=0` produces, handled), by Kafka API name
     /// (`"Produce"`, `"Fetch"`, ...).
     pub requests: BTreeMap<String, u64>,

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::fetch_session::SessionLimits;
+
 /// Kafka's `socket.request.max.bytes`: the largest request frame read.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 100 << 20;
 /// Connections served at once; one more is accepted and closed at once (logged).
@@ -58,6 +60,7 @@ pub struct ListenerConfig {
     pub(crate) sasl_authentication_timeout: Duration,
     pub(crate) connections_max_idle: Duration,
     pub(crate) queued_max_request_bytes: usize,
+    pub(crate) fetch_sessions: SessionLimits,
 }
 
 /// The one user SASL/PLAIN accepts.
@@ -93,6 +96,7 @@ impl ListenerConfig {
             sasl_authentication_timeout: DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
             queued_max_request_bytes: DEFAULT_QUEUED_MAX_REQUEST_BYTES,
+            fetch_sessions: SessionLimits::default(),
         }
     }
 
@@ -174,6 +178,30 @@ impl ListenerConfig {
     /// like one over `max_frame_bytes`. [`usize::MAX`] is as good as no bound.
     pub fn queued_max_request_bytes(mut self, bytes: usize) -> Self {
         self.queued_max_request_bytes = bytes;
+        self
+    }
+
+    /// How many fetch sessions (KIP-227) the listener keeps at most (Kafka's
+    /// `max.incremental.fetch.session.cache.slots`, default 1000). When all are taken, a new
+    /// session takes the slot of one unused for the eviction time, or of a smaller one older
+    /// than it, or is not opened (its client fetches without one). 0 opens none.
+    pub fn fetch_session_cache_slots(mut self, slots: usize) -> Self {
+        self.fetch_sessions.slots = slots;
+        self
+    }
+
+    /// The most partitions one fetch session holds (default 1000): a full fetch of more
+    /// opens none, an incremental one that grows its session past it closes the session.
+    pub fn fetch_session_max_partitions(mut self, partitions: usize) -> Self {
+        self.fetch_sessions.max_partitions = partitions;
+        self
+    }
+
+    /// How long a fetch session lives unused, and how old it must be before a larger session
+    /// may take its slot (Kafka's `min.incremental.fetch.session.eviction.ms`, default 2
+    /// minutes).
+    pub fn fetch_session_eviction(mut self, eviction: Duration) -> Self {
+        self.fetch_sessions.eviction_ms = u64::try_from(eviction.as_millis()).unwrap_or(u64::MAX);
         self
     }
 

@@ -28,8 +28,8 @@
 //!   first (a failed allocation aborts the process);
 //! * one module per API family answers requests with the broker's state: `metadata` and
 //!   `describe_topic_partitions` (topics, partitions, topic ids), `cluster`
-//!   (DescribeCluster, DescribeLogDirs), `produce`, `fetch`, `offsets` (ListOffsets,
-//!   OffsetForLeaderEpoch), `delete_records`, `describe_producers`, `init_producer_id`,
+//!   (DescribeCluster, DescribeLogDirs), `produce`, `fetch` (with `fetch_session`, the fetch
+//!   sessions), `offsets` (ListOffsets, OffsetForLeaderEpoch), `delete_records`, `describe_producers`, `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
 //!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
 //!   `describe_configs` / `create_partitions` / `incremental_alter_configs` /
@@ -57,6 +57,7 @@ mod describe_topic_partitions;
 mod dispatch;
 mod errors;
 mod fetch;
+mod fetch_session;
 mod frame;
 mod groups;
 mod incremental_alter_configs;
@@ -100,6 +101,19 @@ pub(crate) struct Shared {
     pub groups: groups::KafkaGroups,
     /// The bound on request bytes held across connections (`queued_max_request_bytes`).
     pub memory: memory::RequestMemory,
+    /// The broker's clock: fetch sessions expire by it.
+    pub clock: crate::clock::SharedClock,
+    /// Every fetch session (KIP-227); locked only between awaits.
+    pub fetch_sessions: std::sync::Mutex<fetch_session::FetchSessions>,
+}
+
+impl Shared {
+    pub fn fetch_sessions(&self) -> std::sync::MutexGuard<'_, fetch_session::FetchSessions> {
+        // The cache is consistent after any call, so a panic elsewhere leaves nothing half done.
+        self.fetch_sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// Reads a request frame (its bytes after the size) as a connection does before it calls a

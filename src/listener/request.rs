@@ -12,7 +12,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),

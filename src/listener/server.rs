@@ -1,13 +1,15 @@
 //! Binding, accepting, and stopping the listener.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use actix::Arbiter;
 
+use super::fetch_session::FetchSessions;
 use super::memory::RequestMemory;
 use super::{connection, ListenerConfig, ListenerMetrics, Shared};
 use crate::async_handle::AsyncNanoKafka;
+use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 
 /// A socket bound by the builder before the broker starts, so that a taken port fails
@@ -59,7 +61,12 @@ impl BoundListener {
     ///
     /// # Errors
     /// `Io` when the socket cannot join the arbiter's runtime.
-    pub fn start(self, broker: AsyncNanoKafka, cluster_id: String) -> Result<ListenerHandle> {
+    pub fn start(
+        self,
+        broker: AsyncNanoKafka,
+        cluster_id: String,
+        clock: SharedClock,
+    ) -> Result<ListenerHandle> {
         let metrics = Arc::new(ListenerMetrics::default());
         let advertised_host = match self.addr.ip() {
             ip if ip.is_unspecified() => "localhost".to_owned(),
@@ -72,6 +79,8 @@ impl BoundListener {
             cluster_id,
             groups: Default::default(),
             memory: RequestMemory::new(self.config.queued_max_request_bytes, metrics.clone()),
+            clock,
+            fetch_sessions: Mutex::new(FetchSessions::new(self.config.fetch_sessions)),
             config: self.config,
         });
         let arbiter = Arbiter::with_tokio_rt(|| {

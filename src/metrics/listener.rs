@@ -22,6 +22,8 @@ pub struct ListenerMetrics {
     closed_idle: AtomicU64,
     /// Bytes of the request memory budget reserved now (`memory::Reservation`).
     request_bytes_held: AtomicU64,
+    fetch_sessions_opened: AtomicU64,
+    incremental_fetches: AtomicU64,
     requests: [AtomicU64; API_KEYS],
 }
 
@@ -34,6 +36,8 @@ impl Default for ListenerMetrics {
             closed_bad_request: AtomicU64::new(0),
             closed_idle: AtomicU64::new(0),
             request_bytes_held: AtomicU64::new(0),
+            fetch_sessions_opened: AtomicU64::new(0),
+            incremental_fetches: AtomicU64::new(0),
             requests: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
@@ -55,6 +59,14 @@ impl ListenerMetrics {
 
     pub fn closed_idle(&self) {
         self.closed_idle.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn fetch_session_opened(&self) {
+        self.fetch_sessions_opened.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn incremental_fetch(&self) {
+        self.incremental_fetches.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn request_bytes_reserved(&self, bytes: u64) {
@@ -100,6 +112,8 @@ impl ListenerMetrics {
             connections_closed_bad_request: self.closed_bad_request.load(Ordering::Relaxed),
             connections_closed_idle: self.closed_idle.load(Ordering::Relaxed),
             request_bytes_held: self.request_bytes_held.load(Ordering::Relaxed),
+            fetch_sessions_opened: self.fetch_sessions_opened.load(Ordering::Relaxed),
+            incremental_fetches: self.incremental_fetches.load(Ordering::Relaxed),
             requests,
         }
     }

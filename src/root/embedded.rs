@@ -33,6 +33,7 @@ pub(super) fn start(
     let topics = crate::config::load_topics(&data_dir)?;
     let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
     let path = settings.data_dir.clone();
+    let clock = settings.clock.clone();
     let settings = Arc::new(settings);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
@@ -50,7 +51,7 @@ pub(super) fn start(
                 let listener = match listener {
                     Some(bound) => Some(
                         bound
-                            .start(AsyncNanoKafka::from(addr.clone()), cluster_id)
+                            .start(AsyncNanoKafka::from(addr.clone()), cluster_id, clock)
                             .map_err(|e| std::io::Error::other(e.to_string()))?,
                     ),
                     None => None,

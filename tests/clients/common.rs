@@ -95,6 +95,18 @@ impl Broker {
             .count()
     }
 
+    /// Records `key-i` / `value-i` for `i` in `range`, produced natively to `topic` (keyed:
+    /// spread over its partitions).
+    pub fn produce_keyed(&self, topic: &str, range: std::ops::Range<usize>) {
+        for i in range {
+            let key = format!("key-{i}");
+            let value = format!("value-{i}").into_bytes();
+            self.broker
+                .produce_raw(topic, Some(key.as_bytes()), value)
+                .unwrap();
+        }
+    }
+
     pub fn create(&self, topic: &str, partitions: u32) {
         self.broker
             .create_topic(topic, TopicConfig::default().partitions(partitions))
@@ -188,6 +200,29 @@ impl Seen {
                 .map(|h| (h[0].as_str().unwrap().to_string(), unbase64(&h[1])))
                 .collect(),
         }
+    }
+}
+
+/// Checks that a script read each partition's records in offset order, none skipped or
+/// repeated (its result's records are in the order read).
+pub fn assert_consecutive_per_partition(result: &Value) {
+    let read: Vec<Seen> = result["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no records in {result}"))
+        .iter()
+        .map(Seen::script)
+        .collect();
+    let partitions: BTreeSet<u32> = read.iter().map(|r| r.partition).collect();
+    for p in partitions {
+        let offsets: Vec<u64> = read
+            .iter()
+            .filter(|r| r.partition == p)
+            .map(|r| r.offset)
+            .collect();
+        assert!(
+            offsets.windows(2).all(|w| w[0] + 1 == w[1]),
+            "partition {p}: {offsets:?}"
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! confluent-kafka (librdkafka) against the listener: a producer reading its offsets from
 //! delivery reports with every acks setting, idempotent or not; a group of three members
-//! committing by hand; a cooperative-sticky handover from a slow member; the AdminClient.
+//! committing by hand; a cooperative-sticky handover from a slow member; the AdminClient; a
+//! member fetching by topic id.
 
 use std::collections::BTreeSet;
 
@@ -9,7 +10,8 @@ use serde_json::Value;
 
 use crate::clients::{self, Client, Running};
 use crate::common::{
-    args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
+    args, assert_consecutive_per_partition, assert_read_back_natively, native_records,
+    next_offsets, script_commits, script_records, Broker, RUN,
 };
 
 pub fn producer() -> Option<Client> {
@@ -554,4 +556,44 @@ fn legacy_alter_configs_and_commits_with_metadata_as_librdkafkas_tests_send_them
     // Lag counts from the log end, never below zero.
     let lag = b.broker.lag("altered", "meta-group").unwrap();
     assert_eq!((lag[&0], lag[&1]), (0, 2));
+}
+
+/// librdkafka names topics by id in Fetch (v13+, with the ids Metadata reports): a group
+/// member reads a 4-partition topic through Fetch v16, every record once, in order per
+/// partition, including those produced while it reads.
+#[test]
+fn a_consumer_reads_a_multi_partition_topic_by_topic_id() {
+    let Some(consume) = clients::python("confluent_consume.py") else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("ci", 4);
+    b.produce_keyed("ci", 0..20);
+    let member = consume.spawn(&args(
+        &b.bootstrap,
+        "ci",
+        &["ci-group", "--count", "40", "--debug", "protocol"],
+    ));
+    member.wait_for_stdout("the first records", RUN, |out| record_events(out) >= 20);
+    b.produce_keyed("ci", 20..40);
+    let finished = member.finish(RUN);
+    let result = finished.json();
+    assert_eq!(result["event"], "done");
+    assert!(
+        finished.stderr.contains("Sent FetchRequest (v16,"),
+        "librdkafka fetches by topic id: {}",
+        finished
+            .stderr
+            .lines()
+            .filter(|l| l.contains("FetchRequest"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_consecutive_per_partition(&result);
+    assert_eq!(
+        script_records(&result),
+        native_records(&b.read_all("ci", 40)),
+        "every record once"
+    );
 }

@@ -1,9 +1,13 @@
-//! kafka-python against the listener: its default (idempotent) producer, and a group
-//! consumer committing by hand that resumes from its commits after the broker restarts.
+//! kafka-python against the listener: its default (idempotent) producer, a group consumer
+//! committing by hand that resumes from its commits after the broker restarts, and its
+//! fetch sessions.
+
+use std::time::{Duration, Instant};
 
 use crate::clients::{self, Client};
 use crate::common::{
-    args, assert_read_back_natively, next_offsets, script_commits, script_records, Broker, RUN,
+    args, assert_consecutive_per_partition, assert_read_back_natively, native_records,
+    next_offsets, script_commits, script_records, Broker, RUN,
 };
 
 fn producer() -> Option<Client> {
@@ -70,4 +74,39 @@ fn group_consumer_resumes_from_its_commits_across_a_restart() {
     assert_eq!(script_commits(&second), ends);
     let lag = b.broker.lag("kr", "kr-group").unwrap();
     assert!(lag.values().all(|&l| l == 0), "{lag:?}");
+}
+
+/// kafka-python fetches in a fetch session (KIP-227): one full fetch opens it, then each
+/// fetch names only the partitions whose offsets moved. Records produced on every partition
+/// while it reads reach it through those incremental fetches (from the offsets the session
+/// remembers for partitions the request does not name), each once, in order per partition.
+#[test]
+fn group_consumer_reads_a_multi_partition_topic_through_a_fetch_session() {
+    let Some(consume) = clients::python("kafka_python_consume.py") else {
+        return;
+    };
+    let b = Broker::start();
+    b.create("ks", 4);
+    b.produce_keyed("ks", 0..20);
+    let running = consume.spawn(&args(&b.bootstrap, "ks", &["ks-group", "--count", "40"]));
+    let listener = || b.broker.stats().unwrap().listener.unwrap();
+    let deadline = Instant::now() + RUN;
+    while listener().incremental_fetches == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no incremental fetch: {:?}",
+            listener()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    b.produce_keyed("ks", 20..40);
+    let result = running.finish(RUN).json();
+    assert_consecutive_per_partition(&result);
+    assert_eq!(
+        script_records(&result),
+        native_records(&b.read_all("ks", 40)),
+        "every record once"
+    );
+    let stats = listener();
+    assert!(stats.fetch_sessions_opened >= 1, "{stats:?}");
 }

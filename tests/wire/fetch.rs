@@ -11,7 +11,7 @@ use nanokafka::TopicConfig;
 
 use crate::client::WireClient;
 use crate::common::listening_broker;
-use crate::records::{batch, decode, fetch, name, produce};
+use crate::records::{batch, decode, decode_fetch, fetch, name, produce};
 
 fn partition(
     response: &FetchResponse,
@@ -220,7 +220,7 @@ fn max_wait_and_min_bytes_are_honoured() {
 }
 
 #[test]
-fn read_committed_reads_as_read_uncommitted_and_incremental_sessions_are_refused() {
+fn read_committed_reads_as_read_uncommitted_and_an_unknown_session_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     let (broker, addr) = listening_broker(dir.path());
     broker.create_topic("t", TopicConfig::default()).unwrap();
@@ -238,11 +238,4 @@ fn read_committed_reads_as_read_uncommitted_and_incremental_sessions_are_refused
         response.error_code,
         ResponseError::FetchSessionIdNotFound.code()
     );
-}
-
-fn decode_fetch(mut frame: bytes::Bytes, version: i16) -> FetchResponse {
-    use kafka_protocol::messages::ResponseHeader;
-    use kafka_protocol::protocol::{Decodable, HeaderVersion};
-    ResponseHeader::decode(&mut frame, FetchResponse::header_version(version)).unwrap();
-    FetchResponse::decode(&mut frame, version).unwrap()
 }

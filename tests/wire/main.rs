@@ -16,6 +16,8 @@ mod delete_groups;
 mod delete_records;
 mod describe_topic_partitions;
 mod fetch;
+mod fetch_sessions;
+mod fetch_topic_ids;
 mod groups;
 mod groups_offsets;
 mod groups_relay;

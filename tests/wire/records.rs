@@ -56,17 +56,39 @@ pub fn fetch(topic: &str, partitions: &[(i32, i64)], max_wait_ms: i32) -> FetchR
         .with_session_epoch(-1)
         .with_topics(vec![FetchTopic::default()
             .with_topic(name(topic))
-            .with_partitions(
-                partitions
-                    .iter()
-                    .map(|&(p, offset)| {
-                        FetchPartition::default()
-                            .with_partition(p)
-                            .with_fetch_offset(offset)
-                            .with_partition_max_bytes(1 << 20)
-                    })
-                    .collect(),
-            )])
+            .with_partitions(fetch_partitions(partitions))])
+}
+
+/// The `(partition, offset)`s of a fetch's topic, up to 1 MiB each.
+pub fn fetch_partitions(partitions: &[(i32, i64)]) -> Vec<FetchPartition> {
+    partitions
+        .iter()
+        .map(|&(p, offset)| {
+            FetchPartition::default()
+                .with_partition(p)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1 << 20)
+        })
+        .collect()
+}
+
+/// A fetch response read from its frame (what `WireClient::read_frame` returns).
+pub fn decode_fetch(mut frame: Bytes, version: i16) -> kafka_protocol::messages::FetchResponse {
+    use kafka_protocol::messages::{FetchResponse, ResponseHeader};
+    use kafka_protocol::protocol::{Decodable, HeaderVersion};
+    ResponseHeader::decode(&mut frame, FetchResponse::header_version(version)).unwrap();
+    FetchResponse::decode(&mut frame, version).unwrap()
+}
+
+/// One record of `value` produced natively to `topic`'s `partition`.
+pub fn produce_to(broker: &nanokafka::NanoKafka, topic: &str, partition: u32, value: &[u8]) {
+    let record = nanokafka::ProduceRecord {
+        key: None,
+        value: value.to_vec(),
+    };
+    broker
+        .produce_batch_raw(topic, Some(partition), vec![record])
+        .unwrap();
 }
 
 /// The records of a fetch's record bytes, in order.
