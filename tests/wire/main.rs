@@ -18,6 +18,7 @@ mod fetch;
 mod groups;
 mod groups_offsets;
 mod groups_relay;
+mod groups_static;
 mod hostile;
 mod limits;
 mod offsets;
