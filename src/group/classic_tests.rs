@@ -375,6 +375,16 @@ fn complete_and_sync(g: &mut ClassicGroup, now: u64) {
     assert_eq!(g.state(), ClassicState::Stable);
 }
 
+/// A `Stable` group at generation 1 of a static member (instance `a-1`) and a dynamic one:
+/// the group and their ids.
+fn stable_pair() -> (ClassicGroup, String, String) {
+    let mut g = group(0);
+    let a = join_static(&mut g, "a-1", &["range"], 0);
+    let b = join_new(&mut g, &["range"], 0);
+    complete_and_sync(&mut g, 0);
+    (g, a, b)
+}
+
 /// The instance's process restarts: a JoinGroup without a member id, the same instance id.
 fn restart(g: &mut ClassicGroup, instance: &str, protocols: &[&str], now: u64) -> Joined {
     g.join(static_request("", instance, protocols), now)
@@ -384,14 +394,11 @@ fn restart(g: &mut ClassicGroup, instance: &str, protocols: &[&str], now: u64) -
 #[test]
 fn a_static_member_restarting_within_its_session_timeout_keeps_its_assignment_without_a_rebalance()
 {
-    let mut g = group(0);
-    let a = join_static(&mut g, "a-1", &["range"], 0);
+    let (mut g, a, b) = stable_pair();
     assert!(
         a.starts_with("a-1-"),
         "Kafka's shape: the instance id first: {a}"
     );
-    let b = join_new(&mut g, &["range"], 0);
-    complete_and_sync(&mut g, 0);
 
     let restarted = restart(&mut g, "a-1", &["range"], SESSION - 1);
     assert_eq!(restarted.fenced.as_deref(), Some(a.as_str()));
@@ -417,10 +424,7 @@ fn a_static_member_restarting_within_its_session_timeout_keeps_its_assignment_wi
 
 #[test]
 fn a_static_member_restarting_after_its_session_timeout_joins_anew_in_a_rebalance() {
-    let mut g = group(0);
-    let a = join_static(&mut g, "a-1", &["range"], 0);
-    let b = join_new(&mut g, &["range"], 0);
-    complete_and_sync(&mut g, 0);
+    let (mut g, a, b) = stable_pair();
     g.heartbeat(&b, None, 1, SESSION).unwrap();
     let expired = g.expire(SESSION + 1);
     assert_eq!(expired.len(), 1);
@@ -438,10 +442,7 @@ fn a_static_member_restarting_after_its_session_timeout_joins_anew_in_a_rebalanc
 
 #[test]
 fn the_replaced_member_id_and_a_wrong_pairing_are_fenced_and_change_nothing() {
-    let mut g = group(0);
-    let a = join_static(&mut g, "a-1", &["range"], 0);
-    let b = join_new(&mut g, &["range"], 0);
-    complete_and_sync(&mut g, 0);
+    let (mut g, a, b) = stable_pair();
     let JoinStep::Answer(answer) = restart(&mut g, "a-1", &["range"], 1).step else {
         panic!()
     };
@@ -480,10 +481,7 @@ fn the_replaced_member_id_and_a_wrong_pairing_are_fenced_and_change_nothing() {
 
 #[test]
 fn leave_group_names_a_static_member_by_its_instance_id() {
-    let mut g = group(0);
-    let a = join_static(&mut g, "a-1", &["range"], 0);
-    let b = join_new(&mut g, &["range"], 0);
-    complete_and_sync(&mut g, 0);
+    let (mut g, a, b) = stable_pair();
     let unknown = Err(ClassicError::UnknownMemberId);
     assert_eq!(g.leave("", Some("nobody"), 1).map(|m| m.id), unknown);
     assert_eq!(g.leave("", None, 1).map(|m| m.id), unknown);
