@@ -34,6 +34,9 @@
 mod static_members;
 mod vote;
 
+use static_members::joined;
+pub use static_members::Joined;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Kafka's names for a classic group's states (what DescribeGroups and ListGroups report).
@@ -168,14 +171,6 @@ pub struct JoinAnswer {
     pub leader: String,
     /// Every member's id and metadata for the chosen protocol, for the leader only.
     pub members: Vec<(String, Vec<u8>)>,
-}
-
-/// What became of a JoinGroup: its step, and the member id a static member's restart
-/// replaced (its parked requests are answered `FencedInstanceId`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Joined {
-    pub step: JoinStep,
-    pub fenced: Option<String>,
 }
 
 /// What became of a JoinGroup.
@@ -681,10 +676,6 @@ impl ClassicGroup {
         let prefix = if prefix.is_empty() { "member" } else { &prefix };
         format!("{prefix}-{:x}-{}", self.id_nonce, self.next_id)
     }
-}
-
-fn joined(step: JoinStep) -> Joined {
-    Joined { step, fenced: None }
 }
 
 /// Whether `protocol` names a cooperative assignor (Kafka's and librdkafka's name).

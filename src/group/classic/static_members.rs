@@ -20,9 +20,30 @@
 //!   id, or by instance id alone, as admin tools do).
 
 use super::{
-    joined, Assigning, ClassicError, ClassicGroup, ClassicMember, ClassicState, JoinRequest,
-    JoinStep, Joined,
+    Assigning, ClassicError, ClassicGroup, ClassicMember, ClassicState, JoinRequest, JoinStep,
 };
+
+/// What became of a JoinGroup: its step, and the member id a static member's restart
+/// replaced (its parked requests are to be answered `FencedInstanceId`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    pub step: JoinStep,
+    pub fenced: Option<String>,
+}
+
+pub(super) fn joined(step: JoinStep) -> Joined {
+    Joined { step, fenced: None }
+}
+
+impl JoinStep {
+    /// The member id the JoinGroup is answered with.
+    pub fn member_id(&self) -> &str {
+        match self {
+            JoinStep::Wait(id) => id,
+            JoinStep::Answer(answer) => &answer.member_id,
+        }
+    }
+}
 
 impl ClassicGroup {
     /// The current member id of the instance `instance_id`.

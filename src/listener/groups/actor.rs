@@ -464,11 +464,7 @@ impl Handler<Join> for KafkaGroupActor {
             step,
         }) = &joined
         {
-            let id = match step {
-                JoinStep::Answer(answer) => &answer.member_id,
-                JoinStep::Wait(id) => id,
-            };
-            self.replace(replaced, id);
+            self.replace(replaced, step.member_id());
         }
         let reply = match joined.map(|j| j.step) {
             Err(e) => Box::pin(async move { Err(e) }) as Self::Result,
