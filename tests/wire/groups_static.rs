@@ -1,10 +1,12 @@
 //! Static membership (KIP-345) over the wire: a restarted instance takes its member's place
 //! with no rebalance, Kafka's or native; the id it replaced, and any other pairing with its
-//! instance id, is fenced; LeaveGroup by instance id; DescribeGroups v4 shows instance ids.
+//! instance id, is fenced; LeaveGroup by instance id; DescribeGroups v4 shows instance ids;
+//! a restarted leader of a leader-assigned group syncs what its predecessor assigned.
 
 use std::time::Duration;
 
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupResponse, LeaveGroupRequest,
     SyncGroupRequest,
@@ -29,14 +31,18 @@ fn join_static(client: &mut WireClient, member: &str, instance: &str) -> JoinGro
     client.call(&request, 5)
 }
 
-/// SyncGroup v3 naming the instance: (error, partitions of `t`).
-fn sync_static(client: &mut WireClient, member: &str, instance: &str) -> (i16, Vec<i32>) {
-    let request = SyncGroupRequest::default()
+/// A SyncGroup of generation 1 naming the instance.
+fn sync_request(member: &str, instance: &str) -> SyncGroupRequest {
+    SyncGroupRequest::default()
         .with_group_id(GroupId(StrBytes::from_static_str("g")))
         .with_generation_id(1)
         .with_member_id(StrBytes::from_string(member.to_owned()))
-        .with_group_instance_id(some(instance));
-    let synced = client.call(&request, 3);
+        .with_group_instance_id(some(instance))
+}
+
+/// SyncGroup v3 naming the instance: (error, partitions of `t`).
+fn sync_static(client: &mut WireClient, member: &str, instance: &str) -> (i16, Vec<i32>) {
+    let synced = client.call(&sync_request(member, instance), 3);
     let partitions = match synced.error_code {
         0 => assignment(&synced.assignment)
             .remove("t")
@@ -192,4 +198,39 @@ fn an_instance_id_kafkas_clients_would_refuse_is_an_invalid_request() {
         client.call(&request, 4).groups[0].group_state.as_str(),
         "Dead"
     );
+}
+
+/// Kafka's leader special case: a restarted leader of a leader-assigned group (a custom
+/// assignor) is told the leader it replaced, with no member list, so it assigns nothing and
+/// syncs the assignment its predecessor made, byte for byte; no rebalance.
+#[test]
+fn a_restarted_leader_of_a_leader_assigned_group_syncs_its_predecessors_assignment() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = broker_with_topic(dir.path(), Duration::from_secs(60), "t", 2);
+    let join = |client: &mut WireClient, member: &str| {
+        let request =
+            join_request("g", member, &["t"], &["custom"]).with_group_instance_id(some("lead"));
+        client.call(&request, 5)
+    };
+    let mut first = WireClient::connect(addr);
+    let joined = join(&mut first, "");
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(joined.leader, joined.member_id, "the leader");
+    assert_eq!(joined.members.len(), 1);
+    let old = joined.member_id.to_string();
+    let assigned = bytes::Bytes::from_static(b"its predecessor's bytes");
+    let request =
+        sync_request(&old, "lead").with_assignments(vec![SyncGroupRequestAssignment::default()
+            .with_member_id(joined.member_id)
+            .with_assignment(assigned.clone())]);
+    assert_eq!(first.call(&request, 3).assignment, assigned);
+
+    let mut second = WireClient::connect(addr);
+    let rejoined = join(&mut second, "");
+    assert_eq!(rejoined.error_code, 0);
+    assert_eq!(rejoined.generation_id, 1, "no rebalance");
+    assert_eq!(rejoined.leader.as_str(), old, "the leader it replaced");
+    assert!(rejoined.members.is_empty(), "nothing to assign");
+    let synced = second.call(&sync_request(&rejoined.member_id, "lead"), 3);
+    assert_eq!((synced.error_code, synced.assignment), (0, assigned));
 }
