@@ -215,6 +215,8 @@ pub struct ClassicGroup {
     protocol: String,
     leader: String,
     members: BTreeMap<String, ClassicMember>,
+    /// Static members: instance id → its current member id (see `static_members`).
+    static_members: BTreeMap<String, String>,
     /// Member ids handed out in `MemberIdRequired`, with when they lapse.
     pending: BTreeMap<String, u64>,
     /// The broker's session timeout: the longest any member may stay silent.
@@ -240,6 +242,7 @@ impl ClassicGroup {
             protocol: String::new(),
             leader: String::new(),
             members: BTreeMap::new(),
+            static_members: BTreeMap::new(),
             pending: BTreeMap::new(),
             session_timeout_ms,
             initial_delay_ms,
@@ -364,7 +367,7 @@ impl ClassicGroup {
                     synced: false,
                     assignment: Vec::new(),
                 };
-                self.members.insert(id.clone(), member);
+                self.add_member(member);
             }
         }
         if self.state != ClassicState::PreparingRebalance {
@@ -444,7 +447,7 @@ impl ClassicGroup {
             .collect();
         let removed = laggards
             .iter()
-            .filter_map(|id| self.members.remove(id))
+            .filter_map(|id| self.remove_member(id))
             .collect();
         let protocol = self.choose_protocol().unwrap_or_default();
         self.assigning = match self.broker_can_assign() && BROKER_ASSIGNORS.contains(&&*protocol) {
@@ -633,7 +636,7 @@ impl ClassicGroup {
     /// Removes `member_id` (LeaveGroup, or its native membership was evicted) and starts a
     /// rebalance. `None` when it is not a member.
     pub fn remove(&mut self, member_id: &str, now_ms: u64, cause: &str) -> Option<ClassicMember> {
-        let removed = self.members.remove(member_id)?;
+        let removed = self.remove_member(member_id)?;
         self.prepare_rebalance(now_ms, &format!("{member_id} {cause}"));
         Some(removed)
     }
@@ -652,7 +655,7 @@ impl ClassicGroup {
             .collect();
         let removed: Vec<ClassicMember> = expired
             .iter()
-            .filter_map(|id| self.members.remove(id))
+            .filter_map(|id| self.remove_member(id))
             .collect();
         if !removed.is_empty() {
             self.prepare_rebalance(now_ms, &format!("session timeout of {expired:?}"));

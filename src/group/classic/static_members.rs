@@ -1,8 +1,8 @@
 //! Static membership (KIP-345) in a classic group, as Kafka's group coordinator keeps it.
 //!
 //! A static member is named by its `group.instance.id` as well as its member id; the group
-//! maps each instance id to the one member id it currently has (a member carries its
-//! instance id, so the map is the members themselves and cannot drift from them):
+//! maps each instance id to the one member id it currently has (Kafka's `staticMembers`,
+//! kept by the only two ways in and out of `members`, `add_member` and `remove_member`):
 //! * an unknown instance joins as a new member, with no `MemberIdRequired` detour (its id
 //!   begins with the instance id);
 //! * a known instance joining without a member id is its process restarted: the member is
@@ -48,10 +48,23 @@ impl JoinStep {
 impl ClassicGroup {
     /// The current member id of the instance `instance_id`.
     pub(super) fn static_member_id(&self, instance_id: &str) -> Option<&str> {
-        self.members
-            .values()
-            .find(|m| m.instance_id.as_deref() == Some(instance_id))
-            .map(|m| m.id.as_str())
+        self.static_members.get(instance_id).map(String::as_str)
+    }
+
+    pub(super) fn add_member(&mut self, member: ClassicMember) {
+        if let Some(instance) = &member.instance_id {
+            self.static_members
+                .insert(instance.clone(), member.id.clone());
+        }
+        self.members.insert(member.id.clone(), member);
+    }
+
+    pub(super) fn remove_member(&mut self, id: &str) -> Option<ClassicMember> {
+        let member = self.members.remove(id)?;
+        if let Some(instance) = &member.instance_id {
+            self.static_members.remove(instance);
+        }
+        Some(member)
     }
 
     /// A request naming `instance_id` is its current member's.
@@ -113,7 +126,7 @@ impl ClassicGroup {
     ) -> Option<Joined> {
         let instance = request.instance_id.as_deref()?;
         let replaced = self.static_member_id(instance)?.to_owned();
-        let mut member = self.members.remove(&replaced)?;
+        let mut member = self.remove_member(&replaced)?;
         let id = self.new_member_id(instance);
         let subscription_read = request.topics.is_some();
         let topics = request.topics.clone().unwrap_or_default();
@@ -129,7 +142,7 @@ impl ClassicGroup {
         member.subscription_read = subscription_read;
         member.last_seen_ms = now_ms;
         member.synced = false;
-        self.members.insert(id.clone(), member);
+        self.add_member(member);
         let led = self.leader == replaced;
         if led {
             self.leader = id.clone();
