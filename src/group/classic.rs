@@ -27,7 +27,15 @@
 //!   `group.max.session.timeout.ms`) and above zero (NanoKafka has no configured minimum);
 //!   a JoinGroup asking for another is refused with `InvalidSessionTimeout`. A member silent
 //!   for longer than its session timeout is removed; one waiting in JoinGroup is alive.
-//! * Static membership (`group.instance.id`) is not kept: such a member is a dynamic one.
+//! * Static members (`group.instance.id`, KIP-345): a restarted instance takes its member's
+//!   place and assignment, usually with no rebalance, and fences the id it replaced (see
+//!   `static_members`).
+
+mod static_members;
+mod vote;
+
+use static_members::joined;
+pub use static_members::Joined;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -82,6 +90,8 @@ pub enum ClassicError {
     InvalidSessionTimeout,
     /// Join again with this member id (JoinGroup v4+).
     MemberIdRequired(String),
+    /// The instance id belongs to another member id: this one was replaced.
+    FencedInstanceId,
 }
 
 /// One protocol a member offers: its name and its metadata (for `consumer`, a
@@ -108,12 +118,20 @@ pub struct JoinRequest {
     pub topics: Option<BTreeSet<String>>,
     /// JoinGroup v4+: a new member gets its id in a `MemberIdRequired` error first.
     pub require_known_member_id: bool,
+    /// The static member's `group.instance.id` (JoinGroup v5+); `None` for a dynamic one.
+    pub instance_id: Option<String>,
 }
 
 /// A member of the group.
 #[derive(Debug, Clone)]
 pub struct ClassicMember {
     pub id: String,
+    /// A static member's `group.instance.id`.
+    pub instance_id: Option<String>,
+    /// The id of its native memberships: its member id, or, for a static member that
+    /// replaced others, the id the first of them joined with (kept across its restarts, so
+    /// that a restart moves nothing in the native groups).
+    pub native_id: String,
     pub client_id: String,
     pub client_host: String,
     session_timeout_ms: u64,
@@ -197,6 +215,8 @@ pub struct ClassicGroup {
     protocol: String,
     leader: String,
     members: BTreeMap<String, ClassicMember>,
+    /// Static members: instance id → its current member id (see `static_members`).
+    static_members: BTreeMap<String, String>,
     /// Member ids handed out in `MemberIdRequired`, with when they lapse.
     pending: BTreeMap<String, u64>,
     /// The broker's session timeout: the longest any member may stay silent.
@@ -222,6 +242,7 @@ impl ClassicGroup {
             protocol: String::new(),
             leader: String::new(),
             members: BTreeMap::new(),
+            static_members: BTreeMap::new(),
             pending: BTreeMap::new(),
             session_timeout_ms,
             initial_delay_ms,
@@ -265,10 +286,11 @@ impl ClassicGroup {
     /// A JoinGroup.
     ///
     /// # Errors
-    /// `MemberIdRequired` (v4+, no member id yet), `UnknownMemberId` (an id this group does
-    /// not know), `InconsistentGroupProtocol` (another protocol type, no protocol in common
-    /// with the members, or no protocol at all).
-    pub fn join(&mut self, request: JoinRequest, now_ms: u64) -> Result<JoinStep, ClassicError> {
+    /// `MemberIdRequired` (v4+, no member id yet, not static), `UnknownMemberId` (an id or
+    /// instance id this group does not know), `FencedInstanceId` (the instance id is another
+    /// member id's), `InconsistentGroupProtocol` (another protocol type, no protocol in
+    /// common with the members, or no protocol at all), `InvalidSessionTimeout`.
+    pub fn join(&mut self, request: JoinRequest, now_ms: u64) -> Result<Joined, ClassicError> {
         self.expire_pending(now_ms);
         if request.session_timeout_ms == 0 || request.session_timeout_ms > self.session_timeout_ms {
             return Err(ClassicError::InvalidSessionTimeout);
@@ -281,15 +303,23 @@ impl ClassicGroup {
             return Err(ClassicError::InconsistentGroupProtocol);
         }
         let mut id = request.member_id.clone();
+        let instance_id = request.instance_id.clone();
         if id.is_empty() {
-            id = self.new_member_id(&request.client_id);
-            if request.require_known_member_id {
+            if let Some(restarted) = self.restart_static_member(&request, now_ms) {
+                return Ok(restarted);
+            }
+            // Kafka's shape: the instance id first for a static member, else the client id.
+            id = self.new_member_id(instance_id.as_deref().unwrap_or(&request.client_id));
+            if request.require_known_member_id && instance_id.is_none() {
                 let lapses = now_ms.saturating_add(self.session_timeout_ms);
                 self.pending.insert(id.clone(), lapses);
                 return Err(ClassicError::MemberIdRequired(id));
             }
-        } else if self.pending.remove(&id).is_none() && !self.members.contains_key(&id) {
-            return Err(ClassicError::UnknownMemberId);
+        } else {
+            self.check_instance(&id, instance_id.as_deref())?;
+            if self.pending.remove(&id).is_none() && !self.members.contains_key(&id) {
+                return Err(ClassicError::UnknownMemberId);
+            }
         }
         if self.state == ClassicState::Empty {
             self.protocol_type = request.protocol_type.clone();
@@ -313,7 +343,7 @@ impl ClassicGroup {
                 // current generation again, no rebalance (every member is a follower when
                 // the broker assigns).
                 if unchanged && settled && self.leader != id {
-                    return Ok(JoinStep::Answer(self.answer_for(&id)));
+                    return Ok(joined(JoinStep::Answer(self.answer_for(&id))));
                 }
                 member.protocols = request.protocols;
                 member.topics = topics;
@@ -323,6 +353,8 @@ impl ClassicGroup {
             None => {
                 let member = ClassicMember {
                     id: id.clone(),
+                    instance_id,
+                    native_id: id.clone(),
                     client_id: request.client_id,
                     client_host: request.client_host,
                     session_timeout_ms,
@@ -335,14 +367,14 @@ impl ClassicGroup {
                     synced: false,
                     assignment: Vec::new(),
                 };
-                self.members.insert(id.clone(), member);
+                self.add_member(member);
             }
         }
         if self.state != ClassicState::PreparingRebalance {
             self.prepare_rebalance(now_ms, &format!("{id} joined"));
         }
         self.extend_deadline();
-        Ok(JoinStep::Wait(id))
+        Ok(joined(JoinStep::Wait(id)))
     }
 
     /// Starts a rebalance (if none is under way): members must join again.
@@ -415,7 +447,7 @@ impl ClassicGroup {
             .collect();
         let removed = laggards
             .iter()
-            .filter_map(|id| self.members.remove(id))
+            .filter_map(|id| self.remove_member(id))
             .collect();
         let protocol = self.choose_protocol().unwrap_or_default();
         self.assigning = match self.broker_can_assign() && BROKER_ASSIGNORS.contains(&&*protocol) {
@@ -482,17 +514,19 @@ impl ClassicGroup {
     /// A SyncGroup. `assignments`: the leader's, in a leader-assigned group.
     ///
     /// # Errors
-    /// `UnknownMemberId`, `IllegalGeneration`, `RebalanceInProgress` (preparing a rebalance:
-    /// join again), `InconsistentGroupProtocol` (v5: another protocol type or name).
+    /// `UnknownMemberId`, `FencedInstanceId`, `IllegalGeneration`, `RebalanceInProgress`
+    /// (preparing a rebalance: join again), `InconsistentGroupProtocol` (v5: another protocol
+    /// type or name).
     pub fn sync(
         &mut self,
         member_id: &str,
+        instance_id: Option<&str>,
         generation: i32,
         protocol: (Option<&str>, Option<&str>),
         assignments: Vec<(String, Vec<u8>)>,
         now_ms: u64,
     ) -> Result<SyncStep, ClassicError> {
-        self.check_member(member_id, generation, now_ms)?;
+        self.check_member(member_id, instance_id, generation, now_ms)?;
         if self.state == ClassicState::PreparingRebalance {
             return Err(ClassicError::RebalanceInProgress);
         }
@@ -533,14 +567,16 @@ impl ClassicGroup {
     /// A Heartbeat.
     ///
     /// # Errors
-    /// `UnknownMemberId`, `IllegalGeneration`, `RebalanceInProgress` (join again).
+    /// `UnknownMemberId`, `FencedInstanceId`, `IllegalGeneration`, `RebalanceInProgress`
+    /// (join again).
     pub fn heartbeat(
         &mut self,
         member_id: &str,
+        instance_id: Option<&str>,
         generation: i32,
         now_ms: u64,
     ) -> Result<(), ClassicError> {
-        self.check_member(member_id, generation, now_ms)?;
+        self.check_member(member_id, instance_id, generation, now_ms)?;
         match self.state {
             ClassicState::PreparingRebalance => Err(ClassicError::RebalanceInProgress),
             _ => Ok(()),
@@ -552,32 +588,39 @@ impl ClassicGroup {
     /// member id) to a group without members.
     ///
     /// # Errors
-    /// `UnknownMemberId`, `IllegalGeneration`, `RebalanceInProgress`.
+    /// `UnknownMemberId`, `FencedInstanceId`, `IllegalGeneration`, `RebalanceInProgress`.
     pub fn check_commit(
         &mut self,
         member_id: &str,
+        instance_id: Option<&str>,
         generation: i32,
         now_ms: u64,
     ) -> Result<(), ClassicError> {
-        if generation < 0 && member_id.is_empty() {
+        // An instance id makes it a member's commit, unless there is no member at all.
+        let standalone = instance_id.is_none() || self.members.is_empty();
+        if generation < 0 && member_id.is_empty() && standalone {
             return match self.members.is_empty() {
                 true => Ok(()),
                 false => Err(ClassicError::UnknownMemberId),
             };
         }
-        self.check_member(member_id, generation, now_ms)?;
+        self.check_member(member_id, instance_id, generation, now_ms)?;
         match self.state {
             ClassicState::CompletingRebalance => Err(ClassicError::RebalanceInProgress),
             _ => Ok(()),
         }
     }
 
+    /// Kafka's order: the instance id (`UnknownMemberId`, `FencedInstanceId`), the member
+    /// id, the generation.
     fn check_member(
         &mut self,
         member_id: &str,
+        instance_id: Option<&str>,
         generation: i32,
         now_ms: u64,
     ) -> Result<(), ClassicError> {
+        self.check_instance(member_id, instance_id)?;
         let current = self.generation;
         let member = self
             .members
@@ -593,7 +636,7 @@ impl ClassicGroup {
     /// Removes `member_id` (LeaveGroup, or its native membership was evicted) and starts a
     /// rebalance. `None` when it is not a member.
     pub fn remove(&mut self, member_id: &str, now_ms: u64, cause: &str) -> Option<ClassicMember> {
-        let removed = self.members.remove(member_id)?;
+        let removed = self.remove_member(member_id)?;
         self.prepare_rebalance(now_ms, &format!("{member_id} {cause}"));
         Some(removed)
     }
@@ -612,7 +655,7 @@ impl ClassicGroup {
             .collect();
         let removed: Vec<ClassicMember> = expired
             .iter()
-            .filter_map(|id| self.members.remove(id))
+            .filter_map(|id| self.remove_member(id))
             .collect();
         if !removed.is_empty() {
             self.prepare_rebalance(now_ms, &format!("session timeout of {expired:?}"));
@@ -624,66 +667,8 @@ impl ClassicGroup {
         self.pending.retain(|_, lapses| now_ms <= *lapses);
     }
 
-    /// Whether `offered` shares a protocol with every other member (a member's own earlier
-    /// protocols do not count).
-    fn offers_common_protocol(&self, member_id: &str, offered: &[Protocol]) -> bool {
-        let mut others = self
-            .members
-            .values()
-            .filter(|m| m.id != member_id)
-            .peekable();
-        if others.peek().is_none() {
-            return true;
-        }
-        offered.iter().any(|p| {
-            others
-                .clone()
-                .all(|m| m.protocols.iter().any(|q| q.name == p.name))
-        })
-    }
-
-    /// The protocols every member offers, in the first member's order of preference.
-    fn candidates(&self) -> Vec<String> {
-        let mut members = self.members.values();
-        let Some(first) = members.next() else {
-            return Vec::new();
-        };
-        let mut candidates: Vec<String> = first.protocols.iter().map(|p| p.name.clone()).collect();
-        for m in members {
-            candidates.retain(|c| m.protocols.iter().any(|p| &p.name == c));
-        }
-        candidates
-    }
-
-    /// Whether the broker can assign these members: consumers whose subscriptions it read.
-    fn broker_can_assign(&self) -> bool {
-        self.protocol_type == "consumer" && self.members.values().all(|m| m.subscription_read)
-    }
-
-    /// Kafka's vote (each member for its most preferred candidate; most votes wins, ties to
-    /// the earlier candidate), without the cooperative candidates when the broker would
-    /// assign an eager one: the broker's assignments are eager (a member revokes everything
-    /// before it joins again), which a cooperative protocol's client would not expect.
-    fn choose_protocol(&self) -> Option<String> {
-        let mut candidates = self.candidates();
-        let eager_served = |c: &String| BROKER_ASSIGNORS.contains(&&**c) && !is_cooperative(c);
-        if self.broker_can_assign() && candidates.iter().any(eager_served) {
-            candidates.retain(|c| !is_cooperative(c));
-        }
-        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
-        for m in self.members.values() {
-            if let Some(p) = m.protocols.iter().find(|p| candidates.contains(&p.name)) {
-                *votes.entry(p.name.as_str()).or_default() += 1;
-            }
-        }
-        let most = votes.values().copied().max()?;
-        candidates
-            .into_iter()
-            .find(|c| votes.get(c.as_str()) == Some(&most))
-    }
-
-    /// `<client id>-<nonce>-<n>`, Kafka's shape (`client.id` then something unique), within
-    /// the 249 bytes a member id may have.
+    /// `<prefix>-<nonce>-<n>`, Kafka's shape (`client.id`, or a static member's instance id,
+    /// then something unique), within the 249 bytes a member id may have.
     fn new_member_id(&mut self, client_id: &str) -> String {
         self.next_id += 1;
         let prefix: String = client_id

@@ -499,6 +499,58 @@ fn describe_topics_reports_each_topics_id() {
     );
 }
 
+/// Static membership: two members with a `group.instance.id` share four partitions; one is
+/// closed (librdkafka sends no LeaveGroup for a static member) and started again with the
+/// same instance id within its session timeout. It gets the same partitions back, and the
+/// other member sees no rebalance: no revocation, no new assignment.
+#[test]
+fn a_restarted_static_member_gets_its_partitions_back_and_the_other_sees_no_rebalance() {
+    let Some(consume) = clients::python("confluent_consume.py") else {
+        return;
+    };
+    // A session timeout far longer than a restart takes, on a machine as busy as CI's.
+    let session = std::time::Duration::from_secs(30);
+    let b = Broker::start_with(|builder| builder.session_timeout(session));
+    b.create("static", 4);
+    let member = |instance: &str| {
+        let more = [
+            "static-group",
+            "--until-stdin-closes",
+            "--instance-id",
+            instance,
+            "--session-timeout-ms",
+            "30000",
+        ];
+        consume.spawn(&args(&b.bootstrap, "static", &more))
+    };
+    let a = member("instance-a");
+    a.wait_for_stdout("A owning every partition", RUN, |out| {
+        assignment(out).len() == 4
+    });
+    let first_b = member("instance-b");
+    first_b.wait_for_stdout("B owning two partitions", RUN, |out| {
+        assignment(out).len() == 2
+    });
+    a.wait_for_stdout("A down to two partitions", RUN, |out| {
+        assignment(out).len() == 2
+    });
+    let b_partitions = assignment(&first_b.stdout());
+    let a_events_before = complete_lines(&a.stdout()).len();
+    first_b.finish(RUN);
+
+    let second_b = member("instance-b");
+    second_b.wait_for_stdout("B assigned again", RUN, |out| !assignment(out).is_empty());
+    assert_eq!(assignment(&second_b.stdout()), b_partitions);
+    let a_out = a.stdout();
+    let a_events_after = &complete_lines(&a_out)[a_events_before..];
+    assert!(
+        a_events_after.iter().all(|e| e["event"] == "record"),
+        "A saw a rebalance when B restarted: {a_events_after:?}"
+    );
+    a.finish(RUN);
+    second_b.finish(RUN);
+}
+
 /// The legacy AlterConfigs as librdkafka's own tests send it (test 0092): the described set
 /// sent back whole, with a change and `message.format.version`, which Kafka 3 accepts and
 /// ignores; and commits with metadata, past the log end too, read back by `committed()`

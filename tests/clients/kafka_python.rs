@@ -1,6 +1,6 @@
 //! kafka-python against the listener: its default (idempotent) producer, a group consumer
-//! committing by hand that resumes from its commits after the broker restarts, and its
-//! fetch sessions.
+//! committing by hand that resumes from its commits after the broker restarts, its fetch
+//! sessions, and a static member restarted without a rebalance.
 
 use std::time::{Duration, Instant};
 
@@ -109,4 +109,46 @@ fn group_consumer_reads_a_multi_partition_topic_through_a_fetch_session() {
     );
     let stats = listener();
     assert!(stats.fetch_sessions_opened >= 1, "{stats:?}");
+}
+
+/// A static member (`group_instance_id`) reads and commits half the records and closes,
+/// sending no LeaveGroup, as static members do; started again with the same instance id
+/// within its session timeout, it takes its own place: the group does not rebalance (the
+/// native group's generation and assignment stay as they were) and it reads on from its
+/// commits.
+#[test]
+fn a_restarted_static_member_takes_its_place_without_a_rebalance() {
+    let (Some(produce), Some(consume)) = (producer(), clients::python("kafka_python_consume.py"))
+    else {
+        return;
+    };
+    let session = Duration::from_secs(30);
+    let b = Broker::start_with(|builder| builder.session_timeout(session));
+    b.create("ks", 2);
+    let produced = produce.run_json(&args(&b.bootstrap, "ks", &["--count", "20"]), RUN);
+    let member = [
+        "ks-group",
+        "--count",
+        "10",
+        "--instance-id",
+        "ks-1",
+        "--session-timeout-ms",
+        "30000",
+    ];
+    let native = |b: &Broker| b.broker.stats().unwrap().topics["ks"].groups["ks-group"].clone();
+    let first = consume.run_json(&args(&b.bootstrap, "ks", &member), RUN);
+    let before = native(&b);
+    let second = consume.run_json(&args(&b.bootstrap, "ks", &member), RUN);
+    let after = native(&b);
+    assert_eq!(
+        (after.generation, &after.assignment),
+        (before.generation, &before.assignment),
+        "no rebalance"
+    );
+    let mut read = script_records(&first);
+    read.extend(script_records(&second));
+    read.sort();
+    let mut sent = script_records(&produced);
+    sent.sort();
+    assert_eq!(read, sent, "every record read once");
 }

@@ -21,6 +21,7 @@ mod fetch_topic_ids;
 mod groups;
 mod groups_offsets;
 mod groups_relay;
+mod groups_static;
 mod hostile;
 mod limits;
 mod offsets;

@@ -14,6 +14,11 @@
 //! `cooperative-sticky` a partition changing owner reaches the new one in the generation
 //! after the old one revoked it and joined again (KIP-429).
 //!
+//! The native side knows a member by its `native_id` (the id its first static instance
+//! joined with, if it is a restarted static member): a restart passes the old member id's
+//! native memberships and assignments to the new one, and answers the old id's parked
+//! JoinGroup and SyncGroup `FENCED_INSTANCE_ID`.
+//!
 //! Requests are served one at a time: a request that needs the broker (a heartbeat beats the
 //! native memberships, a completed barrier joins them) holds the mailbox until the broker
 //! answered (`ctx.wait`), so the classic state never moves under a request in flight.
@@ -33,7 +38,7 @@ use crate::clock::SharedClock;
 use crate::error::Error;
 use crate::group::classic::{
     Assigning, ClassicError, ClassicGroup, ClassicMember, ClassicState, JoinAnswer, JoinRequest,
-    JoinStep, SyncStep,
+    JoinStep, Joined, SyncStep,
 };
 use crate::group::GroupOptions;
 
@@ -51,6 +56,7 @@ impl Message for Join {
 #[derive(Debug)]
 pub struct Sync {
     pub member: String,
+    pub instance: Option<String>,
     pub generation: i32,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
@@ -67,15 +73,17 @@ impl Message for Sync {
 #[derive(Debug)]
 pub struct Beat {
     pub member: String,
+    pub instance: Option<String>,
     pub generation: i32,
 }
 impl Message for Beat {
     type Result = Reply<()>;
 }
 
-/// A LeaveGroup of these members (each answered on its own).
+/// A LeaveGroup of these members, each a member id or empty, and an instance id or none
+/// (each answered on its own, see [`ClassicGroup::leave`]).
 #[derive(Debug)]
-pub struct Leave(pub Vec<String>);
+pub struct Leave(pub Vec<(String, Option<String>)>);
 impl Message for Leave {
     type Result = Vec<Reply<()>>;
 }
@@ -84,6 +92,7 @@ impl Message for Leave {
 #[derive(Debug)]
 pub struct CheckCommit {
     pub member: String,
+    pub instance: Option<String>,
     pub generation: i32,
 }
 impl Message for CheckCommit {
@@ -200,10 +209,29 @@ impl KafkaGroupActor {
             self.granted.remove(&member.id);
             self.synced.remove(&member.id);
             for topic in self.native.remove(&member.id).unwrap_or_default() {
-                leaves.push((topic, member.id.clone()));
+                leaves.push((topic, member.native_id.clone()));
             }
         }
         self.leave_native(ctx, leaves);
+    }
+
+    /// A static member restarted as `id`: the requests `replaced` left parked are fenced, and
+    /// what it had passes to `id`; its native memberships keep their id (`native_id`).
+    fn replace(&mut self, replaced: &str, id: &str) {
+        if let Some(parked) = self.joins.remove(replaced) {
+            let _ = parked.send(Err(ClassicError::FencedInstanceId));
+        }
+        if let Some(parked) = self.syncs.remove(replaced) {
+            let _ = parked.send(Err(ClassicError::FencedInstanceId));
+        }
+        if let Some(topics) = self.native.remove(replaced) {
+            self.native.insert(id.to_owned(), topics);
+        }
+        for map in [&mut self.granted, &mut self.synced] {
+            if let Some(v) = map.remove(replaced) {
+                map.insert(id.to_owned(), v);
+            }
+        }
     }
 
     /// Leaves these native memberships (topic, member) before any later request is served.
@@ -233,9 +261,15 @@ impl KafkaGroupActor {
         let protocol = barrier.protocol;
         if self.group.assigning() == Assigning::Leader {
             self.granted.clear();
+            let group = &self.group;
             let leaves = std::mem::take(&mut self.native)
                 .into_iter()
-                .flat_map(|(member, topics)| topics.into_iter().map(move |t| (t, member.clone())))
+                .flat_map(|(member, topics)| {
+                    let native_id = group
+                        .member(&member)
+                        .map_or(member, |m| m.native_id.clone());
+                    topics.into_iter().map(move |t| (t, native_id.clone()))
+                })
                 .collect();
             self.leave_native(ctx, leaves);
             self.native_generations.clear();
@@ -245,7 +279,14 @@ impl KafkaGroupActor {
         }
         // How the members joined again is the generation's that ends: a cooperative client
         // kept its last assignment, an eager one revoked it.
+        // The native side knows each member by its native id: the plan and the work below
+        // use it, and their results are keyed by member id again at the end.
         let kept_by_cooperative = crate::group::classic::is_cooperative(self.group.protocol());
+        let member_ids: BTreeMap<String, String> = self
+            .group
+            .members()
+            .map(|m| (m.native_id.clone(), m.id.clone()))
+            .collect();
         let plan: Vec<(String, BTreeSet<String>, BTreeSet<String>, Partitions)> = self
             .group
             .members()
@@ -255,7 +296,7 @@ impl KafkaGroupActor {
                     true => self.synced.get(&m.id).cloned().unwrap_or_default(),
                     false => Partitions::new(),
                 };
-                (m.id.clone(), m.topics.clone(), joined, holding)
+                (m.native_id.clone(), m.topics.clone(), joined, holding)
             })
             .collect();
         // A native group a Kafka member creates has the default options, so native members
@@ -331,7 +372,8 @@ impl KafkaGroupActor {
                             .collect();
                         (topic.clone(), owned)
                     });
-                    (member.clone(), partitions.collect())
+                    let id = member_ids.get(member).unwrap_or(member);
+                    (id.clone(), partitions.collect())
                 })
                 .collect();
             let assignments = act
@@ -344,7 +386,12 @@ impl KafkaGroupActor {
                     (member.clone(), encode_assignment(partitions))
                 })
                 .collect();
-            act.native = joined;
+            act.native = joined
+                .into_iter()
+                .map(|(member, topics)| {
+                    (member_ids.get(&member).cloned().unwrap_or(member), topics)
+                })
+                .collect();
             let answers = act.group.finish_rebalance(protocol, assignments);
             act.answer_joins(answers);
         }));
@@ -366,7 +413,7 @@ impl KafkaGroupActor {
         let waiting: Vec<(String, BTreeSet<String>)> = self
             .group
             .awaiting_join()
-            .filter_map(|m| Some((m.id.clone(), self.native.get(&m.id)?.clone())))
+            .filter_map(|m| Some((m.native_id.clone(), self.native.get(&m.id)?.clone())))
             .collect();
         if !waiting.is_empty() {
             let (broker, group) = (self.broker.clone(), self.name());
@@ -411,8 +458,15 @@ impl Handler<Join> for KafkaGroupActor {
     type Result = ResponseFuture<Reply<JoinAnswer>>;
 
     fn handle(&mut self, msg: Join, ctx: &mut Context<Self>) -> Self::Result {
-        let step = self.group.join(msg.0, self.now());
-        let reply = match step {
+        let joined = self.group.join(msg.0, self.now());
+        if let Ok(Joined {
+            fenced: Some(replaced),
+            step,
+        }) = &joined
+        {
+            self.replace(replaced, step.member_id());
+        }
+        let reply = match joined.map(|j| j.step) {
             Err(e) => Box::pin(async move { Err(e) }) as Self::Result,
             Ok(JoinStep::Answer(answer)) => Box::pin(async move { Ok(answer) }),
             Ok(JoinStep::Wait(member)) => {
@@ -437,6 +491,7 @@ impl Handler<Sync> for KafkaGroupActor {
         let protocol = (msg.protocol_type.as_deref(), msg.protocol_name.as_deref());
         let step = self.group.sync(
             &msg.member,
+            msg.instance.as_deref(),
             msg.generation,
             protocol,
             msg.assignments,
@@ -476,9 +531,10 @@ impl Handler<Beat> for KafkaGroupActor {
     type Result = ResponseFuture<Reply<()>>;
 
     fn handle(&mut self, msg: Beat, ctx: &mut Context<Self>) -> Self::Result {
+        let instance = msg.instance.as_deref();
         if let Err(e) = self
             .group
-            .heartbeat(&msg.member, msg.generation, self.now())
+            .heartbeat(&msg.member, instance, msg.generation, self.now())
         {
             self.settle(ctx);
             return Box::pin(async move { Err(e) });
@@ -490,7 +546,9 @@ impl Handler<Beat> for KafkaGroupActor {
         }
         .unwrap_or_default();
         let joined = self.native.get(&msg.member).cloned().unwrap_or_default();
-        let (broker, group, member) = (self.broker.clone(), self.name(), msg.member.clone());
+        let native_id = self.group.member(&msg.member).map(|m| m.native_id.clone());
+        let (broker, group) = (self.broker.clone(), self.name());
+        let member = native_id.unwrap_or_else(|| msg.member.clone());
         let beats = async move {
             let mut answers = Vec::new();
             for topic in subscribed {
@@ -544,13 +602,13 @@ impl Handler<Leave> for KafkaGroupActor {
     fn handle(&mut self, msg: Leave, ctx: &mut Context<Self>) -> Self::Result {
         let now = self.now();
         let mut replies = Vec::with_capacity(msg.0.len());
-        for member in msg.0 {
-            match self.group.remove(&member, now, "left") {
-                Some(gone) => {
+        for (member, instance) in msg.0 {
+            match self.group.leave(&member, instance.as_deref(), now) {
+                Ok(gone) => {
                     self.forget(ctx, vec![gone]);
                     replies.push(Ok(()));
                 }
-                None => replies.push(Err(ClassicError::UnknownMemberId)),
+                Err(e) => replies.push(Err(e)),
             }
         }
         self.settle(ctx);
@@ -567,8 +625,9 @@ impl Handler<CheckCommit> for KafkaGroupActor {
     type Result = Reply<()>;
 
     fn handle(&mut self, msg: CheckCommit, _: &mut Context<Self>) -> Self::Result {
+        let instance = msg.instance.as_deref();
         self.group
-            .check_commit(&msg.member, msg.generation, self.now())
+            .check_commit(&msg.member, instance, msg.generation, self.now())
     }
 }
 

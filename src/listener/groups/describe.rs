@@ -129,10 +129,12 @@ fn describe_one(name: &str, classic: Option<Described>, natives: NativeMembers) 
     let (state, protocol) = match &classic {
         Some(c) => {
             for m in &c.members {
-                kafka_ids.insert(m.id.clone());
+                // A static member's native memberships may have the id it first joined with.
+                kafka_ids.insert(m.native_id.clone());
                 members.push(
                     DescribedGroupMember::default()
                         .with_member_id(string(&m.id))
+                        .with_group_instance_id(m.instance_id.as_deref().map(string))
                         .with_client_id(string(&m.client_id))
                         .with_client_host(string(&m.client_host))
                         .with_member_metadata(m.metadata(&c.protocol).to_vec().into())

@@ -34,6 +34,14 @@
 //!   member may ask for (Kafka's `group.max.session.timeout.ms`; there is no configured
 //!   minimum but zero): a JoinGroup asking for more is refused with
 //!   `INVALID_SESSION_TIMEOUT`;
+//! * static members (`group.instance.id`, KIP-345; see `crate::group::classic`): a Kafka
+//!   member's native memberships go by its `native_id`, its member id but for a restarted
+//!   static member, which keeps the native id of the member it replaced (so the instance's
+//!   first). A restart within the session timeout thus changes nothing natively: the same
+//!   partitions, no native rebalance, so no `REBALANCE_IN_PROGRESS` for the other members.
+//!   (Moving the memberships to the new member id instead would be a native leave and join,
+//!   each a native rebalance.) An instance id that Kafka's clients would refuse (empty,
+//!   over 249 bytes, control characters) is `INVALID_REQUEST`;
 //! * committed offsets are the partitions' own (the next offset to read, Kafka's meaning), so
 //!   `lag()` and OffsetFetch read the same numbers, whoever committed them.
 //!
@@ -164,6 +172,7 @@ fn code(e: &ClassicError) -> i16 {
         ClassicError::InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
         ClassicError::InvalidSessionTimeout => ResponseError::InvalidSessionTimeout,
         ClassicError::MemberIdRequired(_) => ResponseError::MemberIdRequired,
+        ClassicError::FencedInstanceId => ResponseError::FencedInstanceId,
     }
     .code()
 }
@@ -195,6 +204,14 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
     let member_id = request.member_id.to_string();
     if request.session_timeout_ms <= 0 {
         return refused(ResponseError::InvalidSessionTimeout.code(), &member_id);
+    }
+    // What Kafka's clients accept as a `group.instance.id` (a member id is made of it).
+    let instance_id = request.group_instance_id.as_ref().map(|i| i.to_string());
+    if instance_id
+        .as_deref()
+        .is_some_and(|i| validate_id("group instance", i).is_err())
+    {
+        return refused(ResponseError::InvalidRequest.code(), &member_id);
     }
     let addr = match group_for(ctx, &request.group_id).await {
         Ok(addr) => addr,
@@ -232,6 +249,7 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
         protocols,
         topics,
         require_known_member_id: ctx.version >= 4,
+        instance_id,
     };
     match addr.send(Join(join)).await {
         Err(_) => refused(ResponseError::CoordinatorNotAvailable.code(), &member_id),
@@ -266,6 +284,7 @@ pub async fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> 
     };
     let sync = Sync {
         member: request.member_id.to_string(),
+        instance: request.group_instance_id.as_ref().map(|i| i.to_string()),
         generation: request.generation_id,
         protocol_type: request.protocol_type.as_ref().map(|s| s.to_string()),
         protocol_name: request.protocol_name.as_ref().map(|s| s.to_string()),
@@ -295,6 +314,7 @@ pub async fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> H
         Some(addr) => {
             let beat = Beat {
                 member: request.member_id.to_string(),
+                instance: request.group_instance_id.as_ref().map(|i| i.to_string()),
                 generation: request.generation_id,
             };
             match addr.send(beat).await {
@@ -311,13 +331,16 @@ pub async fn leave_group(
     ctx: &RequestContext<'_>,
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
-    // v0-2 name one member; v3+ a list, each answered.
-    let members: Vec<String> = match ctx.version {
-        0..=2 => vec![request.member_id.to_string()],
+    // v0-2 name one member; v3+ a list (a member id, an instance id or both), each answered.
+    let members: Vec<(String, Option<String>)> = match ctx.version {
+        0..=2 => vec![(request.member_id.to_string(), None)],
         _ => request
             .members
             .iter()
-            .map(|m| m.member_id.to_string())
+            .map(|m| {
+                let instance = m.group_instance_id.as_ref().map(|i| i.to_string());
+                (m.member_id.to_string(), instance)
+            })
             .collect(),
     };
     let replies = match ctx.shared.groups.get(&request.group_id) {
@@ -340,9 +363,10 @@ pub async fn leave_group(
             members
                 .into_iter()
                 .zip(codes)
-                .map(|(id, code)| {
+                .map(|((id, instance), code)| {
                     MemberResponse::default()
                         .with_member_id(StrBytes::from_string(id))
+                        .with_group_instance_id(instance.map(StrBytes::from_string))
                         .with_error_code(code)
                 })
                 .collect(),

@@ -63,11 +63,19 @@ async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
         None if generation < 0 && member.is_empty() => 0,
         None if generation >= 0 => ResponseError::IllegalGeneration.code(),
         None => ResponseError::UnknownMemberId.code(),
-        Some(addr) => match addr.send(CheckCommit { member, generation }).await {
-            Ok(Ok(())) => 0,
-            Ok(Err(e)) => code(&e),
-            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
-        },
+        Some(addr) => {
+            let instance = request.group_instance_id.as_ref().map(|i| i.to_string());
+            let check = CheckCommit {
+                member,
+                instance,
+                generation,
+            };
+            match addr.send(check).await {
+                Ok(Ok(())) => 0,
+                Ok(Err(e)) => code(&e),
+                Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+            }
+        }
     }
 }
 

@@ -4,7 +4,8 @@ run several at once to have a group of several members.
 
     python confluent_consume.py BOOTSTRAP TOPIC GROUP [--count N] [--until-stdin-closes]
         [--idle S] [--strategy range|roundrobin|cooperative-sticky] [--debug CONTEXTS]
-        [--slow-partition P --slow-seconds S] [--timeout S]
+        [--slow-partition P --slow-seconds S] [--instance-id ID] [--session-timeout-ms MS]
+        [--timeout S]
 
 Stops at the first of: COUNT records read by this member; standard input closed (with
 --until-stdin-closes: how a test stops a member of a group at a moment of its choosing, with
@@ -19,7 +20,9 @@ that serves the client's rebalance callbacks, as a slow application's would be).
 
 Auto-commit is off: after each batch of records is collected its offsets are committed
 synchronously (OffsetCommit). A group without committed offsets starts at the earliest offset.
-The session timeout is 6 s, as in kafka_python_consume.py.
+The session timeout is 6 s, as in kafka_python_consume.py, unless --session-timeout-ms.
+--instance-id makes the member static (group.instance.id): closing it sends no LeaveGroup,
+and a member started again with the same id within the session timeout takes its place.
 
 Stdout is JSON lines, flushed one at a time, so a test can follow the member while it runs:
     {"event": "assigned" | "revoked", "partitions": [p...]}  at each rebalance (incremental
@@ -50,6 +53,8 @@ def main():
     p.add_argument("--debug")
     p.add_argument("--slow-partition", type=int)
     p.add_argument("--slow-seconds", type=float, default=0.0)
+    p.add_argument("--instance-id")
+    p.add_argument("--session-timeout-ms", type=int, default=6000)
     args = p.parse_args()
     if args.count is None and not args.until_stdin_closes and args.idle is None:
         fail("give --count, --until-stdin-closes or --idle")
@@ -60,13 +65,15 @@ def main():
         "client.id": "nanokafka-test-confluent",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": 6000,
+        "session.timeout.ms": args.session_timeout_ms,
         "heartbeat.interval.ms": 1000,
     }
     if args.strategy:
         config["partition.assignment.strategy"] = args.strategy
     if args.debug:
         config["debug"] = args.debug
+    if args.instance_id:
+        config["group.instance.id"] = args.instance_id
 
     stdin_closed = threading.Event()
     if args.until_stdin_closes:

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Read COUNT records of TOPIC as a member of GROUP with kafka-python, committing by hand.
 
-    python kafka_python_consume.py BOOTSTRAP TOPIC GROUP --count N [--timeout S]
+    python kafka_python_consume.py BOOTSTRAP TOPIC GROUP --count N [--instance-id ID]
+        [--session-timeout-ms MS] [--timeout S]
 
 Auto-commit is off; after each poll's records are processed (collected) their offsets are
 committed synchronously (OffsetCommit), so the committed offsets are exactly what was read. A
 group without committed offsets starts at the earliest offset. The session timeout is 6 s
 (the smallest a Kafka broker accepts by default): a broker may hold the first JoinGroup of
-a new member for up to a session timeout, and the client default (45 s) makes that slow. Stops after COUNT records, or
+a new member for up to a session timeout, and the client default (45 s) makes that slow;
+--session-timeout-ms sets another. --instance-id makes the member static
+(group_instance_id): it sends no LeaveGroup when it closes. Stops after COUNT records, or
 fails when the deadline passes first.
 
 Prints {"client", "version", "records": [record...] (in the order read),
@@ -23,7 +26,10 @@ CLIENT = "kafka-python"
 
 
 def main():
-    args = parser(__doc__.splitlines()[0], "consumer").parse_args()
+    p = parser(__doc__.splitlines()[0], "consumer")
+    p.add_argument("--instance-id")
+    p.add_argument("--session-timeout-ms", type=int, default=6000)
+    args = p.parse_args()
     if args.count is None:
         fail("--count is required")
     deadline = Deadline(args.timeout)
@@ -33,7 +39,8 @@ def main():
         client_id="nanokafka-test-kafka-python",
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        session_timeout_ms=6000,
+        session_timeout_ms=args.session_timeout_ms,
+        group_instance_id=args.instance_id,
         heartbeat_interval_ms=1000,
         request_timeout_ms=max(1000, deadline.left_ms()),
     )
