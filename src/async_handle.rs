@@ -328,6 +328,16 @@ impl AsyncNanoKafka {
         }
     }
 
+    /// Every topic's id (Kafka's topic id, made when the topic was created: a topic deleted
+    /// and created again has a new one), by name.
+    ///
+    /// # Errors
+    /// `BrokerStopped`; `Unsupported` on the Kafka backend (its admin client does not report
+    /// topic ids).
+    pub async fn topic_ids(&self) -> Result<BTreeMap<String, crate::types::TopicId>> {
+        self.ask(crate::messages::TopicIds).await
+    }
+
     /// Produces a typed record without a key (round-robin over partitions).
     ///
     /// Inside a `tracing` span the record also carries that span's context in a header

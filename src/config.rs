@@ -13,6 +13,7 @@ pub use cleanup::{CleanupPolicy, DirtyRatio};
 
 use crate::error::{Error, Result};
 use crate::storage::batch::MAX_RECORD_BYTES_LIMIT;
+use crate::storage::data_dir::TopicId;
 pub use crate::storage::format::TimestampType;
 pub use crate::storage::log::{DEFAULT_SEGMENT_BYTES, MAX_SEGMENT_BYTES};
 pub use crate::storage::FsyncPolicy;
@@ -352,15 +353,14 @@ impl TopicConfig {
 }
 
 /// Creates `topic` in the data directory with `config`: checks the name and the config, then
-/// creates the partition directories and persists the config.
+/// creates the partition directories and persists the config. Returns the topic's new id.
 ///
 /// # Errors
 /// `InvalidTopicName`, `InvalidConfig` (nothing created), `TopicExists`, `Io`.
-pub fn create_topic(data_dir: &DataDir, topic: &str, config: &TopicConfig) -> Result<()> {
+pub fn create_topic(data_dir: &DataDir, topic: &str, config: &TopicConfig) -> Result<TopicId> {
     crate::storage::data_dir::validate_topic_name(topic)?;
     config.validate()?;
-    data_dir.create_topic(topic, config.partitions, &config.to_json())?;
-    Ok(())
+    Ok(data_dir.create_topic(topic, config.partitions, &config.to_json())?)
 }
 
 /// Persists `topic`'s altered config `next` (checked by [`TopicChanges::apply_to`]),

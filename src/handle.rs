@@ -516,6 +516,14 @@ impl NanoKafka {
         self.broker.shutdown()
     }
 
+    /// [`AsyncNanoKafka::topic_ids`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::topic_ids`]; `BlockingInActorContext` on an actix/tokio thread.
+    pub fn topic_ids(&self) -> Result<std::collections::BTreeMap<String, crate::types::TopicId>> {
+        self.call(self.handle.topic_ids())
+    }
+
     /// [`AsyncNanoKafka::describe_broker`], blocking this thread until it answers.
     ///
     /// # Errors

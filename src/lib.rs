@@ -118,7 +118,7 @@ pub use table::{LogTable, Table, TableChange, TableKey};
 pub use topic::{BlockingTopic, Topic};
 pub use types::{
     encode, Backend, BrokerStats, CleanerSummary, ConsumerBatch, Delivery, GroupStats, Header,
-    ListenerStats, PartitionStats, Record, TopicStats,
+    ListenerStats, PartitionStats, Record, TopicId, TopicStats,
 };
 
 /// Not part of the supported API (`internals` feature): the storage engine with its simulated

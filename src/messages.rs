@@ -20,6 +20,7 @@
 //! | `shutdown` | same | [`Shutdown`] (the handles also stop the actor system) |
 //! | `create_topic` | same | [`CreateTopic`] |
 //! | `list_topics` | same | [`ListTopics`] |
+//! | `topic_ids` | same | [`TopicIds`] |
 //! | `alter_topic` | same | [`AlterTopic`] |
 //! | `delete_topic` | same | [`DeleteTopic`] |
 //! | `describe_broker` | same | [`DescribeBroker`] |
@@ -243,6 +244,16 @@ pub struct ListTopics;
 
 impl Message for ListTopics {
     type Result = Result<BTreeMap<String, TopicConfig>>;
+}
+
+/// Every topic's id (Kafka's topic id, made when the topic was created), by name. Answered
+/// by the broker; a topic whose id cannot be read (a damaged `partition.metadata`) is left
+/// out, with a warning. Errors: `BrokerStopped`.
+#[derive(Debug, Clone)]
+pub struct TopicIds;
+
+impl Message for TopicIds {
+    type Result = Result<BTreeMap<String, crate::types::TopicId>>;
 }
 
 /// One topic's config. Answered by the broker from its registry, without asking the topic

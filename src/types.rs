@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::storage::RecordBatch;
 
+/// A topic's id, Kafka's topic id (see the type's docs for where it is kept).
+pub use crate::storage::data_dir::TopicId;
+
 /// A consumed record. `T` is the payload type (`Vec<u8>` on the raw-bytes path).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record<T> {

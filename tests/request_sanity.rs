@@ -188,6 +188,13 @@ impl Layout_<'_, '_> {
                 }
             }
             Ty::Struct(fields) => self.fields(fields, depth, out, counts),
+            Ty::NStruct(fields) => {
+                let null = self.e.below(4) == 0;
+                out.push(if null { 0xff } else { 1 });
+                if !null {
+                    self.fields(fields, depth, out, counts);
+                }
+            }
         }
     }
 
@@ -460,6 +467,14 @@ fn default_request(api: ApiKey) -> RequestKind {
             kafka_protocol::messages::DeleteGroupsRequest::default()
                 .with_groups_names(vec![Default::default()]),
         ),
+        ApiKey::DescribeTopicPartitions => {
+            use kafka_protocol::messages::describe_topic_partitions_request::*;
+            RequestKind::DescribeTopicPartitions(
+                kafka_protocol::messages::DescribeTopicPartitionsRequest::default()
+                    .with_topics(vec![TopicRequest::default()])
+                    .with_cursor(Some(Cursor::default())),
+            )
+        }
         ApiKey::OffsetDelete => {
             use kafka_protocol::messages::offset_delete_request::*;
             let topic = OffsetDeleteRequestTopic::default()
@@ -521,6 +536,7 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DescribeProducers => DescribeProducersRequest::VERSIONS,
         ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
         ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
+        ApiKey::DescribeTopicPartitions => DescribeTopicPartitionsRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

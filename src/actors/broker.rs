@@ -22,12 +22,12 @@ use crate::error::{Error, Result};
 use crate::messages::{
     AllocateProducerId, AlterTopic, BrokerDescription, CrashBroker, CrashGroupCoordinator,
     CreateTopic, DeleteTopic, DescribeBroker, GetStats, GetTopicConfig, JoinGroup, ListTopics,
-    Shutdown, Subscribe, Subscription, TopicMessage,
+    Shutdown, Subscribe, Subscription, TopicIds, TopicMessage,
 };
 use crate::storage::data_dir::DeleteError;
 use crate::storage::producer_ids::ProducerIdBlocks;
 use crate::storage::DataDir;
-use crate::types::BrokerStats;
+use crate::types::{BrokerStats, TopicId};
 
 /// See the module docs.
 #[derive(Debug)]
@@ -44,6 +44,8 @@ pub struct BrokerActor {
     topics: BTreeMap<String, Addr<TopicActor>>,
     /// Each topic's config as created (for `ListTopics`; a topic's actors keep their own).
     configs: BTreeMap<String, TopicConfig>,
+    /// Topic ids read or made so far (each read from disk on first use; see `TopicIds`).
+    ids: BTreeMap<String, TopicId>,
     /// Partition actors run here, spread so that one partition's fsync never stalls the rest.
     arbiters: Vec<IoThread>,
     /// Where the next topic's partition 0 goes, so small topics spread over the arbiters.
@@ -71,6 +73,7 @@ impl BrokerActor {
             initial_topics,
             topics: BTreeMap::new(),
             configs: BTreeMap::new(),
+            ids: BTreeMap::new(),
             arbiters,
             next_arbiter: 0,
             restarts: 0,
@@ -153,8 +156,9 @@ impl Handler<CreateTopic> for BrokerActor {
         let name = self.label.clone();
         guarded_reply(self, ctx, &name, |act, _| {
             let data_dir = act.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
-            crate::config::create_topic(data_dir, &msg.topic, &msg.config)?;
-            tracing::info!(topic = %msg.topic, config = ?msg.config, "created topic");
+            let id = crate::config::create_topic(data_dir, &msg.topic, &msg.config)?;
+            tracing::info!(topic = %msg.topic, %id, config = ?msg.config, "created topic");
+            act.ids.insert(msg.topic.clone(), id);
             act.start_topic(&msg.topic, &msg.config);
             Ok(())
         })
@@ -212,6 +216,7 @@ impl Handler<DeleteTopic> for BrokerActor {
             Err(e) => return AtomicResponse::new(Box::pin(fut::ready(Err(e)))),
         };
         self.topics.remove(&topic);
+        self.ids.remove(&topic);
         let stopped = addr.send(DeleteTopicActors);
         let stopped = async move {
             // A topic actor that is gone has no partitions left open either.
@@ -302,6 +307,26 @@ impl Handler<ListTopics> for BrokerActor {
             return Err(Error::BrokerStopped);
         }
         Ok(self.configs.clone())
+    }
+}
+
+impl Handler<TopicIds> for BrokerActor {
+    type Result = Result<BTreeMap<String, TopicId>>;
+
+    fn handle(&mut self, _: TopicIds, _: &mut Context<Self>) -> Self::Result {
+        let data_dir = self.data_dir.as_ref().ok_or(Error::BrokerStopped)?;
+        for topic in self.configs.keys() {
+            if self.ids.contains_key(topic) {
+                continue;
+            }
+            match data_dir.topic_id(topic) {
+                Ok(id) => {
+                    self.ids.insert(topic.clone(), id);
+                }
+                Err(e) => tracing::warn!(topic, error = %e, "topic id unreadable; left out"),
+            }
+        }
+        Ok(self.ids.clone())
     }
 }
 

@@ -9,7 +9,10 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::request::{served, ConnectionState, Reply, RequestContext};
-use super::{alter_configs, cluster, describe_producers, incremental_alter_configs};
+use super::{
+    alter_configs, cluster, describe_producers, describe_topic_partitions,
+    incremental_alter_configs,
+};
 use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce};
@@ -226,6 +229,9 @@ async fn route(
         }
         RequestKind::DescribeProducers(r) => {
             ResponseKind::DescribeProducers(describe_producers::handle(ctx, r).await)
+        }
+        RequestKind::DescribeTopicPartitions(r) => {
+            ResponseKind::DescribeTopicPartitions(describe_topic_partitions::handle(ctx, r).await)
         }
         RequestKind::DeleteGroups(r) => {
             ResponseKind::DeleteGroups(groups::delete_groups(ctx, r).await)

@@ -1,6 +1,8 @@
-//! Metadata: the one broker, and each topic's partitions (all led by it, leader epoch 0).
-//! Unknown topics are created with the default config when the listener allows it and the
-//! client asks for it (`allow_auto_topic_creation`, true before v4).
+//! Metadata: the one broker, and each topic's partitions (all led by it, leader epoch 0)
+//! and, from v10, its topic id. Unknown topics are created with the default config when the
+//! listener allows it and the client asks for it (`allow_auto_topic_creation`, true before
+//! v4). From v10 a topic may be asked for by id instead of name: an unknown id is answered
+//! UNKNOWN_TOPIC_ID (ids are never auto-created).
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -8,12 +10,14 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
+use uuid::Uuid;
 
 use super::request::RequestContext;
 use super::NODE_ID;
 use crate::config::TopicConfig;
 use crate::error::Error;
 use crate::storage::data_dir::validate_topic_name;
+use crate::types::TopicId;
 
 /// Kafka's "authorized operations were not asked for".
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
@@ -30,33 +34,47 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         .with_cluster_authorized_operations(OPERATIONS_NOT_REQUESTED);
     // A stopping broker has no topics to offer; the client retries later.
     let known = ctx.broker.list_topics().await.unwrap_or_default();
+    let mut ids = ctx.broker.topic_ids().await.unwrap_or_default();
     // v0 asks for every topic with an empty list; later versions with a null one.
-    let requested: Option<Vec<String>> = match request.topics {
-        Some(topics) if !(ctx.version == 0 && topics.is_empty()) => Some(
-            topics
-                .into_iter()
-                .filter_map(|t| t.name.map(|n| n.0.to_string()))
-                .collect(),
-        ),
-        _ => None,
-    };
-    let topics = match requested {
-        None => known
-            .iter()
-            .map(|(name, config)| topic(name, Ok(config.partitions)))
-            .collect(),
-        Some(names) => {
-            let mut topics = Vec::with_capacity(names.len());
-            for name in names {
-                let partitions = match known.get(&name) {
-                    Some(config) => Ok(config.partitions),
-                    None => create(ctx, &name, request.allow_auto_topic_creation).await,
-                };
-                topics.push(topic(&name, partitions));
-            }
-            topics
+    let requested = match request.topics {
+        Some(topics) if !(ctx.version == 0 && topics.is_empty()) => topics,
+        _ => {
+            let topics = known
+                .iter()
+                .map(|(name, config)| topic(name, ids.get(name), Ok(config.partitions)));
+            return response.with_topics(topics.collect());
         }
     };
+    let mut topics = Vec::with_capacity(requested.len());
+    for asked in requested {
+        let name = match asked.name {
+            Some(name) => name.0.to_string(),
+            None => match ids
+                .iter()
+                .find(|(_, id)| id.as_bytes() == asked.topic_id.as_bytes())
+            {
+                Some((name, _)) => name.clone(),
+                None => {
+                    let unknown = MetadataResponseTopic::default()
+                        .with_topic_id(asked.topic_id)
+                        .with_error_code(ResponseError::UnknownTopicId.code());
+                    topics.push(unknown);
+                    continue;
+                }
+            },
+        };
+        let partitions = match known.get(&name) {
+            Some(config) => Ok(config.partitions),
+            None => {
+                let created = create(ctx, &name, request.allow_auto_topic_creation).await;
+                if created.is_ok() {
+                    ids = ctx.broker.topic_ids().await.unwrap_or_default();
+                }
+                created
+            }
+        };
+        topics.push(topic(&name, ids.get(&name), partitions));
+    }
     response.with_topics(topics)
 }
 
@@ -87,9 +105,16 @@ async fn create(ctx: &RequestContext<'_>, name: &str, allowed: bool) -> Result<u
     }
 }
 
-fn topic(name: &str, partitions: Result<u32, ResponseError>) -> MetadataResponseTopic {
+/// A topic's entry; `id` is `None` (Kafka's zero id) only for a topic that does not exist.
+fn topic(
+    name: &str,
+    id: Option<&TopicId>,
+    partitions: Result<u32, ResponseError>,
+) -> MetadataResponseTopic {
+    let id = id.map_or(Uuid::nil(), |id| Uuid::from_bytes(*id.as_bytes()));
     let topic = MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(name.to_owned()))))
+        .with_topic_id(id)
         .with_topic_authorized_operations(OPERATIONS_NOT_REQUESTED);
     match partitions {
         Err(e) => topic.with_error_code(e.code()),

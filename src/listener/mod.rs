@@ -26,13 +26,15 @@
 //!   `sanity` walks the request against its schema: kafka-protocol sizes each array from the
 //!   count on the wire before reading an element, so an impossible count must be refused
 //!   first (a failed allocation aborts the process);
-//! * one module per API family answers requests with the broker's state: `metadata`,
-//!   `produce`, `fetch`, `offsets` (ListOffsets, OffsetForLeaderEpoch), `init_producer_id`,
+//! * one module per API family answers requests with the broker's state: `metadata` and
+//!   `describe_topic_partitions` (topics, partitions, topic ids), `cluster`
+//!   (DescribeCluster, DescribeLogDirs), `produce`, `fetch`, `offsets` (ListOffsets,
+//!   OffsetForLeaderEpoch), `delete_records`, `describe_producers`, `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
-//!   groups), `create_topics` / `delete_topics` / `describe_configs` /
-//!   `create_partitions` / `incremental_alter_configs` / `alter_configs` (with
-//!   `config::kafka_names`, Kafka's config names), `sasl` (SASL/PLAIN); `errors` maps the crate's errors to Kafka's
-//!   codes.
+//!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
+//!   `describe_configs` / `create_partitions` / `incremental_alter_configs` /
+//!   `alter_configs` (with `config::kafka_names`, Kafka's config names), `sasl`
+//!   (SASL/PLAIN); `errors` maps the crate's errors to Kafka's codes.
 //!
 //! # What a Kafka client sees
 //! One broker (node id 0, the controller and every group's coordinator), every partition led
@@ -51,6 +53,7 @@ mod delete_records;
 mod delete_topics;
 mod describe_configs;
 mod describe_producers;
+mod describe_topic_partitions;
 mod dispatch;
 mod errors;
 mod fetch;

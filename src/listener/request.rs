@@ -35,6 +35,7 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered

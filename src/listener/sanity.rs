@@ -88,6 +88,9 @@ pub enum Ty {
     NArray(&'static Ty),
     /// A struct's fields, then (in flexible versions) its tagged fields.
     Struct(&'static [Field]),
+    /// A nullable struct: an `i8` marker (1: the struct follows; anything else: null, as
+    /// the decoder reads it), then the struct.
+    NStruct(&'static [Field]),
 }
 
 /// One field of a struct, present in versions `lo..=hi`; `tag` for a tagged field.
@@ -329,6 +332,10 @@ impl Walk<'_> {
                 Ok(())
             }
             Ty::Struct(fields) => self.fields(fields),
+            Ty::NStruct(fields) => match self.take(1)?[0] {
+                1 => self.fields(fields),
+                _ => Ok(()),
+            },
         }
     }
 }

@@ -14,10 +14,12 @@ use super::fs::OsFs;
 use super::fsutil::{sync_dir, write_atomically_via};
 
 mod delete;
+mod topic_id;
 pub use delete::DeleteError;
 /// The steps of a topic delete, for the crash tests (`internals` feature).
 #[cfg(feature = "internals")]
 pub use delete::Step as DeleteStep;
+pub use topic_id::{TopicId, PARTITION_METADATA_FILE};
 
 pub const LOCK_FILE: &str = ".lock";
 /// The file naming the format of the directory's segments; written when the directory is
@@ -252,7 +254,7 @@ impl DataDir {
     ///
     /// # Errors
     /// `InvalidTopicName` (nothing created), `TopicExists`, `Io`.
-    pub fn create_topic(&self, topic: &str, partitions: u32, config: &[u8]) -> Result<()> {
+    pub fn create_topic(&self, topic: &str, partitions: u32, config: &[u8]) -> Result<TopicId> {
         validate_topic_name(topic)?;
         // A delete of this name that did not finish must not leave it its old partitions.
         self.finish_deletes()?;
@@ -262,10 +264,14 @@ impl DataDir {
                 topic: topic.to_owned(),
             });
         }
+        // A new id even when directories of a crashed creation are reused: no client can
+        // have learnt the old one, since the topic never existed.
+        let id = TopicId::random();
         for partition in 0..partitions {
             let dir = self.partition_dir(topic, partition);
             fs::create_dir_all(&dir)
                 .map_err(|e| StorageError::io("create partition directory", &dir, e))?;
+            id.write(&dir)?;
         }
         sync_dir(&OsFs, &self.path)?;
         write_atomically_via(
@@ -273,7 +279,31 @@ impl DataDir {
             &self.path.join(TOPIC_CONFIG_TMP),
             &config_path,
             config,
-        )
+        )?;
+        Ok(id)
+    }
+
+    /// `topic`'s id (see [`TopicId`]): the one its partition 0 keeps. A topic created by a
+    /// version that kept none gets one now, written to every partition directory.
+    ///
+    /// The caller knows the topic exists (it has a config).
+    ///
+    /// # Errors
+    /// `InvalidTopicName`; `Corrupt` when the file is damaged; `Io`.
+    pub fn topic_id(&self, topic: &str) -> Result<TopicId> {
+        validate_topic_name(topic)?;
+        if let Some(id) = TopicId::read(&self.partition_dir(topic, 0))? {
+            return Ok(id);
+        }
+        let id = TopicId::random();
+        // Partition 0 last: until it has the file, the next call starts over.
+        let mut partition = 1;
+        while self.partition_dir(topic, partition).is_dir() {
+            id.write(&self.partition_dir(topic, partition))?;
+            partition += 1;
+        }
+        id.write(&self.partition_dir(topic, 0))?;
+        Ok(id)
     }
 
     /// Replaces `topic`'s config with `config`, creating the directories of the partitions
@@ -291,10 +321,12 @@ impl DataDir {
     ) -> Result<()> {
         validate_topic_name(topic)?;
         if !added.is_empty() {
+            let id = self.topic_id(topic)?;
             for partition in added {
                 let dir = self.partition_dir(topic, partition);
                 fs::create_dir_all(&dir)
                     .map_err(|e| StorageError::io("create partition directory", &dir, e))?;
+                id.write(&dir)?;
             }
             sync_dir(&OsFs, &self.path)?;
         }
@@ -320,6 +352,52 @@ pub struct StoredTopic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_partition_keeps_the_topic_id_and_added_partitions_get_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let id = data.create_topic("t", 2, b"{}").unwrap();
+        data.alter_topic("t", 2..3, b"{}").unwrap();
+        for partition in 0..3 {
+            let kept = TopicId::read(&data.partition_dir("t", partition)).unwrap();
+            assert_eq!(kept, Some(id), "partition {partition}");
+        }
+        drop(data);
+        let data = DataDir::open(dir.path()).unwrap();
+        assert_eq!(data.topic_id("t").unwrap(), id, "kept across a reopen");
+    }
+
+    #[test]
+    fn a_topic_without_an_id_gets_one_once_in_every_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        data.create_topic("t", 2, b"{}").unwrap();
+        // As a version that kept no ids left it.
+        for partition in 0..2 {
+            fs::remove_file(
+                data.partition_dir("t", partition)
+                    .join(PARTITION_METADATA_FILE),
+            )
+            .unwrap();
+        }
+        let id = data.topic_id("t").unwrap();
+        assert_eq!(data.topic_id("t").unwrap(), id, "made once");
+        let kept = TopicId::read(&data.partition_dir("t", 1)).unwrap();
+        assert_eq!(kept, Some(id));
+    }
+
+    #[test]
+    fn a_damaged_id_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        data.create_topic("t", 1, b"{}").unwrap();
+        let path = data.partition_dir("t", 0).join(PARTITION_METADATA_FILE);
+        fs::write(&path, "version: 0\ntopic_id: nonsense\n").unwrap();
+        let err = data.topic_id("t").unwrap_err();
+        assert!(matches!(err, StorageError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains("partition.metadata"), "{err}");
+    }
 
     #[test]
     fn a_new_directory_gets_the_format_file_and_reopens() {

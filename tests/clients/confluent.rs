@@ -460,6 +460,40 @@ fn cooperative_handover_waits_for_the_slow_owner_to_revoke() {
     assert_eq!(by_a.union(&by_b).copied().collect::<BTreeSet<_>>(), all);
 }
 
+/// `describe_topics` reports each topic's id, the one the broker keeps, and a topic deleted
+/// and created again is described with its new id.
+#[test]
+fn describe_topics_reports_each_topics_id() {
+    let Some(admin) = clients::python("confluent_admin.py") else {
+        return;
+    };
+    let b = Broker::start();
+    let bs = b.bootstrap.as_str();
+    b.broker
+        .create_topic("described", TopicConfig::default().partitions(3))
+        .unwrap();
+    let describe = || admin.run_json(&[bs, "describe-topics", "described"], RUN);
+    let first = describe();
+    let id = b.broker.topic_ids().unwrap()["described"].to_string();
+    assert_eq!(
+        first["described"]["described"],
+        serde_json::json!({"topic_id": id, "partitions": 3, "leaders": [0]}),
+        "{first}"
+    );
+    b.broker.delete_topic("described").unwrap();
+    b.broker
+        .create_topic("described", TopicConfig::default())
+        .unwrap();
+    let second = describe();
+    let new_id = b.broker.topic_ids().unwrap()["described"].to_string();
+    assert_ne!(new_id, id);
+    assert_eq!(
+        second["described"]["described"]["topic_id"],
+        new_id.as_str(),
+        "{second}"
+    );
+}
+
 /// The legacy AlterConfigs as librdkafka's own tests send it (test 0092): the described set
 /// sent back whole, with a change and `message.format.version`, which Kafka 3 accepts and
 /// ignores; and commits with metadata, past the log end too, read back by `committed()`

@@ -83,6 +83,27 @@ pub static ALL: &[Schema] = &[
     api(ApiKey::DescribeProducers, 0, 0, 0, DESCRIBE_PRODUCERS),
     api(ApiKey::DeleteGroups, 0, 2, 2, DELETE_GROUPS),
     api(ApiKey::OffsetDelete, 0, 0, N, OFFSET_DELETE),
+    api(
+        ApiKey::DescribeTopicPartitions,
+        0,
+        0,
+        0,
+        DESCRIBE_TOPIC_PARTITIONS,
+    ),
+];
+
+const DESCRIBE_TOPIC_PARTITIONS: &[Field] = &[
+    f(0, N, Array(&Struct(&[f(0, N, Str)]))), // topics: name
+    f(0, N, I32),                             // response_partition_limit
+    // cursor
+    f(
+        0,
+        N,
+        NStruct(&[
+            f(0, N, Str), // topic_name
+            f(0, N, I32), // partition_index
+        ]),
+    ),
 ];
 
 const PRODUCE: &[Field] = &[

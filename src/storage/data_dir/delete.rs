@@ -167,6 +167,7 @@ fn is_partition_of(name: &str, topic: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::PARTITION_METADATA_FILE;
     use super::*;
 
     fn files(dir: &Path) -> Vec<String> {
@@ -195,16 +196,19 @@ mod tests {
     fn a_delete_removes_the_config_and_every_partition_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         let data = with_topics(dir.path());
+        let old_id = data.topic_id("t").unwrap();
         data.delete_topic("t").unwrap();
         assert_eq!(files(dir.path()), OTHERS);
         let names: Vec<String> = data.topics().unwrap().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["t2", "t_1"]);
-        // The name is free: a new topic of that name starts empty.
-        data.create_topic("t", 1, b"new").unwrap();
-        assert!(fs::read_dir(data.partition_dir("t", 0))
-            .unwrap()
-            .next()
-            .is_none());
+        // The name is free: a new topic of that name starts empty, with a new id.
+        let id = data.create_topic("t", 1, b"new").unwrap();
+        assert_eq!(
+            files(&data.partition_dir("t", 0)),
+            [PARTITION_METADATA_FILE]
+        );
+        assert_eq!(data.topic_id("t").unwrap(), id);
+        assert_ne!(id, old_id);
         assert!(matches!(
             data.delete_topic("missing"),
             Err(DeleteError::NotDeleted(StorageError::Io { .. }))
@@ -252,10 +256,10 @@ mod tests {
         data.delete_topic_until("t", Step::Commit).unwrap();
         // Without finishing, the new topic would reuse the old partition directories.
         data.create_topic("t", 3, b"new").unwrap();
-        assert!(fs::read_dir(data.partition_dir("t", 0))
-            .unwrap()
-            .next()
-            .is_none());
+        assert_eq!(
+            files(&data.partition_dir("t", 0)),
+            [PARTITION_METADATA_FILE]
+        );
         assert!(!dir.path().join(TRASH_DIR).exists());
     }
 

@@ -8,6 +8,7 @@
     python confluent_admin.py BOOTSTRAP list-offsets TOPIC:PARTITION [--timeout S]
     python confluent_admin.py BOOTSTRAP delete-records TOPIC:PARTITION:OFFSET ... [--timeout S]
     python confluent_admin.py BOOTSTRAP describe-cluster [--timeout S]
+    python confluent_admin.py BOOTSTRAP describe-topics NAME ... [--timeout S]
     python confluent_admin.py BOOTSTRAP delete-groups GROUP ... [--timeout S]
     python confluent_admin.py BOOTSTRAP alter-configs TOPIC --config KEY=VALUE ... [--timeout S]
     python confluent_admin.py BOOTSTRAP commit GROUP TOPIC:PARTITION:OFFSET[:METADATA] ... [--timeout S]
@@ -17,6 +18,7 @@ replication factor 1 and the topic configs given with --config; delete-topics se
 topics; list-groups sends ListGroups; list-offsets sends ListOffsets for the partition's
 earliest, latest and max-timestamp (KIP-734) offsets, one request each; delete-records sends
 DeleteRecords (OFFSET -1: the high watermark); describe-cluster sends DescribeCluster;
+describe-topics describes the topics (describe_topics: their ids and partitions);
 delete-groups sends DeleteGroups and reports each group's outcome;
 alter-configs alters a topic's configs with the legacy, whole-set AlterConfigs as
 librdkafka's own tests do (DescribeConfigs, every entry read back sent again, the --config
@@ -29,7 +31,8 @@ Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted"
 "is_simple"}...] sorted by id; "offsets": {"earliest" | "latest" | "max_timestamp":
 {"offset", "timestamp"}}, -1 where the broker answers none; "low_watermarks":
 {"TOPIC:PARTITION": offset}; "cluster": {"cluster_id", "controller", "nodes": [{"id",
-"host", "port"}...]}; "configs": {name: value} as described after the alter; "committed":
+"host", "port"}...]}; "described": {name: {"topic_id", "partitions", "leaders"}} (the id in
+Kafka's text form); "configs": {name: value} as described after the alter; "committed":
 [{"topic", "partition", "offset", "metadata"}...] as read back; "group_results": {group:
 "deleted" | error name}}.
 """
@@ -38,7 +41,7 @@ import argparse
 import warnings
 
 import confluent_kafka
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from clientlib import emit, fail, run, Deadline
@@ -51,13 +54,13 @@ def main():
     p.add_argument("bootstrap", help="host:port of the broker")
     p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets",
                                               "delete-records", "describe-cluster", "alter-configs", "commit",
-                                              "delete-groups"])
+                                              "delete-groups", "describe-topics"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
     if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records", "alter-configs",
-                        "commit", "delete-groups") and not args.names:
+                        "commit", "delete-groups", "describe-topics") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
     admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
@@ -98,6 +101,16 @@ def main():
             "cluster_id": result.cluster_id,
             "controller": result.controller.id if result.controller else None,
             "nodes": [{"id": n.id, "host": n.host, "port": n.port} for n in result.nodes],
+        }
+    elif args.command == "describe-topics":
+        futures = admin.describe_topics(TopicCollection(args.names), request_timeout=deadline.left())
+        out["described"] = {
+            name: {
+                "topic_id": str(d.topic_id),
+                "partitions": len(d.partitions),
+                "leaders": sorted({p.leader.id for p in d.partitions}),
+            }
+            for name, d in ((n, f.result(timeout=deadline.left())) for n, f in futures.items())
         }
     elif args.command == "alter-configs":
         out["configs"] = _alter_configs(admin, args.names[0], args.config, deadline)
