@@ -548,8 +548,9 @@ impl ClassicGroup {
     }
 
     /// Whether an OffsetCommit may be written: a member of the current generation (not
-    /// while its assignment is being completed), or a standalone commit (generation -1, no
-    /// member id) to a group without members.
+    /// while its assignment is being completed), or a standalone commit (generation -1,
+    /// whatever member id it names: a KIP-848 client reading by `assign()` sends the one it
+    /// made) to a group without members, as Kafka's `validateOffsetCommit` decides.
     ///
     /// # Errors
     /// `UnknownMemberId`, `IllegalGeneration`, `RebalanceInProgress`.
@@ -559,11 +560,8 @@ impl ClassicGroup {
         generation: i32,
         now_ms: u64,
     ) -> Result<(), ClassicError> {
-        if generation < 0 && member_id.is_empty() {
-            return match self.members.is_empty() {
-                true => Ok(()),
-                false => Err(ClassicError::UnknownMemberId),
-            };
+        if generation < 0 && self.members.is_empty() {
+            return Ok(());
         }
         self.check_member(member_id, generation, now_ms)?;
         match self.state {

@@ -198,6 +198,11 @@ fn commits_are_fenced_by_member_and_generation() {
         Ok(()),
         "standalone on an empty group"
     );
+    assert_eq!(
+        g.check_commit("made-by-a-kip-848-client", -1, 0),
+        Ok(()),
+        "standalone on an empty group, whatever member id it names"
+    );
     let a = join_new(&mut g, &["range"], 0);
     complete(&mut g);
     assert_eq!(
@@ -216,6 +221,10 @@ fn commits_are_fenced_by_member_and_generation() {
     );
     assert_eq!(
         g.check_commit("", -1, 0),
+        Err(ClassicError::UnknownMemberId)
+    );
+    assert_eq!(
+        g.check_commit("made-by-a-kip-848-client", -1, 0),
         Err(ClassicError::UnknownMemberId)
     );
 }

@@ -91,12 +91,16 @@ pub enum HeartbeatStep {
         epoch: i32,
         topics: BTreeSet<String>,
     },
-    /// Join (or beat) the native group of each of `topics`, saying the member's client holds
-    /// `holding`, with `assignor` if the native group is new; leave those of `dropped`. Then
-    /// call [`ConsumerGroup::finish`] with what the native groups gave it.
+    /// Join (or beat) the native group of each of `topics` and `lingering`, saying the
+    /// member's client holds `holding`, with `assignor` if the native group is new; leave
+    /// those of `dropped`. Then call [`ConsumerGroup::finish`] with what the native groups of
+    /// `topics` gave it.
     Reconcile {
         member_id: String,
         topics: BTreeSet<String>,
+        /// Topics it no longer subscribes to but still holds partitions of: it stays in their
+        /// native groups, so that their new owners wait for its revocation.
+        lingering: BTreeSet<String>,
         dropped: BTreeSet<String>,
         holding: Partitions,
         assignor: &'static str,
@@ -182,6 +186,9 @@ impl ConsumerGroup {
         }
     }
 
+    pub fn name(&self) -> &str {
+        &self.name
+    }
     pub fn group_epoch(&self) -> i32 {
         self.group_epoch
     }
@@ -305,14 +312,19 @@ impl ConsumerGroup {
         let topics = resolve(member, existing);
         let changed = topics != member.topics;
         member.topics = topics.clone();
-        let dropped = member.native.difference(&topics).cloned().collect();
         let holding = union(&member.owned, &member.assigned);
+        let (lingering, dropped) = member
+            .native
+            .difference(&topics)
+            .cloned()
+            .partition(|t| holding.get(t).is_some_and(|ps| !ps.is_empty()));
         if changed && request.member_epoch != 0 {
             self.bump(&format!("{id}'s subscription changed"));
         }
         Ok(HeartbeatStep::Reconcile {
             member_id: id,
             topics,
+            lingering,
             dropped,
             holding,
             assignor: self.assignor(),
@@ -320,7 +332,8 @@ impl ConsumerGroup {
     }
 
     /// A heartbeat's second half: `granted` is what the native groups give the member now
-    /// (topic → partitions), `joined` the topics whose native group it is now a member of.
+    /// (topic → partitions), `joined` the topics whose native group it is now a member of
+    /// (`lingering` ones included).
     /// Moves its epoch (see the module docs) and answers. `request_epoch` is the epoch the
     /// heartbeat came with; `full`: it carried the member's whole state (a join, or its owned
     /// partitions).

@@ -29,6 +29,7 @@ impl Sim {
         let HeartbeatStep::Reconcile {
             member_id,
             topics,
+            lingering,
             dropped,
             holding,
             assignor,
@@ -63,7 +64,7 @@ impl Sim {
                 .leave(&member_id, self.now);
         }
         let mut granted = Partitions::new();
-        for topic in &topics {
+        for topic in topics.iter().chain(&lingering) {
             let partitions = self.topics[topic];
             let native = self.native.entry(topic.clone()).or_insert_with(|| {
                 let assignor = match assignor {
@@ -74,11 +75,14 @@ impl Sim {
             });
             let held = holding.get(topic).cloned().unwrap_or_default();
             let assignment = native.join_kafka_member(&member_id, &held, self.now);
-            granted.insert(topic.clone(), assignment.partitions.into_iter().collect());
+            if topics.contains(topic) {
+                granted.insert(topic.clone(), assignment.partitions.into_iter().collect());
+            }
         }
+        let joined = topics.union(&lingering).cloned().collect();
         Ok(self
             .group
-            .finish(&member_id, granted, topics, epoch, full)
+            .finish(&member_id, granted, joined, epoch, full)
             .unwrap())
     }
 }
@@ -243,17 +247,26 @@ fn a_subscription_change_bumps_the_group_epoch_and_a_dropped_topic_is_left() {
     change.subscribed_topic_names = Some(BTreeSet::from(["u".to_owned()]));
     let a = sim.beat(change).unwrap();
     assert_eq!(sim.group.group_epoch(), 2);
-    // It still holds t's partitions: it must give them up first.
+    // It still holds t's partitions: it must give them up first, and until then nobody else
+    // gets them.
     assert_eq!((a.member_epoch, assigned(&a)), (1, Partitions::new()));
+    sim.beat(join("b", &["t"])).unwrap();
+    assert_eq!(
+        sim.native["t"].assignment().get("b"),
+        Some(&vec![]),
+        "t's partitions wait for a"
+    );
     let a = sim.beat(beat("a", 1, Some(&[]))).unwrap();
     assert_eq!(
         (a.member_epoch, assigned(&a)),
-        (2, parts(&[("u", &[0, 1])]))
+        (3, parts(&[("u", &[0, 1])]))
     );
     assert!(
-        sim.native["t"].assignment().is_empty(),
+        !sim.native["t"].assignment().contains_key("a"),
         "left t's native group"
     );
+    let b = sim.beat(beat("b", 3, None)).unwrap();
+    assert_eq!(assigned(&b), parts(&[("t", &[0, 1, 2, 3])]));
 }
 
 #[test]

@@ -17,7 +17,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::client::WireClient;
 use crate::groups_common::*;
 
-fn commit_request(
+pub fn commit_request(
     group: &str,
     member: &str,
     generation: i32,
