@@ -1,6 +1,8 @@
 //! Consumer groups for Kafka clients: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 //! LeaveGroup (here), DescribeGroups and ListGroups (`describe`), OffsetCommit and
-//! OffsetFetch (`offsets`).
+//! OffsetFetch (`offsets`); the KIP-848 consumer group protocol, ConsumerGroupHeartbeat and
+//! ConsumerGroupDescribe (`consumer`: its members fit the model below the same way, and a
+//! group name is served by one protocol at a time).
 //!
 //! # One group model
 //! A Kafka group spans topics, a native group is one topic's; a Kafka client's group named
