@@ -215,7 +215,7 @@ fn epochs_other_than_the_members_are_fenced_except_a_lost_answers() {
         Err(ConsumerError::FencedMemberEpoch)
     );
     assert_eq!(
-        sim.beat(beat("a", 0 + 3, None)),
+        sim.beat(beat("a", 3, None)),
         Err(ConsumerError::FencedMemberEpoch)
     );
     // A fenced member joins again with epoch 0 and its id.
