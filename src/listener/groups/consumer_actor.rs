@@ -20,7 +20,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use actix::prelude::*;
-use futures::channel::oneshot;
 
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
@@ -125,21 +124,8 @@ impl ConsumerGroupActor {
         self.group.name().to_owned()
     }
 
-    /// Leaves these native groups (topic, member) before any later request is served.
     fn leave_native(&mut self, ctx: &mut Context<Self>, leaves: Vec<(String, String)>) {
-        if leaves.is_empty() {
-            return;
-        }
-        let (broker, group) = (self.broker.clone(), self.name());
-        ctx.wait(
-            async move {
-                for (topic, member) in leaves {
-                    // Already gone (evicted, topic deleted): nothing to undo.
-                    let _ = broker.leave_group(&topic, &group, &member).await;
-                }
-            }
-            .into_actor(self),
-        );
+        super::leave_native(ctx, &self.broker, self.group.name(), leaves);
     }
 
     fn tick(&mut self, ctx: &mut Context<Self>) {
@@ -167,11 +153,7 @@ fn serialized<T: 'static>(
     ctx: &mut Context<ConsumerGroupActor>,
     work: impl ActorFuture<ConsumerGroupActor, Output = Reply<T>> + 'static,
 ) -> ResponseFuture<Reply<T>> {
-    let (tx, rx) = oneshot::channel();
-    ctx.wait(work.map(move |reply, _, _| {
-        let _ = tx.send(reply);
-    }));
-    Box::pin(async move { rx.await.unwrap_or(Err(ConsumerError::UnknownMemberId)) })
+    super::serialized(ctx, work, ConsumerError::UnknownMemberId)
 }
 
 /// The native groups' options for a group whose assignor is `assignor`.

@@ -220,6 +220,45 @@ impl KafkaGroups {
     }
 }
 
+/// Runs `work` on `ctx` with the mailbox held (no other message is served meanwhile), and
+/// answers with its output; `stopped` if the actor stops first.
+fn serialized<A, T, E>(
+    ctx: &mut Context<A>,
+    work: impl ActorFuture<A, Output = Result<T, E>> + 'static,
+    stopped: E,
+) -> ResponseFuture<Result<T, E>>
+where
+    A: Actor<Context = Context<A>>,
+    T: 'static,
+    E: 'static,
+{
+    let (tx, rx) = futures::channel::oneshot::channel();
+    ctx.wait(work.map(move |reply, _, _| {
+        let _ = tx.send(reply);
+    }));
+    Box::pin(async move { rx.await.unwrap_or(Err(stopped)) })
+}
+
+/// Leaves these native groups (topic, member) of `group` before `ctx` serves any later
+/// message.
+fn leave_native<A: Actor<Context = Context<A>>>(
+    ctx: &mut Context<A>,
+    broker: &AsyncNanoKafka,
+    group: &str,
+    leaves: Vec<(String, String)>,
+) {
+    if leaves.is_empty() {
+        return;
+    }
+    let (broker, group) = (broker.clone(), group.to_owned());
+    ctx.wait(fut::wrap_future(async move {
+        for (topic, member) in leaves {
+            // Already gone (evicted, topic deleted, coordinator restarted): nothing to undo.
+            let _ = broker.leave_group(&topic, &group, &member).await;
+        }
+    }));
+}
+
 /// Makes broker-made member ids unique across broker runs: a client holding an old one would
 /// pass for the new member that has it.
 fn nonce() -> u64 {
