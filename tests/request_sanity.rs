@@ -483,6 +483,19 @@ fn default_request(api: ApiKey) -> RequestKind {
                 kafka_protocol::messages::OffsetDeleteRequest::default().with_topics(vec![topic]),
             )
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            use kafka_protocol::messages::consumer_group_heartbeat_request::*;
+            let owned = TopicPartitions::default().with_partitions(vec![0]);
+            RequestKind::ConsumerGroupHeartbeat(
+                kafka_protocol::messages::ConsumerGroupHeartbeatRequest::default()
+                    .with_subscribed_topic_names(Some(vec![Default::default()]))
+                    .with_topic_partitions(Some(vec![owned])),
+            )
+        }
+        ApiKey::ConsumerGroupDescribe => RequestKind::ConsumerGroupDescribe(
+            kafka_protocol::messages::ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![Default::default()]),
+        ),
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -537,6 +550,8 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
         ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
         ApiKey::DescribeTopicPartitions => DescribeTopicPartitionsRequest::VERSIONS,
+        ApiKey::ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest::VERSIONS,
+        ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

@@ -91,6 +91,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(..=i32::MAX as u64))]
     initial_rebalance_delay_ms: Option<u64>,
 
+    /// How often a consumer-protocol (KIP-848, group.protocol=consumer) member is told to
+    /// heartbeat (Kafka's group.consumer.heartbeat.interval.ms): how soon it learns of a new
+    /// assignment [default: 5000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
+    consumer_heartbeat_interval_ms: Option<u64>,
+
     /// Serve the broker's metrics in Prometheus's text format over HTTP at this address
     /// (ip:port, e.g. 127.0.0.1:9464; any path answers). Off by default.
     #[arg(long, value_name = "ADDR")]
@@ -134,6 +140,9 @@ impl ServeArgs {
         }
         if let Some(ms) = self.initial_rebalance_delay_ms {
             config = config.initial_rebalance_delay(Duration::from_millis(ms));
+        }
+        if let Some(ms) = self.consumer_heartbeat_interval_ms {
+            config = config.consumer_heartbeat_interval(Duration::from_millis(ms));
         }
         // Past what a usize holds is no bound at all, as `usize::MAX` is to the listener.
         let bytes = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);

@@ -123,14 +123,12 @@ fn serve_stops_cleanly_on_sigint() {
     serve_then_stop(libc::SIGINT);
 }
 
-/// The broker's `group.initial.rebalance.delay.ms` as DescribeConfigs reports it.
-fn initial_rebalance_delay(addr: SocketAddr) -> String {
+/// The broker's config `key` as DescribeConfigs reports it.
+fn broker_config(addr: SocketAddr, key: &str) -> String {
     let broker = DescribeConfigsResource::default()
         .with_resource_type(4)
         .with_resource_name(StrBytes::from_static_str("0"))
-        .with_configuration_keys(Some(vec![StrBytes::from_static_str(
-            "group.initial.rebalance.delay.ms",
-        )]));
+        .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_owned())]));
     let request = DescribeConfigsRequest::default().with_resources(vec![broker]);
     let response = WireClient::connect(addr).call(&request, 4);
     let result = &response.results[0];
@@ -139,22 +137,31 @@ fn initial_rebalance_delay(addr: SocketAddr) -> String {
     value.as_str().to_owned()
 }
 
+/// Starts serve with `args` and checks the broker config `key` is `expected`.
+fn serve_reports(args: &[&str], key: &str, expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let mut served =
+        Process::serve(&[&["--data-dir", data_dir, "--listen", "127.0.0.1:0"], args].concat());
+    let addr = served.listening_addr(DEADLINE);
+    assert_eq!(broker_config(addr, key), expected, "{args:?}");
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait(DEADLINE);
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+}
+
 #[test]
 fn initial_rebalance_delay_ms_sets_how_long_a_new_group_waits() {
-    for (args, expected) in [
-        (&[][..], "3000"),
-        (&["--initial-rebalance-delay-ms", "0"], "0"),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let data_dir = dir.path().to_str().unwrap();
-        let mut served =
-            Process::serve(&[&["--data-dir", data_dir, "--listen", "127.0.0.1:0"], args].concat());
-        let addr = served.listening_addr(DEADLINE);
-        assert_eq!(initial_rebalance_delay(addr), expected, "{args:?}");
-        served.signal(libc::SIGTERM);
-        let (status, log) = served.wait(DEADLINE);
-        assert_eq!(status.code(), Some(0), "{log:#?}");
-    }
+    let key = "group.initial.rebalance.delay.ms";
+    serve_reports(&[], key, "3000");
+    serve_reports(&["--initial-rebalance-delay-ms", "0"], key, "0");
+}
+
+#[test]
+fn consumer_heartbeat_interval_ms_sets_what_consumer_protocol_members_are_told() {
+    let key = "group.consumer.heartbeat.interval.ms";
+    serve_reports(&[], key, "5000");
+    serve_reports(&["--consumer-heartbeat-interval-ms", "250"], key, "250");
 }
 
 #[test]

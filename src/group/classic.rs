@@ -584,8 +584,9 @@ impl ClassicGroup {
     }
 
     /// Whether an OffsetCommit may be written: a member of the current generation (not
-    /// while its assignment is being completed), or a standalone commit (generation -1, no
-    /// member id) to a group without members.
+    /// while its assignment is being completed), or a standalone commit (generation -1,
+    /// whatever member id it names: a KIP-848 client reading by `assign()` sends the one it
+    /// made) to a group without members, as Kafka's `validateOffsetCommit` decides.
     ///
     /// # Errors
     /// `UnknownMemberId`, `FencedInstanceId`, `IllegalGeneration`, `RebalanceInProgress`.
@@ -596,13 +597,8 @@ impl ClassicGroup {
         generation: i32,
         now_ms: u64,
     ) -> Result<(), ClassicError> {
-        // An instance id makes it a member's commit, unless there is no member at all.
-        let standalone = instance_id.is_none() || self.members.is_empty();
-        if generation < 0 && member_id.is_empty() && standalone {
-            return match self.members.is_empty() {
-                true => Ok(()),
-                false => Err(ClassicError::UnknownMemberId),
-            };
+        if generation < 0 && self.members.is_empty() {
+            return Ok(());
         }
         self.check_member(member_id, instance_id, generation, now_ms)?;
         match self.state {

@@ -207,6 +207,11 @@ fn commits_are_fenced_by_member_and_generation() {
         Ok(()),
         "standalone on an empty group"
     );
+    assert_eq!(
+        g.check_commit("made-by-a-kip-848-client", None, -1, 0),
+        Ok(()),
+        "standalone on an empty group, whatever member id it names"
+    );
     let a = join_new(&mut g, &["range"], 0);
     complete(&mut g);
     assert_eq!(
@@ -225,6 +230,10 @@ fn commits_are_fenced_by_member_and_generation() {
     );
     assert_eq!(
         g.check_commit("", None, -1, 0),
+        Err(ClassicError::UnknownMemberId)
+    );
+    assert_eq!(
+        g.check_commit("made-by-a-kip-848-client", None, -1, 0),
         Err(ClassicError::UnknownMemberId)
     );
 }

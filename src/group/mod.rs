@@ -20,6 +20,7 @@
 
 pub mod assignor;
 pub(crate) mod classic;
+pub(crate) mod consumer_protocol;
 pub(crate) mod dead_letter;
 pub(crate) mod delivery;
 mod positions;

@@ -35,6 +35,9 @@ pub const DEFAULT_QUEUED_MAX_REQUEST_BYTES: usize = 256 << 20;
 /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group's first rebalance waits
 /// for more members before it completes.
 pub const DEFAULT_INITIAL_REBALANCE_DELAY: Duration = Duration::from_secs(3);
+/// How often a consumer-protocol (KIP-848) member is told to heartbeat: Kafka's
+/// `group.consumer.heartbeat.interval.ms` default.
+pub const DEFAULT_CONSUMER_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Kafka's `num.partitions` default: the partition count of a topic the listener creates
 /// without being told one (see [`crate::NanoKafkaBuilder::num_partitions`]).
@@ -55,6 +58,7 @@ pub struct ListenerConfig {
     /// The builder's `num_partitions`: the partition count of a topic created without one.
     pub(crate) num_partitions: u32,
     pub(crate) initial_rebalance_delay: Duration,
+    pub(crate) consumer_heartbeat_interval: Duration,
     pub(crate) sasl_plain: Option<PlainCredentials>,
     pub(crate) sasl_max_receive_bytes: usize,
     pub(crate) sasl_authentication_timeout: Duration,
@@ -91,6 +95,7 @@ impl ListenerConfig {
             auto_create_topics: true,
             num_partitions: DEFAULT_NUM_PARTITIONS,
             initial_rebalance_delay: DEFAULT_INITIAL_REBALANCE_DELAY,
+            consumer_heartbeat_interval: DEFAULT_CONSUMER_HEARTBEAT_INTERVAL,
             sasl_plain: None,
             sasl_max_receive_bytes: DEFAULT_SASL_MAX_RECEIVE_BYTES,
             sasl_authentication_timeout: DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
@@ -131,6 +136,14 @@ impl ListenerConfig {
     /// `group.initial.rebalance.delay.ms`, default 3 s; 0 completes it at once).
     pub fn initial_rebalance_delay(mut self, delay: Duration) -> Self {
         self.initial_rebalance_delay = delay;
+        self
+    }
+
+    /// The heartbeat interval a consumer-protocol (KIP-848) member is told (Kafka's
+    /// `group.consumer.heartbeat.interval.ms`, default 5 s): how soon it learns of a new
+    /// assignment, and so how long a partition moving between members takes. At least 1 ms.
+    pub fn consumer_heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.consumer_heartbeat_interval = interval.max(Duration::from_millis(1));
         self
     }
 

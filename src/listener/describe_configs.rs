@@ -110,6 +110,11 @@ async fn broker(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) ->
         ),
         fixed("broker.id", NODE_ID.to_string(), TYPE_INT),
         fixed(
+            "group.consumer.heartbeat.interval.ms",
+            config.consumer_heartbeat_interval.as_millis().to_string(),
+            TYPE_INT,
+        ),
+        fixed(
             "group.initial.rebalance.delay.ms",
             config.initial_rebalance_delay.as_millis().to_string(),
             TYPE_INT,

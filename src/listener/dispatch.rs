@@ -239,6 +239,12 @@ async fn route(
         RequestKind::OffsetDelete(r) => {
             ResponseKind::OffsetDelete(groups::offset_delete(ctx, r).await)
         }
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            ResponseKind::ConsumerGroupHeartbeat(groups::consumer_group_heartbeat(ctx, r).await)
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(groups::consumer_group_describe(ctx, r).await)
+        }
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
         }

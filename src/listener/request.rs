@@ -21,10 +21,10 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 4),
-    (ApiKey::OffsetCommit, 2, 8),
-    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
     (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ListGroups, 0, 5),
     (ApiKey::CreateTopics, 2, 5),
     (ApiKey::DeleteTopics, 1, 5),
     (ApiKey::DescribeConfigs, 1, 4),
@@ -38,6 +38,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeTopicPartitions, 0, 0),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),

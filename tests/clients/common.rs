@@ -146,7 +146,12 @@ impl Broker {
 fn builder(dir: &Path, addr: &str) -> NanoKafkaBuilder {
     NanoKafka::builder()
         .data_dir(dir)
-        .listener(ListenerConfig::new(addr).initial_rebalance_delay(Duration::ZERO))
+        .listener(
+            ListenerConfig::new(addr)
+                .initial_rebalance_delay(Duration::ZERO)
+                // KIP-848 members learn of new assignments within half a second.
+                .consumer_heartbeat_interval(Duration::from_millis(500)),
+        )
         .session_timeout(SESSION)
 }
 

@@ -103,7 +103,7 @@ pub fn assignment(stdout: &str) -> Vec<u32> {
 }
 
 /// The record events printed so far.
-fn record_events(stdout: &str) -> usize {
+pub fn record_events(stdout: &str) -> usize {
     complete_lines(stdout)
         .iter()
         .filter(|e| e["event"] == "record")

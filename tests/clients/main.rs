@@ -11,6 +11,7 @@ mod common;
 mod aiokafka;
 mod compacted;
 mod confluent;
+mod consumer_protocol;
 mod cross;
 mod kafka_python;
 mod kafkajs;

@@ -12,6 +12,7 @@ mod admin;
 mod basics;
 mod cluster;
 mod compacted;
+mod consumer_groups;
 mod delete_groups;
 mod delete_records;
 mod describe_topic_partitions;

@@ -236,19 +236,7 @@ impl KafkaGroupActor {
 
     /// Leaves these native memberships (topic, member) before any later request is served.
     fn leave_native(&mut self, ctx: &mut Context<Self>, leaves: Vec<(String, String)>) {
-        if leaves.is_empty() {
-            return;
-        }
-        let (broker, group) = (self.broker.clone(), self.name());
-        ctx.wait(
-            async move {
-                for (topic, member) in leaves {
-                    // Already gone (evicted, coordinator restarted): nothing to undo.
-                    let _ = broker.leave_group(&topic, &group, &member).await;
-                }
-            }
-            .into_actor(self),
-        );
+        super::leave_native(ctx, &self.broker, self.group.name(), leaves);
     }
 
     /// The barrier is reached: drop the laggards, then (broker-assigned) bring every
@@ -437,11 +425,7 @@ fn serialized<T: 'static>(
     ctx: &mut Context<KafkaGroupActor>,
     work: impl ActorFuture<KafkaGroupActor, Output = Reply<T>> + 'static,
 ) -> ResponseFuture<Reply<T>> {
-    let (tx, rx) = oneshot::channel();
-    ctx.wait(work.map(move |reply, _, _| {
-        let _ = tx.send(reply);
-    }));
-    Box::pin(async move { rx.await.unwrap_or(Err(ClassicError::RebalanceInProgress)) })
+    super::serialized(ctx, work, ClassicError::RebalanceInProgress)
 }
 
 impl Actor for KafkaGroupActor {

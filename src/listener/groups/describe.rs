@@ -3,7 +3,11 @@
 //! classic group shows its Kafka members and, beside them, the native members of its
 //! topics' native groups; a name with only native groups shows `Stable` with their members
 //! (each with a subscription to the topics it is a member of and its partitions), or
-//! `Empty`. ListGroups also lists, `Empty`, the groups known only by committed offsets.
+//! `Empty`. A consumer-protocol (KIP-848) group with members shows them as a classic
+//! consumer group's would be shown (subscription and assignment in the consumer protocol's
+//! encoding, its assignor as the protocol), with its Kafka state name (`Stable`,
+//! `Reconciling`). ListGroups also lists, `Empty`, the groups known only by committed
+//! offsets; from v5 it tells each group's type (`classic`, `consumer`) and filters by it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +22,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::actor::{Describe, Described};
+use super::consumer_actor::{ConsumerDescribed, DescribeConsumer};
 use super::protocol::{encode_assignment, encode_subscription};
 use super::string;
 use crate::group::classic::ClassicState;
@@ -109,8 +114,15 @@ pub async fn describe_groups(
             Some(addr) => addr.send(Describe).await.ok(),
             None => None,
         };
+        let consumer = match ctx.shared.groups.consumer(&name) {
+            Some(addr) => addr.send(DescribeConsumer).await.ok(),
+            None => None,
+        };
         let natives = native.get(&name).map(native_members).unwrap_or_default();
-        described.push(describe_one(&name, classic, natives));
+        described.push(match consumer.filter(|c| !c.members.is_empty()) {
+            Some(consumer) => describe_consumer(&name, consumer, natives),
+            None => describe_one(&name, classic, natives),
+        });
     }
     DescribeGroupsResponse::default().with_groups(described)
 }
@@ -145,17 +157,7 @@ fn describe_one(name: &str, classic: Option<Described>, natives: NativeMembers) 
         }
         None => ("Stable", String::new()),
     };
-    for (member, topics) in natives.into_iter().filter(|(m, _)| !kafka_ids.contains(m)) {
-        let subscription = encode_subscription(topics.keys().map(String::as_str));
-        let assignment = encode_assignment(topics.iter().map(|(t, ps)| (t.as_str(), ps.clone())));
-        members.push(
-            DescribedGroupMember::default()
-                .with_member_id(StrBytes::from_string(member))
-                .with_client_id(string("nanokafka"))
-                .with_member_metadata(subscription.into())
-                .with_member_assignment(assignment.into()),
-        );
-    }
+    add_natives(&mut members, &kafka_ids, natives);
     let state = match (state, members.is_empty()) {
         (_, true) => "Empty",
         (state, false) => state,
@@ -167,16 +169,70 @@ fn describe_one(name: &str, classic: Option<Described>, natives: NativeMembers) 
         .with_members(members)
 }
 
+/// The native members of a group's topics that are not Kafka members, as DescribeGroups
+/// shows them: a subscription to the topics they are members of, and their partitions.
+fn add_natives(
+    members: &mut Vec<DescribedGroupMember>,
+    kafka_ids: &BTreeSet<String>,
+    natives: NativeMembers,
+) {
+    for (member, topics) in natives.into_iter().filter(|(m, _)| !kafka_ids.contains(m)) {
+        let subscription = encode_subscription(topics.keys().map(String::as_str));
+        let assignment = encode_assignment(topics.iter().map(|(t, ps)| (t.as_str(), ps.clone())));
+        members.push(
+            DescribedGroupMember::default()
+                .with_member_id(StrBytes::from_string(member))
+                .with_client_id(string("nanokafka"))
+                .with_member_metadata(subscription.into())
+                .with_member_assignment(assignment.into()),
+        );
+    }
+}
+
+/// A consumer-protocol group as DescribeGroups shows it: each member with its subscription
+/// and assignment encoded as a classic consumer's would be, the assignor as the protocol.
+fn describe_consumer(name: &str, c: ConsumerDescribed, natives: NativeMembers) -> DescribedGroup {
+    let kafka_ids: BTreeSet<String> = c.members.iter().map(|m| m.id.clone()).collect();
+    let mut members: Vec<DescribedGroupMember> = c
+        .members
+        .iter()
+        .map(|m| {
+            let subscription = encode_subscription(m.topics.iter().map(String::as_str));
+            let assignment = encode_assignment(
+                m.assigned
+                    .iter()
+                    .map(|(t, ps)| (t.as_str(), ps.iter().copied().collect())),
+            );
+            DescribedGroupMember::default()
+                .with_member_id(string(&m.id))
+                .with_group_instance_id(m.instance_id.as_deref().map(string))
+                .with_client_id(string(&m.client_id))
+                .with_client_host(string(&m.client_host))
+                .with_member_metadata(subscription.into())
+                .with_member_assignment(assignment.into())
+        })
+        .collect();
+    add_natives(&mut members, &kafka_ids, natives);
+    DescribedGroup::default()
+        .with_group_id(GroupId(string(name)))
+        .with_authorized_operations(OPERATIONS_NOT_REQUESTED)
+        .with_group_state(string(c.state.kafka_name()))
+        .with_protocol_type(string("consumer"))
+        .with_protocol_data(string(c.assignor))
+        .with_members(members)
+}
+
 pub async fn list_groups(
     ctx: &RequestContext<'_>,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
-    let mut states: BTreeMap<String, (String, &'static str)> = BTreeMap::new();
+    // Group → (protocol type, state, group type).
+    let mut states: BTreeMap<String, (String, &'static str, &'static str)> = BTreeMap::new();
     if let Ok(native) = ctx.broker.describe_native_groups(None).await {
         for (name, by_topic) in native {
             let active = by_topic.values().any(|s| !s.assignment.is_empty());
             let state = if active { "Stable" } else { "Empty" };
-            states.insert(name, ("consumer".to_owned(), state));
+            states.insert(name, ("consumer".to_owned(), state, "classic"));
         }
     }
     // A group known only by its committed offsets (its members gone, or it never had any:
@@ -187,7 +243,7 @@ pub async fn list_groups(
         for group in partitions.flat_map(|p| p.committed.into_keys()) {
             states
                 .entry(group)
-                .or_insert_with(|| ("consumer".to_owned(), "Empty"));
+                .or_insert_with(|| ("consumer".to_owned(), "Empty", "classic"));
         }
     }
     for (name, addr) in ctx.shared.groups.all() {
@@ -201,22 +257,42 @@ pub async fn list_groups(
             "" => "consumer".to_owned(),
             other => other.to_owned(),
         };
-        states.insert(name, (protocol_type, described.state.kafka_name()));
+        states.insert(
+            name,
+            (protocol_type, described.state.kafka_name(), "classic"),
+        );
+    }
+    for (name, addr) in ctx.shared.groups.all_consumer() {
+        let Ok(described) = addr.send(DescribeConsumer).await else {
+            continue;
+        };
+        if described.members.is_empty() && states.contains_key(&name) {
+            continue; // a classic group of the name, or its native groups, tell more
+        }
+        let state = described.state.kafka_name();
+        states.insert(name, ("consumer".to_owned(), state, "consumer"));
     }
     let wanted: Vec<String> = request
         .states_filter
         .iter()
         .map(|s| s.to_lowercase())
         .collect();
+    // v5: Kafka's group types, matched as it matches them (case-insensitively).
+    let types: Vec<String> = request
+        .types_filter
+        .iter()
+        .map(|s| s.to_lowercase())
+        .collect();
     let groups = states
         .into_iter()
-        .filter(|(_, (_, state))| wanted.is_empty() || wanted.contains(&state.to_lowercase()))
-        .map(|(name, (protocol_type, state))| {
+        .filter(|(_, (_, state, _))| wanted.is_empty() || wanted.contains(&state.to_lowercase()))
+        .filter(|(_, (_, _, kind))| types.is_empty() || types.iter().any(|t| t == kind))
+        .map(|(name, (protocol_type, state, kind))| {
             ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(name)))
                 .with_protocol_type(StrBytes::from_string(protocol_type))
                 .with_group_state(string(state))
-                .with_group_type(string("classic"))
+                .with_group_type(string(kind))
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)

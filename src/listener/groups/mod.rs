@@ -1,6 +1,8 @@
 //! Consumer groups for Kafka clients: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 //! LeaveGroup (here), DescribeGroups and ListGroups (`describe`), OffsetCommit and
-//! OffsetFetch (`offsets`).
+//! OffsetFetch (`offsets`); the KIP-848 consumer group protocol, ConsumerGroupHeartbeat and
+//! ConsumerGroupDescribe (`consumer`: its members fit the model below the same way, and a
+//! group name is served by one protocol at a time).
 //!
 //! # One group model
 //! A Kafka group spans topics, a native group is one topic's; a Kafka client's group named
@@ -59,6 +61,8 @@
 //! Kafka, and take no part in native groups.
 
 mod actor;
+mod consumer;
+mod consumer_actor;
 mod delete;
 mod describe;
 mod offsets;
@@ -84,14 +88,19 @@ use crate::clock::SharedClock;
 use crate::config::validate_id;
 use crate::group::classic::{ClassicError, ClassicGroup, JoinRequest, Protocol};
 use actor::{Beat, Join, KafkaGroupActor, Leave, Sync};
+pub use consumer::{consumer_group_describe, consumer_group_heartbeat};
+use consumer_actor::ConsumerGroupActor;
 pub use delete::{delete_groups, offset_delete};
 pub use describe::{describe_groups, find_coordinator, list_groups};
 pub use offsets::{offset_commit, offset_fetch};
 
-/// The Kafka groups of one listener, by name; each started by its first request.
+/// The Kafka groups of one listener, by name; each started by its first request. A name has
+/// a classic group, a consumer-protocol (KIP-848) group, or both, of which one at most has
+/// members (see `consumer`).
 #[derive(Debug, Default)]
 pub struct KafkaGroups {
     groups: Mutex<HashMap<String, Addr<KafkaGroupActor>>>,
+    consumer: Mutex<HashMap<String, Addr<ConsumerGroupActor>>>,
     /// The broker's session timeout and clock, asked once.
     settings: OnceLock<(Duration, SharedClock)>,
 }
@@ -106,11 +115,17 @@ impl KafkaGroups {
         self.map().get(name).cloned()
     }
 
-    /// Stops and forgets the group's actor when it has no members (Kafka's DeleteGroups).
+    /// Stops and forgets the group's actors when they have no members (Kafka's DeleteGroups).
     /// `Some(true)` when it was retired, `Some(false)` when it has members, `None` when there
     /// is no such group.
     pub async fn retire(&self, name: &str) -> Option<bool> {
-        let addr = self.get(name)?;
+        let consumer = self.retire_consumer(name).await;
+        let Some(addr) = self.get(name) else {
+            return consumer;
+        };
+        if consumer == Some(false) {
+            return consumer;
+        }
         // A stopped actor (the broker stopping) has nothing left to retire.
         let retired = addr.send(actor::Retire).await.unwrap_or(true);
         if retired {
@@ -120,6 +135,67 @@ impl KafkaGroups {
             }
         }
         Some(retired)
+    }
+
+    fn consumer_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Addr<ConsumerGroupActor>>> {
+        self.consumer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The consumer-protocol group's actor, if it was ever used.
+    pub fn consumer(&self, name: &str) -> Option<Addr<ConsumerGroupActor>> {
+        self.consumer_map().get(name).cloned()
+    }
+
+    /// Every consumer-protocol group's name and actor.
+    pub fn all_consumer(&self) -> Vec<(String, Addr<ConsumerGroupActor>)> {
+        let map = self.consumer_map();
+        map.iter().map(|(n, a)| (n.clone(), a.clone())).collect()
+    }
+
+    async fn retire_consumer(&self, name: &str) -> Option<bool> {
+        let addr = self.consumer(name)?;
+        let retired = addr
+            .send(consumer_actor::RetireConsumer)
+            .await
+            .unwrap_or(true);
+        if retired {
+            let mut map = self.consumer_map();
+            if map.get(name).is_some_and(|a| *a == addr) {
+                map.remove(name);
+            }
+        }
+        Some(retired)
+    }
+
+    /// The broker's session timeout and clock, asked once.
+    async fn settings(&self, ctx: &RequestContext<'_>) -> Option<(Duration, SharedClock)> {
+        match self.settings.get() {
+            Some(settings) => Some(settings.clone()),
+            None => {
+                let settings = ctx.broker.group_settings().await.ok()?;
+                Some(self.settings.get_or_init(|| settings).clone())
+            }
+        }
+    }
+
+    /// The consumer-protocol group's actor, started (on the listener's arbiter) if new.
+    /// `None` when the broker has stopped.
+    async fn consumer_or_start(
+        &self,
+        ctx: &RequestContext<'_>,
+        name: &str,
+    ) -> Option<Addr<ConsumerGroupActor>> {
+        if let Some(addr) = self.consumer(name) {
+            return Some(addr);
+        }
+        let (session_timeout, clock) = self.settings(ctx).await?;
+        let mut map = self.consumer_map();
+        let addr = map.entry(name.to_owned()).or_insert_with(|| {
+            let broker: AsyncNanoKafka = ctx.broker.clone();
+            let actor = ConsumerGroupActor::new(broker, name, clock, session_timeout, nonce());
+            actor.start()
+        });
+        Some(addr.clone())
     }
 
     /// Every group's name and actor.
@@ -138,29 +214,65 @@ impl KafkaGroups {
         if let Some(addr) = self.get(name) {
             return Some(addr);
         }
-        let (session_timeout, clock) = match self.settings.get() {
-            Some(settings) => settings.clone(),
-            None => {
-                let settings = ctx.broker.group_settings().await.ok()?;
-                self.settings.get_or_init(|| settings).clone()
-            }
-        };
+        let (session_timeout, clock) = self.settings(ctx).await?;
         let mut map = self.map();
         let addr = map.entry(name.to_owned()).or_insert_with(|| {
             let session_ms = u64::try_from(session_timeout.as_millis()).unwrap_or(u64::MAX);
             let delay = &ctx.shared.config.initial_rebalance_delay;
             let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-            // Member ids must not repeat across broker runs: a client holding an old one
-            // would pass for the new member that has it.
-            let nonce = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64);
-            let group = ClassicGroup::new(name, session_ms, delay_ms, nonce);
+            let group = ClassicGroup::new(name, session_ms, delay_ms, nonce());
             let broker: AsyncNanoKafka = ctx.broker.clone();
             KafkaGroupActor::new(broker, group, clock, session_timeout).start()
         });
         Some(addr.clone())
     }
+}
+
+/// Runs `work` on `ctx` with the mailbox held (no other message is served meanwhile), and
+/// answers with its output; `stopped` if the actor stops first.
+fn serialized<A, T, E>(
+    ctx: &mut Context<A>,
+    work: impl ActorFuture<A, Output = Result<T, E>> + 'static,
+    stopped: E,
+) -> ResponseFuture<Result<T, E>>
+where
+    A: Actor<Context = Context<A>>,
+    T: 'static,
+    E: 'static,
+{
+    let (tx, rx) = futures::channel::oneshot::channel();
+    ctx.wait(work.map(move |reply, _, _| {
+        let _ = tx.send(reply);
+    }));
+    Box::pin(async move { rx.await.unwrap_or(Err(stopped)) })
+}
+
+/// Leaves these native groups (topic, member) of `group` before `ctx` serves any later
+/// message.
+fn leave_native<A: Actor<Context = Context<A>>>(
+    ctx: &mut Context<A>,
+    broker: &AsyncNanoKafka,
+    group: &str,
+    leaves: Vec<(String, String)>,
+) {
+    if leaves.is_empty() {
+        return;
+    }
+    let (broker, group) = (broker.clone(), group.to_owned());
+    ctx.wait(fut::wrap_future(async move {
+        for (topic, member) in leaves {
+            // Already gone (evicted, topic deleted, coordinator restarted): nothing to undo.
+            let _ = broker.leave_group(&topic, &group, &member).await;
+        }
+    }));
+}
+
+/// Makes broker-made member ids unique across broker runs: a client holding an old one would
+/// pass for the new member that has it.
+fn nonce() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Kafka's error for a classic protocol refusal.
@@ -204,6 +316,10 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
     let member_id = request.member_id.to_string();
     if request.session_timeout_ms <= 0 {
         return refused(ResponseError::InvalidSessionTimeout.code(), &member_id);
+    }
+    // The protocols do not mix (see `consumer`).
+    if consumer::has_members(ctx, &request.group_id).await {
+        return refused(ResponseError::InconsistentGroupProtocol.code(), &member_id);
     }
     // What Kafka's clients accept as a `group.instance.id` (a member id is made of it).
     let instance_id = request.group_instance_id.as_ref().map(|i| i.to_string());

@@ -23,6 +23,7 @@ use kafka_protocol::ResponseError;
 
 use super::actor::CheckCommit;
 use super::code;
+use super::consumer_actor::{CheckConsumerCommit, CheckConsumerFetch};
 use crate::config::validate_id;
 use crate::error::Error;
 use crate::listener::request::RequestContext;
@@ -45,12 +46,15 @@ fn commit_error(e: &Error) -> i16 {
     .code()
 }
 
-/// Whether the request may commit, as Kafka's group coordinator decides: a member of the
-/// group's current generation (UNKNOWN_MEMBER_ID, then ILLEGAL_GENERATION, then
-/// REBALANCE_IN_PROGRESS while the generation's assignment is being handed out; during
-/// the join phase the current generation still commits), or a standalone commit (generation
-/// -1, no member id) to a group without Kafka members. A generation for a group that has none
-/// comes from a generation that is gone: ILLEGAL_GENERATION.
+/// Whether the request may commit, as Kafka's group coordinator decides. A consumer-protocol
+/// group with members fences by member epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; its
+/// members commit with v9, UNSUPPORTED_VERSION below). A classic group takes a member of its
+/// current generation (UNKNOWN_MEMBER_ID, then ILLEGAL_GENERATION, then
+/// REBALANCE_IN_PROGRESS while the generation's assignment is being handed out; during the
+/// join phase the current generation still commits). Any group without members takes a
+/// standalone commit (generation -1, whatever member id it names: a KIP-848 client reading by
+/// `assign()` sends the one it made). A generation for a group that has none comes from a
+/// generation that is gone: ILLEGAL_GENERATION (v9: GROUP_ID_NOT_FOUND, as Kafka answers).
 async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
     if validate_id("group", &request.group_id).is_err() {
         return ResponseError::InvalidGroupId.code();
@@ -59,10 +63,28 @@ async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
         request.member_id.to_string(),
         request.generation_id_or_member_epoch,
     );
-    match ctx.shared.groups.get(&request.group_id) {
-        None if generation < 0 && member.is_empty() => 0,
-        None if generation >= 0 => ResponseError::IllegalGeneration.code(),
-        None => ResponseError::UnknownMemberId.code(),
+    let consumer = ctx.shared.groups.consumer(&request.group_id);
+    let classic = ctx.shared.groups.get(&request.group_id);
+    let consumer_members = super::consumer::has_members(ctx, &request.group_id).await;
+    if let Some(addr) = consumer.filter(|_| consumer_members || classic.is_none()) {
+        if ctx.version < 9 && consumer_members {
+            // A consumer-protocol group's members commit with v9 (Kafka's rule).
+            return ResponseError::UnsupportedVersion.code();
+        }
+        let check = CheckConsumerCommit {
+            member,
+            epoch: generation,
+        };
+        return match addr.send(check).await {
+            Ok(Ok(())) => 0,
+            Ok(Err(e)) => super::consumer::code(&e),
+            Err(_) => ResponseError::CoordinatorNotAvailable.code(),
+        };
+    }
+    match classic {
+        None if generation < 0 => 0,
+        None if ctx.version >= 9 => ResponseError::GroupIdNotFound.code(),
+        None => ResponseError::IllegalGeneration.code(),
         Some(addr) => {
             let instance = request.group_instance_id.as_ref().map(|i| i.to_string());
             let check = CheckCommit {
@@ -76,6 +98,25 @@ async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
                 Err(_) => ResponseError::CoordinatorNotAvailable.code(),
             }
         }
+    }
+}
+
+/// Whether an OffsetFetch (v9) naming a member may read a consumer-protocol group's offsets:
+/// the member's current epoch (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka checks it.
+/// Without a member (and epoch -1), and for a classic group, always.
+async fn check_fetch(
+    ctx: &RequestContext<'_>,
+    group: &str,
+    member: Option<String>,
+    epoch: i32,
+) -> i16 {
+    let Some(addr) = ctx.shared.groups.consumer(group) else {
+        return 0;
+    };
+    match addr.send(CheckConsumerFetch { member, epoch }).await {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => super::consumer::code(&e),
+        Err(_) => ResponseError::CoordinatorNotAvailable.code(),
     }
 }
 
@@ -195,6 +236,16 @@ pub async fn offset_fetch(
     if ctx.version >= 8 {
         let mut groups = Vec::with_capacity(request.groups.len());
         for g in request.groups {
+            let member = g.member_id.map(|m| m.to_string());
+            let refused = check_fetch(ctx, &g.group_id, member, g.member_epoch).await;
+            if refused != 0 {
+                groups.push(
+                    OffsetFetchResponseGroup::default()
+                        .with_group_id(GroupId(g.group_id.0))
+                        .with_error_code(refused),
+                );
+                continue;
+            }
             let wanted = g.topics.map(|ts| {
                 ts.into_iter()
                     .map(|t| (t.name.to_string(), t.partition_indexes))

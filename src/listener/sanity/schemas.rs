@@ -90,6 +90,20 @@ pub static ALL: &[Schema] = &[
         0,
         DESCRIBE_TOPIC_PARTITIONS,
     ),
+    api(
+        ApiKey::ConsumerGroupHeartbeat,
+        0,
+        1,
+        0,
+        CONSUMER_GROUP_HEARTBEAT,
+    ),
+    api(
+        ApiKey::ConsumerGroupDescribe,
+        0,
+        1,
+        0,
+        CONSUMER_GROUP_DESCRIBE,
+    ),
 ];
 
 const DESCRIBE_TOPIC_PARTITIONS: &[Field] = &[
@@ -604,4 +618,30 @@ const OFFSET_DELETE: &[Field] = &[
             ),
         ])),
     ),
+];
+
+const CONSUMER_GROUP_HEARTBEAT: &[Field] = &[
+    f(0, N, Str),          // group_id
+    f(0, N, Str),          // member_id
+    f(0, N, I32),          // member_epoch
+    f(0, N, NStr),         // instance_id
+    f(0, N, NStr),         // rack_id
+    f(0, N, I32),          // rebalance_timeout_ms
+    f(0, N, NArray(&Str)), // subscribed_topic_names
+    f(1, N, NStr),         // subscribed_topic_regex
+    f(0, N, NStr),         // server_assignor
+    // topic_partitions
+    f(
+        0,
+        N,
+        NArray(&Struct(&[
+            f(0, N, Uuid),        // topic_id
+            f(0, N, Array(&I32)), // partitions
+        ])),
+    ),
+];
+
+const CONSUMER_GROUP_DESCRIBE: &[Field] = &[
+    f(0, N, Array(&Str)), // group_ids
+    f(0, N, Bool),        // include_authorized_operations
 ];

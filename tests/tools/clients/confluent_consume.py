@@ -4,6 +4,7 @@ run several at once to have a group of several members.
 
     python confluent_consume.py BOOTSTRAP TOPIC GROUP [--count N] [--until-stdin-closes]
         [--idle S] [--strategy range|roundrobin|cooperative-sticky] [--debug CONTEXTS]
+        [--group-protocol classic|consumer [--remote-assignor uniform|range]]
         [--slow-partition P --slow-seconds S] [--instance-id ID] [--session-timeout-ms MS]
         [--timeout S]
 
@@ -18,11 +19,17 @@ timeout is required.
 --slow-seconds S to process (a blocking wait after the record's event is printed, in the thread
 that serves the client's rebalance callbacks, as a slow application's would be).
 
+--group-protocol consumer joins with the KIP-848 consumer group protocol (ConsumerGroupHeartbeat;
+the broker assigns, with --remote-assignor if given; the session timeout and heartbeat interval
+are the broker's). A fatal client error (such as a group of the other protocol) fails the run
+at once, naming it.
+
 Auto-commit is off: after each batch of records is collected its offsets are committed
 synchronously (OffsetCommit). A group without committed offsets starts at the earliest offset.
-The session timeout is 6 s, as in kafka_python_consume.py, unless --session-timeout-ms.
---instance-id makes the member static (group.instance.id): closing it sends no LeaveGroup,
-and a member started again with the same id within the session timeout takes its place.
+The session timeout is 6 s (classic protocol), as in kafka_python_consume.py, unless
+--session-timeout-ms. --instance-id makes the member static (group.instance.id): closing it
+sends no LeaveGroup, and a member started again with the same id within the session timeout
+takes its place.
 
 Stdout is JSON lines, flushed one at a time, so a test can follow the member while it runs:
     {"event": "assigned" | "revoked", "partitions": [p...]}  at each rebalance (incremental
@@ -51,6 +58,8 @@ def main():
     p.add_argument("--idle", type=float)
     p.add_argument("--strategy")
     p.add_argument("--debug")
+    p.add_argument("--group-protocol", default="classic")
+    p.add_argument("--remote-assignor")
     p.add_argument("--slow-partition", type=int)
     p.add_argument("--slow-seconds", type=float, default=0.0)
     p.add_argument("--instance-id")
@@ -65,9 +74,13 @@ def main():
         "client.id": "nanokafka-test-confluent",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": args.session_timeout_ms,
-        "heartbeat.interval.ms": 1000,
+        "group.protocol": args.group_protocol,
     }
+    if args.group_protocol == "classic":
+        config["session.timeout.ms"] = args.session_timeout_ms
+        config["heartbeat.interval.ms"] = 1000
+    if args.remote_assignor:
+        config["group.remote.assignor"] = args.remote_assignor
     if args.strategy:
         config["partition.assignment.strategy"] = args.strategy
     if args.debug:
@@ -99,6 +112,8 @@ def main():
 
     def on_error(err):
         errors.append(str(err))
+        if err.fatal():
+            fail(f"fatal error: {err.name()}: {err.str()}")
 
     config["error_cb"] = on_error
     consumer = Consumer(config)

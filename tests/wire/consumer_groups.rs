@@ -1,0 +1,302 @@
+//! The KIP-848 consumer group protocol over the wire: ConsumerGroupHeartbeat's joins, epochs
+//! and refusals, ConsumerGroupDescribe, the fencing of OffsetCommit and OffsetFetch v9 by
+//! member epoch, and the refusal to mix protocols in one group.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+    GroupId, MetadataRequest, OffsetFetchRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use nanokafka::{ListenerConfig, NanoKafka, TopicConfig, TopicId};
+
+use crate::client::WireClient;
+use crate::groups_common::*;
+use crate::groups_offsets::commit_request;
+
+const INTERVAL_MS: i32 = 250;
+
+fn code(e: ResponseError) -> i16 {
+    e.code()
+}
+
+/// A broker telling members to heartbeat every [`INTERVAL_MS`], with topic `t` of 4
+/// partitions.
+fn broker(dir: &std::path::Path) -> (NanoKafka, WireClient) {
+    let config = ListenerConfig::new("127.0.0.1:0")
+        .initial_rebalance_delay(Duration::ZERO)
+        .consumer_heartbeat_interval(Duration::from_millis(INTERVAL_MS as u64));
+    let broker = NanoKafka::builder()
+        .data_dir(dir)
+        .listener(config)
+        .build()
+        .unwrap();
+    broker
+        .create_topic("t", TopicConfig::default().partitions(4))
+        .unwrap();
+    let client = WireClient::connect(broker.listener_addr().unwrap());
+    (broker, client)
+}
+
+fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+/// `t`'s topic id, as Metadata v12 reports it.
+fn topic_id(client: &mut WireClient) -> TopicId {
+    let response = client.call(&MetadataRequest::default().with_topics(None), 12);
+    let topic = response
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == "t"));
+    TopicId::from_bytes(*topic.expect("t is listed").topic_id.as_bytes())
+}
+
+fn uuid(id: TopicId) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(*id.as_bytes())
+}
+
+/// A v1 join of `member` to `group`, subscribing to `t`.
+fn join(group: &str, member: &str) -> ConsumerGroupHeartbeatRequest {
+    ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s(member))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![TopicName(s("t"))]))
+        .with_topic_partitions(Some(vec![]))
+}
+
+fn beat(group: &str, member: &str, epoch: i32) -> ConsumerGroupHeartbeatRequest {
+    ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s(member))
+        .with_member_epoch(epoch)
+        .with_rebalance_timeout_ms(-1)
+}
+
+fn call(
+    client: &mut WireClient,
+    request: ConsumerGroupHeartbeatRequest,
+) -> ConsumerGroupHeartbeatResponse {
+    client.call(&request, 1)
+}
+
+/// The partitions of the answer's assignment, by topic id.
+fn assigned(response: &ConsumerGroupHeartbeatResponse) -> Vec<(TopicId, Vec<i32>)> {
+    let assignment = response.assignment.as_ref().expect("an assignment");
+    assignment
+        .topic_partitions
+        .iter()
+        .map(|tp| {
+            (
+                TopicId::from_bytes(*tp.topic_id.as_bytes()),
+                tp.partitions.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_member_joins_gets_every_partition_by_topic_id_and_is_fenced_on_a_wrong_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let id = topic_id(&mut client);
+    let joined = call(&mut client, join("g", "m1"));
+    assert_eq!(joined.error_code, 0, "{:?}", joined.error_message);
+    assert_eq!(joined.member_id.as_deref(), Some("m1"));
+    assert_eq!(joined.member_epoch, 1);
+    assert_eq!(joined.heartbeat_interval_ms, INTERVAL_MS);
+    assert_eq!(assigned(&joined), vec![(id, vec![0, 1, 2, 3])]);
+    let fenced = call(&mut client, beat("g", "m1", 2));
+    assert_eq!(fenced.error_code, code(ResponseError::FencedMemberEpoch));
+    let owned = TopicPartitions::default()
+        .with_topic_id(uuid(id))
+        .with_partitions(vec![0, 1, 2, 3]);
+    let steady = call(
+        &mut client,
+        beat("g", "m1", 1).with_topic_partitions(Some(vec![owned])),
+    );
+    assert_eq!((steady.error_code, steady.member_epoch), (0, 1));
+    let left = call(&mut client, beat("g", "m1", -1));
+    assert_eq!((left.error_code, left.member_epoch), (0, -1));
+    let gone = call(&mut client, beat("g", "m1", 1));
+    assert_eq!(gone.error_code, code(ResponseError::UnknownMemberId));
+}
+
+#[test]
+fn bad_heartbeats_are_refused_with_kafkas_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let cases = [
+        (join("", "m1"), ResponseError::InvalidRequest),
+        (join("g", ""), ResponseError::InvalidRequest),
+        (
+            join("g", "m1").with_subscribed_topic_names(None),
+            ResponseError::InvalidRequest,
+        ),
+        (
+            join("g", "m1").with_rebalance_timeout_ms(-1),
+            ResponseError::InvalidRequest,
+        ),
+        (beat("g", "m1", -3), ResponseError::InvalidRequest),
+        (
+            join("g", "m1").with_server_assignor(Some(s("sticky"))),
+            ResponseError::UnsupportedAssignor,
+        ),
+        (
+            join("g", "m1").with_subscribed_topic_regex(Some(s("t("))),
+            ResponseError::InvalidRegularExpression,
+        ),
+        (beat("g", "m1", 3), ResponseError::UnknownMemberId),
+    ];
+    for (request, expected) in cases {
+        let answer = call(&mut client, request.clone());
+        assert_eq!(answer.error_code, code(expected), "{request:?}");
+    }
+    // None of them made a member.
+    let described = client.call(
+        &ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("g"))]),
+        1,
+    );
+    assert!(described.groups[0].members.is_empty());
+}
+
+#[test]
+fn a_partition_reaches_a_new_member_only_after_its_owner_gave_it_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let id = topic_id(&mut client);
+    call(&mut client, join("g", "a"));
+    let b = call(&mut client, join("g", "b"));
+    assert_eq!((b.member_epoch, assigned(&b)), (2, vec![]));
+    let a = call(&mut client, beat("g", "a", 1));
+    assert_eq!(a.member_epoch, 1, "a keeps its epoch until it revoked");
+    let kept = assigned(&a)[0].1.clone();
+    assert_eq!(kept.len(), 2);
+    assert_eq!(call(&mut client, beat("g", "b", 2)).assignment, None);
+    let owned = TopicPartitions::default()
+        .with_topic_id(uuid(id))
+        .with_partitions(kept.clone());
+    let a = call(
+        &mut client,
+        beat("g", "a", 1).with_topic_partitions(Some(vec![owned])),
+    );
+    assert_eq!(a.member_epoch, 2);
+    let b = call(&mut client, beat("g", "b", 2));
+    let given: Vec<i32> = (0..4).filter(|p| !kept.contains(p)).collect();
+    assert_eq!(assigned(&b), vec![(id, given)]);
+    // ConsumerGroupDescribe tells the same.
+    let described = client.call(
+        &ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("g"))]),
+        1,
+    );
+    let group = &described.groups[0];
+    assert_eq!(group.error_code, 0);
+    assert_eq!((group.group_epoch, &*group.group_state), (2, "Stable"));
+    assert_eq!(&*group.assignor_name, "uniform");
+    let epochs: Vec<(String, i32, usize)> = group
+        .members
+        .iter()
+        .map(|m| {
+            let count = m.assignment.topic_partitions[0].partitions.len();
+            (m.member_id.to_string(), m.member_epoch, count)
+        })
+        .collect();
+    assert_eq!(epochs, [("a".into(), 2, 2), ("b".into(), 2, 2)]);
+}
+
+#[test]
+fn commits_and_offset_fetches_are_fenced_by_member_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let errors = |client: &mut WireClient, member: &str, epoch: i32, version: i16| {
+        let response = client.call(&commit_request("g", member, epoch, &[(0, 5)]), version);
+        response.topics[0].partitions[0].error_code
+    };
+    // A KIP-848 client reading by assign() commits with the member id it made itself and
+    // epoch -1: taken while the group has no members.
+    assert_eq!(errors(&mut client, "made-by-the-client", -1, 9), 0);
+    call(&mut client, join("g", "m1"));
+    assert_eq!(errors(&mut client, "m1", 1, 9), 0);
+    assert_eq!(
+        errors(&mut client, "m1", 0, 9),
+        code(ResponseError::StaleMemberEpoch)
+    );
+    assert_eq!(
+        errors(&mut client, "other", 1, 9),
+        code(ResponseError::UnknownMemberId)
+    );
+    assert_eq!(
+        errors(&mut client, "made-by-the-client", -1, 9),
+        code(ResponseError::UnknownMemberId)
+    );
+    assert_eq!(
+        errors(&mut client, "m1", 1, 8),
+        code(ResponseError::UnsupportedVersion)
+    );
+    let fetch = |client: &mut WireClient, member: Option<&str>, epoch: i32| {
+        let group = OffsetFetchRequestGroup::default()
+            .with_group_id(GroupId(s("g")))
+            .with_member_id(member.map(s))
+            .with_member_epoch(epoch)
+            .with_topics(None);
+        let response = client.call(&OffsetFetchRequest::default().with_groups(vec![group]), 9);
+        response.groups[0].error_code
+    };
+    assert_eq!(fetch(&mut client, Some("m1"), 1), 0);
+    assert_eq!(fetch(&mut client, None, -1), 0);
+    assert_eq!(
+        fetch(&mut client, Some("m1"), 3),
+        code(ResponseError::StaleMemberEpoch)
+    );
+    assert_eq!(
+        fetch(&mut client, Some("other"), 1),
+        code(ResponseError::UnknownMemberId)
+    );
+    // A group that never existed: v9 says so.
+    assert_eq!(
+        client
+            .call(&commit_request("never", "m", 3, &[(0, 5)]), 9)
+            .topics[0]
+            .partitions[0]
+            .error_code,
+        code(ResponseError::GroupIdNotFound)
+    );
+}
+
+#[test]
+fn the_protocols_do_not_mix_in_one_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    // A classic group with a member refuses a consumer-protocol member...
+    let (classic, generation, _) = join_and_sync(&mut client, "classic", &["t"]);
+    let refused = call(&mut client, join("classic", "m1"));
+    assert_eq!(refused.error_code, code(ResponseError::GroupIdNotFound));
+    // ... and a consumer-protocol group with a member refuses a classic one.
+    call(&mut client, join("modern", "m1"));
+    let refused = client.call(&join_request("modern", "", &["t"], &["range"]), 5);
+    assert_eq!(
+        refused.error_code,
+        code(ResponseError::InconsistentGroupProtocol)
+    );
+    let described = client.call(
+        &ConsumerGroupDescribeRequest::default()
+            .with_group_ids(vec![GroupId(s("classic")), GroupId(s("missing"))]),
+        1,
+    );
+    let codes: Vec<i16> = described.groups.iter().map(|g| g.error_code).collect();
+    assert_eq!(codes, [code(ResponseError::GroupIdNotFound); 2]);
+    // Once the classic member left, the name takes consumer-protocol members.
+    assert_eq!(heartbeat(&mut client, "classic", &classic, generation), 0);
+    let leave = kafka_protocol::messages::LeaveGroupRequest::default()
+        .with_group_id(GroupId(s("classic")))
+        .with_member_id(s(&classic));
+    assert_eq!(client.call(&leave, 1).error_code, 0);
+    let joined = call(&mut client, join("classic", "m1"));
+    assert_eq!((joined.error_code, joined.member_epoch), (0, 1));
+}
