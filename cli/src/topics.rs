@@ -9,9 +9,10 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use nanokafka::CompressionType;
 use nanokafka::{
-    Backpressure, CleanerSummary, CleanupPolicy, CompressionType, PartitionStats, TimestampType,
-    TopicChanges, TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, CleanerSummary, CleanupPolicy, PartitionStats, TimestampType, TopicChanges,
+    TopicConfig, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
 };
 use serde_json::json;
 
