@@ -13,7 +13,7 @@
 //! | `segment.bytes` | `segment_bytes` | |
 //! | `message.timestamp.type` | `timestamp_type` (`CreateTime`, `LogAppendTime`) | |
 //! | `compression.type` | `compression_type` (`producer`, `uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`) | |
-//! | `max.message.bytes` | `max_message_bytes` | unset: described as [`MAX_BATCH_BYTES`] |
+//! | `max.message.bytes` | `max_message_bytes` | [`MAX_BATCH_BYTES`] or more = `None` |
 //! | `min.insync.replicas` | (always 1: one broker, so the replication factor is 1) | |
 //! | `message.format.version` | (accepted and ignored, as Kafka 3 does: records are always v2) | |
 //!
@@ -261,6 +261,10 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
         "compression.type" => config.compression_type = value.parse::<CompressionType>()?,
         "max.message.bytes" => {
             config.max_message_bytes = match value.trim().parse::<i32>() {
+                // No batch is larger than a log takes: the same as no limit of the topic's
+                // own, which is how that value is described (so a described set sent back
+                // whole, as librdkafka's tools do, changes nothing).
+                Ok(bytes) if bytes >= 0 && bytes as usize >= MAX_BATCH_BYTES => None,
                 Ok(bytes) if bytes >= 0 => Some(bytes as u32),
                 _ => {
                     return Err(format!(
@@ -580,6 +584,10 @@ mod tests {
         );
         apply(&mut config, "compression.type", None).unwrap();
         apply(&mut config, "max.message.bytes", None).unwrap();
+        assert_eq!(config, TopicConfig::default());
+        // The described default sent back leaves the topic without a limit of its own.
+        let described = value(&config, "max.message.bytes").0;
+        apply(&mut config, "max.message.bytes", Some(&described)).unwrap();
         assert_eq!(config, TopicConfig::default());
     }
 
