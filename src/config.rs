@@ -4,12 +4,14 @@
 
 mod changes;
 mod cleanup;
+mod compression_type;
 pub(crate) mod kafka_names;
 
 use serde::{Deserialize, Serialize};
 
 pub use changes::TopicChanges;
 pub use cleanup::{CleanupPolicy, DirtyRatio};
+pub use compression_type::CompressionType;
 
 use crate::error::{Error, Result};
 use crate::storage::batch::MAX_RECORD_BYTES_LIMIT;
@@ -92,6 +94,18 @@ pub struct TopicConfig {
     /// `min.cleanable.dirty.ratio`, default 0.5).
     #[serde(skip_serializing_if = "is_default")]
     pub min_cleanable_dirty_ratio: DirtyRatio,
+    /// The codec batches are stored with (Kafka's `compression.type`): `Producer` (the
+    /// default) keeps each as produced, another value recompresses at the append each batch
+    /// whose codec differs (see [`CompressionType`]).
+    #[serde(skip_serializing_if = "is_default")]
+    pub compression_type: CompressionType,
+    /// The largest batch an append takes, in bytes (Kafka's `max.message.bytes`), checked on
+    /// the batch as produced and as stored (after a recompression): a larger one is refused
+    /// whole (`RecordTooLarge`). `None`: no limit of the topic's own; each record stays within
+    /// the broker-wide `max_record_bytes`, a Kafka client's batch within the listener's request
+    /// size. At most `i32::MAX`, as in Kafka.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<u32>,
 }
 
 /// Kafka's `delete.retention.ms` default: one day.
@@ -135,6 +149,8 @@ impl Default for TopicConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: None,
             min_cleanable_dirty_ratio: DirtyRatio::KAFKA_DEFAULT,
+            compression_type: CompressionType::Producer,
+            max_message_bytes: None,
         }
     }
 }
@@ -242,6 +258,18 @@ impl TopicConfig {
         self
     }
 
+    /// Sets the codec batches are stored with (see [`CompressionType`]).
+    pub fn compression_type(mut self, compression: CompressionType) -> Self {
+        self.compression_type = compression;
+        self
+    }
+
+    /// Sets the largest batch an append takes, in bytes (at most `i32::MAX`).
+    pub fn max_message_bytes(mut self, bytes: u32) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
     /// Checks that every value can work.
     ///
     /// # Errors
@@ -290,6 +318,12 @@ impl TopicConfig {
                 );
             }
         }
+        if let Some(bytes) = self.max_message_bytes.filter(|&b| b > i32::MAX as u32) {
+            return invalid(
+                "max_message_bytes",
+                format!("must be at most {} (Kafka's int), got {bytes}", i32::MAX),
+            );
+        }
         // `min_cleanable_dirty_ratio` is 0..=1 by construction (see `DirtyRatio`).
         if self.payload_type.as_deref().is_some_and(str::is_empty) {
             return invalid(
@@ -327,6 +361,8 @@ impl TopicConfig {
             fsync,
             retention,
             timestamp_type: self.timestamp_type,
+            recompress: self.compression_type.target(),
+            max_batch_bytes: self.max_message_bytes.map(|b| b as usize),
         }
     }
 

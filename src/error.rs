@@ -269,8 +269,10 @@ pub enum Error {
         members: Vec<String>,
     },
 
-    /// A record larger than the configured maximum record size. Nothing was written.
-    #[error("record of {size} bytes exceeds the maximum record size of {max} bytes")]
+    /// A record larger than the configured maximum record size (`max_record_bytes`), or a
+    /// batch larger than its topic's `max_message_bytes` or than a batch can be. Nothing was
+    /// written.
+    #[error("record or batch of {size} bytes exceeds the limit of {max} bytes")]
     RecordTooLarge { size: usize, max: usize },
 
     /// A produce request (a batch of several records) larger than the configured maximum

@@ -95,8 +95,9 @@ pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
 pub use broker_ref::{BrokerRef, RequestExt};
 pub use config::{
-    Backpressure, CleanupPolicy, DirtyRatio, FsyncPolicy, TimestampType, TopicChanges, TopicConfig,
-    DEFAULT_DELETE_RETENTION_MS, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
+    Backpressure, CleanupPolicy, CompressionType, DirtyRatio, FsyncPolicy, TimestampType,
+    TopicChanges, TopicConfig, DEFAULT_DELETE_RETENTION_MS, MAX_PARTITIONS, MAX_SEGMENT_BYTES,
+    MIN_SEGMENT_BYTES,
 };
 pub use consumer::Consumer;
 pub use error::{Error, Result};

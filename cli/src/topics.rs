@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use nanokafka::CompressionType;
 use nanokafka::{
     Backpressure, CleanerSummary, CleanupPolicy, PartitionStats, TimestampType, TopicChanges,
     TopicConfig, TopicId, MAX_PARTITIONS, MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES,
@@ -133,6 +134,16 @@ pub struct CreateArgs {
     #[arg(long, value_name = "POLICY", value_parser = cleanup_policy, default_value = "delete")]
     cleanup_policy: CleanupPolicy,
 
+    /// Kafka's compression.type: producer (each batch as produced), uncompressed, gzip,
+    /// snappy, lz4 or zstd (batches of another codec are recompressed at the append).
+    #[arg(long, value_name = "TYPE", value_parser = compression_type, default_value = "producer")]
+    compression_type: CompressionType,
+
+    /// Kafka's max.message.bytes: the largest batch an append takes (default: no limit of
+    /// the topic's own).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(0..=i64::from(i32::MAX)))]
+    max_message_bytes: Option<u32>,
+
     #[command(flatten)]
     args: WriteArgs,
 }
@@ -179,6 +190,14 @@ pub struct AlterArgs {
     #[arg(long, value_name = "POLICY", group = "change", value_parser = cleanup_policy)]
     cleanup_policy: Option<CleanupPolicy>,
 
+    /// The codec of the batches appended next (see `topics create`).
+    #[arg(long, value_name = "TYPE", group = "change", value_parser = compression_type)]
+    compression_type: Option<CompressionType>,
+
+    /// The largest batch an append takes from now on, or `none`.
+    #[arg(long, value_name = "BYTES|none", group = "change", value_parser = max_message_bytes)]
+    max_message_bytes: Option<MaxMessageBytes>,
+
     #[command(flatten)]
     args: WriteArgs,
 }
@@ -186,6 +205,29 @@ pub struct AlterArgs {
 /// Kafka's list: `delete`, `compact`, `compact,delete` (either order, spaces ignored).
 fn cleanup_policy(value: &str) -> Result<CleanupPolicy, String> {
     value.parse()
+}
+
+/// Kafka's name of a compression type.
+fn compression_type(value: &str) -> Result<CompressionType, String> {
+    value.parse()
+}
+
+/// `--max-message-bytes`'s value for `topics alter`: bytes, or `none` (the topic's own limit
+/// removed).
+#[derive(Debug, Clone, Copy)]
+struct MaxMessageBytes(Option<u32>);
+
+fn max_message_bytes(value: &str) -> Result<MaxMessageBytes, String> {
+    match value {
+        "none" => Ok(MaxMessageBytes(None)),
+        _ => match value.parse::<u32>() {
+            Ok(n) if n <= i32::MAX as u32 => Ok(MaxMessageBytes(Some(n))),
+            _ => Err(format!(
+                "`{value}` is neither a number of bytes up to {} nor `none`",
+                i32::MAX
+            )),
+        },
+    }
 }
 
 /// A limit flag's value: a number of at least 1, or `none` (no limit).
@@ -229,6 +271,12 @@ impl AlterArgs {
         }
         if let Some(policy) = self.cleanup_policy {
             changes = changes.cleanup_policy(policy);
+        }
+        if let Some(compression) = self.compression_type {
+            changes = changes.compression_type(compression);
+        }
+        if let Some(MaxMessageBytes(bytes)) = self.max_message_bytes {
+            changes = changes.max_message_bytes(bytes);
         }
         changes
     }
@@ -285,7 +333,9 @@ impl CreateArgs {
         let mut config = TopicConfig::default()
             .partitions(self.partitions)
             .timestamp_type(self.timestamp_type.into())
-            .cleanup_policy(self.cleanup_policy);
+            .cleanup_policy(self.cleanup_policy)
+            .compression_type(self.compression_type);
+        config.max_message_bytes = self.max_message_bytes;
         config.retention_ms = self.retention_ms;
         config.retention_bytes = self.retention_bytes;
         config.retention_size = self.retention_records;
@@ -553,6 +603,11 @@ fn describe(topic: &str, args: &OfflineArgs) -> Result<(), Failure> {
     println!("cleanup policy: {}", cleanup_text(&config));
     println!("segment bytes: {}", config.segment_bytes);
     println!("timestamp type: {:?}", config.timestamp_type);
+    println!("compression type: {}", config.compression_type);
+    match config.max_message_bytes {
+        Some(bytes) => println!("max message bytes: {bytes}"),
+        None => println!("max message bytes: none (the broker's limits)"),
+    }
     if let Some(payload_type) = &config.payload_type {
         println!("payload type: {payload_type}");
     }

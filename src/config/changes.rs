@@ -1,6 +1,6 @@
 //! [`TopicChanges`]: what an alter changes in a topic's config, and the rules it follows.
 
-use super::{Backpressure, CleanupPolicy, DirtyRatio, TimestampType, TopicConfig};
+use super::{Backpressure, CleanupPolicy, CompressionType, DirtyRatio, TimestampType, TopicConfig};
 use crate::error::{Error, Result};
 
 /// What [`crate::AsyncNanoKafka::alter_topic`] changes in a topic's [`TopicConfig`]: each
@@ -23,6 +23,8 @@ use crate::error::{Error, Result};
 /// * `cleanup_policy` applies to the next produce (records without a key are refused once
 ///   it compacts) and to retention at once (a policy without `delete` stops it; one with
 ///   it applies the limits now). The compaction settings are stored for the cleaner.
+/// * `compression_type` and `max_message_bytes` apply to the next append; stored batches
+///   keep their codec and size.
 ///
 /// The changed config is checked with [`TopicConfig::validate`] before anything is written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +45,9 @@ pub struct TopicChanges {
     /// `Some(None)` removes the bound.
     pub max_compaction_lag_ms: Option<Option<u64>>,
     pub min_cleanable_dirty_ratio: Option<DirtyRatio>,
+    pub compression_type: Option<CompressionType>,
+    /// `Some(None)` removes the topic's own limit.
+    pub max_message_bytes: Option<Option<u32>>,
 }
 
 impl TopicChanges {
@@ -134,6 +139,18 @@ impl TopicChanges {
         self
     }
 
+    /// Sets the codec batches are stored with from the next append on.
+    pub fn compression_type(mut self, compression: CompressionType) -> Self {
+        self.compression_type = Some(compression);
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) the largest batch an append takes.
+    pub fn max_message_bytes(mut self, bytes: Option<u32>) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
     /// `current` with these changes applied, checked.
     ///
     /// # Errors
@@ -174,6 +191,10 @@ impl TopicChanges {
         next.backpressure = self.backpressure.unwrap_or(next.backpressure);
         next.timestamp_type = self.timestamp_type.unwrap_or(next.timestamp_type);
         next.segment_bytes = self.segment_bytes.unwrap_or(next.segment_bytes);
+        next.compression_type = self.compression_type.unwrap_or(next.compression_type);
+        if let Some(bytes) = self.max_message_bytes {
+            next.max_message_bytes = bytes;
+        }
         if let Some(payload_type) = &self.payload_type {
             next.payload_type.clone_from(payload_type);
         }

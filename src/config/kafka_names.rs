@@ -12,6 +12,8 @@
 //! | `retention.bytes` | `retention_bytes` | `-1` = `None` |
 //! | `segment.bytes` | `segment_bytes` | |
 //! | `message.timestamp.type` | `timestamp_type` (`CreateTime`, `LogAppendTime`) | |
+//! | `compression.type` | `compression_type` (`producer`, `uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`) | |
+//! | `max.message.bytes` | `max_message_bytes` | [`MAX_BATCH_BYTES`] or more = `None` |
 //! | `min.insync.replicas` | (always 1: one broker, so the replication factor is 1) | |
 //! | `message.format.version` | (accepted and ignored, as Kafka 3 does: records are always v2) | |
 //!
@@ -21,13 +23,20 @@
 //! still set it. It is not described (Kafka 3 would describe its own version).
 //!
 //! NanoKafka's own settings without a Kafka name (`max_size`, `retention_size`,
-//! `backpressure`) keep their defaults for topics made by Kafka clients. `max.message.bytes`
-//! is refused: record sizes are limited broker-wide (`builder().max_record_bytes`).
+//! `backpressure`) keep their defaults for topics made by Kafka clients.
+//!
+//! `max.message.bytes` limits a topic's batches; unset (the default), a batch is bounded only
+//! by what the log takes at all ([`MAX_BATCH_BYTES`], which is what is described) and a
+//! Kafka client's by the listener's request size, while each record stays within the
+//! broker-wide `max_record_bytes` (the broker's `message.max.bytes`), as before. Kafka's own
+//! default, 1048588, is not imposed: it would refuse a single record the broker-wide limit
+//! allows.
 //!
 //! The compaction settings drive the log cleaner of a compacted topic (see
 //! `partition::cleaning`).
 
-use super::{CleanupPolicy, DirtyRatio, TimestampType, TopicConfig, MAX_KAFKA_MS};
+use super::{CleanupPolicy, CompressionType, DirtyRatio, TimestampType, TopicConfig, MAX_KAFKA_MS};
+use crate::storage::batch::MAX_BATCH_BYTES;
 
 /// Kafka's config sources (DescribeConfigs `config_source`).
 pub const SOURCE_TOPIC: i8 = 1;
@@ -83,6 +92,11 @@ pub(crate) fn timestamp_type(t: TimestampType) -> String {
     .to_owned()
 }
 
+/// `max.message.bytes`'s value: the topic's limit, or the largest batch a log takes.
+pub(crate) fn max_message_bytes(value: Option<u32>) -> String {
+    value.map_or(MAX_BATCH_BYTES as u64, u64::from).to_string()
+}
+
 /// Every Kafka config of a topic with `config`, in Kafka's names and units.
 pub fn describe(config: &TopicConfig) -> Vec<Entry> {
     let default = TopicConfig::default();
@@ -103,6 +117,13 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
             "log.cleanup.policy",
         ),
         entry(
+            "compression.type",
+            config.compression_type.to_string(),
+            default.compression_type.to_string(),
+            TYPE_STRING,
+            "compression.type",
+        ),
+        entry(
             "delete.retention.ms",
             config.delete_retention_ms.to_string(),
             default.delete_retention_ms.to_string(),
@@ -115,6 +136,13 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
             max_lag(default.max_compaction_lag_ms),
             TYPE_LONG,
             "log.cleaner.max.compaction.lag.ms",
+        ),
+        entry(
+            "max.message.bytes",
+            max_message_bytes(config.max_message_bytes),
+            max_message_bytes(default.max_message_bytes),
+            TYPE_INT,
+            "message.max.bytes",
         ),
         entry(
             "message.timestamp.type",
@@ -189,6 +217,8 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
             "retention.bytes" => config.retention_bytes = default.retention_bytes,
             "segment.bytes" => config.segment_bytes = default.segment_bytes,
             "message.timestamp.type" => config.timestamp_type = default.timestamp_type,
+            "compression.type" => config.compression_type = default.compression_type,
+            "max.message.bytes" => config.max_message_bytes = default.max_message_bytes,
             _ => return Err(unknown(name)),
         }
         return Ok(());
@@ -228,12 +258,21 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
                 }
             }
         }
+        "compression.type" => config.compression_type = value.parse::<CompressionType>()?,
         "max.message.bytes" => {
-            return Err(
-                "max.message.bytes is not a topic config here: record sizes are \
-                limited broker-wide (max_record_bytes)"
-                    .to_owned(),
-            )
+            config.max_message_bytes = match value.trim().parse::<i32>() {
+                // No batch is larger than a log takes: the same as no limit of the topic's
+                // own, which is how that value is described (so a described set sent back
+                // whole, as librdkafka's tools do, changes nothing).
+                Ok(bytes) if bytes >= 0 && bytes as usize >= MAX_BATCH_BYTES => None,
+                Ok(bytes) if bytes >= 0 => Some(bytes as u32),
+                _ => {
+                    return Err(format!(
+                        "max.message.bytes must be a number of bytes from 0 to {}, got {value:?}",
+                        i32::MAX
+                    ))
+                }
+            }
         }
         _ => return Err(unknown(name)),
     }
@@ -291,7 +330,8 @@ fn unknown(name: &str) -> String {
         "unknown or unsupported topic config {name:?} (supported: cleanup.policy, \
          delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms, \
          min.cleanable.dirty.ratio, retention.ms, retention.bytes, segment.bytes, \
-         message.timestamp.type, min.insync.replicas=1, message.format.version (ignored))"
+         message.timestamp.type, compression.type, max.message.bytes, min.insync.replicas=1, \
+         message.format.version (ignored))"
     )
 }
 
@@ -427,7 +467,9 @@ mod tests {
             ("retention.bytes", "-2"),
             ("segment.bytes", "lots"),
             ("message.timestamp.type", "Now"),
-            ("max.message.bytes", "1000"),
+            ("max.message.bytes", "-1"),
+            ("max.message.bytes", "2147483648"),
+            ("compression.type", "none"),
             ("min.insync.replicas", "2"),
             ("min.insync.replicas", "0"),
             ("min.insync.replicas", "one"),
@@ -499,6 +541,53 @@ mod tests {
         ] {
             apply(&mut config, name, None).unwrap();
         }
+        assert_eq!(config, TopicConfig::default());
+    }
+
+    #[test]
+    fn compression_type_and_max_message_bytes_are_described_set_and_reset() {
+        let value = |config: &TopicConfig, name: &str| {
+            let entries = describe(config);
+            let e = entries.iter().find(|e| e.name == name).unwrap().clone();
+            (e.value.clone(), e.source(), e.synonym.map(|s| s.0))
+        };
+        let default = TopicConfig::default();
+        assert_eq!(
+            value(&default, "compression.type"),
+            ("producer".into(), SOURCE_DEFAULT, Some("compression.type"))
+        );
+        assert_eq!(
+            value(&default, "max.message.bytes"),
+            (
+                (1u64 << 30).to_string(),
+                SOURCE_DEFAULT,
+                Some("message.max.bytes")
+            )
+        );
+        let mut config = TopicConfig::default();
+        apply(&mut config, "compression.type", Some("lz4")).unwrap();
+        apply(&mut config, "max.message.bytes", Some("10000")).unwrap();
+        assert_eq!(config.compression_type, CompressionType::Lz4);
+        assert_eq!(config.max_message_bytes, Some(10_000));
+        assert_eq!(value(&config, "compression.type").0, "lz4");
+        assert_eq!(
+            value(&config, "max.message.bytes"),
+            ("10000".into(), SOURCE_TOPIC, Some("message.max.bytes"))
+        );
+        let log = config.log_config(crate::FsyncPolicy::Never, 100);
+        assert_eq!(
+            (log.recompress, log.max_batch_bytes),
+            (
+                Some(crate::storage::compression::Compression::Lz4),
+                Some(10_000)
+            )
+        );
+        apply(&mut config, "compression.type", None).unwrap();
+        apply(&mut config, "max.message.bytes", None).unwrap();
+        assert_eq!(config, TopicConfig::default());
+        // The described default sent back leaves the topic without a limit of its own.
+        let described = value(&config, "max.message.bytes").0;
+        apply(&mut config, "max.message.bytes", Some(&described)).unwrap();
         assert_eq!(config, TopicConfig::default());
     }
 

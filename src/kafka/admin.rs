@@ -472,25 +472,40 @@ fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
     if let Some(ratio) = changes.min_cleanable_dirty_ratio {
         set.push(("min.cleanable.dirty.ratio", ratio.to_string()));
     }
+    if let Some(compression) = changes.compression_type {
+        set.push(("compression.type", compression.to_string()));
+    }
+    if let Some(bytes) = changes.max_message_bytes {
+        // Removing the topic's limit gives it Kafka's default, the one a cluster knows.
+        let bytes = bytes.map_or(KAFKA_MAX_MESSAGE_BYTES.to_owned(), |b| b.to_string());
+        set.push(("max.message.bytes", bytes));
+    }
     set
 }
 
-/// The compaction settings, whose defaults here are Kafka's own.
-const COMPACTION_SETTINGS: [&str; 4] = [
+/// Kafka's default `max.message.bytes`: 1 MiB and the 12 bytes of a batch's offset and length.
+const KAFKA_MAX_MESSAGE_BYTES: &str = "1048588";
+
+/// The settings whose defaults are left to the cluster: the compaction settings (their
+/// defaults here are Kafka's own), the codec (`producer`, Kafka's default) and the batch
+/// limit (unset here; the cluster has its own).
+const CLUSTER_DEFAULTS: [&str; 6] = [
     "delete.retention.ms",
     "min.compaction.lag.ms",
     "max.compaction.lag.ms",
     "min.cleanable.dirty.ratio",
+    "compression.type",
+    "max.message.bytes",
 ];
 
 /// The configs a topic with `config` is created with on a Kafka cluster, in Kafka's names
-/// and units: every one [`kafka_names::describe`] reports, except the compaction settings left at their
-/// defaults (those are Kafka's defaults too, so the cluster's own broker-wide settings are
-/// left to apply, as they would to a topic created by Kafka's tools).
+/// and units: every one [`kafka_names::describe`] reports, except those of
+/// [`CLUSTER_DEFAULTS`] left at their defaults (so the cluster's own broker-wide settings
+/// apply, as they would to a topic created by Kafka's tools).
 pub(crate) fn for_cluster(config: &TopicConfig) -> Vec<(&'static str, String)> {
     kafka_names::describe(config)
         .into_iter()
-        .filter(|e| !(e.is_default && COMPACTION_SETTINGS.contains(&e.name)))
+        .filter(|e| !(e.is_default && CLUSTER_DEFAULTS.contains(&e.name)))
         .map(|e| (e.name, e.value))
         .collect()
 }
@@ -510,7 +525,7 @@ mod tests {
         };
         let default = names(&TopicConfig::default());
         assert!(default.contains(&"cleanup.policy"), "{default:?}");
-        for setting in COMPACTION_SETTINGS {
+        for setting in CLUSTER_DEFAULTS {
             assert!(!default.contains(&setting), "{default:?}");
         }
         let compacted = TopicConfig::default()
@@ -529,5 +544,12 @@ mod tests {
             !sent.iter().any(|(name, _)| *name == "delete.retention.ms"),
             "{sent:?}"
         );
+        let capped = TopicConfig::default()
+            .compression_type(crate::config::CompressionType::Zstd)
+            .max_message_bytes(10_000);
+        let sent = for_cluster(&capped);
+        for set in [("compression.type", "zstd"), ("max.message.bytes", "10000")] {
+            assert!(sent.contains(&(set.0, set.1.to_owned())), "{sent:?}");
+        }
     }
 }

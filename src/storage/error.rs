@@ -51,9 +51,10 @@ pub enum StorageError {
     TopicExists { topic: String },
 
     /// An append of a record whose key + value exceeds the log's maximum record size, or of
-    /// a batch larger than [`MAX_BATCH_BYTES`](super::batch::MAX_BATCH_BYTES). Nothing was
-    /// written; split or shrink the records.
-    #[error("record of {size} bytes exceeds the maximum record size of {max} bytes")]
+    /// a batch larger than the log's batch limit (`LogConfig::max_batch_bytes`) or than
+    /// [`MAX_BATCH_BYTES`](super::batch::MAX_BATCH_BYTES). Nothing was written; split or
+    /// shrink the records.
+    #[error("record or batch of {size} bytes exceeds the limit of {max} bytes")]
     RecordTooLarge { size: usize, max: usize },
 
     /// `DataDir::open` of a directory written in a format this version does not read (an

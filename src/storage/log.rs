@@ -39,6 +39,7 @@ use super::batch::RecordBatch;
 pub use super::batch::{check_batch_limits, DEFAULT_MAX_RECORD_BYTES, MAX_BATCH_BYTES};
 use super::checkpoint::{Checkpoint, LogStartFile};
 use super::cleaner::checkpoint::CleanerCheckpoint;
+use super::compression::Compression;
 use super::error::{Result, StorageError};
 pub use super::fetch::FetchedRecords;
 use super::fetch::{
@@ -95,6 +96,12 @@ pub struct LogConfig {
     /// How native appends stamp their batches, and whether a client's batch keeps its
     /// timestamps (CreateTime) or gets the append time (LogAppendTime).
     pub timestamp_type: TimestampType,
+    /// The codec every appended batch is stored with, recompressed when its own differs
+    /// (the topic's `compression.type`); `None`: each batch is stored as produced.
+    pub recompress: Option<Compression>,
+    /// The largest batch an append takes, as produced and as stored (the topic's
+    /// `max.message.bytes`); `None`: no limit but the record and batch limits.
+    pub max_batch_bytes: Option<usize>,
 }
 
 impl Default for LogConfig {
@@ -107,6 +114,8 @@ impl Default for LogConfig {
             fsync: FsyncPolicy::default(),
             retention: RetentionPolicy::default(),
             timestamp_type: TimestampType::default(),
+            recompress: None,
+            max_batch_bytes: None,
         }
     }
 }
@@ -544,7 +553,7 @@ impl PartitionLog {
         let base_offset = self.log_end_offset();
         let timestamp_ms = now_ms.max(self.last_timestamp_ms);
         check_batch_limits(batch, self.config.max_record_bytes)?;
-        let batch_len = batch.size_bytes();
+        self.check_batch_size(batch.size_bytes())?;
         if batch.is_empty() {
             return Ok(AppendInfo {
                 base_offset,
@@ -552,17 +561,27 @@ impl PartitionLog {
                 timestamp_ms,
             });
         }
+        batch.seal(base_offset, timestamp_ms, self.config.timestamp_type);
+        // A native batch is uncompressed: a log with a codec stores it compressed.
+        let compressed = match self.config.recompress {
+            Some(codec) if codec != Compression::None => {
+                let compressed = stored_batch::compressed_native(batch.bytes(), codec)?;
+                self.check_batch_size(compressed.len())?;
+                Some(compressed)
+            }
+            _ => None,
+        };
+        let stored = compressed.as_deref().unwrap_or(batch.bytes());
         self.mark_unclean()?;
         let active = self.active();
-        if active.size() > 0 && active.size() + batch_len as u64 > self.config.segment_bytes {
+        if active.size() > 0 && active.size() + stored.len() as u64 > self.config.segment_bytes {
             self.roll()?;
         }
-        batch.seal(base_offset, timestamp_ms, self.config.timestamp_type);
         let next_offset = base_offset + batch.len() as u64;
         let position = self.active().size();
         self.active_mut()
-            .append(batch.bytes(), next_offset, timestamp_ms)?;
-        self.hold_for_reader_at_end(batch.bytes(), position);
+            .append(stored, next_offset, timestamp_ms)?;
+        self.hold_for_reader_at_end(stored, position);
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.sync_active()?;
@@ -1253,6 +1272,7 @@ mod kafka_read;
 mod producer_tests;
 mod producers;
 mod read_ahead;
+mod stored_batch;
 pub use interval_sync::{LogSyncJob, LogSynced};
 pub use kafka_read::BatchRead;
 pub use producers::{CheckedKafkaBatch, KafkaAppend};

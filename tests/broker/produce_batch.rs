@@ -142,3 +142,47 @@ fn the_actor_face_takes_a_record_batch_through_the_broker_actor() {
     assert_eq!(partitions, [0, 1, 0, 1]);
     assert_eq!((log_end(&broker, "t", 0), log_end(&broker, "t", 1)), (2, 2));
 }
+
+/// A topic's `compression_type` and `max_message_bytes` apply to native batches too: stored
+/// compressed and read back as produced; a batch over the limit refused whole.
+#[test]
+fn a_topics_codec_and_batch_limit_apply_to_produce_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = TopicConfig::default()
+        .compression_type(nanokafka::CompressionType::Zstd)
+        .max_message_bytes(2_000);
+    let broker = broker_with_topic(dir.path(), "t", config);
+    let batch = |n: u64| {
+        let mut batch = RecordBatch::new();
+        for i in 0..n {
+            batch.push(&order(i)).unwrap();
+        }
+        batch
+    };
+    assert_eq!(
+        broker.produce_batch("t", Some(0), batch(20)).unwrap().len(),
+        20
+    );
+    let refused = broker.produce_batch("t", Some(0), batch(200));
+    assert!(
+        matches!(
+            refused,
+            Err(nanokafka::Error::RecordTooLarge { max: 2_000, .. })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(log_end(&broker, "t", 0), 20, "nothing of it was written");
+    broker.join_group("t", "g", "m").unwrap();
+    let read = broker
+        .poll_batch::<Order>("t", "g", "m", 100, Duration::from_secs(5))
+        .unwrap();
+    let ids: Vec<u64> = read.iter().map(|r| r.value.id).collect();
+    assert_eq!(ids, (0..20).collect::<Vec<_>>());
+    let segment = std::fs::read(dir.path().join("t_0/00000000000000000000.log")).unwrap();
+    let (batches, damage) = nanokafka::internals::inspect::scan_segment("t_0".as_ref(), &segment);
+    assert!(damage.is_empty());
+    assert_eq!(
+        batches.iter().map(|b| b.codec.as_str()).collect::<Vec<_>>(),
+        ["zstd"]
+    );
+}

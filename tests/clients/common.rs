@@ -107,6 +107,25 @@ impl Broker {
         }
     }
 
+    /// The codec of every batch stored in one partition, in order (`none`, `zstd`, ...).
+    pub fn stored_codecs(&self, topic: &str, partition: u32) -> Vec<String> {
+        let dir = self.dir.path().join(format!("{topic}_{partition}"));
+        let mut segments: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension() == Some("log".as_ref()))
+            .collect();
+        segments.sort();
+        segments
+            .iter()
+            .flat_map(|path| {
+                let bytes = std::fs::read(path).unwrap();
+                nanokafka::internals::inspect::scan_segment(path, &bytes).0
+            })
+            .map(|batch| batch.codec)
+            .collect()
+    }
+
     pub fn create(&self, topic: &str, partitions: u32) {
         self.broker
             .create_topic(topic, TopicConfig::default().partitions(partitions))

@@ -238,6 +238,67 @@ fn admin_creates_and_deletes_topics_and_lists_groups() {
     );
 }
 
+/// librdkafka's admin tests create topics with `compression.type` and `max.message.bytes`:
+/// the topic stores what the producer sends with its codec, and a batch over its limit is
+/// refused to the producer (MSG_SIZE_TOO_LARGE) with nothing written.
+#[test]
+fn admin_creates_a_topic_with_a_codec_and_a_batch_limit_that_the_producer_meets() {
+    let (Some(admin), Some(produce), Some(consume)) = (
+        clients::python("confluent_admin.py"),
+        producer(),
+        clients::python("confluent_consume.py"),
+    ) else {
+        return;
+    };
+    let b = Broker::start();
+    let bs = b.bootstrap.as_str();
+    let configs = ["compression.type=zstd", "max.message.bytes=2000"];
+    let created = admin.run_json(
+        &[
+            bs,
+            "create-topics",
+            "capped",
+            "--config",
+            configs[0],
+            "--config",
+            configs[1],
+        ],
+        RUN,
+    );
+    assert_eq!(created["created"], serde_json::json!(["capped"]));
+    let produced = produce.run_json(&args(bs, "capped", &["--count", "10"]), RUN);
+    assert_read_back_natively(&b, "capped", &produced, "r");
+    let consumed = consume.run_json(&args(bs, "capped", &["capped-group", "--count", "10"]), RUN);
+    assert_eq!(script_records(&consumed), script_records(&produced));
+    let codecs = b.stored_codecs("capped", 0);
+    assert!(
+        !codecs.is_empty() && codecs.iter().all(|c| c == "zstd"),
+        "{codecs:?}"
+    );
+    // 100 records in one batch (about 5 kB): over the limit.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    let more = [
+        "--count",
+        "100",
+        "--prefix",
+        "big",
+        "--timestamp-ms",
+        &now_ms,
+    ];
+    let refused = produce.run(&args(bs, "capped", &more), b"", RUN);
+    let said = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(
+        !refused.status.success() && said.contains("MSG_SIZE_TOO_LARGE"),
+        "{said}"
+    );
+    let end = b.broker.stats().unwrap().topics["capped"].partitions[0].log_end_offset;
+    assert_eq!(end, 10, "nothing of the refused batch was written");
+}
+
 #[test]
 fn admin_deletes_records_and_describes_the_cluster() {
     let Some(admin) = clients::python("confluent_admin.py") else {

@@ -337,3 +337,72 @@ fn a_transactional_producer_is_refused_at_init() {
         assert_eq!(response.producer_id.0, -1);
     }
 }
+
+/// A topic created with Kafka's `compression.type` and `max.message.bytes`: batches are stored
+/// with its codec whatever the producer's, fetched and read back as produced; a batch over
+/// its limit is MESSAGE_TOO_LARGE and writes nothing.
+#[test]
+fn a_topics_compression_type_and_max_message_bytes_apply_to_produced_batches() {
+    use crate::admin::{creatable, create, with_config};
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    let mut client = WireClient::connect(addr);
+    let topic = with_config(
+        with_config(creatable("zstd", 1), "compression.type", "zstd"),
+        "max.message.bytes",
+        "1000",
+    );
+    let created = client.call(&create(vec![topic]), 5);
+    let result = &created.topics[0];
+    assert_eq!(result.error_code, 0, "{:?}", result.error_message);
+    let described: Vec<(&str, Option<&str>)> = result
+        .configs
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name.as_str(), c.value.as_deref()))
+        .filter(|(name, _)| ["compression.type", "max.message.bytes"].contains(name))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            ("compression.type", Some("zstd")),
+            ("max.message.bytes", Some("1000"))
+        ]
+    );
+    let values: Vec<String> = (0..5).map(|i| format!("{i}").repeat(40)).collect();
+    let values: Vec<&str> = values.iter().map(String::as_str).collect();
+    for codec in [Compression::None, Compression::Gzip] {
+        let response = client.call(&produce("zstd", 0, batch(&values, codec, -1, 0), -1), 9);
+        assert_eq!(answer(&response).0, 0, "{codec:?}");
+    }
+    let large: Vec<String> = (0..30).map(|i| format!("{i:02}").repeat(20)).collect();
+    let large: Vec<&str> = large.iter().map(String::as_str).collect();
+    let refused = batch(&large, Compression::None, -1, 0);
+    assert!(refused.len() > 1000);
+    let response = client.call(&produce("zstd", 0, refused, -1), 9);
+    assert_eq!(
+        answer(&response),
+        (ResponseError::MessageTooLarge.code(), -1)
+    );
+    assert_eq!(log_end(&broker, "zstd", 0), 10, "nothing of it was written");
+
+    let fetched = client.call(&crate::records::fetch("zstd", &[(0, 0)], 0), 12);
+    let bytes = fetched.responses[0].partitions[0].records.clone().unwrap();
+    // Attributes bits 0-2 of each batch; the second starts after the first's length field.
+    let codec_at =
+        |at: usize| i16::from_be_bytes(bytes[at + 21..at + 23].try_into().unwrap()) & 0b111;
+    let second = 12 + i32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    let codecs = [codec_at(0), codec_at(second)];
+    assert_eq!(codecs, [4, 4], "both batches stored as zstd");
+    let read: Vec<Bytes> = crate::records::decode(&bytes)
+        .into_iter()
+        .map(|r| r.value.unwrap())
+        .collect();
+    let expected: Vec<Bytes> = values
+        .iter()
+        .chain(values.iter())
+        .map(|v| Bytes::from(v.to_string()))
+        .collect();
+    assert_eq!(read, expected);
+}

@@ -1,6 +1,6 @@
 //! `nanokafka topics create`, `topics alter` and `topics delete`.
 
-use nanokafka::{Backpressure, NanoKafka, TimestampType, TopicConfig};
+use nanokafka::{Backpressure, CompressionType, NanoKafka, TimestampType, TopicConfig};
 
 use crate::{assert_refused_while_locked, fails, fixture, json, ok, run_on, snapshot, usage_error};
 
@@ -36,6 +36,10 @@ fn create_writes_the_topic_with_every_config_flag() {
             "65536",
             "--timestamp-type",
             "log-append",
+            "--compression-type",
+            "zstd",
+            "--max-message-bytes",
+            "100000",
         ],
     ));
     assert!(
@@ -50,7 +54,9 @@ fn create_writes_the_topic_with_every_config_flag() {
         .max_size(100)
         .backpressure(Backpressure::Reject)
         .segment_bytes(65_536)
-        .timestamp_type(TimestampType::LogAppendTime);
+        .timestamp_type(TimestampType::LogAppendTime)
+        .compression_type(CompressionType::Zstd)
+        .max_message_bytes(100_000);
     let all = topics(dir.path());
     assert_eq!(all["payments"], expected);
     // The others are untouched, and the new topic takes records.
@@ -100,6 +106,16 @@ fn bad_flag_values_are_usage_errors() {
     for args in [
         &["topics", "create", "t", "--partitions", "0"][..],
         &["topics", "create", "t", "--partitions", "many"],
+        &[
+            "topics",
+            "create",
+            "t",
+            "--partitions",
+            "1",
+            "--compression-type",
+            "none",
+        ],
+        &["topics", "alter", "orders", "--max-message-bytes", "-1"],
         &["topics", "create", "t"],
         &[
             "topics",
@@ -242,6 +258,10 @@ fn alter_grows_partitions_and_changes_limits_and_none_removes_one() {
             "reject",
             "--timestamp-type",
             "log-append",
+            "--compression-type",
+            "lz4",
+            "--max-message-bytes",
+            "none",
             "--json",
         ],
     ));
@@ -255,6 +275,7 @@ fn alter_grows_partitions_and_changes_limits_and_none_removes_one() {
             .max_size(50)
             .backpressure(Backpressure::Reject)
             .timestamp_type(TimestampType::LogAppendTime)
+            .compression_type(CompressionType::Lz4)
     };
     assert_eq!(topics(dir.path())["orders"], expected);
     // The new partitions take records.

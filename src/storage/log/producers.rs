@@ -73,15 +73,11 @@ impl PartitionLog {
     /// # Errors
     /// `InvalidBatch`, `RecordTooLarge`, as [`PartitionLog::append_kafka_batch`].
     pub fn check_kafka_batch(&self, batch: Vec<u8>) -> Result<CheckedKafkaBatch> {
-        let (header, keyless) = check_client_batch(
-            &batch,
-            self.config.max_record_bytes,
-            self.max_decompressed_bytes,
-        )?;
+        let checked = self.check_client_batch(&batch)?;
         Ok(CheckedKafkaBatch {
-            bytes: batch,
-            header,
-            keyless,
+            bytes: checked.stored.unwrap_or(batch),
+            header: checked.header,
+            keyless: checked.keyless,
         })
     }
 
@@ -144,19 +140,22 @@ impl PartitionLog {
     /// Before anything is written the batch is checked whole: CRC and header, every record
     /// (decompressed within the log's cap when compressed: `format::MAX_DECOMPRESSED_BYTES` unless
     /// [`PartitionLog::set_max_decompressed_bytes`] lowered it), offset deltas
-    /// `0..n`, each record's key, value and headers within the maximum record size.
+    /// `0..n`, each record's key, value and headers within the maximum record size, the batch
+    /// within the log's batch size limit. A batch whose codec is not the log's is stored
+    /// recompressed (see `stored_batch`), the caller's bytes left as they were.
     ///
     /// # Errors
     /// `InvalidBatch` when the bytes are not one such batch, or it is transactional or a
     /// control batch (this broker has no transactions); `InvalidTimestamp`; `RecordTooLarge`; `ProducerFenced`; `OutOfOrderSequence`;
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
-        let (header, _) = check_client_batch(
-            batch,
-            self.config.max_record_bytes,
-            self.max_decompressed_bytes,
-        )?;
-        self.append_verified_kafka_batch(batch, header, now_ms)
+        let checked = self.check_client_batch(batch)?;
+        match checked.stored {
+            Some(mut stored) => {
+                self.append_verified_kafka_batch(&mut stored, checked.header, now_ms)
+            }
+            None => self.append_verified_kafka_batch(batch, checked.header, now_ms),
+        }
     }
 
     /// [`PartitionLog::append_kafka_batch`] once [`check_client_batch`] verified `batch`,
@@ -292,13 +291,55 @@ impl PartitionLog {
     }
 }
 
-/// Checks a client's batch before it is appended (see [`PartitionLog::append_kafka_batch`]);
-/// returns its header and the index of each record without a key.
-fn check_client_batch(
-    batch: &[u8],
+/// A client's batch as [`PartitionLog::check_client_batch`] found it.
+struct ClientBatchCheck {
+    /// The header of the batch as it will be stored.
+    header: crate::storage::format::BatchHeader,
+    /// The index of each record without a key.
+    keyless: Vec<u32>,
+    /// The batch recompressed with the log's codec, when its own differs.
+    stored: Option<Vec<u8>>,
+}
+
+impl PartitionLog {
+    /// Checks a client's batch before it is appended (see
+    /// [`PartitionLog::append_kafka_batch`]), and recompresses it when the log's codec
+    /// differs from its own.
+    fn check_client_batch(&self, batch: &[u8]) -> Result<ClientBatchCheck> {
+        self.check_batch_size(batch.len())?;
+        let mut scratch = Vec::new();
+        let (header, keyless, section) = check_client_records(
+            batch,
+            self.config.max_record_bytes,
+            self.max_decompressed_bytes,
+            &mut scratch,
+        )?;
+        let Some(codec) = self.recompress_to(&header) else {
+            return Ok(ClientBatchCheck {
+                header,
+                keyless,
+                stored: None,
+            });
+        };
+        let (stored, header) = stored_batch::recompressed(&header, section, codec)?;
+        self.check_batch_size(stored.len())?;
+        Ok(ClientBatchCheck {
+            header,
+            keyless,
+            stored: Some(stored),
+        })
+    }
+}
+
+/// Checks a client's batch: header, CRC and every record; returns its header, the index of
+/// each record without a key, and its records section uncompressed (in `scratch` when the
+/// batch is compressed).
+fn check_client_records<'a>(
+    batch: &'a [u8],
     max_record_bytes: usize,
     max_decompressed_bytes: usize,
-) -> Result<(crate::storage::format::BatchHeader, Vec<u32>)> {
+    scratch: &'a mut Vec<u8>,
+) -> Result<(crate::storage::format::BatchHeader, Vec<u32>, &'a [u8])> {
     use crate::storage::format::{decode, records_section, validate_records, Decoded};
     let invalid = |reason: String| StorageError::InvalidBatch { reason };
     let header = match decode(batch) {
@@ -330,9 +371,8 @@ fn check_client_batch(
             "transactional and control batches are not supported".into(),
         ));
     }
-    let mut scratch = Vec::new();
     let section =
-        records_section(batch, &header, max_decompressed_bytes, &mut scratch).map_err(invalid)?;
+        records_section(batch, &header, max_decompressed_bytes, scratch).map_err(invalid)?;
     let (mut largest, mut index, mut keyless) = (0usize, 0u32, Vec::new());
     validate_records(section, &header, |record| {
         largest = largest.max(record.payload_len());
@@ -348,5 +388,5 @@ fn check_client_batch(
             max: max_record_bytes,
         });
     }
-    Ok((header, keyless))
+    Ok((header, keyless, section))
 }
