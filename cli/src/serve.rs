@@ -93,7 +93,8 @@ pub struct ServeArgs {
 
     /// How often a consumer-protocol (KIP-848, group.protocol=consumer) member is told to
     /// heartbeat (Kafka's group.consumer.heartbeat.interval.ms): how soon it learns of a new
-    /// assignment [default: 5000].
+    /// assignment; below the session timeout [default: 5000, or a third of a shorter session
+    /// timeout].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
     consumer_heartbeat_interval_ms: Option<u64>,
 

@@ -36,7 +36,8 @@ pub const DEFAULT_QUEUED_MAX_REQUEST_BYTES: usize = 256 << 20;
 /// for more members before it completes.
 pub const DEFAULT_INITIAL_REBALANCE_DELAY: Duration = Duration::from_secs(3);
 /// How often a consumer-protocol (KIP-848) member is told to heartbeat: Kafka's
-/// `group.consumer.heartbeat.interval.ms` default.
+/// `group.consumer.heartbeat.interval.ms` default (lowered to a third of a shorter session
+/// timeout, see [`ListenerConfig::consumer_heartbeat_interval`]).
 pub const DEFAULT_CONSUMER_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Kafka's `num.partitions` default: the partition count of a topic the listener creates
@@ -58,7 +59,7 @@ pub struct ListenerConfig {
     /// The builder's `num_partitions`: the partition count of a topic created without one.
     pub(crate) num_partitions: u32,
     pub(crate) initial_rebalance_delay: Duration,
-    pub(crate) consumer_heartbeat_interval: Duration,
+    pub(crate) consumer_heartbeat_interval: Option<Duration>,
     pub(crate) sasl_plain: Option<PlainCredentials>,
     pub(crate) sasl_max_receive_bytes: usize,
     pub(crate) sasl_authentication_timeout: Duration,
@@ -95,7 +96,7 @@ impl ListenerConfig {
             auto_create_topics: true,
             num_partitions: DEFAULT_NUM_PARTITIONS,
             initial_rebalance_delay: DEFAULT_INITIAL_REBALANCE_DELAY,
-            consumer_heartbeat_interval: DEFAULT_CONSUMER_HEARTBEAT_INTERVAL,
+            consumer_heartbeat_interval: None,
             sasl_plain: None,
             sasl_max_receive_bytes: DEFAULT_SASL_MAX_RECEIVE_BYTES,
             sasl_authentication_timeout: DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
@@ -141,10 +142,31 @@ impl ListenerConfig {
 
     /// The heartbeat interval a consumer-protocol (KIP-848) member is told (Kafka's
     /// `group.consumer.heartbeat.interval.ms`, default 5 s): how soon it learns of a new
-    /// assignment, and so how long a partition moving between members takes. At least 1 ms.
+    /// assignment, and so how long a partition moving between members takes. At least 1 ms,
+    /// and below the broker's session timeout (the build refuses it otherwise). Unset, it is
+    /// [`DEFAULT_CONSUMER_HEARTBEAT_INTERVAL`], or a third of the session timeout when that
+    /// is shorter, so that a short session timeout alone never evicts members between
+    /// heartbeats.
     pub fn consumer_heartbeat_interval(mut self, interval: Duration) -> Self {
-        self.consumer_heartbeat_interval = interval.max(Duration::from_millis(1));
+        self.consumer_heartbeat_interval = Some(interval.max(Duration::from_millis(1)));
         self
+    }
+
+    /// The heartbeat interval members are told (the build has set it from the session
+    /// timeout when it was left unset).
+    pub(crate) fn heartbeat_interval(&self) -> Duration {
+        self.consumer_heartbeat_interval
+            .unwrap_or(DEFAULT_CONSUMER_HEARTBEAT_INTERVAL)
+    }
+
+    /// The heartbeat interval members are told under this session timeout (see
+    /// [`ListenerConfig::consumer_heartbeat_interval`]).
+    pub(crate) fn heartbeat_interval_within(&self, session_timeout: Duration) -> Duration {
+        self.consumer_heartbeat_interval.unwrap_or(
+            DEFAULT_CONSUMER_HEARTBEAT_INTERVAL
+                .min(session_timeout / 3)
+                .max(Duration::from_millis(1)),
+        )
     }
 
     /// Require SASL/PLAIN with this user: until a client authenticates, it may send only

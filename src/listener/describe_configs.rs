@@ -111,7 +111,7 @@ async fn broker(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) ->
         fixed("broker.id", NODE_ID.to_string(), TYPE_INT),
         fixed(
             "group.consumer.heartbeat.interval.ms",
-            config.consumer_heartbeat_interval.as_millis().to_string(),
+            config.heartbeat_interval().as_millis().to_string(),
             TYPE_INT,
         ),
         fixed(

@@ -282,11 +282,12 @@ impl NanoKafkaBuilder {
     ///
     /// # Errors
     /// `InvalidArgument` for a zero timeout, thread count or record size, a request size
-    /// below the record size or above 1 GiB, an `idle_spin` above [`MAX_IDLE_SPIN`],
+    /// below the record size or above 1 GiB, a listener's consumer heartbeat interval not
+    /// below the session timeout, an `idle_spin` above [`MAX_IDLE_SPIN`],
     /// `max_open_files` below 16; `DataDirLocked`;
     /// `Io`/`Corrupt` when the directory or a topic config cannot be read;
     /// `BlockingInActorContext` on an actix thread.
-    pub fn build(self) -> Result<NanoKafka> {
+    pub fn build(mut self) -> Result<NanoKafka> {
         crate::wait::refuse_actix_thread()?;
         validate_max_record_bytes(self.max_record_bytes)?;
         for (name, value) in [
@@ -306,6 +307,21 @@ impl NanoKafkaBuilder {
                 name: "num_partitions",
                 reason: format!("must be 1..={MAX_PARTITIONS}, got {}", self.num_partitions),
             });
+        }
+        // Kafka's rule: a consumer-protocol member told to heartbeat less often than its
+        // session lasts would be evicted between two heartbeats.
+        if let Some(listener) = &mut self.listener {
+            let interval = listener.heartbeat_interval_within(self.session_timeout);
+            if interval >= self.session_timeout {
+                return Err(Error::InvalidArgument {
+                    name: "consumer_heartbeat_interval",
+                    reason: format!(
+                        "must be below the session timeout ({:?}), got {interval:?}",
+                        self.session_timeout
+                    ),
+                });
+            }
+            listener.consumer_heartbeat_interval = Some(interval);
         }
         if self.kafka_bootstrap.is_some() && self.listener.is_some() {
             return Err(Error::InvalidArgument {

@@ -300,3 +300,49 @@ fn the_protocols_do_not_mix_in_one_group() {
     let joined = call(&mut client, join("classic", "m1"));
     assert_eq!((joined.error_code, joined.member_epoch), (0, 1));
 }
+
+/// A heartbeat interval not below the session timeout would have every member evicted
+/// between two heartbeats: the build refuses one set so, as Kafka's config check does, and
+/// touches nothing; left unset, the interval members are told is Kafka's 5 s, or a third of
+/// a shorter session timeout.
+#[test]
+fn the_heartbeat_interval_stays_below_the_session_timeout() {
+    let build = |dir: &std::path::Path, session: Duration, interval: Option<Duration>| {
+        let mut config = ListenerConfig::new("127.0.0.1:0");
+        if let Some(interval) = interval {
+            config = config.consumer_heartbeat_interval(interval);
+        }
+        NanoKafka::builder()
+            .data_dir(dir)
+            .session_timeout(session)
+            .listener(config)
+            .build()
+    };
+    for interval in [Duration::from_secs(10), Duration::from_secs(60)] {
+        let dir = tempfile::tempdir().unwrap();
+        match build(dir.path(), Duration::from_secs(10), Some(interval)) {
+            Err(nanokafka::Error::InvalidArgument { name, reason }) => {
+                assert_eq!(name, "consumer_heartbeat_interval");
+                assert!(reason.contains("session timeout"), "{reason}");
+            }
+            other => panic!("{interval:?} was not refused: {:?}", other.is_ok()),
+        }
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+    for (session, interval, told_ms) in [
+        (Duration::from_secs(10), Some(Duration::from_secs(9)), 9_000),
+        (Duration::from_secs(45), None, 5_000),
+        (Duration::from_millis(600), None, 200),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = build(dir.path(), session, interval).unwrap();
+        broker.create_topic("t", TopicConfig::default()).unwrap();
+        let mut client = WireClient::connect(broker.listener_addr().unwrap());
+        let joined = call(&mut client, join("g", "m"));
+        assert_eq!(joined.error_code, 0);
+        assert_eq!(
+            joined.heartbeat_interval_ms, told_ms,
+            "{session:?}, {interval:?}"
+        );
+    }
+}

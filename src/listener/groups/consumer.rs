@@ -154,7 +154,7 @@ pub async fn consumer_group_heartbeat(
         Ok(Err(e)) => return refused(code(&e), message(&e)),
         Ok(Ok(answer)) => answer,
     };
-    let interval = &ctx.shared.config.consumer_heartbeat_interval;
+    let interval = ctx.shared.config.heartbeat_interval();
     let assignment = answer.assignment.map(|a| {
         let topics = by_id(&ids, &a).map(|(id, _, partitions)| {
             TopicPartitions::default()
