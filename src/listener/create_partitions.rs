@@ -1,16 +1,20 @@
-//! CreatePartitions (v0–3): grows a topic as `alter_topic` does; one broker, so replica
-//! assignments are refused. `validate_only` checks without growing. The growth is
-//! synchronous, so `timeout_ms` never runs out.
+//! CreatePartitions (v0–3): grows a topic as `alter_topic` does. One broker, so a replica
+//! assignment may only place each new partition on this broker alone (as Kafka checks it: one
+//! entry per new partition, else INVALID_REPLICA_ASSIGNMENT). `validate_only` checks without
+//! growing. The growth is synchronous, so `timeout_ms` never runs out.
 
 use std::collections::BTreeMap;
 
-use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::request::RequestContext;
+use super::NODE_ID;
 use crate::config::{TopicChanges, MAX_PARTITIONS};
 use crate::error::Error;
 
@@ -53,12 +57,6 @@ async fn grow(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     let name = topic.name.0.as_str();
-    if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
-        return Err((
-            ResponseError::InvalidReplicaAssignment,
-            "replica assignments are not supported: one broker holds every partition".into(),
-        ));
-    }
     let count = match u32::try_from(topic.count) {
         Ok(n) if (1..=MAX_PARTITIONS).contains(&n) => n,
         _ => {
@@ -71,6 +69,15 @@ async fn grow(
             ))
         }
     };
+    if let Some(assignments) = topic.assignments.as_ref().filter(|a| !a.is_empty()) {
+        let current = ctx
+            .broker
+            .describe_topic(name)
+            .await
+            .map_err(|e| refusal(name, e))?
+            .partitions;
+        check_assignments(current, count, assignments)?;
+    }
     let changes = TopicChanges::default().partitions(count);
     match ctx
         .broker
@@ -89,6 +96,40 @@ async fn grow(
         }
         Err(e) => Err(refusal(name, e)),
     }
+}
+
+/// Checks a replica assignment for growing a topic from `current` to `count` partitions:
+/// one entry per new partition, each naming this broker alone. (A count not above
+/// `current` is left to the alter, which refuses it.)
+fn check_assignments(
+    current: u32,
+    count: u32,
+    assignments: &[CreatePartitionsAssignment],
+) -> Result<(), Refusal> {
+    let added = count.saturating_sub(current) as usize;
+    if added > 0 && assignments.len() != added {
+        return Err((
+            ResponseError::InvalidReplicaAssignment,
+            format!(
+                "increasing the number of partitions by {added} but {} assignments provided",
+                assignments.len()
+            ),
+        ));
+    }
+    for (i, assignment) in assignments.iter().enumerate() {
+        let brokers: Vec<i32> = assignment.broker_ids.iter().map(|b| b.0).collect();
+        if brokers != [NODE_ID] {
+            return Err((
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "new partition {} is assigned to brokers {brokers:?}: this cluster is one \
+                     broker, {NODE_ID}, which holds every partition alone",
+                    current as usize + i
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Kafka's error for an alter the broker refused.

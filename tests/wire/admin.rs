@@ -508,6 +508,47 @@ fn create_partitions_grows_a_topic_that_is_served_at_once_and_refuses_the_rest()
     assert!(!dir.path().join(format!("t_{count}")).exists());
 }
 
+/// A replica assignment for the new partitions, as librdkafka's admin test sends it: each
+/// on this broker alone grows the topic; a wrong count or another broker is refused and
+/// grows nothing.
+#[test]
+fn create_partitions_takes_an_assignment_of_the_new_partitions_to_this_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = listening_broker(dir.path());
+    broker
+        .create_topic("t", TopicConfig::default().partitions(2))
+        .unwrap();
+    let mut client = WireClient::connect(addr);
+    let on = |brokers: &[i32]| {
+        CreatePartitionsAssignment::default()
+            .with_broker_ids(brokers.iter().map(|&b| BrokerId(b)).collect())
+    };
+    let refused = [
+        vec![on(&[0])],
+        vec![on(&[0]), on(&[1])],
+        vec![on(&[0]), on(&[0, 1])],
+        vec![on(&[0]), on(&[])],
+    ];
+    for assignments in refused {
+        let label = format!("{assignments:?}");
+        let topic = grow_to("t", 4).with_assignments(Some(assignments));
+        let response = client.call(&create_partitions(vec![topic]), 3);
+        let result = &response.results[0];
+        assert_eq!(
+            result.error_code,
+            code(ResponseError::InvalidReplicaAssignment),
+            "{label}"
+        );
+        assert!(result.error_message.is_some(), "{label}");
+        assert_eq!(broker.list_topics().unwrap()["t"].partitions, 2, "{label}");
+    }
+    let topic = grow_to("t", 4).with_assignments(Some(vec![on(&[0]), on(&[0])]));
+    let response = client.call(&create_partitions(vec![topic]), 3);
+    let result = &response.results[0];
+    assert_eq!(result.error_code, 0, "{:?}", result.error_message);
+    assert_eq!(broker.list_topics().unwrap()["t"].partitions, 4);
+}
+
 pub fn op(key: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
     AlterableConfig::default()
         .with_name(StrBytes::from_string(key.into()))
