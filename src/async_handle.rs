@@ -450,12 +450,12 @@ impl AsyncNanoKafka {
         &self,
         topic: &str,
         partition: u32,
-        batch: Vec<u8>,
+        batch: impl Into<bytes::Bytes>,
     ) -> Result<KafkaAppend> {
         self.ask(ProduceKafkaBatch {
             topic: topic.to_owned(),
             partition,
-            batch,
+            batch: batch.into(),
         })
         .await
     }

@@ -319,7 +319,7 @@ impl NanoKafka {
         &self,
         topic: &str,
         partition: u32,
-        batch: Vec<u8>,
+        batch: impl Into<bytes::Bytes>,
     ) -> Result<KafkaAppend> {
         self.call(self.handle.produce_kafka_batch(topic, partition, batch))
     }

@@ -315,7 +315,9 @@ topic_message!(ProduceBatch => Vec<Delivery>);
 pub struct ProduceKafkaBatch {
     pub topic: String,
     pub partition: u32,
-    pub batch: Vec<u8>,
+    /// The batch's bytes, shared, not copied: the Kafka listener passes the request's buffer
+    /// (a `Vec<u8>` converts without a copy, `bytes::Bytes::from`).
+    pub batch: bytes::Bytes,
 }
 topic_message!(ProduceKafkaBatch => KafkaAppend);
 

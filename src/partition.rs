@@ -292,7 +292,7 @@ impl Partition {
     ///
     /// # Errors
     /// `InvalidBatch`, `RecordTooLarge`.
-    pub fn check_kafka_batch(&self, batch: Vec<u8>) -> Result<CheckedKafkaBatch> {
+    pub fn check_kafka_batch(&self, batch: bytes::Bytes) -> Result<CheckedKafkaBatch> {
         Ok(self.log.check_kafka_batch(batch)?)
     }
 

@@ -70,7 +70,7 @@ pub trait AppendAnswer: Sized {
 #[derive(Debug)]
 pub enum Produced {
     Records(RecordBatch),
-    Kafka(Vec<u8>),
+    Kafka(bytes::Bytes),
 }
 
 /// A produce that passed [`ProduceQueue::offer`]'s checks: native records, or a Kafka
@@ -691,7 +691,7 @@ mod tests {
             value: Some(&value),
             headers: &[],
         }]);
-        let offered = q.offer(&p, Produced::Kafka(huge), Probe(tx), None);
+        let offered = q.offer(&p, Produced::Kafka(huge.into()), Probe(tx), None);
         assert_eq!(offered, Offered::Answered);
         assert!(matches!(
             rx.recv().unwrap(),
@@ -718,7 +718,10 @@ mod tests {
             headers: &[],
         };
         let kafka = encode_client_batch(&[record(None), record(Some(b"k"))]);
-        for batch in [Produced::Records(mixed), Produced::Kafka(kafka.clone())] {
+        for batch in [
+            Produced::Records(mixed),
+            Produced::Kafka(kafka.clone().into()),
+        ] {
             let offered = q.offer(&p, batch, Probe(tx.clone()), None);
             assert_eq!(offered, Offered::Answered);
         }
@@ -738,7 +741,7 @@ mod tests {
         let offered = q.offer(&p, Produced::Records(keyed(2)), Probe(tx.clone()), None);
         assert_eq!(offered, Offered::Pending { flush_now: false });
         q.set_cleanup_policy(CleanupPolicy::Delete);
-        let offered = q.offer(&p, Produced::Kafka(kafka), Probe(tx), None);
+        let offered = q.offer(&p, Produced::Kafka(kafka.into()), Probe(tx), None);
         assert_eq!(offered, Offered::Pending { flush_now: false });
         assert!(q.flush(Ok(&mut p), NOW).unwrap());
         assert_eq!(p.log_end_offset(), 4);
@@ -764,7 +767,7 @@ mod tests {
         let produces = [
             Produced::Records(batch(1)),
             Produced::Records(keyed(1)),
-            Produced::Kafka(keyless_kafka),
+            Produced::Kafka(keyless_kafka.into()),
         ];
         for produce in produces {
             let offered = q.offer(&p, produce, Probe(tx.clone()), None);

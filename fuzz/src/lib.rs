@@ -223,7 +223,8 @@ pub fn check_batch_decode(bytes: &[u8]) {
             .collect();
         let mut again = native_batch(header.base_offset, &records, header.base_timestamp as u64);
         if header.timestamp_type() == TimestampType::LogAppendTime {
-            format::set_log_append_time(&mut again, header.max_timestamp);
+            let (head, records) = again.split_at_mut(format::HEADER_LEN);
+            format::set_log_append_time(head, records, header.max_timestamp);
         }
         assert_eq!(again, batch, "a native batch does not re-encode to itself");
     }

@@ -166,7 +166,7 @@ impl Waiter {
 /// `Io`, `PartitionRestarted`, `PartitionFailed`.
 #[derive(Debug)]
 pub struct AppendKafka {
-    pub batch: Vec<u8>,
+    pub batch: bytes::Bytes,
 }
 impl Message for AppendKafka {
     type Result = Result<KafkaAppend>;

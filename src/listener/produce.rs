@@ -168,7 +168,7 @@ async fn produce_partition(
     for batch in batches {
         let appended = ctx
             .broker
-            .produce_kafka_batch(topic, partition, batch.to_vec())
+            .produce_kafka_batch(topic, partition, batch)
             .await
             .map_err(|e| {
                 tracing::debug!(topic, partition, error = %e, "produce refused");

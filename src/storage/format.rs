@@ -535,12 +535,15 @@ pub fn assign_base_offset(batch: &mut [u8], base_offset: u64) {
 }
 
 /// Marks a batch LogAppendTime with `append_time_ms` as its max timestamp (the timestamp
-/// every record then reads with), and recomputes the CRC, as Kafka does for such topics.
-pub fn set_log_append_time(batch: &mut [u8], append_time_ms: i64) {
-    let attributes = i16::from_be_bytes(batch[21..23].try_into().expect("2 bytes"));
-    batch[21..23].copy_from_slice(&(attributes | ATTR_LOG_APPEND_TIME).to_be_bytes());
-    batch[35..43].copy_from_slice(&append_time_ms.to_be_bytes());
-    update_crc(batch);
+/// every record then reads with), and recomputes the CRC, as Kafka does for such topics. The
+/// batch's header (`head`, [`HEADER_LEN`] bytes) is apart from its `records`: only the header
+/// changes.
+pub fn set_log_append_time(head: &mut [u8], records: &[u8], append_time_ms: i64) {
+    let attributes = i16::from_be_bytes(head[21..23].try_into().expect("2 bytes"));
+    head[21..23].copy_from_slice(&(attributes | ATTR_LOG_APPEND_TIME).to_be_bytes());
+    head[35..43].copy_from_slice(&append_time_ms.to_be_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&head[CRC_START..HEADER_LEN]), records);
+    head[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
 fn update_crc(batch: &mut [u8]) {

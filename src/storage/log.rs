@@ -581,7 +581,7 @@ impl PartitionLog {
         let position = self.active().size();
         self.active_mut()
             .append(stored, next_offset, timestamp_ms)?;
-        self.hold_for_reader_at_end(stored, position);
+        self.hold_for_reader_at_end(&[stored], position);
         self.last_timestamp_ms = timestamp_ms;
         if self.config.fsync == FsyncPolicy::Always {
             self.sync_active()?;
@@ -871,12 +871,13 @@ impl PartitionLog {
         }
     }
 
-    /// After the batch `bytes` was appended at `position` of the active segment: when the last
+    /// After the batch `parts` (one after the other) was appended at `position` of the active
+    /// segment: when the last
     /// read stopped exactly there (a reader caught up, usually parked in a long poll that
     /// this append wakes), the batch is held for its next read, which then copies it from
     /// memory instead of reading the file back (see `fetch::Held::appended`). Nothing is held
     /// for any other reader, nor for a batch too large for the held budget.
-    fn hold_for_reader_at_end(&mut self, bytes: &[u8], position: u64) {
+    fn hold_for_reader_at_end(&mut self, parts: &[&[u8]], position: u64) {
         let base = self.active_base();
         let Some(hint) = self.read_hint.as_mut() else {
             return;
@@ -885,8 +886,8 @@ impl PartitionLog {
         if !at_end || hint.held.is_some() || hint.resume.is_some() {
             return;
         }
-        if let Some(held) = Held::appended(bytes, (position, hint.offset), self.held_budget) {
-            hint.batch_len = Some(bytes.len());
+        if let Some(held) = Held::appended(parts, (position, hint.offset), self.held_budget) {
+            hint.batch_len = Some(parts.iter().map(|p| p.len()).sum());
             hint.held = Some(held);
         }
     }

@@ -21,6 +21,10 @@ pub use scan::{ScanOutcome, ScannedFrame, StepOver};
 
 /// Bytes read per step when a segment is scanned from start to end (recovery, retention).
 const SCAN_CHUNK: usize = 256 << 10;
+/// Up to this size a batch given in parts is copied into one buffer and written with one
+/// system call (which costs more than copying a few KiB); above it each part is written as it
+/// is, from the caller's buffer.
+const GATHER_BYTES: usize = 16 << 10;
 
 /// The file names of a segment with this base offset: 20 digits, so they sort by offset.
 pub fn file_names(base_offset: u64) -> (String, String) {
@@ -237,8 +241,31 @@ impl LogSegment {
         next_offset_after: u64,
         max_timestamp_ms: u64,
     ) -> Result<()> {
+        self.append_parts(&[batch], next_offset_after, max_timestamp_ms)
+    }
+
+    /// [`Segment::append`] of a batch given in `parts` (a rewritten header, then the records
+    /// as a client sent them), written one after the other: gathered into one `write` when
+    /// small, where a second system call would cost more than the copy.
+    pub fn append_parts(
+        &mut self,
+        parts: &[&[u8]],
+        next_offset_after: u64,
+        max_timestamp_ms: u64,
+    ) -> Result<()> {
         let start = self.size;
-        if let Err(e) = self.log.write_all_at(batch, start) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let written = if parts.len() > 1 && len <= GATHER_BYTES {
+            self.log.write_all_at(&parts.concat(), start)
+        } else {
+            let mut at = start;
+            parts.iter().try_for_each(|part| {
+                self.log.write_all_at(part, at)?;
+                at += part.len() as u64;
+                Ok(())
+            })
+        };
+        if let Err(e) = written {
             // A partial write must not be left behind a later, successful one.
             let _ = self.log.set_len(start);
             self.synced_size = self.synced_size.min(start);
@@ -257,8 +284,8 @@ impl LogSegment {
             self.push_index_entries(entry, self.max_timestamp);
             self.bytes_since_index = 0;
         }
-        self.bytes_since_index += batch.len() as u64;
-        self.size = start + batch.len() as u64;
+        self.bytes_since_index += len as u64;
+        self.size = start + len as u64;
         self.next_offset = next_offset_after;
         // The indexes are derived data: a failed index write is repaired by the next recovery.
         let offsets = self.index.write_pending();

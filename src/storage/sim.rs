@@ -38,6 +38,8 @@ struct Fault {
     path_contains: String,
     op: FaultOp,
     kind: io::ErrorKind,
+    /// Matching operations let through before the fault fires.
+    skip: usize,
     remaining: usize,
 }
 
@@ -91,6 +93,10 @@ impl State {
             .faults
             .iter_mut()
             .find(|f| f.op == op && f.remaining > 0 && path.contains(&f.path_contains))?;
+        if fault.skip > 0 {
+            fault.skip -= 1;
+            return None;
+        }
         fault.remaining -= 1;
         self.faults_fired += 1;
         Some(fault.kind)
@@ -132,10 +138,23 @@ impl SimFs {
     /// Makes the next `times` operations `op` on files whose path contains `path_contains`
     /// fail with `kind`.
     pub fn inject(&self, path_contains: &str, op: FaultOp, kind: io::ErrorKind, times: usize) {
+        self.inject_after(path_contains, op, kind, 0, times);
+    }
+
+    /// As [`SimFs::inject`], after letting the next `skip` such operations through.
+    pub fn inject_after(
+        &self,
+        path_contains: &str,
+        op: FaultOp,
+        kind: io::ErrorKind,
+        skip: usize,
+        times: usize,
+    ) {
         self.lock().faults.push(Fault {
             path_contains: path_contains.to_owned(),
             op,
             kind,
+            skip,
             remaining: times,
         });
     }

@@ -115,27 +115,29 @@ impl Drop for Reservation {
 }
 
 impl Held {
-    /// The uncompressed batch `bytes` just written at `position` of its segment, from offset
+    /// The uncompressed batch `parts` (its bytes, in order; the first holds its header) just
+    /// written at `position` of its segment, from offset
     /// `from`, held whole for the next read (a copy, within [`MAX_HELD_BYTES`] and `budget`;
     /// `None` otherwise, or when the batch does not start at `from`). A reader waiting at the
     /// log end then reads it from memory instead of the file: the write woke it, and it asks
     /// for exactly these records. The batch was sealed by this process (its CRC is the one it
     /// wrote), so it is not verified again.
     pub(in crate::storage) fn appended(
-        bytes: &[u8],
+        parts: &[&[u8]],
         (position, from): (u64, u64),
         budget: &'static HeldBudget,
     ) -> Option<Box<Held>> {
-        let header = BatchHeader::parse(bytes)?;
+        let header = BatchHeader::parse(parts.first()?)?;
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let uncompressed = header.compression() == Ok(Compression::None);
-        let whole = header.batch_len == bytes.len() && header.base_offset == from;
-        if !uncompressed || !whole || bytes.len() > MAX_HELD_BYTES {
+        let whole = header.batch_len == len && header.base_offset == from;
+        if !uncompressed || !whole || len > MAX_HELD_BYTES {
             return None;
         }
-        let reserved = budget.try_reserve(bytes.len())?;
+        let reserved = budget.try_reserve(len)?;
         let mut buf = AlignedBuf::default();
-        buf.read(bytes.len(), |raw| {
-            raw.extend_from_slice(bytes);
+        buf.read(len, |raw| {
+            parts.iter().for_each(|part| raw.extend_from_slice(part));
             Ok(())
         })
         .ok()?;

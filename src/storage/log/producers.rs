@@ -2,7 +2,10 @@
 //! and the idempotent producers' state that recognises a retried batch (rebuilt on open,
 //! snapshotted at rolls and clean shutdowns).
 
+use bytes::Bytes;
+
 use super::*;
+use crate::storage::format::HEADER_LEN;
 
 /// Where a Kafka producer's batch went: the reply to `ProduceKafkaBatch`
 /// (`produce_kafka_batch`).
@@ -35,9 +38,14 @@ impl From<KafkaAppend> for AppendInfo {
 /// A Kafka client's batch checked whole for an append ([`PartitionLog::check_kafka_batch`]):
 /// its CRC, header and every record verified once, so that appending it later reads none of
 /// its records again (a compressed batch is decompressed once, here).
+///
+/// It keeps the client's bytes as they came (`bytes`: the Kafka listener's request buffer,
+/// shared, not copied) and a copy of their header (`head`): the append rewrites only fields
+/// of the header, so the records are written from the client's buffer as they are.
 #[derive(Debug)]
 pub struct CheckedKafkaBatch {
-    bytes: Vec<u8>,
+    bytes: Bytes,
+    head: [u8; HEADER_LEN],
     header: crate::storage::format::BatchHeader,
     /// The index of each record without a key (the key rule of a compacted topic).
     keyless: Vec<u32>,
@@ -72,10 +80,14 @@ impl PartitionLog {
     ///
     /// # Errors
     /// `InvalidBatch`, `RecordTooLarge`, as [`PartitionLog::append_kafka_batch`].
-    pub fn check_kafka_batch(&self, batch: Vec<u8>) -> Result<CheckedKafkaBatch> {
+    pub fn check_kafka_batch(&self, batch: Bytes) -> Result<CheckedKafkaBatch> {
         let checked = self.check_client_batch(&batch)?;
+        let bytes = checked.stored.map_or(batch, Bytes::from);
+        // Checked: a batch is longer than its header.
+        let head = bytes[..HEADER_LEN].try_into().expect("a whole header");
         Ok(CheckedKafkaBatch {
-            bytes: checked.stored.unwrap_or(batch),
+            bytes,
+            head,
             header: checked.header,
             keyless: checked.keyless,
         })
@@ -92,7 +104,8 @@ impl PartitionLog {
         batch: &mut CheckedKafkaBatch,
         now_ms: u64,
     ) -> Result<KafkaAppend> {
-        self.append_verified_kafka_batch(&mut batch.bytes, batch.header, now_ms)
+        let records = &batch.bytes[HEADER_LEN..];
+        self.append_verified_kafka_batch(&mut batch.head, records, batch.header, now_ms)
     }
 
     /// Rebuilds the producer state: the newest snapshot among `names` (the directory's
@@ -150,19 +163,20 @@ impl PartitionLog {
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
         let checked = self.check_client_batch(batch)?;
-        match checked.stored {
-            Some(mut stored) => {
-                self.append_verified_kafka_batch(&mut stored, checked.header, now_ms)
-            }
-            None => self.append_verified_kafka_batch(batch, checked.header, now_ms),
-        }
+        let mut stored = checked.stored;
+        let batch = stored.as_deref_mut().unwrap_or(batch);
+        // Checked: a batch is longer than its header.
+        let (head, records) = batch.split_at_mut(HEADER_LEN);
+        self.append_verified_kafka_batch(head, records, checked.header, now_ms)
     }
 
-    /// [`PartitionLog::append_kafka_batch`] once [`check_client_batch`] verified `batch`,
-    /// whose header is `header`.
+    /// [`PartitionLog::append_kafka_batch`] once [`check_client_batch`] verified the batch
+    /// whose header is `header`: its first [`HEADER_LEN`] bytes `head`, which the append
+    /// rewrites, then `records`, written as they are.
     fn append_verified_kafka_batch(
         &mut self,
-        batch: &mut [u8],
+        head: &mut [u8],
+        records: &[u8],
         header: crate::storage::format::BatchHeader,
         now_ms: u64,
     ) -> Result<KafkaAppend> {
@@ -193,18 +207,20 @@ impl PartitionLog {
         }
         self.mark_unclean()?;
         let active = self.active();
-        if active.size() > 0 && active.size() + batch.len() as u64 > self.config.segment_bytes {
+        let batch_len = (head.len() + records.len()) as u64;
+        if active.size() > 0 && active.size() + batch_len > self.config.segment_bytes {
             self.roll()?;
         }
         let base_offset = self.log_end_offset();
-        crate::storage::format::assign_base_offset(batch, base_offset);
+        crate::storage::format::assign_base_offset(head, base_offset);
         let mut max_timestamp = header.max_timestamp.max(0) as u64;
         let log_append_time_ms = match self.config.timestamp_type {
             TimestampType::CreateTime => None,
             TimestampType::LogAppendTime => {
                 let append_time = now_ms.max(self.last_timestamp_ms);
                 crate::storage::format::set_log_append_time(
-                    batch,
+                    head,
+                    records,
                     i64::try_from(append_time).unwrap_or(i64::MAX),
                 );
                 max_timestamp = append_time;
@@ -214,9 +230,9 @@ impl PartitionLog {
         let next_offset = base_offset + u64::from(header.last_offset_delta) + 1;
         let position = self.active().size();
         self.active_mut()
-            .append(batch, next_offset, max_timestamp)?;
+            .append_parts(&[head, records], next_offset, max_timestamp)?;
         // Checked by the validation above, so held like a native batch.
-        self.hold_for_reader_at_end(batch, position);
+        self.hold_for_reader_at_end(&[head, records], position);
         self.last_timestamp_ms = self.last_timestamp_ms.max(max_timestamp);
         let stored = crate::storage::format::BatchHeader {
             base_offset,

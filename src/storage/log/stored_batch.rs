@@ -130,7 +130,7 @@ mod tests {
             plain, original,
             "the caller's bytes are not the stored ones"
         );
-        let mut checked = log.check_kafka_batch(client_batch(20)).unwrap();
+        let mut checked = log.check_kafka_batch(client_batch(20).into()).unwrap();
         assert!(
             checked.len() < original.len(),
             "compressed: {}",
@@ -178,7 +178,7 @@ mod tests {
         log.append_kafka_batch(&mut small.clone(), 2_000).unwrap();
         let large = client_batch(3);
         for refused in [
-            log.check_kafka_batch(large.clone()).map(|_| ()),
+            log.check_kafka_batch(large.clone().into()).map(|_| ()),
             log.append_kafka_batch(&mut large.clone(), 2_000)
                 .map(|_| ()),
         ] {

@@ -587,7 +587,7 @@ fn a_checked_kafka_batch_names_its_keyless_records_and_appends_as_the_batch_does
             PartitionLog::open(checked_dir.path(), LogConfig::default(), 0).unwrap();
         let (mut plain_log, _) =
             PartitionLog::open(plain_dir.path(), LogConfig::default(), 0).unwrap();
-        let mut checked = checked_log.check_kafka_batch(batch.clone()).unwrap();
+        let mut checked = checked_log.check_kafka_batch(batch.clone().into()).unwrap();
         assert_eq!((checked.keyless(), checked.records_count()), (&[1][..], 3));
         let appended = checked_log
             .append_checked_kafka_batch(&mut checked, 2_000)
@@ -604,7 +604,87 @@ fn a_checked_kafka_batch_names_its_keyless_records_and_appends_as_the_batch_does
     let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
     log.set_max_decompressed_bytes(4);
     assert!(matches!(
-        log.check_kafka_batch(gzip.clone()),
+        log.check_kafka_batch(gzip.clone().into()),
         Err(StorageError::InvalidBatch { .. })
     ));
+}
+
+/// A client's batch is appended from the client's buffer, which stays as it was: the stored
+/// batch has its offset (and, under LogAppendTime, the append time and a new CRC) in its
+/// header and the client's records after it, small (one write) or large (a write per part),
+/// and reads back, after a reopen too, as the in-place append stores it.
+#[test]
+fn a_client_batch_is_stored_from_the_clients_buffer_which_is_left_unchanged() {
+    use crate::storage::format::{encode_client_batch, ClientRecord};
+    let value = [7u8; 400];
+    let record = ClientRecord {
+        timestamp_ms: 1_000,
+        key: Some(b"k"),
+        value: Some(&value),
+        headers: &[],
+    };
+    let (small, large) = (vec![record; 3], vec![record; 100]);
+    for timestamp_type in [TimestampType::CreateTime, TimestampType::LogAppendTime] {
+        let config = LogConfig {
+            timestamp_type,
+            ..LogConfig::default()
+        };
+        let (dir, in_place_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+        let (mut in_place, _) = PartitionLog::open(in_place_dir.path(), config, 0).unwrap();
+        for records in [&small, &large, &small] {
+            let sent = encode_client_batch(records);
+            let client = bytes::Bytes::from(sent.clone());
+            let mut checked = log.check_kafka_batch(client.clone()).unwrap();
+            let appended = log.append_checked_kafka_batch(&mut checked, 2_000).unwrap();
+            assert_eq!(client, sent, "the client's buffer changed");
+            let expected = in_place.append_kafka_batch(&mut sent.clone(), 2_000);
+            assert_eq!(appended, expected.unwrap());
+        }
+        let read = |log: &mut PartitionLog| log.read_batches(0, 1 << 20, true).unwrap().bytes;
+        let stored = read(&mut log);
+        assert_eq!(stored, read(&mut in_place), "{timestamp_type:?}");
+        drop(log);
+        let (mut reopened, report) = PartitionLog::open(dir.path(), config, 0).unwrap();
+        assert_eq!(reopened.log_end_offset(), 106, "{report:?}");
+        assert_eq!(read(&mut reopened), stored);
+    }
+}
+
+/// A large client's batch whose records fail to write after its header was written leaves
+/// the segment as it was: the append fails, and the next one goes where it would have.
+#[test]
+fn a_client_batch_whose_records_fail_to_write_leaves_nothing_behind() {
+    use crate::storage::format::{encode_client_batch, ClientRecord};
+    use crate::storage::sim::{FaultOp, SimFs};
+    let value = [7u8; 400];
+    let record = ClientRecord {
+        timestamp_ms: 1_000,
+        key: None,
+        value: Some(&value),
+        headers: &[],
+    };
+    let batch = bytes::Bytes::from(encode_client_batch(&vec![record; 100]));
+    let sim = SimFs::new(3);
+    let fs: SharedFs = Arc::new(sim.clone());
+    let dir = Path::new("/data/t_0");
+    let (mut log, _) = PartitionLog::open_with(&fs, dir, LogConfig::default(), 0).unwrap();
+    let mut first = log.check_kafka_batch(batch.clone()).unwrap();
+    log.append_checked_kafka_batch(&mut first, 1_000).unwrap();
+    // The header's write goes through; the records' fails.
+    sim.inject_after(".log", FaultOp::Write, std::io::ErrorKind::Other, 1, 1);
+    let mut failing = log.check_kafka_batch(batch.clone()).unwrap();
+    assert!(matches!(
+        log.append_checked_kafka_batch(&mut failing, 1_000),
+        Err(StorageError::Io { .. })
+    ));
+    assert_eq!(log.log_end_offset(), 100);
+    let mut retried = log.check_kafka_batch(batch.clone()).unwrap();
+    let appended = log.append_checked_kafka_batch(&mut retried, 1_000).unwrap();
+    assert_eq!((appended.base_offset, appended.last_offset), (100, 199));
+    let segment = dir.join(crate::storage::segment::file_names(0).0);
+    assert_eq!(sim.contents(&segment).unwrap().len(), 2 * batch.len());
+    drop(log);
+    let (reopened, _) = PartitionLog::open_with(&fs, dir, LogConfig::default(), 0).unwrap();
+    assert_eq!(reopened.log_end_offset(), 200);
 }
