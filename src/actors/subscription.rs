@@ -598,7 +598,10 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
                         return act.pump_after_grace(ctx);
                     }
                 }
-                Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
+                Err(Error::UnknownMember { .. }) => {
+                    act.flow.report.lose_all();
+                    return act.rejoin(ctx);
+                }
                 Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
                 Err(Error::UnknownTopic { .. }) => {
                     return act.end(SubscriptionEnd::TopicDeleted, ctx)

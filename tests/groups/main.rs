@@ -6,5 +6,7 @@ mod common;
 mod consumer_groups;
 mod consumer_handle;
 mod delete_group;
+mod ownership_events;
 mod subscription_events;
+mod subscription_kit;
 mod subscriptions;

@@ -302,8 +302,8 @@ impl Reporter {
     }
 
     /// The member's assignment as a poll, a join or a rejoin told it: a generation not told
-    /// yet is reported as differences (`Revoked`, if any, then `Assigned`) and returned, for
-    /// the actor to enter it.
+    /// yet is reported as differences (`Revoked`, then `Assigned`, each only when it names a
+    /// partition) and returned, for the actor to enter it.
     pub(crate) fn learn(&mut self, assignment: Assignment) -> Option<u64> {
         let generation = assignment.generation;
         if self.told == Some(generation) {
@@ -311,18 +311,32 @@ impl Reporter {
         }
         self.told = Some(generation);
         let (revoked, assigned) = delivery::rebalance(&self.assignment, &assignment.partitions);
-        if !revoked.is_empty() {
-            self.emit(SubscriptionEvent::Revoked {
+        self.revoke(generation, revoked);
+        if !assigned.is_empty() {
+            self.emit(SubscriptionEvent::Assigned {
                 generation,
-                partitions: revoked,
+                partitions: assigned,
             });
         }
-        self.emit(SubscriptionEvent::Assigned {
-            generation,
-            partitions: assigned,
-        });
         self.assignment = assignment.partitions;
         Some(generation)
+    }
+
+    /// The member lost every partition (evicted, or ending): `Revoked` for those it had. The
+    /// next assignment learned is told whatever its generation number.
+    pub(crate) fn lose_all(&mut self) {
+        let generation = self.told.take().unwrap_or_default();
+        let owned = std::mem::take(&mut self.assignment);
+        self.revoke(generation, owned);
+    }
+
+    fn revoke(&self, generation: u64, partitions: Vec<u32>) {
+        if !partitions.is_empty() {
+            self.emit(SubscriptionEvent::Revoked {
+                generation,
+                partitions,
+            });
+        }
     }
 
     /// The record at `at` (partition, offset; those the `Decode` error names, if it does)
@@ -421,8 +435,9 @@ impl Reporter {
 
     /// The actor stopped, `ending` (`None`: without a reason, its system is stopping):
     /// reports the end and resolves the subscription's watchers.
-    pub(crate) fn ended(&self, ending: Option<SubscriptionEnd>) {
+    pub(crate) fn ended(&mut self, ending: Option<SubscriptionEnd>) {
         let why = ending.unwrap_or(SubscriptionEnd::BrokerStopped);
+        self.lose_all();
         self.emit(SubscriptionEvent::Ended(why.clone()));
         self.end.send_replace(Some(why));
     }
