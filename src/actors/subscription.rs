@@ -53,8 +53,8 @@
 //! | `nanokafka.dlq.partition` | the source partition, decimal |
 //! | `nanokafka.dlq.offset` | the source offset, decimal |
 //! | `nanokafka.dlq.group` | the subscription's group |
-//! | `nanokafka.dlq.reason` | `decode` or `retries-exhausted` |
-//! | `nanokafka.dlq.error` | the decode error's text (`decode` only) |
+//! | `nanokafka.dlq.reason` | `decode`, `retries-exhausted` or `rejected` (`Ack::DeadLetter`) |
+//! | `nanokafka.dlq.error` | the decode error's text, or the subscriber's reason |
 //! | `nanokafka.dlq.attempts` | deliveries of the record, decimal (1 for `decode`) |
 //!
 //! It is produced before the source record is committed past, so it is never lost; a crash
@@ -89,13 +89,14 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::coordinator::{
-    CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
+    CommitAsMember, CommitAttempt, CommittedAttempts, ConsumerPollGroup, CoordinatorRef,
+    FetchedBatch, PollPause,
 };
 use super::topic::{GetGroupRoute, SubscriptionPoll};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::dead_letter::DeadLetter;
-use crate::group::delivery::Batch;
+use crate::group::delivery::{AttemptNote, Batch};
 use crate::group::{Assignment, Positions};
 use crate::messages::{
     ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
@@ -103,6 +104,7 @@ use crate::messages::{
     Unsubscribe,
 };
 use crate::partition::Fetched;
+use crate::types::{Delivery, Header};
 use shared::{Flow, LetterFailed, Subscribing, RETRY_AFTER};
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
@@ -335,6 +337,9 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     /// The last poll found no backlog (no records, or a batch that was not full): the next
     /// one waits for data before it fetches (see [`PollPause::wait_first`]).
     caught_up: bool,
+    /// A generation entered whose partitions' attempt counts are to be read back from their
+    /// commits (held by the rules until then); read by the next `pump`.
+    restore: Option<(u64, Vec<u32>)>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -384,6 +389,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             poll_wake: None,
             deferred_poll: None,
             caught_up: false,
+            restore: None,
             payload: PhantomData,
         };
         let mut actor = actor;
@@ -399,12 +405,39 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 
     /// The member's assignment as a poll, a join or a rejoin told it: a new generation
-    /// (reported) drops the positions and the rules' waits.
+    /// (reported) drops the positions and the rules' waits and counts; its partitions are
+    /// held until their counts are read back from their commits (`restore_attempts`).
     fn learn(&mut self, assignment: Assignment) {
+        let partitions = assignment.partitions.clone();
         if let Some(generation) = self.flow.report.learn(assignment) {
             self.positions.enter(generation);
             self.flow.rules.enter(generation);
+            if self.broker.coordinator.is_some() && !partitions.is_empty() {
+                self.flow.rules.restore(&partitions);
+                self.restore = Some((generation, partitions));
+            }
         }
+    }
+
+    /// Reads the attempt counts of the generation last entered back from the partitions'
+    /// commits, then frees each partition (without them when they cannot be read).
+    fn restore_attempts(&mut self, ctx: &mut Context<Self>) {
+        let Some((generation, partitions)) = self.restore.take() else {
+            return;
+        };
+        let Some(coordinator) = &self.broker.coordinator else {
+            return;
+        };
+        let all = partitions.clone();
+        let read = coordinator.ask(CommittedAttempts { partitions });
+        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
+            let notes = read.unwrap_or_else(|_| all.into_iter().map(|p| (p, None)).collect());
+            for (partition, note) in notes {
+                if act.flow.rules.restored(generation, partition, note) {
+                    act.released(partition, ctx);
+                }
+            }
+        }));
     }
 
     /// What a poll read: decoded and handed over, or the record that does not decode dealt
@@ -498,6 +531,11 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         };
         let names = (self.join.topic.as_str(), self.join.group.as_str());
         let batch = letter.batch(names, record.key, record.value, record.headers.iter());
+        let headers = record.headers.iter().map(|(key, value)| Header {
+            key: String::from_utf8_lossy(key).into_owned(),
+            value: value.map(<[u8]>::to_vec),
+        });
+        let origin = (record.key.map(<[u8]>::to_vec), headers.collect());
         let produce = ask(
             &self.broker.produce,
             ProduceBatch {
@@ -508,15 +546,22 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         );
         let (broker, join) = (self.broker.clone(), self.join.clone());
         let written = async move {
-            produce.await.map_err(LetterFailed::Produce)?;
+            let delivered = produce.await.map_err(LetterFailed::Produce)?;
+            let at = delivered.first().copied().ok_or_else(|| {
+                LetterFailed::Produce(Error::Internal {
+                    actor: "subscription".into(),
+                    reason: "a dead letter's produce reported no delivery".into(),
+                })
+            })?;
             let commit = broker.commit(&join, (generation, partition, offset));
-            commit.await.map_err(LetterFailed::Commit)
+            commit.await.map_err(|e| LetterFailed::Commit(at, e))?;
+            Ok::<Delivery, LetterFailed>(at)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
             if written.is_ok() {
                 act.positions.seek(partition, offset.saturating_add(1));
             }
-            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
+            if let Some(end) = act.flow.report.dead_lettered(letter, origin, written) {
                 return act.end(end, ctx);
             }
             act.flow.rules.release(partition, offset);
@@ -567,6 +612,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         if let Some(deferred) = self.deferred_poll.take() {
             ctx.cancel_future(deferred);
         }
+        self.restore_attempts(ctx);
         if !self.flow.start_poll(self.options.max_in_flight) {
             return;
         }
@@ -635,6 +681,33 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
             .commit(&self.join, (generation, partition, offset));
         ctx.spawn(request.into_actor(self).map(move |result, act, _| {
             if let Err(error) = result {
+                act.flow.report.commit_refused(partition, offset, error);
+            }
+        }));
+    }
+
+    /// Commits the retried record's offset with its count (an [`AttemptNote`]), fenced as
+    /// any commit; without a coordinator, the records before it only.
+    fn commit_retry(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        (commit, from, attempt): (Option<u64>, u64, u32),
+        ctx: &mut Context<Self>,
+    ) {
+        let Some(coordinator) = &self.broker.coordinator else {
+            return self.commit(generation, partition, commit, ctx);
+        };
+        let request = coordinator.ask(CommitAttempt {
+            member: self.join.member.clone(),
+            generation,
+            partition,
+            offset: from,
+            note: AttemptNote(attempt),
+        });
+        ctx.spawn(request.into_actor(self).map(move |result, act, _| {
+            if let Err(error) = result {
+                let offset = from.saturating_sub(1);
                 act.flow.report.commit_refused(partition, offset, error);
             }
         }));

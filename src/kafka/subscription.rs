@@ -209,23 +209,31 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             &record.value,
             headers.map(|h| (h.key.as_bytes(), h.value.as_deref())),
         );
+        let origin = (record.key, record.headers);
         let backend = self.backend.clone();
         let member = self.member.clone();
         let written = async move {
-            backend
+            let delivered = backend
                 .produce_batch(&topic, None, &batch)
                 .await
                 .map_err(LetterFailed::Produce)?;
+            let at = delivered.first().copied().ok_or_else(|| {
+                LetterFailed::Produce(Error::Internal {
+                    actor: "subscription".into(),
+                    reason: "a dead letter's produce reported no delivery".into(),
+                })
+            })?;
             blocking(move || {
                 let mut member = lock(&member)?;
                 member.commit_forward(partition, offset)?;
                 member.seek(partition, offset.saturating_add(1))
             })
             .await
-            .map_err(LetterFailed::Commit)
+            .map_err(|e| LetterFailed::Commit(at, e))?;
+            Ok(at)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
-            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
+            if let Some(end) = act.flow.report.dead_lettered(letter, origin, written) {
                 return act.end(end, ctx);
             }
             act.flow.rules.release(partition, offset);

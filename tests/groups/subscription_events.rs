@@ -149,7 +149,8 @@ fn a_record_retried_to_its_last_attempt_is_dead_lettered_once_and_committed_past
             Some(SubscriptionEvent::DeadLettered {
                 partition: 0,
                 offset: 0,
-                attempts: 3
+                attempts: 3,
+                ..
             })
         ));
         lag_becomes(&bus, &[(0, 0)]).await;

@@ -330,7 +330,8 @@ fn dead_letters_keep_the_record_and_say_where_it_came_from(t: &Target) {
             SubscriptionEvent::DeadLettered {
                 partition: 0,
                 offset: 1,
-                attempts: 2
+                attempts: 2,
+                ..
             }
         )),
         "{told:?}"

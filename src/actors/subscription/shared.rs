@@ -22,7 +22,7 @@ use crate::messages::{
     Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, SubscriptionEnd,
     SubscriptionEvent, SubscriptionRequest,
 };
-use crate::types::Record;
+use crate::types::{Delivery, Header, Record};
 
 /// Retry delay after a failed poll (a partition restarting) or rejoin.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -111,6 +111,19 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         offset: Option<u64>,
         ctx: &mut Context<Self>,
     );
+    /// Commits for a retry of the record at `from`, read in `generation`, whose next
+    /// delivery is `attempt`: the records before it (`commit`, if any), and where the backend
+    /// can keep it, the count with the commit (`group::delivery::AttemptNote`). A refusal is
+    /// reported. By default the records before it only: the count stays in memory.
+    fn commit_retry(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        (commit, _from, _attempt): (Option<u64>, u64, u32),
+        ctx: &mut Context<Self>,
+    ) {
+        self.commit(generation, partition, commit, ctx);
+    }
     /// An answered batch's partition is free: read it on from `from` (`None`: after the
     /// batch).
     fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>);
@@ -155,18 +168,23 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
             Outcome::Wait {
                 commit,
                 from,
+                attempt,
                 delay,
                 token,
             } => {
-                self.commit(generation, partition, commit, ctx);
+                self.commit_retry(generation, partition, (commit, from, attempt), ctx);
                 self.retry_later(partition, from, (delay, token), ctx);
             }
-            Outcome::DeadLetter { offset, attempts } => {
+            Outcome::DeadLetter {
+                offset,
+                attempts,
+                reason,
+            } => {
                 let letter = DeadLetter {
                     partition,
                     offset,
                     attempts,
-                    reason: DeadLetterReason::RetriesExhausted,
+                    reason,
                 };
                 match kept {
                     Some(kept) => self.dead_letter_from(kept, generation, letter, ctx),
@@ -183,6 +201,18 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
                     partition,
                     offset,
                     attempts,
+                };
+                self.end(end, ctx);
+            }
+            Outcome::NoDeadLetterTopic { commit, offset } => {
+                self.commit(generation, partition, commit, ctx);
+                let end = SubscriptionEnd::DeadLetterFailed {
+                    partition,
+                    offset,
+                    error: Error::InvalidArgument {
+                        name: "dead_letter_topic",
+                        reason: "Ack::DeadLetter needs a dead-letter topic".into(),
+                    },
                 };
                 self.end(end, ctx);
             }
@@ -207,12 +237,15 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         records: Vec<Record<Self::Payload>>,
         ctx: &mut Context<Self>,
     ) {
-        self.flow().in_flight += 1;
+        let flow = self.flow();
+        flow.in_flight += 1;
+        let attempt = flow.rules.attempt(batch.partition, batch.first);
         let (recipient, topic, group) = self.subscriber();
         let answer = recipient.send(Delivered {
             topic: topic.to_owned(),
             group: group.to_owned(),
             generation: batch.generation,
+            attempt,
             records,
         });
         ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
@@ -247,8 +280,8 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
 pub(crate) enum LetterFailed {
     /// It could not be produced: the subscription ends, the record uncommitted.
     Produce(Error),
-    /// It was produced, but committing past the record was refused (a rebalance).
-    Commit(Error),
+    /// It was produced (there), but committing past the record was refused (a rebalance).
+    Commit(Delivery, Error),
 }
 
 /// Reports what happens to a subscription: logs each event in the subscription's span,
@@ -380,12 +413,14 @@ impl Reporter {
         }
     }
 
-    /// Reports how writing `letter` went: produced (and committed past, or the commit
-    /// refused) is reported; a failed produce is the subscription's end, returned.
+    /// Reports how writing `letter` (of the record with `origin`'s key and headers) went:
+    /// produced (where `written` says; committed past, or the commit refused) is reported; a
+    /// failed produce is the subscription's end, returned.
     pub(crate) fn dead_lettered(
         &self,
         letter: DeadLetter,
-        written: Result<(), LetterFailed>,
+        origin: (Option<Vec<u8>>, Vec<Header>),
+        written: Result<Delivery, LetterFailed>,
     ) -> Option<SubscriptionEnd> {
         let DeadLetter {
             partition,
@@ -393,7 +428,7 @@ impl Reporter {
             attempts,
             reason,
         } = letter;
-        match written {
+        let at = match written {
             Err(LetterFailed::Produce(error)) => {
                 return Some(SubscriptionEnd::DeadLetterFailed {
                     partition,
@@ -401,25 +436,39 @@ impl Reporter {
                     error,
                 })
             }
-            Err(LetterFailed::Commit(error)) => self.emit(SubscriptionEvent::CommitRefused {
-                partition,
-                offset,
-                error,
-            }),
-            Ok(()) => {}
-        }
-        self.emit(match reason {
-            DeadLetterReason::Decode(error) => SubscriptionEvent::DecodeFailed {
-                partition,
-                offset,
-                error,
-                action: DecodeAction::DeadLettered,
-            },
-            DeadLetterReason::RetriesExhausted => SubscriptionEvent::DeadLettered {
-                partition,
-                offset,
-                attempts,
-            },
+            Err(LetterFailed::Commit(at, error)) => {
+                self.emit(SubscriptionEvent::CommitRefused {
+                    partition,
+                    offset,
+                    error,
+                });
+                at
+            }
+            Ok(at) => at,
+        };
+        let (key, headers) = origin;
+        let reason = match reason {
+            DeadLetterReason::Decode(error) => {
+                self.emit(SubscriptionEvent::DecodeFailed {
+                    partition,
+                    offset,
+                    error,
+                    action: DecodeAction::DeadLettered,
+                });
+                return None;
+            }
+            DeadLetterReason::RetriesExhausted => None,
+            DeadLetterReason::Rejected(reason) => Some(reason),
+        };
+        self.emit(SubscriptionEvent::DeadLettered {
+            partition,
+            offset,
+            attempts,
+            key,
+            headers,
+            reason,
+            dead_letter_partition: at.partition,
+            dead_letter_offset: at.offset,
         });
         None
     }
