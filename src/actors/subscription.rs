@@ -32,7 +32,8 @@
 //! ([`SubscriptionEvent::CommitRefused`](crate::messages::SubscriptionEvent::CommitRefused)).
 //! After a rebalance, an eviction or a coordinator restart the positions, retry waits and
 //! attempt counts are dropped and reading resumes at the committed offsets, so whatever was
-//! not committed is delivered again (at-least-once).
+//! not committed is delivered again (at-least-once); the attempt counts come back from the
+//! commits (`attempts`).
 //!
 //! **Failed requests.** A poll or a rejoin that fails with an error that does not end the
 //! subscription (a partition restarting, a batch that cannot be read) is reported
@@ -74,6 +75,7 @@
 //! What it does alike with the Kafka backend's subscription (its events, the decode-error
 //! policy, writing dead letters) is in `shared`.
 
+mod attempts;
 pub(crate) mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,14 +91,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::coordinator::{
-    CommitAsMember, CommitAttempt, CommittedAttempts, ConsumerPollGroup, CoordinatorRef,
-    FetchedBatch, PollPause,
+    CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
 };
 use super::topic::{GetGroupRoute, SubscriptionPoll};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::dead_letter::DeadLetter;
-use crate::group::delivery::{AttemptNote, Batch};
+use crate::group::delivery::Batch;
 use crate::group::{Assignment, Positions};
 use crate::messages::{
     ConsumerPoll, CreateTopic, Delivered, FencedCommit, JoinGroup, LeaveGroup, ProduceBatch,
@@ -419,27 +420,6 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }
     }
 
-    /// Reads the attempt counts of the generation last entered back from the partitions'
-    /// commits, then frees each partition (without them when they cannot be read).
-    fn restore_attempts(&mut self, ctx: &mut Context<Self>) {
-        let Some((generation, partitions)) = self.restore.take() else {
-            return;
-        };
-        let Some(coordinator) = &self.broker.coordinator else {
-            return;
-        };
-        let all = partitions.clone();
-        let read = coordinator.ask(CommittedAttempts { partitions });
-        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
-            let notes = read.unwrap_or_else(|_| all.into_iter().map(|p| (p, None)).collect());
-            for (partition, note) in notes {
-                if act.flow.rules.restored(generation, partition, note) {
-                    act.released(partition, ctx);
-                }
-            }
-        }));
-    }
-
     /// What a poll read: decoded and handed over, or the record that does not decode dealt
     /// with. Whether a batch was handed over.
     fn polled(&mut self, batch: FetchedBatch, ctx: &mut Context<Self>) -> bool {
@@ -686,31 +666,14 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         }));
     }
 
-    /// Commits the retried record's offset with its count (an [`AttemptNote`]), fenced as
-    /// any commit; without a coordinator, the records before it only.
     fn commit_retry(
         &mut self,
         generation: u64,
         partition: u32,
-        (commit, from, attempt): (Option<u64>, u64, u32),
+        retry: (Option<u64>, u64, u32),
         ctx: &mut Context<Self>,
     ) {
-        let Some(coordinator) = &self.broker.coordinator else {
-            return self.commit(generation, partition, commit, ctx);
-        };
-        let request = coordinator.ask(CommitAttempt {
-            member: self.join.member.clone(),
-            generation,
-            partition,
-            offset: from,
-            note: AttemptNote(attempt),
-        });
-        ctx.spawn(request.into_actor(self).map(move |result, act, _| {
-            if let Err(error) = result {
-                let offset = from.saturating_sub(1);
-                act.flow.report.commit_refused(partition, offset, error);
-            }
-        }));
+        self.commit_attempt(generation, partition, retry, ctx);
     }
 
     fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
