@@ -546,6 +546,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             }
             act.flow.rules.release(partition, offset);
             act.released(partition, ctx);
+            act.drained(ctx);
         }));
     }
 
@@ -712,7 +713,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
     /// Ends the subscription with `why`: leaves the group (unless the broker or the topic is
     /// gone), then stops. The first end wins.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.flow.ending.is_some() {
+        if self.flow.ending.is_some() || self.wait_for_answers(&why, ctx) {
             return;
         }
         let leave = !matches!(

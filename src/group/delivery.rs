@@ -207,6 +207,12 @@ impl Deliveries {
         self.held.insert(batch.partition, Hold::Unanswered);
     }
 
+    /// Whether a record is being dead-lettered (a partition held by [`Deliveries::hold`]
+    /// or an [`Outcome::DeadLetter`] and not released yet).
+    pub fn busy(&self) -> bool {
+        self.held.values().any(|hold| *hold == Hold::Busy)
+    }
+
     /// Holds `partition` while the actor works on it (see [`Outcome::DeadLetter`]).
     pub fn hold(&mut self, partition: u32) {
         self.held.insert(partition, Hold::Busy);

@@ -238,6 +238,7 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             }
             act.flow.rules.release(partition, offset);
             act.pump(ctx);
+            act.drained(ctx);
         }));
     }
 
@@ -362,7 +363,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
 
     /// Ends the subscription with `why`: leaves the group (on a blocking thread), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.flow.ending.is_some() {
+        if self.flow.ending.is_some() || self.wait_for_answers(&why, ctx) {
             return;
         }
         self.flow.ending = Some(why);

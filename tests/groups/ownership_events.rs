@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use actix::prelude::*;
+use futures::channel::oneshot;
 use nanokafka::messages::{SubscriptionEnd, SubscriptionEvent};
 use nanokafka::{AsyncNanoKafka, NanoKafka, TopicConfig};
 
@@ -157,5 +158,26 @@ fn a_members_events_track_its_partitions_through_joins_evictions_and_unsubscribe
         }
         let stats = bus.stats().await.unwrap();
         assert!(stats.topics[TOPIC].groups["g"].assignment.is_empty());
+    });
+}
+
+#[test]
+fn an_unsubscribe_commits_the_answer_of_the_batch_at_the_subscriber_before_leaving() {
+    let (_dir, broker) = broker(1);
+    produce(&broker, 0, &[0, 1]);
+    let bus = broker.async_handle();
+    System::new().block_on(async move {
+        let (release, held) = oneshot::channel();
+        let mut watch = subscribe_with(&bus, "m", commit_all(), Some(held), options())
+            .await
+            .unwrap();
+        assert_eq!(watch.records(2).await, vec![(0, 0), (0, 1)]);
+        // The batch is with the subscriber as the member unsubscribes; it answers after.
+        watch.subscription.unsubscribe();
+        release.send(()).unwrap();
+        let end = watch.subscription.clone().await;
+        assert!(matches!(end, SubscriptionEnd::Unsubscribed), "{end:?}");
+        // Its commit: the partition's next owner does not get the batch again.
+        lag_becomes(&bus, &[(0, 0)]).await;
     });
 }

@@ -27,6 +27,12 @@ use crate::types::{Delivery, Header, Record};
 /// Retry delay after a failed poll (a partition restarting) or rejoin.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// How long an unsubscribe waits at most for the answers of the batches with the subscriber
+/// (see [`Subscribing::wait_for_answers`]). A subscriber answers within milliseconds as a
+/// rule; one that does not must not keep its member, and so its partitions, in the group
+/// for ever, and an unsubscribe should not outlast a session timeout's worth of waiting.
+pub(crate) const DRAIN_AT_MOST: Duration = Duration::from_secs(10);
+
 /// The state both kinds of subscription actor keep alike. `K`: what an unanswered batch
 /// was read from.
 #[derive(Debug)]
@@ -42,6 +48,10 @@ pub(crate) struct Flow<K> {
     pub(crate) polling: bool,
     /// Set once the subscription is ending: nothing more is polled or delivered.
     pub(crate) ending: Option<SubscriptionEnd>,
+    /// An unsubscribe waits for the answers of the batches with the subscriber: nothing more
+    /// is polled; `drain_expired` once it waited [`DRAIN_AT_MOST`].
+    pub(crate) draining: bool,
+    pub(crate) drain_expired: bool,
 }
 
 impl<K> Flow<K> {
@@ -64,13 +74,16 @@ impl<K> Flow<K> {
             in_flight: 0,
             polling: false,
             ending: None,
+            draining: false,
+            drain_expired: false,
         }
     }
 
     /// Starts a poll if the subscription runs, no poll is running and fewer than
     /// `max_in_flight` batches are unanswered; whether it did.
     pub(crate) fn start_poll(&mut self, max_in_flight: usize) -> bool {
-        if self.ending.is_some() || self.polling || self.in_flight >= max_in_flight {
+        let stopped = self.ending.is_some() || self.draining;
+        if stopped || self.polling || self.in_flight >= max_in_flight {
             return false;
         }
         self.polling = true;
@@ -78,10 +91,10 @@ impl<K> Flow<K> {
     }
 
     /// The running poll is done; whether the subscription still runs (what a poll read
-    /// after its end is dropped).
+    /// after its end, or while an unsubscribe waits for answers, is dropped).
     pub(crate) fn poll_done(&mut self) -> bool {
         self.polling = false;
-        self.ending.is_none()
+        self.ending.is_none() && !self.draining
     }
 }
 
@@ -147,6 +160,27 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     );
     /// Ends the subscription with `why` (the first end wins), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>);
+
+    /// Whether ending with `why` waits first: an unsubscribe with batches at the subscriber,
+    /// or records being dead-lettered, waits for their answers and dead letters (for
+    /// [`DRAIN_AT_MOST`] at most), which are acted on as usual (committed), so that the
+    /// partitions' next owner does not get them again; nothing more is polled meanwhile. The
+    /// last of them ends the subscription ([`Subscribing::drained`]).
+    fn wait_for_answers(&mut self, why: &SubscriptionEnd, ctx: &mut Context<Self>) -> bool {
+        let flow = self.flow();
+        let unsubscribed = matches!(why, SubscriptionEnd::Unsubscribed);
+        let pending = flow.in_flight > 0 || flow.rules.busy();
+        if !unsubscribed || !pending || flow.drain_expired {
+            return false;
+        }
+        if !std::mem::replace(&mut flow.draining, true) {
+            ctx.run_later(DRAIN_AT_MOST, |act, ctx| {
+                act.flow().drain_expired = true;
+                act.end(SubscriptionEnd::Unsubscribed, ctx);
+            });
+        }
+        true
+    }
 
     /// Acts on the subscriber's answer to `batch` (see `group::delivery`), read from `kept`.
     fn answered(
@@ -256,7 +290,17 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
                 Ok(ack) => act.answered(batch, ack, kept, ctx),
                 Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
             }
+            act.drained(ctx);
         }));
+    }
+
+    /// An answer or a dead letter is done: an unsubscribe waiting for it ends the
+    /// subscription once nothing is pending (see [`Subscribing::wait_for_answers`]).
+    fn drained(&mut self, ctx: &mut Context<Self>) {
+        let flow = self.flow();
+        if flow.draining && flow.in_flight == 0 && !flow.rules.busy() {
+            self.end(SubscriptionEnd::Unsubscribed, ctx);
+        }
     }
 
     /// A poll failed (`error`, not one that ends the subscription): logged, and the next
