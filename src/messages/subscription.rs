@@ -482,7 +482,8 @@ pub enum SubscriptionEnd {
     },
 }
 
-/// Ends a subscription: it leaves its group and stops. Fire-and-forget: sent with `do_send`
+/// Ends a subscription: it waits for the answers in flight (see
+/// [`Subscription::unsubscribe`]), leaves its group and stops. Fire-and-forget: sent with `do_send`
 /// by [`Subscription::unsubscribe`] to the subscription's actor; [`Subscription::ended`]
 /// then resolves [`SubscriptionEnd::Unsubscribed`].
 #[derive(Debug)]
@@ -518,7 +519,9 @@ impl Subscription {
         Subscription { stop, end }
     }
 
-    /// Leaves the group and stops pushing.
+    /// Stops pushing, waits for the answers to the batches with the subscriber and for the
+    /// dead letters being written (acted on and committed as usual, for 10 s at most), then
+    /// leaves the group: the partitions' next owner does not get those batches again.
     pub fn unsubscribe(&self) {
         self.stop.do_send(Unsubscribe);
     }
