@@ -12,7 +12,9 @@
 //! Differences:
 //! - a held partition is paused in librdkafka; once released it is read again on the next
 //!   poll (a poll already waiting is not cut short, so that can take up to `poll_wait`);
-//! - generations are the member's own count of assignments (see `kafka::member`).
+//! - generations are the member's own count of assignments (see `kafka::member`);
+//! - attempt counts stay in the member's memory (the commits carry no note): after a
+//!   rebalance a record starts again at attempt 1.
 //!
 //! It runs on the arbiter of the code that subscribed and owns a [`KafkaMember`]; every
 //! librdkafka call (poll, commit, seek, close) runs on tokio's blocking pool, so the arbiter
