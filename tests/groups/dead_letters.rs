@@ -127,9 +127,7 @@ fn a_record_retried_twice_is_delivered_as_attempt_3_by_the_next_owner_and_dead_l
             ("nanokafka.dlq.reason", "retries-exhausted"),
             ("nanokafka.dlq.attempts", "3"),
         ];
-        for (key, value) in expected {
-            assert_eq!(header(&letter.headers, key), Some(value), "{key}");
-        }
+        assert_headers(&letter.headers, &expected);
         b.subscription.unsubscribe();
     });
 }
@@ -192,9 +190,7 @@ fn an_ack_dead_letter_sends_the_record_to_the_dead_letter_topic_at_once_and_read
             ("nanokafka.dlq.error", "amount refused"),
             ("nanokafka.dlq.attempts", "1"),
         ];
-        for (key, value) in expected {
-            assert_eq!(header(&letter.headers, key), Some(value), "{key}");
-        }
+        assert_headers(&letter.headers, &expected);
     });
 }
 

@@ -168,9 +168,7 @@ fn a_record_retried_to_its_last_attempt_is_dead_lettered_once_and_committed_past
             ("nanokafka.dlq.reason", "retries-exhausted"),
             ("nanokafka.dlq.attempts", "3"),
         ];
-        for (key, value) in expected {
-            assert_eq!(header(&letter.headers, key), Some(value), "{key}");
-        }
+        assert_headers(&letter.headers, &expected);
         assert_eq!(header(&letter.headers, "nanokafka.dlq.error"), None);
     });
 }

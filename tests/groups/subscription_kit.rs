@@ -189,3 +189,10 @@ pub fn header<'a>(headers: &'a [Header], key: &str) -> Option<&'a str> {
         .find(|h| h.key == key)
         .and_then(|h| std::str::from_utf8(h.value.as_deref()?).ok())
 }
+
+/// `headers` has each of `expected` (key, UTF-8 value).
+pub fn assert_headers(headers: &[Header], expected: &[(&str, &str)]) {
+    for (key, value) in expected {
+        assert_eq!(header(headers, key), Some(*value), "{key}");
+    }
+}
