@@ -1,12 +1,15 @@
 //! A subscription's `Assigned`/`Revoked` events, folded, are the member's partitions as the
 //! group's coordinator has them (`stats()`), through joins, an eviction of a silent member,
-//! and unsubscribes; a member that ends has given every partition back before `Ended`.
+//! and unsubscribes, and as a member is itself evicted and rejoins; a member that ends has
+//! given every partition back before `Ended`.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use futures::channel::oneshot;
+use nanokafka::clock::ManualClock;
 use nanokafka::messages::{SubscriptionEnd, SubscriptionEvent};
 use nanokafka::{AsyncNanoKafka, NanoKafka, TopicConfig};
 
@@ -179,5 +182,44 @@ fn an_unsubscribe_commits_the_answer_of_the_batch_at_the_subscriber_before_leavi
         assert!(matches!(end, SubscriptionEnd::Unsubscribed), "{end:?}");
         // Its commit: the partition's next owner does not get the batch again.
         lag_becomes(&bus, &[(0, 0)]).await;
+    });
+}
+
+#[test]
+fn an_evicted_subscription_gives_back_its_partitions_then_rejoins_and_takes_them_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000_000);
+    // Long on the manual clock: only the test's jump past it evicts anyone.
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .clock(Arc::new(clock.clone()))
+        .session_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    broker
+        .create_topic(TOPIC, TopicConfig::default().partitions(2))
+        .unwrap();
+    let bus = broker.async_handle();
+    System::new().block_on(async move {
+        let mut watch = subscribe_with(&bus, "a", commit_all(), None, options())
+            .await
+            .unwrap();
+        let mut view = View::default();
+        agrees(&bus, "a", &mut watch, &mut view).await;
+        assert_eq!(view.owned, BTreeSet::from([0, 1]));
+        // Silent past the session timeout as far as the coordinator can tell: its next poll
+        // finds it evicted.
+        clock.advance(31_000);
+        let events = watch
+            .events_until(|e| matches!(e, SubscriptionEvent::Revoked { .. }))
+            .await;
+        for event in &events {
+            view.apply("a", event);
+        }
+        assert!(view.owned.is_empty(), "all given back: {events:?}");
+        // It rejoins and is given them again.
+        agrees(&bus, "a", &mut watch, &mut view).await;
+        assert_eq!(view.owned, BTreeSet::from([0, 1]));
+        unsubscribe("a", watch, &mut view).await;
     });
 }
