@@ -214,6 +214,7 @@ impl Handler<SubscriptionEvent> for Billing {
             partition,
             offset,
             attempts,
+            ..
         } = event
         {
             let order = self.retried.get(&(partition, offset)).copied();

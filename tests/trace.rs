@@ -284,6 +284,7 @@ fn a_header_from_another_process_or_malformed_is_ignored() {
             topic: TOPIC.to_owned(),
             group: "g".to_owned(),
             generation: 1,
+            attempt: 1,
             records,
         };
         assert!(seen.followed_by(&batch.handler_span()).is_empty());
@@ -496,6 +497,7 @@ mod otel {
                 topic: TOPIC.to_owned(),
                 group: "g".to_owned(),
                 generation: 1,
+                attempt: 1,
                 records: read_all(&broker),
             };
             let (a, b) = (context_of(&a), context_of(&b));

@@ -52,8 +52,10 @@ use crate::types::GroupStats;
 use crate::wait::EarlyWake;
 
 mod alter;
+mod attempts;
 mod delete;
 pub use alter::AddPartitions;
+pub use attempts::{CommitAttempt, CommittedAttempts};
 pub use delete::DeleteGroup;
 
 /// A coordinator's address and its I/O thread (see [`Rung`]): a push subscription of the

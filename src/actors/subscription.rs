@@ -32,7 +32,8 @@
 //! ([`SubscriptionEvent::CommitRefused`](crate::messages::SubscriptionEvent::CommitRefused)).
 //! After a rebalance, an eviction or a coordinator restart the positions, retry waits and
 //! attempt counts are dropped and reading resumes at the committed offsets, so whatever was
-//! not committed is delivered again (at-least-once).
+//! not committed is delivered again (at-least-once); the attempt counts come back from the
+//! commits (`attempts`).
 //!
 //! **Failed requests.** A poll or a rejoin that fails with an error that does not end the
 //! subscription (a partition restarting, a batch that cannot be read) is reported
@@ -53,8 +54,8 @@
 //! | `nanokafka.dlq.partition` | the source partition, decimal |
 //! | `nanokafka.dlq.offset` | the source offset, decimal |
 //! | `nanokafka.dlq.group` | the subscription's group |
-//! | `nanokafka.dlq.reason` | `decode` or `retries-exhausted` |
-//! | `nanokafka.dlq.error` | the decode error's text (`decode` only) |
+//! | `nanokafka.dlq.reason` | `decode`, `retries-exhausted` or `rejected` (`Ack::DeadLetter`) |
+//! | `nanokafka.dlq.error` | the decode error's text, or the subscriber's reason |
 //! | `nanokafka.dlq.attempts` | deliveries of the record, decimal (1 for `decode`) |
 //!
 //! It is produced before the source record is committed past, so it is never lost; a crash
@@ -74,6 +75,7 @@
 //! What it does alike with the Kafka backend's subscription (its events, the decode-error
 //! policy, writing dead letters) is in `shared`.
 
+mod attempts;
 pub(crate) mod shared;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -103,6 +105,7 @@ use crate::messages::{
     Unsubscribe,
 };
 use crate::partition::Fetched;
+use crate::types::{Delivery, Header};
 use shared::{Flow, LetterFailed, Subscribing, RETRY_AFTER};
 
 /// The broker requests a subscription sends (recipients of the `BrokerActor`).
@@ -335,6 +338,9 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
     /// The last poll found no backlog (no records, or a batch that was not full): the next
     /// one waits for data before it fetches (see [`PollPause::wait_first`]).
     caught_up: bool,
+    /// A generation entered whose partitions' attempt counts are to be read back from their
+    /// commits (held by the rules until then); read by the next `pump`.
+    restore: Option<(u64, Vec<u32>)>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -384,6 +390,7 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
             poll_wake: None,
             deferred_poll: None,
             caught_up: false,
+            restore: None,
             payload: PhantomData,
         };
         let mut actor = actor;
@@ -399,11 +406,17 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
     }
 
     /// The member's assignment as a poll, a join or a rejoin told it: a new generation
-    /// (reported) drops the positions and the rules' waits.
+    /// (reported) drops the positions and the rules' waits and counts; its partitions are
+    /// held until their counts are read back from their commits (`restore_attempts`).
     fn learn(&mut self, assignment: Assignment) {
+        let partitions = assignment.partitions.clone();
         if let Some(generation) = self.flow.report.learn(assignment) {
             self.positions.enter(generation);
             self.flow.rules.enter(generation);
+            if self.broker.coordinator.is_some() && !partitions.is_empty() {
+                self.flow.rules.restore(&partitions);
+                self.restore = Some((generation, partitions));
+            }
         }
     }
 
@@ -498,6 +511,11 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         };
         let names = (self.join.topic.as_str(), self.join.group.as_str());
         let batch = letter.batch(names, record.key, record.value, record.headers.iter());
+        let headers = record.headers.iter().map(|(key, value)| Header {
+            key: String::from_utf8_lossy(key).into_owned(),
+            value: value.map(<[u8]>::to_vec),
+        });
+        let origin = (record.key.map(<[u8]>::to_vec), headers.collect());
         let produce = ask(
             &self.broker.produce,
             ProduceBatch {
@@ -508,19 +526,27 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         );
         let (broker, join) = (self.broker.clone(), self.join.clone());
         let written = async move {
-            produce.await.map_err(LetterFailed::Produce)?;
+            let delivered = produce.await.map_err(LetterFailed::Produce)?;
+            let at = delivered.first().copied().ok_or_else(|| {
+                LetterFailed::Produce(Error::Internal {
+                    actor: "subscription".into(),
+                    reason: "a dead letter's produce reported no delivery".into(),
+                })
+            })?;
             let commit = broker.commit(&join, (generation, partition, offset));
-            commit.await.map_err(LetterFailed::Commit)
+            commit.await.map_err(|e| LetterFailed::Commit(at, e))?;
+            Ok::<Delivery, LetterFailed>(at)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
             if written.is_ok() {
                 act.positions.seek(partition, offset.saturating_add(1));
             }
-            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
+            if let Some(end) = act.flow.report.dead_lettered(letter, origin, written) {
                 return act.end(end, ctx);
             }
             act.flow.rules.release(partition, offset);
             act.released(partition, ctx);
+            act.drained(ctx);
         }));
     }
 
@@ -567,6 +593,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         if let Some(deferred) = self.deferred_poll.take() {
             ctx.cancel_future(deferred);
         }
+        self.restore_attempts(ctx);
         if !self.flow.start_poll(self.options.max_in_flight) {
             return;
         }
@@ -598,7 +625,10 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
                         return act.pump_after_grace(ctx);
                     }
                 }
-                Err(Error::UnknownMember { .. }) => return act.rejoin(ctx),
+                Err(Error::UnknownMember { .. }) => {
+                    act.flow.report.lose_all();
+                    return act.rejoin(ctx);
+                }
                 Err(Error::BrokerStopped) => return act.end(SubscriptionEnd::BrokerStopped, ctx),
                 Err(Error::UnknownTopic { .. }) => {
                     return act.end(SubscriptionEnd::TopicDeleted, ctx)
@@ -637,6 +667,16 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
         }));
     }
 
+    fn commit_retry(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        retry: (Option<u64>, u64, u32),
+        ctx: &mut Context<Self>,
+    ) {
+        self.commit_attempt(generation, partition, retry, ctx);
+    }
+
     fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>) {
         if let Some(offset) = from {
             self.positions.seek(partition, offset);
@@ -673,7 +713,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
     /// Ends the subscription with `why`: leaves the group (unless the broker or the topic is
     /// gone), then stops. The first end wins.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.flow.ending.is_some() {
+        if self.flow.ending.is_some() || self.wait_for_answers(&why, ctx) {
             return;
         }
         let leave = !matches!(

@@ -12,6 +12,8 @@ pub enum DeadLetterReason {
     Decode(String),
     /// It had its last attempt.
     RetriesExhausted,
+    /// The subscriber dead-lettered it (its reason).
+    Rejected(String),
 }
 
 /// The record at `offset` of `partition`, dead-lettered after `attempts` deliveries (1 for
@@ -41,6 +43,7 @@ impl DeadLetter {
         let (why, error) = match &self.reason {
             DeadLetterReason::Decode(error) => ("decode", Some(error.as_str())),
             DeadLetterReason::RetriesExhausted => ("retries-exhausted", None),
+            DeadLetterReason::Rejected(reason) => ("rejected", Some(reason.as_str())),
         };
         let (partition, offset, attempts) = (
             self.partition.to_string(),
@@ -119,6 +122,22 @@ mod tests {
             ("nanokafka.dlq.attempts", Some("1")),
         ]);
         assert_eq!(headers_of(&batch), expected);
+    }
+
+    #[test]
+    fn a_record_the_subscriber_rejects_says_why_in_the_error_header() {
+        let letter = DeadLetter {
+            partition: 1,
+            offset: 3,
+            attempts: 2,
+            reason: DeadLetterReason::Rejected("card declined".into()),
+        };
+        let batch = letter.batch(("orders", "billing"), None, b"v", []);
+        let headers = headers_of(&batch);
+        let reason = ("nanokafka.dlq.reason".to_string(), Some("rejected".into()));
+        let error = ("nanokafka.dlq.error".into(), Some("card declined".into()));
+        let attempts = ("nanokafka.dlq.attempts".into(), Some("2".into()));
+        assert_eq!(headers[4..], [reason, error, attempts]);
     }
 
     #[test]

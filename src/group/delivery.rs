@@ -11,16 +11,42 @@
 //! while an earlier record of it is unanswered or waiting for a retry. Other partitions are
 //! read meanwhile.
 //!
-//! **Attempts** are counted per `(partition, offset)` in memory, for records that were
-//! retried: the first delivery is attempt 1. They are forgotten once the record is
-//! committed past, and all of them at a new generation (a rebalance, a rejoin): after a
-//! rebalance or a restart a record starts again at attempt 1.
+//! **Attempts** are counted per `(partition, offset)` for records that were retried: the
+//! first delivery is attempt 1. A retry's commit carries the count ([`AttemptNote`], in the
+//! commit's metadata), so it outlives the member: at a new generation (a rebalance, a
+//! rejoin, a restart) the counts in memory are dropped and each assigned partition is held
+//! until its count is read back from its commit ([`Deliveries::restore`]). A count is
+//! forgotten once its record is committed past (a commit without a note replaces it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-/// A subscriber's answer to one batch (the actor face's `Ack`, without actix).
+use super::dead_letter::DeadLetterReason;
+
+/// The retry count a commit carries in its metadata string (Kafka's OffsetCommit metadata,
+/// made for a consumer's own state): `nanokafka.attempt=<n>`, `n` decimal, the attempt the
+/// next delivery of the record at the committed offset is. Any other metadata (a Kafka
+/// client's own) reads as no note: the record is on attempt 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptNote(pub u32);
+
+impl AttemptNote {
+    const PREFIX: &'static str = "nanokafka.attempt=";
+
+    /// The metadata string of a commit that carries this note.
+    pub fn metadata(self) -> String {
+        format!("{}{}", Self::PREFIX, self.0)
+    }
+
+    /// The note in a commit's metadata, if it has one.
+    pub fn parse(metadata: &str) -> Option<Self> {
+        let n = metadata.strip_prefix(Self::PREFIX)?.parse().ok()?;
+        (n > 1).then_some(AttemptNote(n))
+    }
+}
+
+/// A subscriber's answer to one batch (the actor face's `Ack`, without actix).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Commit the whole batch.
     Commit,
@@ -30,6 +56,8 @@ pub enum Answer {
     CommitUpTo(u64),
     /// Commit the records before `offset`; read again from `offset` after `after`.
     Retry { offset: u64, after: Duration },
+    /// Commit the records before `offset`; dead-letter `offset` (`reason`) at once.
+    DeadLetter { offset: u64, reason: String },
 }
 
 /// A batch handed to the subscriber: its partition, first and last offsets, and the
@@ -52,18 +80,28 @@ pub enum Outcome {
         commit: Option<u64>,
         resume: Option<u64>,
     },
-    /// Commit `commit` (if any); the partition stays held for `delay`, then
-    /// [`Deliveries::wake`] with `token` frees it and it is read from `from`.
+    /// Commit `commit` (if any), with the record at `from` on `attempt` next (the commit's
+    /// [`AttemptNote`]); the partition stays held for `delay`, then [`Deliveries::wake`]
+    /// with `token` frees it and it is read from `from`.
     Wait {
         commit: Option<u64>,
         from: u64,
+        attempt: u32,
         delay: Duration,
         token: u64,
     },
-    /// The record at `offset` had its last attempt (`attempts` deliveries): dead-letter it,
-    /// then commit it, then [`Deliveries::release`] the partition (which stays held until
-    /// then) and read it from `offset + 1`.
-    DeadLetter { offset: u64, attempts: u32 },
+    /// The record at `offset` is to be dead-lettered (`reason`) after `attempts` deliveries:
+    /// dead-letter it, then commit it, then [`Deliveries::release`] the partition (which
+    /// stays held until then) and read it from `offset + 1`.
+    DeadLetter {
+        offset: u64,
+        attempts: u32,
+        reason: DeadLetterReason,
+    },
+    /// The subscriber dead-lettered the record at `offset`, but no dead-letter topic is
+    /// named: commit `commit` (the records before it, if any) and end the subscription; the
+    /// record stays uncommitted.
+    NoDeadLetterTopic { commit: Option<u64>, offset: u64 },
     /// As `DeadLetter`, but no dead-letter topic is named: commit `commit` (the records
     /// before it, if any) and end the subscription; the record stays uncommitted.
     Exhausted {
@@ -91,8 +129,10 @@ pub struct Deliveries {
     dead_letter: bool,
     generation: u64,
     held: BTreeMap<u32, Hold>,
-    /// Deliveries so far of each retried record.
+    /// The attempt the next delivery of each retried record is.
     attempts: BTreeMap<(u32, u64), u32>,
+    /// Partitions held until their attempt counts are read back from their commits.
+    restoring: BTreeSet<u32>,
     next_token: u64,
 }
 
@@ -106,18 +146,44 @@ impl Deliveries {
             generation,
             held: BTreeMap::new(),
             attempts: BTreeMap::new(),
+            restoring: BTreeSet::new(),
             next_token: 0,
         }
     }
 
     /// The partitions a poll must skip now.
     pub fn held(&self) -> BTreeSet<u32> {
-        self.held.keys().copied().collect()
+        let held = self.held.keys().copied();
+        held.chain(self.restoring.iter().copied()).collect()
     }
 
     /// Whether `partition` is held (a poll that read it anyway must drop what it read).
     pub fn is_held(&self, partition: u32) -> bool {
-        self.held.contains_key(&partition)
+        self.held.contains_key(&partition) || self.restoring.contains(&partition)
+    }
+
+    /// Holds `partitions` until [`Deliveries::restored`] tells each one's attempt count, read
+    /// from its commit in the current generation.
+    pub fn restore(&mut self, partitions: &[u32]) {
+        self.restoring = partitions.iter().copied().collect();
+    }
+
+    /// `partition`'s commit, read in `generation`: the record at `committed` is on the
+    /// attempt its `note` says. Frees the partition; whether it was held for this (a read
+    /// of an older generation changes nothing).
+    pub fn restored(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        commit: Option<(u64, AttemptNote)>,
+    ) -> bool {
+        if generation != self.generation || !self.restoring.remove(&partition) {
+            return false;
+        }
+        if let Some((committed, AttemptNote(attempt))) = commit {
+            self.attempts.insert((partition, committed), attempt);
+        }
+        true
     }
 
     /// The subscription is in `generation` now: a new one forgets the attempt counts and the
@@ -131,6 +197,7 @@ impl Deliveries {
         }
         self.generation = generation;
         self.attempts.clear();
+        self.restoring.clear();
         self.held
             .retain(|_, hold| !matches!(hold, Hold::Waiting { .. }));
     }
@@ -138,6 +205,12 @@ impl Deliveries {
     /// `batch` was handed to the subscriber: its partition is held until it is answered.
     pub fn delivered(&mut self, batch: Batch) {
         self.held.insert(batch.partition, Hold::Unanswered);
+    }
+
+    /// Whether a record is being dead-lettered (a partition held by [`Deliveries::hold`]
+    /// or an [`Outcome::DeadLetter`] and not released yet).
+    pub fn busy(&self) -> bool {
+        self.held.values().any(|hold| *hold == Hold::Busy)
     }
 
     /// Holds `partition` while the actor works on it (see [`Outcome::DeadLetter`]).
@@ -183,7 +256,8 @@ impl Deliveries {
         let committed = match &outcome {
             Outcome::Go { commit, .. }
             | Outcome::Wait { commit, .. }
-            | Outcome::Exhausted { commit, .. } => *commit,
+            | Outcome::Exhausted { commit, .. }
+            | Outcome::NoDeadLetterTopic { commit, .. } => *commit,
             Outcome::DeadLetter { .. } => None,
         };
         if let (Some(offset), false) = (committed, stale) {
@@ -222,6 +296,24 @@ impl Deliveries {
                 let offset = offset.clamp(batch.first, batch.last);
                 self.retry(batch.partition, offset, after, before(offset))
             }
+            Answer::DeadLetter { offset, .. } if stale => Outcome::Go {
+                commit: before(offset.clamp(batch.first, batch.last)),
+                resume: None,
+            },
+            Answer::DeadLetter { offset, reason } => {
+                let offset = offset.clamp(batch.first, batch.last);
+                match self.dead_letter {
+                    true => Outcome::DeadLetter {
+                        offset,
+                        attempts: self.attempt(batch.partition, offset),
+                        reason: DeadLetterReason::Rejected(reason),
+                    },
+                    false => Outcome::NoDeadLetterTopic {
+                        commit: before(offset),
+                        offset,
+                    },
+                }
+            }
         }
     }
 
@@ -233,14 +325,14 @@ impl Deliveries {
         delay: Duration,
         commit: Option<u64>,
     ) -> Outcome {
-        let attempts = self
-            .attempts
-            .get(&(partition, offset))
-            .copied()
-            .unwrap_or(1);
+        let attempts = self.attempt(partition, offset);
         if attempts >= self.max_attempts {
             return match self.dead_letter {
-                true => Outcome::DeadLetter { offset, attempts },
+                true => Outcome::DeadLetter {
+                    offset,
+                    attempts,
+                    reason: DeadLetterReason::RetriesExhausted,
+                },
                 false => Outcome::Exhausted {
                     commit,
                     offset,
@@ -255,6 +347,7 @@ impl Deliveries {
         Outcome::Wait {
             commit,
             from: offset,
+            attempt: attempts + 1,
             delay,
             token,
         }
@@ -267,9 +360,9 @@ impl Deliveries {
             .retain(|&(p, o), _| p != partition || o > offset);
     }
 
-    /// Deliveries so far of a retried record (1 for a record never retried).
-    #[cfg(test)]
-    pub fn attempts(&self, partition: u32, offset: u64) -> u32 {
+    /// The attempt a delivery of the record at `offset` of `partition` is (1 for a record
+    /// never retried).
+    pub fn attempt(&self, partition: u32, offset: u64) -> u32 {
         self.attempts
             .get(&(partition, offset))
             .copied()
@@ -381,18 +474,19 @@ mod tests {
         let Outcome::Wait {
             commit,
             from,
+            attempt,
             delay,
             token,
         } = d.answered(b, retry(13))
         else {
             panic!("a wait")
         };
-        assert_eq!((commit, from, delay), (Some(12), 13, SECOND));
+        assert_eq!((commit, from, attempt, delay), (Some(12), 13, 2, SECOND));
         assert!(d.is_held(0), "held during the delay");
         assert!(!d.wake(0, token + 1), "another wait's timer frees nothing");
         assert!(d.wake(0, token));
         assert!(!d.is_held(0));
-        assert_eq!(d.attempts(0, 13), 2);
+        assert_eq!(d.attempt(0, 13), 2);
         // Retrying the first record of the batch commits nothing new.
         let again = batch(0, 13, 19);
         let Outcome::Wait { commit, .. } = d.answered(again, retry(13)) else {
@@ -412,13 +506,14 @@ mod tests {
             d.answered(b, retry(6)),
             Outcome::DeadLetter {
                 offset: 6,
-                attempts: 3
+                attempts: 3,
+                reason: DeadLetterReason::RetriesExhausted
             }
         );
         assert!(d.is_held(0), "held until dead-lettered and committed");
         d.release(0, 6);
         assert!(!d.is_held(0));
-        assert_eq!(d.attempts(0, 6), 1, "forgotten once committed past");
+        assert_eq!(d.attempt(0, 6), 1, "forgotten once committed past");
     }
 
     #[test]
@@ -438,9 +533,9 @@ mod tests {
     fn a_commit_past_a_retried_record_forgets_its_attempts() {
         let mut d = Deliveries::new(1, 3, true);
         let _ = d.answered(batch(0, 0, 4), retry(2));
-        assert_eq!(d.attempts(0, 2), 2);
+        assert_eq!(d.attempt(0, 2), 2);
         let _ = d.answered(batch(0, 2, 4), Answer::Commit);
-        assert_eq!(d.attempts(0, 2), 1);
+        assert_eq!(d.attempt(0, 2), 1);
     }
 
     #[test]
@@ -469,7 +564,7 @@ mod tests {
         assert!(!d.is_held(0) && d.is_held(1) && d.is_held(2));
         d.release(2, 0);
         assert!(!d.wake(0, token));
-        assert_eq!(d.attempts(0, 1), 1);
+        assert_eq!(d.attempt(0, 1), 1);
         // The old generation's batch: its commit is asked for (and will be refused), no retry.
         assert_eq!(
             d.answered(batch(1, 0, 4), retry(2)),
@@ -479,6 +574,75 @@ mod tests {
             }
         );
         assert!(d.held().is_empty());
+    }
+
+    #[test]
+    fn a_dead_letter_answer_dead_letters_at_once_or_ends_without_a_topic() {
+        let mut d = Deliveries::new(1, 3, true);
+        let b = batch(0, 5, 8);
+        let _ = d.answered(b, retry(6));
+        let reject = |offset| Answer::DeadLetter {
+            offset,
+            reason: "no".into(),
+        };
+        assert_eq!(
+            d.answered(batch(0, 6, 8), reject(6)),
+            Outcome::DeadLetter {
+                offset: 6,
+                attempts: 2,
+                reason: DeadLetterReason::Rejected("no".into())
+            }
+        );
+        assert!(d.is_held(0), "held until dead-lettered and committed");
+        let mut without = Deliveries::new(1, 3, false);
+        assert_eq!(
+            without.answered(b, reject(7)),
+            Outcome::NoDeadLetterTopic {
+                commit: Some(6),
+                offset: 7
+            }
+        );
+    }
+
+    #[test]
+    fn attempt_counts_are_read_back_from_the_commit_of_the_generation() {
+        assert_eq!(AttemptNote(3).metadata(), "nanokafka.attempt=3");
+        assert_eq!(
+            AttemptNote::parse("nanokafka.attempt=3"),
+            Some(AttemptNote(3))
+        );
+        for other in [
+            "",
+            "client state",
+            "nanokafka.attempt=x",
+            "nanokafka.attempt=1",
+        ] {
+            assert_eq!(AttemptNote::parse(other), None, "{other:?}");
+        }
+        let mut d = Deliveries::new(1, 3, true);
+        d.enter(2);
+        d.restore(&[0, 1]);
+        assert_eq!(d.held(), BTreeSet::from([0, 1]));
+        assert!(!d.restored(1, 0, None), "an older generation's read");
+        assert!(d.restored(2, 0, Some((7, AttemptNote(3)))));
+        assert!(d.restored(2, 1, None));
+        assert!(d.held().is_empty());
+        assert_eq!((d.attempt(0, 7), d.attempt(1, 7)), (3, 1));
+        // Its last attempt: dead-lettered, never delivered again.
+        assert!(matches!(
+            d.answered(
+                Batch {
+                    generation: 2,
+                    ..batch(0, 7, 9)
+                },
+                retry(7)
+            ),
+            Outcome::DeadLetter {
+                offset: 7,
+                attempts: 3,
+                ..
+            }
+        ));
     }
 
     #[test]

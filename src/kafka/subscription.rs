@@ -12,7 +12,9 @@
 //! Differences:
 //! - a held partition is paused in librdkafka; once released it is read again on the next
 //!   poll (a poll already waiting is not cut short, so that can take up to `poll_wait`);
-//! - generations are the member's own count of assignments (see `kafka::member`).
+//! - generations are the member's own count of assignments (see `kafka::member`);
+//! - attempt counts stay in the member's memory (the commits carry no note): after a
+//!   rebalance a record starts again at attempt 1.
 //!
 //! It runs on the arbiter of the code that subscribed and owns a [`KafkaMember`]; every
 //! librdkafka call (poll, commit, seek, close) runs on tokio's blocking pool, so the arbiter
@@ -209,27 +211,36 @@ impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
             &record.value,
             headers.map(|h| (h.key.as_bytes(), h.value.as_deref())),
         );
+        let origin = (record.key, record.headers);
         let backend = self.backend.clone();
         let member = self.member.clone();
         let written = async move {
-            backend
+            let delivered = backend
                 .produce_batch(&topic, None, &batch)
                 .await
                 .map_err(LetterFailed::Produce)?;
+            let at = delivered.first().copied().ok_or_else(|| {
+                LetterFailed::Produce(Error::Internal {
+                    actor: "subscription".into(),
+                    reason: "a dead letter's produce reported no delivery".into(),
+                })
+            })?;
             blocking(move || {
                 let mut member = lock(&member)?;
                 member.commit_forward(partition, offset)?;
                 member.seek(partition, offset.saturating_add(1))
             })
             .await
-            .map_err(LetterFailed::Commit)
+            .map_err(|e| LetterFailed::Commit(at, e))?;
+            Ok(at)
         };
         ctx.spawn(written.into_actor(self).map(move |written, act, ctx| {
-            if let Some(end) = act.flow.report.dead_lettered(letter, written) {
+            if let Some(end) = act.flow.report.dead_lettered(letter, origin, written) {
                 return act.end(end, ctx);
             }
             act.flow.rules.release(partition, offset);
             act.pump(ctx);
+            act.drained(ctx);
         }));
     }
 
@@ -354,7 +365,7 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
 
     /// Ends the subscription with `why`: leaves the group (on a blocking thread), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
-        if self.flow.ending.is_some() {
+        if self.flow.ending.is_some() || self.wait_for_answers(&why, ctx) {
             return;
         }
         self.flow.ending = Some(why);

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::error::{Error, Result};
 use crate::group::delivery::Answer;
 use crate::group::GroupOptions;
-use crate::types::Record;
+use crate::types::{Header, Record};
 
 /// Subscribe an actor to a topic as member `member` of `group`: records are pushed to
 /// `recipient` as [`Delivered<T>`] batches, at most `options.max_in_flight` unanswered, and
@@ -68,6 +68,10 @@ pub struct Delivered<T> {
     pub group: String,
     /// The group generation the batch was read in; its commit is fenced by it.
     pub generation: u64,
+    /// Which delivery of its first record this is: 1 the first time, one more for each
+    /// [`Ack::Retry`] of it, across members and restarts (see [`Ack::Retry`]). The records
+    /// after it are on their first attempt (a retried record always starts its batch).
+    pub attempt: u32,
     pub records: Vec<Record<T>>,
 }
 
@@ -80,7 +84,7 @@ impl<T: 'static> Message for Delivered<T> {
 /// Every commit is fenced by the generation the batch was read in: after a rebalance it is
 /// refused ([`SubscriptionEvent::CommitRefused`]) and the partition's new owner reads from
 /// the last commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, MessageResponse)]
+#[derive(Debug, Clone, PartialEq, Eq, MessageResponse)]
 pub enum Ack {
     /// The batch is processed: commit its last offset.
     Commit,
@@ -105,13 +109,25 @@ pub enum Ack {
     /// dead-letter topic ([`SubscribeOptions::dead_letter_topic`]; the records before it
     /// are committed with it) and commits past it, then reading goes on after it. Without a
     /// dead-letter topic the subscription ends instead
-    /// ([`SubscriptionEnd::RetriesExhausted`]) with the record uncommitted. Counts live in
-    /// the subscription's memory: after a rebalance or a restart a record starts again at
-    /// attempt 1.
+    /// ([`SubscriptionEnd::RetriesExhausted`]) with the record uncommitted. The count goes
+    /// with the commit (the retry commits the offset of the record, with its count in the
+    /// commit's metadata), so a member that takes the partition over after a rebalance, a
+    /// rejoin or a restart delivers it as the next attempt ([`Delivered::attempt`]): a record
+    /// is delivered at most `max_attempts` times in all, unless the process dies between a
+    /// delivery and its answer's commit. On the Kafka backend counts live in the member's
+    /// memory: after a rebalance a record starts again at attempt 1.
     ///
     /// An offset outside the batch is brought into it (below: its first record; above: its
     /// last).
     Retry { offset: u64, after: Duration },
+    /// The record at `offset` cannot be processed, ever (a poison record): the records
+    /// before it are committed, it goes to the dead-letter topic at once, whatever its
+    /// attempt, with `nanokafka.dlq.reason` `rejected` and `reason` as
+    /// `nanokafka.dlq.error`, and is committed past; then reading goes on after it
+    /// ([`SubscriptionEvent::DeadLettered`] tells where it went). Without a dead-letter topic
+    /// the subscription ends ([`SubscriptionEnd::DeadLetterFailed`]) with the record
+    /// uncommitted. An offset outside the batch is brought into it, as for `Retry`.
+    DeadLetter { offset: u64, reason: String },
 }
 
 /// The actor face's `Ack` as the delivery rules take it.
@@ -122,6 +138,7 @@ impl From<Ack> for Answer {
             Ack::Defer => Answer::Defer,
             Ack::CommitUpTo(offset) => Answer::CommitUpTo(offset),
             Ack::Retry { offset, after } => Answer::Retry { offset, after },
+            Ack::DeadLetter { offset, reason } => Answer::DeadLetter { offset, reason },
         }
     }
 }
@@ -176,9 +193,10 @@ pub struct SubscribeOptions {
     /// the record's key, its value bytes unchanged (also when they do not decode) and its
     /// headers, followed by these (values UTF-8): `nanokafka.dlq.topic` (the source topic),
     /// `nanokafka.dlq.partition`, `nanokafka.dlq.offset` (decimal), `nanokafka.dlq.group`,
-    /// `nanokafka.dlq.reason` (`decode` or `retries-exhausted`), `nanokafka.dlq.error` (the
-    /// decode error's text, `decode` only) and `nanokafka.dlq.attempts` (deliveries of the
-    /// record, decimal; 1 for `decode`). It is written before the source record is committed
+    /// `nanokafka.dlq.reason` (`decode`, `retries-exhausted` or `rejected`: an
+    /// [`Ack::DeadLetter`]), `nanokafka.dlq.error` (the decode error's text, or the
+    /// subscriber's reason; not for `retries-exhausted`) and `nanokafka.dlq.attempts`
+    /// (deliveries of the record, decimal; 1 for `decode`). It is written before the source record is committed
     /// past: once, or twice if the process dies between the two.
     pub dead_letter_topic: Option<String>,
     /// What to do with a record that does not decode; `None`: [`OnDecodeError::DeadLetter`]
@@ -335,24 +353,30 @@ impl SubscribeOptions {
 /// Something a subscription reports to the recipient of [`SubscribeOptions::events`]
 /// (and logs). Sent with `do_send` (fire-and-forget: the subscription never waits for the
 /// recipient), in the order it happened; [`SubscriptionEvent::Ended`] is the last.
+///
+/// Non-exhaustive, as are its variants that may grow: match it with a wildcard arm, and
+/// those variants with `..`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum SubscriptionEvent {
     /// The member was given `partitions` in `generation`. Differences, like Kafka's
     /// cooperative rebalance listener: only the partitions new to the member (the first
     /// one, sent as the subscription starts, names every partition it was assigned at
-    /// subscribe time). Sent once per generation the subscription learns of (possibly with
-    /// no partitions), after `Revoked`: the partitions assigned so far minus those revoked
-    /// are the member's assignment in the group's `stats()` for that generation. The
-    /// subscription learns of rebalances from its polls (within `poll_wait`): when two
-    /// happen between two polls only the later generation is told, with the differences
-    /// from the last one told.
+    /// subscribe time). Sent only when it names a partition, after the generation's
+    /// `Revoked`: the partitions assigned so far minus those revoked are the member's
+    /// assignment in the group's `stats()` for that generation. The subscription learns of
+    /// rebalances from its polls (within `poll_wait`): when two happen between two polls
+    /// only the later generation is told, with the differences from the last one told.
     Assigned {
         generation: u64,
         partitions: Vec<u32>,
     },
     /// The member lost `partitions` at `generation` (the generation that no longer has
-    /// them); only sent when it lost some. Their unanswered batches can no longer be
-    /// committed.
+    /// them; on an eviction and at the end, the last generation told); only sent when it
+    /// lost some. Every partition a member loses is told: at a rebalance, when it was
+    /// evicted (all of them, before it rejoins), and as the subscription ends, whatever the
+    /// reason (all of them, before [`SubscriptionEvent::Ended`]). Their unanswered batches
+    /// can no longer be committed.
     Revoked {
         generation: u64,
         partitions: Vec<u32>,
@@ -365,12 +389,20 @@ pub enum SubscriptionEvent {
         error: String,
         action: DecodeAction,
     },
-    /// The record at `offset` of `partition` went to the dead-letter topic after
-    /// `attempts` deliveries, and was committed past.
+    /// The record at `offset` of `partition` (its `key` and `headers` as read) went to the
+    /// dead-letter topic after `attempts` deliveries, at `dead_letter_partition` and
+    /// `dead_letter_offset` there, and was committed past. `reason`: the subscriber's, for an
+    /// [`Ack::DeadLetter`]; `None` for a record out of attempts.
+    #[non_exhaustive]
     DeadLettered {
         partition: u32,
         offset: u64,
         attempts: u32,
+        key: Option<Vec<u8>>,
+        headers: Vec<Header>,
+        reason: Option<String>,
+        dead_letter_partition: u32,
+        dead_letter_offset: u64,
     },
     /// A commit up to and including `offset` of `partition` was refused (`error`: the
     /// member was fenced by a rebalance, or evicted); the records are delivered again to
@@ -440,8 +472,9 @@ pub enum SubscriptionEnd {
         offset: u64,
         attempts: u32,
     },
-    /// A record could not be written to the dead-letter topic (`error`); it is uncommitted
-    /// and the member left its group.
+    /// A record could not be written to the dead-letter topic (`error`; `InvalidArgument`
+    /// for an [`Ack::DeadLetter`] without a dead-letter topic); it is uncommitted and the
+    /// member left its group.
     DeadLetterFailed {
         partition: u32,
         offset: u64,
@@ -449,7 +482,8 @@ pub enum SubscriptionEnd {
     },
 }
 
-/// Ends a subscription: it leaves its group and stops. Fire-and-forget: sent with `do_send`
+/// Ends a subscription: it waits for the answers in flight (see
+/// [`Subscription::unsubscribe`]), leaves its group and stops. Fire-and-forget: sent with `do_send`
 /// by [`Subscription::unsubscribe`] to the subscription's actor; [`Subscription::ended`]
 /// then resolves [`SubscriptionEnd::Unsubscribed`].
 #[derive(Debug)]
@@ -485,7 +519,9 @@ impl Subscription {
         Subscription { stop, end }
     }
 
-    /// Leaves the group and stops pushing.
+    /// Stops pushing, waits for the answers to the batches with the subscriber and for the
+    /// dead letters being written (acted on and committed as usual, for 10 s at most), then
+    /// leaves the group: the partitions' next owner does not get those batches again.
     pub fn unsubscribe(&self) {
         self.stop.do_send(Unsubscribe);
     }

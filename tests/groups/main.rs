@@ -5,6 +5,9 @@ mod common;
 
 mod consumer_groups;
 mod consumer_handle;
+mod dead_letters;
 mod delete_group;
+mod ownership_events;
 mod subscription_events;
+mod subscription_kit;
 mod subscriptions;

@@ -3,196 +3,17 @@
 //! (`CommitUpTo`, `Retry`) with dead-letter topics.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix::prelude::*;
 use futures::channel::{mpsc, oneshot};
-use futures::StreamExt;
 use nanokafka::messages::{
-    Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, Subscription, SubscriptionEnd,
-    SubscriptionEvent, SubscriptionRequest,
+    Ack, DecodeAction, OnDecodeError, SubscribeOptions, SubscriptionEnd, SubscriptionEvent,
+    SubscriptionRequest,
 };
-use nanokafka::{AsyncNanoKafka, Error, Header, NanoKafka, ProduceRecord, TopicConfig};
+use nanokafka::{AsyncNanoKafka, Error, Header, ProduceRecord, TopicConfig};
 
-const TOPIC: &str = "events";
-const DLQ: &str = "events.dlq";
-/// Bounds every wait of these tests; none is reached unless something is broken.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Decides the answer to each batch; `None` holds it until the test releases the subscriber.
-type Script = Box<dyn FnMut(&Delivered<u64>) -> Ack>;
-
-/// A subscriber that reports every record it is handed and every event, and answers as its
-/// script says (after `hold`, if set, is released).
-struct Scripted {
-    script: Script,
-    seen: mpsc::UnboundedSender<(u32, u64)>,
-    events: mpsc::UnboundedSender<SubscriptionEvent>,
-    hold: Option<oneshot::Receiver<()>>,
-    /// Stop at the first batch (the subscriber goes away).
-    stop_at_first: bool,
-}
-
-impl Actor for Scripted {
-    type Context = Context<Self>;
-}
-
-impl Handler<Delivered<u64>> for Scripted {
-    type Result = ResponseFuture<Ack>;
-
-    fn handle(&mut self, batch: Delivered<u64>, ctx: &mut Context<Self>) -> Self::Result {
-        for r in &batch.records {
-            let _ = self.seen.unbounded_send((r.partition, r.offset));
-        }
-        let ack = (self.script)(&batch);
-        if self.stop_at_first {
-            ctx.stop();
-        }
-        let hold = self.hold.take();
-        Box::pin(async move {
-            if let Some(hold) = hold {
-                let _ = hold.await;
-            }
-            ack
-        })
-    }
-}
-
-impl Handler<SubscriptionEvent> for Scripted {
-    type Result = ();
-
-    fn handle(&mut self, event: SubscriptionEvent, _: &mut Context<Self>) {
-        let _ = self.events.unbounded_send(event);
-    }
-}
-
-/// What a test watches of one subscription.
-struct Watch {
-    subscription: Subscription,
-    seen: mpsc::UnboundedReceiver<(u32, u64)>,
-    events: mpsc::UnboundedReceiver<SubscriptionEvent>,
-    subscriber: Addr<Scripted>,
-}
-
-impl Watch {
-    /// The next `count` records handed over.
-    async fn records(&mut self, count: usize) -> Vec<(u32, u64)> {
-        let mut all = Vec::new();
-        while all.len() < count {
-            let next = actix_rt::time::timeout(PATIENCE, self.seen.next()).await;
-            all.push(next.expect("a record in time").expect("subscriber alive"));
-        }
-        all
-    }
-
-    /// Events up to the first that `wanted` accepts, which is returned last.
-    async fn events_until(
-        &mut self,
-        wanted: impl Fn(&SubscriptionEvent) -> bool,
-    ) -> Vec<SubscriptionEvent> {
-        let mut all = Vec::new();
-        loop {
-            let next = actix_rt::time::timeout(PATIENCE, self.events.next()).await;
-            let event = next.expect("an event in time").expect("events open");
-            let done = wanted(&event);
-            all.push(event);
-            if done {
-                return all;
-            }
-        }
-    }
-}
-
-async fn subscribe_with(
-    bus: &AsyncNanoKafka,
-    member: &str,
-    script: Script,
-    hold: Option<oneshot::Receiver<()>>,
-    options: SubscribeOptions,
-) -> Result<Watch, Error> {
-    let (seen_tx, seen) = mpsc::unbounded();
-    let (events_tx, events) = mpsc::unbounded();
-    let subscriber = Scripted {
-        script,
-        seen: seen_tx,
-        events: events_tx,
-        hold,
-        stop_at_first: false,
-    }
-    .start();
-    let options = options.events(subscriber.clone().recipient());
-    let subscription = bus
-        .subscribe(TOPIC, "g", member, subscriber.clone().recipient(), options)
-        .await?;
-    Ok(Watch {
-        subscription,
-        seen,
-        events,
-        subscriber,
-    })
-}
-
-fn options() -> SubscribeOptions {
-    SubscribeOptions::default().poll_wait(Duration::from_millis(100))
-}
-
-fn commit_all() -> Script {
-    Box::new(|_| Ack::Commit)
-}
-
-fn broker(partitions: u32) -> (tempfile::TempDir, NanoKafka) {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = NanoKafka::open(dir.path()).unwrap();
-    broker
-        .create_topic(TOPIC, TopicConfig::default().partitions(partitions))
-        .unwrap();
-    (dir, broker)
-}
-
-/// Produces `values` to `partition`, each with key `k`.
-fn produce(broker: &NanoKafka, partition: u32, values: &[u64]) {
-    for value in values {
-        let record = ProduceRecord {
-            key: Some(b"k".to_vec()),
-            value: nanokafka::encode(value).unwrap(),
-        };
-        broker
-            .produce_batch_raw(TOPIC, Some(partition), vec![record])
-            .unwrap();
-    }
-}
-
-/// Waits until `group`'s lag on `topic` is `expected`.
-async fn lag_becomes(bus: &AsyncNanoKafka, expected: &[(u32, u64)]) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let lag = bus.lag(TOPIC, "g").await.unwrap();
-        if lag.into_iter().collect::<Vec<_>>() == expected {
-            return;
-        }
-        assert!(Instant::now() < deadline, "lag never became {expected:?}");
-        actix_rt::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Everything in the dead-letter topic.
-async fn dead_letters(bus: &AsyncNanoKafka) -> Vec<nanokafka::Record<Vec<u8>>> {
-    bus.join_group(DLQ, "inspect", "i").await.unwrap();
-    let letters = bus
-        .poll_batch_raw(DLQ, "inspect", "i", 10, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let end = bus.lag(DLQ, "inspect").await.unwrap()[&0];
-    assert_eq!(end, letters.len() as u64, "every dead letter read");
-    letters
-}
-
-fn header<'a>(headers: &'a [Header], key: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|h| h.key == key)
-        .and_then(|h| std::str::from_utf8(h.value.as_deref()?).ok())
-}
+use super::subscription_kit::*;
 
 #[test]
 fn a_record_that_does_not_decode_is_reported_and_stop_ends_the_subscription_with_it() {
@@ -232,13 +53,19 @@ fn a_record_that_does_not_decode_is_reported_and_stop_ends_the_subscription_with
             ),
             "{end:?}"
         );
-        let last = watch.events_until(|_| true).await;
-        assert!(matches!(
-            last[..],
-            [SubscriptionEvent::Ended(
-                SubscriptionEnd::DecodeError { .. }
-            )]
-        ));
+        let last = watch
+            .events_until(|e| matches!(e, SubscriptionEvent::Ended(_)))
+            .await;
+        assert!(
+            matches!(
+                last[..],
+                [
+                    SubscriptionEvent::Revoked { .. },
+                    SubscriptionEvent::Ended(SubscriptionEnd::DecodeError { .. })
+                ]
+            ),
+            "its partition given back, then the end: {last:?}"
+        );
         // The records before it were committed, it was not; the member left.
         lag_becomes(&bus, &[(0, 2)]).await;
         let stats = bus.stats().await.unwrap();
@@ -322,7 +149,8 @@ fn a_record_retried_to_its_last_attempt_is_dead_lettered_once_and_committed_past
             Some(SubscriptionEvent::DeadLettered {
                 partition: 0,
                 offset: 0,
-                attempts: 3
+                attempts: 3,
+                ..
             })
         ));
         lag_becomes(&bus, &[(0, 0)]).await;
@@ -340,9 +168,7 @@ fn a_record_retried_to_its_last_attempt_is_dead_lettered_once_and_committed_past
             ("nanokafka.dlq.reason", "retries-exhausted"),
             ("nanokafka.dlq.attempts", "3"),
         ];
-        for (key, value) in expected {
-            assert_eq!(header(&letter.headers, key), Some(value), "{key}");
-        }
+        assert_headers(&letter.headers, &expected);
         assert_eq!(header(&letter.headers, "nanokafka.dlq.error"), None);
     });
 }
@@ -471,9 +297,13 @@ fn rebalance_events_agree_with_the_groups_assignment() {
                 }
             }
         };
+        // A generation's events: `Revoked` then `Assigned`, each only when it names a
+        // partition; the last one of each member tells its new share.
         let assigned = |generation: u64| {
-            move |e: &SubscriptionEvent| {
-                matches!(e, SubscriptionEvent::Assigned { generation: g, .. } if *g == generation)
+            move |e: &SubscriptionEvent| match e {
+                SubscriptionEvent::Assigned { generation: g, .. } => *g == generation,
+                SubscriptionEvent::Revoked { generation: g, .. } => *g == generation,
+                _ => false,
             }
         };
         let stats = |bus: AsyncNanoKafka| async move {

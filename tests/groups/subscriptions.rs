@@ -37,7 +37,7 @@ impl Handler<Delivered<u64>> for Recorder {
             .map(|r| (r.partition, r.offset, r.value))
             .collect();
         let _ = self.batches.unbounded_send(seen);
-        let (ack, hold) = (self.ack, self.hold.clone());
+        let (ack, hold) = (self.ack.clone(), self.hold.clone());
         Box::pin(async move {
             if let Some(hold) = hold {
                 let _ = hold.await;

@@ -324,17 +324,24 @@ fn dead_letters_keep_the_record_and_say_where_it_came_from(t: &Target) {
         }
         told
     });
-    assert!(
-        told.iter().any(|e| matches!(
-            e,
-            SubscriptionEvent::DeadLettered {
-                partition: 0,
-                offset: 1,
-                attempts: 2
-            }
-        )),
-        "{told:?}"
-    );
+    // The event names the record (key, headers) and where its dead letter is.
+    let dead_lettered = told.iter().find_map(|e| match e {
+        SubscriptionEvent::DeadLettered {
+            partition: 0,
+            offset: 1,
+            attempts: 2,
+            key,
+            headers,
+            dead_letter_offset,
+            ..
+        } => Some((key.clone(), headers.clone(), *dead_letter_offset)),
+        _ => None,
+    });
+    let Some((key, headers, dead_letter_offset)) = dead_lettered else {
+        panic!("no dead letter of offset 1 told: {told:?}");
+    };
+    assert_eq!(key.as_deref(), Some(&b"k"[..]));
+    assert_eq!(headers, origin);
     assert!(
         told.iter().any(|e| matches!(
             e,
@@ -351,6 +358,7 @@ fn dead_letters_keep_the_record_and_say_where_it_came_from(t: &Target) {
     let letters = wait::read(&mut reader, 1);
     let letter = &letters[0];
     assert_eq!(letter.value, 1);
+    assert_eq!(letter.offset, dead_letter_offset);
     assert_eq!(letter.key.as_deref(), Some(&b"k"[..]));
     let header = |key: &str| {
         letter

@@ -22,10 +22,16 @@ use crate::messages::{
     Ack, DecodeAction, Delivered, OnDecodeError, SubscribeOptions, SubscriptionEnd,
     SubscriptionEvent, SubscriptionRequest,
 };
-use crate::types::Record;
+use crate::types::{Delivery, Header, Record};
 
 /// Retry delay after a failed poll (a partition restarting) or rejoin.
 pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// How long an unsubscribe waits at most for the answers of the batches with the subscriber
+/// (see [`Subscribing::wait_for_answers`]). A subscriber answers within milliseconds as a
+/// rule; one that does not must not keep its member, and so its partitions, in the group
+/// for ever, and an unsubscribe should not outlast a session timeout's worth of waiting.
+pub(crate) const DRAIN_AT_MOST: Duration = Duration::from_secs(10);
 
 /// The state both kinds of subscription actor keep alike. `K`: what an unanswered batch
 /// was read from.
@@ -42,6 +48,10 @@ pub(crate) struct Flow<K> {
     pub(crate) polling: bool,
     /// Set once the subscription is ending: nothing more is polled or delivered.
     pub(crate) ending: Option<SubscriptionEnd>,
+    /// An unsubscribe waits for the answers of the batches with the subscriber: nothing more
+    /// is polled; `drain_expired` once it waited [`DRAIN_AT_MOST`].
+    pub(crate) draining: bool,
+    pub(crate) drain_expired: bool,
 }
 
 impl<K> Flow<K> {
@@ -64,13 +74,16 @@ impl<K> Flow<K> {
             in_flight: 0,
             polling: false,
             ending: None,
+            draining: false,
+            drain_expired: false,
         }
     }
 
     /// Starts a poll if the subscription runs, no poll is running and fewer than
     /// `max_in_flight` batches are unanswered; whether it did.
     pub(crate) fn start_poll(&mut self, max_in_flight: usize) -> bool {
-        if self.ending.is_some() || self.polling || self.in_flight >= max_in_flight {
+        let stopped = self.ending.is_some() || self.draining;
+        if stopped || self.polling || self.in_flight >= max_in_flight {
             return false;
         }
         self.polling = true;
@@ -78,10 +91,10 @@ impl<K> Flow<K> {
     }
 
     /// The running poll is done; whether the subscription still runs (what a poll read
-    /// after its end is dropped).
+    /// after its end, or while an unsubscribe waits for answers, is dropped).
     pub(crate) fn poll_done(&mut self) -> bool {
         self.polling = false;
-        self.ending.is_none()
+        self.ending.is_none() && !self.draining
     }
 }
 
@@ -111,6 +124,19 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         offset: Option<u64>,
         ctx: &mut Context<Self>,
     );
+    /// Commits for a retry of the record at `from`, read in `generation`, whose next
+    /// delivery is `attempt`: the records before it (`commit`, if any), and where the backend
+    /// can keep it, the count with the commit (`group::delivery::AttemptNote`). A refusal is
+    /// reported. By default the records before it only: the count stays in memory.
+    fn commit_retry(
+        &mut self,
+        generation: u64,
+        partition: u32,
+        (commit, _from, _attempt): (Option<u64>, u64, u32),
+        ctx: &mut Context<Self>,
+    ) {
+        self.commit(generation, partition, commit, ctx);
+    }
     /// An answered batch's partition is free: read it on from `from` (`None`: after the
     /// batch).
     fn resume(&mut self, partition: u32, from: Option<u64>, ctx: &mut Context<Self>);
@@ -135,6 +161,27 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     /// Ends the subscription with `why` (the first end wins), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>);
 
+    /// Whether ending with `why` waits first: an unsubscribe with batches at the subscriber,
+    /// or records being dead-lettered, waits for their answers and dead letters (for
+    /// [`DRAIN_AT_MOST`] at most), which are acted on as usual (committed), so that the
+    /// partitions' next owner does not get them again; nothing more is polled meanwhile. The
+    /// last of them ends the subscription ([`Subscribing::drained`]).
+    fn wait_for_answers(&mut self, why: &SubscriptionEnd, ctx: &mut Context<Self>) -> bool {
+        let flow = self.flow();
+        let unsubscribed = matches!(why, SubscriptionEnd::Unsubscribed);
+        let pending = flow.in_flight > 0 || flow.rules.busy();
+        if !unsubscribed || !pending || flow.drain_expired {
+            return false;
+        }
+        if !std::mem::replace(&mut flow.draining, true) {
+            ctx.run_later(DRAIN_AT_MOST, |act, ctx| {
+                act.flow().drain_expired = true;
+                act.end(SubscriptionEnd::Unsubscribed, ctx);
+            });
+        }
+        true
+    }
+
     /// Acts on the subscriber's answer to `batch` (see `group::delivery`), read from `kept`.
     fn answered(
         &mut self,
@@ -155,18 +202,23 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
             Outcome::Wait {
                 commit,
                 from,
+                attempt,
                 delay,
                 token,
             } => {
-                self.commit(generation, partition, commit, ctx);
+                self.commit_retry(generation, partition, (commit, from, attempt), ctx);
                 self.retry_later(partition, from, (delay, token), ctx);
             }
-            Outcome::DeadLetter { offset, attempts } => {
+            Outcome::DeadLetter {
+                offset,
+                attempts,
+                reason,
+            } => {
                 let letter = DeadLetter {
                     partition,
                     offset,
                     attempts,
-                    reason: DeadLetterReason::RetriesExhausted,
+                    reason,
                 };
                 match kept {
                     Some(kept) => self.dead_letter_from(kept, generation, letter, ctx),
@@ -183,6 +235,18 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
                     partition,
                     offset,
                     attempts,
+                };
+                self.end(end, ctx);
+            }
+            Outcome::NoDeadLetterTopic { commit, offset } => {
+                self.commit(generation, partition, commit, ctx);
+                let end = SubscriptionEnd::DeadLetterFailed {
+                    partition,
+                    offset,
+                    error: Error::InvalidArgument {
+                        name: "dead_letter_topic",
+                        reason: "Ack::DeadLetter needs a dead-letter topic".into(),
+                    },
                 };
                 self.end(end, ctx);
             }
@@ -207,12 +271,15 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
         records: Vec<Record<Self::Payload>>,
         ctx: &mut Context<Self>,
     ) {
-        self.flow().in_flight += 1;
+        let flow = self.flow();
+        flow.in_flight += 1;
+        let attempt = flow.rules.attempt(batch.partition, batch.first);
         let (recipient, topic, group) = self.subscriber();
         let answer = recipient.send(Delivered {
             topic: topic.to_owned(),
             group: group.to_owned(),
             generation: batch.generation,
+            attempt,
             records,
         });
         ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
@@ -223,7 +290,17 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
                 Ok(ack) => act.answered(batch, ack, kept, ctx),
                 Err(_) => act.end(SubscriptionEnd::SubscriberGone, ctx),
             }
+            act.drained(ctx);
         }));
+    }
+
+    /// An answer or a dead letter is done: an unsubscribe waiting for it ends the
+    /// subscription once nothing is pending (see [`Subscribing::wait_for_answers`]).
+    fn drained(&mut self, ctx: &mut Context<Self>) {
+        let flow = self.flow();
+        if flow.draining && flow.in_flight == 0 && !flow.rules.busy() {
+            self.end(SubscriptionEnd::Unsubscribed, ctx);
+        }
     }
 
     /// A poll failed (`error`, not one that ends the subscription): logged, and the next
@@ -247,8 +324,8 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
 pub(crate) enum LetterFailed {
     /// It could not be produced: the subscription ends, the record uncommitted.
     Produce(Error),
-    /// It was produced, but committing past the record was refused (a rebalance).
-    Commit(Error),
+    /// It was produced (there), but committing past the record was refused (a rebalance).
+    Commit(Delivery, Error),
 }
 
 /// Reports what happens to a subscription: logs each event in the subscription's span,
@@ -302,8 +379,8 @@ impl Reporter {
     }
 
     /// The member's assignment as a poll, a join or a rejoin told it: a generation not told
-    /// yet is reported as differences (`Revoked`, if any, then `Assigned`) and returned, for
-    /// the actor to enter it.
+    /// yet is reported as differences (`Revoked`, then `Assigned`, each only when it names a
+    /// partition) and returned, for the actor to enter it.
     pub(crate) fn learn(&mut self, assignment: Assignment) -> Option<u64> {
         let generation = assignment.generation;
         if self.told == Some(generation) {
@@ -311,18 +388,32 @@ impl Reporter {
         }
         self.told = Some(generation);
         let (revoked, assigned) = delivery::rebalance(&self.assignment, &assignment.partitions);
-        if !revoked.is_empty() {
-            self.emit(SubscriptionEvent::Revoked {
+        self.revoke(generation, revoked);
+        if !assigned.is_empty() {
+            self.emit(SubscriptionEvent::Assigned {
                 generation,
-                partitions: revoked,
+                partitions: assigned,
             });
         }
-        self.emit(SubscriptionEvent::Assigned {
-            generation,
-            partitions: assigned,
-        });
         self.assignment = assignment.partitions;
         Some(generation)
+    }
+
+    /// The member lost every partition (evicted, or ending): `Revoked` for those it had. The
+    /// next assignment learned is told whatever its generation number.
+    pub(crate) fn lose_all(&mut self) {
+        let generation = self.told.take().unwrap_or_default();
+        let owned = std::mem::take(&mut self.assignment);
+        self.revoke(generation, owned);
+    }
+
+    fn revoke(&self, generation: u64, partitions: Vec<u32>) {
+        if !partitions.is_empty() {
+            self.emit(SubscriptionEvent::Revoked {
+                generation,
+                partitions,
+            });
+        }
     }
 
     /// The record at `at` (partition, offset; those the `Decode` error names, if it does)
@@ -366,12 +457,14 @@ impl Reporter {
         }
     }
 
-    /// Reports how writing `letter` went: produced (and committed past, or the commit
-    /// refused) is reported; a failed produce is the subscription's end, returned.
+    /// Reports how writing `letter` (of the record with `origin`'s key and headers) went:
+    /// produced (where `written` says; committed past, or the commit refused) is reported; a
+    /// failed produce is the subscription's end, returned.
     pub(crate) fn dead_lettered(
         &self,
         letter: DeadLetter,
-        written: Result<(), LetterFailed>,
+        origin: (Option<Vec<u8>>, Vec<Header>),
+        written: Result<Delivery, LetterFailed>,
     ) -> Option<SubscriptionEnd> {
         let DeadLetter {
             partition,
@@ -379,7 +472,7 @@ impl Reporter {
             attempts,
             reason,
         } = letter;
-        match written {
+        let at = match written {
             Err(LetterFailed::Produce(error)) => {
                 return Some(SubscriptionEnd::DeadLetterFailed {
                     partition,
@@ -387,25 +480,39 @@ impl Reporter {
                     error,
                 })
             }
-            Err(LetterFailed::Commit(error)) => self.emit(SubscriptionEvent::CommitRefused {
-                partition,
-                offset,
-                error,
-            }),
-            Ok(()) => {}
-        }
-        self.emit(match reason {
-            DeadLetterReason::Decode(error) => SubscriptionEvent::DecodeFailed {
-                partition,
-                offset,
-                error,
-                action: DecodeAction::DeadLettered,
-            },
-            DeadLetterReason::RetriesExhausted => SubscriptionEvent::DeadLettered {
-                partition,
-                offset,
-                attempts,
-            },
+            Err(LetterFailed::Commit(at, error)) => {
+                self.emit(SubscriptionEvent::CommitRefused {
+                    partition,
+                    offset,
+                    error,
+                });
+                at
+            }
+            Ok(at) => at,
+        };
+        let (key, headers) = origin;
+        let reason = match reason {
+            DeadLetterReason::Decode(error) => {
+                self.emit(SubscriptionEvent::DecodeFailed {
+                    partition,
+                    offset,
+                    error,
+                    action: DecodeAction::DeadLettered,
+                });
+                return None;
+            }
+            DeadLetterReason::RetriesExhausted => None,
+            DeadLetterReason::Rejected(reason) => Some(reason),
+        };
+        self.emit(SubscriptionEvent::DeadLettered {
+            partition,
+            offset,
+            attempts,
+            key,
+            headers,
+            reason,
+            dead_letter_partition: at.partition,
+            dead_letter_offset: at.offset,
         });
         None
     }
@@ -421,8 +528,9 @@ impl Reporter {
 
     /// The actor stopped, `ending` (`None`: without a reason, its system is stopping):
     /// reports the end and resolves the subscription's watchers.
-    pub(crate) fn ended(&self, ending: Option<SubscriptionEnd>) {
+    pub(crate) fn ended(&mut self, ending: Option<SubscriptionEnd>) {
         let why = ending.unwrap_or(SubscriptionEnd::BrokerStopped);
+        self.lose_all();
         self.emit(SubscriptionEvent::Ended(why.clone()));
         self.end.send_replace(Some(why));
     }
