@@ -728,7 +728,7 @@ impl AsyncNanoKafka {
     /// # Errors
     /// As [`crate::messages::FencedCommit`]; `Unsupported` on the Kafka backend.
     pub async fn fenced_commit(&self, commit: FencedCommit) -> Result<()> {
-        self.embedded("fenced_commit")?.ask(commit).await
+        self.embedded("fenced_commit")?.fenced_commit(commit).await
     }
 
     /// Leaves `group` (a rebalance).

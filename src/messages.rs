@@ -462,7 +462,8 @@ topic_message!(ConsumerPoll => ConsumerBatch);
 
 /// A commit fenced like Kafka's: accepted only from a current member, in the current
 /// generation, for a partition it owns. Otherwise nothing changes. Route: broker → topic →
-/// coordinator `CommitAsMember` (the fencing) → partition `CommitOffset`.
+/// coordinator `CommitAsMember` (the fencing) → partition `CommitOffset`; a handle that knows
+/// the group's coordinator sends `CommitAsMember` to it straight.
 /// Errors: `UnknownMember`, `IllegalGeneration`, `PartitionNotAssigned`,
 /// `UnknownPartition`, `OffsetOutOfRange`, `Io`.
 #[derive(Debug, Clone)]

@@ -3,12 +3,13 @@
 //!
 //! - [`low_rate`]: a producer actor sends keyed [`Event`]s through `Topic::produce_keyed`
 //!   onto a 4-partition topic, paced at a fixed rate, while a subscriber actor
-//!   (`Topic::subscribe`) takes each batch and answers `Ack::Commit`. The interval runs from
-//!   the first produce until every event was delivered and the group's lag is 0; the figure
-//!   is the process's CPU per event over it (what a steady trickle costs, spinning included),
-//!   with the process's sleeps per event beside it (each is a wake-up paid for).
-//!   [`bare_hops`] is its baseline: the same hops between plain actix actors, with no broker;
-//!   [`produce_only`], its producer alone (no subscriber), shows what delivering adds.
+//!   (`Topic::subscribe`) takes each batch and answers `Ack::Commit`, and a `RecordStream`
+//!   task of another group commits each record it reads. The interval runs from the first
+//!   produce until both groups read every event and their lag is 0; the figure is the
+//!   process's CPU per event over it (what a steady trickle costs, spinning included), with
+//!   the process's sleeps per event beside it (each is a wake-up paid for).
+//!   [`bare_hops`] is its baseline: the same hops over actix mailboxes and a tokio channel,
+//!   with no broker; [`produce_only`], its producer alone, shows what delivering adds.
 //! - [`awaited`]: an actor awaiting each `Topic::produce_keyed`, one at a time, as fast as it
 //!   can; [`blocking_keyed`] is its baseline, one thread calling `NanoKafka::produce_keyed`
 //!   with the same keys and values.
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use futures::StreamExt;
 use nanokafka::messages::{Ack, Delivered, Produce, ProduceBatch, SubscribeOptions};
 use nanokafka::{AsyncNanoKafka, NanoKafka, ProduceRecord, RecordBatch, Topic, TopicConfig};
 use serde::{Deserialize, Serialize};
@@ -70,7 +72,7 @@ fn config() -> TopicConfig {
 }
 
 /// What the low-rate row reached: its rate and CPU per event, and the events produced,
-/// delivered and left uncommitted.
+/// delivered (to the subscriber, to the stream) and left uncommitted.
 #[derive(Debug, Clone, Copy)]
 pub struct LowRate {
     pub rate: Rate,
@@ -78,7 +80,8 @@ pub struct LowRate {
     pub sleeps_per_event: f64,
     pub produced: u64,
     pub delivered: u64,
-    /// Sum of the group's lag over the partitions once the interval ended.
+    pub streamed: u64,
+    /// Sum of both groups' lag over the partitions once the interval ended.
     pub lag: u64,
 }
 
@@ -200,17 +203,44 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             )
             .await
             .expect("subscribe");
+        let stream_group = "low-rate-stream";
+        let streamed = Arc::new(AtomicU64::new(0));
+        let reader = reader(
+            events
+                .stream(stream_group, "reader-0")
+                .await
+                .expect("stream"),
+            streamed.clone(),
+        );
         let meter = Meter::start();
         let produced = Pacer::run(events.clone(), rate, duration).await;
-        let lag = drained(&events, group, &delivered, produced).await;
+        let lag = drained(&events, group, &delivered, produced).await
+            + drained(&events, stream_group, &streamed, produced).await;
         let rate = meter.rate(produced);
         subscription.unsubscribe();
+        reader.abort();
         LowRate {
             rate,
             sleeps_per_event: meter.sleeps_per(produced),
             produced,
             delivered: delivered.load(Ordering::Relaxed),
+            streamed: streamed.load(Ordering::Relaxed),
             lag,
+        }
+    })
+}
+
+/// The stream reader of [`low_rate`], a task on the application's thread: reads each event,
+/// commits it and counts it in `streamed`.
+fn reader(
+    mut stream: nanokafka::RecordStream<Event>,
+    streamed: Arc<AtomicU64>,
+) -> actix_rt::task::JoinHandle<()> {
+    actix_rt::spawn(async move {
+        while let Some(record) = stream.next().await {
+            let record = record.expect("stream read");
+            stream.commit(&record).await.expect("stream commit");
+            streamed.fetch_add(1, Ordering::Relaxed);
         }
     })
 }
@@ -251,9 +281,10 @@ impl Handler<Hop> for Answerer {
 }
 
 /// [`bare_hops`]' stand-in for the broker: answers each produce, then delivers it to the
-/// subscriber and awaits its answer.
+/// subscriber (and awaits its answer) and hands it to the stream reader's channel.
 struct Bouncer {
     subscriber: Recipient<Hop>,
+    stream: tokio::sync::mpsc::UnboundedSender<Hop>,
 }
 
 impl Actor for Bouncer {
@@ -266,24 +297,38 @@ impl Handler<Hop> for Bouncer {
     fn handle(&mut self, _: Hop, ctx: &mut Context<Self>) {
         let answer = self.subscriber.send(Hop);
         ctx.spawn(answer.into_actor(self).map(|_, _, _| ()));
+        self.stream.send(Hop).expect("stream reader");
     }
 }
 
 /// The low-rate row's hops with no broker: on the application's thread, a paced loop sends
 /// each event to an actor on another arbiter and awaits its answer; that actor sends it back
-/// to an actor on the application's thread and awaits that answer. It is what those cross-
-/// thread messages alone cost per event (CPU, sleeps) at `rate`, on this host, in this run.
+/// to an actor on the application's thread (awaiting that answer) and over a tokio channel
+/// to a task there. It is what those cross-thread hand-offs alone cost per event (CPU,
+/// sleeps) at `rate`, on this host, in this run, until the task has received every event.
 pub fn bare_hops(rate: u32, duration: Duration) -> (Rate, f64) {
     in_system(move || async move {
         let subscriber = Answerer.start().recipient();
+        let (stream, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let streamed = Arc::new(AtomicU64::new(0));
+        let counted = streamed.clone();
+        actix_rt::spawn(async move {
+            while received.recv().await.is_some() {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        });
         let arbiter = Arbiter::new();
-        let bouncer = Bouncer::start_in_arbiter(&arbiter.handle(), move |_| Bouncer { subscriber });
+        let bouncer =
+            Bouncer::start_in_arbiter(&arbiter.handle(), move |_| Bouncer { subscriber, stream });
         let meter = Meter::start();
         let sent = paced(rate, duration, |_| {
             let hop = bouncer.send(Hop);
             async move { hop.await.expect("bouncer") }
         })
         .await;
+        while streamed.load(Ordering::Relaxed) < sent {
+            actix_rt::time::sleep(Duration::from_millis(1)).await;
+        }
         let measured = (meter.rate(sent), meter.sleeps_per(sent));
         arbiter.stop();
         measured

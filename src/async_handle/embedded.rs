@@ -11,14 +11,16 @@ use actix::prelude::*;
 
 use super::routes::{ProducePath, RouteCache};
 use crate::actors::broker::BrokerActor;
-use crate::actors::coordinator::{ConsumerPollGroup, FetchedBatch, PollGroup, PollPause};
+use crate::actors::coordinator::{
+    CommitAsMember, ConsumerPollGroup, FetchedBatch, PollGroup, PollPause,
+};
 use crate::actors::lane::{append_routed, Placed};
 use crate::actors::partition::CommitOffset;
 use crate::actors::topic::{
     check_max_records, ConsumerPollFetched, GetGroupRoute, GetRoute, PollFetched,
 };
 use crate::error::{Error, Result};
-use crate::messages::{Commit, ConsumerPoll, Poll, ProduceBatch};
+use crate::messages::{Commit, ConsumerPoll, FencedCommit, Poll, ProduceBatch};
 use crate::metrics::listener::ListenerMetrics;
 use crate::partition::Fetched;
 use crate::routing::{check_keys, route as route_batch};
@@ -225,6 +227,34 @@ impl Embedded {
             .await?;
         self.learn_group(topic, group).await;
         Ok(fetched)
+    }
+
+    /// A commit fenced by generation and ownership, straight to the group's coordinator (which
+    /// fences it: `CommitAsMember`) when the group's route is known: no broker hop, so a
+    /// stream committing each record does not wake the broker thread twice per commit.
+    pub(super) async fn fenced_commit(&self, commit: FencedCommit) -> Result<()> {
+        let direct = self
+            .routes
+            .poll_target(&commit.topic, &commit.group)
+            .filter(|(route, _)| (commit.partition as usize) < route.partitions.len());
+        if let Some((route, coordinator)) = direct {
+            let request = coordinator.send(CommitAsMember {
+                member: commit.member.clone(),
+                generation: commit.generation,
+                partition: commit.partition,
+                offset: commit.offset,
+            });
+            match request.await {
+                Ok(result) => return result,
+                // As in `poll_fetched`.
+                Err(_) if route.is_live() => return Err(Error::BrokerStopped),
+                Err(_) => {}
+            }
+        }
+        let (topic, group) = (commit.topic.clone(), commit.group.clone());
+        self.ask(commit).await?;
+        self.learn_group(&topic, &group).await;
+        Ok(())
     }
 
     /// Commits `offset` of `partition` for `group`, straight to the partition when the

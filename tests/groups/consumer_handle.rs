@@ -374,3 +374,22 @@ fn a_long_poll_answered_by_a_produce_reads_from_the_consumers_position_and_no_mo
         assert_eq!(committed(&broker, "g", 0), None, "polling commits nothing");
     });
 }
+
+#[test]
+fn a_commit_for_a_partition_the_topic_lacks_is_refused_once_the_group_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with_topic(dir.path(), "t", TopicConfig::default().partitions(2));
+    produce_to(&broker, "t", 0, &[0, 1]);
+    let mut a = broker.consumer::<u64>("t", "g", "a").unwrap();
+    // A poll and a commit: the handle knows the group's coordinator and commits straight to it.
+    let read = poll_until_empty(&mut a, 100);
+    a.commit(&read[0]).unwrap();
+    let refused = a.commit_offset(2, 0);
+    assert!(
+        matches!(refused, Err(Error::UnknownPartition { partition: 2, .. })),
+        "{refused:?}"
+    );
+    assert_eq!(committed(&broker, "g", 0), Some(1), "nothing changed");
+    a.commit(&read[1]).unwrap();
+    assert_eq!(committed(&broker, "g", 0), Some(2));
+}
