@@ -7,12 +7,12 @@
 mod committer;
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::future::Future;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -24,8 +24,8 @@ use crate::consumer::{poll_rejoining, Membership, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
-use committer::{CommitTarget, EmbeddedTarget, Shared, GENERATIONS_REMEMBERED};
 pub use committer::StreamCommitter;
+use committer::{CommitTarget, EmbeddedTarget, Shared, GENERATIONS_REMEMBERED};
 
 /// How a [`RecordStream`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,8 @@ impl StreamOptions {
 ///   the member's sign of life: a stream that is not polled for the broker's session
 ///   timeout is evicted, and its next poll joins the group again and reads from the
 ///   committed offsets. Nothing is read ahead: a poll in flight is dropped without loss
-///   (positions live in the stream, not in the broker).
+///   (positions live in the stream, not in the broker), and so is an answer that a
+///   rebalance made stale before the stream took it.
 /// * **Rebalances.** Records are read in a generation of the group. When a poll, or a
 ///   commit refused with `IllegalGeneration` or `UnknownMember`, shows that the group moved
 ///   on, the records still buffered are dropped, and reading resumes at the committed
@@ -99,7 +100,8 @@ impl StreamOptions {
 /// * **Commits** are fenced like [`crate::Consumer::commit`]: [`RecordStream::commit`] sends
 ///   the generation the record was yielded in, so a record of an older generation is
 ///   refused (`IllegalGeneration`) and cannot overwrite the progress of the partition's new
-///   owner.
+///   owner. [`RecordStream::committer`] commits apart from the stream (a stream handed to an
+///   actor's `ctx.add_stream`), coalesced: see [`StreamCommitter`].
 /// * **Records that do not decode** as `T` are yielded as `Err(Error::Decode { partition,
 ///   offset, .. })`, and the stream moves past them, as a user iterating a stream expects
 ///   (a stream that stalls on its first bad record would yield the same error forever).
@@ -143,7 +145,7 @@ pub struct RecordStream<T> {
     /// Records read in the membership's current generation, not yet yielded, with the
     /// partition each is of (a decode error's too).
     buffer: VecDeque<(u32, Result<Record<T>>)>,
-    /// The poll in flight (sent ahead, while the buffer is still read, after a full batch).
+    /// The poll in flight.
     polling: Option<BoxFuture<'static, Result<Answer>>>,
     /// What this stream yielded in which generation, and its committers' pending commits.
     shared: Arc<Shared>,
@@ -330,17 +332,20 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// `InvalidArgument` for a record this stream did not yield in its last 8 generations
     /// (use [`RecordStream::commit_offset`] to commit it anyway).
     pub async fn commit(&mut self, record: &Record<T>) -> Result<()> {
-        let read_in = self.shared.ledger().read_in(record.partition, record.offset);
-        let generation =
-            read_in
-                .ok_or_else(|| Error::InvalidArgument {
-                    name: "record",
-                    reason: format!(
-                    "{}/{}@{} was not yielded by this stream in its last {GENERATIONS_REMEMBERED} \
+        let read_in = self
+            .shared
+            .ledger()
+            .read_in(record.partition, record.offset);
+        let generation = read_in.ok_or_else(|| Error::InvalidArgument {
+            name: "record",
+            reason: format!(
+                "{}/{}@{} was not yielded by this stream in its last {GENERATIONS_REMEMBERED} \
                      generations; commit_offset commits it in the current one",
-                    self.member.topic(), record.partition, record.offset
-                ),
-                })?;
+                self.member.topic(),
+                record.partition,
+                record.offset
+            ),
+        })?;
         self.commit_in(generation, record.partition, record.offset)
             .await
     }
@@ -546,16 +551,6 @@ impl<T: DeserializeOwned> RecordStream<T> {
         self.flushing = None;
         flushed.err()
     }
-
-    /// Sends the next poll now, from the positions after the buffered records, so that the
-    /// partition reads while the caller handles these (a Kafka consumer's fetch ahead).
-    fn poll_ahead(&mut self, cx: &mut Context<'_>) {
-        let mut next = self.start_poll();
-        if let Poll::Ready(answer) = next.as_mut().poll(cx) {
-            next = futures::future::ready(answer).boxed();
-        }
-        self.polling = Some(next);
-    }
 }
 
 /// An embedded poll's records, decoded from their read buffer into `buffer`; `m`'s position
@@ -645,9 +640,6 @@ impl<T: DeserializeOwned> Stream for RecordStream<T> {
                 if let Some(refused) = this.drive_flush(cx) {
                     return Poll::Ready(Some(Err(refused)));
                 }
-            }
-            if this.buffer.len() >= this.options.max_batch {
-                this.poll_ahead(cx);
             }
             // An empty answer (the wait passed): poll again, which registers the waker.
         }

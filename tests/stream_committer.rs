@@ -180,7 +180,11 @@ fn commits_wait_for_a_flush_and_coalesce_into_one_per_partition() {
         assert_eq!(lag(&bus, "g").await, 20, "not sent before the flush");
         assert_eq!(committer.commits_sent(), 0);
         committer.flush().await.unwrap();
-        assert_eq!(committer.commits_sent(), 1, "ten commits, one coordinator commit");
+        assert_eq!(
+            committer.commits_sent(),
+            1,
+            "ten commits, one coordinator commit"
+        );
         assert_eq!(lag(&bus, "g").await, 10);
         // Nothing pending: a flush sends nothing.
         committer.flush().await.unwrap();

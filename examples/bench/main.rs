@@ -234,7 +234,11 @@ fn main() {
         return;
     }
     let mut progress = Progress::new(
-        22 + cleaner::STEPS + typed::STEPS + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats,
+        22 + cleaner::STEPS
+            + typed::STEPS
+            + ACTOR_STEPS
+            + peer_steps
+            + wire::STEPS * wire_settings.repeats,
     );
     let mut rows = Vec::new();
 

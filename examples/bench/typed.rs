@@ -47,11 +47,21 @@ pub fn rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
     let stream = stream(broker, topic, budget);
     let floor_label = "rmp-serde decode of the same Strings";
     let figures = [
-        ("typed_poll_batch", "poll_batch::<String> 1000 + commit", flat),
+        (
+            "typed_poll_batch",
+            "poll_batch::<String> 1000 + commit",
+            flat,
+        ),
         ("typed_consumer", "Consumer<String> 1000 + commit", consumer),
-        ("typed_stream", "RecordStream<String>, commit per 1000", stream),
+        (
+            "typed_stream",
+            "RecordStream<String>, commit per 1000",
+            stream,
+        ),
     ];
-    let mut rows = vec![Row::Section("typed readers (100 B Strings, vs decode floor)")];
+    let mut rows = vec![Row::Section(
+        "typed readers (100 B Strings, vs decode floor)",
+    )];
     rows.extend(figures.into_iter().map(|(key, label, rate)| {
         Row::Figure(
             Figure::rate(key, label, rate)
@@ -154,16 +164,16 @@ pub fn stream(broker: &NanoKafka, topic: &str, budget: Duration) -> Rate {
             let mut consumed = 0u64;
             while meter.elapsed() < budget {
                 // The clock is read once a batch, as the other readers do.
-                for _ in 0..TYPED_BATCH {
+                for n in 1..=TYPED_BATCH {
                     let record = stream.next().await.expect("a record").expect("record");
-                    consumed += 1;
-                    if consumed % TYPED_BATCH as u64 == 0 {
+                    if n == TYPED_BATCH {
                         stream.commit(&record).await.expect("commit");
                     }
                     if record.offset + 1 == TYPED_RECORDS {
                         stream.seek(0, 0).expect("seek");
                     }
                 }
+                consumed += TYPED_BATCH as u64;
             }
             let rate = meter.rate(consumed);
             stream.leave().await.expect("leave");
