@@ -3,7 +3,6 @@
 //! partition and sent on flush, on the interval, on a rebalance and on drop; nothing is
 //! committed before it was asked for.
 
-use std::future::Future;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -13,13 +12,11 @@ use nanokafka::{
     TopicConfig,
 };
 
-#[path = "common/watchdog.rs"]
-mod watchdog;
-use watchdog::within;
+#[path = "common/stream.rs"]
+mod common_stream;
+use common_stream::{next, run, PATIENCE};
 
 const TOPIC: &str = "events";
-/// Bounds every wait of these tests; none is reached unless something is broken.
-const PATIENCE: Duration = Duration::from_secs(30);
 /// Longer than any test: a commit waits for a flush, never for the interval.
 const NEVER: Duration = Duration::from_secs(3600);
 
@@ -46,20 +43,19 @@ fn options(commit_interval: Duration) -> StreamOptions {
     }
 }
 
-fn run<F, T>(bus: AsyncNanoKafka, body: impl FnOnce(AsyncNanoKafka) -> F + Send + 'static) -> T
-where
-    F: Future<Output = T>,
-    T: Send + 'static,
-{
-    within(PATIENCE, move || System::new().block_on(body(bus)))
+/// Member `member` of group `g`, as a stream with small batches and `commit_interval`.
+async fn open(bus: &AsyncNanoKafka, member: &str, commit_interval: Duration) -> RecordStream<u64> {
+    bus.stream_with::<u64>(TOPIC, "g", member, options(commit_interval))
+        .await
+        .unwrap()
 }
 
-async fn next(stream: &mut RecordStream<u64>) -> Record<u64> {
-    actix_rt::time::timeout(PATIENCE, stream.next())
-        .await
-        .expect("a record within the patience bound")
-        .expect("the stream goes on")
-        .expect("a record, not an error")
+/// Reads `n` records of `stream` and asks `committer` to commit each.
+async fn read_and_commit(stream: &mut RecordStream<u64>, committer: &StreamCommitter, n: usize) {
+    for _ in 0..n {
+        let record = next(stream).await;
+        committer.commit_record(&record).unwrap();
+    }
 }
 
 /// The group's lag in partition 0 (records past its committed offset).
@@ -118,10 +114,7 @@ fn an_actor_commits_its_stream_through_a_committer_and_a_reopen_resumes_after_it
     let dir = tempfile::tempdir().unwrap();
     let broker = broker_with(&dir, 20, 1);
     let (seen, lag_after) = run(broker.async_handle(), |bus| async move {
-        let stream = bus
-            .stream_with::<u64>(TOPIC, "g", "a", options(NEVER))
-            .await
-            .unwrap();
+        let stream = open(&bus, "a", NEVER).await;
         let committer = stream.committer();
         let (done, read) = futures::channel::oneshot::channel();
         Reader::create(|ctx| {
@@ -141,10 +134,7 @@ fn an_actor_commits_its_stream_through_a_committer_and_a_reopen_resumes_after_it
     drop(broker);
     let broker = NanoKafka::open(dir.path()).unwrap();
     let resumed = run(broker.async_handle(), |bus| async move {
-        let mut stream = bus
-            .stream_with::<u64>(TOPIC, "g", "b", options(NEVER))
-            .await
-            .unwrap();
+        let mut stream = open(&bus, "b", NEVER).await;
         next(&mut stream).await
     });
     assert_eq!((resumed.offset, resumed.value), (10, 10));
@@ -155,10 +145,7 @@ fn commits_wait_for_a_flush_and_coalesce_into_one_per_partition() {
     let dir = tempfile::tempdir().unwrap();
     let broker = broker_with(&dir, 20, 1);
     run(broker.async_handle(), |bus| async move {
-        let mut stream = bus
-            .stream_with::<u64>(TOPIC, "g", "a", options(NEVER))
-            .await
-            .unwrap();
+        let mut stream = open(&bus, "a", NEVER).await;
         let committer = stream.committer();
         let mut read = Vec::new();
         for _ in 0..10 {
@@ -197,15 +184,9 @@ fn the_interval_sends_pending_commits_while_the_stream_is_polled() {
     let dir = tempfile::tempdir().unwrap();
     let broker = broker_with(&dir, 20, 1);
     run(broker.async_handle(), |bus| async move {
-        let mut stream = bus
-            .stream_with::<u64>(TOPIC, "g", "a", options(Duration::from_millis(50)))
-            .await
-            .unwrap();
+        let mut stream = open(&bus, "a", Duration::from_millis(50)).await;
         let committer = stream.committer();
-        for _ in 0..5 {
-            let record = next(&mut stream).await;
-            committer.commit_record(&record).unwrap();
-        }
+        read_and_commit(&mut stream, &committer, 5).await;
         // The stream, polled on (as an actor's is), sends the commit once the interval ends.
         let reader = actix_rt::spawn(async move { while stream.next().await.is_some() {} });
         lag_reaches(&bus, "g", 15).await;
@@ -219,15 +200,9 @@ fn dropping_the_stream_sends_its_pending_commits_before_leaving() {
     let dir = tempfile::tempdir().unwrap();
     let broker = broker_with(&dir, 20, 1);
     run(broker.async_handle(), |bus| async move {
-        let mut stream = bus
-            .stream_with::<u64>(TOPIC, "g", "a", options(NEVER))
-            .await
-            .unwrap();
+        let mut stream = open(&bus, "a", NEVER).await;
         let committer = stream.committer();
-        for _ in 0..3 {
-            let record = next(&mut stream).await;
-            committer.commit_record(&record).unwrap();
-        }
+        read_and_commit(&mut stream, &committer, 3).await;
         drop(stream);
         lag_reaches(&bus, "g", 17).await;
         // The committer outlives its stream; its member is gone.
@@ -242,21 +217,12 @@ fn a_rebalance_sends_the_pending_commits_first_and_a_refusal_is_yielded() {
     let dir = tempfile::tempdir().unwrap();
     let broker = broker_with(&dir, 20, 1);
     run(broker.async_handle(), |bus| async move {
-        let mut first = bus
-            .stream_with::<u64>(TOPIC, "g", "a", options(NEVER))
-            .await
-            .unwrap();
+        let mut first = open(&bus, "a", NEVER).await;
         let committer = first.committer();
-        for _ in 0..7 {
-            let record = next(&mut first).await;
-            committer.commit_record(&record).unwrap();
-        }
+        read_and_commit(&mut first, &committer, 7).await;
         // A second member joins: the group rebalances, and the first stream's next poll
         // sees it.
-        let _second = bus
-            .stream_with::<u64>(TOPIC, "g", "b", options(NEVER))
-            .await
-            .unwrap();
+        let _second = open(&bus, "b", NEVER).await;
         let after = actix_rt::time::timeout(PATIENCE, first.next()).await;
         // The embedded coordinator moved to the new generation at the join: it refuses the
         // commit fenced by the old one, the stream says so, and nothing is committed (the

@@ -125,12 +125,7 @@ impl KafkaSide {
     /// # Errors
     /// `Internal` when a call on the member panicked.
     pub(crate) async fn leave(&self) -> Result<()> {
-        let member = self.shared()?;
-        blocking(move || {
-            lock(&member)?.leave();
-            Ok(())
-        })
-        .await
+        self.commits().leave().await
     }
 }
 
