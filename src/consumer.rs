@@ -156,6 +156,17 @@ pub(crate) struct Polled {
     batch: FetchedBatch,
 }
 
+impl Polled {
+    /// The group rebalanced since this answer was made (read from the answer, without
+    /// asking): an answer waited on later must not hand out its records. A rejoin's answer
+    /// is never stale: it carries the new assignment.
+    pub(crate) fn is_stale(&self) -> bool {
+        let batch = &self.batch;
+        self.rejoined.is_none()
+            && batch.generation_now.load(Ordering::Acquire) != batch.assignment.generation
+    }
+}
+
 impl Membership {
     /// A member that just joined with `assignment`.
     pub(crate) fn new(

@@ -114,7 +114,7 @@ pub use root::{
 };
 pub use storage::producer_state::ActiveProducer;
 pub use storage::{KafkaAppend, RecordBatch};
-pub use stream::{RecordStream, StreamOptions};
+pub use stream::{RecordStream, StreamCommitter, StreamOptions};
 pub use table::{LogTable, Table, TableChange, TableKey};
 pub use topic::{BlockingTopic, Topic};
 pub use types::{

@@ -4,9 +4,14 @@
 //! (polling, rebalances, commits, decode errors, leaving) are documented on
 //! [`RecordStream`], where rustdoc shows them.
 
-use std::collections::{BTreeMap, VecDeque};
+mod committer;
+
+use std::collections::VecDeque;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -19,6 +24,8 @@ use crate::consumer::{poll_rejoining, Membership, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
+pub use committer::StreamCommitter;
+use committer::{CommitTarget, EmbeddedTarget, Shared, GENERATIONS_REMEMBERED};
 
 /// How a [`RecordStream`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +37,10 @@ pub struct StreamOptions {
     /// How long one poll waits for data (default 1 s). The poll is the member's sign of
     /// life too, so keep it well below the session timeout.
     pub poll_wait: Duration,
+    /// How long a [`StreamCommitter`]'s commit may wait to be sent, coalesced with later
+    /// ones (default 5 s, Kafka's `auto.commit.interval.ms`; zero sends at the stream's
+    /// next turn). [`RecordStream::commit`] is sent at once.
+    pub commit_interval: Duration,
 }
 
 impl Default for StreamOptions {
@@ -38,6 +49,7 @@ impl Default for StreamOptions {
             group: GroupOptions::default(),
             max_batch: 100,
             poll_wait: Duration::from_secs(1),
+            commit_interval: Duration::from_secs(5),
         }
     }
 }
@@ -63,11 +75,6 @@ impl StreamOptions {
     }
 }
 
-/// How many generations back a partition's yielded offsets are remembered, to fence the
-/// commit of a record read before the latest rebalances. Older records' commits are
-/// refused as not read by this stream.
-const GENERATIONS_REMEMBERED: usize = 8;
-
 /// A consumer group member as a [`futures::Stream`] of typed records, for async code that
 /// wants `while let Some(record) = stream.next().await` rather than an actor subscription
 /// or a poll loop. Obtain one from [`crate::Topic::stream`] or [`AsyncNanoKafka::stream`].
@@ -82,7 +89,8 @@ const GENERATIONS_REMEMBERED: usize = 8;
 ///   the member's sign of life: a stream that is not polled for the broker's session
 ///   timeout is evicted, and its next poll joins the group again and reads from the
 ///   committed offsets. Nothing is read ahead: a poll in flight is dropped without loss
-///   (positions live in the stream, not in the broker).
+///   (positions live in the stream, not in the broker), and so is an answer that a
+///   rebalance made stale before the stream took it.
 /// * **Rebalances.** Records are read in a generation of the group. When a poll, or a
 ///   commit refused with `IllegalGeneration` or `UnknownMember`, shows that the group moved
 ///   on, the records still buffered are dropped, and reading resumes at the committed
@@ -92,7 +100,8 @@ const GENERATIONS_REMEMBERED: usize = 8;
 /// * **Commits** are fenced like [`crate::Consumer::commit`]: [`RecordStream::commit`] sends
 ///   the generation the record was yielded in, so a record of an older generation is
 ///   refused (`IllegalGeneration`) and cannot overwrite the progress of the partition's new
-///   owner.
+///   owner. [`RecordStream::committer`] commits apart from the stream (a stream handed to an
+///   actor's `ctx.add_stream`), coalesced: see [`StreamCommitter`].
 /// * **Records that do not decode** as `T` are yielded as `Err(Error::Decode { partition,
 ///   offset, .. })`, and the stream moves past them, as a user iterating a stream expects
 ///   (a stream that stalls on its first bad record would yield the same error forever).
@@ -138,9 +147,15 @@ pub struct RecordStream<T> {
     buffer: VecDeque<(u32, Result<Record<T>>)>,
     /// The poll in flight.
     polling: Option<BoxFuture<'static, Result<Answer>>>,
-    /// Per partition, the offsets yielded in each of its last generations: `(generation,
-    /// first, last)`, newest last. A commit looks the record's generation up here.
-    yielded: BTreeMap<u32, VecDeque<(u64, u64, u64)>>,
+    /// What this stream yielded in which generation, and its committers' pending commits.
+    shared: Arc<Shared>,
+    /// The committers' flush in flight, sent by the stream (interval, rebalance).
+    flushing: Option<BoxFuture<'static, Result<()>>>,
+    /// Wakes the stream when the pending commits' interval ends.
+    flush_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// A rebalance was seen with commits pending: the next poll waits for their flush, so
+    /// that it reads from the offsets they commit.
+    flush_first: bool,
     /// A terminal error was yielded: only `None` follows.
     ended: bool,
     /// `leave` was called: the drop sends nothing.
@@ -231,16 +246,30 @@ impl AsyncNanoKafka {
         options: StreamOptions,
     ) -> Result<RecordStream<T>> {
         options.validate()?;
-        let member = self
+        let joined = self
             .join_stream_member((topic, group, member), options)
             .await?;
+        let target = match &joined {
+            Member::Embedded(_) => CommitTarget::Embedded(EmbeddedTarget {
+                handle: self.clone(),
+                topic: topic.to_owned(),
+                group: group.to_owned(),
+                member: member.to_owned(),
+            }),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(k) => CommitTarget::Kafka(k.commits()),
+        };
+        let shared = Shared::new(topic, joined.assignment().generation, target);
         Ok(RecordStream {
             handle: self.clone(),
-            member,
+            member: joined,
             options,
             buffer: VecDeque::new(),
             polling: None,
-            yielded: BTreeMap::new(),
+            shared,
+            flushing: None,
+            flush_timer: None,
+            flush_first: false,
             ended: false,
             left: false,
             payload: PhantomData,
@@ -284,6 +313,15 @@ impl<T: DeserializeOwned> RecordStream<T> {
         self.member.topic()
     }
 
+    /// A handle that commits for this stream apart from it, coalesced and flushed on
+    /// [`StreamOptions::commit_interval`], and that can leave the group: the way to commit a
+    /// stream handed to an actor's `ctx.add_stream` (see [`StreamCommitter`]).
+    pub fn committer(&self) -> StreamCommitter {
+        StreamCommitter {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Commits `record` and everything before it in its partition, fenced by the generation
     /// the record was yielded in (as [`crate::Consumer::commit`]).
     ///
@@ -294,16 +332,20 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// `InvalidArgument` for a record this stream did not yield in its last 8 generations
     /// (use [`RecordStream::commit_offset`] to commit it anyway).
     pub async fn commit(&mut self, record: &Record<T>) -> Result<()> {
-        let generation =
-            self.read_in(record.partition, record.offset)
-                .ok_or_else(|| Error::InvalidArgument {
-                    name: "record",
-                    reason: format!(
-                    "{}/{}@{} was not yielded by this stream in its last {GENERATIONS_REMEMBERED} \
+        let read_in = self
+            .shared
+            .ledger()
+            .read_in(record.partition, record.offset);
+        let generation = read_in.ok_or_else(|| Error::InvalidArgument {
+            name: "record",
+            reason: format!(
+                "{}/{}@{} was not yielded by this stream in its last {GENERATIONS_REMEMBERED} \
                      generations; commit_offset commits it in the current one",
-                    self.member.topic(), record.partition, record.offset
-                ),
-                })?;
+                self.member.topic(),
+                record.partition,
+                record.offset
+            ),
+        })?;
         self.commit_in(generation, record.partition, record.offset)
             .await
     }
@@ -337,50 +379,48 @@ impl<T: DeserializeOwned> RecordStream<T> {
         Ok(())
     }
 
-    /// Leaves the group and waits for the broker's answer (dropping the stream leaves
-    /// without waiting).
+    /// Sends its committers' pending commits, then leaves the group and waits for the
+    /// broker's answer (dropping the stream sends both without waiting).
     ///
     /// # Errors
+    /// The flush's refusal (as [`StreamCommitter::flush`]; the stream leaves anyway);
     /// `UnknownMember` (already evicted: nothing to leave), `UnknownTopic`, `BrokerStopped`.
     pub async fn leave(mut self) -> Result<()> {
         self.left = true;
         self.polling = None;
-        match &mut self.member {
+        let flushed = self.shared.flush().await;
+        let left = match &mut self.member {
             Member::Embedded(m) => self.handle.leave_group(&m.topic, &m.group, &m.member).await,
             #[cfg(feature = "kafka")]
             Member::Kafka(k) => k.leave().await,
-        }
+        };
+        flushed.and(left)
     }
 
     fn generation(&self) -> u64 {
         self.member.assignment().generation
     }
 
-    /// The generation `offset` of `partition` was yielded in, the newest if several.
-    fn read_in(&self, partition: u32, offset: u64) -> Option<u64> {
-        let ranges = self.yielded.get(&partition)?;
-        ranges
-            .iter()
-            .rev()
-            .find(|(_, first, last)| (*first..=*last).contains(&offset))
-            .map(|(generation, _, _)| *generation)
-    }
-
-    /// Notes that `offset` of `partition` is yielded in the current generation.
-    fn note_yielded(&mut self, partition: u32, offset: u64) {
-        let generation = self.generation();
-        let ranges = self.yielded.entry(partition).or_default();
-        match ranges.back_mut() {
-            Some((g, first, last)) if *g == generation => {
-                *first = (*first).min(offset);
-                *last = (*last).max(offset);
-            }
-            _ => {
-                ranges.push_back((generation, offset, offset));
-                if ranges.len() > GENERATIONS_REMEMBERED {
-                    ranges.pop_front();
+    /// Notes in the ledger the records buffered from index `from` on as yielded in the
+    /// current generation (they are the caller's once popped; noted a batch at a time).
+    fn note_buffered(&self, from: usize) {
+        let mut ledger = self.shared.ledger();
+        ledger.entered(self.generation());
+        let mut range: Option<(u32, u64, u64)> = None;
+        for (partition, item) in self.buffer.range(from..) {
+            let Ok(record) = item else { continue };
+            range = match range {
+                Some((p, lo, hi)) if p == *partition => Some((p, lo, hi.max(record.offset))),
+                other => {
+                    if let Some((p, lo, hi)) = other {
+                        ledger.note_yielded(p, lo, hi);
+                    }
+                    Some((*partition, record.offset, record.offset))
                 }
-            }
+            };
+        }
+        if let Some((p, lo, hi)) = range {
+            ledger.note_yielded(p, lo, hi);
         }
     }
 
@@ -428,16 +468,20 @@ impl<T: DeserializeOwned> RecordStream<T> {
     }
 
     /// Takes a poll's answer in: its records go to the buffer (a bad one as its error, and
-    /// the position moves past it). A new generation drops what is buffered.
+    /// the position moves past it). A new generation drops what is buffered. An answer sent
+    /// ahead that the group's rebalance made stale since is dropped (it moved nothing).
     fn take_in(&mut self, answer: Result<Answer>) -> Result<()> {
         match (answer?, &mut self.member) {
+            (Answer::Embedded(polled), _) if polled.is_stale() => {}
             (Answer::Embedded(polled), Member::Embedded(m)) => {
                 let before = m.generation();
                 let fetched = m.polled(*polled);
                 if m.generation() != before {
                     self.buffer.clear();
+                    // Read again after the flush (nothing moved: the records are dropped).
+                    self.flush_first = self.shared.ledger().has_pending();
                 }
-                if let Some(fetched) = fetched {
+                if let Some(fetched) = fetched.filter(|_| !self.flush_first) {
                     buffer_fetched(m, &mut self.buffer, &fetched);
                 }
             }
@@ -459,7 +503,53 @@ impl<T: DeserializeOwned> RecordStream<T> {
                 })
             }
         }
+        let moved_on = self.shared.ledger().generation() != self.generation();
+        self.note_buffered(0);
+        if moved_on {
+            // The commits asked for in the generation that ended go first (Kafka commits
+            // on revocation): the coordinator takes them, or refuses them and the flush's
+            // error is yielded.
+            self.start_flush();
+        }
         Ok(())
+    }
+
+    /// Sends the pending commits, unless a flush is in flight already.
+    fn start_flush(&mut self) {
+        if self.flushing.is_none() {
+            let shared = self.shared.clone();
+            self.flushing = Some(async move { shared.flush().await }.boxed());
+            self.flush_timer = None;
+        }
+    }
+
+    /// Drives the stream's flush: polls the one in flight (its refusal is returned, to be
+    /// yielded), starts one when the oldest pending commit waited `commit_interval`, and
+    /// otherwise arms a timer for then.
+    fn drive_flush(&mut self, cx: &mut Context<'_>) -> Option<Error> {
+        if self.flushing.is_none() {
+            let since = self.shared.ledger().pending_since;
+            let Some(since) = since else {
+                self.flush_timer = None;
+                return None;
+            };
+            let due = since + self.options.commit_interval;
+            if tokio::time::Instant::now().into_std() < due {
+                let timer = self
+                    .flush_timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due.into())));
+                if timer.as_mut().poll(cx).is_pending() {
+                    return None;
+                }
+            }
+            self.start_flush();
+        }
+        let flushing = self.flushing.as_mut()?;
+        let Poll::Ready(flushed) = flushing.as_mut().poll(cx) else {
+            return None;
+        };
+        self.flushing = None;
+        flushed.err()
     }
 }
 
@@ -503,28 +593,53 @@ impl<T: DeserializeOwned> Stream for RecordStream<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        if this.shared.leaving.load(Ordering::Acquire) {
+            // A committer left the group for the stream.
+            this.left = true;
+            this.polling = None;
+            return Poll::Ready(None);
+        }
+        if this.flushing.is_some() {
+            if let Some(refused) = this.drive_flush(cx) {
+                return Poll::Ready(Some(Err(refused)));
+            }
+        }
         loop {
-            if let Some((partition, item)) = this.buffer.pop_front() {
-                if let Ok(record) = &item {
-                    this.note_yielded(partition, record.offset);
-                }
+            if let Some((_, item)) = this.buffer.pop_front() {
                 return Poll::Ready(Some(item));
             }
             if this.ended {
                 return Poll::Ready(None);
+            }
+            if let Some(refused) = this.drive_flush(cx) {
+                return Poll::Ready(Some(Err(refused)));
+            }
+            if this.flush_first {
+                if this.flushing.is_some() {
+                    return Poll::Pending;
+                }
+                this.flush_first = false;
             }
             let polling = match &mut this.polling {
                 Some(polling) => polling,
                 None => this.polling.insert(this.start_poll()),
             };
             let answer = match polling.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    this.shared.ledger().wake_on_commit(cx.waker());
+                    return Poll::Pending;
+                }
                 Poll::Ready(answer) => answer,
             };
             this.polling = None;
             if let Err(e) = this.take_in(answer) {
                 this.ended = ends_the_stream(&e);
                 return Poll::Ready(Some(Err(e)));
+            }
+            if this.flushing.is_some() {
+                if let Some(refused) = this.drive_flush(cx) {
+                    return Poll::Ready(Some(Err(refused)));
+                }
             }
             // An empty answer (the wait passed): poll again, which registers the waker.
         }
@@ -538,6 +653,7 @@ impl<T> Drop for RecordStream<T> {
             return;
         }
         self.polling = None;
+        self.shared.send_pending_now();
         match &mut self.member {
             Member::Embedded(m) => {
                 if let Ok(addr) = self.handle.addr() {

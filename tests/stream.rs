@@ -4,23 +4,19 @@
 //! fenced commits, and leaving on drop.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::time::{Duration, Instant};
 
-use actix::System;
 use futures::future::{select, Either};
 use futures::StreamExt;
 use nanokafka::{
     AsyncNanoKafka, Error, NanoKafka, Record, RecordStream, StreamOptions, TopicConfig,
 };
 
-#[path = "common/watchdog.rs"]
-mod watchdog;
-use watchdog::within;
+#[path = "common/stream.rs"]
+mod common_stream;
+use common_stream::{next, run, PATIENCE};
 
 const TOPIC: &str = "events";
-/// Bounds every wait of these tests; none is reached unless something is broken.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A broker with `partitions` partitions holding `records` keyed `u64` records (value =
 /// its number).
@@ -44,23 +40,6 @@ fn options() -> StreamOptions {
         poll_wait: Duration::from_millis(100),
         ..StreamOptions::default()
     }
-}
-
-/// Runs `body` on an actix System of its own, within the patience bound.
-fn run<F, T>(bus: AsyncNanoKafka, body: impl FnOnce(AsyncNanoKafka) -> F + Send + 'static) -> T
-where
-    F: Future<Output = T>,
-    T: Send + 'static,
-{
-    within(PATIENCE, move || System::new().block_on(body(bus)))
-}
-
-async fn next(stream: &mut RecordStream<u64>) -> Record<u64> {
-    actix_rt::time::timeout(PATIENCE, stream.next())
-        .await
-        .expect("a record within the patience bound")
-        .expect("the stream goes on")
-        .expect("a record, not an error")
 }
 
 /// The members of `group` now.

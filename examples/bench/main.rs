@@ -29,6 +29,7 @@
 //!   of records its consumer took on the producer's CPU, then the same channel with its
 //!   receiver pinned to the other CPU than its sender (the host's cross-vCPU wake-up).
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
+//! - `NANOKAFKA_BENCH_ONLY=typed`: only the typed readers and their decode floor (`typed`).
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
 //!   its producer alone.
 //! - `NANOKAFKA_BENCH_ONLY=loaded`: only the rows under load (`loaded`): one blocking thread
@@ -98,6 +99,7 @@ mod report;
 mod rss;
 mod scale;
 mod tansu;
+mod typed;
 mod wire;
 mod wire_clients;
 mod wire_rows;
@@ -213,6 +215,13 @@ fn main() {
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "consume") {
         return consume_only(budget);
     }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "typed") {
+        let rows = typed::rows(budget, &mut Progress::new(typed::STEPS));
+        report::print_table(&rows);
+        let settings_json = json!({ "measure_secs": budget.as_secs_f64() });
+        println!("{}", report::json_line(&rows, settings_json));
+        return;
+    }
     if std::env::var_os("NANOKAFKA_BENCH_PRODUCE_ONLY").is_some_and(|v| v == "1") {
         return produce_only(budget);
     }
@@ -225,7 +234,11 @@ fn main() {
         return;
     }
     let mut progress = Progress::new(
-        22 + cleaner::STEPS + ACTOR_STEPS + peer_steps + wire::STEPS * wire_settings.repeats,
+        22 + cleaner::STEPS
+            + typed::STEPS
+            + ACTOR_STEPS
+            + peer_steps
+            + wire::STEPS * wire_settings.repeats,
     );
     let mut rows = Vec::new();
 
@@ -277,6 +290,7 @@ fn main() {
 
     let (poll_raw, poll_typed) = measure_consume(broker, budget, &mut progress);
     drop(never);
+    let typed_rows = typed::rows(budget, &mut progress);
 
     // The peer right after the figures it is compared with, before the gigabytes of the open
     // and RSS steps are written.
@@ -458,6 +472,7 @@ fn main() {
     ));
     rows.extend(loaded::rows(&loaded));
     rows.extend(consume_rows(raw_label, raw.per_sec, poll_raw, poll_typed));
+    rows.extend(typed_rows);
     rows.extend(produce_rows::always_rows(&always));
     rows.push(Row::Section(
         "end-to-end latency at 2,000 rec/s (FsyncPolicy default)",

@@ -3,7 +3,7 @@
 //! tokio's blocking pool (as the Kafka subscription's do), and the member is shared with
 //! the call in flight.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -106,25 +106,17 @@ impl KafkaSide {
     /// # Errors
     /// `IllegalGeneration` when the member moved on since; as [`KafkaMember::commit`].
     pub(crate) async fn commit(&self, generation: u64, partition: u32, offset: u64) -> Result<()> {
-        let member = self.shared()?;
-        let moved_on = blocking(move || {
-            let member = lock(&member)?;
-            let current = member.assignment().generation;
-            if current != generation {
-                return Ok(Some(current));
-            }
-            member.commit(partition, offset).map(|()| None)
-        })
-        .await?;
-        match moved_on {
-            Some(current) => Err(Error::IllegalGeneration {
-                topic: self.topic.clone(),
-                group: self.group.clone(),
-                member: self.member_id.clone(),
-                generation,
-                current,
-            }),
-            None => Ok(()),
+        self.commits().commit(generation, partition, offset).await
+    }
+
+    /// A handle that commits for this member apart from it (a `StreamCommitter`'s). It holds
+    /// the member weakly: dropping the stream still closes the member.
+    pub(crate) fn commits(&self) -> KafkaCommits {
+        KafkaCommits {
+            member: self.member.as_ref().map_or_else(Weak::new, Arc::downgrade),
+            topic: self.topic.clone(),
+            group: self.group.clone(),
+            member_id: self.member_id.clone(),
         }
     }
 
@@ -133,12 +125,7 @@ impl KafkaSide {
     /// # Errors
     /// `Internal` when a call on the member panicked.
     pub(crate) async fn leave(&self) -> Result<()> {
-        let member = self.shared()?;
-        blocking(move || {
-            lock(&member)?.leave();
-            Ok(())
-        })
-        .await
+        self.commits().leave().await
     }
 }
 
@@ -157,4 +144,72 @@ impl Drop for KafkaSide {
             .name("nanokafka-leave".into())
             .spawn(move || drop(member));
     }
+}
+
+/// Commits and leaves for a [`KafkaSide`]'s member, apart from it.
+#[derive(Debug, Clone)]
+pub(crate) struct KafkaCommits {
+    member: Weak<Mutex<KafkaMember>>,
+    topic: String,
+    group: String,
+    member_id: String,
+}
+
+impl KafkaCommits {
+    /// The member, while its stream lives.
+    fn shared(&self) -> Result<Shared> {
+        self.member.upgrade().ok_or(Error::BrokerStopped)
+    }
+
+    /// Commits `offset` of `partition` when the member is still in `generation`.
+    ///
+    /// # Errors
+    /// `IllegalGeneration` when the member was assigned again since; `BrokerStopped` when
+    /// the stream is gone; librdkafka's commit errors.
+    pub(crate) async fn commit(&self, generation: u64, partition: u32, offset: u64) -> Result<()> {
+        let member = self.shared()?;
+        let moved_on = blocking(move || commit_in(&member, generation, partition, offset)).await?;
+        match moved_on {
+            Some(current) => Err(Error::IllegalGeneration {
+                topic: self.topic.clone(),
+                group: self.group.clone(),
+                member: self.member_id.clone(),
+                generation,
+                current,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// As [`KafkaCommits::commit`], on a thread of its own, its answer ignored (a dropped
+    /// stream's pending commits: the member closes once this thread lets go of it).
+    pub(crate) fn commit_detached(&self, generation: u64, partition: u32, offset: u64) {
+        let Ok(member) = self.shared() else { return };
+        let _ = std::thread::Builder::new()
+            .name("nanokafka-commit".into())
+            .spawn(move || commit_in(&member, generation, partition, offset));
+    }
+
+    /// Leaves the group and waits until librdkafka has.
+    ///
+    /// # Errors
+    /// `BrokerStopped` when the stream is gone.
+    pub(crate) async fn leave(&self) -> Result<()> {
+        let member = self.shared()?;
+        blocking(move || {
+            lock(&member)?.leave();
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Commits unless the member moved on from `generation`: then its current one.
+fn commit_in(member: &Shared, generation: u64, partition: u32, offset: u64) -> Result<Option<u64>> {
+    let member = lock(member)?;
+    let current = member.assignment().generation;
+    if current != generation {
+        return Ok(Some(current));
+    }
+    member.commit(partition, offset).map(|()| None)
 }
