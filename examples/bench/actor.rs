@@ -4,8 +4,10 @@
 //! - [`low_rate`]: a producer actor sends keyed [`Event`]s through `Topic::produce_keyed`
 //!   onto a 4-partition topic, paced at a fixed rate, while a subscriber actor
 //!   (`Topic::subscribe`) takes each batch and answers `Ack::Commit`, and a `RecordStream`
-//!   task of another group commits each record it reads. The interval runs from the first
-//!   produce until both groups read every event and their lag is 0; the figure is the
+//!   task of another group commits each record it reads through its `StreamCommitter`
+//!   (coalesced, sent on the stream's commit interval and flushed once producing ends). The
+//!   interval runs from the first produce until both groups read every event and their lag
+//!   is 0; the figure is the
 //!   process's CPU per event over it (what a steady trickle costs, spinning included), with
 //!   the process's sleeps per event beside it (each is a wake-up paid for).
 //!   [`bare_hops`] is its baseline: the same hops over actix mailboxes and a tokio channel,
@@ -205,17 +207,17 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
             .expect("subscribe");
         let stream_group = "low-rate-stream";
         let streamed = Arc::new(AtomicU64::new(0));
-        let reader = reader(
-            events
-                .stream(stream_group, "reader-0")
-                .await
-                .expect("stream"),
-            streamed.clone(),
-        );
+        let stream = events
+            .stream(stream_group, "reader-0")
+            .await
+            .expect("stream");
+        let committer = stream.committer();
+        let reader = reader(stream, committer.clone(), streamed.clone());
         let meter = Meter::start();
         let produced = Pacer::run(events.clone(), rate, duration).await;
-        let lag = drained(&events, group, &delivered, produced).await
-            + drained(&events, stream_group, &streamed, produced).await;
+        let lag = drained(&events, group, &delivered, produced).await;
+        let lag =
+            lag + drained_stream(&events, stream_group, &streamed, &committer, produced).await;
         let rate = meter.rate(produced);
         subscription.unsubscribe();
         reader.abort();
@@ -231,15 +233,16 @@ pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) 
 }
 
 /// The stream reader of [`low_rate`], a task on the application's thread: reads each event,
-/// commits it and counts it in `streamed`.
+/// commits it through `committer` and counts it in `streamed`.
 fn reader(
     mut stream: nanokafka::RecordStream<Event>,
+    committer: nanokafka::StreamCommitter,
     streamed: Arc<AtomicU64>,
 ) -> actix_rt::task::JoinHandle<()> {
     actix_rt::spawn(async move {
         while let Some(record) = stream.next().await {
             let record = record.expect("stream read");
-            stream.commit(&record).await.expect("stream commit");
+            committer.commit_record(&record).expect("stream commit");
             streamed.fetch_add(1, Ordering::Relaxed);
         }
     })
@@ -349,6 +352,23 @@ async fn drained(events: &Topic<Event>, group: &str, delivered: &AtomicU64, prod
         }
         actix_rt::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// [`drained`] for the stream reader of [`low_rate`]: once it read every event, its pending
+/// commits are flushed (as a service does when it stops), then its lag is waited for.
+async fn drained_stream(
+    events: &Topic<Event>,
+    group: &str,
+    streamed: &AtomicU64,
+    committer: &nanokafka::StreamCommitter,
+    produced: u64,
+) -> u64 {
+    let deadline = Instant::now() + DRAIN_DEADLINE;
+    while streamed.load(Ordering::Relaxed) < produced && Instant::now() < deadline {
+        actix_rt::time::sleep(Duration::from_millis(1)).await;
+    }
+    committer.flush().await.expect("stream flush");
+    drained(events, group, streamed, produced).await
 }
 
 /// Runs `work` (given its actor's context) inside an actor started for it, and returns what

@@ -965,7 +965,7 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
             "actor_low_rate_cpu",
             format!(
                 "Topic<T> producer at {} ev/s + subscriber (Ack::Commit) + RecordStream \
-                 committing each record: CPU per event ({} rec/s reached, {}/{} of {} \
+                 committing each record (StreamCommitter): CPU per event ({} rec/s reached, {}/{} of {} \
                  delivered/streamed, lag {})",
                 actor::LOW_RATE,
                 report::human(low.rate.per_sec),
