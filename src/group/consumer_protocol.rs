@@ -26,9 +26,14 @@
 //!   group uses the one most of its members name (ties: the first in [`SERVER_ASSIGNORS`];
 //!   none named: `uniform`, Kafka's default).
 //! * A member silent for longer than the broker's session timeout is removed (Kafka's
-//!   `group.consumer.session.timeout.ms`). The rebalance timeout is not enforced: a member
-//!   that never reports a revoked partition keeps it from its new owner until it leaves or
-//!   goes silent.
+//!   `group.consumer.session.timeout.ms`). A member asked to revoke partitions has its
+//!   rebalance timeout (`RebalanceTimeoutMs`) to report them gone, counted from the
+//!   heartbeat whose answer asked it; heartbeats do not reset it, and it starts again only
+//!   once the member gave up what it was asked to and must revoke more. At that deadline a
+//!   member still holding any of them is removed (Kafka fences it: the group epoch goes up,
+//!   its partitions go to their new owners, and its next heartbeat is `UnknownMemberId`).
+//!   Both are done by [`ConsumerGroup::expire`]; [`ConsumerGroup::rebalance_deadline`] says
+//!   when the next rebalance timeout falls due.
 //! * OffsetCommit (v9) and OffsetFetch (v9) are fenced by member epoch as Kafka fences them
 //!   ([`ConsumerGroup::check_commit`], [`ConsumerGroup::check_fetch`]).
 
@@ -138,9 +143,18 @@ pub struct ConsumerMember {
     pub target: Partitions,
     /// What its client last said it holds.
     owned: Partitions,
+    /// The revocation it was asked for and has not done: its rebalance timer.
+    revoking: Option<Revocation>,
     /// The topics whose native group it is a member of.
     native: BTreeSet<String>,
     last_seen_ms: u64,
+}
+
+/// Partitions a member was asked to revoke, and when it is fenced if it still holds any.
+#[derive(Debug, Clone)]
+struct Revocation {
+    partitions: Partitions,
+    deadline_ms: u64,
 }
 
 /// Kafka's names for a consumer group's states.
@@ -274,6 +288,7 @@ impl ConsumerGroup {
                 assigned: Partitions::new(),
                 target: Partitions::new(),
                 owned: Partitions::new(),
+                revoking: None,
                 native: rejoined.map(|m| m.native).unwrap_or_default(),
                 last_seen_ms: now_ms,
             };
@@ -334,9 +349,9 @@ impl ConsumerGroup {
     /// A heartbeat's second half: `granted` is what the native groups give the member now
     /// (topic → partitions), `joined` the topics whose native group it is now a member of
     /// (`lingering` ones included).
-    /// Moves its epoch (see the module docs) and answers. `request_epoch` is the epoch the
-    /// heartbeat came with; `full`: it carried the member's whole state (a join, or its owned
-    /// partitions).
+    /// Moves its epoch (see the module docs), starts or stops its rebalance timer, and
+    /// answers. `request_epoch` is the epoch the heartbeat came with; `full`: it carried the
+    /// member's whole state (a join, or its owned partitions); `now_ms`: when it came.
     pub fn finish(
         &mut self,
         member_id: &str,
@@ -344,6 +359,7 @@ impl ConsumerGroup {
         joined: BTreeSet<String>,
         request_epoch: i32,
         full: bool,
+        now_ms: u64,
     ) -> Option<HeartbeatAnswer> {
         let group_epoch = self.group_epoch;
         let member = self.members.get_mut(member_id)?;
@@ -355,13 +371,21 @@ impl ConsumerGroup {
         let before = (member.member_epoch, member.assigned.clone());
         // What its client may hold: what it reported, and what it was told since.
         let holding = union(&member.owned, &member.assigned);
-        let must_revoke = holding
-            .iter()
-            .any(|(topic, ps)| ps.iter().any(|p| !contains(&granted, topic, *p)));
-        if must_revoke {
+        let (kept, pending) = split(&holding, &granted);
+        if !pending.is_empty() {
             // It keeps what it holds of its new assignment until it reported the rest gone.
-            member.assigned = intersection(&holding, &granted);
+            member.assigned = kept;
+            // Kafka's timer runs from when the member is asked until it gave up all of it.
+            let asked = member.revoking.as_ref();
+            if asked.is_none_or(|r| intersection(&pending, &r.partitions).is_empty()) {
+                let timeout = u64::try_from(member.rebalance_timeout_ms).unwrap_or(0);
+                member.revoking = Some(Revocation {
+                    partitions: pending,
+                    deadline_ms: now_ms.saturating_add(timeout),
+                });
+            }
         } else {
+            member.revoking = None;
             if member.member_epoch != group_epoch {
                 member.previous_epoch = member.member_epoch;
                 member.member_epoch = group_epoch;
@@ -378,20 +402,35 @@ impl ConsumerGroup {
         })
     }
 
-    /// Removes the members silent for longer than the session timeout; each comes back with
-    /// the topics whose native group it must leave.
+    /// Removes the members silent for longer than the session timeout and those whose
+    /// rebalance timeout fell due at or before `now_ms` (see the module docs); each comes
+    /// back with the topics whose native group it must leave.
     pub fn expire(&mut self, now_ms: u64) -> Vec<(String, BTreeSet<String>)> {
-        let silent: Vec<String> = self
+        let session_ms = self.session_timeout_ms;
+        let due: Vec<(String, &str)> = self
             .members
             .values()
-            .filter(|m| now_ms.saturating_sub(m.last_seen_ms) > self.session_timeout_ms)
-            .map(|m| m.id.clone())
+            .filter_map(|m| {
+                let cause = if now_ms.saturating_sub(m.last_seen_ms) > session_ms {
+                    "timed out"
+                } else if m.revoking.as_ref().is_some_and(|r| r.deadline_ms <= now_ms) {
+                    "was fenced: it did not revoke within its rebalance timeout"
+                } else {
+                    return None;
+                };
+                Some((m.id.clone(), cause))
+            })
             .collect();
-        silent
-            .into_iter()
-            .filter_map(|id| self.remove(&id, "timed out"))
+        due.into_iter()
+            .filter_map(|(id, cause)| self.remove(&id, cause))
             .map(|m| (m.id, m.native))
             .collect()
+    }
+
+    /// When the earliest rebalance timeout falls due, if any member is asked to revoke.
+    pub fn rebalance_deadline(&self) -> Option<u64> {
+        let revoking = self.members.values().filter_map(|m| m.revoking.as_ref());
+        revoking.map(|r| r.deadline_ms).min()
     }
 
     /// Whether an OffsetCommit may be written, as Kafka's `ConsumerGroup.validateOffsetCommit`:
@@ -563,17 +602,23 @@ fn union(a: &Partitions, b: &Partitions) -> Partitions {
     all
 }
 
+/// The partitions of `a` that are in `b`, and those that are not.
+fn split(a: &Partitions, b: &Partitions) -> (Partitions, Partitions) {
+    let (mut both, mut only) = (Partitions::new(), Partitions::new());
+    for (topic, ps) in a {
+        let (inside, outside): (BTreeSet<u32>, BTreeSet<u32>) =
+            ps.iter().partition(|p| contains(b, topic, **p));
+        for (into, part) in [(&mut both, inside), (&mut only, outside)] {
+            if !part.is_empty() {
+                into.insert(topic.clone(), part);
+            }
+        }
+    }
+    (both, only)
+}
+
 fn intersection(a: &Partitions, b: &Partitions) -> Partitions {
-    a.iter()
-        .filter_map(|(topic, ps)| {
-            let both: BTreeSet<u32> = ps
-                .iter()
-                .copied()
-                .filter(|p| contains(b, topic, *p))
-                .collect();
-            (!both.is_empty()).then(|| (topic.clone(), both))
-        })
-        .collect()
+    split(a, b).0
 }
 
 #[cfg(test)]

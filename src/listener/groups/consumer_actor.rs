@@ -14,7 +14,9 @@
 //!
 //! Requests are served one at a time: a heartbeat holds the mailbox while it joins the native
 //! groups (`ctx.wait`), so epochs never move under a heartbeat in flight. A timer (a few
-//! times per session timeout, at most every 100 ms) removes silent members.
+//! times per session timeout, at most every 100 ms) removes silent members; a wake-up set
+//! for the earliest rebalance timeout after each heartbeat fences a member that did not
+//! revoke in time, so its partitions reach their new owners without waiting for a request.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -93,6 +95,8 @@ pub struct ConsumerGroupActor {
     group: ConsumerGroup,
     clock: SharedClock,
     session_timeout: Duration,
+    /// The wake-up for the group's earliest rebalance timeout.
+    fence: Option<SpawnHandle>,
 }
 
 impl std::fmt::Debug for ConsumerGroupActor {
@@ -117,6 +121,7 @@ impl ConsumerGroupActor {
             group: ConsumerGroup::new(name, session_ms, id_nonce),
             clock,
             session_timeout,
+            fence: None,
         }
     }
 
@@ -135,6 +140,21 @@ impl ConsumerGroupActor {
             .flat_map(|(member, topics)| topics.into_iter().map(move |t| (t, member.clone())))
             .collect();
         self.leave_native(ctx, leaves);
+    }
+
+    /// Sets the wake-up for the group's earliest rebalance timeout, replacing the one set.
+    fn wake_for_rebalance_timeout(&mut self, ctx: &mut Context<Self>) {
+        if let Some(set) = self.fence.take() {
+            ctx.cancel_future(set);
+        }
+        if let Some(deadline) = self.group.rebalance_deadline() {
+            let wait = Duration::from_millis(deadline.saturating_sub(self.clock.now_ms()));
+            self.fence = Some(ctx.run_later(wait, |act, ctx| {
+                act.fence = None;
+                act.tick(ctx);
+                act.wake_for_rebalance_timeout(ctx);
+            }));
+        }
     }
 }
 
@@ -230,11 +250,12 @@ impl Handler<ConsumerBeat> for ConsumerGroupActor {
         };
         serialized(
             ctx,
-            work.into_actor(self).map(move |(granted, joined), act, _| {
-                act.group
-                    .finish(&member, granted, joined, epoch, full)
-                    .ok_or(ConsumerError::UnknownMemberId)
-            }),
+            work.into_actor(self)
+                .map(move |(granted, joined), act, ctx| {
+                    let answer = act.group.finish(&member, granted, joined, epoch, full, now);
+                    act.wake_for_rebalance_timeout(ctx);
+                    answer.ok_or(ConsumerError::UnknownMemberId)
+                }),
         )
     }
 }
