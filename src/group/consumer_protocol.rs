@@ -9,8 +9,7 @@
 //!   change, a regex matches other topics). The target assignment is computed at once, so the
 //!   assignment epoch is the group epoch.
 //! * A member joins with epoch 0 and a member id its client generated (v1; for a v0 request
-//!   without one the broker makes one), leaves with -1 (-2: a static member's temporary
-//!   leave, taken as a leave: static membership is not kept). Its **member epoch** becomes
+//!   without one the broker makes one), leaves with -1. Its **member epoch** becomes
 //!   the group epoch once it holds nothing outside its new assignment; until then it stays
 //!   where it was (Kafka's `UNREVOKED_PARTITIONS`), and its assignment is what it holds of the
 //!   new one. A partition the new assignment gives a member while another still holds it
@@ -34,10 +33,15 @@
 //!   its partitions go to their new owners, and its next heartbeat is `UnknownMemberId`).
 //!   Both are done by [`ConsumerGroup::expire`]; [`ConsumerGroup::rebalance_deadline`] says
 //!   when the next rebalance timeout falls due.
+//! * Static members (an `InstanceId`) are Kafka's: one leaving with epoch -2 keeps its
+//!   partitions until its session timeout, for its instance's next member (see
+//!   `static_members`).
 //! * OffsetCommit (v9) and OffsetFetch (v9) are fenced by member epoch as Kafka fences them
 //!   ([`ConsumerGroup::check_commit`], [`ConsumerGroup::check_fetch`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod static_members;
 
 /// The assignors the broker runs for the consumer protocol, the default first. `uniform` is
 /// dealt per topic by the native groups' sticky assignor, `range` by their range assignor
@@ -46,8 +50,8 @@ pub const SERVER_ASSIGNORS: [&str; 2] = ["uniform", "range"];
 
 /// The epoch a member leaves with.
 pub const LEAVE_EPOCH: i32 = -1;
-/// The epoch a static member leaves with for a while (Kafka keeps its partitions; here it
-/// leaves).
+/// The epoch a static member leaves with for a while: it keeps its partitions for its
+/// instance's next member.
 pub const STATIC_LEAVE_EPOCH: i32 = -2;
 
 /// Topic name → partitions.
@@ -64,6 +68,10 @@ pub enum ConsumerError {
     FencedMemberEpoch,
     /// A commit or offset fetch with an epoch other than the member's.
     StaleMemberEpoch,
+    /// A join with the instance id of a static member that has not left.
+    UnreleasedInstanceId(String),
+    /// A member id other than the one its instance id now has.
+    FencedInstanceId(String),
 }
 
 /// A ConsumerGroupHeartbeat, decoded; `owned` already by topic name (a topic id the broker
@@ -90,26 +98,33 @@ pub struct HeartbeatRequest {
 /// What the owner must do for a heartbeat before [`ConsumerGroup::finish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeartbeatStep {
-    /// The member left: leave these native groups, answer with `epoch`.
+    /// The member left: leave these native groups as `native`, answer with `epoch`.
     Left {
         member_id: String,
+        native: String,
         epoch: i32,
         topics: BTreeSet<String>,
     },
-    /// Join (or beat) the native group of each of `topics` and `lingering`, saying the
-    /// member's client holds `holding`, with `assignor` if the native group is new; leave
-    /// those of `dropped`. Then call [`ConsumerGroup::finish`] with what the native groups of
-    /// `topics` gave it.
-    Reconcile {
-        member_id: String,
-        topics: BTreeSet<String>,
-        /// Topics it no longer subscribes to but still holds partitions of: it stays in their
-        /// native groups, so that their new owners wait for its revocation.
-        lingering: BTreeSet<String>,
-        dropped: BTreeSet<String>,
-        holding: Partitions,
-        assignor: &'static str,
-    },
+    Reconcile(Reconcile),
+}
+
+/// Join (or beat) the native group of each of `topics` and `lingering` as `native`, saying
+/// the member's client holds `holding`, with `assignor` if the native group is new; leave
+/// those of `dropped`. Then call [`ConsumerGroup::finish`] with what the native groups of
+/// `topics` gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconcile {
+    pub member_id: String,
+    /// Its name in the native groups: its member id, or for a static member the member id
+    /// of its instance's first member, whose partitions later ones take over.
+    pub native: String,
+    pub topics: BTreeSet<String>,
+    /// Topics it no longer subscribes to but still holds partitions of: it stays in their
+    /// native groups, so that their new owners wait for its revocation.
+    pub lingering: BTreeSet<String>,
+    pub dropped: BTreeSet<String>,
+    pub holding: Partitions,
+    pub assignor: &'static str,
 }
 
 /// The answer to a heartbeat.
@@ -145,8 +160,9 @@ pub struct ConsumerMember {
     owned: Partitions,
     /// The revocation it was asked for and has not done: its rebalance timer.
     revoking: Option<Revocation>,
-    /// The topics whose native group it is a member of.
+    /// The topics whose native group it is a member of, and its name there.
     native: BTreeSet<String>,
+    native_id: String,
     last_seen_ms: u64,
 }
 
@@ -216,11 +232,10 @@ impl ConsumerGroup {
     pub fn state(&self) -> ConsumerGroupState {
         if self.members.is_empty() {
             ConsumerGroupState::Empty
-        } else if self
-            .members
-            .values()
-            .all(|m| m.member_epoch == self.group_epoch)
-        {
+        } else if self.members.values().all(|m| {
+            // A static member gone for a while reconciles when its next member joins.
+            m.member_epoch == self.group_epoch || m.member_epoch == STATIC_LEAVE_EPOCH
+        }) {
             ConsumerGroupState::Stable
         } else {
             ConsumerGroupState::Reconciling
@@ -255,23 +270,38 @@ impl ConsumerGroup {
         now_ms: u64,
     ) -> Result<HeartbeatStep, ConsumerError> {
         validate(&request)?;
-        if matches!(request.member_epoch, LEAVE_EPOCH | STATIC_LEAVE_EPOCH) {
-            let gone = self
-                .remove(&request.member_id, "left")
-                .ok_or(ConsumerError::UnknownMemberId)?;
-            return Ok(HeartbeatStep::Left {
-                member_id: gone.id,
-                epoch: request.member_epoch,
-                topics: gone.native,
-            });
-        }
         let id = match request.member_id.is_empty() {
             true => self.new_member_id(),
             false => request.member_id.clone(),
         };
-        if request.member_epoch == 0 {
+        let instance = request.instance_id.as_deref();
+        let replaced = match instance {
+            Some(instance) => self.check_instance(&id, instance, request.member_epoch)?,
+            None => None,
+        };
+        if request.member_epoch == STATIC_LEAVE_EPOCH {
+            return self.leave_for_a_while(&id);
+        }
+        if request.member_epoch == LEAVE_EPOCH {
+            let gone = self
+                .remove(&id, "left")
+                .ok_or(ConsumerError::UnknownMemberId)?;
+            return Ok(HeartbeatStep::Left {
+                member_id: gone.id,
+                native: gone.native_id,
+                epoch: LEAVE_EPOCH,
+                topics: gone.native,
+            });
+        }
+        if let Some(previous) = &replaced {
+            self.take_over(previous, &id, now_ms);
+        } else if request.member_epoch == 0 {
             // A join, or a fenced member joining again: it starts over, holding nothing.
-            let rejoined = self.members.remove(&id);
+            // Its native memberships stay its own until it joined them again.
+            let (native, native_id) = match self.members.remove(&id) {
+                Some(rejoined) => (rejoined.native, rejoined.native_id),
+                None => (BTreeSet::new(), id.clone()),
+            };
             let member = ConsumerMember {
                 id: id.clone(),
                 instance_id: None,
@@ -289,7 +319,8 @@ impl ConsumerGroup {
                 target: Partitions::new(),
                 owned: Partitions::new(),
                 revoking: None,
-                native: rejoined.map(|m| m.native).unwrap_or_default(),
+                native,
+                native_id,
                 last_seen_ms: now_ms,
             };
             self.members.insert(id.clone(), member);
@@ -333,17 +364,19 @@ impl ConsumerGroup {
             .difference(&topics)
             .cloned()
             .partition(|t| holding.get(t).is_some_and(|ps| !ps.is_empty()));
-        if changed && request.member_epoch != 0 {
+        let native = member.native_id.clone();
+        if changed && (request.member_epoch != 0 || replaced.is_some()) {
             self.bump(&format!("{id}'s subscription changed"));
         }
-        Ok(HeartbeatStep::Reconcile {
+        Ok(HeartbeatStep::Reconcile(Reconcile {
             member_id: id,
+            native,
             topics,
             lingering,
             dropped,
             holding,
             assignor: self.assignor(),
-        })
+        }))
     }
 
     /// A heartbeat's second half: `granted` is what the native groups give the member now
@@ -404,7 +437,8 @@ impl ConsumerGroup {
 
     /// Removes the members silent for longer than the session timeout and those whose
     /// rebalance timeout fell due at or before `now_ms` (see the module docs); each comes
-    /// back with the topics whose native group it must leave.
+    /// back as its name in its native groups, with the topics whose native group it must
+    /// leave.
     pub fn expire(&mut self, now_ms: u64) -> Vec<(String, BTreeSet<String>)> {
         let session_ms = self.session_timeout_ms;
         let due: Vec<(String, &str)> = self
@@ -423,7 +457,7 @@ impl ConsumerGroup {
             .collect();
         due.into_iter()
             .filter_map(|(id, cause)| self.remove(&id, cause))
-            .map(|m| (m.id, m.native))
+            .map(|m| (m.native_id, m.native))
             .collect()
     }
 

@@ -25,43 +25,39 @@ impl Sim {
     fn beat(&mut self, request: HeartbeatRequest) -> Result<HeartbeatAnswer, ConsumerError> {
         let (epoch, full) = (request.member_epoch, request.owned.is_some());
         let existing = self.topics.keys().cloned().collect();
-        let step = self.group.begin(request, &existing, self.now)?;
-        let HeartbeatStep::Reconcile {
+        let step = match self.group.begin(request, &existing, self.now)? {
+            HeartbeatStep::Reconcile(step) => step,
+            HeartbeatStep::Left {
+                member_id,
+                native,
+                topics,
+                epoch,
+            } => {
+                for topic in topics {
+                    let _ = self
+                        .native
+                        .get_mut(&topic)
+                        .unwrap()
+                        .leave(&native, self.now);
+                }
+                return Ok(HeartbeatAnswer {
+                    member_id,
+                    member_epoch: epoch,
+                    assignment: None,
+                });
+            }
+        };
+        let Reconcile {
             member_id,
+            native: name,
             topics,
             lingering,
             dropped,
             holding,
             assignor,
-        } = step
-        else {
-            let HeartbeatStep::Left {
-                member_id,
-                topics,
-                epoch,
-            } = step
-            else {
-                unreachable!()
-            };
-            for topic in topics {
-                let _ = self
-                    .native
-                    .get_mut(&topic)
-                    .unwrap()
-                    .leave(&member_id, self.now);
-            }
-            return Ok(HeartbeatAnswer {
-                member_id,
-                member_epoch: epoch,
-                assignment: None,
-            });
-        };
+        } = step;
         for topic in dropped {
-            let _ = self
-                .native
-                .get_mut(&topic)
-                .unwrap()
-                .leave(&member_id, self.now);
+            let _ = self.native.get_mut(&topic).unwrap().leave(&name, self.now);
         }
         let mut granted = Partitions::new();
         for topic in topics.iter().chain(&lingering) {
@@ -74,7 +70,7 @@ impl Sim {
                 GroupState::new(topic, "g", partitions, assignor, SESSION)
             });
             let held = holding.get(topic).cloned().unwrap_or_default();
-            let assignment = native.join_kafka_member(&member_id, &held, self.now);
+            let assignment = native.join_kafka_member(&name, &held, self.now);
             if topics.contains(topic) {
                 granted.insert(topic.clone(), assignment.partitions.into_iter().collect());
             }
@@ -488,4 +484,101 @@ fn the_rebalance_timer_starts_again_for_a_revocation_asked_after_the_last_was_do
     assert_eq!(sim.group.rebalance_deadline(), Some(later + REBALANCE));
     assert_eq!(sim.expire(ASKED + REBALANCE), Vec::<String>::new());
     assert_eq!(sim.expire(later + REBALANCE), ["a"]);
+}
+
+fn static_join(member: &str, instance: &str) -> HeartbeatRequest {
+    let mut request = join(member, &["t"]);
+    request.instance_id = Some(instance.to_owned());
+    request
+}
+
+fn static_beat(member: &str, instance: &str, epoch: i32) -> HeartbeatRequest {
+    let mut request = beat(member, epoch, None);
+    request.instance_id = Some(instance.to_owned());
+    request
+}
+
+/// Static member `a` (instance `ia`) and `b` share `t`, two partitions each, at epoch 2:
+/// what `a` holds.
+fn static_pair(sim: &mut Sim) -> Vec<u32> {
+    sim.beat(static_join("a", "ia")).unwrap();
+    sim.beat(join("b", &["t"])).unwrap();
+    let a = sim.beat(static_beat("a", "ia", 1)).unwrap();
+    let kept: Vec<u32> = assigned(&a)["t"].iter().copied().collect();
+    sim.beat(beat("a", 1, Some(&[("t", &kept)]))).unwrap();
+    let b = sim.beat(beat("b", 2, Some(&[]))).unwrap();
+    assert_eq!(assigned(&b)["t"].len(), 2);
+    assert_eq!(sim.group.state(), ConsumerGroupState::Stable);
+    kept
+}
+
+#[test]
+fn a_static_member_leaving_for_a_while_keeps_its_partitions_for_its_next_instance() {
+    let mut sim = Sim::new();
+    let kept = static_pair(&mut sim);
+    let left = sim
+        .beat(static_beat("a", "ia", STATIC_LEAVE_EPOCH))
+        .unwrap();
+    assert_eq!(left.member_epoch, STATIC_LEAVE_EPOCH);
+    assert_eq!(sim.group.group_epoch(), 2, "no rebalance");
+    let b = sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!(
+        (b.member_epoch, b.assignment),
+        (2, None),
+        "b gets nothing of a's"
+    );
+    // The instance comes back with a new member id: it takes a's place and partitions.
+    let again = sim.beat(static_join("a2", "ia")).unwrap();
+    assert_eq!(
+        (again.member_epoch, assigned(&again)),
+        (2, parts(&[("t", &kept)]))
+    );
+    assert_eq!(sim.group.group_epoch(), 2);
+    assert_eq!(sim.group.members().count(), 2);
+    // The member id it replaced is fenced.
+    assert!(matches!(
+        sim.beat(static_beat("a", "ia", 2)),
+        Err(ConsumerError::FencedInstanceId(_))
+    ));
+}
+
+#[test]
+fn a_static_member_that_does_not_come_back_leaves_at_its_session_timeout() {
+    let mut sim = Sim::new();
+    static_pair(&mut sim);
+    // Its session timeout runs from its last heartbeat, not from its leave.
+    sim.now = 1_000;
+    sim.beat(static_beat("a", "ia", 2)).unwrap();
+    sim.now = 2_000;
+    sim.beat(static_beat("a", "ia", STATIC_LEAVE_EPOCH))
+        .unwrap();
+    sim.now = SESSION;
+    sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!(sim.expire(1_000 + SESSION), Vec::<String>::new());
+    assert_eq!(sim.expire(1_000 + SESSION + 1), ["a"]);
+    let b = sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!((b.member_epoch, assigned(&b)), (3, parts(ALL)));
+}
+
+#[test]
+fn an_instance_id_in_use_is_refused_and_changes_nothing() {
+    let mut sim = Sim::new();
+    static_pair(&mut sim);
+    assert!(matches!(
+        sim.beat(static_join("x", "ia")),
+        Err(ConsumerError::UnreleasedInstanceId(_))
+    ));
+    assert!(matches!(
+        sim.beat(static_beat("x", "ia", STATIC_LEAVE_EPOCH)),
+        Err(ConsumerError::FencedInstanceId(_))
+    ));
+    assert_eq!(
+        sim.beat(static_beat("x", "unknown", STATIC_LEAVE_EPOCH)),
+        Err(ConsumerError::UnknownMemberId)
+    );
+    assert_eq!(
+        (sim.group.group_epoch(), sim.group.members().count()),
+        (2, 2)
+    );
+    assert_eq!(sim.beat(static_beat("a", "ia", 2)).unwrap().member_epoch, 2);
 }

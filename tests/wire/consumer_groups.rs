@@ -267,6 +267,43 @@ fn a_member_holding_on_past_its_rebalance_timeout_is_fenced_and_its_partitions_m
     assert_eq!(b_epoch, 3, "the fence bumped the group epoch");
 }
 
+/// A static member (`group.instance.id`) leaving with epoch -2 keeps its partitions, with no
+/// rebalance, for its instance's next member, which takes them back under a new member id;
+/// the old id is then FENCED_INSTANCE_ID, and an instance id in use is UNRELEASED_INSTANCE_ID.
+#[test]
+fn a_static_member_leaving_for_a_while_gets_its_partitions_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let id = topic_id(&mut client);
+    let instance =
+        |request: ConsumerGroupHeartbeatRequest| request.with_instance_id(Some(s("instance")));
+    call(&mut client, instance(join("g", "a")));
+    call(&mut client, join("g", "b"));
+    let kept = assigned(&call(&mut client, instance(beat("g", "a", 1))))[0]
+        .1
+        .clone();
+    let owned = TopicPartitions::default()
+        .with_topic_id(uuid(id))
+        .with_partitions(kept.clone());
+    let a = instance(beat("g", "a", 1)).with_topic_partitions(Some(vec![owned]));
+    assert_eq!(call(&mut client, a).member_epoch, 2);
+    assert_eq!(
+        assigned(&call(&mut client, beat("g", "b", 2)))[0].1.len(),
+        2
+    );
+    let left = call(&mut client, instance(beat("g", "a", -2)));
+    assert_eq!((left.error_code, left.member_epoch), (0, -2));
+    let b = call(&mut client, beat("g", "b", 2));
+    assert_eq!((b.member_epoch, b.assignment), (2, None), "no rebalance");
+    let again = call(&mut client, instance(join("g", "a2")));
+    assert_eq!(again.error_code, 0, "{:?}", again.error_message);
+    assert_eq!(assigned(&again), vec![(id, kept)]);
+    let fenced = call(&mut client, instance(beat("g", "a", 2)));
+    assert_eq!(fenced.error_code, code(ResponseError::FencedInstanceId));
+    let taken = call(&mut client, instance(join("g", "x")));
+    assert_eq!(taken.error_code, code(ResponseError::UnreleasedInstanceId));
+}
+
 #[test]
 fn commits_and_offset_fetches_are_fenced_by_member_epoch() {
     let dir = tempfile::tempdir().unwrap();
