@@ -262,7 +262,8 @@ impl ConsumerGroup {
     ///
     /// # Errors
     /// `InvalidRequest`, `UnsupportedAssignor`, `InvalidRegularExpression` (see
-    /// [`validate`]), `UnknownMemberId` (a non-zero epoch from no member), `FencedMemberEpoch`.
+    /// [`validate`]), `UnknownMemberId` (a non-zero epoch from no member), `FencedMemberEpoch`,
+    /// `UnreleasedInstanceId` and `FencedInstanceId` (see `static_members`).
     pub fn begin(
         &mut self,
         request: HeartbeatRequest,
