@@ -9,8 +9,7 @@
 //!   change, a regex matches other topics). The target assignment is computed at once, so the
 //!   assignment epoch is the group epoch.
 //! * A member joins with epoch 0 and a member id its client generated (v1; for a v0 request
-//!   without one the broker makes one), leaves with -1 (-2: a static member's temporary
-//!   leave, taken as a leave: static membership is not kept). Its **member epoch** becomes
+//!   without one the broker makes one), leaves with -1. Its **member epoch** becomes
 //!   the group epoch once it holds nothing outside its new assignment; until then it stays
 //!   where it was (Kafka's `UNREVOKED_PARTITIONS`), and its assignment is what it holds of the
 //!   new one. A partition the new assignment gives a member while another still holds it
@@ -26,13 +25,23 @@
 //!   group uses the one most of its members name (ties: the first in [`SERVER_ASSIGNORS`];
 //!   none named: `uniform`, Kafka's default).
 //! * A member silent for longer than the broker's session timeout is removed (Kafka's
-//!   `group.consumer.session.timeout.ms`). The rebalance timeout is not enforced: a member
-//!   that never reports a revoked partition keeps it from its new owner until it leaves or
-//!   goes silent.
+//!   `group.consumer.session.timeout.ms`). A member asked to revoke partitions has its
+//!   rebalance timeout (`RebalanceTimeoutMs`) to report them gone, counted from the
+//!   heartbeat whose answer asked it; heartbeats do not reset it, and it starts again only
+//!   once the member gave up what it was asked to and must revoke more. At that deadline a
+//!   member still holding any of them is removed (Kafka fences it: the group epoch goes up,
+//!   its partitions go to their new owners, and its next heartbeat is `UnknownMemberId`).
+//!   Both are done by [`ConsumerGroup::expire`]; [`ConsumerGroup::rebalance_deadline`] says
+//!   when the next rebalance timeout falls due.
+//! * Static members (an `InstanceId`) are Kafka's: one leaving with epoch -2 keeps its
+//!   partitions until its session timeout, for its instance's next member (see
+//!   `static_members`).
 //! * OffsetCommit (v9) and OffsetFetch (v9) are fenced by member epoch as Kafka fences them
 //!   ([`ConsumerGroup::check_commit`], [`ConsumerGroup::check_fetch`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+mod static_members;
 
 /// The assignors the broker runs for the consumer protocol, the default first. `uniform` is
 /// dealt per topic by the native groups' sticky assignor, `range` by their range assignor
@@ -41,8 +50,8 @@ pub const SERVER_ASSIGNORS: [&str; 2] = ["uniform", "range"];
 
 /// The epoch a member leaves with.
 pub const LEAVE_EPOCH: i32 = -1;
-/// The epoch a static member leaves with for a while (Kafka keeps its partitions; here it
-/// leaves).
+/// The epoch a static member leaves with for a while: it keeps its partitions for its
+/// instance's next member.
 pub const STATIC_LEAVE_EPOCH: i32 = -2;
 
 /// Topic name → partitions.
@@ -59,6 +68,10 @@ pub enum ConsumerError {
     FencedMemberEpoch,
     /// A commit or offset fetch with an epoch other than the member's.
     StaleMemberEpoch,
+    /// A join with the instance id of a static member that has not left.
+    UnreleasedInstanceId(String),
+    /// A member id other than the one its instance id now has.
+    FencedInstanceId(String),
 }
 
 /// A ConsumerGroupHeartbeat, decoded; `owned` already by topic name (a topic id the broker
@@ -85,26 +98,33 @@ pub struct HeartbeatRequest {
 /// What the owner must do for a heartbeat before [`ConsumerGroup::finish`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeartbeatStep {
-    /// The member left: leave these native groups, answer with `epoch`.
+    /// The member left: leave these native groups as `native`, answer with `epoch`.
     Left {
         member_id: String,
+        native: String,
         epoch: i32,
         topics: BTreeSet<String>,
     },
-    /// Join (or beat) the native group of each of `topics` and `lingering`, saying the
-    /// member's client holds `holding`, with `assignor` if the native group is new; leave
-    /// those of `dropped`. Then call [`ConsumerGroup::finish`] with what the native groups of
-    /// `topics` gave it.
-    Reconcile {
-        member_id: String,
-        topics: BTreeSet<String>,
-        /// Topics it no longer subscribes to but still holds partitions of: it stays in their
-        /// native groups, so that their new owners wait for its revocation.
-        lingering: BTreeSet<String>,
-        dropped: BTreeSet<String>,
-        holding: Partitions,
-        assignor: &'static str,
-    },
+    Reconcile(Reconcile),
+}
+
+/// Join (or beat) the native group of each of `topics` and `lingering` as `native`, saying
+/// the member's client holds `holding`, with `assignor` if the native group is new; leave
+/// those of `dropped`. Then call [`ConsumerGroup::finish`] with what the native groups of
+/// `topics` gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconcile {
+    pub member_id: String,
+    /// Its name in the native groups: its member id, or for a static member the member id
+    /// of its instance's first member, whose partitions later ones take over.
+    pub native: String,
+    pub topics: BTreeSet<String>,
+    /// Topics it no longer subscribes to but still holds partitions of: it stays in their
+    /// native groups, so that their new owners wait for its revocation.
+    pub lingering: BTreeSet<String>,
+    pub dropped: BTreeSet<String>,
+    pub holding: Partitions,
+    pub assignor: &'static str,
 }
 
 /// The answer to a heartbeat.
@@ -138,9 +158,19 @@ pub struct ConsumerMember {
     pub target: Partitions,
     /// What its client last said it holds.
     owned: Partitions,
-    /// The topics whose native group it is a member of.
+    /// The revocation it was asked for and has not done: its rebalance timer.
+    revoking: Option<Revocation>,
+    /// The topics whose native group it is a member of, and its name there.
     native: BTreeSet<String>,
+    native_id: String,
     last_seen_ms: u64,
+}
+
+/// Partitions a member was asked to revoke, and when it is fenced if it still holds any.
+#[derive(Debug, Clone)]
+struct Revocation {
+    partitions: Partitions,
+    deadline_ms: u64,
 }
 
 /// Kafka's names for a consumer group's states.
@@ -202,11 +232,10 @@ impl ConsumerGroup {
     pub fn state(&self) -> ConsumerGroupState {
         if self.members.is_empty() {
             ConsumerGroupState::Empty
-        } else if self
-            .members
-            .values()
-            .all(|m| m.member_epoch == self.group_epoch)
-        {
+        } else if self.members.values().all(|m| {
+            // A static member gone for a while reconciles when its next member joins.
+            m.member_epoch == self.group_epoch || m.member_epoch == STATIC_LEAVE_EPOCH
+        }) {
             ConsumerGroupState::Stable
         } else {
             ConsumerGroupState::Reconciling
@@ -233,7 +262,8 @@ impl ConsumerGroup {
     ///
     /// # Errors
     /// `InvalidRequest`, `UnsupportedAssignor`, `InvalidRegularExpression` (see
-    /// [`validate`]), `UnknownMemberId` (a non-zero epoch from no member), `FencedMemberEpoch`.
+    /// [`validate`]), `UnknownMemberId` (a non-zero epoch from no member), `FencedMemberEpoch`,
+    /// `UnreleasedInstanceId` and `FencedInstanceId` (see `static_members`).
     pub fn begin(
         &mut self,
         request: HeartbeatRequest,
@@ -241,23 +271,38 @@ impl ConsumerGroup {
         now_ms: u64,
     ) -> Result<HeartbeatStep, ConsumerError> {
         validate(&request)?;
-        if matches!(request.member_epoch, LEAVE_EPOCH | STATIC_LEAVE_EPOCH) {
-            let gone = self
-                .remove(&request.member_id, "left")
-                .ok_or(ConsumerError::UnknownMemberId)?;
-            return Ok(HeartbeatStep::Left {
-                member_id: gone.id,
-                epoch: request.member_epoch,
-                topics: gone.native,
-            });
-        }
         let id = match request.member_id.is_empty() {
             true => self.new_member_id(),
             false => request.member_id.clone(),
         };
-        if request.member_epoch == 0 {
+        let instance = request.instance_id.as_deref();
+        let replaced = match instance {
+            Some(instance) => self.check_instance(&id, instance, request.member_epoch)?,
+            None => None,
+        };
+        if request.member_epoch == STATIC_LEAVE_EPOCH {
+            return self.leave_for_a_while(&id);
+        }
+        if request.member_epoch == LEAVE_EPOCH {
+            let gone = self
+                .remove(&id, "left")
+                .ok_or(ConsumerError::UnknownMemberId)?;
+            return Ok(HeartbeatStep::Left {
+                member_id: gone.id,
+                native: gone.native_id,
+                epoch: LEAVE_EPOCH,
+                topics: gone.native,
+            });
+        }
+        if let Some(previous) = &replaced {
+            self.take_over(previous, &id, now_ms);
+        } else if request.member_epoch == 0 {
             // A join, or a fenced member joining again: it starts over, holding nothing.
-            let rejoined = self.members.remove(&id);
+            // Its native memberships stay its own until it joined them again.
+            let (native, native_id) = match self.members.remove(&id) {
+                Some(rejoined) => (rejoined.native, rejoined.native_id),
+                None => (BTreeSet::new(), id.clone()),
+            };
             let member = ConsumerMember {
                 id: id.clone(),
                 instance_id: None,
@@ -274,7 +319,9 @@ impl ConsumerGroup {
                 assigned: Partitions::new(),
                 target: Partitions::new(),
                 owned: Partitions::new(),
-                native: rejoined.map(|m| m.native).unwrap_or_default(),
+                revoking: None,
+                native,
+                native_id,
                 last_seen_ms: now_ms,
             };
             self.members.insert(id.clone(), member);
@@ -318,25 +365,27 @@ impl ConsumerGroup {
             .difference(&topics)
             .cloned()
             .partition(|t| holding.get(t).is_some_and(|ps| !ps.is_empty()));
-        if changed && request.member_epoch != 0 {
+        let native = member.native_id.clone();
+        if changed && (request.member_epoch != 0 || replaced.is_some()) {
             self.bump(&format!("{id}'s subscription changed"));
         }
-        Ok(HeartbeatStep::Reconcile {
+        Ok(HeartbeatStep::Reconcile(Reconcile {
             member_id: id,
+            native,
             topics,
             lingering,
             dropped,
             holding,
             assignor: self.assignor(),
-        })
+        }))
     }
 
     /// A heartbeat's second half: `granted` is what the native groups give the member now
     /// (topic → partitions), `joined` the topics whose native group it is now a member of
     /// (`lingering` ones included).
-    /// Moves its epoch (see the module docs) and answers. `request_epoch` is the epoch the
-    /// heartbeat came with; `full`: it carried the member's whole state (a join, or its owned
-    /// partitions).
+    /// Moves its epoch (see the module docs), starts or stops its rebalance timer, and
+    /// answers. `request_epoch` is the epoch the heartbeat came with; `full`: it carried the
+    /// member's whole state (a join, or its owned partitions); `now_ms`: when it came.
     pub fn finish(
         &mut self,
         member_id: &str,
@@ -344,6 +393,7 @@ impl ConsumerGroup {
         joined: BTreeSet<String>,
         request_epoch: i32,
         full: bool,
+        now_ms: u64,
     ) -> Option<HeartbeatAnswer> {
         let group_epoch = self.group_epoch;
         let member = self.members.get_mut(member_id)?;
@@ -355,13 +405,21 @@ impl ConsumerGroup {
         let before = (member.member_epoch, member.assigned.clone());
         // What its client may hold: what it reported, and what it was told since.
         let holding = union(&member.owned, &member.assigned);
-        let must_revoke = holding
-            .iter()
-            .any(|(topic, ps)| ps.iter().any(|p| !contains(&granted, topic, *p)));
-        if must_revoke {
+        let (kept, pending) = split(&holding, &granted);
+        if !pending.is_empty() {
             // It keeps what it holds of its new assignment until it reported the rest gone.
-            member.assigned = intersection(&holding, &granted);
+            member.assigned = kept;
+            // Kafka's timer runs from when the member is asked until it gave up all of it.
+            let asked = member.revoking.as_ref();
+            if asked.is_none_or(|r| intersection(&pending, &r.partitions).is_empty()) {
+                let timeout = u64::try_from(member.rebalance_timeout_ms).unwrap_or(0);
+                member.revoking = Some(Revocation {
+                    partitions: pending,
+                    deadline_ms: now_ms.saturating_add(timeout),
+                });
+            }
         } else {
+            member.revoking = None;
             if member.member_epoch != group_epoch {
                 member.previous_epoch = member.member_epoch;
                 member.member_epoch = group_epoch;
@@ -378,20 +436,36 @@ impl ConsumerGroup {
         })
     }
 
-    /// Removes the members silent for longer than the session timeout; each comes back with
-    /// the topics whose native group it must leave.
+    /// Removes the members silent for longer than the session timeout and those whose
+    /// rebalance timeout fell due at or before `now_ms` (see the module docs); each comes
+    /// back as its name in its native groups, with the topics whose native group it must
+    /// leave.
     pub fn expire(&mut self, now_ms: u64) -> Vec<(String, BTreeSet<String>)> {
-        let silent: Vec<String> = self
+        let session_ms = self.session_timeout_ms;
+        let due: Vec<(String, &str)> = self
             .members
             .values()
-            .filter(|m| now_ms.saturating_sub(m.last_seen_ms) > self.session_timeout_ms)
-            .map(|m| m.id.clone())
+            .filter_map(|m| {
+                let cause = if now_ms.saturating_sub(m.last_seen_ms) > session_ms {
+                    "timed out"
+                } else if m.revoking.as_ref().is_some_and(|r| r.deadline_ms <= now_ms) {
+                    "was fenced: it did not revoke within its rebalance timeout"
+                } else {
+                    return None;
+                };
+                Some((m.id.clone(), cause))
+            })
             .collect();
-        silent
-            .into_iter()
-            .filter_map(|id| self.remove(&id, "timed out"))
-            .map(|m| (m.id, m.native))
+        due.into_iter()
+            .filter_map(|(id, cause)| self.remove(&id, cause))
+            .map(|m| (m.native_id, m.native))
             .collect()
+    }
+
+    /// When the earliest rebalance timeout falls due, if any member is asked to revoke.
+    pub fn rebalance_deadline(&self) -> Option<u64> {
+        let revoking = self.members.values().filter_map(|m| m.revoking.as_ref());
+        revoking.map(|r| r.deadline_ms).min()
     }
 
     /// Whether an OffsetCommit may be written, as Kafka's `ConsumerGroup.validateOffsetCommit`:
@@ -563,17 +637,23 @@ fn union(a: &Partitions, b: &Partitions) -> Partitions {
     all
 }
 
+/// The partitions of `a` that are in `b`, and those that are not.
+fn split(a: &Partitions, b: &Partitions) -> (Partitions, Partitions) {
+    let (mut both, mut only) = (Partitions::new(), Partitions::new());
+    for (topic, ps) in a {
+        let (inside, outside): (BTreeSet<u32>, BTreeSet<u32>) =
+            ps.iter().partition(|p| contains(b, topic, **p));
+        for (into, part) in [(&mut both, inside), (&mut only, outside)] {
+            if !part.is_empty() {
+                into.insert(topic.clone(), part);
+            }
+        }
+    }
+    (both, only)
+}
+
 fn intersection(a: &Partitions, b: &Partitions) -> Partitions {
-    a.iter()
-        .filter_map(|(topic, ps)| {
-            let both: BTreeSet<u32> = ps
-                .iter()
-                .copied()
-                .filter(|p| contains(b, topic, *p))
-                .collect();
-            (!both.is_empty()).then(|| (topic.clone(), both))
-        })
-        .collect()
+    split(a, b).0
 }
 
 #[cfg(test)]

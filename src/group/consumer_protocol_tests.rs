@@ -25,43 +25,39 @@ impl Sim {
     fn beat(&mut self, request: HeartbeatRequest) -> Result<HeartbeatAnswer, ConsumerError> {
         let (epoch, full) = (request.member_epoch, request.owned.is_some());
         let existing = self.topics.keys().cloned().collect();
-        let step = self.group.begin(request, &existing, self.now)?;
-        let HeartbeatStep::Reconcile {
+        let step = match self.group.begin(request, &existing, self.now)? {
+            HeartbeatStep::Reconcile(step) => step,
+            HeartbeatStep::Left {
+                member_id,
+                native,
+                topics,
+                epoch,
+            } => {
+                for topic in topics {
+                    let _ = self
+                        .native
+                        .get_mut(&topic)
+                        .unwrap()
+                        .leave(&native, self.now);
+                }
+                return Ok(HeartbeatAnswer {
+                    member_id,
+                    member_epoch: epoch,
+                    assignment: None,
+                });
+            }
+        };
+        let Reconcile {
             member_id,
+            native: name,
             topics,
             lingering,
             dropped,
             holding,
             assignor,
-        } = step
-        else {
-            let HeartbeatStep::Left {
-                member_id,
-                topics,
-                epoch,
-            } = step
-            else {
-                unreachable!()
-            };
-            for topic in topics {
-                let _ = self
-                    .native
-                    .get_mut(&topic)
-                    .unwrap()
-                    .leave(&member_id, self.now);
-            }
-            return Ok(HeartbeatAnswer {
-                member_id,
-                member_epoch: epoch,
-                assignment: None,
-            });
-        };
+        } = step;
         for topic in dropped {
-            let _ = self
-                .native
-                .get_mut(&topic)
-                .unwrap()
-                .leave(&member_id, self.now);
+            let _ = self.native.get_mut(&topic).unwrap().leave(&name, self.now);
         }
         let mut granted = Partitions::new();
         for topic in topics.iter().chain(&lingering) {
@@ -74,7 +70,7 @@ impl Sim {
                 GroupState::new(topic, "g", partitions, assignor, SESSION)
             });
             let held = holding.get(topic).cloned().unwrap_or_default();
-            let assignment = native.join_kafka_member(&member_id, &held, self.now);
+            let assignment = native.join_kafka_member(&name, &held, self.now);
             if topics.contains(topic) {
                 granted.insert(topic.clone(), assignment.partitions.into_iter().collect());
             }
@@ -82,10 +78,46 @@ impl Sim {
         let joined = topics.union(&lingering).cloned().collect();
         Ok(self
             .group
-            .finish(&member_id, granted, joined, epoch, full)
+            .finish(&member_id, granted, joined, epoch, full, self.now)
             .unwrap())
     }
 }
+
+impl Sim {
+    /// The group's expiry at `now`, and the fenced members leaving their native groups as
+    /// the actor makes them: the ids of those removed.
+    fn expire(&mut self, now: u64) -> Vec<String> {
+        self.now = now;
+        let gone = self.group.expire(now);
+        for (member, topics) in &gone {
+            for topic in topics {
+                let _ = self.native.get_mut(topic).unwrap().leave(member, now);
+            }
+        }
+        gone.into_iter().map(|(member, _)| member).collect()
+    }
+
+    /// `a` holds all of `t`, `b` joins, and at [`ASKED`] `a` is told to revoke half of it
+    /// (what it keeps is returned); `a`'s rebalance timeout is [`REBALANCE`].
+    fn asked_to_revoke(&mut self) -> Vec<u32> {
+        let mut a = join("a", &["t"]);
+        a.rebalance_timeout_ms = REBALANCE as i32;
+        self.beat(a).unwrap();
+        self.beat(beat("a", 1, Some(&[("t", &[0, 1, 2, 3])])))
+            .unwrap();
+        self.now = 100;
+        self.beat(join("b", &["t"])).unwrap();
+        self.now = ASKED;
+        let a = self.beat(beat("a", 1, None)).unwrap();
+        assert_eq!(a.member_epoch, 1);
+        assigned(&a)["t"].iter().copied().collect()
+    }
+}
+
+/// `a`'s rebalance timeout in [`Sim::asked_to_revoke`], and when it is asked.
+const REBALANCE: u64 = 5_000;
+const ASKED: u64 = 1_000;
+const ALL: &[(&str, &[u32])] = &[("t", &[0, 1, 2, 3])];
 
 fn join(member: &str, topics: &[&str]) -> HeartbeatRequest {
     HeartbeatRequest {
@@ -377,4 +409,176 @@ fn commits_and_offset_fetches_are_fenced_by_member_epoch() {
         sim.group.check_fetch(Some("b"), 1),
         Err(ConsumerError::UnknownMemberId)
     );
+}
+
+#[test]
+fn a_member_holding_on_to_a_revoked_partition_is_fenced_at_its_rebalance_timeout() {
+    let mut sim = Sim::new();
+    sim.asked_to_revoke();
+    assert_eq!(sim.group.rebalance_deadline(), Some(ASKED + REBALANCE));
+    // It keeps heartbeating, still reporting every partition: that does not reset the timer.
+    for at in [2_000, 4_000, ASKED + REBALANCE - 1] {
+        sim.now = at;
+        let a = sim.beat(beat("a", 1, Some(ALL))).unwrap();
+        assert_eq!(a.member_epoch, 1);
+        assert_eq!(sim.expire(at), Vec::<String>::new(), "not fenced at {at}");
+    }
+    assert_eq!(sim.expire(ASKED + REBALANCE), ["a"]);
+    assert_eq!(
+        sim.group.group_epoch(),
+        3,
+        "the fence bumps the group epoch"
+    );
+    assert_eq!(sim.group.members().count(), 1);
+}
+
+#[test]
+fn after_the_fence_the_partitions_reach_their_new_owner_and_the_fenced_member_is_unknown() {
+    let mut sim = Sim::new();
+    let kept = sim.asked_to_revoke();
+    sim.now = 2_000;
+    assert_eq!(sim.beat(beat("b", 2, None)).unwrap().assignment, None);
+    sim.expire(ASKED + REBALANCE);
+    let b = sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!((b.member_epoch, assigned(&b)), (3, parts(ALL)));
+    // Kafka removed it: its next heartbeat is UNKNOWN_MEMBER_ID, then it joins again.
+    let a = sim.beat(beat("a", 1, Some(&[("t", &kept)])));
+    assert_eq!(a, Err(ConsumerError::UnknownMemberId));
+    let a = sim.beat(join("a", &["t"])).unwrap();
+    assert_eq!((a.member_epoch, assigned(&a)), (4, Partitions::new()));
+}
+
+#[test]
+fn a_member_that_revokes_in_time_is_not_fenced() {
+    let mut sim = Sim::new();
+    let kept = sim.asked_to_revoke();
+    sim.now = ASKED + REBALANCE - 1;
+    let a = sim.beat(beat("a", 1, Some(&[("t", &kept)]))).unwrap();
+    assert_eq!(a.member_epoch, 2);
+    assert_eq!(sim.group.rebalance_deadline(), None);
+    assert_eq!(sim.expire(ASKED + REBALANCE), Vec::<String>::new());
+    // Long after, within the session timeout of both.
+    assert_eq!(sim.expire(SESSION), Vec::<String>::new());
+    assert_eq!(sim.group.group_epoch(), 2);
+}
+
+#[test]
+fn the_rebalance_timer_starts_again_for_a_revocation_asked_after_the_last_was_done() {
+    let mut sim = Sim::new();
+    let mut a = join("a", &["t", "u"]);
+    a.rebalance_timeout_ms = REBALANCE as i32;
+    sim.beat(a).unwrap();
+    sim.beat(join("b", &["t"])).unwrap();
+    sim.now = ASKED;
+    let kept: Vec<u32> = assigned(&sim.beat(beat("a", 1, None)).unwrap())["t"]
+        .iter()
+        .copied()
+        .collect();
+    // It gives up what it was asked to, and in the same heartbeat drops `u`, which it must
+    // now revoke: a new revocation, timed from this heartbeat.
+    let later = ASKED + 3_000;
+    sim.now = later;
+    let mut drop_u = beat("a", 1, Some(&[("t", &kept), ("u", &[0, 1])]));
+    drop_u.subscribed_topic_names = Some(BTreeSet::from(["t".to_owned()]));
+    sim.beat(drop_u).unwrap();
+    assert_eq!(sim.group.rebalance_deadline(), Some(later + REBALANCE));
+    assert_eq!(sim.expire(ASKED + REBALANCE), Vec::<String>::new());
+    assert_eq!(sim.expire(later + REBALANCE), ["a"]);
+}
+
+fn static_join(member: &str, instance: &str) -> HeartbeatRequest {
+    let mut request = join(member, &["t"]);
+    request.instance_id = Some(instance.to_owned());
+    request
+}
+
+fn static_beat(member: &str, instance: &str, epoch: i32) -> HeartbeatRequest {
+    let mut request = beat(member, epoch, None);
+    request.instance_id = Some(instance.to_owned());
+    request
+}
+
+/// Static member `a` (instance `ia`) and `b` share `t`, two partitions each, at epoch 2:
+/// what `a` holds.
+fn static_pair(sim: &mut Sim) -> Vec<u32> {
+    sim.beat(static_join("a", "ia")).unwrap();
+    sim.beat(join("b", &["t"])).unwrap();
+    let a = sim.beat(static_beat("a", "ia", 1)).unwrap();
+    let kept: Vec<u32> = assigned(&a)["t"].iter().copied().collect();
+    sim.beat(beat("a", 1, Some(&[("t", &kept)]))).unwrap();
+    let b = sim.beat(beat("b", 2, Some(&[]))).unwrap();
+    assert_eq!(assigned(&b)["t"].len(), 2);
+    assert_eq!(sim.group.state(), ConsumerGroupState::Stable);
+    kept
+}
+
+#[test]
+fn a_static_member_leaving_for_a_while_keeps_its_partitions_for_its_next_instance() {
+    let mut sim = Sim::new();
+    let kept = static_pair(&mut sim);
+    let left = sim
+        .beat(static_beat("a", "ia", STATIC_LEAVE_EPOCH))
+        .unwrap();
+    assert_eq!(left.member_epoch, STATIC_LEAVE_EPOCH);
+    assert_eq!(sim.group.group_epoch(), 2, "no rebalance");
+    let b = sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!(
+        (b.member_epoch, b.assignment),
+        (2, None),
+        "b gets nothing of a's"
+    );
+    // The instance comes back with a new member id: it takes a's place and partitions.
+    let again = sim.beat(static_join("a2", "ia")).unwrap();
+    assert_eq!(
+        (again.member_epoch, assigned(&again)),
+        (2, parts(&[("t", &kept)]))
+    );
+    assert_eq!(sim.group.group_epoch(), 2);
+    assert_eq!(sim.group.members().count(), 2);
+    // The member id it replaced is fenced.
+    assert!(matches!(
+        sim.beat(static_beat("a", "ia", 2)),
+        Err(ConsumerError::FencedInstanceId(_))
+    ));
+}
+
+#[test]
+fn a_static_member_that_does_not_come_back_leaves_at_its_session_timeout() {
+    let mut sim = Sim::new();
+    static_pair(&mut sim);
+    // Its session timeout runs from its last heartbeat, not from its leave.
+    sim.now = 1_000;
+    sim.beat(static_beat("a", "ia", 2)).unwrap();
+    sim.now = 2_000;
+    sim.beat(static_beat("a", "ia", STATIC_LEAVE_EPOCH))
+        .unwrap();
+    sim.now = SESSION;
+    sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!(sim.expire(1_000 + SESSION), Vec::<String>::new());
+    assert_eq!(sim.expire(1_000 + SESSION + 1), ["a"]);
+    let b = sim.beat(beat("b", 2, None)).unwrap();
+    assert_eq!((b.member_epoch, assigned(&b)), (3, parts(ALL)));
+}
+
+#[test]
+fn an_instance_id_in_use_is_refused_and_changes_nothing() {
+    let mut sim = Sim::new();
+    static_pair(&mut sim);
+    assert!(matches!(
+        sim.beat(static_join("x", "ia")),
+        Err(ConsumerError::UnreleasedInstanceId(_))
+    ));
+    assert!(matches!(
+        sim.beat(static_beat("x", "ia", STATIC_LEAVE_EPOCH)),
+        Err(ConsumerError::FencedInstanceId(_))
+    ));
+    assert_eq!(
+        sim.beat(static_beat("x", "unknown", STATIC_LEAVE_EPOCH)),
+        Err(ConsumerError::UnknownMemberId)
+    );
+    assert_eq!(
+        (sim.group.group_epoch(), sim.group.members().count()),
+        (2, 2)
+    );
+    assert_eq!(sim.beat(static_beat("a", "ia", 2)).unwrap().member_epoch, 2);
 }

@@ -111,7 +111,7 @@ pub fn record_events(stdout: &str) -> usize {
 }
 
 /// The JSON lines of `stdout` that are complete (a chunk may end mid-line).
-fn complete_lines(stdout: &str) -> Vec<Value> {
+pub fn complete_lines(stdout: &str) -> Vec<Value> {
     clients::json_lines(&stdout[..stdout.rfind('\n').map_or(0, |i| i + 1)])
 }
 

@@ -1,8 +1,8 @@
 //! The KIP-848 consumer group protocol over the wire: ConsumerGroupHeartbeat's joins, epochs
-//! and refusals, ConsumerGroupDescribe, the fencing of OffsetCommit and OffsetFetch v9 by
-//! member epoch, and the refusal to mix protocols in one group.
+//! and refusals, the rebalance timeout, ConsumerGroupDescribe, the fencing of OffsetCommit and
+//! OffsetFetch v9 by member epoch, and the refusal to mix protocols in one group.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
@@ -208,6 +208,100 @@ fn a_partition_reaches_a_new_member_only_after_its_owner_gave_it_up() {
         })
         .collect();
     assert_eq!(epochs, [("a".into(), 2, 2), ("b".into(), 2, 2)]);
+}
+
+/// Kafka fences a member that does not revoke within its rebalance timeout: `a` holds on to
+/// the partitions it was asked to give up, heartbeating all along; at its timeout, counted
+/// from the answer that asked, it is removed with no request of its doing it, `b` gets them,
+/// and `a`'s next heartbeat is UNKNOWN_MEMBER_ID.
+#[test]
+fn a_member_holding_on_past_its_rebalance_timeout_is_fenced_and_its_partitions_move() {
+    const REBALANCE: Duration = Duration::from_millis(300);
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let id = topic_id(&mut client);
+    let holding_all = || {
+        let all = TopicPartitions::default()
+            .with_topic_id(uuid(id))
+            .with_partitions(vec![0, 1, 2, 3]);
+        beat("g", "a", 1).with_topic_partitions(Some(vec![all]))
+    };
+    let a = join("g", "a").with_rebalance_timeout_ms(REBALANCE.as_millis() as i32);
+    call(&mut client, a);
+    call(&mut client, join("g", "b"));
+    let asked = Instant::now();
+    let a = call(&mut client, holding_all());
+    assert_eq!(
+        (a.member_epoch, assigned(&a)[0].1.len()),
+        (1, 2),
+        "asked to revoke two"
+    );
+    let (mut a_fenced, mut b_given, mut b_epoch) = (None, None, 2);
+    while a_fenced.is_none() || b_given.is_none() {
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "a fenced after {a_fenced:?}, b given after {b_given:?}"
+        );
+        if a_fenced.is_none() {
+            let a = call(&mut client, holding_all());
+            match a.error_code {
+                0 => assert_eq!(a.member_epoch, 1),
+                e if e == code(ResponseError::UnknownMemberId) => a_fenced = Some(asked.elapsed()),
+                e => panic!("a's heartbeat: error {e}"),
+            }
+        }
+        let b = call(&mut client, beat("g", "b", b_epoch));
+        assert_eq!(b.error_code, 0);
+        b_epoch = b.member_epoch;
+        if b.assignment.is_some() && assigned(&b) == vec![(id, vec![0, 1, 2, 3])] {
+            b_given = Some(asked.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20)); // a heartbeat interval
+    }
+    let (a_fenced, b_given) = (a_fenced.unwrap(), b_given.unwrap());
+    assert!(a_fenced >= REBALANCE, "a fenced after {a_fenced:?}");
+    assert!(
+        b_given >= REBALANCE,
+        "b given the partitions after {b_given:?}"
+    );
+    assert_eq!(b_epoch, 3, "the fence bumped the group epoch");
+}
+
+/// A static member (`group.instance.id`) leaving with epoch -2 keeps its partitions, with no
+/// rebalance, for its instance's next member, which takes them back under a new member id;
+/// the old id is then FENCED_INSTANCE_ID, and an instance id in use is UNRELEASED_INSTANCE_ID.
+#[test]
+fn a_static_member_leaving_for_a_while_gets_its_partitions_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, mut client) = broker(dir.path());
+    let id = topic_id(&mut client);
+    let instance =
+        |request: ConsumerGroupHeartbeatRequest| request.with_instance_id(Some(s("instance")));
+    call(&mut client, instance(join("g", "a")));
+    call(&mut client, join("g", "b"));
+    let kept = assigned(&call(&mut client, instance(beat("g", "a", 1))))[0]
+        .1
+        .clone();
+    let owned = TopicPartitions::default()
+        .with_topic_id(uuid(id))
+        .with_partitions(kept.clone());
+    let a = instance(beat("g", "a", 1)).with_topic_partitions(Some(vec![owned]));
+    assert_eq!(call(&mut client, a).member_epoch, 2);
+    assert_eq!(
+        assigned(&call(&mut client, beat("g", "b", 2)))[0].1.len(),
+        2
+    );
+    let left = call(&mut client, instance(beat("g", "a", -2)));
+    assert_eq!((left.error_code, left.member_epoch), (0, -2));
+    let b = call(&mut client, beat("g", "b", 2));
+    assert_eq!((b.member_epoch, b.assignment), (2, None), "no rebalance");
+    let again = call(&mut client, instance(join("g", "a2")));
+    assert_eq!(again.error_code, 0, "{:?}", again.error_message);
+    assert_eq!(assigned(&again), vec![(id, kept)]);
+    let fenced = call(&mut client, instance(beat("g", "a", 2)));
+    assert_eq!(fenced.error_code, code(ResponseError::FencedInstanceId));
+    let taken = call(&mut client, instance(join("g", "x")));
+    assert_eq!(taken.error_code, code(ResponseError::UnreleasedInstanceId));
 }
 
 #[test]

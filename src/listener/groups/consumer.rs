@@ -51,6 +51,8 @@ pub(super) fn code(e: &ConsumerError) -> i16 {
         ConsumerError::UnknownMemberId => ResponseError::UnknownMemberId,
         ConsumerError::FencedMemberEpoch => ResponseError::FencedMemberEpoch,
         ConsumerError::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
+        ConsumerError::UnreleasedInstanceId(_) => ResponseError::UnreleasedInstanceId,
+        ConsumerError::FencedInstanceId(_) => ResponseError::FencedInstanceId,
     }
     .code()
 }
@@ -59,7 +61,9 @@ fn message(e: &ConsumerError) -> Option<String> {
     match e {
         ConsumerError::InvalidRequest(m)
         | ConsumerError::UnsupportedAssignor(m)
-        | ConsumerError::InvalidRegularExpression(m) => Some(m.clone()),
+        | ConsumerError::InvalidRegularExpression(m)
+        | ConsumerError::UnreleasedInstanceId(m)
+        | ConsumerError::FencedInstanceId(m) => Some(m.clone()),
         _ => None,
     }
 }

@@ -14,7 +14,9 @@
 //!
 //! Requests are served one at a time: a heartbeat holds the mailbox while it joins the native
 //! groups (`ctx.wait`), so epochs never move under a heartbeat in flight. A timer (a few
-//! times per session timeout, at most every 100 ms) removes silent members.
+//! times per session timeout, at most every 100 ms) removes silent members; a wake-up set
+//! for the earliest rebalance timeout after each heartbeat fences a member that did not
+//! revoke in time, so its partitions reach their new owners without waiting for a request.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -26,7 +28,7 @@ use crate::clock::SharedClock;
 use crate::error::Error;
 use crate::group::consumer_protocol::{
     ConsumerError, ConsumerGroup, ConsumerGroupState, ConsumerMember, HeartbeatAnswer,
-    HeartbeatRequest, HeartbeatStep, Partitions,
+    HeartbeatRequest, HeartbeatStep, Partitions, Reconcile,
 };
 use crate::group::{Assignor, GroupOptions};
 
@@ -93,6 +95,8 @@ pub struct ConsumerGroupActor {
     group: ConsumerGroup,
     clock: SharedClock,
     session_timeout: Duration,
+    /// The wake-up for the group's earliest rebalance timeout.
+    fence: Option<SpawnHandle>,
 }
 
 impl std::fmt::Debug for ConsumerGroupActor {
@@ -117,6 +121,7 @@ impl ConsumerGroupActor {
             group: ConsumerGroup::new(name, session_ms, id_nonce),
             clock,
             session_timeout,
+            fence: None,
         }
     }
 
@@ -135,6 +140,21 @@ impl ConsumerGroupActor {
             .flat_map(|(member, topics)| topics.into_iter().map(move |t| (t, member.clone())))
             .collect();
         self.leave_native(ctx, leaves);
+    }
+
+    /// Sets the wake-up for the group's earliest rebalance timeout, replacing the one set.
+    fn wake_for_rebalance_timeout(&mut self, ctx: &mut Context<Self>) {
+        if let Some(set) = self.fence.take() {
+            ctx.cancel_future(set);
+        }
+        if let Some(deadline) = self.group.rebalance_deadline() {
+            let wait = Duration::from_millis(deadline.saturating_sub(self.clock.now_ms()));
+            self.fence = Some(ctx.run_later(wait, |act, ctx| {
+                act.fence = None;
+                act.tick(ctx);
+                act.wake_for_rebalance_timeout(ctx);
+            }));
+        }
     }
 }
 
@@ -171,72 +191,73 @@ impl Handler<ConsumerBeat> for ConsumerGroupActor {
         let epoch = msg.request.member_epoch;
         let full = epoch == 0 || msg.request.owned.is_some();
         let now = self.clock.now_ms();
-        let (member, topics, lingering, dropped, holding, assignor) =
-            match self.group.begin(msg.request, &msg.topics, now) {
-                Err(e) => return Box::pin(async move { Err(e) }),
-                Ok(HeartbeatStep::Left {
+        match self.group.begin(msg.request, &msg.topics, now) {
+            Err(e) => Box::pin(async move { Err(e) }),
+            Ok(HeartbeatStep::Left {
+                member_id,
+                native,
+                epoch,
+                topics,
+            }) => {
+                let leaves = topics.into_iter().map(|t| (t, native.clone())).collect();
+                self.leave_native(ctx, leaves);
+                let answer = HeartbeatAnswer {
                     member_id,
-                    epoch,
-                    topics,
-                }) => {
-                    let leaves = topics.into_iter().map(|t| (t, member_id.clone())).collect();
-                    self.leave_native(ctx, leaves);
-                    let answer = HeartbeatAnswer {
-                        member_id,
-                        member_epoch: epoch,
-                        assignment: None,
-                    };
-                    return serialized(ctx, fut::ready(Ok(answer)));
-                }
-                Ok(HeartbeatStep::Reconcile {
-                    member_id,
-                    topics,
-                    lingering,
-                    dropped,
-                    holding,
-                    assignor,
-                }) => (member_id, topics, lingering, dropped, holding, assignor),
-            };
-        let (broker, group) = (self.broker.clone(), self.name());
-        let options = native_options(assignor);
-        let work = {
-            let member = member.clone();
-            async move {
-                for topic in &dropped {
-                    let _ = broker.leave_group(topic, &group, &member).await;
-                }
-                let (mut granted, mut joined) = (Partitions::new(), BTreeSet::new());
-                for topic in topics.iter().chain(&lingering).cloned() {
-                    let held = holding.get(&topic).cloned().unwrap_or_default();
-                    match broker
-                        .join_group_as_kafka_member(&topic, &group, &member, options, held)
-                        .await
-                    {
-                        Ok(assignment) => {
-                            if topics.contains(&topic) {
-                                let partitions = assignment.partitions.into_iter().collect();
-                                granted.insert(topic.clone(), partitions);
-                            }
-                            joined.insert(topic);
-                        }
-                        // Deleted since it was listed: the next heartbeat no longer sees it.
-                        Err(Error::UnknownTopic { .. }) => {}
-                        Err(e) => tracing::warn!(%group, %member, %topic, error = %e,
-                            "a consumer group member cannot join the native group"),
-                    }
-                }
-                (granted, joined)
+                    member_epoch: epoch,
+                    assignment: None,
+                };
+                serialized(ctx, fut::ready(Ok(answer)))
             }
-        };
-        serialized(
-            ctx,
-            work.into_actor(self).map(move |(granted, joined), act, _| {
-                act.group
-                    .finish(&member, granted, joined, epoch, full)
-                    .ok_or(ConsumerError::UnknownMemberId)
-            }),
-        )
+            Ok(HeartbeatStep::Reconcile(step)) => {
+                let member = step.member_id.clone();
+                let work = reconcile(self.broker.clone(), self.name(), step);
+                serialized(
+                    ctx,
+                    work.into_actor(self)
+                        .map(move |(granted, joined), act, ctx| {
+                            let answer =
+                                act.group.finish(&member, granted, joined, epoch, full, now);
+                            act.wake_for_rebalance_timeout(ctx);
+                            answer.ok_or(ConsumerError::UnknownMemberId)
+                        }),
+                )
+            }
+        }
     }
+}
+
+/// A heartbeat's native half (see [`Reconcile`]): what the native groups give the member,
+/// and the topics whose native group it is a member of.
+async fn reconcile(
+    broker: AsyncNanoKafka,
+    group: String,
+    step: Reconcile,
+) -> (Partitions, BTreeSet<String>) {
+    let (member, options) = (&step.native, native_options(step.assignor));
+    for topic in &step.dropped {
+        let _ = broker.leave_group(topic, &group, member).await;
+    }
+    let (mut granted, mut joined) = (Partitions::new(), BTreeSet::new());
+    for topic in step.topics.iter().chain(&step.lingering).cloned() {
+        let held = step.holding.get(&topic).cloned().unwrap_or_default();
+        match broker
+            .join_group_as_kafka_member(&topic, &group, member, options, held)
+            .await
+        {
+            Ok(assignment) => {
+                if step.topics.contains(&topic) {
+                    let partitions = assignment.partitions.into_iter().collect();
+                    granted.insert(topic.clone(), partitions);
+                }
+                joined.insert(topic);
+            }
+            // Deleted since it was listed: the next heartbeat no longer sees it.
+            Err(Error::UnknownTopic { .. }) => {}
+            Err(e) => tracing::warn!(%group, %member, %topic, error = %e,
+                "a consumer group member cannot join the native group"),
+        }
+    }
+    (granted, joined)
 }
 
 impl Handler<CheckConsumerCommit> for ConsumerGroupActor {
