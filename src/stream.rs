@@ -536,9 +536,7 @@ impl<T: DeserializeOwned> RecordStream<T> {
             };
             // An interval past any instant (`Duration::MAX`) never falls due: only a flush,
             // a leave, a drop or a rebalance sends.
-            let Some(due) = since.checked_add(self.options.commit_interval) else {
-                return None;
-            };
+            let due = since.checked_add(self.options.commit_interval)?;
             if tokio::time::Instant::now().into_std() < due {
                 let timer = self
                     .flush_timer
