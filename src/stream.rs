@@ -95,9 +95,10 @@ impl StreamOptions {
 /// * **Rebalances.** Records are read in a generation of the group. When a poll, or a
 ///   commit refused with `IllegalGeneration` or `UnknownMember`, shows that the group moved
 ///   on, the records still buffered are dropped, and reading resumes at the committed
-///   offsets of the partitions assigned in the new generation: a record not committed
-///   before a rebalance is yielded again after it (by this member or the partition's new
-///   owner), never twice inside one generation.
+///   offsets of the partitions assigned in the new generation (after sending the pending
+///   commits: a partition the member keeps into the very next generation keeps them, see
+///   [`StreamCommitter`]): a record not committed before a rebalance is yielded again after
+///   it (by this member or the partition's new owner), never twice inside one generation.
 /// * **Commits** are fenced like [`crate::Consumer::commit`]: [`RecordStream::commit`] sends
 ///   the generation the record was yielded in, so a record of an older generation is
 ///   refused (`IllegalGeneration`) and cannot overwrite the progress of the partition's new
@@ -402,11 +403,23 @@ impl<T: DeserializeOwned> RecordStream<T> {
         self.member.assignment().generation
     }
 
+    /// The partitions whose pending commits and yielded offsets a rebalance into the next
+    /// generation keeps (`Ledger::entered`): on the embedded broker, those still assigned,
+    /// whose generations are the group's own. On the Kafka backend none: its generations
+    /// are the member's count of assignments, which can miss one of the group's.
+    fn kept_partitions(&self) -> &[u32] {
+        match &self.member {
+            Member::Embedded(m) => &m.assignment().partitions,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => &[],
+        }
+    }
+
     /// Notes in the ledger the records buffered from index `from` on as yielded in the
     /// current generation (they are the caller's once popped; noted a batch at a time).
     fn note_buffered(&self, from: usize) {
         let mut ledger = self.shared.ledger();
-        ledger.entered(self.generation());
+        ledger.entered(self.generation(), self.kept_partitions());
         let mut range: Option<(u32, u64, u64)> = None;
         for (partition, item) in self.buffer.range(from..) {
             let Ok(record) = item else { continue };

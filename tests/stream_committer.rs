@@ -233,30 +233,62 @@ fn dropping_the_stream_sends_its_pending_commits_before_leaving() {
     });
 }
 
+/// Each partition's committed offset for group `g` (absent: no commit).
+async fn committed(bus: &AsyncNanoKafka) -> std::collections::BTreeMap<u32, Option<u64>> {
+    let stats = bus.stats().await.unwrap();
+    stats.topics[TOPIC]
+        .partitions
+        .iter()
+        .map(|p| (p.partition, p.committed.get("g").copied()))
+        .collect()
+}
+
 #[test]
-fn a_rebalance_sends_the_pending_commits_first_and_a_refusal_is_yielded() {
+fn a_rebalance_keeps_the_pending_commits_of_the_partitions_the_member_keeps() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = broker_with(&dir, 20, 1);
+    let broker = broker_with(&dir, 40, 2);
     run(broker.async_handle(), |bus| async move {
         let mut first = open(&bus, "a", NEVER).await;
         let committer = first.committer();
-        read_and_commit(&mut first, &committer, 7).await;
-        // A second member joins: the group rebalances, and the first stream's next poll
-        // sees it.
+        // Read until both partitions gave records, asking to commit each: pending, as the
+        // interval never falls due.
+        let mut last_read = std::collections::BTreeMap::new();
+        while last_read.len() < 2 {
+            let record = next(&mut first).await;
+            committer.commit_record(&record).unwrap();
+            last_read.insert(record.partition, record.offset);
+        }
+        // A second member joins: one partition moves to it, the other stays with "a". The
+        // records "a" buffered before it saw the rebalance come first; it commits them too.
         let _second = open(&bus, "b", NEVER).await;
-        let after = actix_rt::time::timeout(PATIENCE, first.next()).await;
-        // The embedded coordinator moved to the new generation at the join: it refuses the
-        // commit fenced by the old one, the stream says so, and nothing is committed (the
-        // records are read again from offset 0, by whichever member owns the partition).
-        let event = after.expect("an item within the patience bound");
+        let old_generation = first.assignment().generation;
+        let event = loop {
+            let item = actix_rt::time::timeout(PATIENCE, first.next()).await;
+            match item.expect("an item within the patience bound") {
+                Some(Ok(record)) if first.assignment().generation == old_generation => {
+                    committer.commit_record(&record).unwrap();
+                    last_read.insert(record.partition, record.offset);
+                }
+                other => break other,
+            }
+        };
+        let kept = first.assignment().partitions.clone();
+        assert_eq!(kept.len(), 1, "{:?}", first.assignment());
+        // The moved partition's commit is refused (its records are read again by "b"),
+        // and the stream says so; the kept one's stands: "a" held it throughout, so its
+        // records are not read again.
         assert!(
-            matches!(
-                event,
-                Some(Err(Error::IllegalGeneration { generation: 1, .. }))
-            ),
+            matches!(event, Some(Err(Error::IllegalGeneration { .. }))),
             "{event:?}"
         );
-        assert_eq!(lag(&bus, "g").await, 20);
-        assert_eq!(committer.commits_sent(), 1);
+        let committed = committed(&bus).await;
+        for (partition, last) in &last_read {
+            let expected = kept.contains(partition).then_some(last + 1);
+            assert_eq!(committed[partition], expected, "partition {partition}");
+        }
+        // The stream reads the kept partition on from its commit, not again from 0.
+        let record = next(&mut first).await;
+        assert_eq!(record.partition, kept[0]);
+        assert_eq!(record.offset, last_read[&kept[0]] + 1);
     });
 }

@@ -136,9 +136,33 @@ impl Ledger {
         self.generation
     }
 
-    /// The stream reads in `generation` now.
-    pub(super) fn entered(&mut self, generation: u64) {
+    /// The stream reads in `generation` now, holding `kept` of the partitions it held in the
+    /// generation before. When `generation` directly follows the last one, nobody else owned
+    /// a kept partition in between, so what was yielded of it still counts as read by this
+    /// member: its pending commit and its yielded offsets move into the new generation, and
+    /// the rebalance does not make the member read them again (as a Kafka member keeps its
+    /// kept partitions' positions through a cooperative rebalance). A jump of more than one
+    /// generation (an eviction, missed rebalances) moves nothing: the partition may have had
+    /// another owner meanwhile, whose commits must not be overwritten.
+    pub(super) fn entered(&mut self, generation: u64, kept: &[u32]) {
+        let before = self.generation;
         self.generation = generation;
+        if before.checked_add(1) != Some(generation) {
+            return;
+        }
+        for partition in kept {
+            if let Some((g, _)) = self
+                .pending
+                .get_mut(partition)
+                .filter(|(g, _)| *g == before)
+            {
+                *g = generation;
+            }
+            let ranges = self.yielded.get_mut(partition).into_iter().flatten();
+            for (g, _, _) in ranges.filter(|(g, _, _)| *g == before) {
+                *g = generation;
+            }
+        }
     }
 
     pub(super) fn has_pending(&self) -> bool {
@@ -243,7 +267,10 @@ impl CommitTarget {
 /// read again).
 ///
 /// Each commit is fenced by the generation its record was yielded in, as
-/// [`RecordStream::commit`](crate::RecordStream::commit) is. A commit the coordinator
+/// [`RecordStream::commit`](crate::RecordStream::commit) is; on the embedded broker, a
+/// partition the member keeps into the very next generation carries its reads and pending
+/// commit into it, so a rebalance that leaves it with the member does not make it read its
+/// records again (Kafka's cooperative rebalance keeps them too). A commit the coordinator
 /// refuses (`IllegalGeneration`: the group rebalanced first) is dropped, and the stream
 /// yields that error as its next item (or `flush` returns it): its records are read again
 /// from the committed offset, by this member or the partition's new owner.
@@ -325,5 +352,47 @@ impl StreamCommitter {
     /// coalescing saves shows against the commits asked for.
     pub fn commits_sent(&self) -> u64 {
         self.shared.commits_sent.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ledger;
+
+    /// A ledger in generation 1 that yielded offsets 0..=9 of partitions 0 and 1 and has a
+    /// commit of offset 9 pending on each.
+    fn read_both() -> Ledger {
+        let mut ledger = Ledger {
+            generation: 1,
+            ..Ledger::default()
+        };
+        for partition in [0, 1] {
+            ledger.note_yielded(partition, 0, 9);
+            ledger.ask(1, partition, 9);
+        }
+        ledger
+    }
+
+    #[test]
+    fn the_next_generation_keeps_what_was_read_of_the_kept_partitions_only() {
+        let mut ledger = read_both();
+        ledger.entered(2, &[0]);
+        assert_eq!(ledger.pending[&0], (2, 9));
+        assert_eq!(ledger.read_in(0, 5), Some(2));
+        // The partition that moved stays fenced by the generation it was read in.
+        assert_eq!(ledger.pending[&1], (1, 9));
+        assert_eq!(ledger.read_in(1, 5), Some(1));
+    }
+
+    #[test]
+    fn a_jump_over_a_generation_keeps_nothing() {
+        let mut ledger = read_both();
+        // Generation 2 may have given partition 0 to another member, who read on.
+        ledger.entered(3, &[0, 1]);
+        assert_eq!(ledger.pending[&0], (1, 9));
+        assert_eq!(ledger.read_in(0, 5), Some(1));
+        // Entering the same generation again changes nothing either.
+        ledger.entered(3, &[0, 1]);
+        assert_eq!(ledger.read_in(1, 5), Some(1));
     }
 }
