@@ -35,6 +35,7 @@ use rdkafka::ClientContext;
 use super::admin::{partition_count, partition_id};
 use super::{kafka_error, topic_error, KafkaConfig};
 use crate::error::{Error, Result};
+use crate::group::delivery::AttemptNote;
 use crate::group::{Assignment, GroupOptions};
 use crate::types::{Header, Record};
 
@@ -433,6 +434,86 @@ impl KafkaMember {
         Ok(())
     }
 
+    /// Commits `next` as `partition`'s committed offset (Kafka's: the next record to read)
+    /// with `note` as the commit's metadata: a retried record's attempt count. Skipped when
+    /// this generation already committed past `next` (as `commit_forward`); a note of the
+    /// same offset with a later attempt is made.
+    ///
+    /// # Errors
+    /// As [`KafkaMember::commit`].
+    pub(crate) fn commit_note(
+        &mut self,
+        partition: u32,
+        next: u64,
+        note: AttemptNote,
+    ) -> Result<()> {
+        let generation = self.generation();
+        if self.forward.0 != generation {
+            self.forward = (generation, BTreeMap::new());
+        }
+        if self
+            .forward
+            .1
+            .get(&partition)
+            .is_some_and(|&done| done >= next)
+        {
+            return Ok(());
+        }
+        if let Some(refused) = self.not_assigned(partition) {
+            return Err(refused);
+        }
+        let mut list = TopicPartitionList::new();
+        let mut element = list.add_partition(&self.topic, partition_id(partition));
+        let at = Offset::Offset(i64::try_from(next).unwrap_or(i64::MAX));
+        element
+            .set_offset(at)
+            .map_err(|e| kafka_error("commit", e))?;
+        element.set_metadata(note.metadata());
+        self.consumer
+            .commit(&list, CommitMode::Sync)
+            .map_err(|e| self.commit_error(e))?;
+        if let Some(done) = next.checked_sub(1) {
+            let highest = self.forward.1.entry(partition).or_insert(done);
+            *highest = (*highest).max(done);
+        }
+        Ok(())
+    }
+
+    /// Each of `partitions` with its committed offset and the attempt note the commit
+    /// carries, when it has both (see [`AttemptNote`]).
+    ///
+    /// # Errors
+    /// `Kafka` when the committed offsets cannot be read.
+    pub(crate) fn committed_notes(&self, partitions: &[u32]) -> Result<CommittedNotes> {
+        let mut list = TopicPartitionList::new();
+        for &partition in partitions {
+            list.add_partition(&self.topic, partition_id(partition));
+        }
+        let committed = self
+            .consumer
+            .committed_offsets(list, self.timeout)
+            .map_err(|e| topic_error("committed offsets", &self.topic, e))?;
+        let note_of = |partition: u32| {
+            let element = committed.find_partition(&self.topic, partition_id(partition))?;
+            let Offset::Offset(at) = element.offset() else {
+                return None;
+            };
+            Some((
+                u64::try_from(at).ok()?,
+                AttemptNote::parse(element.metadata())?,
+            ))
+        };
+        Ok(partitions.iter().map(|&p| (p, note_of(p))).collect())
+    }
+
+    /// Puts `records`, taken from this member by a poll and not handed over, back first in
+    /// line, in order (a subscription's partition held until its attempt counts are read).
+    pub(crate) fn unread(&mut self, records: Vec<Record<Vec<u8>>>) {
+        for record in records.into_iter().rev() {
+            self.pending.push_front(record);
+        }
+    }
+
     /// Commits `list` (Kafka's next offsets) as this member, without the ownership check:
     /// the flat `commit`, which names no member.
     ///
@@ -493,6 +574,9 @@ impl KafkaMember {
         }
     }
 }
+
+/// Partitions with their committed offset and its attempt note, when they have both.
+pub(crate) type CommittedNotes = Vec<(u32, Option<(u64, AttemptNote)>)>;
 
 /// The longest a leaving member serves its consumer before librdkafka closes it (see
 /// [`KafkaMember::leave`]).

@@ -12,9 +12,12 @@
 //! Differences:
 //! - a held partition is paused in librdkafka; once released it is read again on the next
 //!   poll (a poll already waiting is not cut short, so that can take up to `poll_wait`);
-//! - generations are the member's own count of assignments (see `kafka::member`);
-//! - attempt counts stay in the member's memory (the commits carry no note): after a
-//!   rebalance a record starts again at attempt 1.
+//! - generations are the member's own count of assignments (see `kafka::member`).
+//!
+//! Attempt counts go with the commits as on the embedded broker: a `Retry` commits the
+//! retried record's offset with an [`AttemptNote`] as the commit's metadata, and a new
+//! assignment's partitions are held until their commits are read back. Commits asked for
+//! are made before the member leaves.
 //!
 //! It runs on the arbiter of the code that subscribed and owns a [`KafkaMember`]; every
 //! librdkafka call (poll, commit, seek, close) runs on tokio's blocking pool, so the arbiter
@@ -36,7 +39,7 @@ use crate::actors::subscription::shared::{Flow, LetterFailed, Subscribing};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
 use crate::group::dead_letter::DeadLetter;
-use crate::group::delivery::Batch;
+use crate::group::delivery::{AttemptNote, Batch};
 use crate::group::Assignment;
 use crate::messages::{Delivered, SubscribeOptions, Subscription, SubscriptionEnd, Unsubscribe};
 use crate::types::Record;
@@ -88,6 +91,9 @@ pub(crate) async fn subscribe<T: DeserializeOwned + Send + 'static>(
         options,
         backend,
         generation: assignment.generation,
+        restore: None,
+        commits: 0,
+        end_after_commits: None,
         payload: PhantomData,
     };
     actor.learn(assignment);
@@ -108,6 +114,13 @@ struct KafkaSubscriptionActor<T: DeserializeOwned + Send + 'static> {
     backend: Arc<KafkaBackend>,
     /// The member's generation as last learned.
     generation: u64,
+    /// A generation entered and its partitions, held until their attempt counts are read
+    /// back from their commits (`restore_attempts`).
+    restore: Option<(u64, Vec<u32>)>,
+    /// Commits sent and not yet answered: a leave waits for them.
+    commits: usize,
+    /// An end that waits for `commits` to be answered.
+    end_after_commits: Option<SubscriptionEnd>,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -116,11 +129,61 @@ type Polled = Result<(Vec<Record<Vec<u8>>>, Assignment)>;
 
 impl<T: DeserializeOwned + Send + 'static> KafkaSubscriptionActor<T> {
     /// The member's assignment after a poll: a new generation (reported) drops the rules'
-    /// waits.
+    /// waits and counts; its partitions are held until their counts are read back from
+    /// their commits (`restore_attempts`).
     fn learn(&mut self, assignment: Assignment) {
+        let partitions = assignment.partitions.clone();
         if let Some(generation) = self.flow.report.learn(assignment) {
             self.generation = generation;
             self.flow.rules.enter(generation);
+            if !partitions.is_empty() {
+                self.flow.rules.restore(&partitions);
+                self.restore = Some((generation, partitions));
+            }
+        }
+    }
+
+    /// Reads the attempt counts of the generation last entered back from its partitions'
+    /// commits, then frees each partition (without them when they cannot be read).
+    /// `unread`, records a poll took of partitions now held, go back to the member first,
+    /// so that they are read again, in order, once their partition is free.
+    fn restore_attempts(&mut self, unread: Vec<Record<Vec<u8>>>, ctx: &mut Context<Self>) {
+        let Some((generation, partitions)) = self.restore.take() else {
+            return;
+        };
+        let member = self.member.clone();
+        let all = partitions.clone();
+        let read = blocking(move || {
+            let mut member = lock(&member)?;
+            member.unread(unread);
+            member.committed_notes(&partitions)
+        });
+        ctx.spawn(read.into_actor(self).map(move |read, act, ctx| {
+            let notes = read.unwrap_or_else(|e| {
+                let _span = act.flow.report.span().clone().entered();
+                tracing::warn!(error = %e, "attempt counts not read back: they start at 1");
+                all.into_iter().map(|p| (p, None)).collect()
+            });
+            for (partition, note) in notes {
+                if act.flow.rules.restored(generation, partition, note) {
+                    act.released(partition, ctx);
+                }
+            }
+        }));
+    }
+
+    /// Counts a commit sent; `committed` is called with its answer.
+    fn commit_sent(&mut self) {
+        self.commits += 1;
+    }
+
+    /// A commit was answered: an end that waited for the commits goes on after the last.
+    fn committed(&mut self, ctx: &mut Context<Self>) {
+        self.commits = self.commits.saturating_sub(1);
+        if self.commits == 0 {
+            if let Some(why) = self.end_after_commits.take() {
+                self.end(why, ctx);
+            }
         }
     }
 
@@ -273,7 +336,8 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
 
     /// Polls again if there is a credit, no poll is running and the subscription runs.
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        if !self.flow.start_poll(self.options.max_in_flight) {
+        self.restore_attempts(Vec::new(), ctx);
+        if self.end_after_commits.is_some() || !self.flow.start_poll(self.options.max_in_flight) {
             return;
         }
         let member = self.member.clone();
@@ -291,6 +355,9 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
             match polled {
                 Ok((records, assignment)) => {
                     act.learn(assignment);
+                    if act.restore.is_some() {
+                        return act.restore_attempts(records, ctx);
+                    }
                     act.deliver(records, ctx);
                 }
                 Err(Error::UnknownTopic { .. }) => {
@@ -310,11 +377,35 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
         let Some(offset) = offset else { return };
         let member = self.member.clone();
         let commit = blocking(move || lock(&member)?.commit_forward(partition, offset));
-        ctx.spawn(commit.into_actor(self).map(move |result, act, _| {
+        self.commit_sent();
+        ctx.spawn(commit.into_actor(self).map(move |result, act, ctx| {
             if let Err(error) = result {
                 // A rebalance moved the partition: its new owner re-reads from the last commit.
                 act.flow.report.commit_refused(partition, offset, error);
             }
+            act.committed(ctx);
+        }));
+    }
+
+    /// Commits the retried record's offset (`from`: the records before it are processed)
+    /// with its count (an [`AttemptNote`]).
+    fn commit_retry(
+        &mut self,
+        _: u64,
+        partition: u32,
+        (_, from, attempt): (Option<u64>, u64, u32),
+        ctx: &mut Context<Self>,
+    ) {
+        let member = self.member.clone();
+        let note = AttemptNote(attempt);
+        let commit = blocking(move || lock(&member)?.commit_note(partition, from, note));
+        self.commit_sent();
+        ctx.spawn(commit.into_actor(self).map(move |result, act, ctx| {
+            if let Err(error) = result {
+                let offset = from.saturating_sub(1);
+                act.flow.report.commit_refused(partition, offset, error);
+            }
+            act.committed(ctx);
         }));
     }
 
@@ -363,9 +454,15 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for KafkaSubscriptionActo
         }
     }
 
-    /// Ends the subscription with `why`: leaves the group (on a blocking thread), then stops.
+    /// Ends the subscription with `why`: once the commits sent are answered, leaves the
+    /// group (on a blocking thread), then stops.
     fn end(&mut self, why: SubscriptionEnd, ctx: &mut Context<Self>) {
         if self.flow.ending.is_some() || self.wait_for_answers(&why, ctx) {
+            return;
+        }
+        if self.commits > 0 {
+            // The first end wins.
+            self.end_after_commits.get_or_insert(why);
             return;
         }
         self.flow.ending = Some(why);

@@ -377,7 +377,96 @@ fn dead_letters_keep_the_record_and_say_where_it_came_from(t: &Target) {
     assert_eq!(header("nanokafka.dlq.attempts").as_deref(), Some("2"));
 }
 
+/// A subscriber that reports each batch's (first offset, attempt), retries offset 1 (soon
+/// on its first attempt, after a minute on later ones, so the test decides what comes next)
+/// and commits everything else.
+struct Attempts {
+    seen: mpsc::UnboundedSender<(u64, u32)>,
+}
+
+impl Actor for Attempts {
+    type Context = Context<Self>;
+}
+
+impl Handler<Delivered<u64>> for Attempts {
+    type Result = Ack;
+
+    fn handle(&mut self, batch: Delivered<u64>, _: &mut Context<Self>) -> Ack {
+        let offset = batch.records[0].offset;
+        let _ = self.seen.unbounded_send((offset, batch.attempt));
+        match (offset, batch.attempt) {
+            (1, 1) => Ack::Retry {
+                offset,
+                after: Duration::from_millis(10),
+            },
+            (1, _) => Ack::Retry {
+                offset,
+                after: Duration::from_secs(60),
+            },
+            _ => Ack::Commit,
+        }
+    }
+}
+
+/// Member `member` of group "g" on `topic` as an `Attempts` subscriber, one record a batch;
+/// stops once it has seen `until`, unsubscribes, and returns what it saw.
+async fn attempts_seen(
+    bus: &AsyncNanoKafka,
+    topic: &str,
+    member: &str,
+    until: (u64, u32),
+) -> Vec<(u64, u32)> {
+    let (tx, mut seen_rx) = mpsc::unbounded();
+    let subscriber = Attempts { seen: tx }.start();
+    let options = SubscribeOptions::default()
+        .poll_wait(Duration::from_millis(200))
+        .max_batch(1)
+        .max_in_flight(1)
+        .max_attempts(5);
+    let subscription = bus
+        .subscribe(topic, "g", member, subscriber.recipient(), options)
+        .await
+        .expect("subscribe");
+    let mut seen = Vec::new();
+    while seen.last() != Some(&until) {
+        let next = actix_rt::time::timeout(PATIENCE, seen_rx.next()).await;
+        let Ok(Some(delivery)) = next else {
+            panic!("{member}: no delivery within PATIENCE after {seen:?}");
+        };
+        seen.push(delivery);
+    }
+    // Leaving waits for the retry's commit, which carries the count.
+    subscription.unsubscribe();
+    subscription.ended().await;
+    seen
+}
+
+/// A retried record's attempt count goes with its commit: the member that reads the
+/// partition next delivers it as the next attempt, not as the first.
+fn the_attempt_count_goes_with_the_commit_to_the_next_member(t: &Target) {
+    let topic = t.new_topic("attempts", 1);
+    for value in [0u64, 1] {
+        t.broker().produce(&topic, &value).unwrap();
+    }
+    // tansu 0.6.0 keeps no commit metadata (its OffsetFetch answers none), so there the
+    // count starts again.
+    let next_attempt = if t.is_tansu() { 1 } else { 3 };
+    let bus = t.broker().async_handle();
+    let (first, second) = System::new().block_on(async move {
+        let first = attempts_seen(&bus, &topic, "a", (1, 2)).await;
+        let second = attempts_seen(&bus, &topic, "b", (1, next_attempt)).await;
+        (first, second)
+    });
+    assert_eq!(first, [(0, 1), (1, 1), (1, 2)]);
+    assert_eq!(
+        second,
+        [(1, next_attempt)],
+        "read on from the commit, on the next attempt"
+    );
+}
+
 on_every_target!(
+    the_attempt_count_goes_with_the_commit_to_the_next_member,
     dead_letters_keep_the_record_and_say_where_it_came_from,
     a_subscribed_actor_gets_batches_and_its_acks_commit_them,
     a_retry_keeps_order_and_a_record_that_does_not_decode_ends_the_subscription
