@@ -36,12 +36,14 @@ use super::index::INDEX_INTERVAL_BYTES;
 use super::segment::{LogSegment, ScannedFrame};
 
 mod held;
+mod pool;
 use held::Rest;
 #[cfg(feature = "internals")]
 pub use held::DEFAULT_HELD_BUDGET_BYTES;
 pub(super) use held::MAX_HELD_BYTES;
 pub(super) use held::{Held, Reservation};
 pub use held::{HeldBudget, HELD_BUDGET};
+use pool::Locations;
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
@@ -127,12 +129,18 @@ struct ReadBytes {
     sections: Vec<Vec<u8>>,
 }
 
+impl Drop for ReadBytes {
+    fn drop(&mut self) {
+        pool::give_buffer(std::mem::take(&mut self.buf));
+    }
+}
+
 /// Records returned by [`super::PartitionLog::read`]: verified batches in one buffer, and
 /// where each record returned lies.
 #[derive(Debug, Default)]
 pub struct FetchedRecords {
     bytes: Arc<ReadBytes>,
-    records: Vec<RecordLoc>,
+    records: Locations,
     /// `(start, len)` in `buf` of each batch the records came from.
     batches: Vec<(usize, usize)>,
     pub(super) next_offset: u64,
@@ -251,7 +259,10 @@ impl Collector {
             max_records,
             max_bytes,
             bytes: 0,
-            out: FetchedRecords::empty(offset),
+            out: FetchedRecords {
+                records: Locations(pool::locations()),
+                ..FetchedRecords::empty(offset)
+            },
             sections: Vec::new(),
             rest: Vec::new(),
             rest_lens: Vec::new(),
@@ -455,7 +466,7 @@ pub(super) fn read_segment(
     let mut first_frame = true;
     // The offset the next batch should start at, while batches below `offset` are skipped.
     let mut skipped_to: Option<u64> = None;
-    let mut buf = AlignedBuf::default();
+    let mut buf = pool::buffer();
     loop {
         let asked = want;
         // What `skipped_to` was at `from`, for a read again from there.

@@ -140,6 +140,11 @@ impl AlignedBuf {
     pub fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
     }
+
+    /// The bytes its allocation holds.
+    pub fn capacity(&self) -> usize {
+        self.raw.capacity()
+    }
 }
 
 /// The little-endian `u32` at `buf[at..at + 4]` (the checkpoint and offsets formats).

@@ -1,0 +1,133 @@
+//! The buffers of reads whose records were dropped, kept for the next reads.
+//!
+//! A read's records are handed to the poll's caller, which drops them on its own thread once
+//! it has turned them into what it returns; the next read, on the reading thread, then asked
+//! the allocator for the same sizes again (a ~100 KB read buffer and 48 bytes of location per
+//! record). Fresh allocations of that size came back cold, or consolidated first, and writing
+//! the locations into them took more time than parsing the records. A read now takes the
+//! buffers a dropped read gave back, still warm.
+//!
+//! The pool is bounded: at most [`KEPT`] buffers of each kind, each of at most [`MAX_KEPT_BYTES`]
+//! (larger ones, from reads of large batches, go back to the allocator), so it never keeps more
+//! than a few MB, however many partitions are read.
+
+use std::sync::Mutex;
+
+use super::RecordLoc;
+use crate::storage::fsutil::AlignedBuf;
+
+/// Buffers of each kind the pool keeps.
+pub(super) const KEPT: usize = 4;
+/// The largest buffer the pool keeps, in bytes of capacity.
+pub(super) const MAX_KEPT_BYTES: usize = 512 << 10;
+
+/// Dropped buffers of one kind, most recently dropped last.
+struct Pool<T> {
+    free: Mutex<Vec<T>>,
+}
+
+impl<T> Pool<T> {
+    const fn new() -> Self {
+        Pool {
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take(&self) -> Option<T> {
+        self.free.lock().ok()?.pop()
+    }
+
+    /// Keeps `item`, whose allocation takes `bytes`, unless it has none (an empty read's),
+    /// is too large or the pool is full.
+    fn give(&self, item: T, bytes: usize) {
+        if bytes == 0 || bytes > MAX_KEPT_BYTES {
+            return;
+        }
+        if let Ok(mut free) = self.free.lock() {
+            if free.len() < KEPT {
+                free.push(item);
+            }
+        }
+    }
+}
+
+static LOCATIONS: Pool<Vec<RecordLoc>> = Pool::new();
+static BUFFERS: Pool<AlignedBuf> = Pool::new();
+
+/// An empty vector for a read's record locations, with the capacity a dropped read left.
+pub(super) fn locations() -> Vec<RecordLoc> {
+    LOCATIONS.take().unwrap_or_default()
+}
+
+/// Gives a dropped read's record locations back.
+pub(super) fn give_locations(mut locations: Vec<RecordLoc>) {
+    let bytes = locations.capacity() * std::mem::size_of::<RecordLoc>();
+    locations.clear();
+    LOCATIONS.give(locations, bytes);
+}
+
+/// A read buffer, the allocation of a dropped read's when there is one.
+pub(super) fn buffer() -> AlignedBuf {
+    BUFFERS.take().unwrap_or_default()
+}
+
+/// Gives a dropped read's buffer back.
+pub(super) fn give_buffer(buf: AlignedBuf) {
+    let bytes = buf.capacity();
+    BUFFERS.give(buf, bytes);
+}
+
+/// Record locations that go back to the pool when dropped.
+#[derive(Debug, Default)]
+pub(super) struct Locations(pub(super) Vec<RecordLoc>);
+
+impl Drop for Locations {
+    fn drop(&mut self) {
+        give_locations(std::mem::take(&mut self.0));
+    }
+}
+
+impl std::ops::Deref for Locations {
+    type Target = Vec<RecordLoc>;
+    fn deref(&self) -> &Vec<RecordLoc> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Locations {
+    fn deref_mut(&mut self) -> &mut Vec<RecordLoc> {
+        &mut self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_buffer_is_handed_out_again_and_the_pool_stays_bounded() {
+        // A pool of its own: the shared ones serve the other tests' reads meanwhile.
+        let pool = Pool::<Vec<u8>>::new();
+        pool.give(vec![0; 16], MAX_KEPT_BYTES + 1);
+        pool.give(Vec::new(), 0);
+        assert!(
+            pool.take().is_none(),
+            "a buffer too large or empty is never kept"
+        );
+        let kept = vec![0u8; 1000];
+        let kept_at = kept.as_ptr();
+        pool.give(kept, 1000);
+        assert_eq!(pool.take().map(|b| b.as_ptr()), Some(kept_at));
+        for _ in 0..KEPT * 3 {
+            pool.give(vec![0; 1000], 1000);
+        }
+        assert_eq!(pool.free.lock().unwrap().len(), KEPT);
+    }
+
+    #[test]
+    fn dropped_locations_come_back_empty() {
+        drop(Locations(Vec::with_capacity(1000)));
+        // Another test's read may have taken them meanwhile: whatever comes is empty.
+        assert!(locations().is_empty());
+    }
+}
