@@ -561,12 +561,17 @@ fn buffer_fetched<T: DeserializeOwned>(
     fetched: &crate::partition::Fetched,
 ) {
     let partition = fetched.partition;
-    match fetched.decode::<T>(&m.topic) {
-        Ok(records) => {
-            if let Some(last) = records.last() {
-                m.delivered(partition, last.offset);
+    buffer.reserve(fetched.records.len());
+    let mut last = None;
+    let decoded = fetched.decode_each::<T>(&m.topic, |record| {
+        last = Some(record.offset);
+        buffer.push_back((partition, Ok(record)));
+    });
+    match decoded {
+        Ok(()) => {
+            if let Some(last) = last {
+                m.delivered(partition, last);
             }
-            buffer.extend(records.into_iter().map(|r| (partition, Ok(r))));
         }
         Err(e) => {
             if let Error::Decode { offset, .. } = &e {
