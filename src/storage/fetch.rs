@@ -178,10 +178,12 @@ impl FetchedRecords {
     /// The memory these records keep alive: the bytes read, decompressed sections, and the
     /// records' locations.
     pub(in crate::storage) fn footprint(&self) -> usize {
-        let sections: usize = self.bytes.sections.iter().map(Vec::len).sum();
-        self.bytes.buf.as_slice().len()
+        // Allocations, not the bytes used of them: a buffer a read took from the pool may be
+        // larger than what it read.
+        let sections: usize = self.bytes.sections.iter().map(Vec::capacity).sum();
+        self.bytes.buf.capacity()
             + sections
-            + self.records.len() * std::mem::size_of::<RecordLoc>()
+            + self.records.capacity() * std::mem::size_of::<RecordLoc>()
     }
     /// The offset of the last record returned, if any.
     pub fn last_offset(&self) -> Option<u64> {
@@ -466,7 +468,7 @@ pub(super) fn read_segment(
     let mut first_frame = true;
     // The offset the next batch should start at, while batches below `offset` are skipped.
     let mut skipped_to: Option<u64> = None;
-    let mut buf = pool::buffer();
+    let mut buf = pool::buffer(want);
     loop {
         let asked = want;
         // What `skipped_to` was at `from`, for a read again from there.
@@ -633,7 +635,8 @@ pub(super) fn read_segment(
                 let sections: usize = collector.sections.iter().map(Vec::len).sum();
                 // Tiny records take more to locate than to store: their locations count too.
                 let locations = collector.rest.len() * (std::mem::size_of::<RecordLoc>() + 4);
-                let size = chunk_len + sections + locations;
+                // The whole allocation stays alive, also when it is larger than the chunk.
+                let size = buf.capacity() + sections + locations;
                 let compressed = resume.header.compression() != Ok(Compression::None);
                 if (compressed && collector.rest.is_empty()) || size > MAX_HELD_BYTES {
                     return None;

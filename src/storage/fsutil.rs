@@ -92,7 +92,7 @@ pub fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 }
 
 /// Page size assumed for buffer alignment (x86-64 and most ARM64 Linux kernels).
-const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 
 /// A reusable read buffer whose data starts on a page boundary when the read is a page or
 /// more.

@@ -14,7 +14,7 @@
 use std::sync::Mutex;
 
 use super::RecordLoc;
-use crate::storage::fsutil::AlignedBuf;
+use crate::storage::fsutil::{AlignedBuf, PAGE};
 
 /// Buffers of each kind the pool keeps.
 pub(super) const KEPT: usize = 4;
@@ -35,6 +35,13 @@ impl<T> Pool<T> {
 
     fn take(&self) -> Option<T> {
         self.free.lock().ok()?.pop()
+    }
+
+    /// The most recently given item that `fits`, if any.
+    fn take_if(&self, fits: impl Fn(&T) -> bool) -> Option<T> {
+        let mut free = self.free.lock().ok()?;
+        let at = free.iter().rposition(fits)?;
+        Some(free.swap_remove(at))
     }
 
     /// Keeps `item`, whose allocation takes `bytes`, unless it has none (an empty read's),
@@ -66,9 +73,17 @@ pub(super) fn give_locations(mut locations: Vec<RecordLoc>) {
     LOCATIONS.give(locations, bytes);
 }
 
-/// A read buffer, the allocation of a dropped read's when there is one.
-pub(super) fn buffer() -> AlignedBuf {
-    BUFFERS.take().unwrap_or_default()
+/// A buffer for a read of about `want` bytes: the allocation of a dropped read's when one
+/// holds it without wasting more than half (so a small read, such as a low-rate consumer's,
+/// does not keep a large buffer alive), else a new one.
+pub(super) fn buffer(want: usize) -> AlignedBuf {
+    let fits = |buf: &AlignedBuf| fits(buf.capacity(), want + PAGE);
+    BUFFERS.take_if(fits).unwrap_or_default()
+}
+
+/// Whether an allocation of `capacity` bytes holds `need` without wasting more than half.
+fn fits(capacity: usize, need: usize) -> bool {
+    (need..=need.saturating_mul(2)).contains(&capacity)
 }
 
 /// Gives a dropped read's buffer back.
@@ -122,6 +137,19 @@ mod tests {
             pool.give(vec![0; 1000], 1000);
         }
         assert_eq!(pool.free.lock().unwrap().len(), KEPT);
+    }
+
+    #[test]
+    fn a_read_takes_only_a_buffer_that_it_does_not_leave_half_empty() {
+        let pool = Pool::<Vec<u8>>::new();
+        pool.give(vec![0; 100_000], 100_000);
+        let small = |b: &Vec<u8>| fits(b.len(), 1000 + PAGE);
+        assert!(
+            pool.take_if(small).is_none(),
+            "a small read gets a buffer of its own"
+        );
+        let large = |b: &Vec<u8>| fits(b.len(), 90_000 + PAGE);
+        assert_eq!(pool.take_if(large).map(|b| b.len()), Some(100_000));
     }
 
     #[test]
