@@ -39,7 +39,8 @@ pub struct StreamOptions {
     pub poll_wait: Duration,
     /// How long a [`StreamCommitter`]'s commit may wait to be sent, coalesced with later
     /// ones (default 5 s, Kafka's `auto.commit.interval.ms`; zero sends at the stream's
-    /// next turn). [`RecordStream::commit`] is sent at once.
+    /// next turn; `Duration::MAX`, only on a flush, leave, drop or rebalance).
+    /// [`RecordStream::commit`] is sent at once.
     pub commit_interval: Duration,
 }
 
@@ -533,7 +534,9 @@ impl<T: DeserializeOwned> RecordStream<T> {
                 self.flush_timer = None;
                 return None;
             };
-            let due = since + self.options.commit_interval;
+            // An interval past any instant (`Duration::MAX`) never falls due: only a flush,
+            // a leave, a drop or a rebalance sends.
+            let due = since.checked_add(self.options.commit_interval)?;
             if tokio::time::Instant::now().into_std() < due {
                 let timer = self
                     .flush_timer

@@ -195,6 +195,27 @@ fn the_interval_sends_pending_commits_while_the_stream_is_polled() {
     });
 }
 
+/// An interval past any instant (`Duration::MAX`) never falls due: the stream reads on, and
+/// its commits go only on a flush.
+#[test]
+fn an_endless_interval_sends_commits_only_on_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker_with(&dir, 20, 1);
+    run(broker.async_handle(), |bus| async move {
+        let mut stream = open(&bus, "a", Duration::MAX).await;
+        let committer = stream.committer();
+        read_and_commit(&mut stream, &committer, 5).await;
+        // Past the first batch of 7: the stream polls again with the commits pending.
+        for _ in 0..5 {
+            next(&mut stream).await;
+        }
+        assert_eq!(committer.commits_sent(), 0);
+        assert_eq!(lag(&bus, "g").await, 20);
+        committer.flush().await.unwrap();
+        assert_eq!(lag(&bus, "g").await, 15);
+    });
+}
+
 #[test]
 fn dropping_the_stream_sends_its_pending_commits_before_leaving() {
     let dir = tempfile::tempdir().unwrap();
