@@ -262,7 +262,7 @@ impl Collector {
             max_bytes,
             bytes: 0,
             out: FetchedRecords {
-                records: Locations(pool::locations()),
+                records: Locations(pool::locations(max_records)),
                 ..FetchedRecords::empty(offset)
             },
             sections: Vec::new(),

@@ -33,6 +33,7 @@ impl<T> Pool<T> {
         }
     }
 
+    #[cfg(test)]
     fn take(&self) -> Option<T> {
         self.free.lock().ok()?.pop()
     }
@@ -61,9 +62,18 @@ impl<T> Pool<T> {
 static LOCATIONS: Pool<Vec<RecordLoc>> = Pool::new();
 static BUFFERS: Pool<AlignedBuf> = Pool::new();
 
-/// An empty vector for a read's record locations, with the capacity a dropped read left.
-pub(super) fn locations() -> Vec<RecordLoc> {
-    LOCATIONS.take().unwrap_or_default()
+/// An empty vector for the locations of a read of at most `max_records`, with the capacity a
+/// dropped read left when that is no more than the read can fill (its footprint counts the
+/// capacity: a low-rate consumer's read of one record does not keep a large one alive).
+pub(super) fn locations(max_records: usize) -> Vec<RecordLoc> {
+    LOCATIONS
+        .take_if(|l| holds_at_most(l.capacity(), max_records))
+        .unwrap_or_default()
+}
+
+/// Whether locations of `capacity` are no more than a read of `max_records` can fill.
+fn holds_at_most(capacity: usize, max_records: usize) -> bool {
+    capacity <= max_records
 }
 
 /// Gives a dropped read's record locations back.
@@ -74,16 +84,20 @@ pub(super) fn give_locations(mut locations: Vec<RecordLoc>) {
 }
 
 /// A buffer for a read of about `want` bytes: the allocation of a dropped read's when one
-/// holds it without wasting more than half (so a small read, such as a low-rate consumer's,
-/// does not keep a large buffer alive), else a new one.
+/// holds it without wasting more than a quarter, else a new one. A read's footprint (what
+/// holding it or reading it ahead is charged) counts the whole allocation, so a pooled buffer
+/// much larger than a fresh one (`want` and a page) would put reads that fit
+/// `MAX_HELD_BYTES` past it; and a small read, such as a low-rate consumer's, does not keep a
+/// large buffer alive.
 pub(super) fn buffer(want: usize) -> AlignedBuf {
     let fits = |buf: &AlignedBuf| fits(buf.capacity(), want + PAGE);
     BUFFERS.take_if(fits).unwrap_or_default()
 }
 
-/// Whether an allocation of `capacity` bytes holds `need` without wasting more than half.
+/// Whether an allocation of `capacity` bytes holds `need` without wasting more than a quarter
+/// of `need`.
 fn fits(capacity: usize, need: usize) -> bool {
-    (need..=need.saturating_mul(2)).contains(&capacity)
+    (need..=need.saturating_add(need / 4)).contains(&capacity)
 }
 
 /// Gives a dropped read's buffer back.
@@ -140,7 +154,7 @@ mod tests {
     }
 
     #[test]
-    fn a_read_takes_only_a_buffer_that_it_does_not_leave_half_empty() {
+    fn a_small_read_gets_a_buffer_of_its_own() {
         let pool = Pool::<Vec<u8>>::new();
         pool.give(vec![0; 100_000], 100_000);
         let small = |b: &Vec<u8>| fits(b.len(), 1000 + PAGE);
@@ -153,9 +167,35 @@ mod tests {
     }
 
     #[test]
+    fn a_pooled_buffer_wastes_at_most_a_quarter_of_itself() {
+        // A read's footprint counts its buffer's capacity: a pooled buffer much larger than
+        // a fresh one would push a read that fits the held limit past it.
+        let need = 100_000;
+        assert!(fits(need + need / 4, need));
+        assert!(
+            !fits(need + need / 2, need),
+            "a buffer half as large again as the read is not taken"
+        );
+        assert!(!fits(need - 1, need));
+    }
+
+    #[test]
+    fn a_read_takes_no_locations_larger_than_its_record_limit() {
+        let pool = Pool::<Vec<RecordLoc>>::new();
+        pool.give(Vec::with_capacity(10_000), 10_000 * 48);
+        let small = |l: &Vec<RecordLoc>| holds_at_most(l.capacity(), 1000);
+        assert!(
+            pool.take_if(small).is_none(),
+            "a read of 1000 records never fills 10,000 locations"
+        );
+        pool.give(Vec::with_capacity(800), 800 * 48);
+        assert_eq!(pool.take_if(small).map(|l| l.capacity()), Some(800));
+    }
+
+    #[test]
     fn dropped_locations_come_back_empty() {
         drop(Locations(Vec::with_capacity(1000)));
         // Another test's read may have taken them meanwhile: whatever comes is empty.
-        assert!(locations().is_empty());
+        assert!(locations(1000).is_empty());
     }
 }
