@@ -80,16 +80,14 @@ struct EmbeddedMember {
 struct Ahead {
     /// The answer on its way (a `Mutex` only so that a `Consumer` stays `Sync`).
     reply: Mutex<Pin<Box<dyn Future<Output = Result<Polled>> + Send>>>,
-    generation: u64,
-    positions: BTreeMap<u32, u64>,
+    basis: PollBasis,
     max_records: usize,
 }
 
 impl std::fmt::Debug for Ahead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ahead")
-            .field("generation", &self.generation)
-            .field("positions", &self.positions)
+            .field("basis", &self.basis)
             .field("max_records", &self.max_records)
             .finish_non_exhaustive()
     }
@@ -98,7 +96,7 @@ impl std::fmt::Debug for Ahead {
 impl Ahead {
     /// Sends `request` now; its answer is awaited later.
     fn send(broker: &NanoKafka, request: PollRequest) -> Self {
-        let (generation, positions) = (request.poll.generation, request.poll.positions.clone());
+        let basis = request.basis();
         let max_records = request.poll.max_records;
         let handle = broker.async_handle();
         let mut reply: Pin<Box<dyn Future<Output = Result<Polled>> + Send>> =
@@ -110,8 +108,7 @@ impl Ahead {
         }
         Ahead {
             reply: Mutex::new(reply),
-            generation,
-            positions,
+            basis,
             max_records,
         }
     }
@@ -119,9 +116,7 @@ impl Ahead {
     /// Whether a call for `max_records` from `membership` may take this answer (the checks
     /// made before waiting for it; see [`Ahead`]).
     fn fits(&self, membership: &Membership, max_records: usize) -> bool {
-        max_records >= self.max_records
-            && membership.positions.generation() == self.generation
-            && membership.positions.all() == &self.positions
+        max_records >= self.max_records && membership.reads_from(&self.basis)
     }
 }
 
@@ -146,6 +141,23 @@ pub(crate) struct Membership {
 pub(crate) struct PollRequest {
     poll: ConsumerPoll,
     options: GroupOptions,
+}
+
+/// Where a poll reads from: the generation and positions of the member it was made for. A
+/// poll sent ahead serves only a member that still reads from there (see [`Ahead`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PollBasis {
+    generation: u64,
+    positions: BTreeMap<u32, u64>,
+}
+
+impl PollRequest {
+    pub(crate) fn basis(&self) -> PollBasis {
+        PollBasis {
+            generation: self.poll.generation,
+            positions: self.poll.positions.clone(),
+        }
+    }
 }
 
 /// The answer to a [`PollRequest`]: the batch, and the assignment of the join in between
@@ -190,6 +202,11 @@ impl Membership {
 
     pub(crate) fn generation(&self) -> u64 {
         self.assignment.generation
+    }
+
+    /// Whether a poll made from `basis` reads from where this member is now.
+    pub(crate) fn reads_from(&self, basis: &PollBasis) -> bool {
+        self.positions.generation() == basis.generation && self.positions.all() == &basis.positions
     }
 
     pub(crate) fn position(&self, partition: u32) -> Option<u64> {

@@ -78,10 +78,25 @@ impl Fetched {
     /// `Decode`, naming the first record, when it is not a `T`.
     pub fn decode<T: DeserializeOwned>(&self, topic: &str) -> Result<Vec<Record<T>>> {
         let mut records = Vec::with_capacity(self.records.len());
+        self.decode_each(topic, |record| records.push(record))?;
+        Ok(records)
+    }
+
+    /// As [`Fetched::decode`], handing each record to `take` as it is decoded: a caller that
+    /// keeps them elsewhere (the stream's buffer) does not copy them out of a `Vec` again.
+    ///
+    /// # Errors
+    /// As [`Fetched::decode`].
+    pub fn decode_each<T: DeserializeOwned>(
+        &self,
+        topic: &str,
+        mut take: impl FnMut(Record<T>),
+    ) -> Result<()> {
+        let mut decoded = false;
         for r in self.records.iter() {
             let value = match rmp_serde::from_slice(r.value) {
                 Ok(value) => value,
-                Err(source) if records.is_empty() => {
+                Err(source) if !decoded => {
                     return Err(Error::Decode {
                         topic: topic.to_owned(),
                         partition: self.partition,
@@ -91,9 +106,10 @@ impl Fetched {
                 }
                 Err(_) => break,
             };
-            records.push(self.record(r, value));
+            decoded = true;
+            take(self.record(r, value));
         }
-        Ok(records)
+        Ok(())
     }
 
     fn record<T>(&self, r: RecordRef<'_>, value: T) -> Record<T> {

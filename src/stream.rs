@@ -12,7 +12,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -20,7 +20,7 @@ use futures::{FutureExt, Stream};
 use serde::de::DeserializeOwned;
 
 use crate::async_handle::{AsyncNanoKafka, Engine};
-use crate::consumer::{poll_rejoining, Membership, Polled};
+use crate::consumer::{poll_rejoining, Membership, PollBasis, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
@@ -89,9 +89,11 @@ impl StreamOptions {
 ///   [`StreamOptions::poll_wait`]); an empty answer is followed by the next poll. Polls are
 ///   the member's sign of life: a stream that is not polled for the broker's session
 ///   timeout is evicted, and its next poll joins the group again and reads from the
-///   committed offsets. Nothing is read ahead: a poll in flight is dropped without loss
-///   (positions live in the stream, not in the broker), and so is an answer that a
-///   rebalance made stale before the stream took it.
+///   committed offsets. After a full batch the next poll is sent at once, so that the
+///   partition reads it while the caller takes this one (fetch ahead, as `Consumer` does);
+///   its answer is taken once the buffer is empty, and dropped without loss (positions live
+///   in the stream, not in the broker) when a seek or commit moved the positions since, or
+///   when a rebalance made it stale.
 /// * **Rebalances.** Records are read in a generation of the group. When a poll, or a
 ///   commit refused with `IllegalGeneration` or `UnknownMember`, shows that the group moved
 ///   on, the records still buffered are dropped, and reading resumes at the committed
@@ -149,6 +151,8 @@ pub struct RecordStream<T> {
     buffer: VecDeque<(u32, Result<Record<T>>)>,
     /// The poll in flight.
     polling: Option<BoxFuture<'static, Result<Answer>>>,
+    /// Where the poll in flight reads from (the embedded member's generation and positions).
+    polling_from: Option<PollBasis>,
     /// What this stream yielded in which generation, and its committers' pending commits.
     shared: Arc<Shared>,
     /// The committers' flush in flight, sent by the stream (interval, rebalance).
@@ -268,6 +272,7 @@ impl AsyncNanoKafka {
             options,
             buffer: VecDeque::new(),
             polling: None,
+            polling_from: None,
             shared,
             flushing: None,
             flush_timer: None,
@@ -453,31 +458,59 @@ impl<T: DeserializeOwned> RecordStream<T> {
             // The group moved on: what is buffered belongs to the old generation.
             (Err(Error::IllegalGeneration { .. } | Error::UnknownMember { .. }), _) if current => {
                 self.buffer.clear();
+                // A poll sent ahead in that generation must not hand out its records either.
+                self.polling = None;
             }
             _ => {}
         }
         committed
     }
 
-    /// The next poll, as a future that owns what it needs.
-    fn start_poll(&self) -> BoxFuture<'static, Result<Answer>> {
+    /// The next poll, as a future that owns what it needs, now in flight.
+    fn start_poll(&mut self) -> &mut BoxFuture<'static, Result<Answer>> {
         let (max, wait) = (self.options.max_batch, self.options.poll_wait);
-        match &self.member {
+        let (poll, from) = match &self.member {
             Member::Embedded(m) => {
                 let request = m.poll_request(max, wait);
+                let from = request.basis();
                 let handle = self.handle.clone();
-                async move {
+                let poll = async move {
                     poll_rejoining(&handle, request)
                         .await
                         .map(|polled| Answer::Embedded(Box::new(polled)))
-                }
-                .boxed()
+                };
+                (poll.boxed(), Some(from))
             }
             #[cfg(feature = "kafka")]
             Member::Kafka(k) => {
                 let poll = k.poll(max, wait);
-                async move { poll.await.map(|(r, a)| Answer::Kafka(r, a)) }.boxed()
+                let poll = async move { poll.await.map(|(r, a)| Answer::Kafka(r, a)) };
+                (poll.boxed(), None)
             }
+        };
+        self.polling_from = from;
+        self.polling.insert(poll)
+    }
+
+    /// Sends the next poll now, while the caller takes the full batch just buffered: the
+    /// partition reads on meanwhile. Its answer waits until the buffer is empty.
+    fn send_ahead(&mut self) {
+        let poll = self.start_poll();
+        // The first poll of the future sends the request; `poll_next` polls it again with
+        // its own waker once the buffer is empty.
+        if let Poll::Ready(answer) = poll.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            *poll = futures::future::ready(answer).boxed();
+        }
+    }
+
+    /// Whether the answer of the poll just taken reads from where the member is now: not
+    /// after a seek or a commit moved its positions while the poll was sent ahead.
+    fn answers_from_here(&mut self) -> bool {
+        let from = self.polling_from.take();
+        match &self.member {
+            Member::Embedded(m) => from.is_none_or(|from| m.reads_from(&from)),
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => true,
         }
     }
 
@@ -485,6 +518,8 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// the position moves past it). A new generation drops what is buffered. An answer sent
     /// ahead that the group's rebalance made stale since is dropped (it moved nothing).
     fn take_in(&mut self, answer: Result<Answer>) -> Result<()> {
+        // A full batch decoded whole: more is likely to read, so the next poll goes at once.
+        let mut full = false;
         match (answer?, &mut self.member) {
             (Answer::Embedded(polled), _) if polled.is_stale() => {}
             (Answer::Embedded(polled), Member::Embedded(m)) => {
@@ -496,7 +531,8 @@ impl<T: DeserializeOwned> RecordStream<T> {
                     self.flush_first = self.shared.ledger().has_pending();
                 }
                 if let Some(fetched) = fetched.filter(|_| !self.flush_first) {
-                    buffer_fetched(m, &mut self.buffer, &fetched);
+                    let taken = buffer_fetched(m, &mut self.buffer, &fetched);
+                    full = taken >= self.options.max_batch;
                 }
             }
             #[cfg(feature = "kafka")]
@@ -524,6 +560,8 @@ impl<T: DeserializeOwned> RecordStream<T> {
             // on revocation): the coordinator takes them, or refuses them and the flush's
             // error is yielded.
             self.start_flush();
+        } else if full && self.flushing.is_none() {
+            self.send_ahead();
         }
         Ok(())
     }
@@ -571,24 +609,33 @@ impl<T: DeserializeOwned> RecordStream<T> {
 
 /// An embedded poll's records, decoded from their read buffer into `buffer`; `m`'s position
 /// moves past them (and past a record that does not decode, which goes in as its error).
+/// Returns how many decoded.
 fn buffer_fetched<T: DeserializeOwned>(
     m: &mut Membership,
     buffer: &mut VecDeque<(u32, Result<Record<T>>)>,
     fetched: &crate::partition::Fetched,
-) {
+) -> usize {
     let partition = fetched.partition;
-    match fetched.decode::<T>(&m.topic) {
-        Ok(records) => {
-            if let Some(last) = records.last() {
-                m.delivered(partition, last.offset);
+    buffer.reserve(fetched.records.len());
+    let (mut last, mut taken) = (None, 0);
+    let decoded = fetched.decode_each::<T>(&m.topic, |record| {
+        last = Some(record.offset);
+        taken += 1;
+        buffer.push_back((partition, Ok(record)));
+    });
+    match decoded {
+        Ok(()) => {
+            if let Some(last) = last {
+                m.delivered(partition, last);
             }
-            buffer.extend(records.into_iter().map(|r| (partition, Ok(r))));
+            taken
         }
         Err(e) => {
             if let Error::Decode { offset, .. } = &e {
                 m.delivered(partition, *offset);
             }
             buffer.push_back((partition, Err(e)));
+            0
         }
     }
 }
@@ -636,9 +683,9 @@ impl<T: DeserializeOwned> Stream for RecordStream<T> {
                 }
                 this.flush_first = false;
             }
-            let polling = match &mut this.polling {
-                Some(polling) => polling,
-                None => this.polling.insert(this.start_poll()),
+            let polling = match this.polling {
+                Some(ref mut polling) => polling,
+                None => this.start_poll(),
             };
             let answer = match polling.as_mut().poll(cx) {
                 Poll::Pending => {
@@ -648,6 +695,10 @@ impl<T: DeserializeOwned> Stream for RecordStream<T> {
                 Poll::Ready(answer) => answer,
             };
             this.polling = None;
+            if !this.answers_from_here() {
+                // Sent ahead from positions that moved since: nothing moved, poll again.
+                continue;
+            }
             if let Err(e) = this.take_in(answer) {
                 this.ended = ends_the_stream(&e);
                 return Poll::Ready(Some(Err(e)));

@@ -469,3 +469,45 @@ fn the_largest_batch_and_wait_work() {
         stream.leave().await.unwrap();
     });
 }
+
+// ---- the next poll is sent while the caller takes a full batch; it serves only if nothing moved ----
+
+#[test]
+fn while_the_caller_takes_a_full_batch_the_next_poll_is_already_waiting_for_records() {
+    let (_dir, broker) = broker_with(2, 1);
+    run(broker.async_handle(), |bus| async move {
+        let opts = StreamOptions {
+            max_batch: 2,
+            poll_wait: PATIENCE,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        assert_eq!(next(&mut stream).await.offset, 0);
+        // The batch was full: the poll after it is at the partition before the caller asks.
+        let deadline = Instant::now() + PATIENCE / 2;
+        while bus.stats().await.unwrap().topics[TOPIC].partitions[0].parked_polls == 0 {
+            assert!(Instant::now() < deadline, "no poll was sent ahead");
+            actix_rt::task::yield_now().await;
+        }
+        bus.produce(TOPIC, &2u64).await.unwrap();
+        assert_eq!(next(&mut stream).await.offset, 1);
+        assert_eq!(next(&mut stream).await.offset, 2);
+    });
+}
+
+#[test]
+fn a_commit_past_the_position_while_a_poll_is_sent_ahead_is_where_reading_resumes() {
+    let (_dir, broker) = broker_with(10, 1);
+    run(broker.async_handle(), |bus| async move {
+        let opts = StreamOptions {
+            max_batch: 2,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        assert_eq!(next(&mut stream).await.offset, 0);
+        assert_eq!(next(&mut stream).await.offset, 1);
+        // Committed 6: the answer read ahead from 2 is dropped, records 2..=5 never come.
+        stream.commit_offset(0, 5).await.unwrap();
+        assert_eq!(next(&mut stream).await.offset, 6);
+    });
+}

@@ -36,12 +36,14 @@ use super::index::INDEX_INTERVAL_BYTES;
 use super::segment::{LogSegment, ScannedFrame};
 
 mod held;
+mod pool;
 use held::Rest;
 #[cfg(feature = "internals")]
 pub use held::DEFAULT_HELD_BUDGET_BYTES;
 pub(super) use held::MAX_HELD_BYTES;
 pub(super) use held::{Held, Reservation};
 pub use held::{HeldBudget, HELD_BUDGET};
+use pool::Locations;
 
 /// Bytes read ahead of the requested ones when a read starts from an index entry.
 const READ_SLACK: usize = INDEX_INTERVAL_BYTES as usize + HEADER_LEN;
@@ -127,12 +129,18 @@ struct ReadBytes {
     sections: Vec<Vec<u8>>,
 }
 
+impl Drop for ReadBytes {
+    fn drop(&mut self) {
+        pool::give_buffer(std::mem::take(&mut self.buf));
+    }
+}
+
 /// Records returned by [`super::PartitionLog::read`]: verified batches in one buffer, and
 /// where each record returned lies.
 #[derive(Debug, Default)]
 pub struct FetchedRecords {
     bytes: Arc<ReadBytes>,
-    records: Vec<RecordLoc>,
+    records: Locations,
     /// `(start, len)` in `buf` of each batch the records came from.
     batches: Vec<(usize, usize)>,
     pub(super) next_offset: u64,
@@ -170,10 +178,12 @@ impl FetchedRecords {
     /// The memory these records keep alive: the bytes read, decompressed sections, and the
     /// records' locations.
     pub(in crate::storage) fn footprint(&self) -> usize {
-        let sections: usize = self.bytes.sections.iter().map(Vec::len).sum();
-        self.bytes.buf.as_slice().len()
+        // Allocations, not the bytes used of them: a buffer a read took from the pool may be
+        // larger than what it read.
+        let sections: usize = self.bytes.sections.iter().map(Vec::capacity).sum();
+        self.bytes.buf.capacity()
             + sections
-            + self.records.len() * std::mem::size_of::<RecordLoc>()
+            + self.records.capacity() * std::mem::size_of::<RecordLoc>()
     }
     /// The offset of the last record returned, if any.
     pub fn last_offset(&self) -> Option<u64> {
@@ -251,7 +261,10 @@ impl Collector {
             max_records,
             max_bytes,
             bytes: 0,
-            out: FetchedRecords::empty(offset),
+            out: FetchedRecords {
+                records: Locations(pool::locations(max_records)),
+                ..FetchedRecords::empty(offset)
+            },
             sections: Vec::new(),
             rest: Vec::new(),
             rest_lens: Vec::new(),
@@ -455,7 +468,7 @@ pub(super) fn read_segment(
     let mut first_frame = true;
     // The offset the next batch should start at, while batches below `offset` are skipped.
     let mut skipped_to: Option<u64> = None;
-    let mut buf = AlignedBuf::default();
+    let mut buf = pool::buffer(want);
     loop {
         let asked = want;
         // What `skipped_to` was at `from`, for a read again from there.
@@ -622,7 +635,8 @@ pub(super) fn read_segment(
                 let sections: usize = collector.sections.iter().map(Vec::len).sum();
                 // Tiny records take more to locate than to store: their locations count too.
                 let locations = collector.rest.len() * (std::mem::size_of::<RecordLoc>() + 4);
-                let size = chunk_len + sections + locations;
+                // The whole allocation stays alive, also when it is larger than the chunk.
+                let size = buf.capacity() + sections + locations;
                 let compressed = resume.header.compression() != Ok(Compression::None);
                 if (compressed && collector.rest.is_empty()) || size > MAX_HELD_BYTES {
                     return None;

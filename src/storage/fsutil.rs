@@ -92,7 +92,7 @@ pub fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 }
 
 /// Page size assumed for buffer alignment (x86-64 and most ARM64 Linux kernels).
-const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 
 /// A reusable read buffer whose data starts on a page boundary when the read is a page or
 /// more.
@@ -139,6 +139,11 @@ impl AlignedBuf {
     /// The bytes of the last `read`.
     pub fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
+    }
+
+    /// The bytes its allocation holds.
+    pub fn capacity(&self) -> usize {
+        self.raw.capacity()
     }
 }
 

@@ -193,7 +193,7 @@ impl Held {
                 }
                 let fetched = FetchedRecords {
                     bytes: Arc::clone(&self.bytes),
-                    records: records[..n].to_vec(),
+                    records: super::Locations(records[..n].to_vec()),
                     next_offset: records[n - 1].offset + 1,
                     ..FetchedRecords::default()
                 };
