@@ -93,6 +93,7 @@ use tokio::sync::watch;
 use super::coordinator::{
     CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
 };
+use super::put_off::PutOff;
 use super::topic::{GetGroupRoute, SubscriptionPoll};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -584,6 +585,12 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
 
     fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
         (&self.recipient, &self.join.topic, &self.join.group)
+    }
+
+    /// Started on the coordinator's I/O thread when it is known (`start`).
+    fn answers_put_off(&self) -> Option<Arc<PutOff>> {
+        let coordinator = self.broker.coordinator.as_ref()?;
+        Some(coordinator.io().doorbell.put_off.clone())
     }
 
     /// Polls again if there is a credit, no poll is running and the subscription runs. The
