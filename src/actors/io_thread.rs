@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use futures::FutureExt;
 
+use super::put_off::{keep, PutOff};
 use crate::error::{Error, Result};
 use crate::spin::{self, crowded, now_nanos, spin_until, SpinHistory};
 
@@ -43,11 +44,18 @@ pub struct Doorbell {
     /// The thread is counted among the waiters `spin::crowded` leaves out: from a wake-up of
     /// its runtime to its next park.
     awake: AtomicBool,
+    /// Wake-ups of this thread's tasks put off to its next wake-up (`super::put_off`).
+    pub put_off: Arc<PutOff>,
 }
 
 impl Doorbell {
     pub fn new(idle_spin: Duration) -> Self {
+        Self::with_put_off(idle_spin, PutOff::default())
+    }
+
+    pub(crate) fn with_put_off(idle_spin: Duration, put_off: PutOff) -> Self {
         Doorbell {
+            put_off: Arc::new(put_off),
             rings: AtomicU64::new(0),
             rung_at: AtomicU64::new(0),
             idle_spin,
@@ -67,7 +75,8 @@ impl Doorbell {
     /// Called by the runtime before it parks: returns when rung or after `idle_spin`, or at
     /// once while spinning has not been paying or cannot win.
     fn idle(&self) {
-        if self.idle_spin.is_zero() {
+        // Put-off wake-ups are served now: work is queued, so no spin.
+        if self.put_off.before_park() || self.idle_spin.is_zero() {
             return;
         }
         if !self.awake.load(Ordering::Relaxed) {
@@ -148,7 +157,11 @@ impl IoThread {
     /// Starts an arbiter whose runtime spins up to `idle_spin` before parking. Must be called
     /// inside a running actix System.
     pub fn start(idle_spin: Duration) -> io::Result<Self> {
-        let doorbell = Arc::new(Doorbell::new(idle_spin));
+        Self::start_with(Doorbell::new(idle_spin))
+    }
+
+    pub(crate) fn start_with(doorbell: Doorbell) -> io::Result<Self> {
+        let doorbell = Arc::new(doorbell);
         let (parking, waking) = (doorbell.clone(), doorbell.clone());
         let arbiter = Arbiter::try_with_tokio_rt(move || {
             tokio::runtime::Builder::new_current_thread()
@@ -158,6 +171,7 @@ impl IoThread {
                 .build()
         })?;
         arbiter.spawn_fn(mark_broker_thread);
+        arbiter.spawn(keep(doorbell.put_off.clone()));
         Ok(IoThread { arbiter, doorbell })
     }
 

@@ -5,6 +5,7 @@
 //! - [`broker::BrokerActor`]: root; topic registry, data-dir lock, I/O arbiters.
 //! - [`topic::TopicActor`]: one per topic; routing, partitioner, group registry.
 //! - [`io_thread`]: the I/O arbiters that run the partitions; they spin briefly when idle.
+//! - [`put_off`]: wake-ups of tasks on an I/O thread put off to its next wake-up.
 //! - [`lane`]: each partition's produce lane, which coalesces produces queued behind the one
 //!   in flight into one `Append`.
 //! - [`partition::PartitionActor`]: one per partition, supervised, on an I/O arbiter;
@@ -18,6 +19,7 @@ pub mod coordinator;
 pub mod io_thread;
 pub mod lane;
 pub mod partition;
+pub mod put_off;
 pub mod subscription;
 pub mod supervise;
 pub mod topic;

@@ -93,6 +93,7 @@ use tokio::sync::watch;
 use super::coordinator::{
     CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
 };
+use super::put_off::PutOff;
 use super::topic::{GetGroupRoute, SubscriptionPoll};
 use crate::config::TopicConfig;
 use crate::error::{Error, Result};
@@ -349,7 +350,9 @@ pub struct SubscriptionActor<T: DeserializeOwned + Send + 'static> {
 /// and the subscriber's answer usually comes well within this: the poll that starts then
 /// reads every partition, where one started at once would leave the batch's partition out,
 /// be cut short by the answer and be made again (its fetches and waits twice per batch).
-/// Under a backlog batches are full and the next poll starts at once, as before.
+/// Under a backlog batches are full and the next poll starts at once, as before. On an I/O
+/// thread the answer is served at the thread's next wake-up (`put_off`), so the grace is
+/// longer by the put-off bound: a timer that ran out first would be a wake-up of its own.
 const POLL_GRACE: Duration = Duration::from_millis(2);
 
 impl<T: DeserializeOwned + Send + 'static> std::fmt::Debug for SubscriptionActor<T> {
@@ -446,10 +449,11 @@ impl<T: DeserializeOwned + Send + 'static> SubscriptionActor<T> {
         }
     }
 
-    /// Polls again after [`POLL_GRACE`], or when something else pumps first (the
+    /// Polls again after [`POLL_GRACE`] (and the put-off bound), or when something else pumps first (the
     /// subscriber's answer).
     fn pump_after_grace(&mut self, ctx: &mut Context<Self>) {
-        let later = ctx.run_later(POLL_GRACE, |act, ctx| {
+        let grace = POLL_GRACE + self.answers_put_off().map_or(Duration::ZERO, |p| p.bound());
+        let later = ctx.run_later(grace, |act, ctx| {
             act.deferred_poll = None;
             act.pump(ctx);
         });
@@ -584,6 +588,12 @@ impl<T: DeserializeOwned + Send + 'static> Subscribing for SubscriptionActor<T> 
 
     fn subscriber(&self) -> (&Recipient<Delivered<T>>, &str, &str) {
         (&self.recipient, &self.join.topic, &self.join.group)
+    }
+
+    /// Started on the coordinator's I/O thread when it is known (`start`).
+    fn answers_put_off(&self) -> Option<Arc<PutOff>> {
+        let coordinator = self.broker.coordinator.as_ref()?;
+        Some(coordinator.io().doorbell.put_off.clone())
     }
 
     /// Polls again if there is a credit, no poll is running and the subscription runs. The

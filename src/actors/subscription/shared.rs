@@ -9,11 +9,13 @@
 //! actix.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use tokio::sync::watch;
 
+use crate::actors::put_off::{put_off_wake, PutOff};
 use crate::error::Error;
 use crate::group::dead_letter::{DeadLetter, DeadLetterReason};
 use crate::group::delivery::{self, Batch, Deliveries, Outcome};
@@ -110,6 +112,11 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
     fn flow(&mut self) -> &mut Flow<Self::Kept>;
     /// The subscriber, and the topic and group its batches name.
     fn subscriber(&self) -> (&Recipient<Delivered<Self::Payload>>, &str, &str);
+    /// Where the subscriber's answers are put off to the next wake-up of the thread this
+    /// runs on (`crate::actors::put_off`), if it runs on an I/O thread.
+    fn answers_put_off(&self) -> Option<Arc<PutOff>> {
+        None
+    }
 
     /// Polls again if there is a credit, no poll is running and the subscription runs.
     fn pump(&mut self, ctx: &mut Context<Self>);
@@ -282,6 +289,7 @@ pub(crate) trait Subscribing: Actor<Context = Context<Self>> {
             attempt,
             records,
         });
+        let answer = put_off_wake(answer, self.answers_put_off());
         ctx.spawn(answer.into_actor(self).map(move |answer, act, ctx| {
             let flow = act.flow();
             flow.in_flight -= 1;
