@@ -3,6 +3,8 @@
 //! read API here; the writes, authentication and hostile input in the modules beside it.
 #![cfg(feature = "console")]
 
+#[path = "common/client_batch.rs"]
+mod client_batch;
 #[path = "console/hostile.rs"]
 mod hostile;
 #[path = "console/http.rs"]
