@@ -107,6 +107,36 @@ fn the_console_is_off_unless_asked_and_its_address_needs_a_host() {
             "{bad}: {refused}"
         );
     }
+    let refused = NanoKafka::builder()
+        .data_dir(dir.path())
+        .console_writes(true)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            nanokafka::Error::InvalidArgument {
+                name: "console_writes",
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    let refused = NanoKafka::builder()
+        .kafka_bootstrap("127.0.0.1:1")
+        .console("127.0.0.1:0")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            nanokafka::Error::InvalidArgument {
+                name: "console",
+                ..
+            }
+        ),
+        "{refused}"
+    );
     // A taken port fails the build, with nothing left running (the directory opens again).
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let refused = NanoKafka::builder()
