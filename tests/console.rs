@@ -505,3 +505,25 @@ fn newest_first_shows_the_newest_records_when_the_byte_budget_runs_out() {
     assert!(shown.windows(2).all(|w| w[0] == w[1] + 1), "{shown:?}");
     assert_eq!(page["next_offset"], 10);
 }
+
+#[test]
+fn an_async_built_broker_reports_its_console_and_stops_it_on_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    actix_rt::System::new().block_on(async move {
+        let bus = NanoKafka::builder()
+            .data_dir(&path)
+            .console("127.0.0.1:0")
+            .build_async()
+            .await
+            .unwrap();
+        let addr = bus.console_addr().expect("the console's address");
+        // The blocking client runs off the runtime, as a browser would.
+        let answer = std::thread::spawn(move || get(addr, "/api/overview").status)
+            .join()
+            .unwrap();
+        assert_eq!(answer, 200);
+        bus.shutdown().await.unwrap();
+        assert!(std::net::TcpStream::connect(addr).is_err());
+    });
+}
