@@ -1,0 +1,1 @@
+/* The console pages (placeholder). */
