@@ -42,7 +42,7 @@ function duration(ms) {
 }
 
 const time = (ms) => (ms === null || ms === undefined ? "–"
-  : new Date(ms).toISOString().replace("T", " ").replace("Z", ""));
+  : new Date(ms).toISOString().replace("T", " "));
 
 /** GET (or `init`) an API path; the parsed JSON, or an Error with the API's message. */
 async function api(path, init) {
@@ -111,9 +111,18 @@ function lineChart(box, label, color) {
   const width = () => Math.max(300, box.clientWidth - 4);
   const opts = {
     width: width(), height: 180, legend: { show: false },
-    scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
+    // At least the last minute on the time axis, so that a chart of few or no samples still
+    // reads as seconds rather than as years or milliseconds.
+    scales: {
+      x: { time: true, range: (u, min, max) => {
+        const end = max === null || max === undefined ? Date.now() / 1000 : max;
+        return [Math.min(min ?? end, end - 60), end];
+      } },
+      y: { range: (u, min, max) => [0, Math.max(1, (max || 0) * 1.1)] },
+    },
     series: [{}, { label, stroke: color, fill: color + "22", width: 2, points: { show: false } }],
-    axes: [{ stroke: "#6b7280" }, { stroke: "#6b7280", size: 60 }],
+    axes: [{ stroke: "#6b7280", values: (u, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(11, 19)) },
+      { stroke: "#6b7280", size: 60 }],
   };
   const plot = new uPlot(opts, [[], []], box);
   const chart = {
@@ -359,7 +368,7 @@ function resetForm(group, topics) {
     result.className = "mono";
     try {
       const reply = await post(`/api/groups/${enc(group)}/reset`, body);
-      result.textContent = "Reset: " + reply.offsets.map((o) => `${o.partition} → ${o.offset}`).join(", ");
+      result.textContent = "Reset: " + reply.offsets.map((o) => `partition ${o.partition} → offset ${o.offset}`).join(", ");
     } catch (error) {
       result.className = "mono error";
       result.textContent = error.message;
@@ -384,8 +393,8 @@ const RENDERINGS = ["auto", "text", "json", "msgpack", "hex"];
 const MAX_ROWS = 500; // rows kept while following: the oldest go first
 const MAX_MATCHES = 100;
 
-/** Hex as bytes in groups, 16 to a line. */
-const hexDump = (hex) => (hex.match(/.{1,32}/g) || []).map((line) => line.match(/../g).join(" ")).join("\n");
+/** Hex as bytes, 8 to a line (a line fits the narrowest column). */
+const hexDump = (hex) => (hex.match(/.{1,16}/g) || []).map((line) => line.match(/../g).join(" ")).join("\n");
 const pretty = (value) => JSON.stringify(value, null, 2);
 
 /** A field `{size, truncated, utf8, json, msgpack, hex}` as `mode` asks, or as it best reads. */
@@ -403,7 +412,8 @@ function renderField(f, mode) {
   if (text === null || text === undefined) [kind, text] = [mode === "hex" ? "hex" : `not ${mode}, hex`, hexDump(f.hex)];
   return el("div", { class: "field" }, el("pre", { class: "payload" }, text),
     el("div", { class: "meta" }, `${kind} · ${bytes(f.size)}`, f.truncated
-      ? el("span", { class: "badge badge-warn", data: { test: "truncated" } }, `truncated: ${bytes(f.size)} in full`) : null));
+      ? el("span", { class: "badge badge-warn", data: { test: "truncated" } },
+        `truncated: first ${bytes(f.hex.length / 2)} of ${bytes(f.size)} shown`) : null));
 }
 
 function recordRow(topic, partition, r, mode) {
