@@ -52,6 +52,13 @@ impl NanoKafka {
         self.broker.listener_addr()
     }
 
+    /// The address the web console is bound to (with the port it picked, when asked for
+    /// port 0), or `None` without one. See [`crate::NanoKafkaBuilder::console`].
+    #[cfg(feature = "console")]
+    pub fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.broker.console_addr()
+    }
+
     /// Which backend serves this handle: the embedded broker, or a Kafka cluster.
     pub fn backend(&self) -> crate::types::Backend {
         self.handle.backend()

@@ -62,6 +62,8 @@ mod async_handle;
 mod broker_ref;
 pub mod clock;
 mod config;
+#[cfg(feature = "console")]
+mod console;
 mod consumer;
 mod error;
 mod group;

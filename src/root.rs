@@ -12,6 +12,7 @@
 //! (`open.rs`).
 
 mod builder;
+mod console;
 mod embedded;
 mod open;
 
@@ -43,6 +44,8 @@ pub(crate) struct Running {
     stopped: AtomicBool,
     started: Started,
     listener_addr: Option<SocketAddr>,
+    #[cfg_attr(not(feature = "console"), allow(dead_code))]
+    console_addr: Option<SocketAddr>,
 }
 
 /// What was started, by backend.
@@ -63,20 +66,23 @@ pub(crate) struct EmbeddedBroker {
     thread: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
     /// The Kafka listener, stopped first on shutdown so no client request races the close.
     listener: Mutex<Option<ListenerHandle>>,
+    /// The web console, stopped with the listener.
+    console: Mutex<Option<console::Handle>>,
 }
 
 impl Running {
     /// The blocking handle of what was just started, whose calls `handle` serves.
     fn start(handle: AsyncNanoKafka, started: Started) -> NanoKafka {
-        let listener_addr = match &started {
-            Started::Embedded(e) => e.listener_addr(),
+        let (listener_addr, console_addr) = match &started {
+            Started::Embedded(e) => (e.listener_addr(), e.console_addr()),
             #[cfg(feature = "kafka")]
-            Started::Kafka(_) => None,
+            Started::Kafka(_) => (None, None),
         };
         let running = Arc::new(Running {
             stopped: AtomicBool::new(false),
             started,
             listener_addr,
+            console_addr,
         });
         let weak = Arc::downgrade(&running);
         let handle = handle
@@ -110,9 +116,18 @@ impl EmbeddedBroker {
         listener.as_ref().map(ListenerHandle::addr)
     }
 
-    /// Stops the listener, asks the broker to close every partition, then stops the actor
-    /// system and waits for its thread.
+    fn console_addr(&self) -> Option<SocketAddr> {
+        let console = self.console.lock().ok()?;
+        console.as_ref().map(console::addr)
+    }
+
+    /// Stops the console and the listener, asks the broker to close every partition, then
+    /// stops the actor system and waits for its thread.
     fn close(&self) -> Result<()> {
+        let console = self.console.lock().map(|mut c| c.take()).unwrap_or(None);
+        if let Some(console) = console {
+            console::stop(console);
+        }
         let listener = self.listener.lock().map(|mut l| l.take()).unwrap_or(None);
         if let Some(listener) = listener {
             listener.stop();
@@ -142,6 +157,11 @@ impl RunningBroker for Running {
 
     fn listener_addr(&self) -> Option<SocketAddr> {
         self.listener_addr
+    }
+
+    #[cfg(feature = "console")]
+    fn console_addr(&self) -> Option<SocketAddr> {
+        self.console_addr
     }
 
     fn is_stopped(&self) -> bool {

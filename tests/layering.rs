@@ -77,7 +77,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("actors", &["messages", "actors", "trace", "broker_ref"]),
     ("backend", &["kafka"]),
     ("async handle", &["async_handle"]),
-    ("listener", &["listener"]),
+    ("listener", &["listener", "console"]),
     (
         "handles",
         &["handle", "consumer", "stream", "topic", "table"],

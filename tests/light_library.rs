@@ -1,6 +1,7 @@
 //! The library stays light: a service that depends on `nanokafka` builds none of the
-//! command line's dependencies (its argument parser, log formatter, HTTP server and
-//! Prometheus exporter), whose only user is the `nanokafka-cli` crate in `cli/`. Read from
+//! command line's dependencies (its argument parser, log formatter, HTTP servers, the web
+//! console's among them, and Prometheus exporter), whose only user is the `nanokafka-cli`
+//! crate in `cli/` (the console's web stack comes only with the `console` feature). Read from
 //! `cargo tree` over the library's normal dependencies, as a dependent would build them, and
 //! checked against the binary's tree, where they must show (so the check can fail).
 
@@ -8,12 +9,15 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 /// Crates only the command line may bring: clap, hyper (under the Prometheus exporter's
-/// HTTP listener), the subscriber that formats log lines, and the exporter itself.
+/// HTTP listener), the subscriber that formats log lines, the exporter itself, and the web
+/// console's actix-web (the `console` feature, which the binary enables).
 const CLI_ONLY: &[&str] = &[
     "clap",
     "hyper",
     "tracing-subscriber",
     "metrics-exporter-prometheus",
+    "actix-web",
+    "actix-http",
 ];
 
 /// The crate names in `cargo tree -p PACKAGE -e normal ARGS`, from this workspace's lock

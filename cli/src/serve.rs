@@ -1,6 +1,7 @@
 //! `nanokafka serve`: the broker on a data directory with the Kafka listener on, until SIGINT
 //! or SIGTERM; with `--metrics ADDR`, the broker's metrics (`nanokafka::metrics`) served in
-//! Prometheus's text format over HTTP.
+//! Prometheus's text format over HTTP; with `--console ADDR`, the web console
+//! (docs/console.md), read-only unless `--console-writes`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -102,6 +103,17 @@ pub struct ServeArgs {
     /// (ip:port, e.g. 127.0.0.1:9464; any path answers). Off by default.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
+
+    /// Serve the web console (pages and a JSON API over the topics, records and groups) on
+    /// this address (host:port, the host written out, e.g. 127.0.0.1:8080). With
+    /// --sasl-plain-user it asks for the same user and password. Off unless given.
+    #[arg(long, value_name = "ADDR")]
+    console: Option<String>,
+
+    /// Let the console create, alter and delete topics, produce test records, reset offsets
+    /// and delete records (each after a confirmation, each logged).
+    #[arg(long, requires = "console")]
+    console_writes: bool,
 }
 
 /// A command line that parses but does not make sense; reported like clap's own errors.
@@ -246,6 +258,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if let Some(partitions) = args.num_partitions {
         builder = builder.num_partitions(partitions);
     }
+    if let Some(console) = &args.console {
+        builder = builder
+            .console(console.clone())
+            .console_writes(args.console_writes);
+    }
     let broker = builder.build();
     let broker = match broker {
         Ok(broker) => broker,
@@ -261,6 +278,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
         sasl_plain = sasl,
         "listening on {addr}"
     );
+    if let Some(console) = broker.console_addr() {
+        tracing::info!(
+            writes = args.console_writes,
+            "web console on http://{console}/"
+        );
+    }
     let name = runtime.block_on(wait_for_stop(&mut interrupt, &mut terminate));
     tracing::info!(signal = name, "shutting down");
     drop(runtime);

@@ -432,3 +432,73 @@ fn json_logs_one_object_per_line_with_the_listening_address() {
             .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
     }
 }
+
+/// `GET`/`POST path` on the console at `addr`: the status and the body.
+fn console_http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let body = r#"{"name": "x", "partitions": 1, "confirm": true}"#;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
+
+#[test]
+fn serve_with_console_serves_the_api_and_its_writes_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path());
+    let data_dir = dir.path().to_str().unwrap();
+    let mut served = Process::serve(&[
+        "--data-dir",
+        data_dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--console",
+        "127.0.0.1:0",
+    ]);
+    let listener = served.listening_addr(DEADLINE);
+    let line = served.wait_for_line("the console's address", DEADLINE, |l| {
+        l.contains("web console on")
+    });
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (status, overview) = console_http(addr, "GET", "/api/overview");
+    assert_eq!(status, 200, "{overview}");
+    assert!(overview.contains(r#""name":"before""#), "{overview}");
+    assert!(
+        overview.contains(&format!(r#""listener":"{listener}""#)),
+        "{overview}"
+    );
+    let (status, refused) = console_http(addr, "POST", "/api/topics");
+    assert_eq!(status, 403, "{refused}");
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait(DEADLINE);
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+
+    let (status, stderr) = run(&["serve", "--data-dir", data_dir, "--console-writes"]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    let (status, stderr) = run(&[
+        "serve",
+        "--data-dir",
+        data_dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--console",
+        "8080",
+    ]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:8080"), "{stderr}");
+}

@@ -29,6 +29,9 @@ pub(crate) trait RunningBroker: Send + Sync + std::fmt::Debug {
     fn shutdown(&self) -> Result<()>;
     /// Where its Kafka listener is bound, if it has one.
     fn listener_addr(&self) -> Option<SocketAddr>;
+    /// Where its web console is bound, if it has one.
+    #[cfg(feature = "console")]
+    fn console_addr(&self) -> Option<SocketAddr>;
     /// Whether it was shut down (or is being shut down).
     fn is_stopped(&self) -> bool;
 }

@@ -160,7 +160,7 @@ fn operated(
 }
 
 /// The changes that make `next` of `current`, for the fields Kafka configs reach.
-fn changes_between(current: &TopicConfig, next: &TopicConfig) -> TopicChanges {
+pub(crate) fn changes_between(current: &TopicConfig, next: &TopicConfig) -> TopicChanges {
     let differs = |a: Option<u64>, b: Option<u64>| (a != b).then_some(b);
     TopicChanges {
         retention_ms: differs(current.retention_ms, next.retention_ms),

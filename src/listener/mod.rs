@@ -76,7 +76,11 @@ mod sasl;
 mod server;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
+#[cfg(feature = "console")]
+pub(crate) use config::PlainCredentials;
 pub use config::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
+#[cfg(feature = "console")]
+pub(crate) use incremental_alter_configs::changes_between;
 pub(crate) use server::{bind, ListenerHandle};
 
 /// The APIs and versions the listener serves (`internals` feature).

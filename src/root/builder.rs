@@ -76,6 +76,9 @@ pub struct NanoKafkaBuilder {
     kafka_bootstrap: Option<String>,
     /// librdkafka settings for the Kafka backend, passed through.
     kafka_settings: BTreeMap<String, String>,
+    /// `Some`: serve the web console (the `console` feature).
+    #[cfg(feature = "console")]
+    console: Option<crate::console::ConsoleConfig>,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -100,6 +103,8 @@ impl Default for NanoKafkaBuilder {
             num_partitions: DEFAULT_NUM_PARTITIONS,
             kafka_bootstrap: None,
             kafka_settings: BTreeMap::new(),
+            #[cfg(feature = "console")]
+            console: None,
         }
     }
 }
@@ -171,6 +176,50 @@ impl NanoKafkaBuilder {
     /// Serve Kafka's wire protocol as `config` says (caps, SASL/PLAIN, topic auto-creation).
     pub fn listener(mut self, config: ListenerConfig) -> Self {
         self.listener = Some(config);
+        self
+    }
+
+    /// Serve the web console on `addr` (`host:port` with its host, e.g. `127.0.0.1:8080`;
+    /// port 0 picks a free one, see [`NanoKafka::console_addr`]): pages and a JSON API over
+    /// the broker's topics, records and groups (docs/console.md), read-only unless
+    /// [`NanoKafkaBuilder::console_writes`]. With SASL/PLAIN on the listener, it asks for the
+    /// same user and password (HTTP Basic). Off by default; embedded broker only.
+    #[cfg(feature = "console")]
+    pub fn console(mut self, addr: impl Into<String>) -> Self {
+        let writes = self.console.as_ref().is_some_and(|c| c.writes);
+        let mut config = crate::console::ConsoleConfig::new(addr.into());
+        config.writes = writes;
+        self.console = Some(config);
+        self
+    }
+
+    /// Whether the web console serves its writes (create, alter and delete topics, produce a
+    /// test record, reset offsets, delete records), each after a confirmation and logged;
+    /// default false (they answer 403). Applies to [`NanoKafkaBuilder::console`], given
+    /// before or after.
+    #[cfg(feature = "console")]
+    pub fn console_writes(mut self, enabled: bool) -> Self {
+        match &mut self.console {
+            Some(config) => config.writes = enabled,
+            // Remembered for a `console(addr)` given after this.
+            None if enabled => {
+                let mut config = crate::console::ConsoleConfig::new(String::new());
+                config.writes = enabled;
+                self.console = Some(config);
+            }
+            None => {}
+        }
+        self
+    }
+
+    /// The console's sampler period and idle time (tests shorten them).
+    #[cfg(all(feature = "console", feature = "internals"))]
+    #[doc(hidden)]
+    pub fn console_sampling(mut self, every: Duration, idle_after: Duration) -> Self {
+        if let Some(config) = &mut self.console {
+            config.sample_every = every;
+            config.idle_after = idle_after;
+        }
         self
     }
 
@@ -323,6 +372,22 @@ impl NanoKafkaBuilder {
             }
             listener.consumer_heartbeat_interval = Some(interval);
         }
+        #[cfg(feature = "console")]
+        if let Some(console) = &self.console {
+            if console.addr.is_empty() {
+                return Err(Error::InvalidArgument {
+                    name: "console_writes",
+                    reason: "needs the console: give its address with console(addr)".into(),
+                });
+            }
+            if self.kafka_bootstrap.is_some() {
+                return Err(Error::InvalidArgument {
+                    name: "console",
+                    reason: "the web console serves the embedded broker, not a Kafka cluster"
+                        .into(),
+                });
+            }
+        }
         if self.kafka_bootstrap.is_some() && self.listener.is_some() {
             return Err(Error::InvalidArgument {
                 name: "listen",
@@ -465,6 +530,10 @@ impl NanoKafkaBuilder {
         let listener = self
             .listener
             .map(|config| config.with_num_partitions(num_partitions));
-        super::embedded::start(settings, io, listener.as_ref())
+        #[cfg(feature = "console")]
+        let console = self.console;
+        #[cfg(not(feature = "console"))]
+        let console = None;
+        super::embedded::start(settings, io, listener.as_ref(), console)
     }
 }

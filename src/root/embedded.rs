@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::{EmbeddedBroker, Running, Started};
+use super::{console, EmbeddedBroker, Running, Started};
 use crate::actors::broker::BrokerActor;
 use crate::actors::io_thread::IoThread;
 use crate::actors::BrokerSettings;
@@ -24,16 +24,21 @@ use crate::storage::DataDir;
 pub(super) fn start(
     settings: BrokerSettings,
     (io_threads, idle_spin): (usize, Duration),
-    listener: Option<&ListenerConfig>,
+    listener_config: Option<&ListenerConfig>,
+    console: Option<console::Config>,
 ) -> Result<NanoKafka> {
     let data_dir = DataDir::open(&settings.data_dir)?;
     // Bound before anything starts: a taken port fails the build with nothing running.
-    let listener = listener.map(crate::listener::bind).transpose()?;
+    let listener = listener_config.map(crate::listener::bind).transpose()?;
+    let console = console::bind(console)?;
     let cluster_id = cluster_id(&settings.data_dir);
     let topics = crate::config::load_topics(&data_dir)?;
     let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
     let path = settings.data_dir.clone();
     let clock = settings.clock.clone();
+    let console_facts = console
+        .is_some()
+        .then(|| (settings.clone(), listener_config.cloned()));
     let settings = Arc::new(settings);
     let (started_tx, started_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
@@ -56,7 +61,9 @@ pub(super) fn start(
                     ),
                     None => None,
                 };
-                Ok((addr, listener))
+                let console = console::start(console, console_facts, &addr, listener.as_ref())
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                Ok((addr, listener, console))
             });
             let failed = started.is_err();
             let _ = started_tx.send(started.map(|started| (started, System::current())));
@@ -66,7 +73,7 @@ pub(super) fn start(
             system.run()
         })
         .map_err(|e| Error::io("spawn broker thread", &path, e))?;
-    let ((addr, listener), system) = started_rx
+    let ((addr, listener, console), system) = started_rx
         .recv()
         .map_err(|_| Error::BrokerStopped)?
         .map_err(|e| Error::io("start an I/O thread", &path, e))?;
@@ -81,6 +88,7 @@ pub(super) fn start(
         system,
         thread: Mutex::new(Some(thread)),
         listener: Mutex::new(listener),
+        console: Mutex::new(console),
     };
     Ok(Running::start(handle, Started::Embedded(broker)))
 }

@@ -1,0 +1,185 @@
+//! The web console (`console` feature): pages and a JSON API over a running embedded broker's
+//! topics, records and groups, served by actix-web on the broker's own actix-rt System (its
+//! HTTP workers are actix arbiters; no second runtime). Started by the composition root when
+//! the builder has [`crate::NanoKafkaBuilder::console`], bound before anything starts (a taken
+//! port fails `build`), stopped with the broker. docs/console.md is the API reference.
+//!
+//! It reads the broker through an [`AsyncNanoKafka`] (stats, batch fetches, offsets for
+//! timestamps), never through the Kafka protocol, and every read is bounded by a record count
+//! and a byte budget. Writes (`console_writes`) are refused with 403 unless enabled.
+//!
+//! The parts: `routes` (the server, its routes and limits), `request` (errors, and HTTP Basic
+//! when the listener has SASL/PLAIN), `views` (overview, topics, groups), `records` (record pages and search),
+//! `field` (how a key, value or header is rendered), `sampler` (the charts' series, sampled
+//! only while the API is used), `writes`, and `assets` (the embedded pages).
+
+mod assets;
+mod field;
+mod records;
+mod request;
+mod routes;
+mod sampler;
+mod views;
+mod writes;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::async_handle::AsyncNanoKafka;
+use crate::clock::SharedClock;
+use crate::error::{Error, Result};
+use crate::listener::PlainCredentials;
+
+pub(crate) use sampler::Sampler;
+
+/// How long after the API's last request the sampler that feeds the charts keeps running
+/// (on the broker's clock); the next request starts it again.
+pub const CONSOLE_IDLE_AFTER: Duration = Duration::from_secs(60);
+/// How often the sampler takes a sample.
+pub const CONSOLE_SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// The console's settings, from the builder.
+#[derive(Debug, Clone)]
+pub(crate) struct ConsoleConfig {
+    /// `host:port`; a host is required (`127.0.0.1:8080`, never `:8080`).
+    pub addr: String,
+    /// Whether the write routes (create/alter/delete topic, produce, reset, delete records)
+    /// are served; 403 otherwise.
+    pub writes: bool,
+    /// The sampler's period (tests shorten it).
+    pub sample_every: Duration,
+    /// How long the sampler runs after the last API request.
+    pub idle_after: Duration,
+}
+
+impl ConsoleConfig {
+    pub fn new(addr: String) -> Self {
+        ConsoleConfig {
+            addr,
+            writes: false,
+            sample_every: CONSOLE_SAMPLE_EVERY,
+            idle_after: CONSOLE_IDLE_AFTER,
+        }
+    }
+}
+
+/// What the console reports about the broker beside what its handle answers.
+#[derive(Debug, Clone)]
+pub(crate) struct BrokerFacts {
+    pub data_dir: PathBuf,
+    pub fsync: String,
+    pub listener: Option<SocketAddr>,
+    /// The listener's SASL/PLAIN user: the console then asks for it with HTTP Basic.
+    pub credentials: Option<PlainCredentials>,
+    pub clock: SharedClock,
+    /// When the broker started, on `clock`.
+    pub started_ms: u64,
+}
+
+/// A socket bound before the broker starts.
+#[derive(Debug)]
+pub(crate) struct BoundConsole {
+    socket: std::net::TcpListener,
+    addr: SocketAddr,
+    config: ConsoleConfig,
+}
+
+/// Binds the console's address: `InvalidArgument` for an address without a host, `Io` when
+/// the bind fails. Anything but loopback is logged as a warning.
+pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
+    let invalid = |reason: String| Error::InvalidArgument {
+        name: "console",
+        reason,
+    };
+    match config.addr.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !port.is_empty() => {}
+        _ => {
+            return Err(invalid(format!(
+                "{:?} is not host:port (write the host too, e.g. 127.0.0.1:8080)",
+                config.addr
+            )))
+        }
+    }
+    let path = std::path::Path::new(&config.addr);
+    let socket = std::net::TcpListener::bind(&config.addr)
+        .map_err(|e| Error::io("bind the web console", path, e))?;
+    let addr = socket
+        .local_addr()
+        .and_then(|addr| socket.set_nonblocking(true).map(|()| addr))
+        .map_err(|e| Error::io("set up the web console", path, e))?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, "the web console is bound to a non-loopback address: \
+            any host that can reach it can read every topic");
+    }
+    Ok(BoundConsole {
+        socket,
+        addr,
+        config: config.clone(),
+    })
+}
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct Console {
+    pub broker: AsyncNanoKafka,
+    pub facts: BrokerFacts,
+    pub writes: bool,
+    pub sampler: Arc<Sampler>,
+}
+
+impl BoundConsole {
+    /// Starts serving. Call on a thread with a running actix System (the broker's).
+    ///
+    /// # Errors
+    /// `Io` when the server cannot take the socket.
+    pub fn start(self, broker: AsyncNanoKafka, facts: BrokerFacts) -> Result<ConsoleHandle> {
+        let sampler = Arc::new(Sampler::new(
+            broker.clone(),
+            facts.clock.clone(),
+            self.config.sample_every,
+            self.config.idle_after,
+        ));
+        let console = Arc::new(Console {
+            broker,
+            facts,
+            writes: self.config.writes,
+            sampler,
+        });
+        let addr = self.addr;
+        let server = routes::server(console, self.socket)
+            .map_err(|e| Error::io("start the web console", std::path::Path::new(""), e))?;
+        let handle = server.handle();
+        actix_rt::spawn(server);
+        tracing::info!(%addr, writes = self.config.writes, "web console serving");
+        Ok(ConsoleHandle { addr, handle })
+    }
+}
+
+/// A running console.
+pub(crate) struct ConsoleHandle {
+    addr: SocketAddr,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl std::fmt::Debug for ConsoleHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConsoleHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops the server (requests in flight are dropped) and waits for it. Call off the
+    /// broker's threads, while its System still runs.
+    pub fn stop(self) {
+        futures::executor::block_on(self.handle.stop(false));
+        tracing::info!(addr = %self.addr, "web console stopped");
+    }
+}

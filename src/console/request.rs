@@ -1,0 +1,196 @@
+//! What every request goes through, and how a refusal is answered: [`ApiError`] (a status
+//! and `{"error": "..."}`), and [`Caller`], which every handler takes first: it checks the
+//! credentials when the listener has SASL/PLAIN (HTTP Basic; 401 with
+//! `WWW-Authenticate: Basic realm="nanokafka"`), refuses a URL above [`MAX_URL_BYTES`] (414),
+//! marks the API as in use for the sampler, and carries the peer address the writes log.
+
+use std::future::{ready, Ready};
+use std::net::SocketAddr;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
+use base64::Engine as _;
+use serde_json::json;
+
+use super::Console;
+
+/// The longest URL (path and query string) accepted.
+pub(super) const MAX_URL_BYTES: usize = 8 << 10;
+/// The largest JSON body accepted.
+pub(super) const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// An error answered as `{"error": "..."}` with its status.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub(super) fn bad_body(e: &actix_web::error::JsonPayloadError) -> Self {
+        use actix_web::error::JsonPayloadError as E;
+        match e {
+            E::OverflowKnownLength { .. } | E::Overflow { .. } => Self::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+            ),
+            other => Self::bad_request(format!("bad JSON body: {other}")),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.insert_header((header::WWW_AUTHENTICATE, "Basic realm=\"nanokafka\""));
+        }
+        response.json(json!({ "error": self.message }))
+    }
+}
+
+impl From<crate::error::Error> for ApiError {
+    /// The broker's refusals as HTTP: what does not exist is 404, what is refused 400 or 409.
+    fn from(e: crate::error::Error) -> Self {
+        use crate::error::Error as E;
+        let status = match &e {
+            E::UnknownTopic { .. } | E::UnknownPartition { .. } | E::UnknownGroup { .. } => {
+                StatusCode::NOT_FOUND
+            }
+            E::InvalidArgument { .. }
+            | E::InvalidTopicName { .. }
+            | E::InvalidConfig { .. }
+            | E::KeyRequired { .. }
+            | E::RecordTooLarge { .. } => StatusCode::BAD_REQUEST,
+            E::TopicExists { .. } | E::GroupNotEmpty { .. } => StatusCode::CONFLICT,
+            E::BrokerStopped => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Self::new(status, e.to_string())
+    }
+}
+
+/// Who asked: admitted (credentials checked, URL within its cap) and where from.
+#[derive(Debug)]
+pub(crate) struct Caller {
+    pub peer: Option<SocketAddr>,
+    pub console: web::Data<Console>,
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Ready<Result<Caller, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        ready(admit(req))
+    }
+}
+
+fn admit(req: &HttpRequest) -> Result<Caller, ApiError> {
+    let console = req
+        .app_data::<web::Data<Console>>()
+        .cloned()
+        .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "console not set up"))?;
+    if let Some(credentials) = &console.facts.credentials {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(basic_credentials);
+        let admitted = given.is_some_and(|(user, password)| {
+            // Both compared whole, in constant time, so the timing tells neither.
+            let user_ok = constant_time_eq(user.as_bytes(), credentials.username.as_bytes());
+            let password_ok =
+                constant_time_eq(password.as_bytes(), credentials.password.as_bytes());
+            user_ok & password_ok
+        });
+        if !admitted {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "the console asks for the listener's SASL/PLAIN user and password",
+            ));
+        }
+    }
+    let url_len = req.uri().path().len() + req.uri().query().map_or(0, str::len);
+    if url_len > MAX_URL_BYTES {
+        return Err(ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            format!("the URL is longer than {MAX_URL_BYTES} bytes"),
+        ));
+    }
+    if req.path().starts_with("/api/") {
+        console.sampler.touch();
+    }
+    Ok(Caller {
+        peer: req.peer_addr(),
+        console,
+    })
+}
+
+/// `(user, password)` of an `Authorization: Basic base64(user:password)` header.
+fn basic_credentials(value: &str) -> Option<(String, String)> {
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (user, password) = decoded.split_once(':')?;
+    Some((user.to_owned(), password.to_owned()))
+}
+
+/// Whether `a == b`, in a time that depends on their lengths only.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_credentials_and_comparison() {
+        let header = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("alice:s3:cret")
+        );
+        assert_eq!(
+            basic_credentials(&header),
+            Some(("alice".into(), "s3:cret".into()))
+        );
+        assert_eq!(basic_credentials("Bearer xyz"), None);
+        assert_eq!(basic_credentials("Basic %%%"), None);
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+}

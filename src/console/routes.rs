@@ -1,0 +1,93 @@
+//! The server and its route table, the limits on bodies, query strings and paths (each
+//! refusal a JSON error), and the pages.
+
+use std::sync::Arc;
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+
+use super::request::{ApiError, Caller, MAX_BODY_BYTES};
+use super::{assets, records, views, writes, Console};
+
+/// Builds the server on `socket`; it serves once the returned future is spawned.
+pub(super) fn server(
+    console: Arc<Console>,
+    socket: std::net::TcpListener,
+) -> std::io::Result<actix_web::dev::Server> {
+    let data = web::Data::from(console);
+    Ok(HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(
+                web::JsonConfig::default()
+                    .limit(MAX_BODY_BYTES)
+                    // curl and fetch() without a content type still send JSON here.
+                    .content_type_required(false)
+                    .error_handler(|e, _| ApiError::bad_body(&e).into()),
+            )
+            .app_data(web::QueryConfig::default().error_handler(|e, _| {
+                ApiError::bad_request(format!("bad query string: {e}")).into()
+            }))
+            .app_data(
+                web::PathConfig::default()
+                    .error_handler(|e, _| ApiError::bad_request(format!("bad path: {e}")).into()),
+            )
+            .configure(routes)
+    })
+    // One worker: the console serves a few browser tabs; the broker keeps the cores.
+    .workers(1)
+    // The process's signals belong to the embedding service (or `nanokafka serve`).
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(socket)?
+    .run())
+}
+
+fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(index))
+        .route("/assets/{file:.*}", web::get().to(asset))
+        .route("/api/overview", web::get().to(views::overview))
+        .route("/api/topics", web::post().to(writes::create_topic))
+        .route("/api/topics/{topic}", web::get().to(views::topic))
+        .route("/api/topics/{topic}", web::patch().to(writes::alter_topic))
+        .route(
+            "/api/topics/{topic}",
+            web::delete().to(writes::delete_topic),
+        )
+        .route(
+            "/api/topics/{topic}/partitions/{partition}/records",
+            web::get().to(records::records),
+        )
+        .route(
+            "/api/topics/{topic}/partitions/{partition}/delete-records",
+            web::post().to(writes::delete_records),
+        )
+        .route(
+            "/api/topics/{topic}/records",
+            web::post().to(writes::produce),
+        )
+        .route("/api/topics/{topic}/search", web::get().to(records::search))
+        .route("/api/groups", web::get().to(views::groups))
+        .route("/api/groups/{group}", web::get().to(views::group))
+        .route("/api/groups/{group}/reset", web::post().to(writes::reset))
+        .default_service(web::to(not_found));
+}
+
+async fn index(_: Caller) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(assets::INDEX_HTML)
+}
+
+async fn asset(_: Caller, file: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    let (content_type, body) =
+        assets::asset(&file).ok_or_else(|| ApiError::not_found("no such asset"))?;
+    Ok(HttpResponse::Ok().content_type(content_type).body(body))
+}
+
+async fn not_found(_: Caller, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::not_found(format!(
+        "no route for {} {}",
+        req.method(),
+        req.path()
+    )))
+}

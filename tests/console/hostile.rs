@@ -1,0 +1,91 @@
+//! Input a browser would not send: every bad parameter a 400 with a JSON error, huge offsets
+//! answered with what exists, oversized URLs and bodies refused, and the broker unchanged.
+
+use nanokafka::NanoKafka;
+use serde_json::json;
+
+use super::http::{get, request};
+use super::{manual_clock, offsets, produce_raw, topic, with_console};
+
+#[test]
+fn bad_parameters_are_400s_and_huge_offsets_answer_the_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clock, builder) = manual_clock();
+    let (broker, addr) = with_console(dir.path(), builder);
+    broker.create_topic("t", topic(1)).unwrap();
+    produce_raw(&broker, &clock, "t", &[b"a", b"b"]);
+    let base = "/api/topics/t/partitions/0/records";
+    for bad in [
+        "",
+        "?offset=-1",
+        "?offset=1&newest=true",
+        "?offset=1&timestamp=5",
+        "?offset=abc",
+        "?offset=99999999999999999999999",
+        "?offset=0&limit=0",
+        "?offset=0&limit=501",
+        "?offset=0&max_bytes=8388609",
+        "?offset=0&max_field_bytes=0",
+        "?offset=%zz",
+    ] {
+        let answer = get(addr, &format!("{base}{bad}"));
+        assert_eq!(answer.status, 400, "{bad}");
+        assert!(!answer.error().is_empty(), "{bad}");
+    }
+    let page = get(addr, &format!("{base}?offset={}", u64::MAX)).json();
+    assert_eq!(
+        (
+            offsets(&page),
+            page["log_start"].clone(),
+            page["log_end"].clone(),
+            page["next_offset"].clone()
+        ),
+        (vec![], json!(0), json!(2), json!(2))
+    );
+    assert_eq!(
+        get(addr, "/api/topics/t/partitions/7/records?offset=0").status,
+        404
+    );
+    assert_eq!(
+        get(addr, "/api/topics/t/partitions/-1/records?offset=0").status,
+        400
+    );
+    assert_eq!(
+        get(
+            addr,
+            "/api/topics/t/partitions/99999999999/records?offset=0"
+        )
+        .status,
+        400
+    );
+    assert_eq!(get(addr, "/api/topics/n%zzope").status, 404);
+    assert_eq!(get(addr, "/api/topics/%F0%28%8C%28").status, 404);
+    // Nothing changed.
+    assert_eq!(
+        broker.stats().unwrap().topics["t"].partitions[0].log_end_offset,
+        2
+    );
+}
+
+#[test]
+fn oversized_urls_and_bodies_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = with_console(dir.path(), NanoKafka::builder().console_writes(true));
+    let long = format!("/api/overview?pad={}", "x".repeat(9 << 10));
+    let answer = get(addr, &long);
+    assert!(
+        answer.status == 414 || answer.status == 431,
+        "{}",
+        answer.status
+    );
+    let body = format!(
+        r#"{{"name": "big", "partitions": 1, "confirm": true, "pad": "{}"}}"#,
+        "x".repeat(1 << 20)
+    );
+    let answer = request(addr, "POST", "/api/topics", Some(&body), &[]);
+    assert_eq!(answer.status, 413);
+    let answer = request(addr, "POST", "/api/topics", Some("{not json"), &[]);
+    assert_eq!(answer.status, 400);
+    assert!(answer.error().contains("JSON"));
+    assert!(broker.list_topics().unwrap().is_empty());
+}
