@@ -56,7 +56,10 @@ impl Browser {
     pub fn start() -> Option<Browser> {
         if let Some(why) = missing_program() {
             let under_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
-            assert!(!under_ci, "CI must run the console's browser tests, but {why}");
+            assert!(
+                !under_ci,
+                "CI must run the console's browser tests, but {why}"
+            );
             eprintln!(
                 "skipping the console's browser tests: {why} \
                  (`apt-get install chromium chromium-driver`, as `bash .ci/run` does)"
@@ -146,7 +149,12 @@ impl Browser {
     pub fn texts(&self, css: &str) -> Vec<String> {
         self.runtime.block_on(async {
             let mut texts = Vec::new();
-            for element in self.client.find_all(Locator::Css(css)).await.unwrap_or_default() {
+            for element in self
+                .client
+                .find_all(Locator::Css(css))
+                .await
+                .unwrap_or_default()
+            {
                 texts.push(element.text().await.unwrap_or_default());
             }
             texts
@@ -188,39 +196,66 @@ impl Browser {
         });
     }
 
-    /// Replaces the value of the input `css` matches with `value`.
+    /// Replaces the value of the input `css` matches with `value`, waiting for it to be there.
     pub fn fill(&self, css: &str, value: &str) {
-        self.runtime.block_on(async {
-            let element = self
-                .client
-                .find(Locator::Css(css))
-                .await
-                .unwrap_or_else(|e| panic!("no {css} to fill: {e}"));
-            element.clear().await.expect("clearing an input");
-            element.send_keys(value).await.expect("typing into an input");
+        self.wait_for(&format!("{css} to fill"), |browser| {
+            browser.runtime.block_on(async {
+                let element = browser.client.find(Locator::Css(css)).await.ok()?;
+                element.clear().await.ok()?;
+                element.send_keys(value).await.ok()
+            })
         });
     }
 
-    /// Chooses the option whose value is `value` in the select `css` matches.
+    /// Chooses the option whose value is `value` in the select `css` matches, waiting for
+    /// it to be there.
     pub fn select(&self, css: &str, value: &str) {
-        self.runtime.block_on(async {
-            let element = self
-                .client
-                .find(Locator::Css(css))
-                .await
-                .unwrap_or_else(|e| panic!("no {css} to select in: {e}"));
-            element
-                .select_by_value(value)
-                .await
-                .unwrap_or_else(|e| panic!("no option {value:?} in {css}: {e}"));
+        self.wait_for(&format!("option {value:?} of {css}"), |browser| {
+            browser.runtime.block_on(async {
+                let element = browser.client.find(Locator::Css(css)).await.ok()?;
+                element.select_by_value(value).await.ok()
+            })
         });
     }
 
-    /// Runs `script` in the page and returns what it returns.
-    pub fn execute(&self, script: &str) -> serde_json::Value {
+    /// Scrolls the page until the element `css` matches is in view (for a screenshot).
+    pub fn scroll_to(&self, css: &str) {
+        let script = "document.querySelector(arguments[0]).scrollIntoView({block: 'center'})";
         self.runtime
-            .block_on(self.client.execute(script, Vec::new()))
-            .unwrap_or_else(|e| panic!("running {script:?}: {e}"))
+            .block_on(self.client.execute(script, vec![css.into()]))
+            .unwrap_or_else(|e| panic!("scrolling to {css}: {e}"));
+    }
+
+    /// Sends a request from the page (same origin, as the page's own script would) and
+    /// returns the status and the JSON body (`Null` when the body is not JSON).
+    pub fn fetch(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let script = r#"
+            const [method, path, body, done] = arguments;
+            const init = { method };
+            if (body !== null) {
+                init.headers = { "content-type": "application/json" };
+                init.body = JSON.stringify(body);
+            }
+            fetch(path, init)
+                .then(async (r) => done([r.status, await r.json().catch(() => null)]))
+                .catch((e) => done([0, String(e)]));
+        "#;
+        let args = vec![
+            method.into(),
+            path.into(),
+            body.unwrap_or(serde_json::Value::Null),
+        ];
+        let reply = self
+            .runtime
+            .block_on(self.client.execute_async(script, args))
+            .unwrap_or_else(|e| panic!("{method} {path} from the page: {e}"));
+        let status = reply[0].as_u64().expect("a status") as u16;
+        (status, reply[1].clone())
     }
 
     /// Writes the page as it is now to `target/console-screenshots/NAME.png`.
