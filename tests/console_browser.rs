@@ -153,6 +153,12 @@ fn message_browser_shows_headers_trace_and_truncation_and_searches() {
         .create_topic("payments", TopicConfig::default())
         .unwrap();
     produce(&c.broker, "payments", 3);
+    // Larger than the console's 64 KiB field cap: shown truncated, with its full size.
+    let big = c
+        .broker
+        .produce_raw("payments", Some(b"big"), vec![b'x'; 100_000])
+        .unwrap();
+
     let span_id = "00f067aa0ba902b7";
     let traced = c
         .broker
@@ -169,12 +175,6 @@ fn message_browser_shows_headers_trace_and_truncation_and_searches() {
             ],
         )
         .unwrap();
-    // Larger than the console's 64 KiB field cap: shown truncated, with its full size.
-    let big = c
-        .broker
-        .produce_raw("payments", Some(b"big"), vec![b'x'; 100_000])
-        .unwrap();
-
     browser.goto(&format!("{}#/topics/payments", c.url));
     browser.click("#browse");
     let row = format!(r#"tr[data-test="record"][data-offset="{}"]"#, traced.offset);
