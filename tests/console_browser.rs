@@ -364,3 +364,52 @@ fn without_writes_the_reset_form_is_absent_and_a_reset_is_refused() {
     assert_eq!(total_lag(&c.broker, "orders", "audit"), 0);
     browser.screenshot("group-read-only");
 }
+
+/// What the page would see when its tab is hidden or shown: `document.visibilityState`
+/// says so and `visibilitychange` fires (the browser does both when a tab goes to the
+/// background; a headless window never does).
+const SET_VISIBILITY: &str = "
+    const state = arguments[0];
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => state });
+    document.dispatchEvent(new Event('visibilitychange'));";
+
+#[test]
+fn a_hidden_page_stops_asking_and_a_shown_one_resumes_at_once() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let c = console(false);
+    c.broker
+        .create_topic("orders", TopicConfig::default())
+        .unwrap();
+    browser.goto(&c.url);
+    browser.wait_for_text(r#"[data-test="topic-row"] td:first-child"#, |t| {
+        t == "orders"
+    });
+    // Every API call the page makes from now on is counted.
+    browser.execute(
+        "window.apiCalls = 0; const fetch = window.fetch;
+         window.fetch = (...args) => { window.apiCalls++; return fetch(...args); };",
+        Vec::new(),
+    );
+    let calls = |b: &Browser| {
+        b.execute("return window.apiCalls", Vec::new())
+            .as_u64()
+            .unwrap()
+    };
+    browser.wait_for("the overview polling", |b| (calls(b) >= 2).then_some(()));
+
+    let set = |state: &str| browser.execute(SET_VISIBILITY, vec![state.into()]);
+    set("hidden");
+    // A call already on its way when the tab was hidden may still land; none after it.
+    let hidden_at = calls(&browser);
+    std::thread::sleep(Duration::from_millis(3_500)); // three and a half polling periods
+    assert!(
+        calls(&browser) <= hidden_at + 1,
+        "the hidden page kept asking: {} calls after {hidden_at}",
+        calls(&browser)
+    );
+    let before = calls(&browser);
+    set("visible");
+    browser.wait_for("polling to resume", |b| (calls(b) > before).then_some(()));
+}

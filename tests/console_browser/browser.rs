@@ -218,6 +218,13 @@ impl Browser {
         });
     }
 
+    /// Runs `script` in the page with `args` (its `arguments`) and returns what it returns.
+    pub fn execute(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+        self.runtime
+            .block_on(self.client.execute(script, args))
+            .unwrap_or_else(|e| panic!("running {script:?}: {e}"))
+    }
+
     /// Scrolls the page until the element `css` matches is in view (for a screenshot).
     pub fn scroll_to(&self, css: &str) {
         let script = "document.querySelector(arguments[0]).scrollIntoView({block: 'center'})";
