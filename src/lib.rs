@@ -39,7 +39,8 @@
 //! 5. **async handle**: `async_handle` ([`AsyncNanoKafka`]), which reaches the running
 //!    broker through a small trait, never the builder.
 //! 6. **listener**: `listener`, Kafka's wire protocol on a socket, answered through an
-//!    `AsyncNanoKafka` and configured by a [`ListenerConfig`].
+//!    `AsyncNanoKafka` and configured by a [`ListenerConfig`]; with the `console` feature,
+//!    `console`, the web console's HTTP server and JSON API, beside it.
 //! 7. **handles**: `handle` ([`NanoKafka`], a blocking wrapper over the async handle),
 //!    `consumer` ([`Consumer`]), `stream` ([`RecordStream`], its async twin), `topic`
 //!    ([`Topic`], typed topics: where an actix service starts). Each of `AsyncNanoKafka`,

@@ -452,3 +452,24 @@ fn the_charts_series_fill_while_the_api_is_used() {
     let history = g["lag_history"].as_array().unwrap();
     assert!(history.last().unwrap()[1].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn newest_first_shows_the_newest_records_when_the_byte_budget_runs_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_clock, builder) = manual_clock();
+    let (broker, addr) = with_console(dir.path(), builder);
+    broker.create_topic("t", topic(1)).unwrap();
+    for i in 0..10u8 {
+        broker.produce_raw("t", None, vec![i; 300 << 10]).unwrap();
+    }
+    // 3 MB of records, a 1 MiB budget: the page holds the newest, newest first.
+    let page = get(
+        addr,
+        "/api/topics/t/partitions/0/records?newest=true&limit=10",
+    )
+    .json();
+    let shown = offsets(&page);
+    assert_eq!(shown.first(), Some(&9), "{shown:?}");
+    assert!(shown.windows(2).all(|w| w[0] == w[1] + 1), "{shown:?}");
+    assert_eq!(page["next_offset"], 10);
+}

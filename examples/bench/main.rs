@@ -42,6 +42,8 @@
 //! - `NANOKAFKA_BENCH_ONLY=cleaner`: only the log cleaner's rows (throughput, peak RSS,
 //!   produce latency during a pass); `NANOKAFKA_BENCH_CLEANER_RECORDS` and
 //!   `NANOKAFKA_BENCH_CLEANER_TURNS` size them (`cleaner`).
+//! - `NANOKAFKA_BENCH_ONLY=console`: only the web console's rows (`console`): the overview of
+//!   1,000 topics, a partition of `NANOKAFKA_BENCH_CONSOLE_RECORDS` (10 M) opened at its middle.
 //!
 //! The rows compared with one blocking thread over one partition (beside a busy neighbour,
 //! over 4 partitions, four threads over 4) are measured in turns with it
@@ -86,6 +88,7 @@ mod baselines;
 mod cleaner;
 mod cleaner_latency;
 mod cleaner_memory;
+mod console;
 mod consume;
 mod harness;
 mod idle;
@@ -177,6 +180,9 @@ fn main() {
             ),
         }
         return;
+    }
+    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "console") {
+        return console::only();
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "cleaner") {
         return cleaner::only(LATENCY_RATE, latency_run);

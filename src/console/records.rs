@@ -57,6 +57,15 @@ fn bounded(
     }
 }
 
+fn field_cap(value: Option<usize>) -> Result<usize, ApiError> {
+    bounded(
+        "max_field_bytes",
+        value,
+        DEFAULT_MAX_FIELD_BYTES,
+        MAX_FIELD_BYTES,
+    )
+}
+
 /// A partition's bounds: `(log start, log end)`.
 async fn bounds(
     broker: &AsyncNanoKafka,
@@ -88,40 +97,12 @@ pub(super) async fn records(
     }
     let limit = bounded("limit", q.limit, DEFAULT_LIMIT, MAX_LIMIT)?;
     let budget = bounded("max_bytes", q.max_bytes, DEFAULT_MAX_BYTES, MAX_MAX_BYTES)?;
-    let max_field = bounded(
-        "max_field_bytes",
-        q.max_field_bytes,
-        DEFAULT_MAX_FIELD_BYTES,
-        MAX_FIELD_BYTES,
-    )?;
+    let max_field = field_cap(q.max_field_bytes)?;
     let broker = &caller.console.broker;
-    let (start, end) = bounds(broker, &topic, partition).await?;
-    let read = Read {
-        broker,
-        topic: &topic,
-        partition,
-        end,
-    };
-    let render =
-        |offset, timestamp, r: &RecordView<'_>| record_json(offset, timestamp, r, max_field);
+    let (read, start) = Read::open(broker, &topic, partition).await?;
+    let end = read.end;
     let (records, next_offset) = if q.newest == Some(true) {
-        let mut from = end.saturating_sub(limit as u64).max(start);
-        let mut restarts = 0;
-        loop {
-            let mut page = Vec::new();
-            let next = read
-                .scan(from, limit as u64, budget, |o, t, r| {
-                    page.push(render(o, t, r));
-                    true
-                })
-                .await?;
-            if next >= end || restarts == NEWEST_RESTARTS || next == from {
-                page.reverse();
-                break (page, end);
-            }
-            from = next;
-            restarts += 1;
-        }
+        read.newest(start, limit as u64, budget, max_field).await?
     } else {
         let from = match (q.offset, q.timestamp) {
             (Some(offset), _) => offset.max(start),
@@ -131,13 +112,7 @@ pub(super) async fn records(
                 .unwrap_or(end),
             (None, None) => end,
         };
-        let mut page = Vec::new();
-        let next = read
-            .scan(from, limit as u64, budget, |o, t, r| {
-                page.push(render(o, t, r));
-                true
-            })
-            .await?;
+        let (page, next) = read.page(from, limit as u64, budget, max_field).await?;
         // A huge offset: an empty page and the log's bounds, read on from the end.
         (page, next.min(end))
     };
@@ -194,21 +169,10 @@ pub(super) async fn search(
             )))
         }
     };
-    let max_field = bounded(
-        "max_field_bytes",
-        q.max_field_bytes,
-        DEFAULT_MAX_FIELD_BYTES,
-        MAX_FIELD_BYTES,
-    )?;
-    let broker = &caller.console.broker;
-    let (start, end) = bounds(broker, &topic, q.partition).await?;
+    let max_field = field_cap(q.max_field_bytes)?;
+    let (read, start) = Read::open(&caller.console.broker, &topic, q.partition).await?;
+    let end = read.end;
     let from = q.from.unwrap_or(start).clamp(start, end);
-    let read = Read {
-        broker,
-        topic: &topic,
-        partition: q.partition,
-        end,
-    };
     let mut matches = Vec::new();
     let scanned_to = read
         .scan(from, window, SEARCH_BYTES, |offset, timestamp, r| {
@@ -267,7 +231,64 @@ struct Read<'a> {
     end: u64,
 }
 
-impl Read<'_> {
+impl<'a> Read<'a> {
+    /// A read of `partition` up to its log end now, and its log start.
+    async fn open(
+        broker: &'a AsyncNanoKafka,
+        topic: &'a str,
+        partition: u32,
+    ) -> Result<(Read<'a>, u64), ApiError> {
+        let (start, end) = bounds(broker, topic, partition).await?;
+        let read = Read {
+            broker,
+            topic,
+            partition,
+            end,
+        };
+        Ok((read, start))
+    }
+
+    /// The records from `from` on, rendered, and the offset after them.
+    async fn page(
+        &self,
+        from: u64,
+        limit: u64,
+        budget: usize,
+        max_field: usize,
+    ) -> Result<(Vec<Value>, u64), ApiError> {
+        let mut page = Vec::new();
+        let next = self
+            .scan(from, limit, budget, |offset, timestamp, r| {
+                page.push(record_json(offset, timestamp, r, max_field));
+                true
+            })
+            .await?;
+        Ok((page, next))
+    }
+
+    /// The last `limit` records from `start` on, newest first, and the log end. A byte
+    /// budget that runs out before the log end restarts the read where it stopped (keeping
+    /// only the newer records), at most [`NEWEST_RESTARTS`] times.
+    async fn newest(
+        &self,
+        start: u64,
+        limit: u64,
+        budget: usize,
+        max_field: usize,
+    ) -> Result<(Vec<Value>, u64), ApiError> {
+        let mut from = self.end.saturating_sub(limit).max(start);
+        let mut restarts = 0;
+        loop {
+            let (mut page, next) = self.page(from, limit, budget, max_field).await?;
+            if next >= self.end || restarts == NEWEST_RESTARTS || next == from {
+                page.reverse();
+                return Ok((page, self.end));
+            }
+            from = next;
+            restarts += 1;
+        }
+    }
+
     /// Calls `visit(offset, timestamp, record)` on the records from `from` on, in order, until
     /// `max_records` were visited, `max_bytes` of batches were fetched (the first batch is
     /// read whatever its size), the log end, or `visit` says stop (after that record).

@@ -43,33 +43,34 @@ pub(super) fn server(
 }
 
 fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(index))
-        .route("/assets/{file:.*}", web::get().to(asset))
-        .route("/api/overview", web::get().to(views::overview))
-        .route("/api/topics", web::post().to(writes::create_topic))
-        .route("/api/topics/{topic}", web::get().to(views::topic))
-        .route("/api/topics/{topic}", web::patch().to(writes::alter_topic))
-        .route(
-            "/api/topics/{topic}",
-            web::delete().to(writes::delete_topic),
+    let topic = "/api/topics/{topic}";
+    let partition = "/api/topics/{topic}/partitions/{partition}";
+    cfg.service(resource("/").route(web::get().to(index)))
+        .service(resource("/assets/{file:.*}").route(web::get().to(asset)))
+        .service(resource("/api/overview").route(web::get().to(views::overview)))
+        .service(resource("/api/topics").route(web::post().to(writes::create_topic)))
+        .service(
+            resource(topic)
+                .route(web::get().to(views::topic))
+                .route(web::patch().to(writes::alter_topic))
+                .route(web::delete().to(writes::delete_topic)),
         )
-        .route(
-            "/api/topics/{topic}/partitions/{partition}/records",
-            web::get().to(records::records),
+        .service(resource(&format!("{partition}/records")).route(web::get().to(records::records)))
+        .service(
+            resource(&format!("{partition}/delete-records"))
+                .route(web::post().to(writes::delete_records)),
         )
-        .route(
-            "/api/topics/{topic}/partitions/{partition}/delete-records",
-            web::post().to(writes::delete_records),
-        )
-        .route(
-            "/api/topics/{topic}/records",
-            web::post().to(writes::produce),
-        )
-        .route("/api/topics/{topic}/search", web::get().to(records::search))
-        .route("/api/groups", web::get().to(views::groups))
-        .route("/api/groups/{group}", web::get().to(views::group))
-        .route("/api/groups/{group}/reset", web::post().to(writes::reset))
+        .service(resource(&format!("{topic}/records")).route(web::post().to(writes::produce)))
+        .service(resource(&format!("{topic}/search")).route(web::get().to(records::search)))
+        .service(resource("/api/groups").route(web::get().to(views::groups)))
+        .service(resource("/api/groups/{group}").route(web::get().to(views::group)))
+        .service(resource("/api/groups/{group}/reset").route(web::post().to(writes::reset)))
         .default_service(web::to(not_found));
+}
+
+/// A route whose other methods are answered 405.
+fn resource(path: &str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(not_allowed))
 }
 
 async fn index(_: Caller) -> HttpResponse {
@@ -90,4 +91,11 @@ async fn not_found(_: Caller, req: HttpRequest) -> Result<HttpResponse, ApiError
         req.method(),
         req.path()
     )))
+}
+
+async fn not_allowed(_: Caller, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} does not take {}", req.path(), req.method()),
+    ))
 }

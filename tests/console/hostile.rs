@@ -89,3 +89,18 @@ fn oversized_urls_and_bodies_are_refused() {
     assert!(answer.error().contains("JSON"));
     assert!(broker.list_topics().unwrap().is_empty());
 }
+
+#[test]
+fn a_method_a_route_does_not_take_is_a_json_405() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = with_console(dir.path(), NanoKafka::builder());
+    for (method, path) in [
+        ("POST", "/api/overview"),
+        ("PUT", "/api/topics/t"),
+        ("DELETE", "/"),
+    ] {
+        let answer = request(addr, method, path, Some("{}"), &[]);
+        assert_eq!(answer.status, 405, "{method} {path}");
+        assert!(answer.error().contains(method), "{method} {path}");
+    }
+}
