@@ -223,6 +223,19 @@ fn message_browser_shows_headers_trace_and_truncation_and_searches() {
     );
     browser.scroll_to("#search");
     browser.screenshot("search");
+
+    // Following live: a record produced now appears without a reload.
+    browser.click(r#"[data-test="render-text"]"#);
+    browser.click("#follow");
+    let late = c
+        .broker
+        .produce_raw("payments", Some(b"late"), b"after the page opened".to_vec())
+        .unwrap();
+    let late_row = format!(
+        r#"#records tr[data-test="record"][data-offset="{}"] [data-test=record-value] pre"#,
+        late.offset
+    );
+    browser.wait_for_text(&late_row, |t| t == "after the page opened");
 }
 
 #[test]
