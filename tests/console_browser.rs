@@ -26,6 +26,18 @@ struct Console {
     _dir: TempDir,
 }
 
+impl Console {
+    fn create_topic(&self, topic: &str, partitions: u32) {
+        let config = TopicConfig::default().partitions(partitions);
+        self.broker.create_topic(topic, config).unwrap();
+    }
+}
+
+/// The browser and a console, or `None` when the browser tests are skipped here.
+fn browser_and_console(writes: bool) -> Option<(Browser, Console)> {
+    Some((Browser::start()?, console(writes)))
+}
+
 fn console(writes: bool) -> Console {
     let dir = tempfile::tempdir().unwrap();
     let broker = NanoKafka::builder()
@@ -87,16 +99,11 @@ fn total_lag(broker: &NanoKafka, topic: &str, group: &str) -> u64 {
 
 #[test]
 fn overview_lists_the_topics_and_a_topic_shows_its_partitions() {
-    let Some(browser) = Browser::start() else {
+    let Some((browser, c)) = browser_and_console(false) else {
         return;
     };
-    let c = console(false);
-    c.broker
-        .create_topic("orders", TopicConfig::default().partitions(3))
-        .unwrap();
-    c.broker
-        .create_topic("payments", TopicConfig::default())
-        .unwrap();
+    c.create_topic("orders", 3);
+    c.create_topic("payments", 1);
     produce(&c.broker, "orders", 30);
     produce(&c.broker, "payments", 4);
     c.broker
@@ -145,13 +152,10 @@ fn overview_lists_the_topics_and_a_topic_shows_its_partitions() {
 
 #[test]
 fn message_browser_shows_headers_trace_and_truncation_and_searches() {
-    let Some(browser) = Browser::start() else {
+    let Some((browser, c)) = browser_and_console(false) else {
         return;
     };
-    let c = console(false);
-    c.broker
-        .create_topic("payments", TopicConfig::default())
-        .unwrap();
+    c.create_topic("payments", 1);
     produce(&c.broker, "payments", 3);
     // Larger than the console's 64 KiB field cap: shown truncated, with its full size.
     let big = c
@@ -240,13 +244,10 @@ fn message_browser_shows_headers_trace_and_truncation_and_searches() {
 
 #[test]
 fn group_lag_chart_rises_with_produced_records_and_drops_when_consumed() {
-    let Some(browser) = Browser::start() else {
+    let Some((browser, c)) = browser_and_console(false) else {
         return;
     };
-    let c = console(false);
-    c.broker
-        .create_topic("events", TopicConfig::default().partitions(2))
-        .unwrap();
+    c.create_topic("events", 2);
     c.broker.join_group("events", "audit", "audit-1").unwrap();
     produce(&c.broker, "events", 4);
     consume(&c.broker, "events", "audit", "audit-1", 4);
@@ -290,9 +291,7 @@ fn group_lag_chart_rises_with_produced_records_and_drops_when_consumed() {
 
 /// A group of one member that has consumed and committed the 10 records of `orders`.
 fn caught_up_group(c: &Console) {
-    c.broker
-        .create_topic("orders", TopicConfig::default())
-        .unwrap();
+    c.create_topic("orders", 1);
     c.broker.join_group("orders", "audit", "audit-1").unwrap();
     produce(&c.broker, "orders", 10);
     consume(&c.broker, "orders", "audit", "audit-1", 10);
@@ -300,10 +299,9 @@ fn caught_up_group(c: &Console) {
 
 #[test]
 fn reset_offsets_through_the_page_after_a_confirmation() {
-    let Some(browser) = Browser::start() else {
+    let Some((browser, c)) = browser_and_console(true) else {
         return;
     };
-    let c = console(true);
     caught_up_group(&c);
     browser.goto(&format!("{}#/groups/audit", c.url));
     browser.select("#reset-to", "earliest");
@@ -350,10 +348,9 @@ fn reset_offsets_through_the_page_after_a_confirmation() {
 
 #[test]
 fn without_writes_the_reset_form_is_absent_and_a_reset_is_refused() {
-    let Some(browser) = Browser::start() else {
+    let Some((browser, c)) = browser_and_console(false) else {
         return;
     };
-    let c = console(false);
     caught_up_group(&c);
     c.broker.leave_group("orders", "audit", "audit-1").unwrap();
     browser.goto(&format!("{}#/groups/audit", c.url));
@@ -388,13 +385,10 @@ const SET_VISIBILITY: &str = "
 
 #[test]
 fn a_hidden_page_stops_asking_and_a_shown_one_resumes_at_once() {
-    let Some(browser) = Browser::start() else {
+    let Some((browser, c)) = browser_and_console(false) else {
         return;
     };
-    let c = console(false);
-    c.broker
-        .create_topic("orders", TopicConfig::default())
-        .unwrap();
+    c.create_topic("orders", 1);
     browser.goto(&c.url);
     browser.wait_for_text(r#"[data-test="topic-row"] td:first-child"#, |t| {
         t == "orders"
