@@ -125,8 +125,15 @@ function lineChart(box, label, color) {
       { stroke: "#6b7280", size: 60 }],
   };
   const plot = new uPlot(opts, [[], []], box);
+  plot.root.hidden = true;
+  // A line needs two samples (uPlot stretches the time axis of one over years): until
+  // then, a line of text.
+  const waiting = el("p", { class: "muted chart-empty" }, "Collecting samples…");
+  box.append(waiting);
   const chart = {
     update(points) {
+      plot.root.hidden = points.length < 2;
+      waiting.hidden = points.length >= 2;
       plot.setData([points.map((p) => p[0] / 1000), points.map((p) => p[1])]);
       box.dataset.points = String(points.length);
       box.dataset.last = points.length ? String(points[points.length - 1][1]) : "";
