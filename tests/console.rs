@@ -3,6 +3,8 @@
 //! read API here; the writes, authentication and hostile input in the modules beside it.
 #![cfg(feature = "console")]
 
+#[path = "common/client_batch.rs"]
+mod client_batch;
 #[path = "console/hostile.rs"]
 mod hostile;
 #[path = "console/http.rs"]
@@ -105,6 +107,36 @@ fn the_console_is_off_unless_asked_and_its_address_needs_a_host() {
             "{bad}: {refused}"
         );
     }
+    let refused = NanoKafka::builder()
+        .data_dir(dir.path())
+        .console_writes(true)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            nanokafka::Error::InvalidArgument {
+                name: "console_writes",
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    let refused = NanoKafka::builder()
+        .kafka_bootstrap("127.0.0.1:1")
+        .console("127.0.0.1:0")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            nanokafka::Error::InvalidArgument {
+                name: "console",
+                ..
+            }
+        ),
+        "{refused}"
+    );
     // A taken port fails the build, with nothing left running (the directory opens again).
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let refused = NanoKafka::builder()
@@ -472,4 +504,26 @@ fn newest_first_shows_the_newest_records_when_the_byte_budget_runs_out() {
     assert_eq!(shown.first(), Some(&9), "{shown:?}");
     assert!(shown.windows(2).all(|w| w[0] == w[1] + 1), "{shown:?}");
     assert_eq!(page["next_offset"], 10);
+}
+
+#[test]
+fn an_async_built_broker_reports_its_console_and_stops_it_on_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_owned();
+    actix_rt::System::new().block_on(async move {
+        let bus = NanoKafka::builder()
+            .data_dir(&path)
+            .console("127.0.0.1:0")
+            .build_async()
+            .await
+            .unwrap();
+        let addr = bus.console_addr().expect("the console's address");
+        // The blocking client runs off the runtime, as a browser would.
+        let answer = std::thread::spawn(move || get(addr, "/api/overview").status)
+            .join()
+            .unwrap();
+        assert_eq!(answer, 200);
+        bus.shutdown().await.unwrap();
+        assert!(std::net::TcpStream::connect(addr).is_err());
+    });
 }

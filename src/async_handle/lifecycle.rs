@@ -42,6 +42,9 @@ pub(crate) struct BrokerLink {
     owner: Owner,
     /// The Kafka listener's address, when the broker was built with one.
     listener_addr: Option<SocketAddr>,
+    /// The web console's address, when the broker was built with one.
+    #[cfg(feature = "console")]
+    console_addr: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -60,6 +63,8 @@ impl BrokerLink {
     pub(crate) fn owning(inner: Arc<dyn RunningBroker>) -> Self {
         BrokerLink {
             listener_addr: inner.listener_addr(),
+            #[cfg(feature = "console")]
+            console_addr: inner.console_addr(),
             owner: Owner::Owning(inner),
         }
     }
@@ -70,6 +75,8 @@ impl BrokerLink {
         listener_addr: Option<SocketAddr>,
     ) -> Self {
         BrokerLink {
+            #[cfg(feature = "console")]
+            console_addr: inner.upgrade().and_then(|running| running.console_addr()),
             owner: Owner::Borrowing(inner),
             listener_addr,
         }
@@ -130,6 +137,14 @@ impl AsyncNanoKafka {
     /// `Addr<BrokerActor>`, which does not know).
     pub fn listener_addr(&self) -> Option<SocketAddr> {
         self.link.listener_addr
+    }
+
+    /// The address the web console is bound to (with the port it picked, when asked for
+    /// port 0), or `None` without one (and for a handle wrapped from a bare
+    /// `Addr<BrokerActor>`). See [`crate::NanoKafkaBuilder::console`].
+    #[cfg(feature = "console")]
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.link.console_addr
     }
 
     /// The same handle with `link`.

@@ -173,13 +173,14 @@ pub(super) async fn search(
     let (read, start) = Read::open(&caller.console.broker, &topic, q.partition).await?;
     let end = read.end;
     let from = q.from.unwrap_or(start).clamp(start, end);
-    let mut matches = Vec::new();
+    let (mut matches, mut shown) = (Vec::new(), 0usize);
     let scanned_to = read
         .scan(from, window, SEARCH_BYTES, |offset, timestamp, r| {
             if matcher(r) {
                 matches.push(record_json(offset, timestamp, r, max_field));
+                shown += shown_bytes(r, max_field);
             }
-            matches.len() < MAX_MATCHES
+            matches.len() < MAX_MATCHES && shown < SEARCH_BYTES
         })
         .await?;
     Ok(HttpResponse::Ok().json(json!({
@@ -194,6 +195,13 @@ pub(super) async fn search(
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The bytes of `r`'s fields a page shows, each at most `max_field`.
+fn shown_bytes(r: &RecordView<'_>, max_field: usize) -> usize {
+    let shown = |b: Option<&[u8]>| b.map_or(0, |b| b.len().min(max_field));
+    let headers: usize = r.headers.iter().map(|(k, v)| k.len() + shown(v)).sum();
+    shown(r.key) + shown(r.value) + headers
 }
 
 /// A record as the API shows it (see `field` for a field's renderings).
@@ -256,11 +264,14 @@ impl<'a> Read<'a> {
         budget: usize,
         max_field: usize,
     ) -> Result<(Vec<Value>, u64), ApiError> {
-        let mut page = Vec::new();
+        let (mut page, mut shown) = (Vec::new(), 0usize);
         let next = self
             .scan(from, limit, budget, |offset, timestamp, r| {
                 page.push(record_json(offset, timestamp, r, max_field));
-                true
+                // Compressed batches can hold far more than they weigh: what is shown counts
+                // against the same budget.
+                shown += shown_bytes(r, max_field);
+                shown < budget
             })
             .await?;
         Ok((page, next))

@@ -127,11 +127,16 @@ impl Sampler {
                 }
             }
         }
-        for (group, total) in lag {
-            push(state.lag.entry(group).or_default(), now, total as f64);
+        for (group, total) in &lag {
+            push(
+                state.lag.entry(group.clone()).or_default(),
+                now,
+                *total as f64,
+            );
         }
-        // Series of topics deleted since go with them.
+        // Series of topics and groups deleted since go with them.
         state.throughput.retain(|name, _| counts.contains_key(name));
+        state.lag.retain(|group, _| lag.contains_key(group));
         state.previous = Some((now, counts));
     }
 
@@ -230,6 +235,46 @@ mod tests {
             assert_eq!(sampler.activity().1, 2);
         });
         drop(sampler);
+        broker.shutdown().unwrap();
+    }
+
+    #[test]
+    fn rates_need_two_samples_and_deleted_topics_and_groups_lose_their_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_000_000);
+        let broker = crate::NanoKafka::builder()
+            .data_dir(dir.path())
+            .clock(Arc::new(clock.clone()))
+            .build()
+            .unwrap();
+        broker
+            .create_topic("t", crate::TopicConfig::default())
+            .unwrap();
+        broker.join_group("t", "g", "m").unwrap();
+        broker.leave_group("t", "g", "m").unwrap();
+        let sampler = Sampler::new(
+            broker.async_handle(),
+            Arc::new(clock.clone()),
+            Duration::from_secs(1),
+            Duration::from_secs(60),
+        );
+        let sample = || futures::executor::block_on(sampler.sample());
+        sample();
+        assert_eq!(sampler.rate("t"), None);
+        for _ in 0..4 {
+            broker.produce_raw("t", None, b"x".to_vec()).unwrap();
+        }
+        clock.advance(2_000);
+        sample();
+        assert_eq!(sampler.rate("t"), Some(2.0));
+        assert_eq!(sampler.lag_history("g").last(), Some(&(1_002_000, 4.0)));
+        broker.delete_topic("t").unwrap();
+        clock.advance(1_000);
+        sample();
+        assert_eq!(
+            (sampler.rate("t"), sampler.lag_history("g")),
+            (None, vec![])
+        );
         broker.shutdown().unwrap();
     }
 

@@ -104,3 +104,37 @@ fn a_method_a_route_does_not_take_is_a_json_405() {
         assert!(answer.error().contains(method), "{method} {path}");
     }
 }
+
+#[test]
+fn a_compressed_batch_cannot_make_a_page_larger_than_its_byte_budget() {
+    use super::client_batch::{encode, BatchOptions, ClientRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = with_console(dir.path(), NanoKafka::builder());
+    broker.create_topic("t", topic(1)).unwrap();
+    // 20 values of 1,000 KiB of zeros: ~20 MB shown from a batch of a few tens of KB.
+    let records: Vec<ClientRecord> = (0..20)
+        .map(|_| ClientRecord {
+            timestamp: 1,
+            value: Some(vec![0u8; 1000 << 10].into()),
+            ..ClientRecord::default()
+        })
+        .collect();
+    let options = BatchOptions {
+        compression: kafka_protocol::records::Compression::Gzip,
+        producer: None,
+    };
+    broker
+        .produce_kafka_batch("t", 0, encode(&records, options))
+        .unwrap();
+    let answer = get(
+        addr,
+        "/api/topics/t/partitions/0/records?offset=0&limit=500&max_field_bytes=1048576",
+    );
+    // The page stops after the record whose shown bytes pass the 1 MiB budget: two records,
+    // each rendered as text (a zero byte is six in JSON) and hex. Unbounded, 163 MB.
+    assert!(answer.body.len() < 20 << 20, "{} bytes", answer.body.len());
+    let page = answer.json();
+    let shown = offsets(&page).len() as u64;
+    assert!((1..=2).contains(&shown), "{shown}");
+    assert_eq!(page["next_offset"], shown);
+}
