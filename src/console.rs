@@ -76,6 +76,8 @@ pub(crate) struct BrokerFacts {
     pub clock: SharedClock,
     /// When the broker started, on `clock`.
     pub started_ms: u64,
+    /// The listener's Kafka client groups (their members, protocol and state), when it runs.
+    pub kafka_groups: Option<crate::listener::KafkaGroupsReader>,
 }
 
 /// A socket bound before the broker starts.

@@ -5,10 +5,14 @@
 
 #[path = "common/client_batch.rs"]
 mod client_batch;
+#[path = "common/clients.rs"]
+mod clients;
 #[path = "console/hostile.rs"]
 mod hostile;
 #[path = "console/http.rs"]
 mod http;
+#[path = "console/kafka_groups.rs"]
+mod kafka_groups;
 #[path = "console/writes.rs"]
 mod writes;
 

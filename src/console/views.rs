@@ -1,8 +1,11 @@
 //! The read views built from the broker's stats: the overview, a topic, the groups, a group.
 //!
-//! A group here is any group with a coordinator or a committed offset on a topic. Its lag on
-//! a partition is the crate's: `log end - max(committed, log start)`, the whole log when it
-//! committed nothing there.
+//! A group here is any group with a coordinator or a committed offset on a topic, or one a
+//! Kafka client used through the listener. Its lag on a partition is the crate's:
+//! `log end - max(committed, log start)`, the whole log when it committed nothing there.
+//! A Kafka client's group is shown as the listener keeps it (state, protocol, generation,
+//! members with their client id, host and instance id); native members of its topics'
+//! native groups are listed beside its Kafka members.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,6 +13,8 @@ use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
 use super::request::{ApiError, Caller};
+use super::Console;
+use crate::listener::KafkaGroupView;
 use crate::types::{PartitionStats, TopicStats};
 
 /// A group's lag on one partition.
@@ -48,7 +53,26 @@ struct GroupSummary {
     lag: u64,
 }
 
-fn summaries(stats: &crate::types::BrokerStats) -> BTreeMap<String, GroupSummary> {
+/// Every Kafka client group the listener keeps (none without a listener).
+async fn kafka_groups(console: &Console) -> BTreeMap<String, KafkaGroupView> {
+    match &console.facts.kafka_groups {
+        Some(reader) => reader.groups().await,
+        None => BTreeMap::new(),
+    }
+}
+
+/// The Kafka client group `name`, if the listener keeps one.
+pub(super) async fn kafka_group(console: &Console, name: &str) -> Option<KafkaGroupView> {
+    match &console.facts.kafka_groups {
+        Some(reader) => reader.group(name).await,
+        None => None,
+    }
+}
+
+fn summaries(
+    stats: &crate::types::BrokerStats,
+    kafka: BTreeMap<String, KafkaGroupView>,
+) -> BTreeMap<String, GroupSummary> {
     let mut groups: BTreeMap<String, GroupSummary> = BTreeMap::new();
     for (name, topic) in &stats.topics {
         for (group, total) in group_lags(topic) {
@@ -61,12 +85,21 @@ fn summaries(stats: &crate::types::BrokerStats) -> BTreeMap<String, GroupSummary
             }
         }
     }
+    for (name, group) in kafka {
+        let summary = groups.entry(name).or_default();
+        // Its members sit in its topics' native groups by their native ids.
+        summary
+            .members
+            .extend(group.members.into_iter().map(|m| m.native_id));
+        summary.generation = group.generation;
+    }
     groups
 }
 
 pub(super) async fn overview(caller: Caller) -> Result<HttpResponse, ApiError> {
     let console = &caller.console;
     let stats = console.broker.stats().await?;
+    let kafka = kafka_groups(console).await;
     let facts = &console.facts;
     let topics: Vec<Value> = stats
         .topics
@@ -86,7 +119,7 @@ pub(super) async fn overview(caller: Caller) -> Result<HttpResponse, ApiError> {
             })
         })
         .collect();
-    let groups: Vec<Value> = summaries(&stats)
+    let groups: Vec<Value> = summaries(&stats, kafka)
         .into_iter()
         .map(|(group, s)| {
             json!({"group": group, "topics": s.topics, "members": s.members.len(), "lag": s.lag})
@@ -168,7 +201,8 @@ fn pairs(series: Vec<(u64, f64)>) -> Vec<Value> {
 
 pub(super) async fn groups(caller: Caller) -> Result<HttpResponse, ApiError> {
     let stats = caller.console.broker.stats().await?;
-    let groups: Vec<Value> = summaries(&stats)
+    let kafka = kafka_groups(&caller.console).await;
+    let groups: Vec<Value> = summaries(&stats, kafka)
         .into_iter()
         .map(|(group, s)| {
             json!({
@@ -190,9 +224,11 @@ pub(super) async fn group(
     let console = &caller.console;
     let stats = console.broker.stats().await?;
     let group = group.into_inner();
-    let mut members: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let kafka = kafka_group(console, &group).await;
+    // Native member → its partitions, over the group's topics.
+    let mut natives: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     let mut offsets = Vec::new();
-    let (mut generation, mut known) = (0, false);
+    let (mut generation, mut known) = (0, kafka.is_some());
     for (name, t) in &stats.topics {
         if !groups_of(t).contains(&group) {
             continue;
@@ -201,7 +237,7 @@ pub(super) async fn group(
         if let Some(g) = t.groups.get(&group) {
             generation = generation.max(g.generation);
             for (member, partitions) in &g.assignment {
-                let assigned = members.entry(member.clone()).or_default();
+                let assigned = natives.entry(member.clone()).or_default();
                 assigned.extend(
                     partitions
                         .iter()
@@ -222,24 +258,51 @@ pub(super) async fn group(
     if !known {
         return Err(ApiError::not_found(format!("unknown group {group:?}")));
     }
-    let state = if members.is_empty() {
-        "Empty"
-    } else {
-        "Stable"
+    // A Kafka client group tells its own state, unless only native members are left in it.
+    let (state, protocol, generation, mut members) = match kafka {
+        Some(k) if !k.members.is_empty() || natives.is_empty() => {
+            for m in &k.members {
+                natives.remove(&m.native_id);
+            }
+            let members: Vec<Value> = k.members.iter().map(kafka_member).collect();
+            (k.state, k.protocol, k.generation, members)
+        }
+        // The broker's own groups assign with its assignors; they have no protocol name.
+        _ => {
+            let state = if natives.is_empty() {
+                "Empty"
+            } else {
+                "Stable"
+            };
+            (state, None, generation, Vec::new())
+        }
     };
-    let members: Vec<Value> = members
-        .into_iter()
-        .map(|(member_id, partitions)| json!({"member_id": member_id, "partitions": partitions}))
-        .collect();
+    members.extend(natives.into_iter().map(|(member_id, partitions)| {
+        json!({"member_id": member_id, "client_id": null, "host": null,
+               "group_instance_id": null, "partitions": partitions})
+    }));
     Ok(HttpResponse::Ok().json(json!({
         "group": group,
         "state": state,
-        // The broker's own groups assign with its assignors; the protocol a Kafka client's
-        // group chose is the listener's and not in the broker's stats.
-        "protocol": Value::Null,
+        "protocol": protocol,
         "generation": generation,
         "members": members,
         "offsets": offsets,
         "lag_history": pairs(console.sampler.lag_history(&group)),
     })))
+}
+
+fn kafka_member(m: &crate::listener::KafkaMemberView) -> Value {
+    let partitions: Vec<Value> = m
+        .partitions
+        .iter()
+        .map(|(topic, p)| json!({"topic": topic, "partition": p}))
+        .collect();
+    json!({
+        "member_id": m.member_id,
+        "client_id": m.client_id,
+        "host": m.host,
+        "group_instance_id": m.instance_id,
+        "partitions": partitions,
+    })
 }

@@ -227,6 +227,20 @@ pub(super) async fn reset(
 ) -> Result<HttpResponse, ApiError> {
     let req: Reset = admitted(&caller, body.into_inner())?;
     let broker = &caller.console.broker;
+    // A Kafka client's group may hold partitions no native group knows of (one its leader
+    // assigns), so its own members count too.
+    if let Some(k) = super::views::kafka_group(&caller.console, &group).await {
+        if !k.members.is_empty() {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "group {:?} has {} live Kafka client member(s): stop them first",
+                    group.as_str(),
+                    k.members.len()
+                ),
+            ));
+        }
+    }
     let stats = broker.stats().await?;
     let topic = stats
         .topics

@@ -259,7 +259,7 @@ impl ClassicGroup {
     pub fn state(&self) -> ClassicState {
         self.state
     }
-    #[cfg(test)]
+    #[cfg(any(test, feature = "console"))]
     pub fn generation(&self) -> i32 {
         self.generation
     }

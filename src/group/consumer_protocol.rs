@@ -182,6 +182,14 @@ pub enum ConsumerGroupState {
     Stable,
 }
 
+#[cfg(feature = "console")]
+impl ConsumerMember {
+    /// Its name in the native groups (the first id of a restarted static member).
+    pub fn native_id(&self) -> &str {
+        &self.native_id
+    }
+}
+
 impl ConsumerGroupState {
     pub fn kafka_name(self) -> &'static str {
         match self {

@@ -39,7 +39,7 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let (reader, writer) = stream.into_split();
         let activity = Activity::default();
-        let served = serve_requests(reader, writer, &activity, &broker, &shared);
+        let served = serve_requests(reader, writer, peer, &activity, &broker, &shared);
         let idle = shared.config.connections_max_idle;
         // Dropping the loser closes the socket (or forgets the watch).
         if let Either::Right(_) = select(pin!(served), pin!(activity.idle_for(idle))).await {
@@ -63,11 +63,12 @@ enum Flow {
 async fn serve_requests(
     mut reader: OwnedReadHalf,
     mut writer: OwnedWriteHalf,
+    peer: SocketAddr,
     activity: &Activity,
     broker: &AsyncNanoKafka,
     shared: &Shared,
 ) {
-    let mut state = ConnectionState::new(&shared.config);
+    let mut state = ConnectionState::new(&shared.config, peer);
     if !state.authenticated {
         let timeout = shared.config.sasl_authentication_timeout;
         let exchange = authenticate(

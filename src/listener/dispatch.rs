@@ -140,6 +140,7 @@ pub async fn handle(
         shared,
         version,
         client_id,
+        peer: state.peer,
     };
     let started = Instant::now();
     let reply = route(&ctx, state, request).instrument(span.clone()).await;

@@ -80,6 +80,8 @@ pub(crate) use crate::metrics::listener::ListenerMetrics;
 pub(crate) use config::PlainCredentials;
 pub use config::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 #[cfg(feature = "console")]
+pub(crate) use groups::{KafkaGroupView, KafkaGroupsReader, KafkaMemberView};
+#[cfg(feature = "console")]
 pub(crate) use incremental_alter_configs::changes_between;
 pub(crate) use server::{bind, ListenerHandle};
 

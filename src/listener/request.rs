@@ -61,6 +61,8 @@ pub struct ConnectionState {
     pub authenticated: bool,
     /// Where the SASL exchange is.
     pub sasl: SaslStage,
+    /// The client's address.
+    pub peer: std::net::SocketAddr,
 }
 
 /// Where a connection is in the SASL exchange (`sasl` moves it on).
@@ -76,10 +78,11 @@ pub enum SaslStage {
 }
 
 impl ConnectionState {
-    pub fn new(config: &ListenerConfig) -> Self {
+    pub fn new(config: &ListenerConfig, peer: std::net::SocketAddr) -> Self {
         ConnectionState {
             authenticated: config.sasl_plain.is_none(),
             sasl: SaslStage::default(),
+            peer,
         }
     }
 }
@@ -92,6 +95,16 @@ pub struct RequestContext<'a> {
     pub version: i16,
     /// The client's own name for itself (`client.id`), empty when it sent none.
     pub client_id: &'a str,
+    /// The client's address.
+    pub peer: std::net::SocketAddr,
+}
+
+impl RequestContext<'_> {
+    /// The client's host as Kafka's group coordinator records it (a group member's
+    /// `client.host` in DescribeGroups): its IP address after a slash, `/127.0.0.1`.
+    pub fn client_host(&self) -> String {
+        format!("/{}", self.peer.ip())
+    }
 }
 
 /// A handler's answer.

@@ -92,6 +92,7 @@ impl BoundListener {
                 .expect("a current-thread runtime with I/O and timers builds")
         });
         let (socket, addr) = (self.socket, self.addr);
+        let kept = shared.clone();
         let spawned = arbiter.spawn(async move {
             match tokio::net::TcpListener::from_std(socket) {
                 Ok(listener) => accept_loop(listener, broker, shared).await,
@@ -104,7 +105,7 @@ impl BoundListener {
         tracing::info!(%addr, "Kafka listener serving");
         Ok(ListenerHandle {
             addr,
-            metrics,
+            shared: kept,
             arbiter,
         })
     }
@@ -114,7 +115,9 @@ impl BoundListener {
 #[derive(Debug)]
 pub struct ListenerHandle {
     addr: SocketAddr,
-    metrics: Arc<ListenerMetrics>,
+    /// What its connections share: its metrics, and its Kafka clients' groups (which the
+    /// web console reads).
+    shared: Arc<Shared>,
     arbiter: Arbiter,
 }
 
@@ -124,7 +127,13 @@ impl ListenerHandle {
     }
 
     pub fn metrics(&self) -> Arc<ListenerMetrics> {
-        self.metrics.clone()
+        self.shared.metrics.clone()
+    }
+
+    /// The Kafka clients' groups, read-only (the web console's Groups view).
+    #[cfg(feature = "console")]
+    pub fn kafka_groups(&self) -> super::KafkaGroupsReader {
+        super::KafkaGroupsReader(self.shared.clone())
     }
 
     /// Stops accepting and drops every connection (their runtime goes with the arbiter), then

@@ -47,6 +47,7 @@ mod enabled {
             credentials: config.and_then(|l| l.sasl_plain),
             clock: settings.clock.clone(),
             started_ms: settings.clock.now_ms(),
+            kafka_groups: listener.map(ListenerHandle::kafka_groups),
         };
         bound.start(handle, facts).map(Some)
     }

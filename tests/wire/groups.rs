@@ -364,6 +364,8 @@ fn describe_and_list_show_kafka_and_native_members_of_one_group() {
         .find(|m| m.member_id.as_str() == a_id)
         .unwrap();
     assert_eq!(kafka.client_id.as_str(), "wire-test");
+    // Kafka's form of the connection's address.
+    assert_eq!(kafka.client_host.as_str(), "/127.0.0.1");
     let owned: usize = mixed
         .members
         .iter()

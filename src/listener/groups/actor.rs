@@ -118,6 +118,9 @@ impl Message for Retire {
 #[derive(Debug, Clone)]
 pub struct Described {
     pub state: ClassicState,
+    /// The generation (the console shows it; DescribeGroups does not).
+    #[cfg(feature = "console")]
+    pub generation: i32,
     pub protocol_type: String,
     pub protocol: String,
     pub members: Vec<ClassicMember>,
@@ -621,6 +624,8 @@ impl Handler<Describe> for KafkaGroupActor {
     fn handle(&mut self, _: Describe, _: &mut Context<Self>) -> Self::Result {
         MessageResult(Described {
             state: self.group.state(),
+            #[cfg(feature = "console")]
+            generation: self.group.generation(),
             protocol_type: self.group.protocol_type().to_owned(),
             protocol: self.group.protocol().to_owned(),
             members: self.group.members().cloned().collect(),

@@ -145,8 +145,7 @@ pub async fn consumer_group_heartbeat(
         server_assignor: request.server_assignor.map(|s| s.to_string()),
         owned,
         client_id: ctx.client_id.to_owned(),
-        // The connection's address is not known to handlers.
-        client_host: String::new(),
+        client_host: ctx.client_host(),
     };
     let topics: BTreeSet<String> = ids.keys().cloned().collect();
     let beat = ConsumerBeat {

@@ -67,6 +67,8 @@ mod delete;
 mod describe;
 mod offsets;
 mod protocol;
+#[cfg(feature = "console")]
+mod view;
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -93,6 +95,8 @@ use consumer_actor::ConsumerGroupActor;
 pub use delete::{delete_groups, offset_delete};
 pub use describe::{describe_groups, find_coordinator, list_groups};
 pub use offsets::{offset_commit, offset_fetch};
+#[cfg(feature = "console")]
+pub(crate) use view::{KafkaGroupView, KafkaGroupsReader, KafkaMemberView};
 
 /// The Kafka groups of one listener, by name; each started by its first request. A name has
 /// a classic group, a consumer-protocol (KIP-848) group, or both, of which one at most has
@@ -357,8 +361,7 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
     let join = JoinRequest {
         member_id: member_id.clone(),
         client_id: ctx.client_id.to_owned(),
-        // The connection's address is not known to handlers.
-        client_host: String::new(),
+        client_host: ctx.client_host(),
         session_timeout_ms: session_ms,
         rebalance_timeout_ms: rebalance_ms,
         protocol_type,

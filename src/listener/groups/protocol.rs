@@ -17,14 +17,7 @@ const SUBSCRIPTION_MAX_VERSION: i16 = 3;
 
 /// The topics of a member's subscription, `None` when the bytes are not one.
 pub fn subscribed_topics(metadata: &[u8]) -> Option<BTreeSet<String>> {
-    let mut buf = Bytes::copy_from_slice(metadata);
-    if buf.remaining() < 2 {
-        return None;
-    }
-    let version = buf.get_i16();
-    if version < 0 {
-        return None;
-    }
+    let (version, mut buf) = versioned(metadata)?;
     let subscription =
         ConsumerProtocolSubscription::decode(&mut buf, version.min(SUBSCRIPTION_MAX_VERSION))
             .ok()?;
@@ -63,6 +56,31 @@ pub fn encode_assignment<'a>(partitions: impl IntoIterator<Item = (&'a str, Vec<
     encode(0, &assignment)
 }
 
+/// The partitions of an assignment (any version: the layout every version up to 3 shares),
+/// `None` when the bytes are not one.
+#[cfg(feature = "console")]
+pub fn assigned_partitions(assignment: &[u8]) -> Option<Vec<(String, u32)>> {
+    let (version, mut buf) = versioned(assignment)?;
+    let assignment = ConsumerProtocolAssignment::decode(&mut buf, version.min(3)).ok()?;
+    let mut partitions = Vec::new();
+    for topic in assignment.assigned_partitions {
+        for p in topic.partitions {
+            partitions.push((topic.topic.to_string(), u32::try_from(p).ok()?));
+        }
+    }
+    Some(partitions)
+}
+
+/// The version before an embedded message, and the message's bytes after it.
+fn versioned(bytes: &[u8]) -> Option<(i16, Bytes)> {
+    let mut buf = Bytes::copy_from_slice(bytes);
+    if buf.remaining() < 2 {
+        return None;
+    }
+    let version = buf.get_i16();
+    (version >= 0).then_some((version, buf))
+}
+
 fn encode(version: i16, message: &impl Encodable) -> Vec<u8> {
     let mut buf = BytesMut::new();
     buf.put_i16(version);
@@ -83,5 +101,22 @@ mod tests {
         assert_eq!(subscribed_topics(&[0]), None);
         assert_eq!(subscribed_topics(&[0, 0, 0, 0, 0, 9]), None);
         assert_eq!(subscribed_topics(&[0xff, 0xff]), None);
+    }
+
+    #[cfg(feature = "console")]
+    #[test]
+    fn assignments_round_trip_and_garbage_is_none() {
+        let bytes = encode_assignment([("a", vec![0, 2]), ("b", vec![1])]);
+        let partitions = assigned_partitions(&bytes).unwrap();
+        assert_eq!(
+            partitions,
+            [
+                ("a".to_owned(), 0),
+                ("a".to_owned(), 2),
+                ("b".to_owned(), 1)
+            ]
+        );
+        assert_eq!(assigned_partitions(&[0]), None);
+        assert_eq!(assigned_partitions(&[0xff, 0xff]), None);
     }
 }
