@@ -339,9 +339,15 @@ async function groupPage(app, name) {
         el("td", { class: "num mono", data: { test: "committed" } }, o.committed === null ? "–" : num(o.committed)),
         el("td", { class: "num mono" }, num(o.log_end)), el("td", { class: "num", data: { test: "lag" } }, num(o.lag)))),
       "No committed offsets."));
-    fill(members, el("h3", {}, `Members (${g.members.length})`), table("members", ["Member", "Assigned partitions"],
-      g.members.map((m) => [mono(m.member_id), mono(m.partitions.map((p) => `${p.topic}-${p.partition}`).join(", ") || "–")]),
-      "No live members."));
+    // A Kafka client's member has a client id and host, a static one an instance id; the
+    // broker's own members have none: a column is shown only when some member has it.
+    const extra = [["client_id", "Client id"], ["host", "Host"], ["group_instance_id", "Instance id"]]
+      .filter(([key]) => g.members.some((m) => m[key]));
+    fill(members, el("h3", {}, `Members (${g.members.length})`),
+      table("members", ["Member", ...extra.map(([, h]) => h), "Assigned partitions"],
+        g.members.map((m) => [mono(m.member_id), ...extra.map(([key]) => mono(m[key] || "–")),
+          mono(m.partitions.map((p) => `${p.topic}-${p.partition}`).join(", ") || "–")]),
+        "No live members."));
     if (writes && !resetShown) {
       resetShown = true;
       app.append(resetForm(name, [...new Set(g.offsets.map((o) => o.topic))]));
