@@ -1,6 +1,7 @@
 //! The web console's server (`console` feature) over real HTTP: a broker built with
 //! `console("127.0.0.1:0")`, asked with a small HTTP/1.1 client (`console/http.rs`). The
-//! read API here; the writes, authentication and hostile input in the modules beside it.
+//! read API here; the writes, authentication, hostile input and Kafka clients' groups in the
+//! modules beside it.
 #![cfg(feature = "console")]
 
 #[path = "common/client_batch.rs"]

@@ -1,8 +1,9 @@
 //! Kafka clients' groups as the console shows them: a confluent-kafka (librdkafka) member
 //! joined through the listener, with the classic protocol and with KIP-848's
-//! (`group.protocol=consumer`), seen in `/api/groups/{group}` with its client id, host,
-//! instance id and partitions, the group's state, protocol and generation; a reset refused
-//! while it is a member; the group `Empty` once it closed.
+//! (`group.protocol=consumer`), and a kafkajs member of a group its leader assigns, seen in
+//! `/api/groups/{group}` with its client id, host, instance id and partitions, the group's
+//! state, protocol and generation; a reset refused while it is a member; the group `Empty`
+//! once it closed.
 
 use std::time::{Duration, Instant};
 
@@ -13,16 +14,21 @@ use super::clients::{self, Running};
 use super::http::{get, request};
 use super::{topic, with_console};
 
-/// The broker's session timeout: a static member that closed (no LeaveGroup) is gone after it.
-const SESSION: Duration = Duration::from_secs(3);
+/// The broker's session timeout, the longest a member may ask for: kafkajs asks for 30 s.
+const SESSION: Duration = Duration::from_secs(30);
+/// The classic member's session timeout: a static member that closed (it sends no
+/// LeaveGroup) is gone after it.
+const MEMBER_SESSION: &str = "3000";
 /// The longest wait for the group to reach a state.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Asks for the group until `done` holds for its JSON (or panics after [`WAIT`]).
+/// Asks for the group until `done` holds for its JSON (or panics after [`WAIT`], with what
+/// `member` wrote).
 fn group_until(
     addr: std::net::SocketAddr,
     group: &str,
     what: &str,
+    member: impl Fn() -> String,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
     let deadline = Instant::now() + WAIT;
@@ -33,19 +39,18 @@ fn group_until(
         }
         assert!(
             Instant::now() < deadline,
-            "the group never showed {what}: {} {}",
+            "the group never showed {what}: {} {}\nthe member wrote:\n{}",
             answer.status,
-            String::from_utf8_lossy(&answer.body)
+            String::from_utf8_lossy(&answer.body),
+            member()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
-/// A member of `group` on `orders` (2 partitions) with `protocol` (`classic` or `consumer`),
-/// static as `instance` when given; the group as the console shows it while the member holds
-/// both partitions, then once the member closed.
-fn one_member(protocol: &str, group: &str, instance: Option<&str>) -> Option<(Value, Value)> {
-    let consume = clients::python("confluent_consume.py")?;
+/// A broker with a listener and a console with writes, with the topic `orders` (2
+/// partitions); its data dir, broker, console address and bootstrap address.
+fn broker() -> (tempfile::TempDir, NanoKafka, std::net::SocketAddr, String) {
     let dir = tempfile::tempdir().unwrap();
     let builder = NanoKafka::builder()
         .listener(
@@ -58,25 +63,14 @@ fn one_member(protocol: &str, group: &str, instance: Option<&str>) -> Option<(Va
     let (broker, addr) = with_console(dir.path(), builder);
     broker.create_topic("orders", topic(2)).unwrap();
     let bootstrap = broker.listener_addr().unwrap().to_string();
-    let session = SESSION.as_millis().to_string();
-    let mut args = vec![
-        bootstrap.as_str(),
-        "orders",
-        group,
-        "--until-stdin-closes",
-        "--group-protocol",
-        protocol,
-        "--timeout",
-        "50",
-    ];
-    if protocol == "classic" {
-        args.extend(["--session-timeout-ms", &session]);
-    }
-    if let Some(instance) = instance {
-        args.extend(["--instance-id", instance]);
-    }
-    let member: Running = consume.spawn(&args);
-    let held = group_until(addr, group, "a member with both partitions", |g| {
+    (dir, broker, addr, bootstrap)
+}
+
+/// The group as the console shows it while its one `member` holds both partitions (a reset
+/// refused meanwhile), then once the member closed.
+fn held_then_left(addr: std::net::SocketAddr, group: &str, member: Running) -> (Value, Value) {
+    let output = || format!("{}\n{}", member.stdout(), member.stderr());
+    let held = group_until(addr, group, "a member with both partitions", output, |g| {
         g["state"] == "Stable"
             && g["members"].as_array().is_some_and(|m| m.len() == 1)
             && g["members"][0]["partitions"]
@@ -102,8 +96,39 @@ fn one_member(protocol: &str, group: &str, instance: Option<&str>) -> Option<(Va
     );
     let done = member.finish(WAIT);
     assert!(done.status.success(), "{}", done.stderr);
-    let left = group_until(addr, group, "Empty", |g| g["state"] == "Empty");
-    Some((held, left))
+    let left = group_until(
+        addr,
+        group,
+        "Empty",
+        || done.stderr.clone(),
+        |g| g["state"] == "Empty",
+    );
+    assert_eq!(left["members"], json!([]), "{left}");
+    (held, left)
+}
+
+/// A confluent-kafka member of `group` on `orders` with `protocol` (`classic` or
+/// `consumer`), static as `instance` when given: [`held_then_left`]'s view of its group.
+fn one_member(protocol: &str, group: &str, instance: Option<&str>) -> Option<(Value, Value)> {
+    let consume = clients::python("confluent_consume.py")?;
+    let (_dir, _broker, addr, bootstrap) = broker();
+    let mut args = vec![
+        bootstrap.as_str(),
+        "orders",
+        group,
+        "--until-stdin-closes",
+        "--group-protocol",
+        protocol,
+        "--timeout",
+        "50",
+    ];
+    if protocol == "classic" {
+        args.extend(["--session-timeout-ms", MEMBER_SESSION]);
+    }
+    if let Some(instance) = instance {
+        args.extend(["--instance-id", instance]);
+    }
+    Some(held_then_left(addr, group, consume.spawn(&args)))
 }
 
 /// Asserts that the group `held` shows one confluent-kafka member holding both partitions,
@@ -140,7 +165,7 @@ fn a_classic_kafka_clients_group_shows_its_member_protocol_and_state() {
     };
     assert_eq!(held["protocol"], "consumer/range", "{held}");
     assert_member(&held, Some("instance-1"));
-    assert_eq!(left["members"], json!([]), "{left}");
+    assert_eq!(left["protocol"], Value::Null, "{left}");
 }
 
 #[test]
@@ -150,5 +175,29 @@ fn a_kip848_kafka_clients_group_shows_its_member_epoch_and_state() {
     };
     assert_eq!(held["protocol"], "consumer", "{held}");
     assert_member(&held, None);
-    assert_eq!(left["members"], json!([]), "{left}");
+    assert_eq!(left["protocol"], "consumer", "{left}");
+}
+
+/// A group whose leader assigns (a kafkajs assigner the broker does not know) has no native
+/// groups: the listener alone knows its member, and a reset is refused all the same.
+#[test]
+fn a_leader_assigned_kafka_clients_group_shows_its_member_and_refuses_a_reset() {
+    let Some(assignor) = clients::node("kafkajs_assignor.js") else {
+        return;
+    };
+    let (_dir, _broker, addr, bootstrap) = broker();
+    let member = assignor.spawn(&[
+        &bootstrap,
+        "orders",
+        "tagged",
+        "--tag",
+        "a",
+        "--members",
+        "1",
+    ]);
+    let (held, _) = held_then_left(addr, "tagged", member);
+    assert_eq!(held["protocol"], "consumer/nanokafka-tagged", "{held}");
+    let m = &held["members"][0];
+    assert_eq!(m["client_id"], "nanokafka-test-kafkajs-a", "{held}");
+    assert_eq!(m["host"], "/127.0.0.1", "{held}");
 }
