@@ -69,6 +69,7 @@ impl ConsoleConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct BrokerFacts {
     pub data_dir: PathBuf,
+    /// The fsync policy in `FsyncPolicy`'s `Display` form (as `serve --fsync` takes it).
     pub fsync: String,
     pub listener: Option<SocketAddr>,
     /// The listener's SASL/PLAIN user: the console then asks for it with HTTP Basic.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nanokafka::clock::ManualClock;
-use nanokafka::{Header, NanoKafka, NanoKafkaBuilder, TopicConfig};
+use nanokafka::{FsyncPolicy, Header, NanoKafka, NanoKafkaBuilder, TopicConfig};
 use serde_json::{json, Value};
 
 use http::get;
@@ -208,7 +208,8 @@ fn the_overview_reports_topics_groups_and_the_broker() {
     assert_eq!(b["listener"], broker.listener_addr().unwrap().to_string());
     assert_eq!(b["connections"], 0);
     assert_eq!(b["console_writes"], false);
-    assert!(b["fsync"].as_str().unwrap().contains("Interval"));
+    // As `nanokafka serve --fsync` takes it.
+    assert_eq!(b["fsync"], "interval-ms 1000");
     let orders = overview["topics"]
         .as_array()
         .unwrap()
@@ -223,6 +224,15 @@ fn the_overview_reports_topics_groups_and_the_broker() {
         overview["groups"],
         json!([{"group": "billing", "topics": ["orders"], "members": 0, "lag": 2}])
     );
+}
+
+#[test]
+fn the_overview_names_the_fsync_policy_as_serve_takes_it() {
+    for (policy, shown) in [(FsyncPolicy::Always, "always"), (FsyncPolicy::Never, "never")] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_broker, addr) = with_console(dir.path(), NanoKafka::builder().fsync(policy));
+        assert_eq!(get(addr, "/api/overview").json()["broker"]["fsync"], shown);
+    }
 }
 
 #[test]
