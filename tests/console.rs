@@ -228,7 +228,10 @@ fn the_overview_reports_topics_groups_and_the_broker() {
 
 #[test]
 fn the_overview_names_the_fsync_policy_as_serve_takes_it() {
-    for (policy, shown) in [(FsyncPolicy::Always, "always"), (FsyncPolicy::Never, "never")] {
+    for (policy, shown) in [
+        (FsyncPolicy::Always, "always"),
+        (FsyncPolicy::Never, "never"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let (_broker, addr) = with_console(dir.path(), NanoKafka::builder().fsync(policy));
         assert_eq!(get(addr, "/api/overview").json()["broker"]["fsync"], shown);
