@@ -377,12 +377,18 @@ fn without_writes_the_reset_form_is_absent_and_a_reset_is_refused() {
     browser.screenshot("group-read-only");
 }
 
-/// Confirms the dialog the write form `form` opened and returns the form's answer.
-fn confirm_write(browser: &Browser, form: &str, shot: &str) -> String {
+/// Submits the write form `form` and returns the question its confirmation dialog asks.
+fn ask(browser: &Browser, form: &str) -> String {
     browser.click(&format!("#{form}-submit"));
     browser.wait_for("the confirmation dialog", |b| {
         b.is_shown("#confirm-dialog").then_some(())
     });
+    browser.text("#confirm-text").unwrap()
+}
+
+/// Submits the write form `form`, confirms, and returns the form's answer (a success).
+fn confirm_write(browser: &Browser, form: &str, shot: &str) -> String {
+    ask(browser, form);
     browser.screenshot(shot);
     browser.click("#confirm-ok");
     let answer = browser.wait_for_text(&format!("#{form}-result"), |t| !t.is_empty());
@@ -406,13 +412,7 @@ fn topic_writes_through_the_pages_create_produce_delete_records_and_delete() {
         "#create-topic-config",
         "retention.ms=3600000\ncleanup.policy=delete",
     );
-    let question = {
-        browser.click("#create-topic-submit");
-        browser.wait_for("the confirmation dialog", |b| {
-            b.is_shown("#confirm-dialog").then_some(())
-        });
-        browser.text("#confirm-text").unwrap()
-    };
+    let question = ask(&browser, "create-topic");
     assert!(
         question.contains("audit-log") && question.contains("retention.ms=3600000"),
         "{question}"
@@ -434,7 +434,7 @@ fn topic_writes_through_the_pages_create_produce_delete_records_and_delete() {
         .any(|w| w[0] == "retention.ms" && w[1] == "3600000"));
     // A value the broker refuses: its reason is shown, nothing changes.
     browser.fill("#alter-config", "retention.ms=soon");
-    browser.click("#alter-submit");
+    ask(&browser, "alter");
     browser.click("#confirm-ok");
     let refused = browser.wait_for_text("#alter-result", |t| !t.is_empty());
     assert!(refused.contains("retention.ms"), "{refused}");
@@ -527,10 +527,8 @@ fn topic_writes_through_the_pages_create_produce_delete_records_and_delete() {
         Some("true")
     );
     browser.fill("#delete-topic-confirm-name", "audit-log");
-    browser.click("#delete-topic-submit");
-    browser.wait_for("the confirmation dialog", |b| {
-        b.is_shown("#confirm-dialog").then_some(())
-    });
+    let question = ask(&browser, "delete-topic");
+    assert!(question.contains("Delete topic audit-log"), "{question}");
     browser.screenshot("delete-topic-confirm");
     browser.click("#confirm-ok");
     browser.wait_for_text("#notice", |t| t == "Deleted topic audit-log.");
