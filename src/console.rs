@@ -128,6 +128,8 @@ pub(crate) struct Console {
     pub facts: BrokerFacts,
     pub writes: bool,
     pub sampler: Arc<Sampler>,
+    /// Bound to a loopback address: requests must name a loopback host (`request::admit`).
+    pub loopback: bool,
 }
 
 impl BoundConsole {
@@ -147,6 +149,7 @@ impl BoundConsole {
             facts,
             writes: self.config.writes,
             sampler,
+            loopback: self.addr.ip().is_loopback(),
         });
         let addr = self.addr;
         let server = routes::server(console, self.socket)
