@@ -85,12 +85,23 @@ fn offsets(page: &Value) -> Vec<u64> {
 }
 
 #[test]
-fn the_console_is_off_unless_asked_and_its_address_needs_a_host() {
+fn the_console_is_off_unless_asked_and_a_bare_port_is_on_loopback() {
     let dir = tempfile::tempdir().unwrap();
     let broker = NanoKafka::open(dir.path()).unwrap();
     assert_eq!(broker.console_addr(), None);
     broker.shutdown().unwrap();
-    for bad in ["8080", ":8080", "127.0.0.1:"] {
+    for port_only in ["0", ":0"] {
+        let broker = NanoKafka::builder()
+            .data_dir(dir.path())
+            .console(port_only)
+            .build()
+            .unwrap();
+        let addr = broker.console_addr().expect("bound");
+        assert!(addr.ip().is_loopback(), "{port_only}: {addr}");
+        assert_eq!(http::get(addr, "/api/overview").status, 200);
+        broker.shutdown().unwrap();
+    }
+    for bad in ["127.0.0.1:", "localhost", ":", ":x80"] {
         let refused = NanoKafka::builder()
             .data_dir(dir.path())
             .console(bad)
