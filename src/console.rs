@@ -43,7 +43,7 @@ pub const CONSOLE_SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// The console's settings, from the builder.
 #[derive(Debug, Clone)]
 pub(crate) struct ConsoleConfig {
-    /// `host:port`; a host is required (`127.0.0.1:8080`, never `:8080`).
+    /// `host:port`, or a bare port (on loopback).
     pub addr: String,
     /// Whether the write routes (create/alter/delete topic, produce, reset, delete records)
     /// are served; 403 otherwise.
@@ -69,6 +69,7 @@ impl ConsoleConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct BrokerFacts {
     pub data_dir: PathBuf,
+    /// The fsync policy in `FsyncPolicy`'s `Display` form (as `serve --fsync` takes it).
     pub fsync: String,
     pub listener: Option<SocketAddr>,
     /// The listener's SASL/PLAIN user: the console then asks for it with HTTP Basic.
@@ -88,24 +89,22 @@ pub(crate) struct BoundConsole {
     config: ConsoleConfig,
 }
 
-/// Binds the console's address: `InvalidArgument` for an address without a host, `Io` when
-/// the bind fails. Anything but loopback is logged as a warning.
+/// Binds the console's address: `host:port`, or a bare port (`8080`, `:8080`) on loopback
+/// (`127.0.0.1`): the console is reachable from other hosts only when an address says so.
+/// `InvalidArgument` for anything else, `Io` when the bind fails. Anything but loopback is
+/// logged as a warning.
 pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
-    let invalid = |reason: String| Error::InvalidArgument {
-        name: "console",
-        reason,
-    };
-    match config.addr.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && !port.is_empty() => {}
-        _ => {
-            return Err(invalid(format!(
-                "{:?} is not host:port (write the host too, e.g. 127.0.0.1:8080)",
+    let Some(to_bind) = bind_addr(&config.addr) else {
+        return Err(Error::InvalidArgument {
+            name: "console",
+            reason: format!(
+                "{:?} is neither host:port nor a port (e.g. 127.0.0.1:8080, or 8080 for loopback)",
                 config.addr
-            )))
-        }
-    }
+            ),
+        });
+    };
     let path = std::path::Path::new(&config.addr);
-    let socket = std::net::TcpListener::bind(&config.addr)
+    let socket = std::net::TcpListener::bind(&to_bind)
         .map_err(|e| Error::io("bind the web console", path, e))?;
     let addr = socket
         .local_addr()
@@ -122,6 +121,19 @@ pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
     })
 }
 
+/// The address to bind for `addr`: as given when it is `host:port`, on `127.0.0.1` when it
+/// is a bare port (`8080` or `:8080`); `None` for anything else.
+fn bind_addr(addr: &str) -> Option<String> {
+    let port = addr.strip_prefix(':').unwrap_or(addr);
+    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(format!("127.0.0.1:{port}"));
+    }
+    match addr.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !port.is_empty() => Some(addr.to_owned()),
+        _ => None,
+    }
+}
+
 /// What every handler shares.
 #[derive(Debug)]
 pub(crate) struct Console {
@@ -129,6 +141,8 @@ pub(crate) struct Console {
     pub facts: BrokerFacts,
     pub writes: bool,
     pub sampler: Arc<Sampler>,
+    /// Bound to a loopback address: requests must name a loopback host (`request::admit`).
+    pub loopback: bool,
 }
 
 impl BoundConsole {
@@ -148,6 +162,7 @@ impl BoundConsole {
             facts,
             writes: self.config.writes,
             sampler,
+            loopback: self.addr.ip().is_loopback(),
         });
         let addr = self.addr;
         let server = routes::server(console, self.socket)

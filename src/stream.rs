@@ -91,7 +91,8 @@ impl StreamOptions {
 ///   timeout is evicted, and its next poll joins the group again and reads from the
 ///   committed offsets. After a full batch the next poll is sent at once, so that the
 ///   partition reads it while the caller takes this one (fetch ahead, as `Consumer` does);
-///   its answer is taken once the buffer is empty, and dropped without loss (positions live
+///   its answer is taken once the buffer is empty (the task kept awake for it briefly, as
+///   an awaited produce is), and dropped without loss (positions live
 ///   in the stream, not in the broker) when a seek or commit moved the positions since, or
 ///   when a rebalance made it stale.
 /// * **Rebalances.** Records are read in a generation of the group. When a poll, or a
@@ -153,6 +154,8 @@ pub struct RecordStream<T> {
     polling: Option<BoxFuture<'static, Result<Answer>>>,
     /// Where the poll in flight reads from (the embedded member's generation and positions).
     polling_from: Option<PollBasis>,
+    /// The poll in flight was sent ahead and not yet awaited (see `await_ahead`).
+    ahead: bool,
     /// What this stream yielded in which generation, and its committers' pending commits.
     shared: Arc<Shared>,
     /// The committers' flush in flight, sent by the stream (interval, rebalance).
@@ -273,6 +276,7 @@ impl AsyncNanoKafka {
             buffer: VecDeque::new(),
             polling: None,
             polling_from: None,
+            ahead: false,
             shared,
             flushing: None,
             flush_timer: None,
@@ -495,11 +499,26 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// Sends the next poll now, while the caller takes the full batch just buffered: the
     /// partition reads on meanwhile. Its answer waits until the buffer is empty.
     fn send_ahead(&mut self) {
+        self.ahead = true;
         let poll = self.start_poll();
         // The first poll of the future sends the request; `poll_next` polls it again with
         // its own waker once the buffer is empty.
         if let Poll::Ready(answer) = poll.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             *poll = futures::future::ready(answer).boxed();
+        }
+    }
+
+    /// The caller took the whole batch and now waits for the poll sent ahead meanwhile: its
+    /// answer is likely microseconds away (records are flowing), so the task keeps awake for
+    /// it ([`crate::spin::Hurry`]) rather than letting the runtime park its thread, whose
+    /// wake-up costs tens of microseconds. A poll not sent ahead (a trickle, a long poll)
+    /// parks at once.
+    fn await_ahead(&mut self) {
+        if !std::mem::take(&mut self.ahead) {
+            return;
+        }
+        if let Some(polling) = self.polling.take() {
+            self.polling = Some(Box::pin(crate::spin::Hurry::new(polling)));
         }
     }
 
@@ -683,6 +702,7 @@ impl<T: DeserializeOwned> Stream for RecordStream<T> {
                 }
                 this.flush_first = false;
             }
+            this.await_ahead();
             let polling = match this.polling {
                 Some(ref mut polling) => polling,
                 None => this.start_poll(),

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nanokafka::clock::ManualClock;
-use nanokafka::{Header, NanoKafka, NanoKafkaBuilder, TopicConfig};
+use nanokafka::{FsyncPolicy, Header, NanoKafka, NanoKafkaBuilder, TopicConfig};
 use serde_json::{json, Value};
 
 use http::get;
@@ -90,12 +90,23 @@ fn offsets(page: &Value) -> Vec<u64> {
 }
 
 #[test]
-fn the_console_is_off_unless_asked_and_its_address_needs_a_host() {
+fn the_console_is_off_unless_asked_and_a_bare_port_is_on_loopback() {
     let dir = tempfile::tempdir().unwrap();
     let broker = NanoKafka::open(dir.path()).unwrap();
     assert_eq!(broker.console_addr(), None);
     broker.shutdown().unwrap();
-    for bad in ["8080", ":8080", "127.0.0.1:"] {
+    for port_only in ["0", ":0"] {
+        let broker = NanoKafka::builder()
+            .data_dir(dir.path())
+            .console(port_only)
+            .build()
+            .unwrap();
+        let addr = broker.console_addr().expect("bound");
+        assert!(addr.ip().is_loopback(), "{port_only}: {addr}");
+        assert_eq!(http::get(addr, "/api/overview").status, 200);
+        broker.shutdown().unwrap();
+    }
+    for bad in ["127.0.0.1:", "localhost", ":", ":x80"] {
         let refused = NanoKafka::builder()
             .data_dir(dir.path())
             .console(bad)
@@ -213,7 +224,8 @@ fn the_overview_reports_topics_groups_and_the_broker() {
     assert_eq!(b["listener"], broker.listener_addr().unwrap().to_string());
     assert_eq!(b["connections"], 0);
     assert_eq!(b["console_writes"], false);
-    assert!(b["fsync"].as_str().unwrap().contains("Interval"));
+    // As `nanokafka serve --fsync` takes it.
+    assert_eq!(b["fsync"], "interval-ms 1000");
     let orders = overview["topics"]
         .as_array()
         .unwrap()
@@ -228,6 +240,18 @@ fn the_overview_reports_topics_groups_and_the_broker() {
         overview["groups"],
         json!([{"group": "billing", "topics": ["orders"], "members": 0, "lag": 2}])
     );
+}
+
+#[test]
+fn the_overview_names_the_fsync_policy_as_serve_takes_it() {
+    for (policy, shown) in [
+        (FsyncPolicy::Always, "always"),
+        (FsyncPolicy::Never, "never"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_broker, addr) = with_console(dir.path(), NanoKafka::builder().fsync(policy));
+        assert_eq!(get(addr, "/api/overview").json()["broker"]["fsync"], shown);
+    }
 }
 
 #[test]

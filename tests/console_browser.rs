@@ -6,6 +6,8 @@
 
 #![cfg(feature = "console")]
 
+#[path = "common/client_batch.rs"]
+mod client_batch;
 #[path = "common/process.rs"]
 mod process;
 
@@ -373,6 +375,212 @@ fn without_writes_the_reset_form_is_absent_and_a_reset_is_refused() {
     );
     assert_eq!(total_lag(&c.broker, "orders", "audit"), 0);
     browser.screenshot("group-read-only");
+}
+
+/// Submits the write form `form` and returns the question its confirmation dialog asks.
+fn ask(browser: &Browser, form: &str) -> String {
+    browser.click(&format!("#{form}-submit"));
+    browser.wait_for("the confirmation dialog", |b| {
+        b.is_shown("#confirm-dialog").then_some(())
+    });
+    browser.text("#confirm-text").unwrap()
+}
+
+/// Submits the write form `form`, confirms, and returns the form's answer (a success).
+fn confirm_write(browser: &Browser, form: &str, shot: &str) -> String {
+    ask(browser, form);
+    browser.screenshot(shot);
+    browser.click("#confirm-ok");
+    let answer = browser.wait_for_text(&format!("#{form}-result"), |t| !t.is_empty());
+    assert_eq!(
+        browser.attr(&format!("#{form}-result"), "class").as_deref(),
+        Some("mono result"),
+        "{form} failed: {answer}"
+    );
+    answer
+}
+
+#[test]
+fn topic_writes_through_the_pages_create_produce_delete_records_and_delete() {
+    let Some((browser, c)) = browser_and_console(true) else {
+        return;
+    };
+    browser.goto(&c.url);
+    browser.fill("#create-topic-name", "audit-log");
+    browser.fill("#create-topic-partitions", "2");
+    browser.fill(
+        "#create-topic-config",
+        "retention.ms=3600000\ncleanup.policy=delete",
+    );
+    let question = ask(&browser, "create-topic");
+    assert!(
+        question.contains("audit-log") && question.contains("retention.ms=3600000"),
+        "{question}"
+    );
+    browser.screenshot("create-topic-confirm");
+    browser.click("#confirm-ok");
+    browser.wait_for_text("#create-topic-result", |t| t.contains("Created"));
+    browser.wait_for_text(r#"tr[data-topic="audit-log"] td:nth-child(2)"#, |t| {
+        t == "2"
+    });
+    browser.scroll_to("#create-topic");
+    browser.screenshot("create-topic-done");
+
+    browser.click(r#"tr[data-topic="audit-log"] a"#);
+    browser.wait_for_text(r#"#config tr td:first-child"#, |t| !t.is_empty());
+    assert!(browser
+        .texts("#config td")
+        .windows(2)
+        .any(|w| w[0] == "retention.ms" && w[1] == "3600000"));
+    // A value the broker refuses: its reason is shown, nothing changes.
+    browser.fill("#alter-config", "retention.ms=soon");
+    ask(&browser, "alter");
+    browser.click("#confirm-ok");
+    let refused = browser.wait_for_text("#alter-result", |t| !t.is_empty());
+    assert!(refused.contains("retention.ms"), "{refused}");
+    assert_eq!(
+        browser.attr("#alter-result", "class").as_deref(),
+        Some("mono result error")
+    );
+    browser.scroll_to("#alter");
+    browser.screenshot("alter-refused");
+    browser.fill("#alter-config", "retention.ms=7200000");
+    let answer = confirm_write(&browser, "alter", "alter-confirm");
+    assert_eq!(answer, "Set retention.ms=7200000.");
+    browser.wait_for("the new retention.ms in the config table", |b| {
+        let cells = b.texts("#config td");
+        cells
+            .windows(2)
+            .any(|w| w[0] == "retention.ms" && w[1] == "7200000")
+            .then_some(())
+    });
+    browser.select("#produce-partition", "1");
+    browser.fill("#produce-key", "order-9");
+    browser.fill("#produce-value", r#"{"amount": 9}"#);
+    browser.fill("#produce-headers", "source=console\nattempt=1");
+    let answer = confirm_write(&browser, "produce", "produce-confirm");
+    assert_eq!(answer, "Produced to partition 1 at offset 0. Show it");
+    browser.scroll_to("#produce");
+    browser.screenshot("produce-done");
+    browser.click("#produce-result a");
+    let row = r#"tr[data-test="record"][data-offset="0"]"#;
+    let value = browser.wait_for_text(&format!("{row} [data-test=record-value] pre"), |t| {
+        !t.is_empty()
+    });
+    assert_eq!(value, "{\n  \"amount\": 9\n}");
+    assert_eq!(
+        browser
+            .text(&format!("{row} [data-test=record-key] pre"))
+            .as_deref(),
+        Some("order-9")
+    );
+    assert_eq!(
+        browser.texts(&format!("{row} [data-test=header-key]")),
+        ["attempt", "source"]
+    );
+    assert_eq!(
+        browser.texts(&format!("{row} [data-test=header-value] pre")),
+        ["1", "console"]
+    );
+    browser.screenshot("produced-record");
+
+    // Two more records on partition 1, then the first two deleted.
+    let more = |v: &str| nanokafka::ProduceRecord {
+        key: None,
+        value: v.as_bytes().to_vec(),
+    };
+    c.broker
+        .produce_batch_raw("audit-log", Some(1), vec![more("b"), more("c")])
+        .unwrap();
+    browser.goto(&format!("{}#/topics/audit-log", c.url));
+    let log_start = r#"tr[data-partition="1"] td:nth-child(2)"#;
+    browser.wait_for_text(r#"tr[data-partition="1"] td:nth-child(3)"#, |t| t == "3");
+    assert_eq!(browser.text(log_start).as_deref(), Some("0"));
+    browser.select("#delete-records-partition", "1");
+    browser.fill("#delete-records-before", "2");
+    let answer = confirm_write(&browser, "delete-records", "delete-records-confirm");
+    assert_eq!(answer, "Partition 1 now starts at offset 2.");
+    browser.wait_for_text(log_start, |t| t == "2");
+    // The first record left is at offset 2: the log start moved for readers too.
+    assert_eq!(
+        c.broker.offset_for_timestamp("audit-log", 1, 0).unwrap(),
+        Some(2)
+    );
+    assert_eq!(
+        browser
+            .text(r#"tr[data-partition="1"] td:nth-child(4)"#)
+            .as_deref(),
+        Some("1"),
+        "one record left on partition 1"
+    );
+    browser.scroll_to("#partitions");
+    browser.screenshot("delete-records-done");
+
+    // Deleting takes the topic's name typed out, then the dialog.
+    assert_eq!(
+        browser.attr("#delete-topic-submit", "disabled").as_deref(),
+        Some("true")
+    );
+    browser.fill("#delete-topic-confirm-name", "audit-lo");
+    assert_eq!(
+        browser.attr("#delete-topic-submit", "disabled").as_deref(),
+        Some("true")
+    );
+    browser.fill("#delete-topic-confirm-name", "audit-log");
+    let question = ask(&browser, "delete-topic");
+    assert!(question.contains("Delete topic audit-log"), "{question}");
+    browser.screenshot("delete-topic-confirm");
+    browser.click("#confirm-ok");
+    browser.wait_for_text("#notice", |t| t == "Deleted topic audit-log.");
+    browser.wait_for_text("#topics tbody td", |t| t == "No topics yet.");
+    assert!(c.broker.list_topics().unwrap().is_empty());
+    browser.screenshot("delete-topic-done");
+}
+
+#[test]
+fn browsing_a_partition_by_timestamp_starts_at_the_first_record_at_or_after_it() {
+    let Some((browser, c)) = browser_and_console(false) else {
+        return;
+    };
+    c.create_topic("ticks", 1);
+    // Records a second apart with the timestamps their producer gave them, one batch each
+    // so that the time index has an entry per record.
+    const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+    for i in 0..6 {
+        let record = client_batch::ClientRecord {
+            timestamp: T0 + i * 1_000,
+            value: Some(format!("tick {i}").into()),
+            ..Default::default()
+        };
+        let batch = client_batch::encode(&[record], client_batch::BatchOptions::default());
+        c.broker.produce_kafka_batch("ticks", 0, batch).unwrap();
+    }
+    browser.goto(&format!(
+        "{}#/topics/ticks/messages?partition=0&newest=true",
+        c.url
+    ));
+    browser.wait_for_text(r#"#records [data-test="record"] td:first-child"#, |t| {
+        t == "5"
+    });
+    browser.select("#mode", "timestamp");
+    // Between the third and the fourth record: the fourth is the first at or after it.
+    browser.fill("#at", "2026-01-01T00:00:02.500Z");
+    browser.click("#go");
+    let first = browser.wait_for_text(r#"#records [data-test="record"] td:first-child"#, |t| {
+        t == "3"
+    });
+    assert_eq!(first, "3");
+    assert_eq!(
+        browser.texts(r#"#records [data-test="record"] td:first-child"#),
+        ["3", "4", "5"]
+    );
+    assert_eq!(
+        browser
+            .text(r#"#records [data-test="record"] td:nth-child(2)"#)
+            .as_deref(),
+        Some("2026-01-01 00:00:03.000Z")
+    );
+    browser.screenshot("messages-by-time");
 }
 
 /// What the page would see when its tab is hidden or shown: `document.visibilityState`

@@ -105,7 +105,7 @@ pub struct ServeArgs {
     metrics: Option<SocketAddr>,
 
     /// Serve the web console (pages and a JSON API over the topics, records and groups) on
-    /// this address (host:port, the host written out, e.g. 127.0.0.1:8080). With
+    /// this address (host:port, e.g. 127.0.0.1:8080, or a bare port on loopback). With
     /// --sasl-plain-user it asks for the same user and password. Off unless given.
     #[arg(long, value_name = "ADDR")]
     console: Option<String>,

@@ -497,7 +497,7 @@ fn serve_with_console_serves_the_api_and_its_writes_only_when_asked() {
         "--listen",
         "127.0.0.1:0",
         "--console",
-        "8080",
+        "localhost:",
     ]);
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("127.0.0.1:8080"), "{stderr}");

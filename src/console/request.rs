@@ -3,6 +3,13 @@
 //! credentials when the listener has SASL/PLAIN (HTTP Basic; 401 with
 //! `WWW-Authenticate: Basic realm="nanokafka"`), refuses a URL above [`MAX_URL_BYTES`] (414),
 //! marks the API as in use for the sampler, and carries the peer address the writes log.
+//!
+//! It also keeps other web pages out (`same_origin`), since a browser on the operator's
+//! machine can reach a loopback console: a console bound to loopback answers only requests
+//! addressed to a loopback host (a page of another site that rebinds its DNS name to
+//! 127.0.0.1 sends its own name as `Host`), and a write from a browser must come from the
+//! console's own origin (`Origin`). Writes take JSON bodies only (`routes`), which a page of
+//! another site cannot send without a CORS preflight the console does not grant.
 
 use std::future::{ready, Ready};
 use std::net::SocketAddr;
@@ -46,6 +53,10 @@ impl ApiError {
             E::OverflowKnownLength { .. } | E::Overflow { .. } => Self::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+            ),
+            E::ContentType => Self::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "the body must be JSON, sent as Content-Type: application/json",
             ),
             other => Self::bad_request(format!("bad JSON body: {other}")),
         }
@@ -92,6 +103,58 @@ impl From<crate::error::Error> for ApiError {
     }
 }
 
+/// Refuses (403) a request a page of another site could have made: to a loopback console, a
+/// `Host` that is not a loopback name or address; for a write, an `Origin` that is not the
+/// console's own (`http(s)://` + its `Host`). Requests without the header (scripts, curl)
+/// pass.
+fn same_origin(req: &HttpRequest, loopback: bool) -> Result<(), ApiError> {
+    let refuse = |why: String| Err(ApiError::new(StatusCode::FORBIDDEN, why));
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().unwrap_or(""));
+    if let Some(host) = host.filter(|_| loopback) {
+        if !is_loopback_host(host) {
+            return refuse(format!(
+                "the console is bound to loopback and answers only requests to a loopback \
+                 host, not {host:?}"
+            ));
+        }
+    }
+    let reads = matches!(
+        *req.method(),
+        actix_web::http::Method::GET | actix_web::http::Method::HEAD
+    );
+    let Some(origin) = req.headers().get(header::ORIGIN).filter(|_| !reads) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or("");
+    let own = host.is_some_and(|host| {
+        origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            == Some(host)
+    });
+    match own {
+        true => Ok(()),
+        false => refuse(format!(
+            "a write from another origin ({origin:?}) is refused"
+        )),
+    }
+}
+
+/// `localhost` or a loopback address, with or without a port (`[::1]:8080` included).
+fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or("", |(ip, _)| ip),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Who asked: admitted (credentials checked, URL within its cap) and where from.
 #[derive(Debug)]
 pub(crate) struct Caller {
@@ -133,6 +196,7 @@ fn admit(req: &HttpRequest) -> Result<Caller, ApiError> {
             ));
         }
     }
+    same_origin(req, console.loopback)?;
     let url_len = req.uri().path().len() + req.uri().query().map_or(0, str::len);
     if url_len > MAX_URL_BYTES {
         return Err(ApiError::new(
@@ -192,5 +256,31 @@ mod tests {
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"abcd"));
         assert!(!constant_time_eq(b"", b"a"));
+    }
+
+    #[test]
+    fn loopback_hosts_are_names_and_addresses_of_this_machine_only() {
+        for host in [
+            "localhost",
+            "LOCALHOST:8080",
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "127.1.2.3:80",
+        ]
+        .into_iter()
+        .chain(["[::1]", "[::1]:8080"])
+        {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:8080",
+            "localhost.evil.example",
+            "10.0.0.1:8080",
+            "[::2]:8080",
+            "",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
     }
 }

@@ -20,8 +20,9 @@ pub(super) fn server(
             .app_data(
                 web::JsonConfig::default()
                     .limit(MAX_BODY_BYTES)
-                    // curl and fetch() without a content type still send JSON here.
-                    .content_type_required(false)
+                    // `application/json` only: a page of another site can send a form or
+                    // `text/plain` to this address without asking, but not JSON.
+                    .content_type_required(true)
                     .error_handler(|e, _| ApiError::bad_body(&e).into()),
             )
             .app_data(web::QueryConfig::default().error_handler(|e, _| {

@@ -179,8 +179,9 @@ impl NanoKafkaBuilder {
         self
     }
 
-    /// Serve the web console on `addr` (`host:port` with its host, e.g. `127.0.0.1:8080`;
-    /// port 0 picks a free one, see [`NanoKafka::console_addr`]): pages and a JSON API over
+    /// Serve the web console on `addr` (`host:port`, e.g. `127.0.0.1:8080`, or a bare port,
+    /// which binds loopback; port 0 picks a free one, see [`NanoKafka::console_addr`]): pages
+    /// and a JSON API over
     /// the broker's topics, records and groups (docs/console.md), read-only unless
     /// [`NanoKafkaBuilder::console_writes`]. With SASL/PLAIN on the listener, it asks for the
     /// same user and password (HTTP Basic). Off by default; embedded broker only.

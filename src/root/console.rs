@@ -42,7 +42,7 @@ mod enabled {
             .with_listener_metrics(listener.map(ListenerHandle::metrics));
         let facts = crate::console::BrokerFacts {
             data_dir: settings.data_dir.clone(),
-            fsync: format!("{:?}", settings.fsync),
+            fsync: settings.fsync.to_string(),
             listener: listener.map(ListenerHandle::addr),
             credentials: config.and_then(|l| l.sasl_plain),
             clock: settings.clock.clone(),

@@ -20,6 +20,18 @@ pub enum FsyncPolicy {
     Always,
 }
 
+/// The policy as `nanokafka serve --fsync` takes it: `always`, `never` or `interval-ms N`
+/// (the interval in whole milliseconds). The console shows it so.
+impl std::fmt::Display for FsyncPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FsyncPolicy::Never => f.write_str("never"),
+            FsyncPolicy::Interval(every) => write!(f, "interval-ms {}", every.as_millis()),
+            FsyncPolicy::Always => f.write_str("always"),
+        }
+    }
+}
+
 impl Default for FsyncPolicy {
     /// `Interval(1 s)`: a process crash loses nothing, a power loss at most ~1 s of records.
     fn default() -> Self {

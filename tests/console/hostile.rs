@@ -4,7 +4,7 @@
 use nanokafka::NanoKafka;
 use serde_json::json;
 
-use super::http::{get, request};
+use super::http::{get, raw, request};
 use super::{manual_clock, offsets, produce_raw, topic, with_console};
 
 #[test]
@@ -137,4 +137,64 @@ fn a_compressed_batch_cannot_make_a_page_larger_than_its_byte_budget() {
     let shown = offsets(&page).len() as u64;
     assert!((1..=2).contains(&shown), "{shown}");
     assert_eq!(page["next_offset"], shown);
+}
+
+/// What a page of another site could make the operator's browser send: a request to a name
+/// it rebound to 127.0.0.1, a write from its own origin, a form or `text/plain` body (which
+/// needs no CORS preflight). Each is refused and changes nothing; the console's own page and
+/// scripts without an `Origin` are served.
+#[test]
+fn requests_another_site_could_make_a_browser_send_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, addr) = with_console(dir.path(), NanoKafka::builder().console_writes(true));
+    let create = r#"{"name": "t", "partitions": 1, "confirm": true}"#;
+    let rebound = raw(
+        addr,
+        "GET /api/overview HTTP/1.1\r\nHost: evil.example:8080",
+        "",
+    );
+    assert_eq!(rebound.status, 403);
+    assert!(
+        rebound.error().contains("evil.example"),
+        "{}",
+        rebound.error()
+    );
+    let foreign = [("Origin", "http://evil.example")];
+    let answer = request(addr, "POST", "/api/topics", Some(create), &foreign);
+    assert_eq!(answer.status, 403);
+    let null_origin = [("Origin", "null")];
+    let answer = request(addr, "POST", "/api/topics", Some(create), &null_origin);
+    assert_eq!(answer.status, 403);
+    let host = format!("Host: {addr}");
+    for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
+        let head = format!("POST /api/topics HTTP/1.1\r\n{host}\r\nContent-Type: {content_type}");
+        let answer = raw(addr, &head, create);
+        assert_eq!(answer.status, 415, "{content_type}");
+    }
+    assert!(broker.list_topics().unwrap().is_empty());
+    // The console's own origin, and a script that sends none, are served.
+    let own = format!("http://{addr}");
+    let answer = request(
+        addr,
+        "POST",
+        "/api/topics",
+        Some(create),
+        &[("Origin", &own)],
+    );
+    assert_eq!(
+        answer.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let localhost = raw(
+        addr,
+        &format!(
+            "GET /api/overview HTTP/1.1\r\nHost: localhost:{}",
+            addr.port()
+        ),
+        "",
+    );
+    assert_eq!(localhost.status, 200);
+    assert!(broker.list_topics().unwrap().contains_key("t"));
 }

@@ -70,6 +70,23 @@ pub fn request(
     parse(&raw)
 }
 
+/// Sends `head` (request line and headers, without the blank line) and `body` as written:
+/// for requests the other helpers would not make.
+pub fn raw(addr: SocketAddr, head: &str, body: &str) -> Answer {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let text = format!(
+        "{head}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(text.as_bytes());
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    parse(&raw)
+}
+
 pub fn get(addr: SocketAddr, path: &str) -> Answer {
     request(addr, "GET", path, None, &[])
 }

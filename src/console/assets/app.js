@@ -57,8 +57,8 @@ async function api(path, init) {
   return body;
 }
 
-const post = (path, body) => api(path, {
-  method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+const post = (path, body, method = "POST") => api(path, {
+  method, headers: { "content-type": "application/json" }, body: JSON.stringify(body),
 });
 
 function showError(error) {
@@ -98,6 +98,15 @@ document.addEventListener("visibilitychange", () => {
     else { clearTimeout(poller.timer); poller.timer = null; }
   }
 });
+
+/** Asks every poller of this page again now (after a write changed what it shows). */
+function refreshPage() {
+  for (const poller of page.pollers) {
+    clearTimeout(poller.timer);
+    poller.timer = null;
+    schedule(poller, 0);
+  }
+}
 
 function leavePage() {
   for (const poller of page.pollers) clearTimeout(poller.timer);
@@ -171,6 +180,7 @@ const fill = (node, ...children) => node.replaceChildren(...children.flat());
 // ---- the broker's state shared by every page (the nav bar, whether writes are on) ----------
 
 let broker = null;
+let notice = null; // a line for the next page to show (after a write that left its page)
 
 function showBroker(b) {
   broker = b;
@@ -205,6 +215,8 @@ function route() {
   app.replaceChildren();
   for (const link of document.querySelectorAll("#nav a[data-test]")) link.classList.remove("active");
   knowBroker().catch(showError);
+  if (notice) app.append(el("p", { id: "notice", class: "card notice", data: { test: "notice" } }, notice));
+  notice = null;
   for (const [pattern, render] of routes) {
     const match = pattern.exec(path || "/");
     if (match) {
@@ -228,10 +240,15 @@ async function overviewPage(app) {
   app.append(el("h2", {}, "Overview"), el("div", { class: "row" }, health, rateCard), topics, groups);
   const rate = lineChart(rateBox, "records/s", "#2563eb");
   const history = []; // the overview gives the current rate; the chart keeps the last 5 min
+  let writesShown = false;
   poll(async () => {
     const o = await api("/api/overview");
     showBroker(o.broker);
     const b = o.broker;
+    if (b.console_writes && !writesShown) {
+      writesShown = true;
+      topics.after(createTopicForm());
+    }
     fill(health, el("h3", {}, "Broker"), dl([["Uptime", duration(b.uptime_ms)],
       ["Data dir", mono(b.data_dir)], ["Fsync", b.fsync], ["Listener", b.listener ? mono(b.listener) : "off"],
       ["Connections", num(b.connections)], ["Writes", b.console_writes ? "enabled" : "disabled"]]));
@@ -265,6 +282,133 @@ function groupsTable(groups) {
     "No consumer groups.");
 }
 
+// ---- Write forms (shown with writes enabled only; the server refuses otherwise anyway) ------
+
+/** `key=value` lines (blank lines skipped) as an object; an Error naming a line without `=`. */
+function keyValues(text, what) {
+  const pairs = {};
+  for (const [i, line] of text.split("\n").entries()) {
+    if (!line.trim()) continue;
+    const eq = line.indexOf("=");
+    if (eq <= 0) throw new Error(`${what}, line ${i + 1}: expected key=value, got ${JSON.stringify(line)}`);
+    pairs[line.slice(0, eq).trim()] = line.slice(eq + 1);
+  }
+  return pairs;
+}
+
+const describePairs = (pairs) => Object.entries(pairs).map(([k, v]) => `${k}=${v}`).join(", ");
+
+/** A write's form: `fields` in a card and a button. Submitting calls `prepare()`, which
+ *  checks the fields and returns `[question, send]` (or throws what is wrong); the question
+ *  goes to the confirmation dialog, and only Confirm calls `send()`, whose answer (text or
+ *  elements) or error the form shows; `done()` follows a success. */
+function writeForm(id, title, fields, button, prepare, done) {
+  const result = el("p", { id: `${id}-result`, class: "mono result", data: { test: `${id}-result` } });
+  const submit = el("button", { id: `${id}-submit`, type: "submit", class: "danger", data: { test: `${id}-submit` } }, button);
+  const form = el("form", { id, class: "card form", data: { test: id } }, el("h3", {}, title), fields,
+    el("div", {}, submit), result);
+  const fail = (error) => { result.className = "mono result error"; result.textContent = error.message; };
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    result.className = "mono result";
+    result.replaceChildren();
+    let question, send;
+    try { [question, send] = prepare(); } catch (error) { fail(error); return; }
+    if (!(await confirmDialog(title, question))) return;
+    try {
+      fill(result, await send());
+      if (done) done();
+    } catch (error) { fail(error); }
+  });
+  form.submitButton = submit;
+  return form;
+}
+
+const field = (label, input) => el("label", { class: input.tagName === "TEXTAREA" ? "area" : "" }, label, " ", input);
+const textarea = (id, placeholder) => el("textarea", { id, data: { test: id }, rows: 3, placeholder, spellcheck: false });
+
+function createTopicForm() {
+  const name = el("input", { id: "create-topic-name", data: { test: "create-topic-name" }, placeholder: "orders" });
+  const partitions = el("input", { id: "create-topic-partitions", type: "number", min: 1, value: 1, class: "narrow" });
+  const config = textarea("create-topic-config", "optional, one per line: retention.ms=86400000");
+  return writeForm("create-topic", "Create topic",
+    [field("Name", name), field("Partitions", partitions), field("Config", config)], "Create topic…", () => {
+      const topic = name.value.trim();
+      if (!topic) throw new Error("a topic needs a name");
+      const count = Number(partitions.value);
+      const pairs = keyValues(config.value, "config");
+      const extra = Object.keys(pairs).length ? ` and config ${describePairs(pairs)}` : "";
+      return [`Create topic ${topic} with ${count} partition${count === 1 ? "" : "s"}${extra}?`, async () => {
+        await post("/api/topics", { name: topic, partitions: count, config: pairs, confirm: true });
+        return `Created topic ${topic} (${count} partition${count === 1 ? "" : "s"}).`;
+      }];
+    }, () => {
+      name.value = config.value = "";
+      refreshPage();
+    });
+}
+
+const partitionSelect = (id, partitions, any) => el("select", { id, data: { test: id } },
+  any ? el("option", { value: "" }, any) : null, partitions.map((p) => el("option", { value: p.partition }, `partition ${p.partition}`)));
+
+/** The topic page's writes: produce a test record, alter its config, delete records before
+ *  an offset, delete the topic (its name typed out first). */
+function topicWriteForms(name, partitions) {
+  const topicPath = `/api/topics/${enc(name)}`;
+  const partition = partitionSelect("produce-partition", partitions, "any (the broker picks)");
+  const key = el("input", { id: "produce-key", data: { test: "produce-key" }, placeholder: "none" });
+  const value = textarea("produce-value", "the record's value (text)");
+  const headers = textarea("produce-headers", "optional, one per line: source=console");
+  const produce = writeForm("produce", "Produce a test record",
+    [field("Partition", partition), field("Key", key), field("Value", value), field("Headers", headers)],
+    "Produce…", () => {
+      const body = { value: value.value, headers: keyValues(headers.value, "headers"), confirm: true };
+      if (partition.value !== "") body.partition = Number(partition.value);
+      if (key.value !== "") body.key = key.value;
+      const where = partition.value === "" ? "" : ` partition ${partition.value}`;
+      return [`Produce a record to ${name}${where} (key ${key.value === "" ? "none" : JSON.stringify(key.value)}, ` +
+        `${value.value.length} characters of value${Object.keys(body.headers).length ? ", headers " + describePairs(body.headers) : ""})?`, async () => {
+        const d = await post(`${topicPath}/records`, body);
+        return [`Produced to partition ${d.partition} at offset ${d.offset}. `,
+          link(`#/topics/${enc(name)}/messages?partition=${d.partition}&offset=${d.offset}&limit=1`, "Show it")];
+      }];
+    }, refreshPage);
+
+  const config = textarea("alter-config", "one per line: retention.ms=86400000");
+  const alter = writeForm("alter", "Alter config", [field("Set", config)], "Alter config…", () => {
+    const pairs = keyValues(config.value, "config");
+    if (!Object.keys(pairs).length) throw new Error("no config to set: write key=value lines");
+    return [`Set on topic ${name}: ${describePairs(pairs)}?`, async () => {
+      await post(topicPath, { config: pairs, confirm: true }, "PATCH");
+      return `Set ${describePairs(pairs)}.`;
+    }];
+  }, refreshPage);
+
+  const deletePartition = partitionSelect("delete-records-partition", partitions);
+  const before = el("input", { id: "delete-records-before", data: { test: "delete-records-before" }, type: "number", min: 0, class: "narrow" });
+  const deleteRecords = writeForm("delete-records", "Delete records",
+    [field("Partition", deletePartition), field("Before offset", before)], "Delete records…", () => {
+      if (!/^\d+$/.test(before.value)) throw new Error("the offset to delete before is a number");
+      const p = deletePartition.value;
+      return [`Delete the records of ${name} partition ${p} before offset ${before.value}? Consumers can no longer read them.`, async () => {
+        const r = await post(`${topicPath}/partitions/${p}/delete-records`, { before: Number(before.value), confirm: true });
+        return `Partition ${p} now starts at offset ${r.log_start}.`;
+      }];
+    }, refreshPage);
+
+  const typed = el("input", { id: "delete-topic-confirm-name", data: { test: "delete-topic-confirm-name" }, autocomplete: "off" });
+  const deleteTopic = writeForm("delete-topic", "Delete topic",
+    [el("p", { class: "muted" }, "Deletes every partition and record. Type the topic's name to delete it."), field("Topic name", typed)],
+    "Delete topic…", () => [`Delete topic ${name} and all its records? This cannot be undone.`, async () => {
+      await post(topicPath, { confirm: true }, "DELETE");
+      return `Deleted topic ${name}.`;
+    }], () => { notice = `Deleted topic ${name}.`; location.hash = "#/"; });
+  const matches = () => { deleteTopic.submitButton.disabled = typed.value !== name; };
+  typed.addEventListener("input", matches);
+  matches();
+  return el("div", { id: "topic-writes", class: "writes" }, produce, alter, deleteRecords, deleteTopic);
+}
+
 // ---- Topic ----------------------------------------------------------------------------------
 
 async function topicPage(app, name) {
@@ -276,8 +420,13 @@ async function topicPage(app, name) {
     " ", link(`#/topics/${enc(name)}/messages?partition=0&newest=true`, "Browse messages", { id: "browse", class: "button", data: { test: "browse" } })),
   partitions, el("div", { class: "row" }, rateCard, groups), config);
   const rate = lineChart(rateBox, "records/s", "#2563eb");
+  let writesShown = false;
   poll(async () => {
     const t = await api(`/api/topics/${enc(name)}`);
+    if ((await knowBroker()).console_writes && !writesShown) {
+      writesShown = true;
+      config.after(topicWriteForms(name, t.partitions));
+    }
     rate.update(t.throughput);
     fill(partitions, el("h3", {}, `Partitions (${t.partitions.length})`), table("partitions",
       ["Partition", "Log start", "Log end", "Records", "Size", "Segments", ""],
