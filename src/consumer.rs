@@ -229,10 +229,16 @@ impl Membership {
         }
     }
 
-    /// The poll after `fetched` is delivered whole: from the positions after its last record.
-    fn poll_after(&self, fetched: &Fetched, max_records: usize) -> Option<PollRequest> {
+    /// The poll after `fetched` is delivered whole: from the positions after its last record,
+    /// waiting up to `wait`.
+    pub(crate) fn poll_after(
+        &self,
+        fetched: &Fetched,
+        max_records: usize,
+        wait: Duration,
+    ) -> Option<PollRequest> {
         let last = fetched.records.last_offset()?;
-        let mut request = self.poll_request(max_records, Duration::ZERO);
+        let mut request = self.poll_request(max_records, wait);
         request
             .poll
             .positions
@@ -500,7 +506,10 @@ impl EmbeddedMember {
         // A full batch says there is more to read; after a short one (the consumer caught
         // up) the poll sent ahead would most likely find nothing.
         if fetched.records.len() >= max_records {
-            if let Some(next) = self.membership.poll_after(&fetched, max_records) {
+            if let Some(next) = self
+                .membership
+                .poll_after(&fetched, max_records, Duration::ZERO)
+            {
                 self.ahead = Some(Ahead::send(&self.broker, next));
             }
         }

@@ -20,7 +20,7 @@ use futures::{FutureExt, Stream};
 use serde::de::DeserializeOwned;
 
 use crate::async_handle::{AsyncNanoKafka, Engine};
-use crate::consumer::{poll_rejoining, Membership, PollBasis, Polled};
+use crate::consumer::{poll_rejoining, Membership, PollBasis, PollRequest, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
@@ -477,13 +477,7 @@ impl<T: DeserializeOwned> RecordStream<T> {
             Member::Embedded(m) => {
                 let request = m.poll_request(max, wait);
                 let from = request.basis();
-                let handle = self.handle.clone();
-                let poll = async move {
-                    poll_rejoining(&handle, request)
-                        .await
-                        .map(|polled| Answer::Embedded(Box::new(polled)))
-                };
-                (poll.boxed(), Some(from))
+                (embedded_poll(&self.handle, request), Some(from))
             }
             #[cfg(feature = "kafka")]
             Member::Kafka(k) => {
@@ -494,18 +488,6 @@ impl<T: DeserializeOwned> RecordStream<T> {
         };
         self.polling_from = from;
         self.polling.insert(poll)
-    }
-
-    /// Sends the next poll now, while the caller takes the full batch just buffered: the
-    /// partition reads on meanwhile. Its answer waits until the buffer is empty.
-    fn send_ahead(&mut self) {
-        self.ahead = true;
-        let poll = self.start_poll();
-        // The first poll of the future sends the request; `poll_next` polls it again with
-        // its own waker once the buffer is empty.
-        if let Poll::Ready(answer) = poll.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            *poll = futures::future::ready(answer).boxed();
-        }
     }
 
     /// The caller took the whole batch and now waits for the poll sent ahead meanwhile: its
@@ -537,8 +519,8 @@ impl<T: DeserializeOwned> RecordStream<T> {
     /// the position moves past it). A new generation drops what is buffered. An answer sent
     /// ahead that the group's rebalance made stale since is dropped (it moved nothing).
     fn take_in(&mut self, answer: Result<Answer>) -> Result<()> {
-        // A full batch decoded whole: more is likely to read, so the next poll goes at once.
-        let mut full = false;
+        // The poll after a full batch (more is likely to read), sent before decoding it.
+        let mut ahead = None;
         match (answer?, &mut self.member) {
             (Answer::Embedded(polled), _) if polled.is_stale() => {}
             (Answer::Embedded(polled), Member::Embedded(m)) => {
@@ -550,8 +532,21 @@ impl<T: DeserializeOwned> RecordStream<T> {
                     self.flush_first = self.shared.ledger().has_pending();
                 }
                 if let Some(fetched) = fetched.filter(|_| !self.flush_first) {
-                    let taken = buffer_fetched(m, &mut self.buffer, &fetched);
-                    full = taken >= self.options.max_batch;
+                    let full = fetched.records.len() >= self.options.max_batch;
+                    let same = self.shared.ledger().generation() == m.generation();
+                    if full && same && self.flushing.is_none() {
+                        ahead =
+                            m.poll_after(&fetched, self.options.max_batch, self.options.poll_wait);
+                    }
+                    if let Some(next) = ahead.take() {
+                        // Sent before decoding (as `Consumer` does): the partition reads the
+                        // next batch while this thread decodes this one. A record that does
+                        // not decode moves the position back, which drops the answer.
+                        self.ahead = true;
+                        self.polling_from = Some(next.basis());
+                        self.polling = Some(send_now(embedded_poll(&self.handle, next)));
+                    }
+                    buffer_fetched(m, &mut self.buffer, &fetched);
                 }
             }
             #[cfg(feature = "kafka")]
@@ -579,8 +574,6 @@ impl<T: DeserializeOwned> RecordStream<T> {
             // on revocation): the coordinator takes them, or refuses them and the flush's
             // error is yielded.
             self.start_flush();
-        } else if full && self.flushing.is_none() {
-            self.send_ahead();
         }
         Ok(())
     }
@@ -656,6 +649,30 @@ fn buffer_fetched<T: DeserializeOwned>(
             buffer.push_back((partition, Err(e)));
             0
         }
+    }
+}
+
+/// An embedded poll of `request` (rejoining when the member was forgotten), as a future that
+/// owns what it needs.
+fn embedded_poll(
+    handle: &AsyncNanoKafka,
+    request: PollRequest,
+) -> BoxFuture<'static, Result<Answer>> {
+    let handle = handle.clone();
+    async move {
+        poll_rejoining(&handle, request)
+            .await
+            .map(|polled| Answer::Embedded(Box::new(polled)))
+    }
+    .boxed()
+}
+
+/// Polls `poll` once, which sends its request, and returns it to be polled again with a
+/// real waker later (an answer already there is kept).
+fn send_now(mut poll: BoxFuture<'static, Result<Answer>>) -> BoxFuture<'static, Result<Answer>> {
+    match poll.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(answer) => futures::future::ready(answer).boxed(),
+        Poll::Pending => poll,
     }
 }
 
