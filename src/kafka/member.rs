@@ -417,21 +417,26 @@ impl KafkaMember {
     /// # Errors
     /// As [`KafkaMember::commit`].
     pub(crate) fn commit_forward(&mut self, partition: u32, offset: u64) -> Result<()> {
-        let generation = self.generation();
-        if self.forward.0 != generation {
-            self.forward = (generation, BTreeMap::new());
-        }
-        if self
-            .forward
-            .1
-            .get(&partition)
-            .is_some_and(|&done| done >= offset)
-        {
+        if self.committed_through(partition, offset) {
             return Ok(());
         }
         self.commit(partition, offset)?;
         self.forward.1.insert(partition, offset);
         Ok(())
+    }
+
+    /// Whether this generation already committed `partition` through `offset` (a
+    /// [`KafkaMember::commit_forward`] or [`KafkaMember::commit_note`] at or past it); a new
+    /// generation forgets the earlier ones' commits first.
+    fn committed_through(&mut self, partition: u32, offset: u64) -> bool {
+        let generation = self.generation();
+        if self.forward.0 != generation {
+            self.forward = (generation, BTreeMap::new());
+        }
+        self.forward
+            .1
+            .get(&partition)
+            .is_some_and(|&done| done >= offset)
     }
 
     /// Commits `next` as `partition`'s committed offset (Kafka's: the next record to read)
@@ -447,16 +452,7 @@ impl KafkaMember {
         next: u64,
         note: AttemptNote,
     ) -> Result<()> {
-        let generation = self.generation();
-        if self.forward.0 != generation {
-            self.forward = (generation, BTreeMap::new());
-        }
-        if self
-            .forward
-            .1
-            .get(&partition)
-            .is_some_and(|&done| done >= next)
-        {
+        if self.committed_through(partition, next) {
             return Ok(());
         }
         if let Some(refused) = self.not_assigned(partition) {
