@@ -29,7 +29,7 @@
 //!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
 //!    produced record goes, and the key rule of compacted topics), `inspect` (segment files
 //!    and stored batches read for the command line; compiled with the `internals` feature
-//!    only).
+//!    only), `security` (who may reach the Kafka listener and what they may do).
 //! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
 //!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
 //!    carried to the handler's in record headers; W3C `traceparent` with the `otel`
@@ -82,6 +82,7 @@ mod partitioner;
 mod produce_queue;
 mod root;
 mod routing;
+mod security;
 mod spin;
 mod storage;
 mod stream;

@@ -72,6 +72,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "produce_queue",
             "routing",
             "inspect",
+            "security",
         ],
     ),
     ("actors", &["messages", "actors", "trace", "broker_ref"]),

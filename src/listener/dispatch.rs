@@ -133,15 +133,16 @@ pub async fn handle(
         return Outcome::Close(format!("{api:?} before SASL authentication"));
     }
     let client_id = header.client_id.as_deref().unwrap_or("");
-    let span =
-        tracing::debug_span!("kafka_request", api = ?api, version, client_id, correlation_id);
     let ctx = RequestContext {
         broker,
         shared,
         version,
         client_id,
         peer: state.peer,
+        principal: state.principal.clone(),
     };
+    let span = tracing::debug_span!("kafka_request", api = ?api, version, client_id,
+        correlation_id, principal = %ctx.principal);
     let started = Instant::now();
     let reply = route(&ctx, state, request).instrument(span.clone()).await;
     shared.metrics.request(api);

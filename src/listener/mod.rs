@@ -19,6 +19,7 @@
 //!   reserves from before its body is read;
 //! * `request`: what the dispatcher and every handler share: the API table (ApiVersions
 //!   advertises exactly it), a request's context, a handler's reply, a connection's state;
+//! * `principal`: who a connection acts as (`User:<name>`), what ACLs and quotas key on;
 //! * `dispatch`: the request header, decoding, the per-API handler, the response header and
 //!   encoding. A request it cannot
 //!   read (unknown API, unserved version, malformed or truncated body) closes its
@@ -65,6 +66,7 @@ mod init_producer_id;
 mod memory;
 mod metadata;
 mod offsets;
+mod principal;
 mod produce;
 mod request;
 /// The request check before decoding, for tests and fuzzing (`internals` feature).

@@ -3,6 +3,7 @@
 
 use kafka_protocol::messages::{ApiKey, ResponseKind};
 
+use super::principal::Principal;
 use super::{ListenerConfig, Shared};
 use crate::async_handle::AsyncNanoKafka;
 
@@ -63,6 +64,8 @@ pub struct ConnectionState {
     pub sasl: SaslStage,
     /// The client's address.
     pub peer: std::net::SocketAddr,
+    /// Who the connection acts as: `User:ANONYMOUS` until it authenticates.
+    pub principal: Principal,
 }
 
 /// Where a connection is in the SASL exchange (`sasl` moves it on).
@@ -83,6 +86,7 @@ impl ConnectionState {
             authenticated: config.sasl_plain.is_none(),
             sasl: SaslStage::default(),
             peer,
+            principal: Principal::anonymous(),
         }
     }
 }
@@ -97,6 +101,8 @@ pub struct RequestContext<'a> {
     pub client_id: &'a str,
     /// The client's address.
     pub peer: std::net::SocketAddr,
+    /// Who the connection acts as (ACLs and quotas are keyed on it).
+    pub principal: Principal,
 }
 
 impl RequestContext<'_> {

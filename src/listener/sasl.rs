@@ -24,6 +24,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::config::PlainCredentials;
+use super::principal::Principal;
 use super::request::{ConnectionState, Reply, RequestContext, SaslStage};
 
 /// The one mechanism served.
@@ -96,7 +97,8 @@ pub fn authenticate(
         Ok(()) => {
             state.sasl = SaslStage::Done;
             state.authenticated = true;
-            tracing::debug!(user = %credentials.username, "SASL/PLAIN authenticated");
+            state.principal = Principal::user(&credentials.username);
+            tracing::debug!(principal = %state.principal, "SASL/PLAIN authenticated");
             Reply::Respond(Box::new(
                 kafka_protocol::messages::ResponseKind::SaslAuthenticate(
                     SaslAuthenticateResponse::default(),
