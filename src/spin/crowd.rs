@@ -41,9 +41,11 @@ impl Drop for Awake {
     }
 }
 
-/// How often the run queue is sampled for [`crowded`]: reading `/proc/loadavg` costs a
-/// couple of microseconds, a round trip's worth, so it is done by one waiter every so often.
-pub const CROWD_SAMPLE_EVERY: Duration = Duration::from_millis(2);
+/// How often the run queue is sampled for [`crowded`]: reading `/proc/loadavg` costs a few
+/// microseconds, a round trip's worth, so it is done by one waiter every so often; at a
+/// trickle (a wait every 2 ms) a shorter interval is one read per event. A crowd that comes
+/// meanwhile costs at most one lost spin (`crate::spin`'s back-off takes it from there).
+pub const CROWD_SAMPLE_EVERY: Duration = Duration::from_millis(10);
 
 /// Whether the host's cores are crowded: the runnable threads that are not this process's
 /// waiters (counted by [`awake`]; they give their core up within microseconds) are enough to
@@ -157,6 +159,24 @@ mod tests {
         assert!(!crowd.crowded_at(1 + 4 * every, 1, 4, || Some(3)));
         // A run queue that cannot be read never stops a spin.
         assert!(!crowd.crowded_at(1 + 5 * every, 0, 1, || None));
+    }
+
+    #[test]
+    fn a_trickle_of_waits_reads_the_run_queue_at_most_every_ten_milliseconds() {
+        // 500 events/s: an I/O thread about to park and a caller, each once per 2 ms.
+        let crowd = Crowd::new();
+        let reads = std::cell::Cell::new(0);
+        let two_ms = nanos(Duration::from_millis(2));
+        for event in 0..50u64 {
+            for waiter in 0..2 {
+                crowd.crowded_at(1 + event * two_ms + waiter * 1_000, 2, 2, || {
+                    reads.set(reads.get() + 1);
+                    Some(2)
+                });
+            }
+        }
+        // 100 ms of events: one read per 10 ms, not one per event.
+        assert_eq!(reads.get(), 10);
     }
 
     #[test]
