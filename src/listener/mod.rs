@@ -61,6 +61,7 @@ mod fetch;
 mod fetch_session;
 mod frame;
 mod groups;
+mod handshake;
 mod incremental_alter_configs;
 mod init_producer_id;
 mod memory;
@@ -76,6 +77,7 @@ pub mod sanity;
 mod sanity;
 mod sasl;
 mod server;
+mod tls;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
 #[cfg(feature = "console")]
@@ -83,9 +85,12 @@ pub(crate) use config::PlainCredentials;
 pub use config::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 #[cfg(feature = "console")]
 pub(crate) use groups::{KafkaGroupView, KafkaGroupsReader, KafkaMemberView};
+#[cfg(feature = "internals")]
+pub use handshake::{TlsAcceptCheck, TlsAccepted};
 #[cfg(feature = "console")]
 pub(crate) use incremental_alter_configs::changes_between;
 pub(crate) use server::{bind, ListenerHandle};
+pub use tls::TlsConfig;
 
 /// The APIs and versions the listener serves (`internals` feature).
 #[cfg(feature = "internals")]
@@ -94,7 +99,9 @@ pub use request::SERVED;
 /// Kafka's node id for this broker: the one broker, controller and coordinator.
 pub(crate) const NODE_ID: i32 = 0;
 
-/// What every connection shares.
+/// What every connection of one address shares. The plaintext and the TLS address of one
+/// listener share everything but their advertised address and the TLS acceptor: the
+/// metrics (and so the connection cap), groups, request memory and fetch sessions are one.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: ListenerConfig,
@@ -106,13 +113,15 @@ pub(crate) struct Shared {
     /// across restarts.
     pub cluster_id: String,
     /// The Kafka client groups (classic protocol), by name.
-    pub groups: groups::KafkaGroups,
+    pub groups: std::sync::Arc<groups::KafkaGroups>,
     /// The bound on request bytes held across connections (`queued_max_request_bytes`).
-    pub memory: memory::RequestMemory,
+    pub memory: std::sync::Arc<memory::RequestMemory>,
     /// The broker's clock: fetch sessions expire by it.
     pub clock: crate::clock::SharedClock,
     /// Every fetch session (KIP-227); locked only between awaits.
-    pub fetch_sessions: std::sync::Mutex<fetch_session::FetchSessions>,
+    pub fetch_sessions: std::sync::Arc<std::sync::Mutex<fetch_session::FetchSessions>>,
+    /// The TLS handshake of every connection accepted, on a TLS address.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl Shared {
