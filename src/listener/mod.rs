@@ -7,8 +7,14 @@
 //! [`crate::AsyncNanoKafka`], so the listener sits above the actors and nothing below knows it
 //! exists. It runs on an arbiter of its own (thread `nanokafka-listener`), so decoding and
 //! encoding requests never delays the broker's or the partitions' threads:
-//! * `server`: binds (loopback unless told otherwise), accepts, enforces
-//!   `max_connections`, and starts one task per connection;
+//! * `server`: binds (loopback unless told otherwise; a plaintext and a TLS address when
+//!   asked, one broker to clients: they share groups, fetch sessions, request memory and the
+//!   connection cap, and each advertises itself), accepts, enforces `max_connections`, and
+//!   starts one task per connection;
+//! * `tls`: the certificate files ([`TlsConfig`]) read into a rustls server configuration,
+//!   and the principal a client certificate names (its subject DN, as Kafka prints it);
+//!   `handshake`: a TLS connection's handshake under the authentication deadline, a failure
+//!   closing only its connection. The connection code below is generic over the stream;
 //! * `connection`: reads frames (`frame`, capped at `max_frame_bytes`), answers them one at a
 //!   time, in order, and writes each answer before the next request is handled, as a Kafka
 //!   broker does. Up to `max_in_flight` pipelined requests wait read behind the one being

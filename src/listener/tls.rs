@@ -190,6 +190,8 @@ mod tests {
     fn certificate(dn: &[(rcgen::DnType, &str)]) -> Vec<u8> {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        // Encoded in this order (rcgen's default DN would put its CN first).
+        params.distinguished_name = rcgen::DistinguishedName::new();
         for (kind, value) in dn {
             params.distinguished_name.push(kind.clone(), *value);
         }

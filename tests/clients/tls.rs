@@ -3,6 +3,7 @@
 //! another CA, and served with a good one. SASL/PLAIN over TLS (SASL_SSL) with
 //! confluent-kafka; plaintext and TLS at once, one broker and one group to clients on both.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 
 use nanokafka::ListenerConfig;
@@ -11,6 +12,7 @@ use crate::clients::{self, Client};
 use crate::common::{
     args, assert_read_back_natively, read_back_natively, script_records, Broker, Stamps, RUN,
 };
+use crate::confluent::assignment;
 use crate::tls_certs::Certs;
 
 /// How long a run that must fail may try: clients retry a refused handshake until then.
@@ -217,9 +219,8 @@ fn confluent_kafka_sasl_plain_over_tls() {
     served(&pair, &b, "sasl-ssl", &security);
 }
 
-/// Plaintext and TLS on two addresses: one group across both (a member on each reads half
-/// of the records, the second where the first committed), and each address advertises
-/// itself as the one broker.
+/// Plaintext and TLS on two addresses: one group across both (a member on each, the
+/// partitions split between them), and each address advertises itself as the one broker.
 #[test]
 fn plaintext_and_tls_at_once_are_one_broker_with_one_group() {
     let (Some(pair), Some(kcat)) = (python("confluent"), clients::kcat()) else {
@@ -238,7 +239,7 @@ fn plaintext_and_tls_at_once_are_one_broker_with_one_group() {
                 .tls_listen(tls_bootstrap.clone()),
         )
     });
-    b.create("both", 1);
+    b.create("both", 2);
     let security = tls(&certs.ca, None);
     let mut more = vec!["--count", "10"];
     more.extend_from_slice(&security);
@@ -247,20 +248,23 @@ fn plaintext_and_tls_at_once_are_one_broker_with_one_group() {
         .run_json(&args(&tls_bootstrap, "both", &more), RUN);
     assert_read_back_natively(&b, "both", &produced, "r");
 
-    let first = pair.consume.run_json(
-        &args(&b.bootstrap, "both", &["one-group", "--count", "4"]),
-        RUN,
-    );
-    let mut more = vec!["one-group", "--count", "6"];
+    // A member on each address: one group, so the two partitions are split between them.
+    let mut more = vec!["one-group", "--until-stdin-closes"];
+    let plain = pair.consume.spawn(&args(&b.bootstrap, "both", &more));
     more.extend_from_slice(&security);
-    let second = pair
-        .consume
-        .run_json(&args(&tls_bootstrap, "both", &more), RUN);
-    let offsets = |run: &serde_json::Value| -> Vec<u64> {
-        script_records(run).iter().map(|r| r.offset).collect()
-    };
-    assert_eq!(offsets(&first), (0..4).collect::<Vec<_>>());
-    assert_eq!(offsets(&second), (4..10).collect::<Vec<_>>());
+    let secure = pair.consume.spawn(&args(&tls_bootstrap, "both", &more));
+    for member in [&plain, &secure] {
+        member.wait_for_stdout("one partition of the two", RUN, |out| {
+            assignment(out).len() == 1
+        });
+    }
+    let held: BTreeSet<u32> = [&plain, &secure]
+        .iter()
+        .flat_map(|m| assignment(&m.stdout()))
+        .collect();
+    assert_eq!(held, BTreeSet::from([0, 1]), "each member one partition");
+    plain.finish(RUN);
+    secure.finish(RUN);
 
     for (bootstrap, security) in [
         (b.bootstrap.clone(), Vec::new()),

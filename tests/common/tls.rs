@@ -30,9 +30,6 @@ pub struct Certs {
     pub other_client_key: PathBuf,
 }
 
-/// The subject DN of [`Certs::client_cert`] in RFC 2253 form.
-pub const CLIENT_DN: &str = "CN=alice,OU=eng";
-
 impl Certs {
     pub fn new() -> Certs {
         let dir = tempfile::tempdir().unwrap();
@@ -130,6 +127,8 @@ fn certificate_authority(name: &str) -> (KeyPair, Certificate) {
 
 fn client_params(name: &str) -> CertificateParams {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    // OU then CN as encoded (rcgen's default DN has a CN first).
+    params.distinguished_name = rcgen::DistinguishedName::new();
     params
         .distinguished_name
         .push(DnType::OrganizationalUnitName, "eng");
