@@ -52,6 +52,8 @@ pub(crate) struct ConsoleConfig {
     pub sample_every: Duration,
     /// How long the sampler runs after the last API request.
     pub idle_after: Duration,
+    /// HTTPS with these certificates ([`crate::NanoKafkaBuilder::tls`]); HTTP without.
+    pub tls: Option<crate::listener::TlsConfig>,
 }
 
 impl ConsoleConfig {
@@ -61,6 +63,7 @@ impl ConsoleConfig {
             writes: false,
             sample_every: CONSOLE_SAMPLE_EVERY,
             idle_after: CONSOLE_IDLE_AFTER,
+            tls: None,
         }
     }
 }
@@ -87,6 +90,8 @@ pub(crate) struct BoundConsole {
     socket: std::net::TcpListener,
     addr: SocketAddr,
     config: ConsoleConfig,
+    /// Read from the certificate files at bind, so a bad one fails the build.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Binds the console's address: `host:port`, or a bare port (`8080`, `:8080`) on loopback
@@ -94,6 +99,11 @@ pub(crate) struct BoundConsole {
 /// `InvalidArgument` for anything else, `Io` when the bind fails. Anything but loopback is
 /// logged as a warning.
 pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|tls| tls.server_config(&[b"http/1.1"]))
+        .transpose()?;
     let Some(to_bind) = bind_addr(&config.addr) else {
         return Err(Error::InvalidArgument {
             name: "console",
@@ -118,6 +128,7 @@ pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
         socket,
         addr,
         config: config.clone(),
+        tls,
     })
 }
 
@@ -165,11 +176,12 @@ impl BoundConsole {
             loopback: self.addr.ip().is_loopback(),
         });
         let addr = self.addr;
-        let server = routes::server(console, self.socket)
+        let server = routes::server(console, self.socket, self.tls)
             .map_err(|e| Error::io("start the web console", std::path::Path::new(""), e))?;
         let handle = server.handle();
         actix_rt::spawn(server);
-        tracing::info!(%addr, writes = self.config.writes, "web console serving");
+        let https = self.config.tls.is_some();
+        tracing::info!(%addr, writes = self.config.writes, https, "web console serving");
         Ok(ConsoleHandle { addr, handle })
     }
 }

@@ -107,7 +107,7 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::NanoKafka;
-pub use listener::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
+pub use listener::{AutoCreate, ListenerConfig, TlsConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
 pub use root::{

@@ -290,9 +290,11 @@ pub struct ListenerStats {
     pub connections_accepted: u64,
     /// Connections closed at once because `max_connections` were open.
     pub connections_refused: u64,
-    /// Connections closed for a malformed, oversized or unauthorised request.
+    /// Connections closed for a malformed, oversized or unauthorised request, or a failed
+    /// TLS handshake.
     pub connections_closed_bad_request: u64,
-    /// Connections closed for being idle too long or not authenticating in time.
+    /// Connections closed for being idle too long or not authenticating (or completing the
+    /// TLS handshake) in time.
     #[serde(default)]
     pub connections_closed_idle: u64,
     /// Bytes reserved now, across all connections, by request frames being read or waiting

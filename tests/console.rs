@@ -14,6 +14,8 @@ mod hostile;
 mod http;
 #[path = "console/kafka_groups.rs"]
 mod kafka_groups;
+#[path = "common/tls.rs"]
+mod tls_certs;
 #[path = "console/writes.rs"]
 mod writes;
 
@@ -171,6 +173,27 @@ fn shutdown_stops_the_console() {
     assert_eq!(get(addr, "/api/overview").status, 200);
     broker.shutdown().unwrap();
     assert!(std::net::TcpStream::connect(addr).is_err());
+}
+
+/// With TLS on the broker, the console serves HTTPS to a client trusting the CA, and the
+/// listener and the console both speak TLS; plain HTTP gets no page.
+#[test]
+fn with_tls_the_console_serves_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = tls_certs::Certs::new();
+    let (_broker, addr) = with_console(dir.path(), NanoKafka::builder().tls(certs.server(false)));
+    let overview = http::get_https(addr, &certs.ca, "/api/overview");
+    assert_eq!(overview.status, 200);
+    assert!(
+        overview.json()["topics"].is_array(),
+        "{:?}",
+        overview.json()
+    );
+    let plain = std::panic::catch_unwind(|| get(addr, "/api/overview"));
+    assert!(
+        plain.is_err() || plain.is_ok_and(|a| a.status != 200),
+        "plain HTTP was served"
+    );
 }
 
 #[test]

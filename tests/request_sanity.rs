@@ -13,6 +13,8 @@
 
 #[path = "../fuzz/src/request.rs"]
 mod fuzz_request;
+#[path = "common/tls.rs"]
+mod tls_certs;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -716,4 +718,40 @@ proptest! {
         damage(&mut frame, &edits);
         assert_bounded(&frame);
     }
+
+    #[test]
+    fn arbitrary_bytes_on_a_tls_port_close_the_connection_within_bounded_memory(
+        hello_part in any::<prop::sample::Index>(),
+        tail in prop::collection::vec(any::<u8>(), 0..2000),
+        from_hello in any::<bool>(),
+    ) {
+        let (check, hello) = tls_accept();
+        // Half the inputs start as a real ClientHello, so that they reach past the first
+        // record into the handshake before going wrong.
+        let mut bytes = Vec::new();
+        if from_hello {
+            bytes.extend_from_slice(&hello[..hello_part.index(hello.len())]);
+        }
+        bytes.extend_from_slice(&tail);
+        let (accepted, largest, _) = measured(|| check.accept(&bytes));
+        prop_assert!(!accepted.handshake, "a handshake completed on {bytes:02x?}");
+        prop_assert!(accepted.closed, "the connection stayed open on {bytes:02x?}");
+        prop_assert!(largest <= TLS_ALLOWANCE, "{largest} bytes at once on {bytes:02x?}");
+    }
+}
+
+/// The most one allocation of the TLS accept path may take: rustls's record buffers
+/// (a 16 KiB record and its overhead) and the in-memory stream's.
+const TLS_ALLOWANCE: usize = 256 << 10;
+
+/// The accept path of a TLS port (certificates made once) and a real ClientHello for it.
+fn tls_accept() -> &'static (nanokafka::internals::listener::TlsAcceptCheck, Vec<u8>) {
+    static CHECK: std::sync::OnceLock<(nanokafka::internals::listener::TlsAcceptCheck, Vec<u8>)> =
+        std::sync::OnceLock::new();
+    CHECK.get_or_init(|| {
+        // The files are read here; the temp dir may go.
+        let certs = tls_certs::Certs::new();
+        let check = nanokafka::internals::listener::TlsAcceptCheck::new(&certs.server(false));
+        (check.unwrap(), tls_certs::client_hello(&certs))
+    })
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use nanokafka::AutoCreate;
-use nanokafka::{FsyncPolicy, ListenerConfig, NanoKafka};
+use nanokafka::{FsyncPolicy, ListenerConfig, NanoKafka, TlsConfig};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// The environment variable the SASL/PLAIN password may come from, when no file is given.
@@ -114,6 +114,26 @@ pub struct ServeArgs {
     /// and delete records (each after a confirmation, each logged).
     #[arg(long, requires = "console")]
     console_writes: bool,
+
+    /// Serve TLS with this certificate (PEM; the server's certificate first, then its
+    /// chain): on --listen, or on --tls-listen beside plaintext on --listen. The console, if
+    /// on, serves HTTPS with it.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+
+    /// Mutual TLS: require a client certificate signed by a CA in this file (PEM); the
+    /// client acts as User:<its subject DN> unless it authenticates with SASL.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+
+    /// Serve TLS on this address (host:port) beside plaintext on --listen; one broker to
+    /// clients on either.
+    #[arg(long, value_name = "ADDR", requires = "tls_cert")]
+    tls_listen: Option<String>,
 }
 
 /// A command line that parses but does not make sense; reported like clap's own errors.
@@ -143,8 +163,21 @@ impl ServeArgs {
         }
     }
 
+    /// The TLS settings, for the listener and the console.
+    fn tls(&self) -> Option<TlsConfig> {
+        let (cert, key) = (self.tls_cert.as_ref()?, self.tls_key.as_ref()?);
+        let tls = TlsConfig::new(cert, key);
+        Some(match &self.tls_client_ca {
+            Some(ca) => tls.client_ca(ca),
+            None => tls,
+        })
+    }
+
     fn listener(&self) -> Result<ListenerConfig, UsageError> {
         let mut config = ListenerConfig::new(self.listen.clone());
+        if let Some(addr) = &self.tls_listen {
+            config = config.tls_listen(addr.clone());
+        }
         if self.no_auto_create_topics {
             config = config.auto_create_topics(AutoCreate::Off);
         }
@@ -258,6 +291,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if let Some(partitions) = args.num_partitions {
         builder = builder.num_partitions(partitions);
     }
+    if let Some(tls) = args.tls() {
+        builder = builder.tls(tls);
+    }
     if let Some(console) = &args.console {
         builder = builder
             .console(console.clone())
@@ -276,12 +312,22 @@ pub fn run(args: ServeArgs) -> ExitCode {
         data_dir = %args.data_dir.display(),
         ?fsync,
         sasl_plain = sasl,
+        tls = args.tls_cert.is_some() && args.tls_listen.is_none(),
+        mutual_tls = args.tls_client_ca.is_some(),
         "listening on {addr}"
     );
+    if let Some(tls_addr) = &args.tls_listen {
+        tracing::info!("TLS listening on {tls_addr}");
+    }
     if let Some(console) = broker.console_addr() {
         tracing::info!(
             writes = args.console_writes,
-            "web console on http://{console}/"
+            "web console on {}://{console}/",
+            if args.tls_cert.is_some() {
+                "https"
+            } else {
+                "http"
+            }
         );
     }
     let name = runtime.block_on(wait_for_stop(&mut interrupt, &mut terminate));

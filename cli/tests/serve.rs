@@ -373,6 +373,27 @@ fn bad_command_lines_exit_2_with_a_reason_and_start_nothing() {
     );
 }
 
+/// TLS files that cannot be used stop `serve` before it serves, naming the file; a key
+/// without its certificate is a usage error.
+#[test]
+fn serve_refuses_unusable_tls_files_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let data_dir = data_dir.to_str().unwrap();
+    let not_pem = dir.path().join("not-pem.pem");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    let not_pem = not_pem.to_str().unwrap();
+    let serve = ["serve", "--data-dir", data_dir, "--listen", "127.0.0.1:0"];
+    let (status, stderr) =
+        run(&[&serve[..], &["--tls-cert", not_pem, "--tls-key", not_pem]].concat());
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains(not_pem), "{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+    let (status, stderr) = run(&[&serve[..], &["--tls-key", not_pem]].concat());
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--tls-cert"), "{stderr}");
+}
+
 /// A binary built without the `kafka` feature lists export and import, and running either
 /// exits 2 saying how to get them, touching nothing.
 #[cfg(not(feature = "kafka"))]

@@ -8,13 +8,15 @@ use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 use super::request::{ApiError, Caller, MAX_BODY_BYTES};
 use super::{assets, records, views, writes, Console};
 
-/// Builds the server on `socket`; it serves once the returned future is spawned.
+/// Builds the server on `socket`, HTTPS when `tls` is given; it serves once the returned
+/// future is spawned.
 pub(super) fn server(
     console: Arc<Console>,
     socket: std::net::TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
 ) -> std::io::Result<actix_web::dev::Server> {
     let data = web::Data::from(console);
-    Ok(HttpServer::new(move || {
+    let server = HttpServer::new(move || {
         App::new()
             .app_data(data.clone())
             .app_data(
@@ -38,9 +40,12 @@ pub(super) fn server(
     .workers(1)
     // The process's signals belong to the embedding service (or `nanokafka serve`).
     .disable_signals()
-    .shutdown_timeout(1)
-    .listen(socket)?
-    .run())
+    .shutdown_timeout(1);
+    let server = match tls {
+        Some(tls) => server.listen_rustls_0_23(socket, Arc::unwrap_or_clone(tls))?,
+        None => server.listen(socket)?,
+    };
+    Ok(server.run())
 }
 
 fn routes(cfg: &mut web::ServiceConfig) {

@@ -66,6 +66,8 @@ pub struct ListenerConfig {
     pub(crate) connections_max_idle: Duration,
     pub(crate) queued_max_request_bytes: usize,
     pub(crate) fetch_sessions: SessionLimits,
+    pub(crate) tls: Option<super::TlsConfig>,
+    pub(crate) tls_addr: Option<String>,
 }
 
 /// The one user SASL/PLAIN accepts.
@@ -103,6 +105,8 @@ impl ListenerConfig {
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
             queued_max_request_bytes: DEFAULT_QUEUED_MAX_REQUEST_BYTES,
             fetch_sessions: SessionLimits::default(),
+            tls: None,
+            tls_addr: None,
         }
     }
 
@@ -179,6 +183,24 @@ impl ListenerConfig {
         self
     }
 
+    /// Serve TLS with these certificates (mutual TLS when it names a client CA): on the
+    /// address of [`ListenerConfig::new`] alone, or, with [`ListenerConfig::tls_listen`], on
+    /// that second address beside plaintext on the first. Files that cannot be used fail
+    /// the build, naming the file.
+    pub fn tls(mut self, tls: super::TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Serve TLS on `addr` as well as plaintext on the first address (needs
+    /// [`ListenerConfig::tls`]). Both are one broker to clients: the same groups, fetch
+    /// sessions, request memory and connection cap; each advertises its own address, so a
+    /// client stays on the one it came through.
+    pub fn tls_listen(mut self, addr: impl Into<String>) -> Self {
+        self.tls_addr = Some(addr.into());
+        self
+    }
+
     /// The largest frame read before a connection has authenticated, when SASL is required
     /// (Kafka's `sasl.server.max.receive.size`, default 512 KiB). A larger one closes the
     /// connection before its body is read. Above `max_frame_bytes` it changes nothing.
@@ -187,8 +209,8 @@ impl ListenerConfig {
         self
     }
 
-    /// How long a connection has, from its accept, to complete SASL authentication when SASL
-    /// is required (default 10 s); then it is closed. [`Duration::MAX`] never closes it for
+    /// How long a connection has, from its accept, to complete its TLS handshake, and then
+    /// SASL authentication when SASL is required (default 10 s each); then it is closed. [`Duration::MAX`] never closes it for
     /// this (the idle limit still applies).
     pub fn sasl_authentication_timeout(mut self, timeout: Duration) -> Self {
         self.sasl_authentication_timeout = timeout;
@@ -291,6 +313,12 @@ impl ListenerConfig {
                 let reason = above_zero();
                 return Err(crate::Error::InvalidArgument { name, reason });
             }
+        }
+        if self.tls_addr.is_some() && self.tls.is_none() {
+            return Err(crate::Error::InvalidArgument {
+                name: "tls_listen",
+                reason: "a TLS address needs certificates (ListenerConfig::tls)".to_owned(),
+            });
         }
         if self.max_in_flight > MAX_IN_FLIGHT {
             return Err(crate::Error::InvalidArgument {

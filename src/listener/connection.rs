@@ -11,35 +11,63 @@ use std::time::Duration;
 use futures::channel::mpsc;
 use futures::future::{select, Either};
 use futures::{SinkExt, StreamExt};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::dispatch::{self, Outcome};
 use super::frame::{self, Frame, FrameError};
+use super::principal::Principal;
 use super::request::ConnectionState;
 use super::Shared;
 use crate::async_handle::AsyncNanoKafka;
 use crate::metrics::listener::OpenConnection;
 
+/// A connection's byte stream, plaintext or TLS, split into halves that the reading and the
+/// answering loop own.
+pub trait Stream {
+    type Reader: AsyncRead + Unpin;
+    type Writer: AsyncWrite + Unpin;
+    fn split(self) -> (Self::Reader, Self::Writer);
+}
+
+impl Stream for TcpStream {
+    type Reader = tokio::net::tcp::OwnedReadHalf;
+    type Writer = tokio::net::tcp::OwnedWriteHalf;
+    fn split(self) -> (Self::Reader, Self::Writer) {
+        self.into_split()
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Stream for tokio_rustls::server::TlsStream<S> {
+    type Reader = tokio::io::ReadHalf<Self>;
+    type Writer = tokio::io::WriteHalf<Self>;
+    fn split(self) -> (Self::Reader, Self::Writer) {
+        tokio::io::split(self)
+    }
+}
+
 /// Serves `stream` until the client closes it, a request is bad, the connection is idle for
-/// `connections_max_idle`, or the listener stops.
+/// `connections_max_idle`, or the listener stops. `principal` is the one its client
+/// certificate gave (mutual TLS); SASL, when it authenticates, replaces it.
 pub async fn serve(
-    stream: TcpStream,
+    stream: impl Stream,
     peer: SocketAddr,
+    principal: Option<Principal>,
     broker: AsyncNanoKafka,
     shared: Arc<Shared>,
     _open: OpenConnection,
 ) {
     let span = tracing::info_span!("kafka_connection", %peer);
     async move {
-        // Responses are written whole; Nagle would only delay them.
-        let _ = stream.set_nodelay(true);
-        let (reader, writer) = stream.into_split();
+        let (reader, writer) = stream.split();
         let activity = Activity::default();
-        let served = serve_requests(reader, writer, peer, &activity, &broker, &shared);
+        let mut state = ConnectionState::new(&shared.config, peer);
+        if let Some(principal) = principal {
+            state.principal = principal;
+        }
+        let served = serve_requests(reader, writer, state, &activity, &broker, &shared);
         let idle = shared.config.connections_max_idle;
         // Dropping the loser closes the socket (or forgets the watch).
         if let Either::Right(_) = select(pin!(served), pin!(activity.idle_for(idle))).await {
@@ -61,14 +89,13 @@ enum Flow {
 
 /// SASL authentication first, when required, then the pipelined requests.
 async fn serve_requests(
-    mut reader: OwnedReadHalf,
-    mut writer: OwnedWriteHalf,
-    peer: SocketAddr,
+    mut reader: impl AsyncRead + Unpin,
+    mut writer: impl AsyncWrite + Unpin,
+    mut state: ConnectionState,
     activity: &Activity,
     broker: &AsyncNanoKafka,
     shared: &Shared,
 ) {
-    let mut state = ConnectionState::new(&shared.config, peer);
     if !state.authenticated {
         let timeout = shared.config.sasl_authentication_timeout;
         let exchange = authenticate(
@@ -100,8 +127,8 @@ async fn serve_requests(
 /// during its SASL exchange. Requests the client sent after its SaslAuthenticate wait in the
 /// socket for `pipeline`, which reads them with the full frame cap.
 async fn authenticate(
-    reader: &mut OwnedReadHalf,
-    writer: &mut OwnedWriteHalf,
+    reader: &mut (impl AsyncRead + Unpin),
+    writer: &mut (impl AsyncWrite + Unpin),
     state: &mut ConnectionState,
     activity: &Activity,
     broker: &AsyncNanoKafka,
@@ -134,8 +161,8 @@ async fn authenticate(
 /// before taking the next request. A reader that meets a bad frame stops; the requests read
 /// before it are still answered, then the connection closes.
 async fn pipeline(
-    mut reader: OwnedReadHalf,
-    mut writer: OwnedWriteHalf,
+    mut reader: impl AsyncRead + Unpin,
+    mut writer: impl AsyncWrite + Unpin,
     mut state: ConnectionState,
     activity: &Activity,
     broker: &AsyncNanoKafka,
@@ -184,9 +211,14 @@ fn reading_ended(e: FrameError, shared: &Shared) {
 }
 
 /// Writes what a request came to, and says whether the connection goes on.
-async fn deliver(writer: &mut OwnedWriteHalf, outcome: Outcome, shared: &Shared) -> Flow {
+async fn deliver(
+    writer: &mut (impl AsyncWrite + Unpin),
+    outcome: Outcome,
+    shared: &Shared,
+) -> Flow {
     match outcome {
-        Outcome::Respond(response) => match writer.write_all(&response).await {
+        // Flushed: a TLS stream holds what it has not yet written to the socket.
+        Outcome::Respond(response) => match write_whole(writer, &response).await {
             Ok(()) => Flow::Continue,
             Err(e) => {
                 tracing::debug!(error = %e, "client went away before its response");
@@ -196,7 +228,7 @@ async fn deliver(writer: &mut OwnedWriteHalf, outcome: Outcome, shared: &Shared)
         Outcome::RespondAndClose(response, reason) => {
             // The answer, then an orderly close (FIN after it), so the client reads the
             // error before it sees the end of the stream.
-            if let Err(e) = writer.write_all(&response).await {
+            if let Err(e) = write_whole(writer, &response).await {
                 tracing::debug!(error = %e, "client went away before its response");
             }
             let _ = writer.shutdown().await;
@@ -217,9 +249,14 @@ async fn deliver(writer: &mut OwnedWriteHalf, outcome: Outcome, shared: &Shared)
     }
 }
 
+async fn write_whole(writer: &mut (impl AsyncWrite + Unpin), bytes: &[u8]) -> std::io::Result<()> {
+    writer.write_all(bytes).await?;
+    writer.flush().await
+}
+
 /// `work`'s output, or `None` when `limit` passes first; a limit too far off to be a time
 /// (`Duration::MAX`) is none.
-async fn within<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
+pub(super) async fn within<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
     match Instant::now().checked_add(limit) {
         Some(deadline) => tokio::time::timeout_at(deadline, work).await.ok(),
         None => Some(work.await),

@@ -7,8 +7,14 @@
 //! [`crate::AsyncNanoKafka`], so the listener sits above the actors and nothing below knows it
 //! exists. It runs on an arbiter of its own (thread `nanokafka-listener`), so decoding and
 //! encoding requests never delays the broker's or the partitions' threads:
-//! * `server`: binds (loopback unless told otherwise), accepts, enforces
-//!   `max_connections`, and starts one task per connection;
+//! * `server`: binds (loopback unless told otherwise; a plaintext and a TLS address when
+//!   asked, one broker to clients: they share groups, fetch sessions, request memory and the
+//!   connection cap, and each advertises itself), accepts, enforces `max_connections`, and
+//!   starts one task per connection;
+//! * `tls`: the certificate files ([`TlsConfig`]) read into a rustls server configuration,
+//!   and the principal a client certificate names (its subject DN, as Kafka prints it);
+//!   `handshake`: a TLS connection's handshake under the authentication deadline, a failure
+//!   closing only its connection. The connection code below is generic over the stream;
 //! * `connection`: reads frames (`frame`, capped at `max_frame_bytes`), answers them one at a
 //!   time, in order, and writes each answer before the next request is handled, as a Kafka
 //!   broker does. Up to `max_in_flight` pipelined requests wait read behind the one being
@@ -61,6 +67,7 @@ mod fetch;
 mod fetch_session;
 mod frame;
 mod groups;
+mod handshake;
 mod incremental_alter_configs;
 mod init_producer_id;
 mod memory;
@@ -76,6 +83,7 @@ pub mod sanity;
 mod sanity;
 mod sasl;
 mod server;
+mod tls;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
 #[cfg(feature = "console")]
@@ -83,9 +91,12 @@ pub(crate) use config::PlainCredentials;
 pub use config::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 #[cfg(feature = "console")]
 pub(crate) use groups::{KafkaGroupView, KafkaGroupsReader, KafkaMemberView};
+#[cfg(feature = "internals")]
+pub use handshake::{TlsAcceptCheck, TlsAccepted};
 #[cfg(feature = "console")]
 pub(crate) use incremental_alter_configs::changes_between;
 pub(crate) use server::{bind, ListenerHandle};
+pub use tls::TlsConfig;
 
 /// The APIs and versions the listener serves (`internals` feature).
 #[cfg(feature = "internals")]
@@ -94,7 +105,9 @@ pub use request::SERVED;
 /// Kafka's node id for this broker: the one broker, controller and coordinator.
 pub(crate) const NODE_ID: i32 = 0;
 
-/// What every connection shares.
+/// What every connection of one address shares. The plaintext and the TLS address of one
+/// listener share everything but their advertised address and the TLS acceptor: the
+/// metrics (and so the connection cap), groups, request memory and fetch sessions are one.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: ListenerConfig,
@@ -106,13 +119,15 @@ pub(crate) struct Shared {
     /// across restarts.
     pub cluster_id: String,
     /// The Kafka client groups (classic protocol), by name.
-    pub groups: groups::KafkaGroups,
+    pub groups: std::sync::Arc<groups::KafkaGroups>,
     /// The bound on request bytes held across connections (`queued_max_request_bytes`).
-    pub memory: memory::RequestMemory,
+    pub memory: std::sync::Arc<memory::RequestMemory>,
     /// The broker's clock: fetch sessions expire by it.
     pub clock: crate::clock::SharedClock,
     /// Every fetch session (KIP-227); locked only between awaits.
-    pub fetch_sessions: std::sync::Mutex<fetch_session::FetchSessions>,
+    pub fetch_sessions: std::sync::Arc<std::sync::Mutex<fetch_session::FetchSessions>>,
+    /// The TLS handshake of every connection accepted, on a TLS address.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl Shared {

@@ -1,8 +1,9 @@
 //! Who a connection acts as, in Kafka's form `User:<name>`.
 //!
 //! The principal is what ACLs and quotas are keyed on. It is decided once per connection:
-//! the SASL user once the client authenticates; otherwise `User:ANONYMOUS`, as Kafka names
-//! an unauthenticated client.
+//! the SASL user once the client authenticates; else, under mutual TLS, the client
+//! certificate's subject DN (Kafka's default mapping, e.g. `User:CN=alice,OU=eng`); otherwise
+//! `User:ANONYMOUS`, as Kafka names an unauthenticated client.
 
 use std::fmt;
 use std::sync::Arc;

@@ -7,60 +7,74 @@ use actix::Arbiter;
 
 use super::fetch_session::FetchSessions;
 use super::memory::RequestMemory;
-use super::{connection, ListenerConfig, ListenerMetrics, Shared};
+use super::{connection, handshake, ListenerConfig, ListenerMetrics, Shared};
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 
-/// A socket bound by the builder before the broker starts, so that a taken port fails
-/// `build()` with nothing started.
+/// The sockets bound by the builder before the broker starts, so that a taken port (or a bad
+/// certificate file) fails `build()` with nothing started.
 #[derive(Debug)]
 pub struct BoundListener {
-    socket: std::net::TcpListener,
-    addr: SocketAddr,
+    /// The first address (plaintext, or TLS when there is no second), then the TLS one.
+    sockets: Vec<BoundSocket>,
     config: ListenerConfig,
 }
 
-/// Binds `config`'s address. Anything but loopback is logged as a warning: it exposes the
-/// broker to the network.
+#[derive(Debug)]
+struct BoundSocket {
+    socket: std::net::TcpListener,
+    addr: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// Binds `config`'s addresses and reads its certificates. Anything but loopback is logged as
+/// a warning: it exposes the broker to the network.
 ///
 /// # Errors
-/// `InvalidArgument` for a bad address or cap; `Io` when the bind fails.
+/// `InvalidArgument` for a bad address or cap; `InvalidConfig` naming a certificate file
+/// that cannot be used; `Io` when a bind fails.
 pub fn bind(config: &ListenerConfig) -> Result<BoundListener> {
     config.validate()?;
-    let socket = std::net::TcpListener::bind(config.addr()).map_err(|e| {
-        Error::io(
-            "bind the Kafka listener",
-            std::path::Path::new(config.addr()),
-            e,
-        )
-    })?;
-    let addr = socket
-        .local_addr()
-        .and_then(|addr| socket.set_nonblocking(true).map(|()| addr))
-        .map_err(|e| {
-            Error::io(
-                "set up the Kafka listener",
-                std::path::Path::new(config.addr()),
-                e,
-            )
-        })?;
-    if !addr.ip().is_loopback() {
-        tracing::warn!(%addr, "the Kafka listener is bound to a non-loopback address: \
-            any host that can reach it can read and write every topic");
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|tls| tls.server_config(&[]))
+        .transpose()?;
+    let mut sockets = Vec::with_capacity(2);
+    match &config.tls_addr {
+        Some(tls_addr) => {
+            sockets.push(bind_socket(config.addr(), None)?);
+            sockets.push(bind_socket(tls_addr, tls)?);
+        }
+        None => sockets.push(bind_socket(config.addr(), tls)?),
     }
     Ok(BoundListener {
-        socket,
-        addr,
+        sockets,
         config: config.clone(),
     })
 }
 
+fn bind_socket(at: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Result<BoundSocket> {
+    let socket = std::net::TcpListener::bind(at)
+        .map_err(|e| Error::io("bind the Kafka listener", std::path::Path::new(at), e))?;
+    let addr = socket
+        .local_addr()
+        .and_then(|addr| socket.set_nonblocking(true).map(|()| addr))
+        .map_err(|e| Error::io("set up the Kafka listener", std::path::Path::new(at), e))?;
+    if !addr.ip().is_loopback() {
+        tracing::warn!(%addr, tls = tls.is_some(), "the Kafka listener is bound to a \
+            non-loopback address: any host that can reach it can read and write every topic");
+    }
+    Ok(BoundSocket { socket, addr, tls })
+}
+
 impl BoundListener {
-    /// Starts serving on a new arbiter. Call on a thread with a running actix System.
+    /// Starts serving every address on a new arbiter. Call on a thread with a running actix
+    /// System.
     ///
     /// # Errors
-    /// `Io` when the socket cannot join the arbiter's runtime.
+    /// `BrokerStopped` when the arbiter cannot take the accept loops.
     pub fn start(
         self,
         broker: AsyncNanoKafka,
@@ -68,21 +82,13 @@ impl BoundListener {
         clock: SharedClock,
     ) -> Result<ListenerHandle> {
         let metrics = Arc::new(ListenerMetrics::default());
-        let advertised_host = match self.addr.ip() {
-            ip if ip.is_unspecified() => "localhost".to_owned(),
-            ip => ip.to_string(),
-        };
-        let shared = Arc::new(Shared {
-            metrics: metrics.clone(),
-            advertised_host,
-            advertised_port: i32::from(self.addr.port()),
-            cluster_id,
-            groups: Default::default(),
-            memory: RequestMemory::new(self.config.queued_max_request_bytes, metrics.clone()),
-            clock,
-            fetch_sessions: Mutex::new(FetchSessions::new(self.config.fetch_sessions)),
-            config: self.config,
-        });
+        let config = self.config;
+        let memory = Arc::new(RequestMemory::new(
+            config.queued_max_request_bytes,
+            metrics.clone(),
+        ));
+        let fetch_sessions = Arc::new(Mutex::new(FetchSessions::new(config.fetch_sessions)));
+        let groups = Arc::new(super::groups::KafkaGroups::default());
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()
                 .enable_io()
@@ -91,21 +97,40 @@ impl BoundListener {
                 .build()
                 .expect("a current-thread runtime with I/O and timers builds")
         });
-        let (socket, addr) = (self.socket, self.addr);
-        let kept = shared.clone();
-        let spawned = arbiter.spawn(async move {
-            match tokio::net::TcpListener::from_std(socket) {
-                Ok(listener) => accept_loop(listener, broker, shared).await,
-                Err(e) => tracing::error!(%addr, error = %e, "the Kafka listener cannot start"),
+        let mut served = Vec::with_capacity(self.sockets.len());
+        for BoundSocket { socket, addr, tls } in self.sockets {
+            let advertised_host = match addr.ip() {
+                ip if ip.is_unspecified() => "localhost".to_owned(),
+                ip => ip.to_string(),
+            };
+            let shared = Arc::new(Shared {
+                metrics: metrics.clone(),
+                advertised_host,
+                advertised_port: i32::from(addr.port()),
+                cluster_id: cluster_id.clone(),
+                groups: groups.clone(),
+                memory: memory.clone(),
+                clock: clock.clone(),
+                fetch_sessions: fetch_sessions.clone(),
+                tls,
+                config: config.clone(),
+            });
+            let (kept, broker) = (shared.clone(), broker.clone());
+            let spawned = arbiter.spawn(async move {
+                match tokio::net::TcpListener::from_std(socket) {
+                    Ok(listener) => accept_loop(listener, broker, shared).await,
+                    Err(e) => tracing::error!(%addr, error = %e, "the Kafka listener cannot start"),
+                }
+            });
+            if !spawned {
+                return Err(Error::BrokerStopped);
             }
-        });
-        if !spawned {
-            return Err(Error::BrokerStopped);
+            tracing::info!(%addr, tls = kept.tls.is_some(), "Kafka listener serving");
+            served.push((addr, kept));
         }
-        tracing::info!(%addr, "Kafka listener serving");
         Ok(ListenerHandle {
-            addr,
-            shared: kept,
+            addrs: served.iter().map(|(a, s)| (*a, s.tls.is_some())).collect(),
+            shared: served.swap_remove(0).1,
             arbiter,
         })
     }
@@ -114,7 +139,8 @@ impl BoundListener {
 /// A running listener. Stopping it closes the socket and every connection.
 #[derive(Debug)]
 pub struct ListenerHandle {
-    addr: SocketAddr,
+    /// Every address served, and whether it is TLS.
+    addrs: Vec<(SocketAddr, bool)>,
     /// What its connections share: its metrics, and its Kafka clients' groups (which the
     /// web console reads).
     shared: Arc<Shared>,
@@ -122,8 +148,9 @@ pub struct ListenerHandle {
 }
 
 impl ListenerHandle {
+    /// The first address: plaintext, or TLS when it is the only one.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.addrs[0].0
     }
 
     pub fn metrics(&self) -> Arc<ListenerMetrics> {
@@ -142,7 +169,7 @@ impl ListenerHandle {
     pub fn stop(self) {
         self.arbiter.stop();
         let _ = self.arbiter.join();
-        tracing::info!(addr = %self.addr, "Kafka listener stopped");
+        tracing::info!(addrs = ?self.addrs, "Kafka listener stopped");
     }
 }
 
@@ -171,12 +198,19 @@ async fn accept_loop(
             continue;
         }
         let open = shared.metrics.open_connection();
-        actix_rt::spawn(connection::serve(
-            stream,
-            peer,
-            broker.clone(),
-            shared.clone(),
-            open,
-        ));
+        // Responses are written whole; Nagle would only delay them.
+        let _ = stream.set_nodelay(true);
+        let (broker, shared) = (broker.clone(), shared.clone());
+        match shared.tls.clone() {
+            None => actix_rt::spawn(connection::serve(stream, peer, None, broker, shared, open)),
+            Some(tls_config) => actix_rt::spawn(async move {
+                let timeout = shared.config.sasl_authentication_timeout;
+                if let Some((stream, principal)) =
+                    handshake::accept(&tls_config, stream, timeout, &shared.metrics, peer).await
+                {
+                    connection::serve(stream, peer, principal, broker, shared, open).await;
+                }
+            }),
+        };
     }
 }

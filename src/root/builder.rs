@@ -70,6 +70,8 @@ pub struct NanoKafkaBuilder {
     cleaner_key_map_bytes: usize,
     /// `None`: no Kafka listener (the default).
     listener: Option<ListenerConfig>,
+    /// TLS for the listener and the console.
+    tls: Option<crate::listener::TlsConfig>,
     /// The partition count of topics the listener creates without being told one.
     num_partitions: u32,
     /// `Some`: the handle's calls go to this Kafka cluster instead (the `kafka` feature).
@@ -100,6 +102,7 @@ impl Default for NanoKafkaBuilder {
             cleaner_backoff: DEFAULT_CLEANER_BACKOFF,
             cleaner_key_map_bytes: DEFAULT_CLEANER_KEY_MAP_BYTES,
             listener: None,
+            tls: None,
             num_partitions: DEFAULT_NUM_PARTITIONS,
             kafka_bootstrap: None,
             kafka_settings: BTreeMap::new(),
@@ -176,6 +179,15 @@ impl NanoKafkaBuilder {
     /// Serve Kafka's wire protocol as `config` says (caps, SASL/PLAIN, topic auto-creation).
     pub fn listener(mut self, config: ListenerConfig) -> Self {
         self.listener = Some(config);
+        self
+    }
+
+    /// TLS with these certificates on the Kafka listener and the web console (HTTPS); mutual
+    /// TLS on the listener when `tls` names a client CA. A listener given its own
+    /// [`ListenerConfig::tls`] keeps it. Certificate files that cannot be used fail `build()`
+    /// naming the file, with nothing started.
+    pub fn tls(mut self, tls: crate::listener::TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -528,11 +540,16 @@ impl NanoKafkaBuilder {
         };
         let io = (self.io_threads, self.idle_spin);
         let num_partitions = self.num_partitions;
-        let listener = self
-            .listener
-            .map(|config| config.with_num_partitions(num_partitions));
+        let tls = self.tls;
+        let listener = self.listener.map(|mut config| {
+            config.tls = config.tls.or_else(|| tls.clone());
+            config.with_num_partitions(num_partitions)
+        });
         #[cfg(feature = "console")]
-        let console = self.console;
+        let console = self.console.map(|mut config| {
+            config.tls = tls;
+            config
+        });
         #[cfg(not(feature = "console"))]
         let console = None;
         super::embedded::start(settings, io, listener.as_ref(), console)

@@ -7,6 +7,8 @@
 #[path = "../common/clients.rs"]
 mod clients;
 mod common;
+#[path = "../common/tls.rs"]
+mod tls_certs;
 
 mod aiokafka;
 mod compacted;
@@ -17,3 +19,4 @@ mod kafka_python;
 mod kafkajs;
 mod kcat;
 mod quix;
+mod tls;

@@ -45,10 +45,33 @@ pub fn request(
     body: Option<&str>,
     headers: &[(&str, &str)],
 ) -> Answer {
-    let mut stream = TcpStream::connect(addr).unwrap();
+    exchange(connect(addr), addr, method, path, body, headers)
+}
+
+/// `GET path` over HTTPS, trusting the CA in `ca` (PEM) for the name `localhost`.
+pub fn get_https(addr: SocketAddr, ca: &std::path::Path, path: &str) -> Answer {
+    let config = crate::tls_certs::client_config(ca);
+    let tls = rustls::ClientConnection::new(config, "localhost".try_into().unwrap()).unwrap();
+    let stream = rustls::StreamOwned::new(tls, connect(addr));
+    exchange(stream, addr, "GET", path, None, &[])
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
+    stream
+}
+
+fn exchange(
+    mut stream: impl Read + Write,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Answer {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -73,10 +96,7 @@ pub fn request(
 /// Sends `head` (request line and headers, without the blank line) and `body` as written:
 /// for requests the other helpers would not make.
 pub fn raw(addr: SocketAddr, head: &str, body: &str) -> Answer {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
+    let mut stream = connect(addr);
     let text = format!(
         "{head}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()

@@ -53,6 +53,28 @@ function parseArgs(positional, options, usage) {
   return out
 }
 
+/** The security options every script takes (as clientlib.py's): TLS with --tls-ca (mutual
+ * with --tls-cert and --tls-key), SASL/PLAIN with --sasl-plain USER:PASSWORD. */
+const SECURITY_OPTIONS = { tls_ca: '', tls_cert: '', tls_key: '', sasl_plain: '' }
+
+/** kafkajs's `ssl` and `sasl` settings for the parsed security options. */
+function kafkajsSecurity(args) {
+  const fs = require('fs')
+  const out = {}
+  if (args.tls_ca) {
+    out.ssl = { ca: [fs.readFileSync(args.tls_ca, 'utf8')] }
+    if (args.tls_cert) {
+      out.ssl.cert = fs.readFileSync(args.tls_cert, 'utf8')
+      out.ssl.key = fs.readFileSync(args.tls_key, 'utf8')
+    }
+  }
+  if (args.sasl_plain) {
+    const at = args.sasl_plain.indexOf(':')
+    out.sasl = { mechanism: 'plain', username: args.sasl_plain.slice(0, at), password: args.sasl_plain.slice(at + 1) }
+  }
+  return out
+}
+
 /** The one time bound of a run (seconds), as in clientlib.py. */
 class Deadline {
   constructor(seconds) { this.end = Date.now() + seconds * 1000 }
@@ -94,4 +116,4 @@ function run(main) {
   )
 }
 
-module.exports = { b64, recordJson, generated, parseArgs, Deadline, bounded, stderrLog, emit, fail, run }
+module.exports = { SECURITY_OPTIONS, kafkajsSecurity, b64, recordJson, generated, parseArgs, Deadline, bounded, stderrLog, emit, fail, run }

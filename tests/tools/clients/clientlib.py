@@ -66,7 +66,59 @@ def parser(description, role):
         p.add_argument("--partition", type=int, help="send every record to this partition (default: the client's partitioner)")
         p.add_argument("--compression", default="none", choices=CODECS)
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
+    security_arguments(p)
     return p
+
+
+def security_arguments(p):
+    """The connection's security, the same for every script: TLS when --tls-ca is given
+    (mutual TLS with --tls-cert and --tls-key), SASL/PLAIN with --sasl-plain USER:PASSWORD."""
+    p.add_argument("--tls-ca", help="PEM file of the CA that signed the broker's certificate: connect with TLS")
+    p.add_argument("--tls-cert", help="PEM file of this client's certificate (mutual TLS)")
+    p.add_argument("--tls-key", help="PEM file of this client's private key (mutual TLS)")
+    p.add_argument("--sasl-plain", metavar="USER:PASSWORD", help="authenticate with SASL/PLAIN")
+
+
+def security_protocol(args):
+    """Kafka's security.protocol for the arguments."""
+    tls, sasl = args.tls_ca is not None, args.sasl_plain is not None
+    return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, sasl)]
+
+
+def librdkafka_security(args):
+    """The arguments as librdkafka's configuration (confluent-kafka)."""
+    config = {"security.protocol": security_protocol(args)}
+    if args.tls_ca:
+        config["ssl.ca.location"] = args.tls_ca
+    if args.tls_cert:
+        config["ssl.certificate.location"] = args.tls_cert
+        config["ssl.key.location"] = args.tls_key
+    if args.sasl_plain:
+        user, password = args.sasl_plain.split(":", 1)
+        config.update({"sasl.mechanisms": "PLAIN", "sasl.username": user, "sasl.password": password})
+    return config
+
+
+def python_security(args, ssl_context):
+    """The arguments as kafka-python's and aiokafka's keyword arguments; `ssl_context` makes
+    the context from (cafile, certfile, keyfile), each client has its own."""
+    kwargs = {"security_protocol": security_protocol(args)}
+    if args.tls_ca:
+        kwargs["ssl_context"] = ssl_context(args.tls_ca, args.tls_cert, args.tls_key)
+    if args.sasl_plain:
+        user, password = args.sasl_plain.split(":", 1)
+        kwargs.update({"sasl_mechanism": "PLAIN", "sasl_plain_username": user, "sasl_plain_password": password})
+    return kwargs
+
+
+def ssl_context(cafile, certfile, keyfile):
+    """A client TLS context trusting `cafile`, presenting `certfile` when given."""
+    import ssl
+
+    context = ssl.create_default_context(cafile=cafile)
+    if certfile:
+        context.load_cert_chain(certfile, keyfile)
+    return context
 
 
 class Deadline:

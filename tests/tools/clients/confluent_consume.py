@@ -47,7 +47,7 @@ import time
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from clientlib import emit, fail, parser, record_json, run, Deadline
+from clientlib import emit, fail, librdkafka_security, parser, record_json, run, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -69,6 +69,7 @@ def main():
         fail("give --count, --until-stdin-closes or --idle")
     deadline = Deadline(args.timeout)
     config = {
+        **librdkafka_security(args),
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
         "client.id": "nanokafka-test-confluent",

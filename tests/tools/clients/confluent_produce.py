@@ -25,7 +25,7 @@ import logging
 import confluent_kafka
 from confluent_kafka import Producer
 
-from clientlib import emit, fail, generated, parser, record_json, run, Deadline
+from clientlib import emit, fail, generated, librdkafka_security, parser, record_json, run, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -54,6 +54,7 @@ def main():
     args = p.parse_args()
     deadline = Deadline(args.timeout)
     config = {
+        **librdkafka_security(args),
         "bootstrap.servers": args.bootstrap,
         "client.id": "nanokafka-test-confluent",
         "acks": args.acks,

@@ -22,13 +22,13 @@
 
 const { Kafka, logLevel } = require('kafkajs')
 const { version } = require('kafkajs/package.json')
-const { parseArgs, recordJson, Deadline, bounded, stderrLog, emit, fail, run } = require('./clientlib')
+const { SECURITY_OPTIONS, kafkajsSecurity, parseArgs, recordJson, Deadline, bounded, stderrLog, emit, fail, run } = require('./clientlib')
 
 const CLIENT = 'kafkajs'
 const USAGE = 'kafkajs_consume.js BOOTSTRAP TOPIC GROUP --count N [--read-uncommitted] [--session-timeout MS] [--timeout S]'
 
 async function main() {
-  const args = parseArgs(['bootstrap', 'topic', 'group'], { count: 0, read_uncommitted: false, session_timeout: 6000, timeout: 30 }, USAGE)
+  const args = parseArgs(['bootstrap', 'topic', 'group'], { count: 0, read_uncommitted: false, session_timeout: 6000, timeout: 30, ...SECURITY_OPTIONS }, USAGE)
   if (args.count <= 0) fail('--count N (N > 0) is required')
   const deadline = new Deadline(args.timeout)
   const kafka = new Kafka({
@@ -38,6 +38,7 @@ async function main() {
     logCreator: stderrLog,
     requestTimeout: Math.max(1000, deadline.leftMs()),
     retry: { retries: 3 },
+    ...kafkajsSecurity(args),
   })
   const consumer = kafka.consumer({
     groupId: args.group,

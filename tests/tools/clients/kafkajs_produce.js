@@ -19,14 +19,14 @@
 
 const { Kafka, CompressionTypes, Partitioners, logLevel } = require('kafkajs')
 const { version } = require('kafkajs/package.json')
-const { generated, parseArgs, recordJson, Deadline, bounded, emit, fail, run, stderrLog } = require('./clientlib')
+const { SECURITY_OPTIONS, kafkajsSecurity, generated, parseArgs, recordJson, Deadline, bounded, emit, fail, run, stderrLog } = require('./clientlib')
 
 const CLIENT = 'kafkajs'
 const USAGE = 'kafkajs_produce.js BOOTSTRAP TOPIC [--count N] [--prefix P] [--partition P] [--compression none|gzip] [--acks -1|1|0] [--idempotent] [--timeout S]'
 
 async function main() {
   const args = parseArgs(['bootstrap', 'topic'], {
-    count: 10, prefix: 'r', partition: -1, compression: 'none', acks: '-1', idempotent: false, timeout: 30,
+    count: 10, prefix: 'r', partition: -1, compression: 'none', acks: '-1', idempotent: false, timeout: 30, ...SECURITY_OPTIONS,
   }, USAGE)
   const codec = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[args.compression]
   if (codec === undefined) fail(`kafkajs has no ${args.compression} codec installed`)
@@ -38,6 +38,7 @@ async function main() {
     logCreator: stderrLog,
     requestTimeout: Math.max(1000, deadline.leftMs()),
     retry: { retries: 3 },
+    ...kafkajsSecurity(args),
   })
   const producer = kafka.producer({
     idempotent: args.idempotent,
