@@ -35,11 +35,12 @@
 //!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
 //!   `describe_configs` / `create_partitions` / `incremental_alter_configs` /
 //!   `alter_configs` (with `config::kafka_names`, Kafka's config names), `sasl`
-//!   (SASL/PLAIN); `errors` maps the crate's errors to Kafka's codes.
+//!   (SASL/PLAIN), `quotas` (client quotas: the throttle after each request,
+//!   Describe/AlterClientQuotas); `errors` maps the crate's errors to Kafka's codes.
 //!
 //! # What a Kafka client sees
 //! One broker (node id 0, the controller and every group's coordinator), every partition led
-//! by it with leader epoch 0, `throttle_time_ms` 0. Topics are created on demand by Metadata
+//! by it with leader epoch 0, `throttle_time_ms` 0 unless the client is over a quota. Topics are created on demand by Metadata
 //! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
 //! with the default [`crate::TopicConfig`].
 
@@ -68,6 +69,7 @@ mod metadata;
 mod offsets;
 mod principal;
 mod produce;
+mod quotas;
 mod request;
 /// The request check before decoding, for tests and fuzzing (`internals` feature).
 #[cfg(feature = "internals")]
@@ -113,6 +115,8 @@ pub(crate) struct Shared {
     pub clock: crate::clock::SharedClock,
     /// Every fetch session (KIP-227); locked only between awaits.
     pub fetch_sessions: std::sync::Mutex<fetch_session::FetchSessions>,
+    /// The client quotas enforced, from `<data_dir>/security/quotas`.
+    pub quotas: crate::security::quota::ClientQuotas,
 }
 
 impl Shared {

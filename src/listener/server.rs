@@ -66,6 +66,7 @@ impl BoundListener {
         broker: AsyncNanoKafka,
         cluster_id: String,
         clock: SharedClock,
+        quotas: crate::security::quota::ClientQuotas,
     ) -> Result<ListenerHandle> {
         let metrics = Arc::new(ListenerMetrics::default());
         let advertised_host = match self.addr.ip() {
@@ -82,6 +83,7 @@ impl BoundListener {
             clock,
             fetch_sessions: Mutex::new(FetchSessions::new(self.config.fetch_sessions)),
             config: self.config,
+            quotas,
         });
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()
