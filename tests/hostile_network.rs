@@ -4,10 +4,10 @@
 //! * `quota`: a producer over its client quota, ignoring its throttle time, does not starve a
 //!   well-behaved one.
 
+// Shared with the wire tests: each binary uses the part it needs.
 #[allow(dead_code)]
 #[path = "wire/client.rs"]
 mod client;
-#[allow(dead_code)]
 #[path = "common/client_batch.rs"]
 mod client_batch;
 #[allow(dead_code)]

@@ -739,7 +739,7 @@ fn a_producer_over_its_client_quota_sees_the_throttle_time_in_librdkafkas_callba
     let throttles: Vec<i64> = (produced["throttles"].as_array().unwrap().iter())
         .map(|t| t.as_i64().unwrap())
         .collect();
-    assert!(!throttles.is_empty(), "{produced}");
+    assert!(!throttles.is_empty(), "librdkafka reported no throttle");
     assert!(
         throttles.iter().all(|t| (1..=11_000).contains(t)),
         "{throttles:?}"

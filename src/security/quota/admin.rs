@@ -50,6 +50,9 @@ impl Match {
     }
 }
 
+/// An entity DescribeClientQuotas returns, with its quotas.
+pub type Described = (QuotaEntity, Vec<(QuotaKey, f64)>);
+
 /// The entities a DescribeClientQuotas filter selects, with their values. `strict`: only
 /// entities with no type beyond the filter's.
 ///
@@ -60,7 +63,7 @@ pub fn describe(
     config: &QuotaConfig,
     components: &[(String, Match)],
     strict: bool,
-) -> Result<Vec<(QuotaEntity, Vec<(QuotaKey, f64)>)>, AdminError> {
+) -> Result<Vec<Described>, AdminError> {
     let mut filter: Vec<(&str, &Match)> = Vec::new();
     for (entity_type, m) in components {
         if entity_type.is_empty() {
