@@ -341,7 +341,7 @@ impl Sensors {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub fn rate_count(&self) -> usize {
         self.rates.len()
     }
 }

@@ -162,6 +162,16 @@ impl ClientQuotas {
         })
     }
 
+    /// The quotas of the data directory `data_dir`, by the operating system's files and clock:
+    /// what `nanokafka quotas` changes while a broker may be serving the same directory.
+    ///
+    /// # Errors
+    /// As [`ClientQuotas::open`].
+    pub fn open_data_dir(data_dir: &Path) -> Result<Self> {
+        let clock: SharedClock = std::sync::Arc::new(crate::clock::SystemClock);
+        Self::open(crate::storage::fs::os(), data_dir, clock)
+    }
+
     /// Records `value` for `user`'s client `client_id` against `key` and returns the throttle
     /// time in milliseconds; 0 at once when no quota is set.
     pub fn record(&self, key: QuotaKey, user: &str, client_id: &str, value: f64) -> u64 {

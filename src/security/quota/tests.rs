@@ -100,7 +100,7 @@ fn clients_sharing_an_entity_share_its_rate_and_throttle_time() {
     assert_eq!(sensors.record(&config, P, ("carol", "a"), 1e9, t0), 0);
     // A single burst is throttled at most the measured span.
     assert_eq!(sensors.record(&config, P, ("alice", "a"), 1e9, t0), 11_000);
-    assert_eq!(sensors.len(), 1);
+    assert_eq!(sensors.rate_count(), 1);
 }
 
 #[test]
