@@ -133,6 +133,11 @@ pub use types::{
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
+    /// The listener's security state (client quotas), for `nanokafka quotas`.
+    pub mod security {
+        pub use crate::security::*;
+    }
+
     /// The storage engine: the partition log, the offsets store, the data directory, the
     /// file layer and its simulated disk.
     pub mod storage {

@@ -457,6 +457,40 @@ fn default_request(api: ApiKey) -> RequestKind {
                 kafka_protocol::messages::DeleteRecordsRequest::default().with_topics(vec![topic]),
             )
         }
+        ApiKey::DescribeClientQuotas => {
+            use kafka_protocol::messages::describe_client_quotas_request::*;
+            let component = ComponentData::default()
+                .with_entity_type(kafka_protocol::protocol::StrBytes::from_static_str("user"))
+                .with_match(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "alice",
+                )));
+            RequestKind::DescribeClientQuotas(
+                kafka_protocol::messages::DescribeClientQuotasRequest::default()
+                    .with_components(vec![component]),
+            )
+        }
+        ApiKey::AlterClientQuotas => {
+            use kafka_protocol::messages::alter_client_quotas_request::*;
+            let entity = EntityData::default()
+                .with_entity_type(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "client-id",
+                ))
+                .with_entity_name(Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "app",
+                )));
+            let op = OpData::default()
+                .with_key(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "producer_byte_rate",
+                ))
+                .with_value(1024.0);
+            let entry = EntryData::default()
+                .with_entity(vec![entity])
+                .with_ops(vec![op]);
+            RequestKind::AlterClientQuotas(
+                kafka_protocol::messages::AlterClientQuotasRequest::default()
+                    .with_entries(vec![entry]),
+            )
+        }
         ApiKey::DescribeProducers => {
             use kafka_protocol::messages::describe_producers_request::*;
             let topic = TopicRequest::default().with_partition_indexes(vec![0]);
@@ -549,6 +583,8 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DescribeLogDirs => DescribeLogDirsRequest::VERSIONS,
         ApiKey::DeleteRecords => DeleteRecordsRequest::VERSIONS,
         ApiKey::DescribeProducers => DescribeProducersRequest::VERSIONS,
+        ApiKey::DescribeClientQuotas => DescribeClientQuotasRequest::VERSIONS,
+        ApiKey::AlterClientQuotas => AlterClientQuotasRequest::VERSIONS,
         ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
         ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
         ApiKey::DescribeTopicPartitions => DescribeTopicPartitionsRequest::VERSIONS,

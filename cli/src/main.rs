@@ -16,7 +16,8 @@
 //!
 //! The write subcommands change a stopped data directory the same way (its lock taken,
 //! refused at once when a running broker holds it): `topics create|delete`, `produce`
-//! (stdin lines) and `groups reset-offsets`.
+//! (stdin lines) and `groups reset-offsets`. `quotas list|set|remove` changes the client
+//! quotas file without the lock: a running `serve` of the directory rereads it.
 //!
 //! Exit codes: 0 after a clean shutdown, a complete transfer or an inspection; 1 when the
 //! broker cannot start or stop cleanly (the data directory locked by another broker, a port
@@ -31,6 +32,7 @@ mod dump;
 mod groups;
 mod offline;
 mod produce;
+mod quotas;
 mod reset;
 mod serve;
 mod time;
@@ -79,6 +81,10 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Check every segment and index of a stopped data directory; exit 1 when damaged.
     Verify(offline::OfflineArgs),
+    /// List, set or remove the Kafka listener's client quotas (a running `serve` of the
+    /// same data directory applies a change within a second).
+    #[command(subcommand)]
+    Quotas(quotas::QuotasCommand),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +110,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => produce::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Quotas(command) => quotas::run(command),
     }
 }
 

@@ -159,7 +159,9 @@ async fn authenticate(
 /// Two loops share the task: the reader reads frames ahead into a bounded queue (so reading
 /// overlaps answering), and the answerer handles them one at a time, writing each response
 /// before taking the next request. A reader that meets a bad frame stops; the requests read
-/// before it are still answered, then the connection closes.
+/// before it are still answered, then the connection closes. A response that throttles the
+/// client (a quota) mutes the connection until the throttle ends: the answerer takes no
+/// request and the reader reads no frame before then (Kafka mutes the channel the same way).
 async fn pipeline(
     mut reader: impl AsyncRead + Unpin,
     mut writer: impl AsyncWrite + Unpin,
@@ -171,8 +173,13 @@ async fn pipeline(
     let (mut queue, mut requests) = mpsc::channel::<Frame>(shared.config.max_in_flight - 1);
     let limit = shared.config.frame_limit();
     let memory = &shared.memory;
+    let muted_until: Cell<Option<Instant>> = Cell::new(None);
+    let muted_until = &muted_until;
     let read = async move {
         loop {
+            if let Some(until) = muted_until.get() {
+                tokio::time::sleep_until(until).await;
+            }
             let request = frame::read_request(&mut reader, limit, memory).await?;
             activity.request_read();
             if queue.send(request).await.is_err() {
@@ -188,6 +195,11 @@ async fn pipeline(
             drop(reservation);
             if flow == Flow::Close {
                 return;
+            }
+            if let Some(throttle) = state.throttle.take() {
+                let until = Instant::now() + throttle;
+                muted_until.set(Some(until));
+                tokio::time::sleep_until(until).await;
             }
         }
     };

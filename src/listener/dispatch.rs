@@ -15,7 +15,7 @@ use super::{
 };
 use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
-use super::{fetch, init_producer_id, offsets, produce};
+use super::{fetch, init_producer_id, offsets, produce, quotas};
 use crate::async_handle::AsyncNanoKafka;
 
 /// What becomes of one request.
@@ -105,6 +105,7 @@ pub async fn handle(
     shared: &Shared,
     frame: Bytes,
 ) -> Outcome {
+    let request_bytes = frame.len();
     let (api, version, correlation_id, header, request) = match read(frame) {
         Read::Request {
             api,
@@ -144,7 +145,23 @@ pub async fn handle(
     let span = tracing::debug_span!("kafka_request", api = ?api, version, client_id,
         correlation_id, principal = %ctx.principal);
     let started = Instant::now();
-    let reply = route(&ctx, state, request).instrument(span.clone()).await;
+    let mut reply = route(&ctx, state, request).instrument(span.clone()).await;
+    let cost = quotas::Cost {
+        api,
+        version,
+        request_bytes,
+        response: match &reply {
+            Reply::Respond(r) | Reply::RespondAndClose(r, _) => Some(r),
+            _ => None,
+        },
+        handler_time: started.elapsed(),
+    };
+    state.throttle = quotas::throttle(&ctx, cost);
+    if let (Some(throttle), Reply::Respond(r) | Reply::RespondAndClose(r, _)) =
+        (state.throttle, &mut reply)
+    {
+        quotas::set_throttle_time(r, throttle);
+    }
     shared.metrics.request(api);
     let _entered = span.enter();
     tracing::debug!(
@@ -251,6 +268,10 @@ async fn route(
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
         }
         RequestKind::SaslAuthenticate(r) => return sasl::authenticate(ctx, state, r),
+        RequestKind::DescribeClientQuotas(r) => {
+            ResponseKind::DescribeClientQuotas(quotas::describe(ctx, r))
+        }
+        RequestKind::AlterClientQuotas(r) => ResponseKind::AlterClientQuotas(quotas::alter(ctx, r)),
         // `handle` decodes only requests of served APIs, and each has an arm above.
         _ => return Reply::Close("served, but no handler answers it".into()),
     }))

@@ -41,11 +41,12 @@
 //!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
 //!   `describe_configs` / `create_partitions` / `incremental_alter_configs` /
 //!   `alter_configs` (with `config::kafka_names`, Kafka's config names), `sasl`
-//!   (SASL/PLAIN); `errors` maps the crate's errors to Kafka's codes.
+//!   (SASL/PLAIN), `quotas` (client quotas: the throttle after each request,
+//!   Describe/AlterClientQuotas); `errors` maps the crate's errors to Kafka's codes.
 //!
 //! # What a Kafka client sees
 //! One broker (node id 0, the controller and every group's coordinator), every partition led
-//! by it with leader epoch 0, `throttle_time_ms` 0. Topics are created on demand by Metadata
+//! by it with leader epoch 0, `throttle_time_ms` 0 unless the client is over a quota. Topics are created on demand by Metadata
 //! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
 //! with the default [`crate::TopicConfig`].
 
@@ -75,6 +76,7 @@ mod metadata;
 mod offsets;
 mod principal;
 mod produce;
+mod quotas;
 mod request;
 /// The request check before decoding, for tests and fuzzing (`internals` feature).
 #[cfg(feature = "internals")]
@@ -128,6 +130,9 @@ pub(crate) struct Shared {
     pub fetch_sessions: std::sync::Arc<std::sync::Mutex<fetch_session::FetchSessions>>,
     /// The TLS handshake of every connection accepted, on a TLS address.
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// The client quotas enforced, from `<data_dir>/security/quotas` (one set, shared by
+    /// every address, so a client's rate counts wherever it connects).
+    pub quotas: std::sync::Arc<crate::security::quota::ClientQuotas>,
 }
 
 impl Shared {

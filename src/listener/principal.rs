@@ -26,6 +26,11 @@ impl Principal {
         Principal { name: name.into() }
     }
 
+    /// The name after `User:` (what user quotas are keyed on).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// `User:ANONYMOUS`.
     pub fn anonymous() -> Self {
         Principal::user(ANONYMOUS)

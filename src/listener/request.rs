@@ -45,6 +45,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// The versions of `api` served, if any.
@@ -66,6 +68,9 @@ pub struct ConnectionState {
     pub peer: std::net::SocketAddr,
     /// Who the connection acts as: `User:ANONYMOUS` until it authenticates.
     pub principal: Principal,
+    /// Set by a request over the client's quota: how long the connection reads nothing
+    /// after its response (`quotas`).
+    pub throttle: Option<std::time::Duration>,
 }
 
 /// Where a connection is in the SASL exchange (`sasl` moves it on).
@@ -87,6 +92,7 @@ impl ConnectionState {
             sasl: SaslStage::default(),
             peer,
             principal: Principal::anonymous(),
+            throttle: None,
         }
     }
 }

@@ -80,6 +80,7 @@ impl BoundListener {
         broker: AsyncNanoKafka,
         cluster_id: String,
         clock: SharedClock,
+        quotas: crate::security::quota::ClientQuotas,
     ) -> Result<ListenerHandle> {
         let metrics = Arc::new(ListenerMetrics::default());
         let config = self.config;
@@ -89,6 +90,7 @@ impl BoundListener {
         ));
         let fetch_sessions = Arc::new(Mutex::new(FetchSessions::new(config.fetch_sessions)));
         let groups = Arc::new(super::groups::KafkaGroups::default());
+        let quotas = Arc::new(quotas);
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()
                 .enable_io()
@@ -114,6 +116,7 @@ impl BoundListener {
                 fetch_sessions: fetch_sessions.clone(),
                 tls,
                 config: config.clone(),
+                quotas: quotas.clone(),
             });
             let (kept, broker) = (shared.clone(), broker.clone());
             let spawned = arbiter.spawn(async move {

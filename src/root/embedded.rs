@@ -17,7 +17,8 @@ use crate::async_handle::AsyncNanoKafka;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
 use crate::listener::{ListenerConfig, ListenerHandle};
-use crate::storage::DataDir;
+use crate::security::quota::ClientQuotas;
+use crate::storage::{fs, DataDir};
 
 /// Starts the broker `settings` describe (already checked), with `io_threads` I/O threads
 /// spinning up to `idle_spin`, and a Kafka listener when `listener` is given.
@@ -31,6 +32,14 @@ pub(super) fn start(
     // Bound before anything starts: a taken port fails the build with nothing running.
     let listener = listener_config.map(crate::listener::bind).transpose()?;
     let console = console::bind(console)?;
+    // A damaged quotas file stops the start: never a listener that silently enforces none.
+    let listener = match listener {
+        Some(bound) => {
+            let quotas = ClientQuotas::open(fs::os(), &settings.data_dir, settings.clock.clone())?;
+            Some((bound, quotas))
+        }
+        None => None,
+    };
     let cluster_id = cluster_id(&settings.data_dir);
     let topics = crate::config::load_topics(&data_dir)?;
     let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
@@ -54,9 +63,14 @@ pub(super) fn start(
                     broker
                 });
                 let listener = match listener {
-                    Some(bound) => Some(
+                    Some((bound, quotas)) => Some(
                         bound
-                            .start(AsyncNanoKafka::from(addr.clone()), cluster_id, clock)
+                            .start(
+                                AsyncNanoKafka::from(addr.clone()),
+                                cluster_id,
+                                clock,
+                                quotas,
+                            )
                             .map_err(|e| std::io::Error::other(e.to_string()))?,
                     ),
                     None => None,

@@ -86,6 +86,11 @@ impl Broker {
         Broker::open(dir, &addr.to_string())
     }
 
+    /// The broker's data directory.
+    pub fn data_dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     /// The segment files of one partition, as a test checks the layout its case needs.
     pub fn segment_count(&self, topic: &str, partition: u32) -> usize {
         let dir = self.dir.path().join(format!("{topic}_{partition}"));

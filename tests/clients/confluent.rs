@@ -1,7 +1,7 @@
 //! confluent-kafka (librdkafka) against the listener: a producer reading its offsets from
 //! delivery reports with every acks setting, idempotent or not; a group of three members
 //! committing by hand; a cooperative-sticky handover from a slow member; the AdminClient; a
-//! member fetching by topic id.
+//! member fetching by topic id; a producer over its client quota told its throttle time.
 
 use std::collections::BTreeSet;
 
@@ -708,5 +708,40 @@ fn a_consumer_reads_a_multi_partition_topic_by_topic_id() {
         script_records(&result),
         native_records(&b.read_all("ci", 40)),
         "every record once"
+    );
+}
+
+#[test]
+fn a_producer_over_its_client_quota_sees_the_throttle_time_in_librdkafkas_callback() {
+    let Some(produce) = producer() else { return };
+    let b = Broker::start_on_fixed_port();
+    // The quotas file as `nanokafka` writes it (format: src/security/quota/store.rs).
+    let security = b.data_dir().join("security");
+    std::fs::create_dir_all(&security).unwrap();
+    let quota = r#"{"version":1,"quotas":[{"entity":{"client-id":"throttled"},"values":{"producer_byte_rate":20000}}]}"#;
+    std::fs::write(security.join("quotas"), quota).unwrap();
+    let b = b.restart();
+    b.create("q", 1);
+    // About 300 KB at once: over the 10 s a new client is measured on, 30 KB/s against
+    // 20 KB/s.
+    let more = [
+        "--count",
+        "300",
+        "--pad",
+        "1000",
+        "--acks",
+        "1",
+        "--client-id",
+        "throttled",
+    ];
+    let produced = produce.run_json(&args(&b.bootstrap, "q", &more), RUN);
+    assert_eq!(produced["records"].as_array().unwrap().len(), 300);
+    let throttles: Vec<i64> = (produced["throttles"].as_array().unwrap().iter())
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    assert!(!throttles.is_empty(), "librdkafka reported no throttle");
+    assert!(
+        throttles.iter().all(|t| (1..=11_000).contains(t)),
+        "{throttles:?}"
     );
 }

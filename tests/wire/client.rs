@@ -16,16 +16,24 @@ const READ_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct WireClient {
     stream: TcpStream,
     next_correlation_id: i32,
+    /// The `client.id` every request carries (quotas are keyed on it).
+    client_id: &'static str,
 }
 
 impl WireClient {
     pub fn connect(addr: SocketAddr) -> Self {
+        Self::connect_as(addr, "wire-test")
+    }
+
+    /// A client whose requests carry `client_id`.
+    pub fn connect_as(addr: SocketAddr, client_id: &'static str) -> Self {
         let stream = TcpStream::connect(addr).unwrap();
         stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
         stream.set_nodelay(true).unwrap();
         WireClient {
             stream,
             next_correlation_id: 1,
+            client_id,
         }
     }
 
@@ -59,7 +67,8 @@ impl WireClient {
     pub fn encode<R: Request>(&mut self, request: &R, version: i16) -> (i32, BytesMut) {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
-        (correlation_id, encode(request, version, correlation_id))
+        let body = encode_as(request, version, correlation_id, self.client_id);
+        (correlation_id, body)
     }
 
     /// Sends `body` with its size prefix, as it is.
@@ -116,11 +125,21 @@ pub fn correlation_id(frame: &Bytes) -> i32 {
 
 /// A request's frame body (without the size) as this client sends it.
 pub fn encode<R: Request>(request: &R, version: i16, correlation_id: i32) -> BytesMut {
+    encode_as(request, version, correlation_id, "wire-test")
+}
+
+/// As [`encode`], from a client that calls itself `client_id`.
+pub fn encode_as<R: Request>(
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: &'static str,
+) -> BytesMut {
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("wire-test")));
+        .with_client_id(Some(StrBytes::from_static_str(client_id)));
     let mut body = BytesMut::new();
     header
         .encode(&mut body, R::header_version(version))

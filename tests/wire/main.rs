@@ -27,5 +27,6 @@ mod hostile;
 mod limits;
 mod offsets;
 mod produce;
+mod quotas;
 mod sasl;
 mod topic_ids;

@@ -8,6 +8,7 @@ mod dump;
 mod follow;
 mod groups;
 mod produce;
+mod quotas;
 mod reset_offsets;
 mod topics;
 mod topics_compacted;

@@ -104,6 +104,14 @@ pub static ALL: &[Schema] = &[
         0,
         CONSUMER_GROUP_DESCRIBE,
     ),
+    api(
+        ApiKey::DescribeClientQuotas,
+        0,
+        1,
+        1,
+        DESCRIBE_CLIENT_QUOTAS,
+    ),
+    api(ApiKey::AlterClientQuotas, 0, 1, 1, ALTER_CLIENT_QUOTAS),
 ];
 
 const DESCRIBE_TOPIC_PARTITIONS: &[Field] = &[
@@ -644,4 +652,48 @@ const CONSUMER_GROUP_HEARTBEAT: &[Field] = &[
 const CONSUMER_GROUP_DESCRIBE: &[Field] = &[
     f(0, N, Array(&Str)), // group_ids
     f(0, N, Bool),        // include_authorized_operations
+];
+
+const DESCRIBE_CLIENT_QUOTAS: &[Field] = &[
+    // components
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str),  // entity_type
+            f(0, N, I8),   // match_type
+            f(0, N, NStr), // match
+        ])),
+    ),
+    f(0, N, Bool), // strict
+];
+
+const ALTER_CLIENT_QUOTAS: &[Field] = &[
+    // entries
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            // entity
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, Str),  // entity_type
+                    f(0, N, NStr), // entity_name
+                ])),
+            ),
+            // ops
+            f(
+                0,
+                N,
+                Array(&Struct(&[
+                    f(0, N, Str),  // key
+                    f(0, N, I64),  // value: a float64, eight bytes as an i64 is
+                    f(0, N, Bool), // remove
+                ])),
+            ),
+        ])),
+    ),
+    f(0, N, Bool), // validate_only
 ];

@@ -5,7 +5,7 @@ reading the partition and offset of each from its delivery report.
     python confluent_produce.py BOOTSTRAP TOPIC [--count N] [--prefix P] [--partition P]
         [--compression none|gzip|snappy|lz4|zstd] [--acks all|1|0] [--idempotent]
         [--partitioner NAME] [--debug CONTEXTS] [--timestamp-ms MS] [--until-disconnected]
-        [--timeout S]
+        [--client-id ID] [--pad BYTES] [--timeout S]
 
 librdkafka's default is acks=all without idempotence; --idempotent turns it on (InitProducerId,
 then sequenced batches). --partitioner is librdkafka's `partitioner` (consistent_random by
@@ -16,7 +16,11 @@ until the flush). --until-disconnected then waits (up to the timeout) until
 librdkafka logs a broker connection closed by the broker, and adds "disconnects" (how many it
 logged).
 
-Prints {"client", "version", "librdkafka", "records": [record...]} in send order; with
+--client-id sets `client.id` (quotas key on it); --pad appends BYTES bytes to each value, for
+a producer that must send a lot. Every throttle the broker reports (librdkafka's
+`throttle_cb`) is listed in "throttles", in milliseconds.
+
+Prints {"client", "version", "librdkafka", "records": [record...], "throttles"} in send order; with
 acks=0 the broker sends no reply, so the offsets are -1.
 """
 
@@ -51,12 +55,16 @@ def main():
     p.add_argument("--debug")
     p.add_argument("--timestamp-ms", type=int)
     p.add_argument("--until-disconnected", action="store_true")
+    p.add_argument("--client-id", default="nanokafka-test-confluent")
+    p.add_argument("--pad", type=int, default=0)
     args = p.parse_args()
+    throttles = []
     deadline = Deadline(args.timeout)
     config = {
         **librdkafka_security(args),
         "bootstrap.servers": args.bootstrap,
-        "client.id": "nanokafka-test-confluent",
+        "client.id": args.client_id,
+        "throttle_cb": lambda event: throttles.append(round(event.throttle_time * 1000)),
         "acks": args.acks,
         "enable.idempotence": args.idempotent,
         "compression.type": args.compression,
@@ -87,6 +95,7 @@ def main():
     sent = []
     for i in range(args.count):
         key, value, headers = generated(args.prefix, i, CLIENT)
+        value += b"." * args.pad
         extra = {} if args.partition is None else {"partition": args.partition}
         if args.timestamp_ms is not None:
             extra["timestamp"] = args.timestamp_ms
@@ -96,6 +105,8 @@ def main():
     remaining = producer.flush(deadline.left())
     if remaining:
         fail(f"{remaining} records still undelivered at the timeout")
+    # A throttle reported with the last response is served by the next poll.
+    producer.poll(0)
     records = []
     for i, (key, value, headers) in enumerate(sent):
         err, msg = reports[i]
@@ -103,7 +114,7 @@ def main():
             fail(f"record {i} was not delivered: {err}")
         _, timestamp = msg.timestamp()
         records.append(record_json(msg.partition(), msg.offset(), timestamp, key, value, headers))
-    result = {"client": CLIENT, "version": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0], "records": records}
+    result = {"client": CLIENT, "version": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0], "records": records, "throttles": throttles}
     if args.until_disconnected:
         while disconnects.count == 0 and deadline.left() > 0:
             producer.poll(0.1)
