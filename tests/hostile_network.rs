@@ -29,3 +29,12 @@ mod records;
 mod quota;
 #[path = "hostile_network/tls.rs"]
 mod tls;
+
+/// Held by a test while it measures rates, and by the others while they load the host, so
+/// that no other test of this binary runs meanwhile (cargo runs a binary's tests in parallel).
+fn measuring_alone() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -85,6 +85,7 @@ fn open_connections(broker: &NanoKafka) -> u64 {
 
 #[test]
 fn hostile_connections_on_the_tls_port_cost_only_themselves() {
+    let _alone = crate::measuring_alone();
     let (Some(produce), Some(consume)) = (
         clients::python("confluent_produce.py"),
         clients::python("confluent_consume.py"),
