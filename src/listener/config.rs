@@ -66,6 +66,9 @@ pub struct ListenerConfig {
     pub(crate) connections_max_idle: Duration,
     pub(crate) queued_max_request_bytes: usize,
     pub(crate) fetch_sessions: SessionLimits,
+    /// The super users when ACLs are enforced ([`ListenerConfig::authorizer`]); `None`:
+    /// every request is allowed.
+    pub(crate) authorizer: Option<Vec<String>>,
 }
 
 /// The one user SASL/PLAIN accepts.
@@ -103,6 +106,7 @@ impl ListenerConfig {
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
             queued_max_request_bytes: DEFAULT_QUEUED_MAX_REQUEST_BYTES,
             fetch_sessions: SessionLimits::default(),
+            authorizer: None,
         }
     }
 
@@ -176,6 +180,16 @@ impl ListenerConfig {
             username: username.into(),
             password: password.into(),
         });
+        self
+    }
+
+    /// Enforce ACLs on every request (Kafka's `StandardAuthorizer`, with
+    /// `allow.everyone.if.no.acl.found=false`): a request is allowed when an ACL of
+    /// `<data_dir>/security/acls` allows it and none denies it, or when its principal is one
+    /// of `super_users` (`User:<name>`, Kafka's `super.users`). Off by default: every
+    /// request is allowed. The embedded API is never subject to ACLs.
+    pub fn authorizer<S: Into<String>>(mut self, super_users: impl IntoIterator<Item = S>) -> Self {
+        self.authorizer = Some(super_users.into_iter().map(Into::into).collect());
         self
     }
 
@@ -290,6 +304,14 @@ impl ListenerConfig {
             if value.is_zero() {
                 let reason = above_zero();
                 return Err(crate::Error::InvalidArgument { name, reason });
+            }
+        }
+        for user in self.authorizer.iter().flatten() {
+            if !matches!(user.split_once(':'), Some(("User", name)) if !name.is_empty()) {
+                return Err(crate::Error::InvalidArgument {
+                    name: "super_users",
+                    reason: format!("'{user}' is not a principal of the form User:<name>"),
+                });
             }
         }
         if self.max_in_flight > MAX_IN_FLIGHT {

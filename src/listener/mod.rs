@@ -20,6 +20,9 @@
 //! * `request`: what the dispatcher and every handler share: the API table (ApiVersions
 //!   advertises exactly it), a request's context, a handler's reply, a connection's state;
 //! * `principal`: who a connection acts as (`User:<name>`), what ACLs and quotas key on;
+//! * `authorize`: the one question handlers ask before they act (`ctx.may_topic(..)`,
+//!   `check_group`, `check_cluster`), answered by the ACLs of `crate::security::acl` when
+//!   the listener enforces them; `acls` serves DescribeAcls, CreateAcls and DeleteAcls;
 //! * `dispatch`: the request header, decoding, the per-API handler, the response header and
 //!   encoding. A request it cannot
 //!   read (unknown API, unserved version, malformed or truncated body) closes its
@@ -43,8 +46,10 @@
 //! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
 //! with the default [`crate::TopicConfig`].
 
+mod acls;
 mod alter_configs;
 mod api_versions;
+mod authorize;
 mod cluster;
 mod config;
 mod connection;
@@ -113,6 +118,8 @@ pub(crate) struct Shared {
     pub clock: crate::clock::SharedClock,
     /// Every fetch session (KIP-227); locked only between awaits.
     pub fetch_sessions: std::sync::Mutex<fetch_session::FetchSessions>,
+    /// Who may do what (`authorize`); `None` when ACLs are off: everything is allowed.
+    pub authorizer: Option<crate::security::acl::Authorizer>,
 }
 
 impl Shared {

@@ -11,6 +11,7 @@ use super::{connection, ListenerConfig, ListenerMetrics, Shared};
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
+use crate::security::acl::Authorizer;
 
 /// A socket bound by the builder before the broker starts, so that a taken port fails
 /// `build()` with nothing started.
@@ -66,6 +67,7 @@ impl BoundListener {
         broker: AsyncNanoKafka,
         cluster_id: String,
         clock: SharedClock,
+        authorizer: Option<Authorizer>,
     ) -> Result<ListenerHandle> {
         let metrics = Arc::new(ListenerMetrics::default());
         let advertised_host = match self.addr.ip() {
@@ -82,6 +84,7 @@ impl BoundListener {
             clock,
             fetch_sessions: Mutex::new(FetchSessions::new(self.config.fetch_sessions)),
             config: self.config,
+            authorizer,
         });
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()

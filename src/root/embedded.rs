@@ -17,6 +17,7 @@ use crate::async_handle::AsyncNanoKafka;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
 use crate::listener::{ListenerConfig, ListenerHandle};
+use crate::security::acl::{AclStore, Authorizer};
 use crate::storage::DataDir;
 
 /// Starts the broker `settings` describe (already checked), with `io_threads` I/O threads
@@ -32,6 +33,13 @@ pub(super) fn start(
     let listener = listener_config.map(crate::listener::bind).transpose()?;
     let console = console::bind(console)?;
     let cluster_id = cluster_id(&settings.data_dir);
+    let authorizer = listener_config
+        .and_then(|config| config.authorizer.clone())
+        .map(|super_users| {
+            let store = AclStore::open(&settings.data_dir)?;
+            Ok::<_, Error>(Authorizer::new(store, super_users))
+        })
+        .transpose()?;
     let topics = crate::config::load_topics(&data_dir)?;
     let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
     let path = settings.data_dir.clone();
@@ -56,7 +64,12 @@ pub(super) fn start(
                 let listener = match listener {
                     Some(bound) => Some(
                         bound
-                            .start(AsyncNanoKafka::from(addr.clone()), cluster_id, clock)
+                            .start(
+                                AsyncNanoKafka::from(addr.clone()),
+                                cluster_id,
+                                clock,
+                                authorizer,
+                            )
                             .map_err(|e| std::io::Error::other(e.to_string()))?,
                     ),
                     None => None,

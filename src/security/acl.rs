@@ -267,7 +267,11 @@ impl AclFilter {
         principal: Option<String>,
         host: Option<String>,
     ) -> Result<Self, String> {
-        fn any_or<T>(code: i8, what: &str, of: impl Fn(i8) -> Option<T>) -> Result<Option<T>, String> {
+        fn any_or<T>(
+            code: i8,
+            what: &str,
+            of: impl Fn(i8) -> Option<T>,
+        ) -> Result<Option<T>, String> {
             match code {
                 ANY_CODE => Ok(None),
                 code => of(code)
@@ -305,7 +309,8 @@ impl AclFilter {
             },
             (_, Some(name)) => binding.name == *name,
         };
-        self.resource_type.is_none_or(|t| t == binding.resource_type)
+        self.resource_type
+            .is_none_or(|t| t == binding.resource_type)
             && pattern_ok
             && same(&self.principal, &binding.principal)
             && same(&self.host, &binding.host)

@@ -131,7 +131,10 @@ fn all_matches_every_operation() {
     for &operation in Operation::ALL {
         assert!(may(&acls, "User:alice", operation, "orders"), "{operation}");
     }
-    let acls = Acls::new([allow("orders", Operation::All), deny("orders", Operation::All)]);
+    let acls = Acls::new([
+        allow("orders", Operation::All),
+        deny("orders", Operation::All),
+    ]);
     assert!(!may(&acls, "User:alice", Operation::Describe, "orders"));
 }
 
@@ -144,8 +147,16 @@ fn read_write_delete_and_alter_imply_describe() {
         Operation::Alter,
     ] {
         let acls = Acls::new([allow("orders", granted)]);
-        assert!(may(&acls, "User:alice", Operation::Describe, "orders"), "{granted}");
-        assert!(!may(&acls, "User:alice", Operation::DescribeConfigs, "orders"));
+        assert!(
+            may(&acls, "User:alice", Operation::Describe, "orders"),
+            "{granted}"
+        );
+        assert!(!may(
+            &acls,
+            "User:alice",
+            Operation::DescribeConfigs,
+            "orders"
+        ));
     }
     let acls = Acls::new([allow("orders", Operation::Create)]);
     assert!(!may(&acls, "User:alice", Operation::Describe, "orders"));
@@ -156,13 +167,21 @@ fn read_write_delete_and_alter_imply_describe() {
 #[test]
 fn alter_configs_implies_describe_configs() {
     let acls = Acls::new([allow("orders", Operation::AlterConfigs)]);
-    assert!(may(&acls, "User:alice", Operation::DescribeConfigs, "orders"));
+    assert!(may(
+        &acls,
+        "User:alice",
+        Operation::DescribeConfigs,
+        "orders"
+    ));
     assert!(!may(&acls, "User:alice", Operation::Describe, "orders"));
 }
 
 #[test]
 fn a_deny_implies_nothing() {
-    let acls = Acls::new([allow("orders", Operation::All), deny("orders", Operation::Read)]);
+    let acls = Acls::new([
+        allow("orders", Operation::All),
+        deny("orders", Operation::Read),
+    ]);
     assert!(may(&acls, "User:alice", Operation::Describe, "orders"));
 }
 
@@ -182,8 +201,18 @@ fn a_host_matches_itself_or_the_wildcard() {
         host: host.into(),
         ..allow("orders", Operation::Read)
     };
-    assert!(may(&Acls::new([from("127.0.0.1")]), "User:alice", Operation::Read, "orders"));
-    assert!(!may(&Acls::new([from("10.0.0.1")]), "User:alice", Operation::Read, "orders"));
+    assert!(may(
+        &Acls::new([from("127.0.0.1")]),
+        "User:alice",
+        Operation::Read,
+        "orders"
+    ));
+    assert!(!may(
+        &Acls::new([from("10.0.0.1")]),
+        "User:alice",
+        Operation::Read,
+        "orders"
+    ));
     let deny_remote = Acls::new([
         from("*"),
         AclBinding {
@@ -328,11 +357,20 @@ fn the_store_round_trips_and_a_second_store_sees_a_change() {
         .unwrap();
     assert!(added);
     assert_eq!(
-        AclStore::open(dir.path()).unwrap().current().iter().collect::<Vec<_>>(),
+        AclStore::open(dir.path())
+            .unwrap()
+            .current()
+            .iter()
+            .collect::<Vec<_>>(),
         vec![&allow("orders", Operation::Read)]
     );
     // The other store (a running broker's) reads the change without being reopened.
-    assert!(may(&serving.current(), "User:alice", Operation::Read, "orders"));
+    assert!(may(
+        &serving.current(),
+        "User:alice",
+        Operation::Read,
+        "orders"
+    ));
     let removed = store
         .update(|acls| {
             let removed = acls.remove_matching(&AclFilter::default());
@@ -367,7 +405,12 @@ fn a_damaged_store_is_refused_naming_its_file() {
         );
         assert!(err.to_string().contains(&path.display().to_string()));
         // A broker serving on it allows nothing it allowed before, and a change is refused.
-        assert!(!may(&store.current(), "User:alice", Operation::Read, "orders"));
+        assert!(!may(
+            &store.current(),
+            "User:alice",
+            Operation::Read,
+            "orders"
+        ));
         assert!(store.update(|_| (true, ())).is_err());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), damage);
     }

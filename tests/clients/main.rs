@@ -8,6 +8,7 @@
 mod clients;
 mod common;
 
+mod acls;
 mod aiokafka;
 mod compacted;
 mod confluent;
