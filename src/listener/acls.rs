@@ -59,19 +59,21 @@ pub fn describe_acls(
         Ok(store) => store,
         Err(refusal) => return refused(refusal),
     };
-    let filter = match AclFilter::from_wire(
+    let filter = match filter_of(
         (
             request.resource_type_filter,
             request.pattern_type_filter,
             request.operation,
             request.permission_type,
         ),
-        request.resource_name_filter.map(|s| s.to_string()),
-        request.principal_filter.map(|s| s.to_string()),
-        request.host_filter.map(|s| s.to_string()),
+        [
+            request.resource_name_filter,
+            request.principal_filter,
+            request.host_filter,
+        ],
     ) {
         Ok(filter) => filter,
-        Err(why) => return refused((ResponseError::InvalidRequest, why)),
+        Err(refusal) => return refused(refusal),
     };
     let acls = store.current();
     // One resource entry per pattern, its bindings' entries under it (bindings are sorted by
@@ -99,6 +101,17 @@ pub fn describe_acls(
         resources.last_mut().expect("pushed").acls.push(entry);
     }
     DescribeAclsResponse::default().with_resources(resources)
+}
+
+/// A filter from its wire fields: the codes of resource type, pattern type, operation and
+/// permission, and the name, principal and host (null: any); INVALID_REQUEST if it is not one.
+fn filter_of(
+    codes: (i8, i8, i8, i8),
+    [name, principal, host]: [Option<StrBytes>; 3],
+) -> Result<AclFilter, Refusal> {
+    let text = |s: Option<StrBytes>| s.map(|s| s.to_string());
+    AclFilter::from_wire(codes, text(name), text(principal), text(host))
+        .map_err(|why| (ResponseError::InvalidRequest, why))
 }
 
 pub fn create_acls(ctx: &RequestContext<'_>, request: CreateAclsRequest) -> CreateAclsResponse {
@@ -170,18 +183,16 @@ pub fn delete_acls(ctx: &RequestContext<'_>, request: DeleteAclsRequest) -> Dele
         .filters
         .into_iter()
         .map(|f| {
-            AclFilter::from_wire(
-                (
-                    f.resource_type_filter,
-                    f.pattern_type_filter,
-                    f.operation,
-                    f.permission_type,
-                ),
-                f.resource_name_filter.map(|s| s.to_string()),
-                f.principal_filter.map(|s| s.to_string()),
-                f.host_filter.map(|s| s.to_string()),
+            let codes = (
+                f.resource_type_filter,
+                f.pattern_type_filter,
+                f.operation,
+                f.permission_type,
+            );
+            filter_of(
+                codes,
+                [f.resource_name_filter, f.principal_filter, f.host_filter],
             )
-            .map_err(|why| (ResponseError::InvalidRequest, why))
         })
         .collect();
     let outcomes: Vec<Result<Vec<AclBinding>, Refusal>> = match store(ctx, Operation::Alter) {
