@@ -2,7 +2,8 @@
 //! without SASL is `User:ANONYMOUS`; it is allowed WRITE and READ on topic `a` and READ on
 //! group `g`, and nothing else. confluent-kafka, kafka-python and kcat produce and consume
 //! `a`; producing to `b` fails with TOPIC_AUTHORIZATION_FAILED and writes nothing; a group it
-//! may not read fails with GROUP_AUTHORIZATION_FAILED; Metadata lists only `a`. A super user
+//! may not read fails with GROUP_AUTHORIZATION_FAILED; Metadata lists only `a`; aiokafka and
+//! kafkajs produce to `a` and are refused `b`. A super user
 //! does everything. confluent-kafka's AdminClient manages the ACLs.
 
 use nanokafka::security::acl::{
@@ -136,6 +137,31 @@ fn kafka_python_and_kcat_meet_the_same_acls() {
     assert!(!to_b.status.success(), "{}", to_b.stderr);
     let said = to_b.stderr.to_lowercase();
     assert!(said.contains("authorization failed"), "{}", to_b.stderr);
+    assert_eq!(log_end(&b, "b"), 0);
+}
+
+#[test]
+fn aiokafka_and_kafkajs_write_only_where_allowed() {
+    let (Some(aiokafka), Some(kafkajs)) = (
+        clients::python("aiokafka_produce.py"),
+        clients::node("kafkajs_produce.js"),
+    ) else {
+        return;
+    };
+    let b = producer_and_consumer_of_a();
+    let bs = b.bootstrap.as_str();
+    let produced = aiokafka.run_json(&args(bs, "a", &["--count", "2"]), RUN);
+    assert_read_back_natively(&b, "a", &produced, "r");
+    let to_b = args(bs, "b", &["--count", "1", "--timeout", "10"]);
+    refused(&aiokafka, &to_b, "TopicAuthorizationFailedError");
+    assert_eq!(log_end(&b, "b"), 0);
+    // A broker of its own: the read-back compares the whole topic.
+    let b = producer_and_consumer_of_a();
+    let bs = b.bootstrap.as_str();
+    let produced = kafkajs.run_json(&args(bs, "a", &["--count", "2"]), RUN);
+    assert_read_back_natively(&b, "a", &produced, "r");
+    let to_b = args(bs, "b", &["--count", "1", "--timeout", "10"]);
+    refused(&kafkajs, &to_b, "Not authorized to access topics");
     assert_eq!(log_end(&b, "b"), 0);
 }
 
