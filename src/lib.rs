@@ -82,7 +82,7 @@ mod partitioner;
 mod produce_queue;
 mod root;
 mod routing;
-mod security;
+pub mod security;
 mod spin;
 mod storage;
 mod stream;

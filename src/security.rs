@@ -5,4 +5,5 @@
 //! Each part owns one file under `<data_dir>/security/`, written atomically (temporary file,
 //! fsync, rename, fsync of the directory), and documents that file's format on its type.
 
+pub mod acl;
 pub mod quota;

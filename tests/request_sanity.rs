@@ -532,6 +532,18 @@ fn default_request(api: ApiKey) -> RequestKind {
             kafka_protocol::messages::ConsumerGroupDescribeRequest::default()
                 .with_group_ids(vec![Default::default()]),
         ),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(
+            kafka_protocol::messages::DescribeAclsRequest::default()
+                .with_resource_name_filter(Some(Default::default())),
+        ),
+        ApiKey::CreateAcls => RequestKind::CreateAcls(
+            kafka_protocol::messages::CreateAclsRequest::default()
+                .with_creations(vec![Default::default()]),
+        ),
+        ApiKey::DeleteAcls => RequestKind::DeleteAcls(
+            kafka_protocol::messages::DeleteAclsRequest::default()
+                .with_filters(vec![Default::default()]),
+        ),
         other => panic!("no default request for {other:?}: add it with its schema"),
     }
 }
@@ -590,6 +602,9 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DescribeTopicPartitions => DescribeTopicPartitionsRequest::VERSIONS,
         ApiKey::ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest::VERSIONS,
         ApiKey::ConsumerGroupDescribe => ConsumerGroupDescribeRequest::VERSIONS,
+        ApiKey::DescribeAcls => DescribeAclsRequest::VERSIONS,
+        ApiKey::CreateAcls => CreateAclsRequest::VERSIONS,
+        ApiKey::DeleteAcls => DeleteAclsRequest::VERSIONS,
         other => panic!("{other:?} has no schema: add one in src/listener/sanity/schemas.rs"),
     }
 }

@@ -27,6 +27,7 @@
 //! damage; 2 for a bad command
 //! line (and for a transfer in a binary built without the `kafka` feature).
 
+mod acls;
 mod consume;
 mod dump;
 mod groups;
@@ -73,6 +74,10 @@ enum Command {
     /// offsets.
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
+    /// List, add and remove the ACLs a `serve --authorizer` enforces (kafka-acls'
+    /// vocabulary); a running serve sees a change at its next request.
+    #[command(subcommand)]
+    Acls(acls::AclsCommand),
     /// Print a stopped data directory's records, without committing or joining a group.
     Consume(consume::ConsumeArgs),
     /// Write stdin's lines to a topic of a stopped data directory, one record per line.
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
         Command::Import(args) => transfer::import(args),
         Command::Topics(command) => topics::run(command),
         Command::Groups(command) => groups::run(command),
+        Command::Acls(command) => acls::run(command),
         Command::Consume(args) => consume::run(args),
         Command::Produce(args) => produce::run(args),
         Command::Dump(args) => dump::run(args),

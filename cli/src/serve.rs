@@ -66,6 +66,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     queued_max_request_bytes: Option<u64>,
 
+    /// Enforce ACLs on every Kafka request (Kafka's StandardAuthorizer): a request is allowed
+    /// when an ACL of DATA_DIR/security/acls allows it and none denies it (see `nanokafka
+    /// acls`), or when it comes from a super user. Off by default: everything is allowed.
+    #[arg(long)]
+    authorizer: bool,
+
+    /// A principal allowed everything when --authorizer is on (Kafka's super.users), as
+    /// User:NAME; repeat for more.
+    #[arg(long, value_name = "User:NAME", requires = "authorizer")]
+    super_user: Vec<String>,
+
     /// Never create a topic because a Metadata request names it (Kafka's
     /// auto.create.topics.enable=false).
     #[arg(long)]
@@ -203,6 +214,18 @@ impl ServeArgs {
         }
         if let Some(n) = self.queued_max_request_bytes {
             config = config.queued_max_request_bytes(bytes(n));
+        }
+        if self.authorizer {
+            if let Some(bad) = self
+                .super_user
+                .iter()
+                .find(|u| !matches!(u.split_once(':'), Some(("User", name)) if !name.is_empty()))
+            {
+                return Err(UsageError(format!(
+                    "--super-user takes a principal of the form User:NAME, not '{bad}'"
+                )));
+            }
+            config = config.authorizer(self.super_user.clone());
         }
         if let Some(user) = &self.sasl_plain_user {
             let password = self.password()?;

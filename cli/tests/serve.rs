@@ -523,3 +523,110 @@ fn serve_with_console_serves_the_api_and_its_writes_only_when_asked() {
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("127.0.0.1:8080"), "{stderr}");
 }
+
+/// `nanokafka acls` run while `serve --authorizer` serves the same directory: the next request
+/// sees the change.
+fn acls(data_dir: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(["acls"])
+        .args(args)
+        .args(["--data-dir", data_dir])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn serve_with_the_authorizer_honours_acls_the_cli_adds_and_removes_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    seed(dir.path());
+    let data_dir = dir.path().to_str().unwrap();
+    let mut served = Process::serve(&[
+        "--data-dir",
+        data_dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--authorizer",
+        "--super-user",
+        "User:admin",
+    ]);
+    let addr = served.listening_addr(DEADLINE);
+    let mut client = WireClient::connect(addr);
+    const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    let error_of =
+        |client: &mut WireClient| client.call(&ask_for("before"), 9).topics[0].error_code;
+    assert_eq!(error_of(&mut client), TOPIC_AUTHORIZATION_FAILED);
+    let everything = client.call(&MetadataRequest::default().with_topics(None), 12);
+    assert!(everything.topics.is_empty(), "{everything:?}");
+
+    let added = acls(
+        data_dir,
+        &[
+            "add",
+            "--allow-principal",
+            "User:ANONYMOUS",
+            "--operation",
+            "Describe",
+            "--topic",
+            "bef",
+            "--resource-pattern-type",
+            "prefixed",
+        ],
+    );
+    assert!(
+        added.contains("operation=DESCRIBE, permissionType=ALLOW"),
+        "{added}"
+    );
+    assert_eq!(
+        error_of(&mut client),
+        0,
+        "the running broker read the new ACL"
+    );
+    let listed = acls(
+        data_dir,
+        &[
+            "list",
+            "--topic",
+            "before",
+            "--resource-pattern-type",
+            "match",
+        ],
+    );
+    assert!(
+        listed.contains("name=bef, patternType=PREFIXED"),
+        "{listed}"
+    );
+
+    let removed = acls(
+        data_dir,
+        &[
+            "remove",
+            "--topic",
+            "bef",
+            "--resource-pattern-type",
+            "prefixed",
+        ],
+    );
+    assert!(removed.contains("Removed 1 ACLs"), "{removed}");
+    assert_eq!(error_of(&mut client), TOPIC_AUTHORIZATION_FAILED);
+
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait(DEADLINE);
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+    let (status, stderr) = run(&["serve", "--data-dir", data_dir, "--super-user", "User:x"]);
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "--super-user needs --authorizer: {stderr}"
+    );
+    let (status, stderr) = run(&[
+        "serve",
+        "--data-dir",
+        data_dir,
+        "--authorizer",
+        "--super-user",
+        "x",
+    ]);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+}

@@ -1,6 +1,9 @@
 //! DescribeCluster and DescribeLogDirs: the one broker as the admin tools and consoles ask
 //! about it. The cluster is this broker (node 0, its own controller); its one log directory
 //! is the data directory, with each partition's size on disk.
+//!
+//! ACLs: DescribeLogDirs needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED);
+//! DescribeCluster needs nothing, as in Kafka (it tells what Metadata tells).
 
 use std::collections::BTreeSet;
 
@@ -17,6 +20,7 @@ use kafka_protocol::ResponseError;
 
 use super::request::RequestContext;
 use super::NODE_ID;
+use crate::security::acl::Operation;
 use crate::types::TopicStats;
 
 /// Kafka's "authorized operations were not asked for".
@@ -54,6 +58,13 @@ pub async fn describe_log_dirs(
     request: DescribeLogDirsRequest,
 ) -> DescribeLogDirsResponse {
     let failed = |e: ResponseError| DescribeLogDirsResponse::default().with_error_code(e.code());
+    if let Err(e) = ctx.check_cluster(Operation::Describe) {
+        // Before v3 there is no error field: no log directory says it.
+        return match ctx.version >= 3 {
+            true => failed(e),
+            false => DescribeLogDirsResponse::default(),
+        };
+    }
     let (dir, stats) = match (ctx.broker.describe_broker().await, ctx.broker.stats().await) {
         (Ok(dir), Ok(stats)) => (dir.data_dir, stats),
         _ => return failed(ResponseError::UnknownServerError),

@@ -68,6 +68,9 @@ pub struct ListenerConfig {
     pub(crate) fetch_sessions: SessionLimits,
     pub(crate) tls: Option<super::TlsConfig>,
     pub(crate) tls_addr: Option<String>,
+    /// The super users when ACLs are enforced ([`ListenerConfig::authorizer`]); `None`:
+    /// every request is allowed.
+    pub(crate) authorizer: Option<Vec<String>>,
 }
 
 /// The one user SASL/PLAIN accepts.
@@ -107,6 +110,7 @@ impl ListenerConfig {
             fetch_sessions: SessionLimits::default(),
             tls: None,
             tls_addr: None,
+            authorizer: None,
         }
     }
 
@@ -198,6 +202,16 @@ impl ListenerConfig {
     /// client stays on the one it came through.
     pub fn tls_listen(mut self, addr: impl Into<String>) -> Self {
         self.tls_addr = Some(addr.into());
+        self
+    }
+
+    /// Enforce ACLs on every request (Kafka's `StandardAuthorizer`, with
+    /// `allow.everyone.if.no.acl.found=false`): a request is allowed when an ACL of
+    /// `<data_dir>/security/acls` allows it and none denies it, or when its principal is one
+    /// of `super_users` (`User:<name>`, Kafka's `super.users`). Off by default: every
+    /// request is allowed. The embedded API is never subject to ACLs.
+    pub fn authorizer<S: Into<String>>(mut self, super_users: impl IntoIterator<Item = S>) -> Self {
+        self.authorizer = Some(super_users.into_iter().map(Into::into).collect());
         self
     }
 
@@ -319,6 +333,14 @@ impl ListenerConfig {
                 name: "tls_listen",
                 reason: "a TLS address needs certificates (ListenerConfig::tls)".to_owned(),
             });
+        }
+        for user in self.authorizer.iter().flatten() {
+            if !matches!(user.split_once(':'), Some(("User", name)) if !name.is_empty()) {
+                return Err(crate::Error::InvalidArgument {
+                    name: "super_users",
+                    reason: format!("'{user}' is not a principal of the form User:<name>"),
+                });
+            }
         }
         if self.max_in_flight > MAX_IN_FLIGHT {
             return Err(crate::Error::InvalidArgument {

@@ -17,6 +17,7 @@ use super::request::RequestContext;
 use super::NODE_ID;
 use crate::config::{TopicChanges, MAX_PARTITIONS};
 use crate::error::Error;
+use crate::security::acl::Operation;
 
 /// Why a topic cannot grow: Kafka's error and its message.
 type Refusal = (ResponseError, String);
@@ -57,6 +58,7 @@ async fn grow(
     validate_only: bool,
 ) -> Result<(), Refusal> {
     let name = topic.name.0.as_str();
+    ctx.check_topic_said(Operation::Alter, name)?;
     let count = match u32::try_from(topic.count) {
         Ok(n) if (1..=MAX_PARTITIONS).contains(&n) => n,
         _ => {

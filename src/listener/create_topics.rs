@@ -20,6 +20,7 @@ use super::NODE_ID;
 use crate::config::kafka_names;
 use crate::config::{TopicConfig, MAX_PARTITIONS};
 use crate::error::Error;
+use crate::security::acl::Operation;
 use crate::storage::data_dir::validate_topic_name;
 
 /// Why a topic cannot be created: Kafka's error and its message.
@@ -55,6 +56,9 @@ async fn create(
     validate_only: bool,
 ) -> Result<TopicConfig, Refusal> {
     let name = topic.name.0.as_str();
+    if !ctx.may_cluster(Operation::Create) {
+        ctx.check_topic_said(Operation::Create, name)?;
+    }
     validate_topic_name(name).map_err(|e| {
         (
             ResponseError::InvalidTopicException,

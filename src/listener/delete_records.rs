@@ -11,6 +11,7 @@ use kafka_protocol::ResponseError;
 use super::errors::to_kafka;
 use super::request::RequestContext;
 use crate::messages::OffsetSpec;
+use crate::security::acl::Operation;
 
 /// Kafka's "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;
@@ -49,6 +50,7 @@ async fn delete(
     partition: i32,
     offset: i64,
 ) -> Result<u64, ResponseError> {
+    ctx.check_topic(Operation::Delete, topic)?;
     let partition = u32::try_from(partition).map_err(|_| ResponseError::UnknownTopicOrPartition)?;
     let before = match offset {
         HIGH_WATERMARK => {

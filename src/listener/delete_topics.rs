@@ -8,6 +8,7 @@ use kafka_protocol::ResponseError;
 
 use super::request::RequestContext;
 use crate::error::Error;
+use crate::security::acl::Operation;
 
 pub async fn handle(
     ctx: &RequestContext<'_>,
@@ -17,7 +18,14 @@ pub async fn handle(
     for name in request.topic_names {
         let topic = name.0.to_string();
         let result = DeletableTopicResult::default().with_name(Some(name));
-        let refused = match ctx.broker.delete_topic(&topic).await {
+        let deleted = match ctx.check_topic_said(Operation::Delete, &topic) {
+            Ok(()) => ctx.broker.delete_topic(&topic).await,
+            Err(refused) => {
+                responses.push(refused_result(ctx.version, result, refused));
+                continue;
+            }
+        };
+        let refused = match deleted {
             Ok(()) => {
                 tracing::info!(%topic, client_id = ctx.client_id, "deleted topic on a DeleteTopics request");
                 responses.push(result);
@@ -31,12 +39,20 @@ pub async fn handle(
                 (ResponseError::UnknownServerError, e.to_string())
             }
         };
-        let result = result.with_error_code(refused.0.code());
-        // The message field exists from v5 on.
-        responses.push(match ctx.version >= 5 {
-            true => result.with_error_message(Some(StrBytes::from_string(refused.1))),
-            false => result,
-        });
+        responses.push(refused_result(ctx.version, result, refused));
     }
     DeleteTopicsResponse::default().with_responses(responses)
+}
+
+fn refused_result(
+    version: i16,
+    result: DeletableTopicResult,
+    (error, message): (ResponseError, String),
+) -> DeletableTopicResult {
+    let result = result.with_error_code(error.code());
+    // The message field exists from v5 on.
+    match version >= 5 {
+        true => result.with_error_message(Some(StrBytes::from_string(message))),
+        false => result,
+    }
 }

@@ -16,6 +16,7 @@ use crate::config::kafka_names::{
     self, Entry, SOURCE_DEFAULT, SOURCE_STATIC_BROKER, TYPE_BOOLEAN, TYPE_INT, TYPE_LONG,
     TYPE_STRING,
 };
+use crate::security::acl::Operation;
 
 /// Kafka's resource types.
 const TOPIC: i8 = 2;
@@ -65,6 +66,7 @@ type Described = Result<Vec<Entry>, (ResponseError, String)>;
 
 async fn topic(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) -> Described {
     let name = resource.resource_name.as_str();
+    ctx.check_topic_said(Operation::DescribeConfigs, name)?;
     let topics = ctx
         .broker
         .list_topics()
@@ -81,6 +83,7 @@ async fn topic(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) -> 
 
 async fn broker(ctx: &RequestContext<'_>, resource: &DescribeConfigsResource) -> Described {
     let name = resource.resource_name.as_str();
+    ctx.check_cluster_said(Operation::DescribeConfigs)?;
     // An empty name asks for the cluster-wide defaults: the same, with one broker.
     if !name.is_empty() && name != NODE_ID.to_string() {
         return Err((

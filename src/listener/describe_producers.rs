@@ -10,6 +10,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::to_kafka;
 use super::request::RequestContext;
+use crate::security::acl::Operation;
 
 pub async fn handle(
     ctx: &RequestContext<'_>,
@@ -40,6 +41,7 @@ async fn producers(
     topic: &str,
     partition: i32,
 ) -> Result<Vec<ProducerState>, ResponseError> {
+    ctx.check_topic(Operation::Read, topic)?;
     let partition = u32::try_from(partition).map_err(|_| ResponseError::UnknownTopicOrPartition)?;
     let active = ctx
         .broker

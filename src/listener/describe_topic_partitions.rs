@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use super::request::RequestContext;
 use super::NODE_ID;
+use crate::security::acl::Operation;
 use crate::storage::data_dir::validate_topic_name;
 
 /// The most partitions one answer holds (Kafka's `max.request.partition.size.limit`).
@@ -43,7 +44,11 @@ pub async fn handle(
         None => (String::new(), 0),
     };
     let asked: BTreeSet<String> = match all {
-        true => known.keys().cloned().collect(),
+        true => known
+            .keys()
+            .filter(|t| ctx.may_topic(Operation::Describe, t))
+            .cloned()
+            .collect(),
         false => request
             .topics
             .iter()
@@ -68,6 +73,12 @@ pub async fn handle(
             // The page is full: the next one starts with this topic.
             response.next_cursor = Some(cursor(&name, 0));
             break;
+        }
+        if !ctx.may_topic(Operation::Describe, &name) {
+            response.topics.push(
+                missing(&name).with_error_code(ResponseError::TopicAuthorizationFailed.code()),
+            );
+            continue;
         }
         let Some(config) = known.get(&name) else {
             if !all {

@@ -9,11 +9,11 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tracing::Instrument;
 
 use super::request::{served, ConnectionState, Reply, RequestContext};
+use super::{acls, api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{
     alter_configs, cluster, describe_producers, describe_topic_partitions,
     incremental_alter_configs,
 };
-use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
 use super::{fetch, init_producer_id, offsets, produce, quotas};
 use crate::async_handle::AsyncNanoKafka;
@@ -264,6 +264,9 @@ async fn route(
         RequestKind::ConsumerGroupDescribe(r) => {
             ResponseKind::ConsumerGroupDescribe(groups::consumer_group_describe(ctx, r).await)
         }
+        RequestKind::DescribeAcls(r) => ResponseKind::DescribeAcls(acls::describe_acls(ctx, r)),
+        RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(acls::create_acls(ctx, r)),
+        RequestKind::DeleteAcls(r) => ResponseKind::DeleteAcls(acls::delete_acls(ctx, r)),
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
         }

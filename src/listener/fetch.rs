@@ -16,6 +16,10 @@
 //! partition restarting) names its leader, this broker, with its endpoint (KIP-951); v17 and
 //! v18 add only follower fields.
 //!
+//! Each topic needs READ (ACLs): a partition of a topic the principal may not read is
+//! `TOPIC_AUTHORIZATION_FAILED`, checked at every read, so an incremental fetch session
+//! stops reading a topic as soon as its ACL goes.
+//!
 //! Which partitions are read and answered is the fetch session's business (`fetch_session`,
 //! KIP-227, v7+): a full fetch reads and answers the partitions it names; an incremental
 //! one reads every partition of its session and answers only those with something new.
@@ -51,6 +55,7 @@ use super::fetch_session::{SessionRequest, TopicKey, NO_SESSION};
 use super::request::RequestContext;
 use super::NODE_ID;
 use crate::messages::BatchRead;
+use crate::security::acl::Operation;
 use crate::TopicId;
 use uuid::Uuid;
 
@@ -311,6 +316,9 @@ async fn read_all(ctx: &RequestContext<'_>, wanted: &[Wanted], max_bytes: usize)
         let Some(topic) = w.topic.as_deref() else {
             return Err(ResponseError::UnknownTopicId.code());
         };
+        if !ctx.may_topic(Operation::Read, topic) {
+            return Err(ResponseError::TopicAuthorizationFailed.code());
+        }
         let Ok(partition) = u32::try_from(w.key.partition) else {
             return Err(ResponseError::UnknownTopicOrPartition.code());
         };

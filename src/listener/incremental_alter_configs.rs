@@ -19,6 +19,7 @@ use super::create_partitions::refusal;
 use super::request::RequestContext;
 use crate::config::kafka_names;
 use crate::config::{TopicChanges, TopicConfig};
+use crate::security::acl::Operation;
 
 /// Kafka's resource type of a topic.
 pub(super) const TOPIC: i8 = 2;
@@ -81,6 +82,7 @@ pub(super) async fn alter_topic_configs(
     validate_only: bool,
     operate: impl FnOnce(&TopicConfig) -> Result<TopicConfig, Refusal>,
 ) -> Result<(), Refusal> {
+    ctx.check_topic_said(Operation::AlterConfigs, topic)?;
     let current = ctx
         .broker
         .list_topics()

@@ -5,6 +5,9 @@
 //! that wrote to it). A producer that asks again with its id and epoch (v3+, after an
 //! error) gets a new id, as Kafka does without a transactional id.
 //!
+//! ACLs: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or, as Kafka 3.x
+//! allows, WRITE on some topic; else `CLUSTER_AUTHORIZATION_FAILED`.
+//!
 //! This broker has no transactions: a transactional id is refused with
 //! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`. Of Kafka's possible answers it is the one every
 //! client reports at once as a fatal, readable error ("Transactional Id authorization
@@ -14,6 +17,7 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use kafka_protocol::ResponseError;
 
 use super::request::RequestContext;
+use crate::security::acl::{Operation, ResourceType};
 
 pub async fn handle(
     ctx: &RequestContext<'_>,
@@ -31,6 +35,11 @@ pub async fn handle(
             "refused a transactional producer: this broker has no transactions"
         );
         return refused(ResponseError::TransactionalIdAuthorizationFailed);
+    }
+    if !(ctx.may_cluster(Operation::IdempotentWrite)
+        || ctx.may_any(Operation::Write, ResourceType::Topic))
+    {
+        return refused(ResponseError::ClusterAuthorizationFailed);
     }
     match ctx.broker.allocate_producer_id().await {
         Ok(id) => InitProducerIdResponse::default()

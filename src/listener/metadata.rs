@@ -3,6 +3,11 @@
 //! listener allows it and the client asks for it (`allow_auto_topic_creation`, true before
 //! v4). From v10 a topic may be asked for by id instead of name: an unknown id is answered
 //! UNKNOWN_TOPIC_ID (ids are never auto-created).
+//!
+//! ACLs: the list of every topic holds only those the principal may DESCRIBE; a topic asked
+//! for by name that it may not describe is TOPIC_AUTHORIZATION_FAILED, by id UNKNOWN_TOPIC_ID
+//! (an id tells nothing of a topic one may not see); auto-creating one needs CREATE on the
+//! cluster or the topic, else TOPIC_AUTHORIZATION_FAILED.
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -16,6 +21,7 @@ use super::request::RequestContext;
 use super::NODE_ID;
 use crate::config::TopicConfig;
 use crate::error::Error;
+use crate::security::acl::Operation;
 use crate::storage::data_dir::validate_topic_name;
 use crate::types::TopicId;
 
@@ -41,6 +47,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
         _ => {
             let topics = known
                 .iter()
+                .filter(|(name, _)| ctx.may_topic(Operation::Describe, name))
                 .map(|(name, config)| topic(name, ids.get(name), Ok(config.partitions)));
             return response.with_topics(topics.collect());
         }
@@ -49,10 +56,10 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
     for asked in requested {
         let name = match asked.name {
             Some(name) => name.0.to_string(),
-            None => match ids
-                .iter()
-                .find(|(_, id)| id.as_bytes() == asked.topic_id.as_bytes())
-            {
+            None => match ids.iter().find(|(name, id)| {
+                id.as_bytes() == asked.topic_id.as_bytes()
+                    && ctx.may_topic(Operation::Describe, name)
+            }) {
                 Some((name, _)) => name.clone(),
                 None => {
                     let unknown = MetadataResponseTopic::default()
@@ -64,6 +71,9 @@ pub async fn handle(ctx: &RequestContext<'_>, request: MetadataRequest) -> Metad
             },
         };
         let partitions = match known.get(&name) {
+            _ if !ctx.may_topic(Operation::Describe, &name) => {
+                Err(ResponseError::TopicAuthorizationFailed)
+            }
             Some(config) => Ok(config.partitions),
             None => {
                 let created = create(ctx, &name, request.allow_auto_topic_creation).await;
@@ -86,6 +96,9 @@ async fn create(ctx: &RequestContext<'_>, name: &str, allowed: bool) -> Result<u
     }
     if !(allowed && ctx.shared.config.auto_create_topics) {
         return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    if !(ctx.may_cluster(Operation::Create) || ctx.may_topic(Operation::Create, name)) {
+        return Err(ResponseError::TopicAuthorizationFailed);
     }
     let config = TopicConfig::default().partitions(ctx.shared.config.num_partitions);
     match ctx.broker.create_topic(name, config.clone()).await {

@@ -26,6 +26,9 @@
 //! * `request`: what the dispatcher and every handler share: the API table (ApiVersions
 //!   advertises exactly it), a request's context, a handler's reply, a connection's state;
 //! * `principal`: who a connection acts as (`User:<name>`), what ACLs and quotas key on;
+//! * `authorize`: the one question handlers ask before they act (`ctx.may_topic(..)`,
+//!   `check_group`, `check_cluster`), answered by the ACLs of `crate::security::acl` when
+//!   the listener enforces them; `acls` serves DescribeAcls, CreateAcls and DeleteAcls;
 //! * `dispatch`: the request header, decoding, the per-API handler, the response header and
 //!   encoding. A request it cannot
 //!   read (unknown API, unserved version, malformed or truncated body) closes its
@@ -50,8 +53,10 @@
 //! when the client allows it and [`ListenerConfig::auto_create_topics`] is on (the default),
 //! with the default [`crate::TopicConfig`].
 
+mod acls;
 mod alter_configs;
 mod api_versions;
+mod authorize;
 mod cluster;
 mod config;
 mod connection;
@@ -133,6 +138,8 @@ pub(crate) struct Shared {
     /// The client quotas enforced, from `<data_dir>/security/quotas` (one set, shared by
     /// every address, so a client's rate counts wherever it connects).
     pub quotas: std::sync::Arc<crate::security::quota::ClientQuotas>,
+    /// Who may do what (`authorize`); `None` when ACLs are off: everything is allowed.
+    pub authorizer: Option<std::sync::Arc<crate::security::acl::Authorizer>>,
 }
 
 impl Shared {

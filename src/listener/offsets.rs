@@ -6,6 +6,9 @@
 //! is at least `t`, answered with that record's timestamp, or offset and timestamp -1 when
 //! no record is that recent. Leader epoch 0.
 //!
+//! Both need DESCRIBE on each topic (ACLs): `TOPIC_AUTHORIZATION_FAILED` for each partition
+//! of a topic the principal may not describe.
+//!
 //! OffsetForLeaderEpoch: every batch is of leader epoch 0, so epoch 0 ends at the log end;
 //! a larger epoch, or -1, is unknown: epoch and end offset -1 (no error), as Kafka answers for
 //! an epoch it has no entry at or after. A `current_leader_epoch` above 0 is
@@ -26,6 +29,7 @@ use kafka_protocol::ResponseError;
 use super::errors::to_kafka;
 use super::request::RequestContext;
 use crate::messages::OffsetSpec;
+use crate::security::acl::Operation;
 
 /// The only leader epoch there is.
 const EPOCH: i32 = 0;
@@ -81,6 +85,7 @@ async fn list_one(
         // Kafka's later specs (-4 earliest local, -5 earliest tiered) need later versions.
         _ => return Err(ResponseError::UnsupportedVersion),
     };
+    ctx.check_topic(Operation::Describe, topic)?;
     let partition = u32::try_from(index).map_err(|_| ResponseError::UnknownTopicOrPartition)?;
     let listed = ctx
         .broker
@@ -103,7 +108,9 @@ pub async fn offset_for_leader_epoch(
         for p in &topic.partitions {
             let answer = EpochEndOffset::default().with_partition(p.partition);
             let undefined = answer.clone().with_leader_epoch(-1).with_end_offset(-1);
-            let answer = if p.current_leader_epoch > EPOCH {
+            let answer = if let Err(e) = ctx.check_topic(Operation::Describe, &topic.topic) {
+                undefined.with_error_code(e.code())
+            } else if p.current_leader_epoch > EPOCH {
                 undefined.with_error_code(ResponseError::UnknownLeaderEpoch.code())
             } else {
                 let end = match u32::try_from(p.partition) {

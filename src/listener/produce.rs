@@ -17,6 +17,9 @@
 //! partition; this listener accepts several, appended in order, the response giving the
 //! first one's base offset (a later batch that fails leaves the earlier ones written).
 //!
+//! Each topic needs WRITE (ACLs, `authorize`): a partition of a topic the principal may not
+//! write is `TOPIC_AUTHORIZATION_FAILED` and nothing of it is appended.
+//!
 //! A batch with a record without a key, to a compacted topic (`cleanup.policy` `compact`
 //! or `compact,delete`), is refused whole before anything of it is written, as Kafka's
 //! broker refuses it: `INVALID_RECORD`, with a `record_errors` entry (the record's index in
@@ -34,6 +37,7 @@ use kafka_protocol::ResponseError;
 use super::errors::to_kafka;
 use super::request::{Reply, RequestContext};
 use crate::error::Error;
+use crate::security::acl::Operation;
 use crate::storage::compression::Compression;
 use crate::storage::format::{BatchHeader, LOG_OVERHEAD, MAGIC};
 use crate::storage::KafkaAppend;
@@ -157,6 +161,8 @@ async fn produce_partition(
     index: i32,
     records: &Option<Bytes>,
 ) -> Answer {
+    ctx.check_topic(Operation::Write, topic)
+        .map_err(|e| Refused::from((e, format!("not authorized to write to {topic}"))))?;
     let Ok(partition) = u32::try_from(index) else {
         return Err(Refused::from((
             ResponseError::UnknownTopicOrPartition,

@@ -14,6 +14,10 @@
 //! Handler time is counted for every API but those that wait by design (Fetch, JoinGroup,
 //! SyncGroup: their time is mostly the wait) and those before authentication (ApiVersions,
 //! SASL), which Kafka exempts too.
+//!
+//! # Admin calls
+//! With ACLs on, DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster and
+//! AlterClientQuotas ALTER_CONFIGS, as in Kafka; refused, nothing is read or changed.
 
 use std::time::Duration;
 
@@ -26,6 +30,7 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 use kafka_protocol::ResponseError;
 
 use super::request::RequestContext;
+use crate::security::acl::Operation;
 use crate::security::quota::admin::{self, AdminError, Match};
 use crate::security::quota::{QuotaConfig, QuotaEntity, QuotaKey};
 
@@ -151,6 +156,12 @@ pub fn describe(
             ))
         })
         .collect();
+    if let Err((code, message)) = ctx.check_cluster_said(Operation::DescribeConfigs) {
+        return DescribeClientQuotasResponse::default()
+            .with_error_code(code.code())
+            .with_error_message(Some(text(&message)))
+            .with_entries(None);
+    }
     let config = ctx.shared.quotas.config();
     match filter.and_then(|f| admin::describe(&config, &f, r.strict)) {
         Ok(selected) => {
@@ -209,7 +220,9 @@ pub fn alter(ctx: &RequestContext<'_>, r: AlterClientQuotasRequest) -> AlterClie
             results.push(result);
         }
     };
-    if r.validate_only {
+    if let Err(refused) = ctx.check_cluster_said(Operation::AlterConfigs) {
+        results.extend(r.entries.iter().map(|_| Err(refused.clone())));
+    } else if r.validate_only {
         apply(&mut quotas.config(), &mut results);
     } else if let Err(e) = quotas.alter(|config| apply(config, &mut results)) {
         tracing::error!(error = %e, "cannot write the client quotas");

@@ -41,6 +41,9 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),

@@ -11,6 +11,7 @@ use super::{connection, handshake, ListenerConfig, ListenerMetrics, Shared};
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
+use crate::security::acl::Authorizer;
 
 /// The sockets bound by the builder before the broker starts, so that a taken port (or a bad
 /// certificate file) fails `build()` with nothing started.
@@ -81,6 +82,7 @@ impl BoundListener {
         cluster_id: String,
         clock: SharedClock,
         quotas: crate::security::quota::ClientQuotas,
+        authorizer: Option<Authorizer>,
     ) -> Result<ListenerHandle> {
         let metrics = Arc::new(ListenerMetrics::default());
         let config = self.config;
@@ -91,6 +93,7 @@ impl BoundListener {
         let fetch_sessions = Arc::new(Mutex::new(FetchSessions::new(config.fetch_sessions)));
         let groups = Arc::new(super::groups::KafkaGroups::default());
         let quotas = Arc::new(quotas);
+        let authorizer = authorizer.map(Arc::new);
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()
                 .enable_io()
@@ -117,6 +120,7 @@ impl BoundListener {
                 tls,
                 config: config.clone(),
                 quotas: quotas.clone(),
+                authorizer: authorizer.clone(),
             });
             let (kept, broker) = (shared.clone(), broker.clone());
             let spawned = arbiter.spawn(async move {

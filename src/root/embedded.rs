@@ -17,6 +17,7 @@ use crate::async_handle::AsyncNanoKafka;
 use crate::error::{Error, Result};
 use crate::handle::NanoKafka;
 use crate::listener::{ListenerConfig, ListenerHandle};
+use crate::security::acl::{AclStore, Authorizer};
 use crate::security::quota::ClientQuotas;
 use crate::storage::{fs, DataDir};
 
@@ -41,6 +42,13 @@ pub(super) fn start(
         None => None,
     };
     let cluster_id = cluster_id(&settings.data_dir);
+    let authorizer = listener_config
+        .and_then(|config| config.authorizer.clone())
+        .map(|super_users| {
+            let store = AclStore::open(&settings.data_dir)?;
+            Ok::<_, Error>(Authorizer::new(store, super_users))
+        })
+        .transpose()?;
     let topics = crate::config::load_topics(&data_dir)?;
     let topic_names: Vec<String> = topics.iter().map(|(name, _)| name.clone()).collect();
     let path = settings.data_dir.clone();
@@ -70,6 +78,7 @@ pub(super) fn start(
                                 cluster_id,
                                 clock,
                                 quotas,
+                                authorizer,
                             )
                             .map_err(|e| std::io::Error::other(e.to_string()))?,
                     ),

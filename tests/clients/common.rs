@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use nanokafka::clock::ManualClock;
+use nanokafka::security::acl::AclStore;
 use nanokafka::{Header, ListenerConfig, NanoKafka, NanoKafkaBuilder, Record, TopicConfig};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -60,6 +61,23 @@ impl Broker {
             .build()
             .unwrap();
         Broker::with(broker, dir)
+    }
+
+    /// A new broker on a free port whose listener enforces ACLs (`ListenerConfig::authorizer`)
+    /// with these super users; [`Broker::acls`] changes them while it runs.
+    pub fn start_authorized(super_users: &[&str]) -> Broker {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = listener("127.0.0.1:0").authorizer(super_users.iter().copied());
+        let broker = builder(dir.path(), "127.0.0.1:0")
+            .listener(listener)
+            .build()
+            .unwrap();
+        Broker::with(broker, dir)
+    }
+
+    /// The ACLs of the broker's data directory, as `nanokafka acls` would change them.
+    pub fn acls(&self) -> AclStore {
+        AclStore::open(self.dir.path()).unwrap()
     }
 
     fn open(dir: TempDir, addr: &str) -> Broker {
@@ -170,13 +188,15 @@ impl Broker {
 fn builder(dir: &Path, addr: &str) -> NanoKafkaBuilder {
     NanoKafka::builder()
         .data_dir(dir)
-        .listener(
-            ListenerConfig::new(addr)
-                .initial_rebalance_delay(Duration::ZERO)
-                // KIP-848 members learn of new assignments within half a second.
-                .consumer_heartbeat_interval(Duration::from_millis(500)),
-        )
+        .listener(listener(addr))
         .session_timeout(SESSION)
+}
+
+fn listener(addr: &str) -> ListenerConfig {
+    ListenerConfig::new(addr)
+        .initial_rebalance_delay(Duration::ZERO)
+        // KIP-848 members learn of new assignments within half a second.
+        .consumer_heartbeat_interval(Duration::from_millis(500))
 }
 
 /// A number no other call in this process returns: unique group and topic names.

@@ -10,6 +10,7 @@ mod common;
 #[path = "../common/tls.rs"]
 mod tls_certs;
 
+mod acls;
 mod aiokafka;
 mod compacted;
 mod confluent;

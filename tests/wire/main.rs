@@ -8,6 +8,7 @@ mod common;
 mod groups_common;
 mod records;
 
+mod acls;
 mod admin;
 mod basics;
 mod cluster;

@@ -35,6 +35,7 @@ use crate::config::validate_id;
 use crate::group::classic::ClassicState;
 use crate::group::consumer_protocol::{ConsumerError, HeartbeatRequest, Partitions};
 use crate::listener::request::RequestContext;
+use crate::security::acl::Operation;
 use crate::types::TopicId;
 
 /// Kafka's "authorized operations were not asked for".
@@ -100,6 +101,9 @@ pub async fn consumer_group_heartbeat(
             .with_error_message(message.map(StrBytes::from_string))
     };
     let group = request.group_id.to_string();
+    if let Err(e) = ctx.check_group(Operation::Read, &group) {
+        return refused(e.code(), None);
+    }
     if group.is_empty() {
         let why = "GroupId can't be empty.".to_owned();
         return refused(ResponseError::InvalidRequest.code(), Some(why));
@@ -200,6 +204,10 @@ pub async fn consumer_group_describe(
         let group = describe::DescribedGroup::default()
             .with_group_id(GroupId(name.0.clone()))
             .with_authorized_operations(OPERATIONS_NOT_REQUESTED);
+        if let Err(e) = ctx.check_group(Operation::Describe, &name) {
+            groups.push(group.with_error_code(e.code()));
+            continue;
+        }
         let described = match ctx.shared.groups.consumer(&name) {
             Some(addr) => addr.send(DescribeConsumer).await.ok(),
             None => None,

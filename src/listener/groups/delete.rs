@@ -14,6 +14,7 @@ use kafka_protocol::ResponseError;
 use super::super::errors::to_kafka;
 use super::super::request::RequestContext;
 use crate::error::Error;
+use crate::security::acl::Operation;
 
 pub async fn delete_groups(
     ctx: &RequestContext<'_>,
@@ -21,7 +22,11 @@ pub async fn delete_groups(
 ) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group in request.groups_names {
-        let code = match delete_group(ctx, group.0.as_str()).await {
+        let deleted = match ctx.check_group(Operation::Delete, &group) {
+            Ok(()) => delete_group(ctx, group.0.as_str()).await,
+            Err(e) => Err(e),
+        };
+        let code = match deleted {
             Ok(()) => 0,
             Err(e) => e.code(),
         };
@@ -61,6 +66,9 @@ pub async fn offset_delete(
     request: OffsetDeleteRequest,
 ) -> OffsetDeleteResponse {
     let group = request.group_id.0.to_string();
+    if let Err(e) = ctx.check_group(Operation::Delete, &group) {
+        return OffsetDeleteResponse::default().with_error_code(e.code());
+    }
     let known_classic = ctx.shared.groups.get(&group).is_some();
     let mut any_known = known_classic;
     let mut topics = Vec::with_capacity(request.topics.len());

@@ -28,6 +28,7 @@ use super::string;
 use crate::group::classic::ClassicState;
 use crate::listener::request::RequestContext;
 use crate::listener::NODE_ID;
+use crate::security::acl::Operation;
 use crate::types::GroupStats;
 
 /// Kafka's "authorized operations were not asked for".
@@ -40,40 +41,51 @@ pub fn find_coordinator(
     ctx: &RequestContext<'_>,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let error = match request.key_type {
-        KEY_GROUP => None,
-        // No transactions: no transaction coordinator, as a Kafka cluster whose transaction
-        // state log cannot be created answers.
-        KEY_TRANSACTION => Some(ResponseError::CoordinatorNotAvailable),
-        _ => Some(ResponseError::InvalidRequest),
-    };
-    let host = string(&ctx.shared.advertised_host);
-    let port = ctx.shared.advertised_port;
-    let (node, code, message) = match error {
-        None => (NODE_ID, 0, None),
-        Some(e) => (-1, e.code(), Some(string(&format!("{e}")))),
-    };
-    let (host, port) = match error {
-        None => (host, port),
-        Some(_) => (StrBytes::default(), -1),
+    // The answer for one key: this broker's endpoint, or an error and its message.
+    let answer = |key: &str| {
+        let error = match request.key_type {
+            KEY_GROUP => ctx.check_group(Operation::Describe, key).err(),
+            // No transactions: no transaction coordinator, as a Kafka cluster whose
+            // transaction state log cannot be created answers.
+            KEY_TRANSACTION => Some(ResponseError::CoordinatorNotAvailable),
+            _ => Some(ResponseError::InvalidRequest),
+        };
+        match error {
+            None => (
+                NODE_ID,
+                0,
+                None,
+                string(&ctx.shared.advertised_host),
+                ctx.shared.advertised_port,
+            ),
+            Some(e) => (
+                -1,
+                e.code(),
+                Some(string(&format!("{e}"))),
+                StrBytes::default(),
+                -1,
+            ),
+        }
     };
     if ctx.version >= 4 {
-        // v4 batches keys; each key gets the same answer.
+        // v4 batches keys; each gets its own answer.
         let coordinators = request
             .coordinator_keys
             .into_iter()
             .map(|key| {
+                let (node, code, message, host, port) = answer(&key);
                 Coordinator::default()
                     .with_key(key)
                     .with_node_id(BrokerId(node))
-                    .with_host(host.clone())
+                    .with_host(host)
                     .with_port(port)
                     .with_error_code(code)
-                    .with_error_message(message.clone())
+                    .with_error_message(message)
             })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
+    let (node, code, message, host, port) = answer(&request.key);
     FindCoordinatorResponse::default()
         .with_error_code(code)
         .with_error_message(message)
@@ -110,6 +122,14 @@ pub async fn describe_groups(
         .unwrap_or_default();
     let mut described = Vec::with_capacity(names.len());
     for name in names {
+        if let Err(e) = ctx.check_group(Operation::Describe, &name) {
+            described.push(
+                DescribedGroup::default()
+                    .with_group_id(GroupId(string(&name)))
+                    .with_error_code(e.code()),
+            );
+            continue;
+        }
         let classic = match ctx.shared.groups.get(&name) {
             Some(addr) => addr.send(Describe).await.ok(),
             None => None,
@@ -283,8 +303,10 @@ pub async fn list_groups(
         .iter()
         .map(|s| s.to_lowercase())
         .collect();
+    let every = ctx.may_cluster(Operation::Describe);
     let groups = states
         .into_iter()
+        .filter(|(name, _)| every || ctx.may_group(Operation::Describe, name))
         .filter(|(_, (_, state, _))| wanted.is_empty() || wanted.contains(&state.to_lowercase()))
         .filter(|(_, (_, _, kind))| types.is_empty() || types.iter().any(|t| t == kind))
         .map(|(name, (protocol_type, state, kind))| {

@@ -4,6 +4,12 @@
 //! ConsumerGroupDescribe (`consumer`: its members fit the model below the same way, and a
 //! group name is served by one protocol at a time).
 //!
+//! ACLs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and ConsumerGroupHeartbeat need READ
+//! on the group, OffsetCommit READ on the group and on each topic, OffsetFetch, DescribeGroups
+//! and FindCoordinator DESCRIBE on the group (and OffsetFetch DESCRIBE on each topic), ListGroups
+//! lists only the groups the principal may DESCRIBE, DeleteGroups and OffsetDelete need DELETE
+//! on the group: `GROUP_AUTHORIZATION_FAILED`, `TOPIC_AUTHORIZATION_FAILED` otherwise.
+//!
 //! # One group model
 //! A Kafka group spans topics, a native group is one topic's; a Kafka client's group named
 //! `g` is the native groups `(t, g)` of the topics `t` its members subscribe to, plus the
@@ -89,6 +95,7 @@ use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::config::validate_id;
 use crate::group::classic::{ClassicError, ClassicGroup, JoinRequest, Protocol};
+use crate::security::acl::Operation;
 use actor::{Beat, Join, KafkaGroupActor, Leave, Sync};
 pub use consumer::{consumer_group_describe, consumer_group_heartbeat};
 use consumer_actor::ConsumerGroupActor;
@@ -318,6 +325,9 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
             .with_protocol_name((ctx.version < 7).then(StrBytes::default))
     };
     let member_id = request.member_id.to_string();
+    if let Err(e) = ctx.check_group(Operation::Read, &request.group_id) {
+        return refused(e.code(), &member_id);
+    }
     if request.session_timeout_ms <= 0 {
         return refused(ResponseError::InvalidSessionTimeout.code(), &member_id);
     }
@@ -397,6 +407,9 @@ pub async fn join_group(ctx: &RequestContext<'_>, request: JoinGroupRequest) -> 
 }
 
 pub async fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> SyncGroupResponse {
+    if let Err(e) = ctx.check_group(Operation::Read, &request.group_id) {
+        return SyncGroupResponse::default().with_error_code(e.code());
+    }
     let addr = match group_for(ctx, &request.group_id).await {
         Ok(addr) => addr,
         Err(code) => return SyncGroupResponse::default().with_error_code(code),
@@ -428,6 +441,9 @@ pub async fn sync_group(ctx: &RequestContext<'_>, request: SyncGroupRequest) -> 
 
 pub async fn heartbeat(ctx: &RequestContext<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
     let error = match ctx.shared.groups.get(&request.group_id) {
+        _ if !ctx.may_group(Operation::Read, &request.group_id) => {
+            ResponseError::GroupAuthorizationFailed.code()
+        }
         // A group this listener never served has no members.
         None => ResponseError::UnknownMemberId.code(),
         Some(addr) => {
@@ -450,6 +466,9 @@ pub async fn leave_group(
     ctx: &RequestContext<'_>,
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
+    if let Err(e) = ctx.check_group(Operation::Read, &request.group_id) {
+        return LeaveGroupResponse::default().with_error_code(e.code());
+    }
     // v0-2 name one member; v3+ a list (a member id, an instance id or both), each answered.
     let members: Vec<(String, Option<String>)> = match ctx.version {
         0..=2 => vec![(request.member_id.to_string(), None)],

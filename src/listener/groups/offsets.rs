@@ -27,6 +27,7 @@ use super::consumer_actor::{CheckConsumerCommit, CheckConsumerFetch};
 use crate::config::validate_id;
 use crate::error::Error;
 use crate::listener::request::RequestContext;
+use crate::security::acl::Operation;
 
 /// OffsetFetch's "no committed offset".
 const NO_OFFSET: i64 = -1;
@@ -56,6 +57,9 @@ fn commit_error(e: &Error) -> i16 {
 /// `assign()` sends the one it made). A generation for a group that has none comes from a
 /// generation that is gone: ILLEGAL_GENERATION (v9: GROUP_ID_NOT_FOUND, as Kafka answers).
 async fn check(ctx: &RequestContext<'_>, request: &OffsetCommitRequest) -> i16 {
+    if let Err(e) = ctx.check_group(Operation::Read, &request.group_id) {
+        return e.code();
+    }
     if validate_id("group", &request.group_id).is_err() {
         return ResponseError::InvalidGroupId.code();
     }
@@ -128,6 +132,10 @@ pub async fn offset_commit(
     let group = request.group_id.to_string();
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
+        let refused = match ctx.check_topic(Operation::Read, &topic.name) {
+            Err(e) if refused == 0 => e.code(),
+            _ => refused,
+        };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let error = match (refused, u32::try_from(p.partition_index)) {
@@ -212,13 +220,21 @@ async fn fetch_group(
     match topics {
         Some(topics) => {
             for (topic, partitions) in topics {
+                if let Err(e) = ctx.check_topic(Operation::Describe, &topic) {
+                    let refused = |p| (p, NO_OFFSET, StrBytes::default(), e.code());
+                    answers.push((topic, partitions.into_iter().map(refused).collect()));
+                    continue;
+                }
                 let fetched = fetch_topic(ctx, group, &topic, Some(&partitions)).await;
                 answers.push((topic, fetched));
             }
         }
         None => {
             let known = ctx.broker.list_topics().await.unwrap_or_default();
-            for topic in known.keys() {
+            let described = known
+                .keys()
+                .filter(|topic| ctx.may_topic(Operation::Describe, topic));
+            for topic in described {
                 let fetched = fetch_topic(ctx, group, topic, None).await;
                 if !fetched.is_empty() {
                     answers.push((topic.clone(), fetched));
@@ -237,7 +253,10 @@ pub async fn offset_fetch(
         let mut groups = Vec::with_capacity(request.groups.len());
         for g in request.groups {
             let member = g.member_id.map(|m| m.to_string());
-            let refused = check_fetch(ctx, &g.group_id, member, g.member_epoch).await;
+            let refused = match ctx.check_group(Operation::Describe, &g.group_id) {
+                Err(e) => e.code(),
+                Ok(()) => check_fetch(ctx, &g.group_id, member, g.member_epoch).await,
+            };
             if refused != 0 {
                 groups.push(
                     OffsetFetchResponseGroup::default()
@@ -280,12 +299,27 @@ pub async fn offset_fetch(
         }
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let wanted = request.topics.map(|ts| {
+    let wanted: Option<Vec<(String, Vec<i32>)>> = request.topics.map(|ts| {
         ts.into_iter()
             .map(|t| (t.name.to_string(), t.partition_indexes))
             .collect()
     });
-    let fetched = fetch_group(ctx, &request.group_id, wanted).await;
+    // v2+ carry a top-level error; v1 only the partitions' (of the topics it named).
+    let denied = ctx
+        .check_group(Operation::Describe, &request.group_id)
+        .err();
+    let fetched = match (denied, ctx.version >= 2) {
+        (Some(e), true) => return OffsetFetchResponse::default().with_error_code(e.code()),
+        (Some(e), false) => wanted
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let refused = |p| (p, NO_OFFSET, StrBytes::default(), e.code());
+                (topic, partitions.into_iter().map(refused).collect())
+            })
+            .collect(),
+        (None, _) => fetch_group(ctx, &request.group_id, wanted).await,
+    };
     let topics = fetched
         .into_iter()
         .map(|(name, partitions)| {

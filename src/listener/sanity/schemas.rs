@@ -112,6 +112,9 @@ pub static ALL: &[Schema] = &[
         DESCRIBE_CLIENT_QUOTAS,
     ),
     api(ApiKey::AlterClientQuotas, 0, 1, 1, ALTER_CLIENT_QUOTAS),
+    api(ApiKey::DescribeAcls, 1, 3, 2, ACL_FILTER),
+    api(ApiKey::CreateAcls, 1, 3, 2, CREATE_ACLS),
+    api(ApiKey::DeleteAcls, 1, 3, 2, DELETE_ACLS),
 ];
 
 const DESCRIBE_TOPIC_PARTITIONS: &[Field] = &[
@@ -602,6 +605,38 @@ const DESCRIBE_PRODUCERS: &[Field] = &[
             f(0, N, Array(&I32)), // partition_indexes
         ])),
     ),
+];
+
+/// DescribeAcls' body, and each filter of DeleteAcls.
+const ACL_FILTER: &[Field] = &[
+    f(0, N, I8),   // resource_type_filter
+    f(0, N, NStr), // resource_name_filter
+    f(1, N, I8),   // pattern_type_filter
+    f(0, N, NStr), // principal_filter
+    f(0, N, NStr), // host_filter
+    f(0, N, I8),   // operation
+    f(0, N, I8),   // permission_type
+];
+
+const CREATE_ACLS: &[Field] = &[
+    // creations
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, I8),  // resource_type
+            f(0, N, Str), // resource_name
+            f(1, N, I8),  // resource_pattern_type
+            f(0, N, Str), // principal
+            f(0, N, Str), // host
+            f(0, N, I8),  // operation
+            f(0, N, I8),  // permission_type
+        ])),
+    ),
+];
+
+const DELETE_ACLS: &[Field] = &[
+    f(0, N, Array(&Struct(ACL_FILTER))), // filters
 ];
 
 const DELETE_GROUPS: &[Field] = &[

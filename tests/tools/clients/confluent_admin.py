@@ -12,6 +12,9 @@
     python confluent_admin.py BOOTSTRAP delete-groups GROUP ... [--timeout S]
     python confluent_admin.py BOOTSTRAP alter-configs TOPIC --config KEY=VALUE ... [--timeout S]
     python confluent_admin.py BOOTSTRAP commit GROUP TOPIC:PARTITION:OFFSET[:METADATA] ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP create-acls ACL ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP describe-acls [FILTER] [--timeout S]
+    python confluent_admin.py BOOTSTRAP delete-acls FILTER ... [--timeout S]
 
 create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1),
 replication factor 1 and the topic configs given with --config; delete-topics sends DeleteTopics; list-topics reads Metadata for all
@@ -24,7 +27,12 @@ alter-configs alters a topic's configs with the legacy, whole-set AlterConfigs a
 librdkafka's own tests do (DescribeConfigs, every entry read back sent again, the --config
 ones replacing theirs), then describes it again; commit commits the offsets (and metadata)
 for GROUP from a consumer that never joins it (librdkafka's test 0099), then reads them back
-with committed(). A request that fails for any topic fails the run.
+with committed(). create-acls, describe-acls and delete-acls send CreateAcls, DescribeAcls and
+DeleteAcls; an ACL is RESOURCE_TYPE,NAME,PATTERN_TYPE,PRINCIPAL,HOST,OPERATION,PERMISSION in
+Kafka's names (TOPIC,orders,LITERAL,User:alice,*,READ,ALLOW), a filter the same with ANY
+(MATCH for the pattern type) and `-` for a null name, principal or host (describe-acls without
+one: every ACL). A request that fails for any topic fails the run, but the ACL commands
+report each entry's error.
 
 Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted": [name...];
 "topics": [{"name", "partitions"}...] sorted by name; "groups": [{"group_id", "state",
@@ -34,7 +42,8 @@ Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted"
 "host", "port"}...]}; "described": {name: {"topic_id", "partitions", "leaders"}} (the id's 16 bytes
 in hex); "configs": {name: value} as described after the alter; "committed":
 [{"topic", "partition", "offset", "metadata"}...] as read back; "group_results": {group:
-"deleted" | error name}}.
+"deleted" | error name}; "acl_results": {ACL: "created" | error name}; "acls": [ACL...]
+sorted, or "error": the error name; "deleted_acls": {FILTER: [ACL...] sorted | error name}}.
 """
 
 import argparse
@@ -42,7 +51,8 @@ import warnings
 
 import confluent_kafka
 from confluent_kafka import Consumer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                  ConfigResource, NewTopic, OffsetSpec, ResourcePatternType, ResourceType)
 
 from clientlib import emit, fail, run, Deadline
 
@@ -54,13 +64,15 @@ def main():
     p.add_argument("bootstrap", help="host:port of the broker")
     p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets",
                                               "delete-records", "describe-cluster", "alter-configs", "commit",
-                                              "delete-groups", "describe-topics"])
+                                              "delete-groups", "describe-topics", "create-acls", "describe-acls",
+                                              "delete-acls"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
     args = p.parse_args()
     if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records", "alter-configs",
-                        "commit", "delete-groups", "describe-topics") and not args.names:
+                        "commit", "delete-groups", "describe-topics", "create-acls",
+                        "delete-acls") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
     admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
@@ -119,6 +131,28 @@ def main():
         out["configs"] = _alter_configs(admin, args.names[0], args.config, deadline)
     elif args.command == "commit":
         out["committed"] = _commit(args.bootstrap, args.names[0], args.names[1:], deadline)
+    elif args.command == "create-acls":
+        futures = admin.create_acls([_acl(spec, AclBinding) for spec in args.names],
+                                    request_timeout=deadline.left())
+        out["acl_results"] = {_spec(b): _outcome(f, deadline, "created") for b, f in futures.items()}
+    elif args.command == "describe-acls":
+        spec = args.names[0] if args.names else "ANY,-,ANY,-,-,ANY,ANY"
+        try:
+            found = admin.describe_acls(_acl(spec, AclBindingFilter),
+                                        request_timeout=deadline.left()).result(timeout=deadline.left())
+            out["acls"] = sorted(_spec(b) for b in found)
+        except confluent_kafka.KafkaException as e:
+            out["error"] = e.args[0].name()
+    elif args.command == "delete-acls":
+        filters = [_acl(spec, AclBindingFilter) for spec in args.names]
+        futures = admin.delete_acls(filters, request_timeout=deadline.left())
+        deleted = {}
+        for spec, (f, future) in zip(args.names, futures.items()):
+            try:
+                deleted[spec] = sorted(_spec(b) for b in future.result(timeout=deadline.left()))
+            except confluent_kafka.KafkaException as e:
+                deleted[spec] = e.args[0].name()
+        out["deleted_acls"] = deleted
     elif args.command == "list-offsets":
         topic, _, partition = args.names[0].rpartition(":")
         out["offsets"] = _list_offsets(admin, TopicPartition(topic, int(partition)), deadline)
@@ -132,6 +166,31 @@ def main():
             key=lambda g: g["group_id"],
         )
     emit(out)
+
+
+def _acl(spec, kind):
+    """An AclBinding or AclBindingFilter from RESOURCE_TYPE,NAME,PATTERN,PRINCIPAL,HOST,OP,PERM."""
+    rtype, name, pattern, principal, host, operation, permission = spec.split(",")
+    null = lambda v: None if v == "-" else v  # noqa: E731
+    # confluent-kafka names Kafka's CLUSTER resource type BROKER (its code, 4, is the same).
+    rtype = "BROKER" if rtype == "CLUSTER" else rtype
+    return kind(ResourceType[rtype], null(name), ResourcePatternType[pattern], null(principal), null(host),
+                AclOperation[operation], AclPermissionType[permission])
+
+
+def _spec(b):
+    """An ACL as the spec create-acls takes."""
+    restype = "CLUSTER" if b.restype.name == "BROKER" else b.restype.name
+    return ",".join([restype, b.name, b.resource_pattern_type.name, b.principal, b.host,
+                     b.operation.name, b.permission_type.name])
+
+
+def _outcome(future, deadline, done):
+    try:
+        future.result(timeout=deadline.left())
+        return done
+    except confluent_kafka.KafkaException as e:
+        return e.args[0].name()
 
 
 def _list_offsets(admin, partition, deadline):
