@@ -4,3 +4,5 @@
 //! code in the broker's process is trusted, as a Kafka broker trusts its own threads.
 //! Each part owns one file under `<data_dir>/security/`, written atomically (temporary file,
 //! fsync, rename, fsync of the directory), and documents that file's format on its type.
+pub mod scram;
+pub mod scram_exchange;

@@ -18,6 +18,9 @@
 //! refused at once when a running broker holds it): `topics create|delete`, `produce`
 //! (stdin lines) and `groups reset-offsets`.
 //!
+//! `users` adds, deletes and lists the SCRAM users of a data directory; it edits only their
+//! credential store, so it works beside a running serve.
+//!
 //! Exit codes: 0 after a clean shutdown, a complete transfer or an inspection; 1 when the
 //! broker cannot start or stop cleanly (the data directory locked by another broker, a port
 //! taken, an unreadable directory), a transfer failed, an inspection failed (a locked
@@ -36,6 +39,7 @@ mod serve;
 mod time;
 mod topics;
 mod transfer;
+mod users;
 mod verify;
 
 use std::process::ExitCode;
@@ -78,6 +82,10 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Check every segment and index of a stopped data directory; exit 1 when damaged.
     Verify(offline::OfflineArgs),
+    /// Add, delete and list the SCRAM users of a data directory (works beside a running
+    /// serve, which applies changes to the next login).
+    #[command(subcommand)]
+    Users(users::UsersCommand),
 }
 
 fn main() -> ExitCode {
@@ -103,6 +111,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => produce::run(args),
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Users(command) => users::run(command),
     }
 }
 

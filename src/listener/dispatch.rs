@@ -15,7 +15,7 @@ use super::{
 };
 use super::{api_versions, frame, groups, metadata, sanity, sasl, Shared};
 use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
-use super::{fetch, init_producer_id, offsets, produce};
+use super::{fetch, init_producer_id, offsets, produce, scram_credentials};
 use crate::async_handle::AsyncNanoKafka;
 
 /// What becomes of one request.
@@ -162,6 +162,15 @@ pub async fn handle(
                 other => other,
             }
         }
+        Reply::AuthenticationFailed(response, reason) => {
+            // A timer on this connection alone (Kafka's failed-authentication delay): a
+            // client guessing passwords waits, the broker's threads do not.
+            tokio::time::sleep(shared.config.failed_authentication_delay).await;
+            match respond(api, version, correlation_id, &response) {
+                Outcome::Respond(frame) => Outcome::RespondAndClose(frame, reason),
+                other => other,
+            }
+        }
     }
 }
 
@@ -246,6 +255,12 @@ async fn route(
         }
         RequestKind::ConsumerGroupDescribe(r) => {
             ResponseKind::ConsumerGroupDescribe(groups::consumer_group_describe(ctx, r).await)
+        }
+        RequestKind::DescribeUserScramCredentials(r) => {
+            ResponseKind::DescribeUserScramCredentials(scram_credentials::describe(ctx, r))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(scram_credentials::alter(ctx, r).await)
         }
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))

@@ -35,7 +35,9 @@
 //!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
 //!   `describe_configs` / `create_partitions` / `incremental_alter_configs` /
 //!   `alter_configs` (with `config::kafka_names`, Kafka's config names), `sasl`
-//!   (SASL/PLAIN); `errors` maps the crate's errors to Kafka's codes.
+//!   (SASL/PLAIN and SCRAM, whose exchange is `crate::security::scram_exchange`), `scram_credentials`
+//!   (Describe/AlterUserScramCredentials over the data directory's credential store);
+//!   `errors` maps the crate's errors to Kafka's codes.
 //!
 //! # What a Kafka client sees
 //! One broker (node id 0, the controller and every group's coordinator), every partition led
@@ -75,6 +77,7 @@ pub mod sanity;
 #[cfg(not(feature = "internals"))]
 mod sanity;
 mod sasl;
+mod scram_credentials;
 mod server;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
@@ -113,6 +116,8 @@ pub(crate) struct Shared {
     pub clock: crate::clock::SharedClock,
     /// Every fetch session (KIP-227); locked only between awaits.
     pub fetch_sessions: std::sync::Mutex<fetch_session::FetchSessions>,
+    /// The SCRAM credentials, when SCRAM is enabled (`ListenerConfig::sasl_scram`).
+    pub scram: Option<std::sync::Arc<crate::security::scram::LiveScramStore>>,
 }
 
 impl Shared {

@@ -41,6 +41,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),
@@ -66,6 +68,8 @@ pub struct ConnectionState {
     pub peer: std::net::SocketAddr,
     /// Who the connection acts as: `User:ANONYMOUS` until it authenticates.
     pub principal: Principal,
+    /// A SCRAM exchange between its two messages.
+    pub scram: Option<Box<crate::security::scram_exchange::ScramExchange>>,
 }
 
 /// Where a connection is in the SASL exchange (`sasl` moves it on).
@@ -76,6 +80,10 @@ pub enum SaslStage {
     Start,
     /// PLAIN was chosen; a SaslAuthenticate is expected.
     PlainChosen,
+    /// A SCRAM mechanism was chosen; the client-first message is expected.
+    ScramChosen(crate::security::scram::ScramMechanism),
+    /// The server-first message was sent; the client-final message is expected.
+    ScramFinal,
     /// Authenticated (or the listener has no SASL): nothing more to exchange.
     Done,
 }
@@ -83,10 +91,11 @@ pub enum SaslStage {
 impl ConnectionState {
     pub fn new(config: &ListenerConfig, peer: std::net::SocketAddr) -> Self {
         ConnectionState {
-            authenticated: config.sasl_plain.is_none(),
+            authenticated: !config.sasl_required(),
             sasl: SaslStage::default(),
             peer,
             principal: Principal::anonymous(),
+            scram: None,
         }
     }
 }
@@ -123,6 +132,9 @@ pub enum Reply {
     Close(String),
     /// Answer, then close, saying why (Kafka's way with a failed authentication).
     RespondAndClose(Box<ResponseKind>, String),
+    /// A failed authentication: answer once the failed-authentication delay has passed,
+    /// then close, saying why.
+    AuthenticationFailed(Box<ResponseKind>, String),
     /// No answer, but close, saying why (Kafka's way with a failed `acks=0` produce).
     SilentAndClose(String),
 }

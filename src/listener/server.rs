@@ -11,6 +11,7 @@ use super::{connection, ListenerConfig, ListenerMetrics, Shared};
 use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
+use crate::security::scram::LiveScramStore;
 
 /// A socket bound by the builder before the broker starts, so that a taken port fails
 /// `build()` with nothing started.
@@ -19,6 +20,7 @@ pub struct BoundListener {
     socket: std::net::TcpListener,
     addr: SocketAddr,
     config: ListenerConfig,
+    scram: Option<Arc<LiveScramStore>>,
 }
 
 /// Binds `config`'s address. Anything but loopback is logged as a warning: it exposes the
@@ -53,10 +55,32 @@ pub fn bind(config: &ListenerConfig) -> Result<BoundListener> {
         socket,
         addr,
         config: config.clone(),
+        scram: None,
     })
 }
 
 impl BoundListener {
+    /// Opens the SCRAM credential store of `data_dir`, which Describe/AlterUserScramCredentials
+    /// manage whether or not SCRAM logins are on. With SCRAM on, a missing store is written
+    /// empty: the listener starts with no users yet.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the store file when it cannot be read or is damaged.
+    pub fn open_security(mut self, data_dir: &std::path::Path) -> Result<Self> {
+        let scram = self.config.sasl_scram;
+        let store =
+            LiveScramStore::open(data_dir, scram).map_err(|reason| Error::InvalidConfig {
+                field: "sasl_scram",
+                reason,
+            })?;
+        if scram && store.current().users().next().is_none() {
+            tracing::warn!(path = %store.path().display(), "SCRAM is on but no user has \
+                credentials yet: add them with `nanokafka users add` (no restart needed)");
+        }
+        self.scram = Some(Arc::new(store));
+        Ok(self)
+    }
+
     /// Starts serving on a new arbiter. Call on a thread with a running actix System.
     ///
     /// # Errors
@@ -81,6 +105,7 @@ impl BoundListener {
             memory: RequestMemory::new(self.config.queued_max_request_bytes, metrics.clone()),
             clock,
             fetch_sessions: Mutex::new(FetchSessions::new(self.config.fetch_sessions)),
+            scram: self.scram,
             config: self.config,
         });
         let arbiter = Arbiter::with_tokio_rt(|| {

@@ -29,7 +29,9 @@ pub(super) fn start(
 ) -> Result<NanoKafka> {
     let data_dir = DataDir::open(&settings.data_dir)?;
     // Bound before anything starts: a taken port fails the build with nothing running.
-    let listener = listener_config.map(crate::listener::bind).transpose()?;
+    let listener = listener_config
+        .map(|config| crate::listener::bind(config)?.open_security(&settings.data_dir))
+        .transpose()?;
     let console = console::bind(console)?;
     let cluster_id = cluster_id(&settings.data_dir);
     let topics = crate::config::load_topics(&data_dir)?;

@@ -17,3 +17,4 @@ mod kafka_python;
 mod kafkajs;
 mod kcat;
 mod quix;
+mod scram;

@@ -17,7 +17,7 @@ import asyncio
 import aiokafka
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from clientlib import emit, fail, parser, record_json, run, Deadline
+from clientlib import emit, fail, parser, record_json, run, sasl_kafka_python, Deadline
 
 CLIENT = "aiokafka"
 
@@ -33,6 +33,7 @@ async def consume(args, deadline):
         session_timeout_ms=6000,
         heartbeat_interval_ms=1000,
         request_timeout_ms=max(1000, deadline.left_ms()),
+        **sasl_kafka_python(args),
     )
     await asyncio.wait_for(consumer.start(), deadline.left())
     try:

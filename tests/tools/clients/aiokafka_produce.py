@@ -17,7 +17,7 @@ import asyncio
 import aiokafka
 from aiokafka import AIOKafkaProducer
 
-from clientlib import emit, generated, parser, record_json, run, Deadline
+from clientlib import emit, generated, parser, record_json, run, sasl_kafka_python, Deadline
 
 CLIENT = "aiokafka"
 
@@ -29,6 +29,7 @@ async def produce(args, deadline):
         acks=1 if args.acks == "1" else "all",
         compression_type=None if args.compression == "none" else args.compression,
         request_timeout_ms=max(1000, deadline.left_ms()),
+        **sasl_kafka_python(args),
     )
     await asyncio.wait_for(producer.start(), deadline.left())
     try:

@@ -53,6 +53,22 @@ function parseArgs(positional, options, usage) {
   return out
 }
 
+/** The options every script takes for SASL: --sasl-mechanism and --sasl-user, as clientlib.py
+ * (the password from $NANOKAFKA_SASL_PASSWORD). */
+const SASL_OPTIONS = { sasl_mechanism: '', sasl_user: '' }
+
+/** kafkajs's `sasl` setting for the run's SASL arguments (none without them). */
+function saslConfig(args) {
+  if (!args.sasl_mechanism) return {}
+  return {
+    sasl: {
+      mechanism: args.sasl_mechanism.toLowerCase(),
+      username: args.sasl_user,
+      password: process.env.NANOKAFKA_SASL_PASSWORD || '',
+    },
+  }
+}
+
 /** The one time bound of a run (seconds), as in clientlib.py. */
 class Deadline {
   constructor(seconds) { this.end = Date.now() + seconds * 1000 }
@@ -94,4 +110,4 @@ function run(main) {
   )
 }
 
-module.exports = { b64, recordJson, generated, parseArgs, Deadline, bounded, stderrLog, emit, fail, run }
+module.exports = { SASL_OPTIONS, saslConfig, b64, recordJson, generated, parseArgs, Deadline, bounded, stderrLog, emit, fail, run }

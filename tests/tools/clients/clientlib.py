@@ -18,6 +18,7 @@ in a map, kafkajs for one).
 import argparse
 import base64
 import json
+import os
 import sys
 import time
 
@@ -66,7 +67,55 @@ def parser(description, role):
         p.add_argument("--partition", type=int, help="send every record to this partition (default: the client's partitioner)")
         p.add_argument("--compression", default="none", choices=CODECS)
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
+    p.add_argument("--sasl-mechanism", help="authenticate with SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+    p.add_argument("--sasl-user", help=f"the SASL user; the password comes from ${PASSWORD_ENV}")
     return p
+
+
+PASSWORD_ENV = "NANOKAFKA_SASL_PASSWORD"
+
+
+def sasl_password():
+    return os.environ.get(PASSWORD_ENV, "")
+
+
+def sasl_librdkafka(args):
+    """librdkafka's settings (confluent-kafka) for the run's SASL arguments, if any."""
+    if not args.sasl_mechanism:
+        return {}
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": args.sasl_mechanism,
+        "sasl.username": args.sasl_user,
+        "sasl.password": sasl_password(),
+    }
+
+
+def sasl_kafka_python(args):
+    """kafka-python's and aiokafka's settings for the run's SASL arguments, if any. kafka-python
+    only logs a refused login (then times out bootstrapping): its errors go to stderr."""
+    if not args.sasl_mechanism:
+        return {}
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.ERROR)
+    logging.getLogger("kafka").addHandler(handler)
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": args.sasl_mechanism,
+        "sasl_plain_username": args.sasl_user,
+        "sasl_plain_password": sasl_password(),
+    }
+
+
+def fail_on_authentication_error(err):
+    """A librdkafka error callback that ends the run when the broker refuses the login: it
+    would otherwise retry until the deadline."""
+    from confluent_kafka import KafkaError
+
+    if err.code() == KafkaError._AUTHENTICATION:
+        fail(f"authentication failed: {err.str()}")
 
 
 class Deadline:

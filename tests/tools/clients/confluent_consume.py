@@ -47,7 +47,7 @@ import time
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from clientlib import emit, fail, parser, record_json, run, Deadline
+from clientlib import emit, fail, parser, record_json, run, sasl_librdkafka, fail_on_authentication_error, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -75,6 +75,7 @@ def main():
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "group.protocol": args.group_protocol,
+        **sasl_librdkafka(args),
     }
     if args.group_protocol == "classic":
         config["session.timeout.ms"] = args.session_timeout_ms
@@ -112,6 +113,7 @@ def main():
 
     def on_error(err):
         errors.append(str(err))
+        fail_on_authentication_error(err)
         if err.fatal():
             fail(f"fatal error: {err.name()}: {err.str()}")
 

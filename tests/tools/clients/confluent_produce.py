@@ -25,7 +25,7 @@ import logging
 import confluent_kafka
 from confluent_kafka import Producer
 
-from clientlib import emit, fail, generated, parser, record_json, run, Deadline
+from clientlib import emit, fail, generated, parser, record_json, run, sasl_librdkafka, fail_on_authentication_error, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -60,6 +60,8 @@ def main():
         "enable.idempotence": args.idempotent,
         "compression.type": args.compression,
         "message.timeout.ms": max(1000, deadline.left_ms()),
+        "error_cb": fail_on_authentication_error,
+        **sasl_librdkafka(args),
     }
     if args.partitioner:
         config["partitioner"] = args.partitioner

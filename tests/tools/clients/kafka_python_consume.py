@@ -20,7 +20,7 @@ Prints {"client", "version", "records": [record...] (in the order read),
 import kafka
 from kafka import KafkaConsumer, TopicPartition
 
-from clientlib import emit, fail, parser, record_json, run, Deadline
+from clientlib import emit, fail, parser, record_json, run, sasl_kafka_python, Deadline
 
 CLIENT = "kafka-python"
 
@@ -43,6 +43,7 @@ def main():
         group_instance_id=args.instance_id,
         heartbeat_interval_ms=1000,
         request_timeout_ms=max(1000, deadline.left_ms()),
+        **sasl_kafka_python(args),
     )
     try:
         consumer.subscribe([args.topic])

@@ -17,7 +17,7 @@ order) carries the partition and offset the broker assigned.
 import kafka
 from kafka import KafkaProducer
 
-from clientlib import emit, generated, parser, record_json, run, Deadline
+from clientlib import emit, generated, parser, record_json, run, sasl_kafka_python, Deadline
 
 CLIENT = "kafka-python"
 
@@ -34,6 +34,7 @@ def main():
         request_timeout_ms=max(1000, deadline.left_ms()),
         max_block_ms=max(1000, deadline.left_ms()),
         delivery_timeout_ms=max(1000, deadline.left_ms()),
+        **sasl_kafka_python(args),
     )
     try:
         sent = []

@@ -22,18 +22,19 @@
 
 const { Kafka, logLevel } = require('kafkajs')
 const { version } = require('kafkajs/package.json')
-const { parseArgs, recordJson, Deadline, bounded, stderrLog, emit, fail, run } = require('./clientlib')
+const { SASL_OPTIONS, saslConfig, parseArgs, recordJson, Deadline, bounded, stderrLog, emit, fail, run } = require('./clientlib')
 
 const CLIENT = 'kafkajs'
 const USAGE = 'kafkajs_consume.js BOOTSTRAP TOPIC GROUP --count N [--read-uncommitted] [--session-timeout MS] [--timeout S]'
 
 async function main() {
-  const args = parseArgs(['bootstrap', 'topic', 'group'], { count: 0, read_uncommitted: false, session_timeout: 6000, timeout: 30 }, USAGE)
+  const args = parseArgs(['bootstrap', 'topic', 'group'], { count: 0, read_uncommitted: false, session_timeout: 6000, timeout: 30, ...SASL_OPTIONS }, USAGE)
   if (args.count <= 0) fail('--count N (N > 0) is required')
   const deadline = new Deadline(args.timeout)
   const kafka = new Kafka({
     clientId: 'nanokafka-test-kafkajs',
     brokers: [args.bootstrap],
+    ...saslConfig(args),
     logLevel: logLevel.ERROR,
     logCreator: stderrLog,
     requestTimeout: Math.max(1000, deadline.leftMs()),

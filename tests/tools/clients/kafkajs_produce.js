@@ -19,14 +19,14 @@
 
 const { Kafka, CompressionTypes, Partitioners, logLevel } = require('kafkajs')
 const { version } = require('kafkajs/package.json')
-const { generated, parseArgs, recordJson, Deadline, bounded, emit, fail, run, stderrLog } = require('./clientlib')
+const { SASL_OPTIONS, saslConfig, generated, parseArgs, recordJson, Deadline, bounded, emit, fail, run, stderrLog } = require('./clientlib')
 
 const CLIENT = 'kafkajs'
 const USAGE = 'kafkajs_produce.js BOOTSTRAP TOPIC [--count N] [--prefix P] [--partition P] [--compression none|gzip] [--acks -1|1|0] [--idempotent] [--timeout S]'
 
 async function main() {
   const args = parseArgs(['bootstrap', 'topic'], {
-    count: 10, prefix: 'r', partition: -1, compression: 'none', acks: '-1', idempotent: false, timeout: 30,
+    count: 10, prefix: 'r', partition: -1, compression: 'none', acks: '-1', idempotent: false, timeout: 30, ...SASL_OPTIONS,
   }, USAGE)
   const codec = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }[args.compression]
   if (codec === undefined) fail(`kafkajs has no ${args.compression} codec installed`)
@@ -34,6 +34,7 @@ async function main() {
   const kafka = new Kafka({
     clientId: 'nanokafka-test-kafkajs',
     brokers: [args.bootstrap],
+    ...saslConfig(args),
     logLevel: logLevel.ERROR,
     logCreator: stderrLog,
     requestTimeout: Math.max(1000, deadline.leftMs()),
