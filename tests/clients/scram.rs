@@ -13,7 +13,7 @@ const MECHANISMS: [&str; 2] = ["SCRAM-SHA-256", "SCRAM-SHA-512"];
 const USER: &str = "alice";
 const PASSWORD: &str = "alice-secret";
 /// The time bound of a run meant to be refused: clients that retry give up by then.
-const REFUSED_TIMEOUT: &str = "10";
+const REFUSED_TIMEOUT: &str = "5";
 
 /// A login for a script: its SASL arguments and the password it reads from the environment.
 struct Login<'a> {
