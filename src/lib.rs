@@ -116,6 +116,10 @@ pub use root::{
     DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SESSION_TIMEOUT, MAX_CLEANER_BACKOFF,
     MAX_DECOMPRESSED_BATCH_BYTES, MAX_IDLE_SPIN,
 };
+pub use security::scram::{
+    ScramCredential, ScramMechanism, ScramStore, DEFAULT_ITERATIONS as DEFAULT_SCRAM_ITERATIONS,
+    MAX_ITERATIONS as MAX_SCRAM_ITERATIONS, MIN_ITERATIONS as MIN_SCRAM_ITERATIONS,
+};
 pub use storage::producer_state::ActiveProducer;
 pub use storage::{KafkaAppend, RecordBatch};
 pub use stream::{RecordStream, StreamCommitter, StreamOptions};

@@ -7,3 +7,5 @@
 
 pub mod acl;
 pub mod quota;
+pub mod scram;
+pub mod scram_exchange;

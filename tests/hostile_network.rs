@@ -4,11 +4,14 @@
 //!
 //! * `tls`: what reaches a TLS port that is not a TLS client (garbage, plaintext requests,
 //!   cut and stalled handshakes); every record of a good TLS client is delivered.
+//! * `auth`: a flood of failed SASL authentications beside a well-behaved SCRAM client.
 //! * `quota`: a producer over its client quota, ignoring its throttle time, does not starve a
 //!   well-behaved one.
 
 #[path = "common/clients.rs"]
 mod clients;
+#[path = "common/scram_client.rs"]
+mod scram_client;
 #[path = "common/tls.rs"]
 mod tls_certs;
 
@@ -25,6 +28,8 @@ mod common;
 #[path = "wire/records.rs"]
 mod records;
 
+#[path = "hostile_network/auth.rs"]
+mod auth;
 #[path = "hostile_network/quota.rs"]
 mod quota;
 #[path = "hostile_network/tls.rs"]

@@ -499,6 +499,21 @@ fn default_request(api: ApiKey) -> RequestKind {
                     .with_topics(vec![topic]),
             )
         }
+        ApiKey::DescribeUserScramCredentials => {
+            use kafka_protocol::messages::describe_user_scram_credentials_request::*;
+            RequestKind::DescribeUserScramCredentials(
+                kafka_protocol::messages::DescribeUserScramCredentialsRequest::default()
+                    .with_users(Some(vec![UserName::default()])),
+            )
+        }
+        ApiKey::AlterUserScramCredentials => {
+            use kafka_protocol::messages::alter_user_scram_credentials_request::*;
+            RequestKind::AlterUserScramCredentials(
+                kafka_protocol::messages::AlterUserScramCredentialsRequest::default()
+                    .with_deletions(vec![ScramCredentialDeletion::default()])
+                    .with_upsertions(vec![ScramCredentialUpsertion::default()]),
+            )
+        }
         ApiKey::DeleteGroups => RequestKind::DeleteGroups(
             kafka_protocol::messages::DeleteGroupsRequest::default()
                 .with_groups_names(vec![Default::default()]),
@@ -597,6 +612,8 @@ fn request_versions(api: ApiKey) -> kafka_protocol::protocol::VersionRange {
         ApiKey::DescribeProducers => DescribeProducersRequest::VERSIONS,
         ApiKey::DescribeClientQuotas => DescribeClientQuotasRequest::VERSIONS,
         ApiKey::AlterClientQuotas => AlterClientQuotasRequest::VERSIONS,
+        ApiKey::DescribeUserScramCredentials => DescribeUserScramCredentialsRequest::VERSIONS,
+        ApiKey::AlterUserScramCredentials => AlterUserScramCredentialsRequest::VERSIONS,
         ApiKey::DeleteGroups => DeleteGroupsRequest::VERSIONS,
         ApiKey::OffsetDelete => OffsetDeleteRequest::VERSIONS,
         ApiKey::DescribeTopicPartitions => DescribeTopicPartitionsRequest::VERSIONS,

@@ -19,6 +19,9 @@
 //! (stdin lines) and `groups reset-offsets`. `quotas list|set|remove` changes the client
 //! quotas file without the lock: a running `serve` of the directory rereads it.
 //!
+//! `users` adds, deletes and lists the SCRAM users of a data directory; it edits only their
+//! credential store, so it works beside a running serve.
+//!
 //! Exit codes: 0 after a clean shutdown, a complete transfer or an inspection; 1 when the
 //! broker cannot start or stop cleanly (the data directory locked by another broker, a port
 //! taken, an unreadable directory), a transfer failed, an inspection failed (a locked
@@ -39,6 +42,7 @@ mod serve;
 mod time;
 mod topics;
 mod transfer;
+mod users;
 mod verify;
 
 use std::process::ExitCode;
@@ -90,6 +94,10 @@ enum Command {
     /// same data directory applies a change within a second).
     #[command(subcommand)]
     Quotas(quotas::QuotasCommand),
+    /// Add, delete and list the SCRAM users of a data directory (works beside a running
+    /// serve, which applies changes to the next login).
+    #[command(subcommand)]
+    Users(users::UsersCommand),
 }
 
 fn main() -> ExitCode {
@@ -117,6 +125,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Quotas(command) => quotas::run(command),
+        Command::Users(command) => users::run(command),
     }
 }
 

@@ -41,6 +41,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "USER")]
     sasl_plain_user: Option<String>,
 
+    /// Require SASL with SCRAM-SHA-256 or SCRAM-SHA-512, with the users `nanokafka users`
+    /// keeps in the data directory (none yet is fine: add them while serving). May combine
+    /// with --sasl-plain-user.
+    #[arg(long)]
+    sasl_scram: bool,
+
+    /// How long the answer to a failed SASL authentication waits (Kafka's
+    /// connection.failed.authentication.delay.ms) [default: 100].
+    #[arg(long, value_name = "MS")]
+    failed_authentication_delay_ms: Option<u64>,
+
     /// A file holding the SASL/PLAIN password (one trailing newline is ignored).
     #[arg(long, value_name = "FILE", requires = "sasl_plain_user")]
     sasl_plain_password_file: Option<PathBuf>,
@@ -212,6 +223,12 @@ impl ServeArgs {
         if let Some(ms) = self.connections_max_idle_ms {
             config = config.connections_max_idle(Duration::from_millis(ms));
         }
+        if self.sasl_scram {
+            config = config.sasl_scram();
+        }
+        if let Some(ms) = self.failed_authentication_delay_ms {
+            config = config.failed_authentication_delay(Duration::from_millis(ms));
+        }
         if let Some(n) = self.queued_max_request_bytes {
             config = config.queued_max_request_bytes(bytes(n));
         }
@@ -304,6 +321,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         tracing::info!("metrics on http://{addr}/metrics");
     }
     let sasl = args.sasl_plain_user.is_some();
+    let scram = args.sasl_scram;
     let mut builder = NanoKafka::builder()
         .data_dir(&args.data_dir)
         .fsync(fsync)
@@ -337,6 +355,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         sasl_plain = sasl,
         tls = args.tls_cert.is_some() && args.tls_listen.is_none(),
         mutual_tls = args.tls_client_ca.is_some(),
+        sasl_scram = scram,
         "listening on {addr}"
     );
     if let Some(tls_addr) = &args.tls_listen {

@@ -24,6 +24,10 @@ pub const DEFAULT_SASL_MAX_RECEIVE_BYTES: usize = 512 << 10;
 /// as they connect, so ten seconds is ample and keeps a silent connection from holding a
 /// slot of `max_connections` for long.
 pub const DEFAULT_SASL_AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Kafka's `connection.failed.authentication.delay.ms`: how long the answer to a failed SASL
+/// authentication waits (on a timer, holding only its connection), so a client guessing
+/// passwords gets one answer per delay per connection.
+pub const DEFAULT_FAILED_AUTHENTICATION_DELAY: Duration = Duration::from_millis(100);
 /// Kafka's `connections.max.idle.ms`: a connection with no request read and none being
 /// answered for this long is closed.
 pub const DEFAULT_CONNECTIONS_MAX_IDLE: Duration = Duration::from_secs(10 * 60);
@@ -61,6 +65,8 @@ pub struct ListenerConfig {
     pub(crate) initial_rebalance_delay: Duration,
     pub(crate) consumer_heartbeat_interval: Option<Duration>,
     pub(crate) sasl_plain: Option<PlainCredentials>,
+    pub(crate) sasl_scram: bool,
+    pub(crate) failed_authentication_delay: Duration,
     pub(crate) sasl_max_receive_bytes: usize,
     pub(crate) sasl_authentication_timeout: Duration,
     pub(crate) connections_max_idle: Duration,
@@ -103,6 +109,8 @@ impl ListenerConfig {
             initial_rebalance_delay: DEFAULT_INITIAL_REBALANCE_DELAY,
             consumer_heartbeat_interval: None,
             sasl_plain: None,
+            sasl_scram: false,
+            failed_authentication_delay: DEFAULT_FAILED_AUTHENTICATION_DELAY,
             sasl_max_receive_bytes: DEFAULT_SASL_MAX_RECEIVE_BYTES,
             sasl_authentication_timeout: DEFAULT_SASL_AUTHENTICATION_TIMEOUT,
             connections_max_idle: DEFAULT_CONNECTIONS_MAX_IDLE,
@@ -213,6 +221,30 @@ impl ListenerConfig {
     pub fn authorizer<S: Into<String>>(mut self, super_users: impl IntoIterator<Item = S>) -> Self {
         self.authorizer = Some(super_users.into_iter().map(Into::into).collect());
         self
+    }
+
+    /// Require SASL with SCRAM-SHA-256 or SCRAM-SHA-512, with the users of the data
+    /// directory's credential store (`<data_dir>/security/scram-credentials`, kept by
+    /// `nanokafka users` and AlterUserScramCredentials; created empty when missing, so the
+    /// listener starts with no users yet). With [`ListenerConfig::sasl_plain`] too, a client
+    /// may use either. Changes to the store apply to the next login, without a restart.
+    pub fn sasl_scram(mut self) -> Self {
+        self.sasl_scram = true;
+        self
+    }
+
+    /// How long the answer to a failed SASL authentication waits before it is sent and the
+    /// connection closed (Kafka's `connection.failed.authentication.delay.ms`, default
+    /// 100 ms). The wait is a timer on that connection alone: a client guessing passwords is
+    /// slowed, the broker's other clients are not. Zero answers at once.
+    pub fn failed_authentication_delay(mut self, delay: Duration) -> Self {
+        self.failed_authentication_delay = delay;
+        self
+    }
+
+    /// Whether clients must authenticate with SASL (PLAIN, SCRAM or both).
+    pub(crate) fn sasl_required(&self) -> bool {
+        self.sasl_plain.is_some() || self.sasl_scram
     }
 
     /// The largest frame read before a connection has authenticated, when SASL is required

@@ -15,7 +15,7 @@ use super::{
     incremental_alter_configs,
 };
 use super::{create_partitions, create_topics, delete_records, delete_topics, describe_configs};
-use super::{fetch, init_producer_id, offsets, produce, quotas};
+use super::{fetch, init_producer_id, offsets, produce, quotas, scram_credentials};
 use crate::async_handle::AsyncNanoKafka;
 
 /// What becomes of one request.
@@ -179,6 +179,15 @@ pub async fn handle(
                 other => other,
             }
         }
+        Reply::AuthenticationFailed(response, reason) => {
+            // A timer on this connection alone (Kafka's failed-authentication delay): a
+            // client guessing passwords waits, the broker's threads do not.
+            tokio::time::sleep(shared.config.failed_authentication_delay).await;
+            match respond(api, version, correlation_id, &response) {
+                Outcome::Respond(frame) => Outcome::RespondAndClose(frame, reason),
+                other => other,
+            }
+        }
     }
 }
 
@@ -267,6 +276,12 @@ async fn route(
         RequestKind::DescribeAcls(r) => ResponseKind::DescribeAcls(acls::describe_acls(ctx, r)),
         RequestKind::CreateAcls(r) => ResponseKind::CreateAcls(acls::create_acls(ctx, r)),
         RequestKind::DeleteAcls(r) => ResponseKind::DeleteAcls(acls::delete_acls(ctx, r)),
+        RequestKind::DescribeUserScramCredentials(r) => {
+            ResponseKind::DescribeUserScramCredentials(scram_credentials::describe(ctx, r))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            ResponseKind::AlterUserScramCredentials(scram_credentials::alter(ctx, r).await)
+        }
         RequestKind::SaslHandshake(r) => {
             ResponseKind::SaslHandshake(sasl::handshake(ctx, state, r))
         }

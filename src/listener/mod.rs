@@ -44,8 +44,10 @@
 //!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
 //!   `describe_configs` / `create_partitions` / `incremental_alter_configs` /
 //!   `alter_configs` (with `config::kafka_names`, Kafka's config names), `sasl`
-//!   (SASL/PLAIN), `quotas` (client quotas: the throttle after each request,
-//!   Describe/AlterClientQuotas); `errors` maps the crate's errors to Kafka's codes.
+//!   (SASL/PLAIN and SCRAM, whose exchange is `crate::security::scram_exchange`), `scram_credentials`
+//!   (Describe/AlterUserScramCredentials over the data directory's credential store), `quotas`
+//!   (client quotas: the throttle after each request, Describe/AlterClientQuotas); `errors`
+//!   maps the crate's errors to Kafka's codes.
 //!
 //! # What a Kafka client sees
 //! One broker (node id 0, the controller and every group's coordinator), every partition led
@@ -89,6 +91,7 @@ pub mod sanity;
 #[cfg(not(feature = "internals"))]
 mod sanity;
 mod sasl;
+mod scram_credentials;
 mod server;
 mod tls;
 
@@ -140,6 +143,8 @@ pub(crate) struct Shared {
     pub quotas: std::sync::Arc<crate::security::quota::ClientQuotas>,
     /// Who may do what (`authorize`); `None` when ACLs are off: everything is allowed.
     pub authorizer: Option<std::sync::Arc<crate::security::acl::Authorizer>>,
+    /// The SCRAM credentials, when SCRAM is enabled (`ListenerConfig::sasl_scram`).
+    pub scram: Option<std::sync::Arc<crate::security::scram::LiveScramStore>>,
 }
 
 impl Shared {

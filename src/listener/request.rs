@@ -44,6 +44,8 @@ pub const SERVED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
     // v0 is advertised because librdkafka enables SASL only when it is, but answered
     // ILLEGAL_SASL_STATE: it would be followed by raw tokens outside Kafka's framing (`sasl`).
     (ApiKey::SaslHandshake, 0, 1),
@@ -74,6 +76,8 @@ pub struct ConnectionState {
     /// Set by a request over the client's quota: how long the connection reads nothing
     /// after its response (`quotas`).
     pub throttle: Option<std::time::Duration>,
+    /// A SCRAM exchange between its two messages.
+    pub scram: Option<Box<crate::security::scram_exchange::ScramExchange>>,
 }
 
 /// Where a connection is in the SASL exchange (`sasl` moves it on).
@@ -84,6 +88,10 @@ pub enum SaslStage {
     Start,
     /// PLAIN was chosen; a SaslAuthenticate is expected.
     PlainChosen,
+    /// A SCRAM mechanism was chosen; the client-first message is expected.
+    ScramChosen(crate::security::scram::ScramMechanism),
+    /// The server-first message was sent; the client-final message is expected.
+    ScramFinal,
     /// Authenticated (or the listener has no SASL): nothing more to exchange.
     Done,
 }
@@ -91,11 +99,12 @@ pub enum SaslStage {
 impl ConnectionState {
     pub fn new(config: &ListenerConfig, peer: std::net::SocketAddr) -> Self {
         ConnectionState {
-            authenticated: config.sasl_plain.is_none(),
+            authenticated: !config.sasl_required(),
             sasl: SaslStage::default(),
             peer,
             principal: Principal::anonymous(),
             throttle: None,
+            scram: None,
         }
     }
 }
@@ -132,6 +141,9 @@ pub enum Reply {
     Close(String),
     /// Answer, then close, saying why (Kafka's way with a failed authentication).
     RespondAndClose(Box<ResponseKind>, String),
+    /// A failed authentication: answer once the failed-authentication delay has passed,
+    /// then close, saying why.
+    AuthenticationFailed(Box<ResponseKind>, String),
     /// No answer, but close, saying why (Kafka's way with a failed `acks=0` produce).
     SilentAndClose(String),
 }

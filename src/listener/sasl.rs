@@ -1,9 +1,14 @@
-//! SASL/PLAIN over Kafka's own requests: SaslHandshake v1 names the mechanism, then
-//! SaslAuthenticate carries the PLAIN message (RFC 4616: `authzid NUL authcid NUL passwd`).
+//! SASL over Kafka's own requests: SaslHandshake v1 names the mechanism, then
+//! SaslAuthenticate carries the PLAIN message (RFC 4616: `authzid NUL authcid NUL passwd`),
+//! or SCRAM-SHA-256/512's client-first then client-final message (the exchange is
+//! `crate::security::scram_exchange`), each answered
+//! with the server's message in `auth_bytes`. The handshake lists the mechanisms enabled.
 //!
 //! Until a connection authenticates, the listener reads only ApiVersions and these two
-//! (`dispatch::handle`). A wrong user or password is answered SASL_AUTHENTICATION_FAILED and
-//! the connection is closed, as Kafka does. The log line says which was wrong but never
+//! (`dispatch::handle`). A wrong user or password, or a malformed SCRAM message, is answered
+//! SASL_AUTHENTICATION_FAILED after the failed-authentication delay (a timer on that
+//! connection alone, Kafka's `connection.failed.authentication.delay.ms`) and the
+//! connection is closed, as Kafka does. The log line says which was wrong but never
 //! carries a user name the client chose (only its length), and any other client text it
 //! carries is escaped and cut short (`loggable`).
 //!
@@ -18,7 +23,8 @@
 //! Re-authentication (KIP-368) is not offered: `session_lifetime_ms` is 0.
 
 use kafka_protocol::messages::{
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    ResponseKind, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -26,40 +32,79 @@ use kafka_protocol::ResponseError;
 use super::config::PlainCredentials;
 use super::principal::Principal;
 use super::request::{ConnectionState, Reply, RequestContext, SaslStage};
+use crate::security::scram::{constant_time_eq, ScramMechanism};
+use crate::security::scram_exchange as scram;
 
-/// The one mechanism served.
+/// The PLAIN mechanism's name.
 pub const PLAIN: &str = "PLAIN";
+
+/// The mechanisms this listener offers, PLAIN first.
+fn offered(ctx: &RequestContext<'_>) -> Vec<StrBytes> {
+    let config = &ctx.shared.config;
+    let plain = config.sasl_plain.as_ref().map(|_| PLAIN);
+    let scram = ScramMechanism::ALL
+        .into_iter()
+        .filter(|_| config.sasl_scram)
+        .map(ScramMechanism::name);
+    plain
+        .into_iter()
+        .chain(scram)
+        .map(StrBytes::from_static_str)
+        .collect()
+}
 
 pub fn handshake(
     ctx: &RequestContext<'_>,
     state: &mut ConnectionState,
     request: SaslHandshakeRequest,
 ) -> SaslHandshakeResponse {
-    let offered = || vec![StrBytes::from_static_str(PLAIN)];
-    if ctx.shared.config.sasl_plain.is_none() || state.sasl != SaslStage::Start {
-        return SaslHandshakeResponse::default()
-            .with_error_code(ResponseError::IllegalSaslState.code())
-            .with_mechanisms(match ctx.shared.config.sasl_plain {
-                Some(_) => offered(),
-                None => Vec::new(),
-            });
+    let offered = offered(ctx);
+    let refuse = |error: ResponseError| {
+        SaslHandshakeResponse::default()
+            .with_error_code(error.code())
+            .with_mechanisms(offered.clone())
+    };
+    if !ctx.shared.config.sasl_required() || state.sasl != SaslStage::Start {
+        return refuse(ResponseError::IllegalSaslState);
     }
     if ctx.version == 0 {
         tracing::info!("SaslHandshake v0 (raw SASL tokens) is not served; clients use v1");
-        return SaslHandshakeResponse::default()
-            .with_error_code(ResponseError::IllegalSaslState.code())
-            .with_mechanisms(offered());
+        return refuse(ResponseError::IllegalSaslState);
     }
     // Mechanism names are case-sensitive (RFC 4422), as Kafka compares them.
-    if request.mechanism.as_str() != PLAIN {
-        let mechanism = loggable(request.mechanism.as_str());
-        tracing::info!(%mechanism, "unsupported SASL mechanism");
-        return SaslHandshakeResponse::default()
-            .with_error_code(ResponseError::UnsupportedSaslMechanism.code())
-            .with_mechanisms(offered());
-    }
-    state.sasl = SaslStage::PlainChosen;
-    SaslHandshakeResponse::default().with_mechanisms(offered())
+    let chosen = request.mechanism.as_str();
+    state.sasl = match ScramMechanism::from_name(chosen) {
+        _ if !offered.iter().any(|m| m.as_str() == chosen) => {
+            let mechanism = loggable(chosen);
+            tracing::info!(%mechanism, "unsupported SASL mechanism");
+            return refuse(ResponseError::UnsupportedSaslMechanism);
+        }
+        Some(mechanism) => SaslStage::ScramChosen(mechanism),
+        None => SaslStage::PlainChosen,
+    };
+    SaslHandshakeResponse::default().with_mechanisms(offered)
+}
+
+/// A SaslAuthenticate answer carrying `bytes`.
+fn accepted(bytes: Vec<u8>) -> Reply {
+    Reply::Respond(Box::new(ResponseKind::SaslAuthenticate(
+        SaslAuthenticateResponse::default().with_auth_bytes(bytes.into()),
+    )))
+}
+
+/// SASL_AUTHENTICATION_FAILED, sent after the failed-authentication delay, then the close;
+/// `reason` is logged.
+fn failed(reason: String) -> Reply {
+    Reply::AuthenticationFailed(
+        Box::new(ResponseKind::SaslAuthenticate(
+            SaslAuthenticateResponse::default()
+                .with_error_code(ResponseError::SaslAuthenticationFailed.code())
+                .with_error_message(Some(StrBytes::from_static_str(
+                    "Authentication failed: Invalid username or password",
+                ))),
+        )),
+        reason,
+    )
 }
 
 pub fn authenticate(
@@ -67,51 +112,78 @@ pub fn authenticate(
     state: &mut ConnectionState,
     request: SaslAuthenticateRequest,
 ) -> Reply {
-    let answer = |error: ResponseError, message: &'static str| {
-        Box::new(kafka_protocol::messages::ResponseKind::SaslAuthenticate(
+    let illegal = |message: &'static str| {
+        Box::new(ResponseKind::SaslAuthenticate(
             SaslAuthenticateResponse::default()
-                .with_error_code(error.code())
+                .with_error_code(ResponseError::IllegalSaslState.code())
                 .with_error_message(Some(StrBytes::from_static_str(message))),
         ))
     };
-    let credentials = match (&ctx.shared.config.sasl_plain, state.sasl) {
-        (Some(credentials), SaslStage::PlainChosen) => credentials,
-        (None, _) => {
-            return Reply::Respond(answer(
-                ResponseError::IllegalSaslState,
-                "SASL is not enabled on this listener",
-            ))
-        }
-        (Some(_), stage) => {
-            // Kafka closes a connection whose SASL exchange is out of order.
-            return Reply::RespondAndClose(
-                answer(
-                    ResponseError::IllegalSaslState,
-                    "SaslAuthenticate is valid only after a PLAIN SaslHandshake, once",
-                ),
-                format!("SaslAuthenticate out of order ({stage:?})"),
-            );
-        }
-    };
-    match check_plain(credentials, &request.auth_bytes) {
-        Ok(()) => {
-            state.sasl = SaslStage::Done;
-            state.authenticated = true;
-            state.principal = Principal::user(&credentials.username);
-            tracing::debug!(principal = %state.principal, "SASL/PLAIN authenticated");
-            Reply::Respond(Box::new(
-                kafka_protocol::messages::ResponseKind::SaslAuthenticate(
-                    SaslAuthenticateResponse::default(),
-                ),
-            ))
-        }
-        Err(reason) => Reply::RespondAndClose(
-            answer(
-                ResponseError::SaslAuthenticationFailed,
-                "Authentication failed: Invalid username or password",
-            ),
-            format!("SASL/PLAIN authentication failed: {reason}"),
+    if !ctx.shared.config.sasl_required() {
+        return Reply::Respond(illegal("SASL is not enabled on this listener"));
+    }
+    let bytes = &request.auth_bytes;
+    match (state.sasl, &ctx.shared.config.sasl_plain) {
+        (SaslStage::PlainChosen, Some(credentials)) => match check_plain(credentials, bytes) {
+            Ok(()) => {
+                authenticated(state, &credentials.username, PLAIN);
+                accepted(Vec::new())
+            }
+            Err(reason) => failed(format!("SASL/PLAIN authentication failed: {reason}")),
+        },
+        (SaslStage::ScramChosen(mechanism), _) => scram_first(ctx, state, mechanism, bytes),
+        (SaslStage::ScramFinal, _) => scram_final(state, bytes),
+        // Kafka closes a connection whose SASL exchange is out of order.
+        (stage, _) => Reply::RespondAndClose(
+            illegal("SaslAuthenticate is valid only after a SaslHandshake, once per step"),
+            format!("SaslAuthenticate out of order ({stage:?})"),
         ),
+    }
+}
+
+fn authenticated(state: &mut ConnectionState, user: &str, mechanism: &str) {
+    state.sasl = SaslStage::Done;
+    state.authenticated = true;
+    state.principal = Principal::user(user);
+    tracing::debug!(principal = %state.principal, mechanism, "SASL authenticated");
+}
+
+/// The client-first message: answer the server-first, keep the exchange.
+fn scram_first(
+    ctx: &RequestContext<'_>,
+    state: &mut ConnectionState,
+    mechanism: ScramMechanism,
+    message: &[u8],
+) -> Reply {
+    let Some(store) = &ctx.shared.scram else {
+        return failed("SCRAM without a credential store".into());
+    };
+    let client = match scram::parse_client_first(message) {
+        Ok(client) => client,
+        Err(reason) => return failed(format!("{mechanism} client-first refused: {reason}")),
+    };
+    let nonce = match scram::server_nonce() {
+        Ok(nonce) => nonce,
+        Err(reason) => return failed(format!("{mechanism}: {reason}")),
+    };
+    let (exchange, server_first) = scram::server_first(mechanism, client, &store.current(), &nonce);
+    state.sasl = SaslStage::ScramFinal;
+    state.scram = Some(Box::new(exchange));
+    accepted(server_first.into_bytes())
+}
+
+/// The client-final message: the proof checked, the server-final answered.
+fn scram_final(state: &mut ConnectionState, message: &[u8]) -> Reply {
+    let Some(exchange) = state.scram.take() else {
+        return failed("SCRAM client-final without its exchange".into());
+    };
+    let mechanism = exchange.mechanism();
+    match scram::client_final(&exchange, message) {
+        Ok(server_final) => {
+            authenticated(state, exchange.user(), mechanism.name());
+            accepted(server_final.into_bytes())
+        }
+        Err(reason) => failed(format!("{mechanism} authentication failed: {reason}")),
     }
 }
 
@@ -160,17 +232,6 @@ pub fn loggable(text: &str) -> String {
         None => format!("{prefix:?}"),
         Some(_) => format!("{prefix:?}… ({} bytes)", text.len()),
     }
-}
-
-/// Equality whose time depends only on the longer length, not on the contents.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= std::hint::black_box(x ^ y);
-    }
-    diff == 0
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::async_handle::AsyncNanoKafka;
 use crate::clock::SharedClock;
 use crate::error::{Error, Result};
 use crate::security::acl::Authorizer;
+use crate::security::scram::LiveScramStore;
 
 /// The sockets bound by the builder before the broker starts, so that a taken port (or a bad
 /// certificate file) fails `build()` with nothing started.
@@ -20,6 +21,7 @@ pub struct BoundListener {
     /// The first address (plaintext, or TLS when there is no second), then the TLS one.
     sockets: Vec<BoundSocket>,
     config: ListenerConfig,
+    scram: Option<Arc<LiveScramStore>>,
 }
 
 #[derive(Debug)]
@@ -53,6 +55,7 @@ pub fn bind(config: &ListenerConfig) -> Result<BoundListener> {
     Ok(BoundListener {
         sockets,
         config: config.clone(),
+        scram: None,
     })
 }
 
@@ -71,6 +74,27 @@ fn bind_socket(at: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Result<Bound
 }
 
 impl BoundListener {
+    /// Opens the SCRAM credential store of `data_dir`, which Describe/AlterUserScramCredentials
+    /// manage whether or not SCRAM logins are on. With SCRAM on, a missing store is written
+    /// empty: the listener starts with no users yet.
+    ///
+    /// # Errors
+    /// `InvalidConfig` naming the store file when it cannot be read or is damaged.
+    pub fn open_security(mut self, data_dir: &std::path::Path) -> Result<Self> {
+        let scram = self.config.sasl_scram;
+        let store =
+            LiveScramStore::open(data_dir, scram).map_err(|reason| Error::InvalidConfig {
+                field: "sasl_scram",
+                reason,
+            })?;
+        if scram && store.current().users().next().is_none() {
+            tracing::warn!(path = %store.path().display(), "SCRAM is on but no user has \
+                credentials yet: add them with `nanokafka users add` (no restart needed)");
+        }
+        self.scram = Some(Arc::new(store));
+        Ok(self)
+    }
+
     /// Starts serving every address on a new arbiter. Call on a thread with a running actix
     /// System.
     ///
@@ -94,6 +118,7 @@ impl BoundListener {
         let groups = Arc::new(super::groups::KafkaGroups::default());
         let quotas = Arc::new(quotas);
         let authorizer = authorizer.map(Arc::new);
+        let scram = self.scram;
         let arbiter = Arbiter::with_tokio_rt(|| {
             tokio::runtime::Builder::new_current_thread()
                 .enable_io()
@@ -121,6 +146,7 @@ impl BoundListener {
                 config: config.clone(),
                 quotas: quotas.clone(),
                 authorizer: authorizer.clone(),
+                scram: scram.clone(),
             });
             let (kept, broker) = (shared.clone(), broker.clone());
             let spawned = arbiter.spawn(async move {

@@ -31,7 +31,9 @@ pub(super) fn start(
 ) -> Result<NanoKafka> {
     let data_dir = DataDir::open(&settings.data_dir)?;
     // Bound before anything starts: a taken port fails the build with nothing running.
-    let listener = listener_config.map(crate::listener::bind).transpose()?;
+    let listener = listener_config
+        .map(|config| crate::listener::bind(config)?.open_security(&settings.data_dir))
+        .transpose()?;
     let console = console::bind(console)?;
     // A damaged quotas file stops the start: never a listener that silently enforces none.
     let listener = match listener {

@@ -72,13 +72,17 @@ pub fn partition_dir(data_dir: &Path, topic: &str, partition: u32) -> PathBuf {
 }
 
 /// Checks the format of the locked data directory at `path`: [`FORMAT_FILE`] must say
-/// [`FORMAT`]. A directory without one is new when it holds nothing but the lock (the file is
-/// then written), and otherwise was written by an earlier version in its one-frame-per-record
+/// [`FORMAT`]. A directory without one is new when it holds nothing but the lock and the
+/// security settings an admin may write before its first start (`security/`: SCRAM users);
+/// the file is then written), and otherwise was written by an earlier version in its one-frame-per-record
 /// format, which this one must not misread.
 ///
 /// # Errors
 /// `UnsupportedFormat` naming what was found; `Io`.
 fn check_format(path: &Path) -> Result<()> {
+    /// The listener's security files (`crate::security`), which `nanokafka users` may write
+    /// before the directory is first served.
+    const SECURITY_DIR: &str = "security";
     let format_path = path.join(FORMAT_FILE);
     match fs::read(&format_path) {
         Ok(found) if found == FORMAT.as_bytes() => return Ok(()),
@@ -99,7 +103,7 @@ fn check_format(path: &Path) -> Result<()> {
     for entry in entries {
         let entry = entry.map_err(|e| StorageError::io("list data directory", path, e))?;
         let name = entry.file_name();
-        if name != LOCK_FILE && name != TOPIC_CONFIG_TMP {
+        if name != LOCK_FILE && name != TOPIC_CONFIG_TMP && name != SECURITY_DIR {
             return Err(StorageError::UnsupportedFormat {
                 path: path.to_owned(),
                 found: format!(
@@ -409,6 +413,15 @@ mod tests {
         );
         fs::create_dir(dir.path().join("orders_0")).unwrap();
         assert!(DataDir::open(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn a_new_directory_may_hold_security_files_written_before_its_first_start() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("security")).unwrap();
+        fs::write(dir.path().join("security/scram-credentials"), b"users").unwrap();
+        drop(DataDir::open(dir.path()).unwrap());
+        assert!(dir.path().join(FORMAT_FILE).exists());
     }
 
     #[test]

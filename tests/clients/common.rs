@@ -95,6 +95,37 @@ impl Broker {
         }
     }
 
+    /// A new broker on a free port that requires SASL/SCRAM, with `users` (name, password)
+    /// holding SCRAM-SHA-256 and SCRAM-SHA-512 credentials.
+    pub fn start_scram(users: &[(&str, &str)]) -> Broker {
+        let broker = Broker::start_with(|builder| {
+            builder.listener(
+                ListenerConfig::new("127.0.0.1:0")
+                    .initial_rebalance_delay(Duration::ZERO)
+                    .sasl_scram(),
+            )
+        });
+        for (user, password) in users {
+            broker.add_scram_user(user, password);
+        }
+        broker
+    }
+
+    /// Stores SCRAM-SHA-256 and SCRAM-SHA-512 credentials for `user` as `nanokafka users add`
+    /// does: the running broker sees them at the next login.
+    pub fn add_scram_user(&self, user: &str, password: &str) {
+        use nanokafka::{ScramCredential, ScramMechanism, ScramStore};
+        let path = ScramStore::path(self.dir.path());
+        let mut store = ScramStore::load_or_new(&path).unwrap();
+        for mechanism in ScramMechanism::ALL {
+            let salt = ScramStore::random_salt().unwrap();
+            let credential =
+                ScramCredential::from_password(mechanism, password.as_bytes(), &salt, 4096);
+            store.upsert(user, mechanism, credential).unwrap();
+        }
+        store.save(&path).unwrap();
+    }
+
     /// Shuts the broker down cleanly and opens the same data dir on the same address.
     pub fn restart(self) -> Broker {
         let Broker {

@@ -20,4 +20,5 @@ mod kafka_python;
 mod kafkajs;
 mod kcat;
 mod quix;
+mod scram;
 mod tls;

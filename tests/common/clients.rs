@@ -211,6 +211,12 @@ fn skip(what: &str, why: String) -> Option<Client> {
 }
 
 impl Client {
+    /// The client with `name=value` in its environment (a password kept off its command line).
+    pub fn with_env(mut self, name: &'static str, value: impl Into<OsString>) -> Client {
+        self.env.push((name, value.into()));
+        self
+    }
+
     fn with_script(mut self, script: &str) -> Client {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/clients");
         self.leading.push(dir.join(script).into_os_string());

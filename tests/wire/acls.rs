@@ -2,7 +2,7 @@
 //! DescribeAcls' top-level error): SECURITY_DISABLED without an authorizer,
 //! CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster, INVALID_REQUEST for a filter
 //! naming an UNKNOWN pattern type; a topic's Metadata and ListOffsets refused as Kafka
-//! refuses them; and the quota admin calls refused without the cluster's config operations.
+//! refuses them; and the quota and SCRAM admin calls refused without the cluster's operations.
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -137,5 +137,42 @@ fn the_quota_admin_calls_need_the_clusters_config_operations() {
         described.entries.unwrap().len(),
         1,
         "the quota refused before was not set"
+    );
+}
+
+#[test]
+fn the_scram_admin_calls_need_describe_and_alter_on_the_cluster() {
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialDeletion;
+    use kafka_protocol::messages::{
+        AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ListenerConfig::new("127.0.0.1:0").authorizer(["User:admin"]);
+    let (_broker, addr) = listening_broker_with(dir.path(), config);
+    let mut client = WireClient::connect(addr);
+    let refused = ResponseError::ClusterAuthorizationFailed.code();
+    let describe = DescribeUserScramCredentialsRequest::default().with_users(None);
+    assert_eq!(client.call(&describe, 0).error_code, refused);
+    let alter = AlterUserScramCredentialsRequest::default().with_deletions(vec![
+        ScramCredentialDeletion::default()
+            .with_name(StrBytes::from_static_str("alice"))
+            .with_mechanism(1),
+    ]);
+    let answered = client.call(&alter, 0);
+    assert_eq!(answered.results.len(), 1);
+    assert_eq!(answered.results[0].error_code, refused);
+
+    let store = AclStore::open(dir.path()).unwrap();
+    for operation in [Operation::Alter, Operation::Describe] {
+        let acl = allow_anonymous(ResourceType::Cluster, CLUSTER_NAME, operation);
+        store.update(|acls| (acls.add(acl), ())).unwrap();
+    }
+    assert_eq!(client.call(&describe, 0).error_code, 0);
+    // Allowed now, the deletion meets Kafka's answer for a credential that does not exist.
+    let answered = client.call(&alter, 0);
+    assert_eq!(
+        answered.results[0].error_code,
+        ResponseError::ResourceNotFound.code()
     );
 }

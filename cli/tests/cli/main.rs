@@ -13,14 +13,20 @@ mod reset_offsets;
 mod topics;
 mod topics_compacted;
 mod topics_write;
+mod users;
 mod verify;
 
 #[path = "../common/binary.rs"]
 mod binary;
+#[path = "../../../tests/wire/client.rs"]
+#[allow(dead_code)] // the part the SCRAM login uses
+mod client;
 #[path = "../../../tests/common/compacted.rs"]
 mod compacted_topic;
 #[path = "../../../tests/common/process.rs"]
 mod process;
+#[path = "../../../tests/common/scram_client.rs"]
+mod scram_client;
 #[path = "../common/records.rs"]
 mod stored;
 

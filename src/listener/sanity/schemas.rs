@@ -81,6 +81,20 @@ pub static ALL: &[Schema] = &[
     api(ApiKey::DescribeLogDirs, 1, 4, 2, DESCRIBE_LOG_DIRS),
     api(ApiKey::DeleteRecords, 0, 2, 2, DELETE_RECORDS),
     api(ApiKey::DescribeProducers, 0, 0, 0, DESCRIBE_PRODUCERS),
+    api(
+        ApiKey::DescribeUserScramCredentials,
+        0,
+        0,
+        0,
+        DESCRIBE_USER_SCRAM_CREDENTIALS,
+    ),
+    api(
+        ApiKey::AlterUserScramCredentials,
+        0,
+        0,
+        0,
+        ALTER_USER_SCRAM_CREDENTIALS,
+    ),
     api(ApiKey::DeleteGroups, 0, 2, 2, DELETE_GROUPS),
     api(ApiKey::OffsetDelete, 0, 0, N, OFFSET_DELETE),
     api(
@@ -637,6 +651,34 @@ const CREATE_ACLS: &[Field] = &[
 
 const DELETE_ACLS: &[Field] = &[
     f(0, N, Array(&Struct(ACL_FILTER))), // filters
+];
+
+const DESCRIBE_USER_SCRAM_CREDENTIALS: &[Field] = &[
+    f(0, N, NArray(&Struct(&[f(0, N, Str)]))), // users: name
+];
+
+const ALTER_USER_SCRAM_CREDENTIALS: &[Field] = &[
+    // deletions
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str), // name
+            f(0, N, I8),  // mechanism
+        ])),
+    ),
+    // upsertions
+    f(
+        0,
+        N,
+        Array(&Struct(&[
+            f(0, N, Str),   // name
+            f(0, N, I8),    // mechanism
+            f(0, N, I32),   // iterations
+            f(0, N, Bytes), // salt
+            f(0, N, Bytes), // salted_password
+        ])),
+    ),
 ];
 
 const DELETE_GROUPS: &[Field] = &[

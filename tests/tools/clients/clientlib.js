@@ -54,8 +54,9 @@ function parseArgs(positional, options, usage) {
 }
 
 /** The security options every script takes (as clientlib.py's): TLS with --tls-ca (mutual
- * with --tls-cert and --tls-key), SASL/PLAIN with --sasl-plain USER:PASSWORD. */
-const SECURITY_OPTIONS = { tls_ca: '', tls_cert: '', tls_key: '', sasl_plain: '' }
+ * with --tls-cert and --tls-key), SASL/PLAIN with --sasl-plain USER:PASSWORD, or any SASL
+ * mechanism with --sasl-mechanism M --sasl-user U (the password from $NANOKAFKA_SASL_PASSWORD). */
+const SECURITY_OPTIONS = { tls_ca: '', tls_cert: '', tls_key: '', sasl_plain: '', sasl_mechanism: '', sasl_user: '' }
 
 /** kafkajs's `ssl` and `sasl` settings for the parsed security options. */
 function kafkajsSecurity(args) {
@@ -71,6 +72,13 @@ function kafkajsSecurity(args) {
   if (args.sasl_plain) {
     const at = args.sasl_plain.indexOf(':')
     out.sasl = { mechanism: 'plain', username: args.sasl_plain.slice(0, at), password: args.sasl_plain.slice(at + 1) }
+  }
+  if (args.sasl_mechanism) {
+    out.sasl = {
+      mechanism: args.sasl_mechanism.toLowerCase(),
+      username: args.sasl_user,
+      password: process.env.NANOKAFKA_SASL_PASSWORD || '',
+    }
   }
   return out
 }

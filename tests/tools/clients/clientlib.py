@@ -18,6 +18,7 @@ in a map, kafkajs for one).
 import argparse
 import base64
 import json
+import os
 import sys
 import time
 
@@ -72,16 +73,19 @@ def parser(description, role):
 
 def security_arguments(p):
     """The connection's security, the same for every script: TLS when --tls-ca is given
-    (mutual TLS with --tls-cert and --tls-key), SASL/PLAIN with --sasl-plain USER:PASSWORD."""
+    (mutual TLS with --tls-cert and --tls-key), SASL/PLAIN with --sasl-plain USER:PASSWORD, or
+    any SASL mechanism with --sasl-mechanism M --sasl-user U (the password from the environment)."""
     p.add_argument("--tls-ca", help="PEM file of the CA that signed the broker's certificate: connect with TLS")
     p.add_argument("--tls-cert", help="PEM file of this client's certificate (mutual TLS)")
     p.add_argument("--tls-key", help="PEM file of this client's private key (mutual TLS)")
     p.add_argument("--sasl-plain", metavar="USER:PASSWORD", help="authenticate with SASL/PLAIN")
+    p.add_argument("--sasl-mechanism", help="authenticate with SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+    p.add_argument("--sasl-user", help=f"the SASL user; the password comes from ${PASSWORD_ENV}")
 
 
 def security_protocol(args):
     """Kafka's security.protocol for the arguments."""
-    tls, sasl = args.tls_ca is not None, args.sasl_plain is not None
+    tls, sasl = args.tls_ca is not None, args.sasl_plain is not None or bool(args.sasl_mechanism)
     return {(False, False): "PLAINTEXT", (True, False): "SSL", (False, True): "SASL_PLAINTEXT", (True, True): "SASL_SSL"}[(tls, sasl)]
 
 
@@ -96,7 +100,9 @@ def librdkafka_security(args):
     if args.sasl_plain:
         user, password = args.sasl_plain.split(":", 1)
         config.update({"sasl.mechanisms": "PLAIN", "sasl.username": user, "sasl.password": password})
-    return config
+    sasl = sasl_librdkafka(args)
+    sasl.pop("security.protocol", None)
+    return {**config, **sasl}
 
 
 def python_security(args, ssl_context):
@@ -108,7 +114,9 @@ def python_security(args, ssl_context):
     if args.sasl_plain:
         user, password = args.sasl_plain.split(":", 1)
         kwargs.update({"sasl_mechanism": "PLAIN", "sasl_plain_username": user, "sasl_plain_password": password})
-    return kwargs
+    sasl = sasl_kafka_python(args)
+    sasl.pop("security_protocol", None)
+    return {**kwargs, **sasl}
 
 
 def ssl_context(cafile, certfile, keyfile):
@@ -119,6 +127,52 @@ def ssl_context(cafile, certfile, keyfile):
     if certfile:
         context.load_cert_chain(certfile, keyfile)
     return context
+
+
+PASSWORD_ENV = "NANOKAFKA_SASL_PASSWORD"
+
+
+def sasl_password():
+    return os.environ.get(PASSWORD_ENV, "")
+
+
+def sasl_librdkafka(args):
+    """librdkafka's settings (confluent-kafka) for the run's SASL arguments, if any."""
+    if not args.sasl_mechanism:
+        return {}
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": args.sasl_mechanism,
+        "sasl.username": args.sasl_user,
+        "sasl.password": sasl_password(),
+    }
+
+
+def sasl_kafka_python(args):
+    """kafka-python's and aiokafka's settings for the run's SASL arguments, if any. kafka-python
+    only logs a refused login (then times out bootstrapping): its errors go to stderr."""
+    if not args.sasl_mechanism:
+        return {}
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.ERROR)
+    logging.getLogger("kafka").addHandler(handler)
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": args.sasl_mechanism,
+        "sasl_plain_username": args.sasl_user,
+        "sasl_plain_password": sasl_password(),
+    }
+
+
+def fail_on_authentication_error(err):
+    """A librdkafka error callback that ends the run when the broker refuses the login: it
+    would otherwise retry until the deadline."""
+    from confluent_kafka import KafkaError
+
+    if err.code() == KafkaError._AUTHENTICATION:
+        fail(f"authentication failed: {err.str()}")
 
 
 class Deadline:

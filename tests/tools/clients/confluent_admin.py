@@ -15,6 +15,11 @@
     python confluent_admin.py BOOTSTRAP create-acls ACL ... [--timeout S]
     python confluent_admin.py BOOTSTRAP describe-acls [FILTER] [--timeout S]
     python confluent_admin.py BOOTSTRAP delete-acls FILTER ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP alter-scram upsert:USER:MECHANISM:ITERATIONS:PASSWORD | delete:USER:MECHANISM ... [--timeout S]
+    python confluent_admin.py BOOTSTRAP describe-scram [USER ...] [--timeout S]
+
+Any command may log in with --sasl-mechanism M --sasl-user U (the password from
+$NANOKAFKA_SASL_PASSWORD).
 
 create-topics (CreateTopics) makes each topic with PARTITIONS partitions (default 1),
 replication factor 1 and the topic configs given with --config; delete-topics sends DeleteTopics; list-topics reads Metadata for all
@@ -31,8 +36,10 @@ with committed(). create-acls, describe-acls and delete-acls send CreateAcls, De
 DeleteAcls; an ACL is RESOURCE_TYPE,NAME,PATTERN_TYPE,PRINCIPAL,HOST,OPERATION,PERMISSION in
 Kafka's names (TOPIC,orders,LITERAL,User:alice,*,READ,ALLOW), a filter the same with ANY
 (MATCH for the pattern type) and `-` for a null name, principal or host (describe-acls without
-one: every ACL). A request that fails for any topic fails the run, but the ACL commands
-report each entry's error.
+one: every ACL); alter-scram sends AlterUserScramCredentials (librdkafka salts and hashes
+the password) and describe-scram DescribeUserScramCredentials (all users without names). A
+request that fails for any topic fails the run, but the ACL and SCRAM commands report each
+entry's error.
 
 Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted": [name...];
 "topics": [{"name", "partitions"}...] sorted by name; "groups": [{"group_id", "state",
@@ -43,7 +50,9 @@ Prints {"client", "version", "librdkafka", "command", and: "created" | "deleted"
 in hex); "configs": {name: value} as described after the alter; "committed":
 [{"topic", "partition", "offset", "metadata"}...] as read back; "group_results": {group:
 "deleted" | error name}; "acl_results": {ACL: "created" | error name}; "acls": [ACL...]
-sorted, or "error": the error name; "deleted_acls": {FILTER: [ACL...] sorted | error name}}.
+sorted, or "error": the error name; "deleted_acls": {FILTER: [ACL...] sorted | error name};
+"scram_results": {user: "ok" | error name}; "scram_users": {user: {mechanism: iterations} |
+error name}}.
 """
 
 import argparse
@@ -54,7 +63,7 @@ from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                   ConfigResource, NewTopic, OffsetSpec, ResourcePatternType, ResourceType)
 
-from clientlib import emit, fail, run, Deadline
+from clientlib import emit, fail, run, sasl_librdkafka, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -65,17 +74,20 @@ def main():
     p.add_argument("command", choices=["create-topics", "delete-topics", "list-topics", "list-groups", "list-offsets",
                                               "delete-records", "describe-cluster", "alter-configs", "commit",
                                               "delete-groups", "describe-topics", "create-acls", "describe-acls",
-                                              "delete-acls"])
+                                              "delete-acls", "alter-scram", "describe-scram"])
     p.add_argument("names", nargs="*", help="topics, as NAME[:PARTITIONS] for create-topics")
     p.add_argument("--config", action="append", default=[], help="KEY=VALUE, a topic config for create-topics")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds the whole run may take (default 30)")
+    p.add_argument("--sasl-mechanism")
+    p.add_argument("--sasl-user")
     args = p.parse_args()
     if args.command in ("create-topics", "delete-topics", "list-offsets", "delete-records", "alter-configs",
                         "commit", "delete-groups", "describe-topics", "create-acls",
                         "delete-acls") and not args.names:
         fail(f"{args.command} needs at least one topic")
     deadline = Deadline(args.timeout)
-    admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent"})
+    admin = AdminClient({"bootstrap.servers": args.bootstrap, "client.id": "nanokafka-test-confluent",
+                         **sasl_librdkafka(args)})
     out = {"client": CLIENT, "version": confluent_kafka.__version__,
            "librdkafka": confluent_kafka.libversion()[0], "command": args.command}
     if args.command == "create-topics":
@@ -129,6 +141,10 @@ def main():
         }
     elif args.command == "alter-configs":
         out["configs"] = _alter_configs(admin, args.names[0], args.config, deadline)
+    elif args.command == "alter-scram":
+        out["scram_results"] = _alter_scram(admin, args.names, deadline)
+    elif args.command == "describe-scram":
+        out["scram_users"] = _describe_scram(admin, args.names, deadline)
     elif args.command == "commit":
         out["committed"] = _commit(args.bootstrap, args.names[0], args.names[1:], deadline)
     elif args.command == "create-acls":
@@ -185,12 +201,43 @@ def _spec(b):
                      b.operation.name, b.permission_type.name])
 
 
-def _outcome(future, deadline, done):
+def _outcome(future, deadline, done=None):
+    """`done` (or the future's result without one), or the name of the Kafka error it failed
+    with."""
     try:
-        future.result(timeout=deadline.left())
-        return done
+        result = future.result(timeout=deadline.left())
+        return result if done is None else done
     except confluent_kafka.KafkaException as e:
         return e.args[0].name()
+
+
+def _alter_scram(admin, specs, deadline):
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
+                                       UserScramCredentialUpsertion)
+    mechanism = lambda name: ScramMechanism[name.replace("-", "_")]  # noqa: E731
+    alterations = []
+    for spec in specs:
+        kind, user, rest = spec.split(":", 2)
+        if kind == "upsert":
+            name, iterations, password = rest.split(":", 2)
+            info = ScramCredentialInfo(mechanism(name), int(iterations))
+            alterations.append(UserScramCredentialUpsertion(user, info, password.encode()))
+        else:
+            alterations.append(UserScramCredentialDeletion(user, mechanism(rest)))
+    futures = admin.alter_user_scram_credentials(alterations, request_timeout=deadline.left())
+    return {user: "ok" if (outcome := _outcome(f, deadline)) is None else outcome for user, f in futures.items()}
+
+
+def _describe_scram(admin, users, deadline):
+    def described(description):
+        if isinstance(description, str):
+            return description
+        return {i.mechanism.name.replace("_", "-"): i.iterations for i in description.scram_credential_infos}
+    if not users:
+        future = admin.describe_user_scram_credentials(request_timeout=deadline.left())
+        return {user: described(d) for user, d in future.result(timeout=deadline.left()).items()}
+    futures = admin.describe_user_scram_credentials(users, request_timeout=deadline.left())
+    return {user: described(_outcome(f, deadline)) for user, f in futures.items()}
 
 
 def _list_offsets(admin, partition, deadline):

@@ -47,7 +47,7 @@ import time
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from clientlib import emit, fail, librdkafka_security, parser, record_json, run, Deadline
+from clientlib import emit, fail, fail_on_authentication_error, librdkafka_security, parser, record_json, run, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -113,6 +113,7 @@ def main():
 
     def on_error(err):
         errors.append(str(err))
+        fail_on_authentication_error(err)
         if err.fatal():
             fail(f"fatal error: {err.name()}: {err.str()}")
 

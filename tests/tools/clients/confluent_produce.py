@@ -29,7 +29,7 @@ import logging
 import confluent_kafka
 from confluent_kafka import Producer
 
-from clientlib import emit, fail, generated, librdkafka_security, parser, record_json, run, Deadline
+from clientlib import emit, fail, fail_on_authentication_error, generated, librdkafka_security, parser, record_json, run, Deadline
 
 CLIENT = "confluent-kafka"
 
@@ -61,6 +61,7 @@ def main():
     throttles = []
     deadline = Deadline(args.timeout)
     config = {
+        "error_cb": fail_on_authentication_error,
         **librdkafka_security(args),
         "bootstrap.servers": args.bootstrap,
         "client.id": args.client_id,
