@@ -77,6 +77,9 @@ pub(crate) struct BrokerFacts {
     pub listener: Option<SocketAddr>,
     /// The listener's SASL/PLAIN user: the console then asks for it with HTTP Basic.
     pub credentials: Option<PlainCredentials>,
+    /// The listener's SCRAM users, when it takes SCRAM logins: the console then asks for one
+    /// of them with HTTP Basic.
+    pub scram: Option<Arc<crate::security::scram::LiveScramStore>>,
     pub clock: SharedClock,
     /// When the broker started, on `clock`.
     pub started_ms: u64,
@@ -154,6 +157,8 @@ pub(crate) struct Console {
     pub sampler: Arc<Sampler>,
     /// Bound to a loopback address: requests must name a loopback host (`request::admit`).
     pub loopback: bool,
+    /// The last SCRAM user admitted (`request::ScramLogin`).
+    pub scram_login: request::ScramLogin,
 }
 
 impl BoundConsole {
@@ -174,6 +179,7 @@ impl BoundConsole {
             writes: self.config.writes,
             sampler,
             loopback: self.addr.ip().is_loopback(),
+            scram_login: request::ScramLogin::default(),
         });
         let addr = self.addr;
         let server = routes::server(console, self.socket, self.tls)

@@ -1,6 +1,6 @@
 //! What every request goes through, and how a refusal is answered: [`ApiError`] (a status
 //! and `{"error": "..."}`), and [`Caller`], which every handler takes first: it checks the
-//! credentials when the listener has SASL/PLAIN (HTTP Basic; 401 with
+//! credentials when the listener has SASL (HTTP Basic: its PLAIN user or a SCRAM user; 401 with
 //! `WWW-Authenticate: Basic realm="nanokafka"`), refuses a URL above [`MAX_URL_BYTES`] (414),
 //! marks the API as in use for the sampler, and carries the peer address the writes log.
 //!
@@ -13,6 +13,7 @@
 
 use std::future::{ready, Ready};
 use std::net::SocketAddr;
+use std::sync::{Arc, PoisonError};
 
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, FromRequest, HttpRequest, HttpResponse, ResponseError};
@@ -20,6 +21,7 @@ use base64::Engine as _;
 use serde_json::json;
 
 use super::Console;
+use crate::security::scram::{self, ScramCredential, ScramMechanism, ScramStore};
 
 /// The longest URL (path and query string) accepted.
 pub(super) const MAX_URL_BYTES: usize = 8 << 10;
@@ -176,23 +178,31 @@ fn admit(req: &HttpRequest) -> Result<Caller, ApiError> {
         .app_data::<web::Data<Console>>()
         .cloned()
         .ok_or_else(|| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "console not set up"))?;
-    if let Some(credentials) = &console.facts.credentials {
+    let (plain, scram) = (&console.facts.credentials, &console.facts.scram);
+    if plain.is_some() || scram.is_some() {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(basic_credentials);
         let admitted = given.is_some_and(|(user, password)| {
-            // Both compared whole, in constant time, so the timing tells neither.
-            let user_ok = constant_time_eq(user.as_bytes(), credentials.username.as_bytes());
-            let password_ok =
-                constant_time_eq(password.as_bytes(), credentials.password.as_bytes());
-            user_ok & password_ok
+            let plain_ok = plain.as_ref().is_some_and(|credentials| {
+                // Both compared whole, in constant time, so the timing tells neither.
+                let user_ok = constant_time_eq(user.as_bytes(), credentials.username.as_bytes());
+                let password_ok =
+                    constant_time_eq(password.as_bytes(), credentials.password.as_bytes());
+                user_ok & password_ok
+            });
+            plain_ok
+                || scram.as_ref().is_some_and(|users| {
+                    let now_ms = console.facts.clock.now_ms();
+                    (console.scram_login).admits(&users.current(), &user, &password, now_ms)
+                })
         });
         if !admitted {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
-                "the console asks for the listener's SASL/PLAIN user and password",
+                "the console asks for a user and password of the listener's SASL",
             ));
         }
     }
@@ -211,6 +221,70 @@ fn admit(req: &HttpRequest) -> Result<Caller, ApiError> {
         peer: req.peer_addr(),
         console,
     })
+}
+
+/// SCRAM users' passwords checked for the console's HTTP Basic. The broker keeps no password,
+/// only each credential's StoredKey, so a check runs PBKDF2 (thousands of HMACs); a browser
+/// sends the same header with every request, so the last login admitted is remembered, by a
+/// hash of user and password, for as long as the credential store does not change. So that
+/// wrong passwords cost the broker little CPU, a login that does not match is followed by
+/// [`FAILED_LOGIN_PAUSE_MS`] in which no other login is checked (each is refused unchecked);
+/// the remembered login still passes.
+#[derive(Debug, Default)]
+pub(crate) struct ScramLogin {
+    state: std::sync::Mutex<LoginState>,
+}
+
+#[derive(Debug, Default)]
+struct LoginState {
+    /// The store the last admitted login was checked against, and the login's hash.
+    admitted: Option<(Arc<ScramStore>, Vec<u8>)>,
+    /// No login is checked before this time (clock milliseconds).
+    next_check_ms: u64,
+}
+
+/// After a login that does not match, no other is checked for this long: at most ten PBKDF2
+/// runs a second are spent on wrong passwords.
+pub(crate) const FAILED_LOGIN_PAUSE_MS: u64 = 100;
+
+impl ScramLogin {
+    /// Whether `password` is `user`'s, for one of its SCRAM mechanisms in `store`, checked at
+    /// `now_ms` (false, unchecked, within the pause after a failed login).
+    pub(crate) fn admits(
+        &self,
+        store: &Arc<ScramStore>,
+        user: &str,
+        password: &str,
+        now_ms: u64,
+    ) -> bool {
+        let login = ScramMechanism::ScramSha256.hash(format!("{user}\0{password}").as_bytes());
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, admitted)) = state.admitted.as_ref() {
+            if Arc::ptr_eq(seen, store) && scram::constant_time_eq(admitted, &login) {
+                return true;
+            }
+        }
+        if now_ms < state.next_check_ms {
+            return false;
+        }
+        let matches = store.credentials(user).is_some_and(|credentials| {
+            credentials.iter().any(|(&mechanism, credential)| {
+                let given = ScramCredential::from_password(
+                    mechanism,
+                    password.as_bytes(),
+                    &credential.salt,
+                    credential.iterations,
+                );
+                scram::constant_time_eq(&given.stored_key, &credential.stored_key)
+            })
+        });
+        if matches {
+            state.admitted = Some((store.clone(), login));
+        } else {
+            state.next_check_ms = now_ms.saturating_add(FAILED_LOGIN_PAUSE_MS);
+        }
+        matches
+    }
 }
 
 /// `(user, password)` of an `Authorization: Basic base64(user:password)` header.
@@ -282,5 +356,29 @@ mod tests {
         ] {
             assert!(!is_loopback_host(host), "{host}");
         }
+    }
+
+    #[test]
+    fn a_failed_scram_login_pauses_other_checks_but_not_the_admitted_login() {
+        let mut store = ScramStore::new().unwrap();
+        let mechanism = ScramMechanism::ScramSha256;
+        for (user, password) in [("alice", "s3cret"), ("bob", "hunter2")] {
+            let credential =
+                ScramCredential::from_password(mechanism, password.as_bytes(), b"salt", 4096);
+            store.upsert(user, mechanism, credential).unwrap();
+        }
+        let store = Arc::new(store);
+        let login = ScramLogin::default();
+        assert!(login.admits(&store, "alice", "s3cret", 1_000));
+        assert!(!login.admits(&store, "alice", "wrong", 1_010));
+        // Within the pause: bob's right password is refused unchecked, alice's remembered
+        // login passes.
+        assert!(!login.admits(&store, "bob", "hunter2", 1_010 + FAILED_LOGIN_PAUSE_MS - 1));
+        assert!(login.admits(&store, "alice", "s3cret", 1_020));
+        assert!(login.admits(&store, "bob", "hunter2", 1_010 + FAILED_LOGIN_PAUSE_MS));
+        // A changed store (another Arc) checks again.
+        let changed = Arc::new((*store).clone());
+        assert!(!login.admits(&changed, "alice", "s3cret!", 5_000));
+        assert!(!login.admits(&changed, "alice", "s3cret", 5_001));
     }
 }

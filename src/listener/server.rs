@@ -190,6 +190,17 @@ impl ListenerHandle {
         self.shared.metrics.clone()
     }
 
+    /// The SCRAM users, when the listener takes SCRAM logins (the web console asks for them
+    /// too).
+    #[cfg(feature = "console")]
+    pub fn scram_users(&self) -> Option<Arc<LiveScramStore>> {
+        let config = &self.shared.config;
+        config
+            .sasl_scram
+            .then(|| self.shared.scram.clone())
+            .flatten()
+    }
+
     /// The Kafka clients' groups, read-only (the web console's Groups view).
     #[cfg(feature = "console")]
     pub fn kafka_groups(&self) -> super::KafkaGroupsReader {

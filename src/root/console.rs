@@ -45,6 +45,7 @@ mod enabled {
             fsync: settings.fsync.to_string(),
             listener: listener.map(ListenerHandle::addr),
             credentials: config.and_then(|l| l.sasl_plain),
+            scram: listener.and_then(ListenerHandle::scram_users),
             clock: settings.clock.clone(),
             started_ms: settings.clock.now_ms(),
             kafka_groups: listener.map(ListenerHandle::kafka_groups),
