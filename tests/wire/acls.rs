@@ -176,3 +176,64 @@ fn the_scram_admin_calls_need_describe_and_alter_on_the_cluster() {
         ResponseError::ResourceNotFound.code()
     );
 }
+
+#[test]
+fn offset_delete_needs_read_on_the_topic_and_a_consumer_heartbeat_describe_on_its_topics() {
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId, OffsetDeleteRequest};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ListenerConfig::new("127.0.0.1:0").authorizer(["User:admin"]);
+    let (broker, addr) = listening_broker_with(dir.path(), config);
+    broker.create_topic("t", TopicConfig::default()).unwrap();
+    broker.produce("t", &1u64).unwrap();
+    broker.join_group("t", "g", "m").unwrap();
+    broker.commit("t", "g", 0, 0).unwrap();
+    broker.leave_group("t", "g", "m").unwrap();
+    let store = AclStore::open(dir.path()).unwrap();
+    let allow = |resource_type, name: &str, operation| {
+        let acl = allow_anonymous(resource_type, name, operation);
+        store.update(|acls| (acls.add(acl), ())).unwrap();
+    };
+    allow(ResourceType::Group, "g", Operation::Delete);
+    allow(ResourceType::Group, "g", Operation::Read);
+    let mut client = WireClient::connect(addr);
+
+    let delete = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        .with_topics(vec![OffsetDeleteRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("t")))
+            .with_partitions(vec![OffsetDeleteRequestPartition::default()])]);
+    let committed = |broker: &nanokafka::NanoKafka| {
+        broker.stats().unwrap().topics["t"].partitions[0]
+            .committed
+            .contains_key("g")
+    };
+    let refused = ResponseError::TopicAuthorizationFailed.code();
+    let response = client.call(&delete, 0);
+    assert_eq!(response.topics[0].partitions[0].error_code, refused);
+    assert!(
+        committed(&broker),
+        "a refused OffsetDelete deleted the offset"
+    );
+
+    let heartbeat = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g")))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("t"))]))
+        .with_topic_partitions(Some(vec![]));
+    let response = client.call(&heartbeat, 0);
+    assert_eq!(response.error_code, refused, "{response:?}");
+    assert!(response.member_id.is_none() || response.member_id.as_deref() == Some(""));
+
+    allow(ResourceType::Topic, "t", Operation::Read);
+    let response = client.call(&delete, 0);
+    assert_eq!(response.topics[0].partitions[0].error_code, 0);
+    assert!(!committed(&broker));
+    // READ implies DESCRIBE, as in Kafka: the member joins.
+    let response = client.call(&heartbeat, 0);
+    assert_eq!(response.error_code, 0, "{response:?}");
+}

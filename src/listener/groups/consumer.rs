@@ -111,6 +111,12 @@ pub async fn consumer_group_heartbeat(
     if let Err(e) = validate_id("group", &group) {
         return refused(ResponseError::InvalidGroupId.code(), Some(e.to_string()));
     }
+    // Kafka's rule: every subscribed topic needs DESCRIBE, or the heartbeat is refused.
+    let hidden = (request.subscribed_topic_names.iter().flatten())
+        .any(|topic| !ctx.may_topic(Operation::Describe, topic.as_str()));
+    if hidden {
+        return refused(ResponseError::TopicAuthorizationFailed.code(), None);
+    }
     if is_classic(ctx, &group).await {
         let why = format!("Group {group} is not a consumer group");
         return refused(ResponseError::GroupIdNotFound.code(), Some(why));
@@ -151,7 +157,11 @@ pub async fn consumer_group_heartbeat(
         client_id: ctx.client_id.to_owned(),
         client_host: ctx.client_host(),
     };
-    let topics: BTreeSet<String> = ids.keys().cloned().collect();
+    // A regex matches only the topics the principal may DESCRIBE.
+    let topics: BTreeSet<String> = (ids.keys())
+        .filter(|topic| ctx.may_topic(Operation::Describe, topic))
+        .cloned()
+        .collect();
     let beat = ConsumerBeat {
         request: heartbeat,
         topics,

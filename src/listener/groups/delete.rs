@@ -74,30 +74,35 @@ pub async fn offset_delete(
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let name = topic.name.0.to_string();
+        // Kafka's rule: the group's DELETE, and READ on each topic whose offsets go. A refused
+        // topic is not probed, so a group named only with refused topics is answered with
+        // their refusal, never GROUP_ID_NOT_FOUND.
+        let readable = ctx.check_topic(Operation::Read, &name);
+        any_known |= readable.is_err();
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in topic.partitions {
             let index = p.partition_index;
-            let deleted = match u32::try_from(index) {
-                Ok(partition) => {
-                    ctx.broker
-                        .delete_group_offsets(&name, &group, &[partition])
-                        .await
-                }
-                Err(_) => Err(Error::UnknownPartition {
-                    topic: name.clone(),
-                    partition: u32::MAX,
-                }),
+            let deleted = match (&readable, u32::try_from(index)) {
+                (Err(refused), _) => Err(*refused),
+                (Ok(()), Ok(partition)) => ctx
+                    .broker
+                    .delete_group_offsets(&name, &group, &[partition])
+                    .await
+                    .map_err(|e| match e {
+                        Error::GroupNotEmpty { .. } => {
+                            any_known = true;
+                            ResponseError::GroupSubscribedToTopic
+                        }
+                        e => to_kafka(&e),
+                    }),
+                (Ok(()), Err(_)) => Err(ResponseError::UnknownTopicOrPartition),
             };
             let code = match deleted {
                 Ok(known) => {
                     any_known |= known;
                     0
                 }
-                Err(Error::GroupNotEmpty { .. }) => {
-                    any_known = true;
-                    ResponseError::GroupSubscribedToTopic.code()
-                }
-                Err(e) => to_kafka(&e).code(),
+                Err(e) => e.code(),
             };
             partitions.push(
                 OffsetDeleteResponsePartition::default()

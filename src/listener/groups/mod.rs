@@ -5,10 +5,12 @@
 //! group name is served by one protocol at a time).
 //!
 //! ACLs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and ConsumerGroupHeartbeat need READ
-//! on the group, OffsetCommit READ on the group and on each topic, OffsetFetch, DescribeGroups
-//! and FindCoordinator DESCRIBE on the group (and OffsetFetch DESCRIBE on each topic), ListGroups
-//! lists only the groups the principal may DESCRIBE, DeleteGroups and OffsetDelete need DELETE
-//! on the group: `GROUP_AUTHORIZATION_FAILED`, `TOPIC_AUTHORIZATION_FAILED` otherwise.
+//! on the group (ConsumerGroupHeartbeat DESCRIBE on each subscribed topic too, and a regex
+//! matches only topics the principal may DESCRIBE), OffsetCommit READ on the group and on
+//! each topic, OffsetFetch, DescribeGroups and FindCoordinator DESCRIBE on the group (and
+//! OffsetFetch DESCRIBE on each topic), ListGroups lists only the groups the principal may
+//! DESCRIBE, DeleteGroups and OffsetDelete need DELETE on the group (and OffsetDelete READ
+//! on each topic): `GROUP_AUTHORIZATION_FAILED`, `TOPIC_AUTHORIZATION_FAILED` otherwise.
 //!
 //! # One group model
 //! A Kafka group spans topics, a native group is one topic's; a Kafka client's group named
