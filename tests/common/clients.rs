@@ -226,6 +226,10 @@ impl Client {
     fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.program);
         command.args(&self.leading).args(args);
+        // `cargo test` puts the build's native library directories on LD_LIBRARY_PATH, among
+        // them the kafka feature's librdkafka.so.1 (built without OpenSSL); kcat would load
+        // it instead of its own and lose TLS and SCRAM. A client runs with its own libraries.
+        command.env_remove("LD_LIBRARY_PATH");
         for (name, value) in &self.env {
             command.env(name, value);
         }
