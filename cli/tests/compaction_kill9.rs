@@ -535,15 +535,19 @@ fn kill_9_during_cleaning_keeps_every_keys_latest_value() {
             (Some(0), &serde_json::json!(true)),
             "{doc:#}"
         );
-        // The cleaner ran, across the kills: its marker, its figures (kept across the
-        // restarts), the records it removed, and the gaps verify accepted.
+        // The cleaner ran, across the kills: its marker, the records it removed, the gaps
+        // verify accepted, and its figures (kept across the restarts) when a pass wrote
+        // them: a kill between a pass's swap and the write of its figures costs that pass's
+        // figures (as documented on `Partition::swap_in`), so when every pass was killed
+        // there, there are none.
         let marker = dir.path().join(format!("{TOPIC}_0")).join("cleaner.marker");
         assert!(marker.exists(), "the cleaner never swapped a segment in");
-        let cleaner = partition.cleaner.expect("the cleaner's figures");
-        assert!(
-            cleaner.passes > 0 && cleaner.records_removed > 0,
-            "{cleaner:?}"
-        );
+        if let Some(cleaner) = partition.cleaner {
+            assert!(
+                cleaner.passes > 0 && cleaner.records_removed > 0,
+                "{cleaner:?}"
+            );
+        }
         assert!(
             (read as u64) < partition.log_end_offset / 2,
             "{read} records left"
