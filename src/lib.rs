@@ -82,6 +82,8 @@ mod partitioner;
 mod produce_queue;
 mod root;
 mod routing;
+#[cfg(feature = "schema-registry")]
+pub mod schemas;
 pub mod security;
 mod spin;
 mod storage;

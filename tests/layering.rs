@@ -73,6 +73,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "routing",
             "inspect",
             "security",
+            "schemas",
         ],
     ),
     ("actors", &["messages", "actors", "trace", "broker_ref"]),
