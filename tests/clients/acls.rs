@@ -12,7 +12,7 @@ use nanokafka::security::acl::{
 use serde_json::json;
 
 use crate::clients::{self, Client};
-use crate::common::{args, assert_read_back_natively, Broker, RUN};
+use crate::common::{args, assert_read_back_natively, read_back_natively, Broker, Stamps, RUN};
 use crate::confluent::producer;
 
 const ANONYMOUS: &str = "User:ANONYMOUS";
@@ -151,7 +151,8 @@ fn aiokafka_and_kafkajs_write_only_where_allowed() {
     let b = producer_and_consumer_of_a();
     let bs = b.bootstrap.as_str();
     let produced = aiokafka.run_json(&args(bs, "a", &["--count", "2"]), RUN);
-    assert_read_back_natively(&b, "a", &produced, "r");
+    // aiokafka reports a batch's first timestamp for each of its records.
+    read_back_natively(&b, "a", &produced, "r", Stamps::AtMost);
     let to_b = args(bs, "b", &["--count", "1", "--timeout", "10"]);
     refused(&aiokafka, &to_b, "TopicAuthorizationFailedError");
     assert_eq!(log_end(&b, "b"), 0);
