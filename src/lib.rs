@@ -83,6 +83,8 @@ mod produce_queue;
 mod root;
 mod routing;
 #[cfg(feature = "schema-registry")]
+mod schema_api;
+#[cfg(feature = "schema-registry")]
 pub mod schemas;
 pub mod security;
 mod spin;

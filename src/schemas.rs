@@ -16,9 +16,7 @@ mod registry;
 
 pub use compat::{Compatibility, ParsedSchema, SchemaType};
 pub use log_format::{SchemaKey, SchemaReference, SchemaValue};
-pub use registry::{
-    Registered, Registry, RegistryError, SchemaInput, SubjectVersion, VersionSpec,
-};
+pub use registry::{Registered, Registry, RegistryError, SchemaInput, SubjectVersion, VersionSpec};
 
 /// The compacted topic the registry keeps its records in (Confluent's default name).
 pub const SCHEMAS_TOPIC: &str = "_schemas";

@@ -79,7 +79,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("actors", &["messages", "actors", "trace", "broker_ref"]),
     ("backend", &["kafka"]),
     ("async handle", &["async_handle"]),
-    ("listener", &["listener", "console"]),
+    ("listener", &["listener", "console", "schema_api"]),
     (
         "handles",
         &["handle", "consumer", "stream", "topic", "table"],

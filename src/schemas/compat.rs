@@ -166,7 +166,11 @@ impl ParsedSchema {
     ///
     /// # Errors
     /// Why it is not a valid schema (Confluent's 42201), or that the type is not supported.
-    pub fn parse(schema_type: SchemaType, text: &str, referenced: &[String]) -> Result<Self, String> {
+    pub fn parse(
+        schema_type: SchemaType,
+        text: &str,
+        referenced: &[String],
+    ) -> Result<Self, String> {
         if schema_type != SchemaType::Avro {
             return Err(format!(
                 "schema type {} is not supported by this registry (AVRO is)",
@@ -179,7 +183,8 @@ impl ParsedSchema {
             AvroSchema::parse_str_with_list(text, referenced).map(|(schema, _)| schema)
         };
         let avro = parsed.map_err(|e| format!("Invalid schema: {e}"))?;
-        let normalized = serde_json::to_string(&avro).map_err(|e| format!("Invalid schema: {e}"))?;
+        let normalized =
+            serde_json::to_string(&avro).map_err(|e| format!("Invalid schema: {e}"))?;
         Ok(ParsedSchema {
             schema_type,
             normalized,
@@ -220,18 +225,28 @@ mod tests {
     const AGE_DEFAULT: &str = r#"{"name":"age","type":"int","default":0}"#;
 
     fn ok(level: Compatibility, new: &ParsedSchema, previous: &[&ParsedSchema]) -> bool {
-        let numbered: Vec<(u32, &ParsedSchema)> =
-            previous.iter().enumerate().map(|(i, s)| (i as u32 + 1, *s)).collect();
+        let numbered: Vec<(u32, &ParsedSchema)> = previous
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u32 + 1, *s))
+            .collect();
         level.check(new, &numbered).is_empty()
     }
 
     #[test]
     fn backward_lets_a_new_schema_add_a_field_only_with_a_default() {
         let v1 = user(&[NAME]);
-        assert!(ok(Compatibility::Backward, &user(&[NAME, AGE_DEFAULT]), &[&v1]));
+        assert!(ok(
+            Compatibility::Backward,
+            &user(&[NAME, AGE_DEFAULT]),
+            &[&v1]
+        ));
         let why = Compatibility::Backward.check(&user(&[NAME, AGE]), &[(1, &v1)]);
         assert_eq!(why.len(), 1);
-        assert!(why[0].contains("version 1") && why[0].contains("age"), "{why:?}");
+        assert!(
+            why[0].contains("version 1") && why[0].contains("age"),
+            "{why:?}"
+        );
         // Removing a field: the new reader ignores it.
         assert!(ok(Compatibility::Backward, &user(&[]), &[&v1]));
     }
@@ -241,9 +256,17 @@ mod tests {
         let with_default = user(&[NAME, AGE_DEFAULT]);
         assert!(ok(Compatibility::Forward, &user(&[NAME]), &[&with_default]));
         let without_default = user(&[NAME, AGE]);
-        assert!(!ok(Compatibility::Forward, &user(&[NAME]), &[&without_default]));
+        assert!(!ok(
+            Compatibility::Forward,
+            &user(&[NAME]),
+            &[&without_default]
+        ));
         // Adding a field: the old reader ignores it.
-        assert!(ok(Compatibility::Forward, &user(&[NAME, AGE]), &[&user(&[NAME])]));
+        assert!(ok(
+            Compatibility::Forward,
+            &user(&[NAME, AGE]),
+            &[&user(&[NAME])]
+        ));
     }
 
     #[test]
@@ -276,9 +299,21 @@ mod tests {
 
     #[test]
     fn none_accepts_anything_and_types_change_only_where_avro_promotes() {
-        assert!(ok(Compatibility::None, &avro(r#""string""#), &[&avro(r#""int""#)]));
-        assert!(ok(Compatibility::Backward, &avro(r#""long""#), &[&avro(r#""int""#)]));
-        assert!(!ok(Compatibility::Backward, &avro(r#""int""#), &[&avro(r#""long""#)]));
+        assert!(ok(
+            Compatibility::None,
+            &avro(r#""string""#),
+            &[&avro(r#""int""#)]
+        ));
+        assert!(ok(
+            Compatibility::Backward,
+            &avro(r#""long""#),
+            &[&avro(r#""int""#)]
+        ));
+        assert!(!ok(
+            Compatibility::Backward,
+            &avro(r#""int""#),
+            &[&avro(r#""long""#)]
+        ));
         // A union the reader lacks a branch of is refused.
         let union = avro(r#"["int","string"]"#);
         assert!(!ok(Compatibility::Backward, &avro(r#""int""#), &[&union]));
@@ -288,7 +323,9 @@ mod tests {
     fn levels_parse_by_name_and_normalizing_ignores_layout() {
         assert_eq!("full_transitive".parse(), Ok(Compatibility::FullTransitive));
         assert!("SIDEWAYS".parse::<Compatibility>().is_err());
-        let a = avro(r#"{"type": "record", "name": "U", "fields": [ {"name": "n", "type": "string"} ]}"#);
+        let a = avro(
+            r#"{"type": "record", "name": "U", "fields": [ {"name": "n", "type": "string"} ]}"#,
+        );
         let b = avro(r#"{"fields":[{"type":"string","name":"n"}],"name":"U","type":"record"}"#);
         assert_eq!(a.normalized, b.normalized);
         assert!(ParsedSchema::parse(SchemaType::Avro, r#"{"type":"record"}"#, &[]).is_err());
@@ -297,7 +334,8 @@ mod tests {
 
     #[test]
     fn references_resolve_named_types() {
-        let address = r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#;
+        let address =
+            r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#;
         let user = r#"{"type":"record","name":"User","fields":[{"name":"home","type":"Address"}]}"#;
         assert!(ParsedSchema::parse(SchemaType::Avro, user, &[]).is_err());
         let parsed = ParsedSchema::parse(SchemaType::Avro, user, &[address.to_owned()]).unwrap();

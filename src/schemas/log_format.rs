@@ -114,9 +114,10 @@ mod tests {
 
     #[test]
     fn keys_and_values_read_as_confluent_writes_them() {
-        let key: SchemaKey =
-            serde_json::from_str(r#"{"keytype":"SCHEMA","subject":"orders-value","version":2,"magic":1}"#)
-                .unwrap();
+        let key: SchemaKey = serde_json::from_str(
+            r#"{"keytype":"SCHEMA","subject":"orders-value","version":2,"magic":1}"#,
+        )
+        .unwrap();
         assert_eq!(key, SchemaKey::schema("orders-value", 2));
         let key: SchemaKey =
             serde_json::from_str(r#"{"keytype":"CONFIG","subject":null,"magic":0}"#).unwrap();

@@ -164,10 +164,15 @@ impl Registry {
     /// # Errors
     /// The key or value is not a record of the format.
     pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), String> {
-        let key: SchemaKey =
-            serde_json::from_slice(key).map_err(|e| format!("a key that is not JSON of the format: {e}"))?;
+        let key: SchemaKey = serde_json::from_slice(key)
+            .map_err(|e| format!("a key that is not JSON of the format: {e}"))?;
         match (key, value) {
-            (SchemaKey::Schema { subject, version, .. }, Some(value)) => {
+            (
+                SchemaKey::Schema {
+                    subject, version, ..
+                },
+                Some(value),
+            ) => {
                 let value: SchemaValue = serde_json::from_slice(value)
                     .map_err(|e| format!("a SCHEMA value that cannot be read: {e}"))?;
                 let stored = Stored {
@@ -181,9 +186,17 @@ impl Registry {
                     id: value.id,
                     deleted: value.deleted,
                 };
-                self.subjects.entry(subject).or_default().insert(version, entry);
+                self.subjects
+                    .entry(subject)
+                    .or_default()
+                    .insert(version, entry);
             }
-            (SchemaKey::Schema { subject, version, .. }, None) => {
+            (
+                SchemaKey::Schema {
+                    subject, version, ..
+                },
+                None,
+            ) => {
                 if let Some(versions) = self.subjects.get_mut(&subject) {
                     versions.remove(&version);
                     if versions.is_empty() {
@@ -262,7 +275,9 @@ impl Registry {
             .ok_or_else(|| RegistryError::subject_not_found(subject))?;
         let found = match spec {
             VersionSpec::Latest => versions.iter().rev().find(|(_, v)| deleted || !v.deleted),
-            VersionSpec::Number(n) => versions.get_key_value(&n).filter(|(_, v)| deleted || !v.deleted),
+            VersionSpec::Number(n) => versions
+                .get_key_value(&n)
+                .filter(|(_, v)| deleted || !v.deleted),
         };
         let (&version, entry) = found.ok_or_else(|| match spec {
             VersionSpec::Number(n) => RegistryError::version_not_found(subject, n),
@@ -284,7 +299,10 @@ impl Registry {
     ///
     /// # Errors
     /// 40403 when no version (live or soft-deleted) has it.
-    pub fn schema_by_id(&self, id: u32) -> Result<(SchemaType, &str, &[SchemaReference]), RegistryError> {
+    pub fn schema_by_id(
+        &self,
+        id: u32,
+    ) -> Result<(SchemaType, &str, &[SchemaReference]), RegistryError> {
         match self.schemas.get(&id) {
             Some(s) if !self.id_versions(id).is_empty() => {
                 Ok((s.schema_type, s.schema.as_str(), s.references.as_slice()))
@@ -331,11 +349,12 @@ impl Registry {
         for reference in &input.references {
             self.resolve(reference, &mut texts, &mut seen, 0)?;
         }
-        ParsedSchema::parse(input.schema_type, &input.schema, &texts)
-            .map_err(|why| match input.schema_type {
+        ParsedSchema::parse(input.schema_type, &input.schema, &texts).map_err(|why| {
+            match input.schema_type {
                 SchemaType::Avro => RegistryError::invalid_schema(why),
                 _ => RegistryError::new(42201, why),
-            })
+            }
+        })
     }
 
     /// Adds the text of `reference`'s version, after those it refers to, to `texts`.
@@ -387,7 +406,12 @@ impl Registry {
     }
 
     /// The live version of `subject` that has `parsed` (with these references), if any.
-    fn find(&self, subject: &str, parsed: &ParsedSchema, references: &[SchemaReference]) -> Option<(u32, u32)> {
+    fn find(
+        &self,
+        subject: &str,
+        parsed: &ParsedSchema,
+        references: &[SchemaReference],
+    ) -> Option<(u32, u32)> {
         let versions = self.subjects.get(subject)?;
         versions.iter().find_map(|(&version, v)| {
             let stored = &self.schemas[&v.id];
@@ -406,7 +430,11 @@ impl Registry {
     /// # Errors
     /// 42201 (invalid schema), 42208 (invalid subject), 409 (incompatible: every failed check
     /// in the message).
-    pub fn register(&self, subject: &str, input: &SchemaInput) -> Result<Planned<Registered>, RegistryError> {
+    pub fn register(
+        &self,
+        subject: &str,
+        input: &SchemaInput,
+    ) -> Result<Planned<Registered>, RegistryError> {
         Self::check_subject(subject)?;
         let parsed = self.parse(input)?;
         if let Some((version, id)) = self.find(subject, &parsed, &input.references) {
@@ -477,7 +505,11 @@ impl Registry {
     ///
     /// # Errors
     /// 40401 (no such subject), 40403 (not registered there), 42201.
-    pub fn lookup(&self, subject: &str, input: &SchemaInput) -> Result<SubjectVersion, RegistryError> {
+    pub fn lookup(
+        &self,
+        subject: &str,
+        input: &SchemaInput,
+    ) -> Result<SubjectVersion, RegistryError> {
         self.versions(subject, false)?;
         let parsed = self.parse(input)?;
         let (version, _) = self
@@ -559,7 +591,10 @@ impl Registry {
             deleted: true,
         };
         Ok(Planned {
-            records: vec![(key, Some(serde_json::to_vec(&value).expect("a value serializes")))],
+            records: vec![(
+                key,
+                Some(serde_json::to_vec(&value).expect("a value serializes")),
+            )],
             answer: found.version,
         })
     }
@@ -569,7 +604,11 @@ impl Registry {
     ///
     /// # Errors
     /// 40401, 40404 (already soft-deleted), 40405 (permanent before soft).
-    pub fn delete_subject(&self, subject: &str, permanent: bool) -> Result<Planned<Vec<u32>>, RegistryError> {
+    pub fn delete_subject(
+        &self,
+        subject: &str,
+        permanent: bool,
+    ) -> Result<Planned<Vec<u32>>, RegistryError> {
         let all = self.versions(subject, true)?;
         let live = self.versions(subject, false).unwrap_or_default();
         if permanent {
@@ -585,7 +624,10 @@ impl Registry {
             if self.levels.contains_key(subject) {
                 records.push((SchemaKey::config(Some(subject)).to_bytes(), None));
             }
-            return Ok(Planned { records, answer: all });
+            return Ok(Planned {
+                records,
+                answer: all,
+            });
         }
         let Some(&last) = live.last() else {
             return Err(RegistryError::new(
@@ -635,7 +677,10 @@ impl Registry {
     ///
     /// # Errors
     /// 40401 for a subject with neither versions nor a level of its own.
-    pub fn delete_level(&self, subject: Option<&str>) -> Result<Planned<Compatibility>, RegistryError> {
+    pub fn delete_level(
+        &self,
+        subject: Option<&str>,
+    ) -> Result<Planned<Compatibility>, RegistryError> {
         let had = self.level(subject);
         if let Some(subject) = subject {
             if !self.levels.contains_key(subject) && !self.subjects.contains_key(subject) {
@@ -667,7 +712,11 @@ mod tests {
     }
 
     /// Applies a plan as the caller does, and keeps its records as the topic would.
-    fn commit<T>(registry: &mut Registry, log: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>, planned: Planned<T>) -> T {
+    fn commit<T>(
+        registry: &mut Registry,
+        log: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        planned: Planned<T>,
+    ) -> T {
         for (key, value) in &planned.records {
             registry.apply(key, value.as_deref()).unwrap();
         }
@@ -691,24 +740,45 @@ mod tests {
         assert_eq!(first, Registered { id: 1, version: 1 });
         // The same schema again, laid out otherwise: no new version, no record.
         let again = r
-            .register("a-value", &avro(r#"{"name":"User","type":"record","fields":[{"type":"string","name":"name"}]}"#))
+            .register(
+                "a-value",
+                &avro(
+                    r#"{"name":"User","type":"record","fields":[{"type":"string","name":"name"}]}"#,
+                ),
+            )
             .unwrap();
         assert!(again.records.is_empty());
         assert_eq!(again.answer, first);
         // The same schema under another subject: the same id, its own version 1.
         let other = r.register("b-value", &user("")).unwrap();
-        assert_eq!(commit(&mut r, &mut log, other), Registered { id: 1, version: 1 });
-        let v2 = r.register("a-value", &user(r#",{"name":"age","type":"int","default":0}"#)).unwrap();
-        assert_eq!(commit(&mut r, &mut log, v2), Registered { id: 2, version: 2 });
+        assert_eq!(
+            commit(&mut r, &mut log, other),
+            Registered { id: 1, version: 1 }
+        );
+        let v2 = r
+            .register(
+                "a-value",
+                &user(r#",{"name":"age","type":"int","default":0}"#),
+            )
+            .unwrap();
+        assert_eq!(
+            commit(&mut r, &mut log, v2),
+            Registered { id: 2, version: 2 }
+        );
 
         let replayed = replay(&log);
         assert_eq!(replayed.subjects(false), ["a-value", "b-value"]);
         assert_eq!(replayed.versions("a-value", false).unwrap(), [1, 2]);
         assert_eq!(
-            replayed.version("a-value", VersionSpec::Latest, false).unwrap(),
+            replayed
+                .version("a-value", VersionSpec::Latest, false)
+                .unwrap(),
             r.version("a-value", VersionSpec::Latest, false).unwrap()
         );
-        assert_eq!(replayed.id_versions(1), [("a-value".into(), 1), ("b-value".into(), 1)]);
+        assert_eq!(
+            replayed.id_versions(1),
+            [("a-value".into(), 1), ("b-value".into(), 1)]
+        );
         let next = replayed.register("c", &avro(r#""string""#)).unwrap();
         assert_eq!(next.answer.id, 3);
     }
@@ -718,13 +788,20 @@ mod tests {
         let (mut r, mut log) = (Registry::default(), Vec::new());
         let v1 = r.register("s", &user("")).unwrap();
         commit(&mut r, &mut log, v1);
-        let refused = r.register("s", &user(r#",{"name":"age","type":"int"}"#)).unwrap_err();
+        let refused = r
+            .register("s", &user(r#",{"name":"age","type":"int"}"#))
+            .unwrap_err();
         assert_eq!((refused.code, refused.http_status()), (409, 409));
-        assert!(refused.message.contains("BACKWARD") && refused.message.contains("age"), "{refused}");
+        assert!(
+            refused.message.contains("BACKWARD") && refused.message.contains("age"),
+            "{refused}"
+        );
         // Under NONE it goes in.
         let none = r.set_level(Some("s"), Compatibility::None).unwrap();
         commit(&mut r, &mut log, none);
-        let v2 = r.register("s", &user(r#",{"name":"age","type":"int"}"#)).unwrap();
+        let v2 = r
+            .register("s", &user(r#",{"name":"age","type":"int"}"#))
+            .unwrap();
         assert_eq!(commit(&mut r, &mut log, v2).version, 2);
         assert_eq!(replay(&log).level(Some("s")), Compatibility::None);
         assert_eq!(replay(&log).level(None), Compatibility::Backward);
@@ -738,23 +815,50 @@ mod tests {
             commit(&mut r, &mut log, planned);
         }
         let code = |e: RegistryError| e.code;
-        assert_eq!(r.delete_version("s", VersionSpec::Number(1), true).map_err(code).unwrap_err(), 40407);
-        let soft = r.delete_version("s", VersionSpec::Number(1), false).unwrap();
+        assert_eq!(
+            r.delete_version("s", VersionSpec::Number(1), true)
+                .map_err(code)
+                .unwrap_err(),
+            40407
+        );
+        let soft = r
+            .delete_version("s", VersionSpec::Number(1), false)
+            .unwrap();
         commit(&mut r, &mut log, soft);
         assert_eq!(r.versions("s", false).unwrap(), [2]);
         assert_eq!(r.versions("s", true).unwrap(), [1, 2]);
-        assert!(r.version("s", VersionSpec::Number(1), true).unwrap().deleted);
-        assert_eq!(r.version("s", VersionSpec::Number(1), false).map_err(code).unwrap_err(), 40402);
-        assert_eq!(r.delete_version("s", VersionSpec::Number(1), false).map_err(code).unwrap_err(), 40406);
+        assert!(
+            r.version("s", VersionSpec::Number(1), true)
+                .unwrap()
+                .deleted
+        );
+        assert_eq!(
+            r.version("s", VersionSpec::Number(1), false)
+                .map_err(code)
+                .unwrap_err(),
+            40402
+        );
+        assert_eq!(
+            r.delete_version("s", VersionSpec::Number(1), false)
+                .map_err(code)
+                .unwrap_err(),
+            40406
+        );
         // A soft-deleted version still names its id.
         assert!(r.schema_by_id(1).is_ok());
 
-        assert_eq!(r.delete_subject("s", true).map_err(code).unwrap_err(), 40405);
+        assert_eq!(
+            r.delete_subject("s", true).map_err(code).unwrap_err(),
+            40405
+        );
         let soft = r.delete_subject("s", false).unwrap();
         assert_eq!(commit(&mut r, &mut log, soft), [2]);
         assert!(r.subjects(false).is_empty());
         assert_eq!(r.subjects(true), ["s"]);
-        assert_eq!(r.delete_subject("s", false).map_err(code).unwrap_err(), 40404);
+        assert_eq!(
+            r.delete_subject("s", false).map_err(code).unwrap_err(),
+            40404
+        );
         let hard = r.delete_subject("s", true).unwrap();
         assert_eq!(commit(&mut r, &mut log, hard), [1, 2]);
         assert!(r.subjects(true).is_empty());
@@ -769,10 +873,14 @@ mod tests {
     #[test]
     fn lookups_references_and_bad_input_answer_confluents_codes() {
         let (mut r, mut log) = (Registry::default(), Vec::new());
-        let address = avro(r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#);
+        let address = avro(
+            r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#,
+        );
         let planned = r.register("address", &address).unwrap();
         commit(&mut r, &mut log, planned);
-        let mut person = avro(r#"{"type":"record","name":"Person","fields":[{"name":"home","type":"Address"}]}"#);
+        let mut person = avro(
+            r#"{"type":"record","name":"Person","fields":[{"name":"home","type":"Address"}]}"#,
+        );
         assert_eq!(r.register("person", &person).unwrap_err().code, 42201);
         person.references = vec![SchemaReference {
             name: "Address".into(),
@@ -780,24 +888,44 @@ mod tests {
             version: 1,
         }];
         let planned = r.register("person", &person).unwrap();
-        assert_eq!(commit(&mut r, &mut log, planned), Registered { id: 2, version: 1 });
-        assert_eq!(replay(&log).version("person", VersionSpec::Latest, false).unwrap().references, person.references);
+        assert_eq!(
+            commit(&mut r, &mut log, planned),
+            Registered { id: 2, version: 1 }
+        );
+        assert_eq!(
+            replay(&log)
+                .version("person", VersionSpec::Latest, false)
+                .unwrap()
+                .references,
+            person.references
+        );
         person.references[0].version = 9;
         assert_eq!(r.register("person2", &person).unwrap_err().code, 42201);
 
         assert_eq!(r.lookup("address", &address).unwrap().id, 1);
         assert_eq!(r.lookup("nobody", &address).unwrap_err().code, 40401);
-        assert_eq!(r.lookup("address", &avro(r#""string""#)).unwrap_err().code, 40403);
+        assert_eq!(
+            r.lookup("address", &avro(r#""string""#)).unwrap_err().code,
+            40403
+        );
         assert_eq!(r.register("", &address).unwrap_err().code, 42208);
         assert_eq!(r.register("s", &avro("{not json")).unwrap_err().code, 42201);
-        let json = SchemaInput { schema_type: SchemaType::Json, ..avro("{}") };
+        let json = SchemaInput {
+            schema_type: SchemaType::Json,
+            ..avro("{}")
+        };
         assert_eq!(r.register("s", &json).unwrap_err().code, 42201);
         assert_eq!(VersionSpec::parse("0").unwrap_err().code, 42202);
         assert_eq!(VersionSpec::parse("latest").unwrap(), VersionSpec::Latest);
         assert_eq!(RegistryError::new(40401, "").http_status(), 404);
         assert_eq!(RegistryError::new(42201, "").http_status(), 422);
         assert!(r.apply(b"not json", None).is_err());
-        assert!(r.apply(br#"{"keytype":"SCHEMA","subject":"x","version":1,"magic":1}"#, Some(b"[]")).is_err());
+        assert!(r
+            .apply(
+                br#"{"keytype":"SCHEMA","subject":"x","version":1,"magic":1}"#,
+                Some(b"[]")
+            )
+            .is_err());
     }
 
     #[test]
@@ -805,11 +933,29 @@ mod tests {
         let (mut r, mut log) = (Registry::default(), Vec::new());
         let planned = r.register("s", &user("")).unwrap();
         commit(&mut r, &mut log, planned);
-        let ok = r.test_compatibility("s", VersionSpec::Latest, &user(r#",{"name":"age","type":"int","default":1}"#));
+        let ok = r.test_compatibility(
+            "s",
+            VersionSpec::Latest,
+            &user(r#",{"name":"age","type":"int","default":1}"#),
+        );
         assert!(ok.unwrap().is_empty());
-        let bad = r.test_compatibility("s", VersionSpec::Number(1), &user(r#",{"name":"age","type":"int"}"#));
+        let bad = r.test_compatibility(
+            "s",
+            VersionSpec::Number(1),
+            &user(r#",{"name":"age","type":"int"}"#),
+        );
         assert_eq!(bad.unwrap().len(), 1);
-        assert_eq!(r.test_compatibility("s", VersionSpec::Number(2), &user("")).unwrap_err().code, 40402);
-        assert_eq!(r.test_compatibility("t", VersionSpec::Latest, &user("")).unwrap_err().code, 40401);
+        assert_eq!(
+            r.test_compatibility("s", VersionSpec::Number(2), &user(""))
+                .unwrap_err()
+                .code,
+            40402
+        );
+        assert_eq!(
+            r.test_compatibility("t", VersionSpec::Latest, &user(""))
+                .unwrap_err()
+                .code,
+            40401
+        );
     }
 }
