@@ -54,7 +54,7 @@ pub(crate) struct Running {
 /// What was started, by backend.
 #[derive(Debug)]
 pub(crate) enum Started {
-    Embedded(EmbeddedBroker),
+    Embedded(Box<EmbeddedBroker>),
     /// The backend's clients and its runtime, closed by `KafkaBackend::close`.
     #[cfg(feature = "kafka")]
     Kafka(Arc<crate::kafka::KafkaBackend>),

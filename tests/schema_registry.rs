@@ -9,7 +9,6 @@
 #[allow(dead_code)]
 #[path = "console/http.rs"]
 mod http;
-#[allow(dead_code)]
 #[path = "common/tls.rs"]
 mod tls_certs;
 

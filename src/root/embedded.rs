@@ -120,7 +120,7 @@ pub(super) fn start(
         console: Mutex::new(console),
         registry: Mutex::new(registry),
     };
-    Ok(Running::start(handle, Started::Embedded(broker)))
+    Ok(Running::start(handle, Started::Embedded(Box::new(broker))))
 }
 
 /// A Kafka cluster id for the data directory at `path`: the same on every open of it, so

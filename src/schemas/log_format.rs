@@ -1,15 +1,6 @@
 //! The records of the `_schemas` topic, in Confluent Schema Registry's format: JSON keys and
 //! values, so a Kafka cluster's registry reading the topic (after `nanokafka export`) finds
-//! the same subjects, versions and ids.
-//!
-//! | key (`keytype`) | value | means |
-//! | --- | --- | --- |
-//! | `{"keytype":"SCHEMA","subject":S,"version":V,"magic":1}` | [`SchemaValue`] | version `V` of `S` (soft-deleted when `"deleted":true`) |
-//! | same | none (a tombstone) | version `V` of `S` permanently deleted |
-//! | `{"keytype":"CONFIG","subject":S or null,"magic":0}` | `{"compatibilityLevel":L}` | `S`'s level (null: the global one) |
-//! | same | none | `S`'s level removed (it follows the global one again) |
-//! | `{"keytype":"DELETE_SUBJECT","subject":S,"magic":0}` | `{"subject":S,"version":V}` | every version of `S` up to `V` soft-deleted |
-//! | `{"keytype":"NOOP","magic":0}` | anything | nothing (Confluent writes them to find the log end) |
+//! the same subjects, versions and ids. [`SchemaKey`] documents the records.
 //!
 //! Unknown key types are skipped, as Confluent skips them, so a topic written by a newer
 //! registry still loads.
@@ -18,7 +9,18 @@ use serde::{Deserialize, Serialize};
 
 use super::compat::SchemaType;
 
-/// A record's key, by its `keytype`.
+/// A record's key, by its `keytype`, and what each record means:
+///
+/// | key (`keytype`) | value | means |
+/// | --- | --- | --- |
+/// | `{"keytype":"SCHEMA","subject":S,"version":V,"magic":1}` | [`SchemaValue`] | version `V` of `S` (soft-deleted when `"deleted":true`) |
+/// | same | none (a tombstone) | version `V` of `S` permanently deleted |
+/// | `{"keytype":"CONFIG","subject":S or null,"magic":0}` | `{"compatibilityLevel":L}` | `S`'s level (null: the global one) |
+/// | same | none | `S`'s level removed (it follows the global one again) |
+/// | `{"keytype":"DELETE_SUBJECT","subject":S,"magic":0}` | `{"subject":S,"version":V}` | every version of `S` up to `V` soft-deleted |
+/// | `{"keytype":"NOOP","magic":0}` | anything | nothing (Confluent writes them to find the log end) |
+///
+/// Keys and values are JSON, as Confluent writes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "keytype")]
 pub enum SchemaKey {
