@@ -107,7 +107,7 @@ pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
         .as_ref()
         .map(|tls| tls.server_config(&[b"http/1.1"]))
         .transpose()?;
-    let Some(to_bind) = bind_addr(&config.addr) else {
+    let Some(to_bind) = crate::listener::http_bind_addr(&config.addr) else {
         return Err(Error::InvalidArgument {
             name: "console",
             reason: format!(
@@ -133,19 +133,6 @@ pub(crate) fn bind(config: &ConsoleConfig) -> Result<BoundConsole> {
         config: config.clone(),
         tls,
     })
-}
-
-/// The address to bind for `addr`: as given when it is `host:port`, on `127.0.0.1` when it
-/// is a bare port (`8080` or `:8080`); `None` for anything else.
-fn bind_addr(addr: &str) -> Option<String> {
-    let port = addr.strip_prefix(':').unwrap_or(addr);
-    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(format!("127.0.0.1:{port}"));
-    }
-    match addr.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && !port.is_empty() => Some(addr.to_owned()),
-        _ => None,
-    }
 }
 
 /// What every handler shares.

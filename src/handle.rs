@@ -59,6 +59,13 @@ impl NanoKafka {
         self.broker.console_addr()
     }
 
+    /// The address the schema registry is bound to (with the port it picked, when asked for
+    /// port 0), or `None` without one. See [`crate::NanoKafkaBuilder::schema_registry`].
+    #[cfg(feature = "schema-registry")]
+    pub fn schema_registry_addr(&self) -> Option<std::net::SocketAddr> {
+        self.broker.schema_registry_addr()
+    }
+
     /// Which backend serves this handle: the embedded broker, or a Kafka cluster.
     pub fn backend(&self) -> crate::types::Backend {
         self.handle.backend()

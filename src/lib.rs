@@ -29,7 +29,9 @@
 //!    `produce_queue` (backpressure admission and the group commit), `routing` (where a
 //!    produced record goes, and the key rule of compacted topics), `inspect` (segment files
 //!    and stored batches read for the command line; compiled with the `internals` feature
-//!    only), `security` (who may reach the Kafka listener and what they may do).
+//!    only), `security` (who may reach the Kafka listener and what they may do), and with the
+//!    `schema-registry` feature [`schemas`] (the schema registry's subjects, ids and
+//!    compatibility levels, kept as the replay of `_schemas` records).
 //! 3. **actors**: [`messages`] (the actor face), `actors` (the actix adapters: each handler
 //!    decodes a message, calls the domain and replies), [`trace`] (the producer's span
 //!    carried to the handler's in record headers; W3C `traceparent` with the `otel`
@@ -40,7 +42,8 @@
 //!    broker through a small trait, never the builder.
 //! 6. **listener**: `listener`, Kafka's wire protocol on a socket, answered through an
 //!    `AsyncNanoKafka` and configured by a [`ListenerConfig`]; with the `console` feature,
-//!    `console`, the web console's HTTP server and JSON API, beside it.
+//!    `console`, the web console's HTTP server and JSON API, and with the `schema-registry`
+//!    feature, `schema_api`, the schema registry's REST API, beside it.
 //! 7. **handles**: `handle` ([`NanoKafka`], a blocking wrapper over the async handle),
 //!    `consumer` ([`Consumer`]), `stream` ([`RecordStream`], its async twin), `topic`
 //!    ([`Topic`], typed topics: where an actix service starts). Each of `AsyncNanoKafka`,
@@ -82,6 +85,10 @@ mod partitioner;
 mod produce_queue;
 mod root;
 mod routing;
+#[cfg(feature = "schema-registry")]
+mod schema_api;
+#[cfg(feature = "schema-registry")]
+pub mod schemas;
 pub mod security;
 mod spin;
 mod storage;

@@ -15,6 +15,7 @@ mod builder;
 mod console;
 mod embedded;
 mod open;
+mod schema_registry;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,12 +47,14 @@ pub(crate) struct Running {
     listener_addr: Option<SocketAddr>,
     #[cfg_attr(not(feature = "console"), allow(dead_code))]
     console_addr: Option<SocketAddr>,
+    #[cfg_attr(not(feature = "schema-registry"), allow(dead_code))]
+    registry_addr: Option<SocketAddr>,
 }
 
 /// What was started, by backend.
 #[derive(Debug)]
 pub(crate) enum Started {
-    Embedded(EmbeddedBroker),
+    Embedded(Box<EmbeddedBroker>),
     /// The backend's clients and its runtime, closed by `KafkaBackend::close`.
     #[cfg(feature = "kafka")]
     Kafka(Arc<crate::kafka::KafkaBackend>),
@@ -68,21 +71,24 @@ pub(crate) struct EmbeddedBroker {
     listener: Mutex<Option<ListenerHandle>>,
     /// The web console, stopped with the listener.
     console: Mutex<Option<console::Handle>>,
+    /// The schema registry, stopped with the console.
+    registry: Mutex<Option<schema_registry::Handle>>,
 }
 
 impl Running {
     /// The blocking handle of what was just started, whose calls `handle` serves.
     fn start(handle: AsyncNanoKafka, started: Started) -> NanoKafka {
-        let (listener_addr, console_addr) = match &started {
-            Started::Embedded(e) => (e.listener_addr(), e.console_addr()),
+        let (listener_addr, console_addr, registry_addr) = match &started {
+            Started::Embedded(e) => (e.listener_addr(), e.console_addr(), e.registry_addr()),
             #[cfg(feature = "kafka")]
-            Started::Kafka(_) => (None, None),
+            Started::Kafka(_) => (None, None, None),
         };
         let running = Arc::new(Running {
             stopped: AtomicBool::new(false),
             started,
             listener_addr,
             console_addr,
+            registry_addr,
         });
         let weak = Arc::downgrade(&running);
         let handle = handle
@@ -121,9 +127,18 @@ impl EmbeddedBroker {
         console.as_ref().map(console::addr)
     }
 
-    /// Stops the console and the listener, asks the broker to close every partition, then
-    /// stops the actor system and waits for its thread.
+    fn registry_addr(&self) -> Option<SocketAddr> {
+        let registry = self.registry.lock().ok()?;
+        registry.as_ref().map(schema_registry::addr)
+    }
+
+    /// Stops the console, the schema registry and the listener, asks the broker to close
+    /// every partition, then stops the actor system and waits for its thread.
     fn close(&self) -> Result<()> {
+        let registry = self.registry.lock().map(|mut r| r.take()).unwrap_or(None);
+        if let Some(registry) = registry {
+            schema_registry::stop(registry);
+        }
         let console = self.console.lock().map(|mut c| c.take()).unwrap_or(None);
         if let Some(console) = console {
             console::stop(console);
@@ -162,6 +177,11 @@ impl RunningBroker for Running {
     #[cfg(feature = "console")]
     fn console_addr(&self) -> Option<SocketAddr> {
         self.console_addr
+    }
+
+    #[cfg(feature = "schema-registry")]
+    fn schema_registry_addr(&self) -> Option<SocketAddr> {
+        self.registry_addr
     }
 
     fn is_stopped(&self) -> bool {

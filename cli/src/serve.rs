@@ -1,7 +1,8 @@
 //! `nanokafka serve`: the broker on a data directory with the Kafka listener on, until SIGINT
 //! or SIGTERM; with `--metrics ADDR`, the broker's metrics (`nanokafka::metrics`) served in
 //! Prometheus's text format over HTTP; with `--console ADDR`, the web console
-//! (docs/console.md), read-only unless `--console-writes`.
+//! (docs/console.md), read-only unless `--console-writes`; with `--schema-registry ADDR`, a
+//! schema registry compatible with Confluent's REST API (docs/schema-registry.md).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -136,6 +137,13 @@ pub struct ServeArgs {
     /// and delete records (each after a confirmation, each logged).
     #[arg(long, requires = "console")]
     console_writes: bool,
+
+    /// Serve a schema registry compatible with Confluent's REST API (subjects, versions,
+    /// schemas by id, compatibility; kept in the compacted topic _schemas) on this address
+    /// (host:port, e.g. 127.0.0.1:8081, or a bare port on loopback). No authentication: keep
+    /// it on loopback. Off unless given.
+    #[arg(long, value_name = "ADDR")]
+    schema_registry: Option<String>,
 
     /// Serve TLS with this certificate (PEM; the server's certificate first, then its
     /// chain): on --listen, or on --tls-listen beside plaintext on --listen. The console, if
@@ -340,6 +348,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             .console(console.clone())
             .console_writes(args.console_writes);
     }
+    if let Some(registry) = &args.schema_registry {
+        builder = builder.schema_registry(registry.clone());
+    }
     let broker = builder.build();
     let broker = match broker {
         Ok(broker) => broker,
@@ -371,6 +382,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 "http"
             }
         );
+    }
+    if let Some(registry) = broker.schema_registry_addr() {
+        tracing::info!("schema registry on http://{registry}/");
     }
     let name = runtime.block_on(wait_for_stop(&mut interrupt, &mut terminate));
     tracing::info!(signal = name, "shutting down");

@@ -630,3 +630,88 @@ fn serve_with_the_authorizer_honours_acls_the_cli_adds_and_removes_without_a_res
     ]);
     assert_eq!(status.code(), Some(2), "{stderr}");
 }
+
+/// `method path` with a JSON `body` on the schema registry at `addr`: the status and body.
+fn registry_http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/vnd.schemaregistry.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
+
+/// `serve --schema-registry` on `data_dir`, and the registry's address from its log.
+fn serve_registry(data_dir: &str) -> (Process, SocketAddr) {
+    let mut served = Process::serve(&[
+        "--data-dir",
+        data_dir,
+        "--listen",
+        "127.0.0.1:0",
+        "--schema-registry",
+        "127.0.0.1:0",
+    ]);
+    let line = served.wait_for_line("the registry's address", DEADLINE, |l| {
+        l.contains("schema registry on")
+    });
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    (served, addr)
+}
+
+#[test]
+fn schema_registry_ids_and_versions_survive_a_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let schema = |fields: &str| {
+        let avro = format!(r#"{{"type":"record","name":"U","fields":[{fields}]}}"#);
+        serde_json::json!({ "schema": avro }).to_string()
+    };
+    let name = r#"{"name":"name","type":"string"}"#;
+    let age = r#",{"name":"age","type":"int","default":0}"#;
+    let (served, addr) = serve_registry(data_dir);
+    let register = |addr, subject: &str, body: &str| {
+        registry_http(addr, "POST", &format!("/subjects/{subject}/versions"), body)
+    };
+    assert_eq!(
+        register(addr, "a", &schema(name)),
+        (200, r#"{"id":1}"#.into())
+    );
+    assert_eq!(
+        register(addr, "a", &schema(&format!("{name}{age}"))),
+        (200, r#"{"id":2}"#.into())
+    );
+    assert_eq!(
+        register(addr, "b", r#"{"schema":"\"int\""}"#),
+        (200, r#"{"id":3}"#.into())
+    );
+    served.signal(libc::SIGKILL);
+    served.wait(DEADLINE);
+
+    let (served, addr) = serve_registry(data_dir);
+    assert_eq!(
+        registry_http(addr, "GET", "/subjects/a/versions", ""),
+        (200, "[1,2]".into())
+    );
+    let (status, by_id) = registry_http(addr, "GET", "/schemas/ids/3", "");
+    assert_eq!((status, by_id.as_str()), (200, r#"{"schema":"\"int\""}"#));
+    assert_eq!(
+        register(addr, "c", r#"{"schema":"\"long\""}"#),
+        (200, r#"{"id":4}"#.into())
+    );
+    served.signal(libc::SIGTERM);
+    let (status, log) = served.wait(DEADLINE);
+    assert_eq!(status.code(), Some(0), "{log:#?}");
+}

@@ -32,6 +32,9 @@ pub(crate) trait RunningBroker: Send + Sync + std::fmt::Debug {
     /// Where its web console is bound, if it has one.
     #[cfg(feature = "console")]
     fn console_addr(&self) -> Option<SocketAddr>;
+    /// Where its schema registry is bound, if it has one.
+    #[cfg(feature = "schema-registry")]
+    fn schema_registry_addr(&self) -> Option<SocketAddr>;
     /// Whether it was shut down (or is being shut down).
     fn is_stopped(&self) -> bool;
 }
@@ -45,6 +48,9 @@ pub(crate) struct BrokerLink {
     /// The web console's address, when the broker was built with one.
     #[cfg(feature = "console")]
     console_addr: Option<SocketAddr>,
+    /// The schema registry's address, when the broker was built with one.
+    #[cfg(feature = "schema-registry")]
+    schema_registry_addr: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -65,6 +71,8 @@ impl BrokerLink {
             listener_addr: inner.listener_addr(),
             #[cfg(feature = "console")]
             console_addr: inner.console_addr(),
+            #[cfg(feature = "schema-registry")]
+            schema_registry_addr: inner.schema_registry_addr(),
             owner: Owner::Owning(inner),
         }
     }
@@ -77,6 +85,10 @@ impl BrokerLink {
         BrokerLink {
             #[cfg(feature = "console")]
             console_addr: inner.upgrade().and_then(|running| running.console_addr()),
+            #[cfg(feature = "schema-registry")]
+            schema_registry_addr: inner
+                .upgrade()
+                .and_then(|running| running.schema_registry_addr()),
             owner: Owner::Borrowing(inner),
             listener_addr,
         }
@@ -145,6 +157,13 @@ impl AsyncNanoKafka {
     #[cfg(feature = "console")]
     pub fn console_addr(&self) -> Option<SocketAddr> {
         self.link.console_addr
+    }
+
+    /// The address the schema registry is bound to (with the port it picked, when asked for
+    /// port 0), or `None` without one. See [`crate::NanoKafkaBuilder::schema_registry`].
+    #[cfg(feature = "schema-registry")]
+    pub fn schema_registry_addr(&self) -> Option<SocketAddr> {
+        self.link.schema_registry_addr
     }
 
     /// The same handle with `link`.

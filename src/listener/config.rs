@@ -394,6 +394,21 @@ pub enum AutoCreate {
     Off,
 }
 
+/// The address an HTTP service (the console, the schema registry) binds for `addr`: as
+/// given when it is `host:port`, on `127.0.0.1` when it is a bare port (`8080` or `:8080`);
+/// `None` for anything else.
+#[cfg(any(feature = "console", feature = "schema-registry"))]
+pub(crate) fn http_bind_addr(addr: &str) -> Option<String> {
+    let port = addr.strip_prefix(':').unwrap_or(addr);
+    if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(format!("127.0.0.1:{port}"));
+    }
+    match addr.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !port.is_empty() => Some(addr.to_owned()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,8 @@ mod server;
 mod tls;
 
 pub(crate) use crate::metrics::listener::ListenerMetrics;
+#[cfg(any(feature = "console", feature = "schema-registry"))]
+pub(crate) use config::http_bind_addr;
 #[cfg(feature = "console")]
 pub(crate) use config::PlainCredentials;
 pub use config::{AutoCreate, ListenerConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};

@@ -81,6 +81,9 @@ pub struct NanoKafkaBuilder {
     /// `Some`: serve the web console (the `console` feature).
     #[cfg(feature = "console")]
     console: Option<crate::console::ConsoleConfig>,
+    /// `Some`: serve the schema registry (the `schema-registry` feature).
+    #[cfg(feature = "schema-registry")]
+    schema_registry: Option<crate::schema_api::SchemaRegistryConfig>,
 }
 
 impl Default for NanoKafkaBuilder {
@@ -108,6 +111,8 @@ impl Default for NanoKafkaBuilder {
             kafka_settings: BTreeMap::new(),
             #[cfg(feature = "console")]
             console: None,
+            #[cfg(feature = "schema-registry")]
+            schema_registry: None,
         }
     }
 }
@@ -203,6 +208,17 @@ impl NanoKafkaBuilder {
         let mut config = crate::console::ConsoleConfig::new(addr.into());
         config.writes = writes;
         self.console = Some(config);
+        self
+    }
+
+    /// Serve a schema registry compatible with Confluent's REST API on `addr` (`host:port`,
+    /// or a bare port, which binds loopback; port 0 picks a free one, see
+    /// [`NanoKafka::schema_registry_addr`]): subjects, versions, schemas by id, compatibility
+    /// levels (docs/schema-registry.md), kept in the compacted topic `_schemas`. Embedded
+    /// broker only. No authentication: keep it on loopback.
+    #[cfg(feature = "schema-registry")]
+    pub fn schema_registry(mut self, addr: impl Into<String>) -> Self {
+        self.schema_registry = Some(crate::schema_api::SchemaRegistryConfig { addr: addr.into() });
         self
     }
 
@@ -401,6 +417,14 @@ impl NanoKafkaBuilder {
                 });
             }
         }
+        #[cfg(feature = "schema-registry")]
+        if self.kafka_bootstrap.is_some() && self.schema_registry.is_some() {
+            return Err(Error::InvalidArgument {
+                name: "schema_registry",
+                reason: "the schema registry serves the embedded broker, not a Kafka cluster"
+                    .into(),
+            });
+        }
         if self.kafka_bootstrap.is_some() && self.listener.is_some() {
             return Err(Error::InvalidArgument {
                 name: "listen",
@@ -552,6 +576,10 @@ impl NanoKafkaBuilder {
         });
         #[cfg(not(feature = "console"))]
         let console = None;
-        super::embedded::start(settings, io, listener.as_ref(), console)
+        #[cfg(feature = "schema-registry")]
+        let registry = self.schema_registry;
+        #[cfg(not(feature = "schema-registry"))]
+        let registry = None;
+        super::embedded::start(settings, io, listener.as_ref(), (console, registry))
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 
-use super::{console, EmbeddedBroker, Running, Started};
+use super::{console, schema_registry, EmbeddedBroker, Running, Started};
 use crate::actors::broker::BrokerActor;
 use crate::actors::io_thread::IoThread;
 use crate::actors::BrokerSettings;
@@ -22,12 +22,13 @@ use crate::security::quota::ClientQuotas;
 use crate::storage::{fs, DataDir};
 
 /// Starts the broker `settings` describe (already checked), with `io_threads` I/O threads
-/// spinning up to `idle_spin`, and a Kafka listener when `listener` is given.
+/// spinning up to `idle_spin`, a Kafka listener when `listener` is given, and the web console
+/// and the schema registry when their configs are.
 pub(super) fn start(
     settings: BrokerSettings,
     (io_threads, idle_spin): (usize, Duration),
     listener_config: Option<&ListenerConfig>,
-    console: Option<console::Config>,
+    (console, registry): (Option<console::Config>, Option<schema_registry::Config>),
 ) -> Result<NanoKafka> {
     let data_dir = DataDir::open(&settings.data_dir)?;
     // Bound before anything starts: a taken port fails the build with nothing running.
@@ -35,6 +36,7 @@ pub(super) fn start(
         .map(|config| crate::listener::bind(config)?.open_security(&settings.data_dir))
         .transpose()?;
     let console = console::bind(console)?;
+    let registry = schema_registry::bind(registry)?;
     // A damaged quotas file stops the start: never a listener that silently enforces none.
     let listener = match listener {
         Some(bound) => {
@@ -88,7 +90,9 @@ pub(super) fn start(
                 };
                 let console = console::start(console, console_facts, &addr, listener.as_ref())
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
-                Ok((addr, listener, console))
+                let registry = schema_registry::start(registry, &addr)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                Ok((addr, listener, (console, registry)))
             });
             let failed = started.is_err();
             let _ = started_tx.send(started.map(|started| (started, System::current())));
@@ -98,7 +102,7 @@ pub(super) fn start(
             system.run()
         })
         .map_err(|e| Error::io("spawn broker thread", &path, e))?;
-    let ((addr, listener, console), system) = started_rx
+    let ((addr, listener, (console, registry)), system) = started_rx
         .recv()
         .map_err(|_| Error::BrokerStopped)?
         .map_err(|e| Error::io("start an I/O thread", &path, e))?;
@@ -114,8 +118,9 @@ pub(super) fn start(
         thread: Mutex::new(Some(thread)),
         listener: Mutex::new(listener),
         console: Mutex::new(console),
+        registry: Mutex::new(registry),
     };
-    Ok(Running::start(handle, Started::Embedded(broker)))
+    Ok(Running::start(handle, Started::Embedded(Box::new(broker))))
 }
 
 /// A Kafka cluster id for the data directory at `path`: the same on every open of it, so

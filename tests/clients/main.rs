@@ -20,5 +20,6 @@ mod kafka_python;
 mod kafkajs;
 mod kcat;
 mod quix;
+mod schema_registry;
 mod scram;
 mod tls;

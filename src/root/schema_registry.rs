@@ -1,0 +1,67 @@
+//! The schema registry as the composition root starts and stops it: with the
+//! `schema-registry` feature the registry's own types; without it, types with no value, so
+//! the root's code is the same either way.
+
+use std::net::SocketAddr;
+
+use actix::Addr;
+
+use crate::actors::broker::BrokerActor;
+use crate::error::Result;
+
+#[cfg(feature = "schema-registry")]
+mod enabled {
+    use super::*;
+    use crate::async_handle::AsyncNanoKafka;
+
+    pub(crate) type Config = crate::schema_api::SchemaRegistryConfig;
+    pub(crate) type Bound = crate::schema_api::BoundRegistry;
+    pub(crate) type Handle = crate::schema_api::RegistryHandle;
+
+    pub(crate) fn bind(config: Option<Config>) -> Result<Option<Bound>> {
+        config.as_ref().map(crate::schema_api::bind).transpose()
+    }
+
+    /// Starts the registry `bound` on the running System, reading and writing `_schemas`
+    /// through a handle of its own on `broker`.
+    pub(crate) fn start(
+        bound: Option<Bound>,
+        broker: &Addr<BrokerActor>,
+    ) -> Result<Option<Handle>> {
+        bound
+            .map(|bound| bound.start(AsyncNanoKafka::from(broker.clone())))
+            .transpose()
+    }
+
+    pub(crate) fn addr(handle: &Handle) -> SocketAddr {
+        handle.addr()
+    }
+
+    pub(crate) fn stop(handle: Handle) {
+        handle.stop();
+    }
+}
+
+#[cfg(not(feature = "schema-registry"))]
+mod enabled {
+    use super::*;
+
+    pub(crate) type Config = std::convert::Infallible;
+    pub(crate) type Bound = std::convert::Infallible;
+    pub(crate) type Handle = std::convert::Infallible;
+
+    pub(crate) fn bind(config: Option<Config>) -> Result<Option<Bound>> {
+        Ok(config.map(|c| match c {}))
+    }
+    pub(crate) fn start(bound: Option<Bound>, _: &Addr<BrokerActor>) -> Result<Option<Handle>> {
+        Ok(bound.map(|b| match b {}))
+    }
+    pub(crate) fn addr(handle: &Handle) -> SocketAddr {
+        match *handle {}
+    }
+    pub(crate) fn stop(handle: Handle) {
+        match handle {}
+    }
+}
+
+pub(crate) use enabled::*;
