@@ -187,8 +187,14 @@ impl Service {
             if read.bytes.is_empty() {
                 break;
             }
+            let before = next;
             let mut bytes = read.bytes.as_slice();
-            while let Decoded::Batch(header) = format::decode(bytes) {
+            while !bytes.is_empty() {
+                let header = match format::decode(bytes) {
+                    Decoded::Batch(header) => header,
+                    Decoded::Incomplete { .. } => break,
+                    Decoded::Invalid { reason } => return Err(damaged(next, &reason)),
+                };
                 let batch = &bytes[..header.batch_len];
                 bytes = &bytes[header.batch_len..];
                 if !header.is_control() {
@@ -215,6 +221,9 @@ impl Service {
                     walked.map_err(|e| damaged(header.base_offset, &e))?;
                 }
                 next = next.max(header.next_offset());
+            }
+            if next == before {
+                return Err(damaged(next, "a read that does not advance"));
             }
             if next >= read.log_end_offset {
                 break;
