@@ -349,12 +349,8 @@ impl Registry {
         for reference in &input.references {
             self.resolve(reference, &mut texts, &mut seen, 0)?;
         }
-        ParsedSchema::parse(input.schema_type, &input.schema, &texts).map_err(|why| {
-            match input.schema_type {
-                SchemaType::Avro => RegistryError::invalid_schema(why),
-                _ => RegistryError::new(42201, why),
-            }
-        })
+        ParsedSchema::parse(input.schema_type, &input.schema, &texts)
+            .map_err(RegistryError::invalid_schema)
     }
 
     /// Adds the text of `reference`'s version, after those it refers to, to `texts`.
