@@ -333,17 +333,26 @@ async fn lookup(svc: web::Data<Service>, subject: web::Path<String>, body: Body)
     Ok(answer(&version_json(&found)))
 }
 
+/// The version `path` names (`{subject}/versions/{version}`), soft-deleted ones with
+/// `deleted=true`.
+async fn find_version(
+    svc: &Service,
+    path: web::Path<(String, String)>,
+    params: &Params,
+) -> Result<SubjectVersion, ApiError> {
+    let (subject, version) = path.into_inner();
+    let spec = version_spec(&version)?;
+    let state = svc.current().await?;
+    let deleted = params.deleted.unwrap_or(false);
+    Ok(state.registry.version(&subject, spec, deleted)?)
+}
+
 async fn version_of(
     svc: web::Data<Service>,
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
 ) -> Answer {
-    let (subject, version) = path.into_inner();
-    let spec = version_spec(&version)?;
-    let state = svc.current().await?;
-    let found = state
-        .registry
-        .version(&subject, spec, params.deleted.unwrap_or(false))?;
+    let found = find_version(&svc, path, &params).await?;
     Ok(answer(&version_json(&found)))
 }
 
@@ -352,12 +361,7 @@ async fn raw_version(
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
 ) -> Answer {
-    let (subject, version) = path.into_inner();
-    let spec = version_spec(&version)?;
-    let state = svc.current().await?;
-    let found = state
-        .registry
-        .version(&subject, spec, params.deleted.unwrap_or(false))?;
+    let found = find_version(&svc, path, &params).await?;
     Ok(answer_raw(&found.schema))
 }
 
