@@ -454,14 +454,19 @@ fn json_logs_one_object_per_line_with_the_listening_address() {
     }
 }
 
-/// `GET`/`POST path` on the console at `addr`: the status and the body.
-fn console_http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+/// `method path` at `addr` with `body` of `content_type`: the status and the body.
+fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let body = r#"{"name": "x", "partitions": 1, "confirm": true}"#;
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).unwrap();
@@ -470,6 +475,12 @@ fn console_http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
     let status = answer.split(' ').nth(1).unwrap().parse().unwrap();
     let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
     (status, body)
+}
+
+/// `GET`/`POST path` on the console at `addr`: the status and the body.
+fn console_http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let body = r#"{"name": "x", "partitions": 1, "confirm": true}"#;
+    http(addr, method, path, "application/json", body)
 }
 
 #[test]
@@ -633,19 +644,13 @@ fn serve_with_the_authorizer_honours_acls_the_cli_adds_and_removes_without_a_res
 
 /// `method path` with a JSON `body` on the schema registry at `addr`: the status and body.
 fn registry_http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
-         Content-Type: application/vnd.schemaregistry.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
-    (status, body)
+    http(
+        addr,
+        method,
+        path,
+        "application/vnd.schemaregistry.v1+json",
+        body,
+    )
 }
 
 /// `serve --schema-registry` on `data_dir`, and the registry's address from its log.
