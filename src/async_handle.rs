@@ -38,9 +38,13 @@ mod embedded;
 mod groups;
 mod lifecycle;
 mod routes;
+#[cfg(feature = "schema-registry")]
+mod schema_store;
 mod wire;
 pub(crate) use embedded::Embedded;
 pub(crate) use lifecycle::{off_runtime, BrokerLink, RunningBroker};
+#[cfg(feature = "schema-registry")]
+pub(crate) use schema_store::SchemaStore;
 
 /// The async face of a broker. Open one with [`AsyncNanoKafka::open`] or
 /// [`crate::NanoKafkaBuilder::build_async`] (the handle then owns the broker: see

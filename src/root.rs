@@ -73,6 +73,9 @@ pub(crate) struct EmbeddedBroker {
     console: Mutex<Option<console::Handle>>,
     /// The schema registry, stopped with the console.
     registry: Mutex<Option<schema_registry::Handle>>,
+    /// The broker's schemas (with the `schema-registry` feature).
+    #[cfg_attr(not(feature = "schema-registry"), allow(dead_code))]
+    schemas: Option<schema_registry::Store>,
 }
 
 impl Running {
@@ -182,6 +185,15 @@ impl RunningBroker for Running {
     #[cfg(feature = "schema-registry")]
     fn schema_registry_addr(&self) -> Option<SocketAddr> {
         self.registry_addr
+    }
+
+    #[cfg(feature = "schema-registry")]
+    fn schema_store(&self) -> Option<schema_registry::Store> {
+        match &self.started {
+            Started::Embedded(e) => e.schemas.clone(),
+            #[cfg(feature = "kafka")]
+            Started::Kafka(_) => None,
+        }
     }
 
     fn is_stopped(&self) -> bool {

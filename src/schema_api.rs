@@ -3,28 +3,20 @@
 //! actix-rt System (as the console is), started by the composition root when the builder has
 //! [`crate::NanoKafkaBuilder::schema_registry`]. docs/schema-registry.md is the reference.
 //!
-//! The registry's state is the replay of the compacted topic `_schemas` (one partition),
-//! read through an [`AsyncNanoKafka`]: every request first applies what the topic gained
-//! since the last one (so records another writer appended, an `import` say, are seen), and a
-//! change appends its records, then applies them the same way. One request at a time holds
-//! the state, so ids and versions are taken in order.
+//! The registry's state is the broker's [`SchemaStore`] (the replay of `_schemas`): every
+//! request first catches up with the topic, and a change appends its records, then applies
+//! them; one request at a time holds the state, so ids and versions are taken in order.
 //!
 //! The parts: `routes` (the server, its routes and Confluent's JSON shapes), and here the
-//! binding, the state and its topic.
+//! binding.
 
 mod routes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use futures::lock::{Mutex, MutexGuard};
-
-use crate::async_handle::AsyncNanoKafka;
-use crate::config::{CleanupPolicy, TopicConfig};
+use crate::async_handle::SchemaStore;
 use crate::error::{Error, Result};
-use crate::messages::OffsetSpec;
-use crate::schemas::{Registry, RegistryError, SCHEMAS_TOPIC};
-use crate::storage::format::{self, Decoded, MAX_DECOMPRESSED_BYTES};
 
 /// The registry's settings, from the builder.
 #[derive(Debug, Clone)]
@@ -71,12 +63,8 @@ impl BoundRegistry {
     ///
     /// # Errors
     /// `Io` when the server cannot take the socket.
-    pub fn start(self, broker: AsyncNanoKafka) -> Result<RegistryHandle> {
-        let service = Arc::new(Service {
-            broker,
-            state: Mutex::new(State::default()),
-        });
-        let server = routes::server(service, self.socket)
+    pub fn start(self, store: Arc<SchemaStore>) -> Result<RegistryHandle> {
+        let server = routes::server(store, self.socket)
             .map_err(|e| Error::io("start the schema registry", std::path::Path::new(""), e))?;
         let handle = server.handle();
         actix_rt::spawn(server);
@@ -112,149 +100,5 @@ impl RegistryHandle {
     pub fn stop(self) {
         futures::executor::block_on(self.handle.stop(false));
         tracing::info!(addr = %self.addr, "schema registry stopped");
-    }
-}
-
-/// What every handler shares.
-#[derive(Debug)]
-pub(crate) struct Service {
-    broker: AsyncNanoKafka,
-    state: Mutex<State>,
-}
-
-/// The registry, and how far into `_schemas` it has read.
-#[derive(Debug, Default)]
-struct State {
-    registry: Registry,
-    /// The next offset of `_schemas` to apply; `None` before the first read (the topic may
-    /// not exist yet).
-    next: Option<u64>,
-}
-
-/// The largest fetch of `_schemas` batches at a time.
-const FETCH_BYTES: usize = 4 << 20;
-
-impl Service {
-    /// The state, caught up with `_schemas`; held until the guard drops.
-    async fn current(&self) -> std::result::Result<MutexGuard<'_, State>, RegistryError> {
-        let mut state = self.state.lock().await;
-        self.catch_up(&mut state).await?;
-        Ok(state)
-    }
-
-    /// Appends `records` to `_schemas`, in order, then applies them (and anything before
-    /// them) as a replay would. A failed append leaves the state as the topic says.
-    async fn write(
-        &self,
-        state: &mut State,
-        records: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    ) -> std::result::Result<(), RegistryError> {
-        for (key, value) in records {
-            let written = match value {
-                Some(value) => {
-                    self.broker
-                        .produce_raw(SCHEMAS_TOPIC, Some(&key), value)
-                        .await
-                }
-                None => self.broker.produce_tombstone(SCHEMAS_TOPIC, &key).await,
-            };
-            written.map_err(|e| store_error("append to _schemas", &e))?;
-        }
-        self.catch_up(state).await
-    }
-
-    /// Creates `_schemas` when missing (compacted, one partition), then applies its records
-    /// from where the state stopped to the log end.
-    async fn catch_up(&self, state: &mut State) -> std::result::Result<(), RegistryError> {
-        let mut next = match state.next {
-            Some(next) => next,
-            None => {
-                self.ensure_topic().await?;
-                let start = (self.broker)
-                    .list_kafka_offset(SCHEMAS_TOPIC, 0, OffsetSpec::Earliest)
-                    .await
-                    .map_err(|e| store_error("read _schemas' log start", &e))?;
-                start.map_or(0, |s| s.offset)
-            }
-        };
-        let mut scratch = Vec::new();
-        loop {
-            let read = (self.broker)
-                .fetch_kafka_batches(SCHEMAS_TOPIC, 0, next, FETCH_BYTES, true)
-                .await
-                .map_err(|e| store_error("read _schemas", &e))?;
-            next = next.max(read.log_start_offset);
-            if read.bytes.is_empty() {
-                break;
-            }
-            let before = next;
-            let mut bytes = read.bytes.as_slice();
-            while !bytes.is_empty() {
-                let header = match format::decode(bytes) {
-                    Decoded::Batch(header) => header,
-                    Decoded::Incomplete { .. } => break,
-                    Decoded::Invalid { reason } => return Err(damaged(next, &reason)),
-                };
-                let batch = &bytes[..header.batch_len];
-                bytes = &bytes[header.batch_len..];
-                if !header.is_control() {
-                    let section = format::records_section(
-                        batch,
-                        &header,
-                        MAX_DECOMPRESSED_BYTES,
-                        &mut scratch,
-                    )
-                    .map_err(|e| damaged(header.base_offset, &e))?;
-                    let walked =
-                        format::walk_records(section, &header, 0..header.records_count, |r, _| {
-                            let offset = header.base_offset + u64::from(r.offset_delta);
-                            if offset >= next {
-                                if let Some(key) = r.key {
-                                    if let Err(why) = state.registry.apply(key, r.value) {
-                                        tracing::warn!(offset, %why, "a _schemas record skipped");
-                                    }
-                                }
-                                next = offset + 1;
-                            }
-                            true
-                        });
-                    walked.map_err(|e| damaged(header.base_offset, &e))?;
-                }
-                next = next.max(header.next_offset());
-            }
-            if next == before {
-                return Err(damaged(next, "a read that does not advance"));
-            }
-            if next >= read.log_end_offset {
-                break;
-            }
-        }
-        state.next = Some(next);
-        Ok(())
-    }
-
-    async fn ensure_topic(&self) -> std::result::Result<(), RegistryError> {
-        let config = TopicConfig::default()
-            .partitions(1)
-            .cleanup_policy(CleanupPolicy::Compact);
-        match self.broker.create_topic(SCHEMAS_TOPIC, config).await {
-            Ok(()) | Err(Error::TopicExists { .. }) => Ok(()),
-            Err(e) => Err(store_error("create _schemas", &e)),
-        }
-    }
-}
-
-/// Confluent's 50001: the store failed.
-fn store_error(what: &str, e: &Error) -> RegistryError {
-    RegistryError {
-        code: 50001,
-        message: format!("Error in the backend data store: {what}: {e}"),
-    }
-}
-
-fn damaged(offset: u64, why: &str) -> RegistryError {
-    RegistryError {
-        code: 50001,
-        message: format!("Error in the backend data store: the _schemas batch at offset {offset} cannot be read: {why}"),
     }
 }

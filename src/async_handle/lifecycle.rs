@@ -35,6 +35,9 @@ pub(crate) trait RunningBroker: Send + Sync + std::fmt::Debug {
     /// Where its schema registry is bound, if it has one.
     #[cfg(feature = "schema-registry")]
     fn schema_registry_addr(&self) -> Option<SocketAddr>;
+    /// Its schemas (the embedded broker's `_schemas`), `None` on the Kafka backend.
+    #[cfg(feature = "schema-registry")]
+    fn schema_store(&self) -> Option<Arc<super::SchemaStore>>;
     /// Whether it was shut down (or is being shut down).
     fn is_stopped(&self) -> bool;
 }
@@ -51,6 +54,10 @@ pub(crate) struct BrokerLink {
     /// The schema registry's address, when the broker was built with one.
     #[cfg(feature = "schema-registry")]
     schema_registry_addr: Option<SocketAddr>,
+    /// The broker's schemas, when it keeps them.
+    #[cfg(feature = "schema-registry")]
+    #[allow(dead_code)] // read by typed topics bound to a subject, next
+    schema_store: Option<Arc<super::SchemaStore>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -73,6 +80,8 @@ impl BrokerLink {
             console_addr: inner.console_addr(),
             #[cfg(feature = "schema-registry")]
             schema_registry_addr: inner.schema_registry_addr(),
+            #[cfg(feature = "schema-registry")]
+            schema_store: inner.schema_store(),
             owner: Owner::Owning(inner),
         }
     }
@@ -89,6 +98,8 @@ impl BrokerLink {
             schema_registry_addr: inner
                 .upgrade()
                 .and_then(|running| running.schema_registry_addr()),
+            #[cfg(feature = "schema-registry")]
+            schema_store: inner.upgrade().and_then(|running| running.schema_store()),
             owner: Owner::Borrowing(inner),
             listener_addr,
         }
@@ -164,6 +175,14 @@ impl AsyncNanoKafka {
     #[cfg(feature = "schema-registry")]
     pub fn schema_registry_addr(&self) -> Option<SocketAddr> {
         self.link.schema_registry_addr
+    }
+
+    /// The broker's schemas (`_schemas`), `None` on the Kafka backend or a handle detached
+    /// from the broker that started it.
+    #[cfg(feature = "schema-registry")]
+    #[allow(dead_code)] // used by typed topics bound to a subject, next
+    pub(crate) fn schema_store(&self) -> Option<&Arc<super::SchemaStore>> {
+        self.link.schema_store.as_ref()
     }
 
     /// The same handle with `link`.

@@ -90,9 +90,10 @@ pub(super) fn start(
                 };
                 let console = console::start(console, console_facts, &addr, listener.as_ref())
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
-                let registry = schema_registry::start(registry, &addr)
+                let schemas = schema_registry::store(&addr);
+                let registry = schema_registry::start(registry, schemas.as_ref())
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
-                Ok((addr, listener, (console, registry)))
+                Ok((addr, listener, (console, registry, schemas)))
             });
             let failed = started.is_err();
             let _ = started_tx.send(started.map(|started| (started, System::current())));
@@ -102,7 +103,7 @@ pub(super) fn start(
             system.run()
         })
         .map_err(|e| Error::io("spawn broker thread", &path, e))?;
-    let ((addr, listener, (console, registry)), system) = started_rx
+    let ((addr, listener, (console, registry, schemas)), system) = started_rx
         .recv()
         .map_err(|_| Error::BrokerStopped)?
         .map_err(|e| Error::io("start an I/O thread", &path, e))?;
@@ -119,6 +120,7 @@ pub(super) fn start(
         listener: Mutex::new(listener),
         console: Mutex::new(console),
         registry: Mutex::new(registry),
+        schemas,
     };
     Ok(Running::start(handle, Started::Embedded(Box::new(broker))))
 }

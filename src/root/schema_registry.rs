@@ -17,20 +17,25 @@ mod enabled {
     pub(crate) type Config = crate::schema_api::SchemaRegistryConfig;
     pub(crate) type Bound = crate::schema_api::BoundRegistry;
     pub(crate) type Handle = crate::schema_api::RegistryHandle;
+    /// The broker's schemas, shared by all that read or change them.
+    pub(crate) type Store = std::sync::Arc<crate::async_handle::SchemaStore>;
+
+    /// The store of the broker at `broker` (reading `_schemas` only once first used).
+    pub(crate) fn store(broker: &Addr<BrokerActor>) -> Option<Store> {
+        let handle = AsyncNanoKafka::from(broker.clone());
+        Some(Store::new(crate::async_handle::SchemaStore::new(handle)))
+    }
 
     pub(crate) fn bind(config: Option<Config>) -> Result<Option<Bound>> {
         config.as_ref().map(crate::schema_api::bind).transpose()
     }
 
-    /// Starts the registry `bound` on the running System, reading and writing `_schemas`
-    /// through a handle of its own on `broker`.
-    pub(crate) fn start(
-        bound: Option<Bound>,
-        broker: &Addr<BrokerActor>,
-    ) -> Result<Option<Handle>> {
-        bound
-            .map(|bound| bound.start(AsyncNanoKafka::from(broker.clone())))
-            .transpose()
+    /// Starts the registry `bound` on the running System, on the broker's `store`.
+    pub(crate) fn start(bound: Option<Bound>, store: Option<&Store>) -> Result<Option<Handle>> {
+        match (bound, store) {
+            (Some(bound), Some(store)) => bound.start(store.clone()).map(Some),
+            _ => Ok(None),
+        }
     }
 
     pub(crate) fn addr(handle: &Handle) -> SocketAddr {
@@ -49,11 +54,15 @@ mod enabled {
     pub(crate) type Config = std::convert::Infallible;
     pub(crate) type Bound = std::convert::Infallible;
     pub(crate) type Handle = std::convert::Infallible;
+    pub(crate) type Store = std::convert::Infallible;
 
+    pub(crate) fn store(_: &Addr<BrokerActor>) -> Option<Store> {
+        None
+    }
     pub(crate) fn bind(config: Option<Config>) -> Result<Option<Bound>> {
         Ok(config.map(|c| match c {}))
     }
-    pub(crate) fn start(bound: Option<Bound>, _: &Addr<BrokerActor>) -> Result<Option<Handle>> {
+    pub(crate) fn start(bound: Option<Bound>, _: Option<&Store>) -> Result<Option<Handle>> {
         Ok(bound.map(|b| match b {}))
     }
     pub(crate) fn addr(handle: &Handle) -> SocketAddr {

@@ -9,7 +9,7 @@ use actix_web::{web, App, HttpResponse, HttpServer, ResponseError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::Service;
+use crate::async_handle::SchemaStore;
 use crate::schemas::{
     Compatibility, RegistryError, SchemaInput, SchemaReference, SchemaType, SubjectVersion,
     VersionSpec,
@@ -22,7 +22,7 @@ const MAX_BODY_BYTES: usize = 2 << 20;
 
 /// Builds the server on `socket`; it serves once the returned future is spawned.
 pub(super) fn server(
-    service: Arc<Service>,
+    service: Arc<SchemaStore>,
     socket: std::net::TcpListener,
 ) -> std::io::Result<actix_web::dev::Server> {
     let data = web::Data::from(service);
@@ -247,7 +247,7 @@ async fn schema_types() -> HttpResponse {
     answer(&json!(names))
 }
 
-async fn schema_by_id(svc: web::Data<Service>, id: web::Path<String>) -> Answer {
+async fn schema_by_id(svc: web::Data<SchemaStore>, id: web::Path<String>) -> Answer {
     let id = id_of(&id)?;
     let state = svc.current().await?;
     let (schema_type, schema, references) = state.registry.schema_by_id(id)?;
@@ -256,7 +256,7 @@ async fn schema_by_id(svc: web::Data<Service>, id: web::Path<String>) -> Answer 
     Ok(answer(&Value::Object(object)))
 }
 
-async fn raw_schema_by_id(svc: web::Data<Service>, id: web::Path<String>) -> Answer {
+async fn raw_schema_by_id(svc: web::Data<SchemaStore>, id: web::Path<String>) -> Answer {
     let id = id_of(&id)?;
     let state = svc.current().await?;
     let (_, schema, _) = state.registry.schema_by_id(id)?;
@@ -269,7 +269,7 @@ fn answer_raw(schema: &str) -> HttpResponse {
         .body(schema.to_owned())
 }
 
-async fn id_subjects(svc: web::Data<Service>, id: web::Path<String>) -> Answer {
+async fn id_subjects(svc: web::Data<SchemaStore>, id: web::Path<String>) -> Answer {
     let id = id_of(&id)?;
     let state = svc.current().await?;
     state.registry.schema_by_id(id)?;
@@ -283,7 +283,7 @@ async fn id_subjects(svc: web::Data<Service>, id: web::Path<String>) -> Answer {
     Ok(answer(&json!(subjects)))
 }
 
-async fn id_versions(svc: web::Data<Service>, id: web::Path<String>) -> Answer {
+async fn id_versions(svc: web::Data<SchemaStore>, id: web::Path<String>) -> Answer {
     let id = id_of(&id)?;
     let state = svc.current().await?;
     state.registry.schema_by_id(id)?;
@@ -293,7 +293,7 @@ async fn id_versions(svc: web::Data<Service>, id: web::Path<String>) -> Answer {
     Ok(answer(&json!(versions)))
 }
 
-async fn subjects(svc: web::Data<Service>, params: web::Query<Params>) -> Answer {
+async fn subjects(svc: web::Data<SchemaStore>, params: web::Query<Params>) -> Answer {
     let state = svc.current().await?;
     let prefix = params.subject_prefix.as_deref().unwrap_or("");
     let subjects: Vec<String> = (state
@@ -306,7 +306,7 @@ async fn subjects(svc: web::Data<Service>, params: web::Query<Params>) -> Answer
 }
 
 async fn versions(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     subject: web::Path<String>,
     params: web::Query<Params>,
 ) -> Answer {
@@ -317,7 +317,7 @@ async fn versions(
     Ok(answer(&json!(versions)))
 }
 
-async fn register(svc: web::Data<Service>, subject: web::Path<String>, body: Body) -> Answer {
+async fn register(svc: web::Data<SchemaStore>, subject: web::Path<String>, body: Body) -> Answer {
     let input = schema_input(&read_body(body)?)?;
     let mut state = svc.current().await?;
     let planned = state.registry.register(&subject, &input)?;
@@ -326,7 +326,7 @@ async fn register(svc: web::Data<Service>, subject: web::Path<String>, body: Bod
     Ok(answer(&json!({"id": id})))
 }
 
-async fn lookup(svc: web::Data<Service>, subject: web::Path<String>, body: Body) -> Answer {
+async fn lookup(svc: web::Data<SchemaStore>, subject: web::Path<String>, body: Body) -> Answer {
     let input = schema_input(&read_body(body)?)?;
     let state = svc.current().await?;
     let found = state.registry.lookup(&subject, &input)?;
@@ -336,7 +336,7 @@ async fn lookup(svc: web::Data<Service>, subject: web::Path<String>, body: Body)
 /// The version `path` names (`{subject}/versions/{version}`), soft-deleted ones with
 /// `deleted=true`.
 async fn find_version(
-    svc: &Service,
+    svc: &SchemaStore,
     path: web::Path<(String, String)>,
     params: &Params,
 ) -> Result<SubjectVersion, ApiError> {
@@ -348,7 +348,7 @@ async fn find_version(
 }
 
 async fn version_of(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
 ) -> Answer {
@@ -357,7 +357,7 @@ async fn version_of(
 }
 
 async fn raw_version(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
 ) -> Answer {
@@ -366,7 +366,7 @@ async fn raw_version(
 }
 
 async fn delete_version(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
 ) -> Answer {
@@ -383,7 +383,7 @@ async fn delete_version(
 }
 
 async fn delete_subject(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     subject: web::Path<String>,
     params: web::Query<Params>,
 ) -> Answer {
@@ -406,26 +406,26 @@ fn level_of(body: &[u8]) -> Result<Compatibility, ApiError> {
     })
 }
 
-async fn global_config(svc: web::Data<Service>) -> Answer {
+async fn global_config(svc: web::Data<SchemaStore>) -> Answer {
     let state = svc.current().await?;
     Ok(answer(
         &json!({"compatibilityLevel": state.registry.level(None).name()}),
     ))
 }
 
-async fn set_global_config(svc: web::Data<Service>, body: Body) -> Answer {
+async fn set_global_config(svc: web::Data<SchemaStore>, body: Body) -> Answer {
     set_config(&svc, None, &read_body(body)?).await
 }
 
 async fn set_subject_config(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     subject: web::Path<String>,
     body: Body,
 ) -> Answer {
     set_config(&svc, Some(&subject), &read_body(body)?).await
 }
 
-async fn set_config(svc: &Service, subject: Option<&str>, body: &[u8]) -> Answer {
+async fn set_config(svc: &SchemaStore, subject: Option<&str>, body: &[u8]) -> Answer {
     let level = level_of(body)?;
     let mut state = svc.current().await?;
     let planned = state.registry.set_level(subject, level)?;
@@ -433,15 +433,15 @@ async fn set_config(svc: &Service, subject: Option<&str>, body: &[u8]) -> Answer
     Ok(answer(&json!({"compatibility": level.name()})))
 }
 
-async fn delete_global_config(svc: web::Data<Service>) -> Answer {
+async fn delete_global_config(svc: web::Data<SchemaStore>) -> Answer {
     delete_config(&svc, None).await
 }
 
-async fn delete_subject_config(svc: web::Data<Service>, subject: web::Path<String>) -> Answer {
+async fn delete_subject_config(svc: web::Data<SchemaStore>, subject: web::Path<String>) -> Answer {
     delete_config(&svc, Some(&subject)).await
 }
 
-async fn delete_config(svc: &Service, subject: Option<&str>) -> Answer {
+async fn delete_config(svc: &SchemaStore, subject: Option<&str>) -> Answer {
     let mut state = svc.current().await?;
     let planned = state.registry.delete_level(subject)?;
     let had = planned.answer;
@@ -450,7 +450,7 @@ async fn delete_config(svc: &Service, subject: Option<&str>) -> Answer {
 }
 
 async fn subject_config(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     subject: web::Path<String>,
     params: web::Query<Params>,
 ) -> Answer {
@@ -471,7 +471,7 @@ async fn subject_config(
 }
 
 async fn compatibility_latest(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     subject: web::Path<String>,
     params: web::Query<Params>,
     body: Body,
@@ -487,7 +487,7 @@ async fn compatibility_latest(
 }
 
 async fn compatibility(
-    svc: web::Data<Service>,
+    svc: web::Data<SchemaStore>,
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
     body: Body,
@@ -498,7 +498,7 @@ async fn compatibility(
 }
 
 async fn test_compatibility(
-    svc: &Service,
+    svc: &SchemaStore,
     subject: &str,
     spec: VersionSpec,
     params: &Params,
