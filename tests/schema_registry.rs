@@ -427,3 +427,115 @@ fn ids_versions_and_levels_survive_a_reopen_and_live_in_schemas_records() {
         ["SCHEMA", "SCHEMA", "SCHEMA", "CONFIG", "SCHEMA", "SCHEMA"]
     );
 }
+
+#[test]
+fn modes_freeze_or_import_a_registry_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_broker, addr) = open(dir.path());
+        assert_eq!(
+            call(addr, "GET", "/mode", None).json(),
+            json!({"mode": "READWRITE"})
+        );
+        let bad = call(addr, "PUT", "/mode", Some(&json!({"mode": "SIDEWAYS"})));
+        assert_eq!(refused(&bad), (422, 42204));
+        // IMPORT on an empty registry: versions keep the ids and versions given.
+        let set = call(addr, "PUT", "/mode", Some(&json!({"mode": "IMPORT"})));
+        assert_eq!((set.status, set.json()), (200, json!({"mode": "IMPORT"})));
+        let mut imported = user("");
+        imported["id"] = json!(100);
+        imported["version"] = json!(5);
+        let answer = call(
+            addr,
+            "POST",
+            "/subjects/old-value/versions",
+            Some(&imported),
+        );
+        assert_eq!((answer.status, answer.json()), (200, json!({"id": 100})));
+        let without_id = call(addr, "POST", "/subjects/x/versions", Some(&user("")));
+        assert_eq!(refused(&without_id), (422, 42205));
+        // READONLY: nothing changes, reads go on.
+        call(addr, "PUT", "/mode", Some(&json!({"mode": "READONLY"})));
+        let frozen = call(addr, "POST", "/subjects/new/versions", Some(&user("")));
+        assert_eq!(refused(&frozen), (422, 42205));
+        let delete = call(addr, "DELETE", "/subjects/old-value", None);
+        assert_eq!(refused(&delete), (422, 42205));
+        assert_eq!(
+            call(addr, "GET", "/subjects", None).json(),
+            json!(["old-value"])
+        );
+        // A subject's own mode wins over the global one.
+        let subject_mode = call(addr, "GET", "/mode/new", None);
+        assert_eq!(refused(&subject_mode), (404, 40409));
+        call(
+            addr,
+            "PUT",
+            "/mode/new",
+            Some(&json!({"mode": "READWRITE"})),
+        );
+        let answer = call(addr, "POST", "/subjects/new/versions", Some(&user("")));
+        assert_eq!((answer.status, answer.json()), (200, json!({"id": 100})));
+        assert_eq!(
+            call(addr, "GET", "/mode/old-value?defaultToGlobal=true", None).json(),
+            json!({"mode": "READONLY"})
+        );
+    }
+    let (_broker, addr) = open(dir.path());
+    assert_eq!(
+        call(addr, "GET", "/mode", None).json(),
+        json!({"mode": "READONLY"})
+    );
+    assert_eq!(
+        call(addr, "GET", "/subjects/old-value/versions/latest", None).json()["version"],
+        json!(5)
+    );
+    let answer = call(addr, "DELETE", "/mode/new", None);
+    assert_eq!(
+        (answer.status, answer.json()),
+        (200, json!({"mode": "READWRITE"}))
+    );
+    let frozen = call(
+        addr,
+        "POST",
+        "/subjects/new/versions",
+        Some(&user(AGE_DEFAULT)),
+    );
+    assert_eq!(refused(&frozen), (422, 42205));
+}
+
+#[test]
+fn referenced_versions_name_their_referrers_and_are_not_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = open(dir.path());
+    let address = json!({"schema":
+        r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#});
+    call(addr, "POST", "/subjects/address/versions", Some(&address));
+    let person = json!({
+        "schema": r#"{"type":"record","name":"Person","fields":[{"name":"home","type":"Address"}]}"#,
+        "references": [{"name": "Address", "subject": "address", "version": 1}],
+    });
+    let id = call(addr, "POST", "/subjects/person/versions", Some(&person)).json()["id"].clone();
+    assert_eq!(
+        call(
+            addr,
+            "GET",
+            "/subjects/address/versions/1/referencedby",
+            None
+        )
+        .json(),
+        json!([id])
+    );
+    let missing = call(
+        addr,
+        "GET",
+        "/subjects/address/versions/7/referencedby",
+        None,
+    );
+    assert_eq!(refused(&missing), (404, 40402));
+    let delete = call(addr, "DELETE", "/subjects/address/versions/1", None);
+    assert_eq!(refused(&delete), (422, 42206));
+    assert_eq!(
+        call(addr, "GET", "/subjects/address/versions", None).json(),
+        json!([1])
+    );
+}

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::async_handle::SchemaStore;
 use crate::schemas::{
-    Compatibility, RegistryError, SchemaInput, SchemaReference, SchemaType, SubjectVersion,
+    Compatibility, Mode, RegistryError, SchemaInput, SchemaReference, SchemaType, SubjectVersion,
     VersionSpec,
 };
 
@@ -78,9 +78,14 @@ fn routes(cfg: &mut web::ServiceConfig) {
             web::post().to(compatibility),
         )
         .route(
-            "/mode",
-            web::get().to(|| async { answer(&json!({"mode": "READWRITE"})) }),
+            &format!("{version}/referencedby"),
+            web::get().to(referenced_by),
         )
+        .route("/mode", web::get().to(global_mode))
+        .route("/mode", web::put().to(set_global_mode))
+        .route("/mode/{subject}", web::get().to(subject_mode))
+        .route("/mode/{subject}", web::put().to(set_subject_mode))
+        .route("/mode/{subject}", web::delete().to(delete_subject_mode))
         .default_service(web::to(|| async {
             ApiError(RegistryError {
                 code: 404,
@@ -155,6 +160,7 @@ struct Params {
     verbose: Option<bool>,
     default_to_global: Option<bool>,
     subject_prefix: Option<String>,
+    force: Option<bool>,
 }
 
 /// A schema in a request body.
@@ -166,6 +172,18 @@ struct SchemaBody {
     schema_type: Option<String>,
     #[serde(default)]
     references: Vec<SchemaReference>,
+    /// `IMPORT` mode's id; a negative one is none, as Confluent's clients send it.
+    #[serde(default)]
+    id: Option<i64>,
+    /// `IMPORT` mode's version; 0 or less is none.
+    #[serde(default)]
+    version: Option<i64>,
+}
+
+/// A mode in a `PUT /mode` body.
+#[derive(Debug, Deserialize)]
+struct ModeBody {
+    mode: String,
 }
 
 /// A level in a `PUT /config` body.
@@ -196,10 +214,22 @@ fn schema_input(body: &[u8]) -> Result<SchemaInput, ApiError> {
             }))
         }
     };
+    let positive = |n: Option<i64>, what: &str, zero: bool| -> Result<Option<u32>, ApiError> {
+        match n {
+            Some(n) if n > 0 || (zero && n == 0) => u32::try_from(n)
+                .ok()
+                .filter(|&n| i32::try_from(n).is_ok())
+                .map(Some)
+                .ok_or_else(|| ApiError::bad_request(format!("{what} {n} is out of range"))),
+            _ => Ok(None),
+        }
+    };
     Ok(SchemaInput {
         schema_type,
         schema: body.schema,
         references: body.references,
+        id: positive(body.id, "schema id", true)?,
+        version: positive(body.version, "version", false)?,
     })
 }
 
@@ -512,4 +542,81 @@ async fn test_compatibility(
         body["messages"] = json!(why);
     }
     Ok(answer(&body))
+}
+
+async fn referenced_by(svc: web::Data<SchemaStore>, path: web::Path<(String, String)>) -> Answer {
+    let (subject, version) = path.into_inner();
+    let spec = version_spec(&version)?;
+    let state = svc.current().await?;
+    Ok(answer(&json!(state
+        .registry
+        .referenced_by(&subject, spec)?)))
+}
+
+async fn global_mode(svc: web::Data<SchemaStore>) -> Answer {
+    let state = svc.current().await?;
+    Ok(answer(&json!({"mode": state.registry.mode(None).name()})))
+}
+
+async fn set_global_mode(
+    svc: web::Data<SchemaStore>,
+    params: web::Query<Params>,
+    body: Body,
+) -> Answer {
+    set_mode(&svc, None, &params, &read_body(body)?).await
+}
+
+async fn set_subject_mode(
+    svc: web::Data<SchemaStore>,
+    subject: web::Path<String>,
+    params: web::Query<Params>,
+    body: Body,
+) -> Answer {
+    set_mode(&svc, Some(&subject), &params, &read_body(body)?).await
+}
+
+async fn set_mode(
+    svc: &SchemaStore,
+    subject: Option<&str>,
+    params: &Params,
+    body: &[u8],
+) -> Answer {
+    let body: ModeBody = parse_body(body)?;
+    let mode = body.mode.parse::<Mode>().map_err(|message| {
+        ApiError(RegistryError {
+            code: 42204,
+            message,
+        })
+    })?;
+    let mut state = svc.current().await?;
+    let planned = (state.registry).set_mode(subject, mode, params.force.unwrap_or(false))?;
+    svc.write(&mut state, planned.records).await?;
+    Ok(answer(&json!({"mode": mode.name()})))
+}
+
+async fn subject_mode(
+    svc: web::Data<SchemaStore>,
+    subject: web::Path<String>,
+    params: web::Query<Params>,
+) -> Answer {
+    let state = svc.current().await?;
+    let mode = match state.registry.subject_mode(&subject) {
+        Some(mode) => mode,
+        None if params.default_to_global.unwrap_or(false) => state.registry.mode(None),
+        None => {
+            return Err(ApiError(RegistryError {
+                code: 40409,
+                message: format!("Subject '{subject}' does not have subject-level mode configured"),
+            }))
+        }
+    };
+    Ok(answer(&json!({"mode": mode.name()})))
+}
+
+async fn delete_subject_mode(svc: web::Data<SchemaStore>, subject: web::Path<String>) -> Answer {
+    let mut state = svc.current().await?;
+    let planned = state.registry.delete_mode(&subject)?;
+    let had = planned.answer;
+    svc.write(&mut state, planned.records).await?;
+    Ok(answer(&json!({"mode": had.name()})))
 }

@@ -18,6 +18,8 @@ use super::compat::SchemaType;
 /// | `{"keytype":"CONFIG","subject":S or null,"magic":0}` | `{"compatibilityLevel":L}` | `S`'s level (null: the global one) |
 /// | same | none | `S`'s level removed (it follows the global one again) |
 /// | `{"keytype":"DELETE_SUBJECT","subject":S,"magic":0}` | `{"subject":S,"version":V}` | every version of `S` up to `V` soft-deleted |
+/// | `{"keytype":"MODE","subject":S or null,"magic":0}` | `{"mode":M}` | `S`'s mode (null: the global one) |
+/// | same | none | `S`'s mode removed (it follows the global one again) |
 /// | `{"keytype":"NOOP","magic":0}` | anything | nothing (Confluent writes them to find the log end) |
 ///
 /// Keys and values are JSON, as Confluent writes them.
@@ -34,6 +36,8 @@ pub enum SchemaKey {
     Config { subject: Option<String>, magic: u8 },
     #[serde(rename = "DELETE_SUBJECT")]
     DeleteSubject { subject: String, magic: u8 },
+    #[serde(rename = "MODE")]
+    Mode { subject: Option<String>, magic: u8 },
     #[serde(rename = "NOOP")]
     Noop { magic: u8 },
     /// A key type this registry does not know: skipped.
@@ -52,6 +56,13 @@ impl SchemaKey {
 
     pub fn config(subject: Option<&str>) -> Self {
         SchemaKey::Config {
+            subject: subject.map(str::to_owned),
+            magic: 0,
+        }
+    }
+
+    pub fn mode(subject: Option<&str>) -> Self {
+        SchemaKey::Mode {
             subject: subject.map(str::to_owned),
             magic: 0,
         }
@@ -103,6 +114,12 @@ pub struct ConfigValue {
     pub compatibility_level: String,
 }
 
+/// A `MODE` record's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeValue {
+    pub mode: String,
+}
+
 /// A `DELETE_SUBJECT` record's value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeleteSubjectValue {
@@ -124,6 +141,9 @@ mod tests {
         let key: SchemaKey =
             serde_json::from_str(r#"{"keytype":"CONFIG","subject":null,"magic":0}"#).unwrap();
         assert_eq!(key, SchemaKey::config(None));
+        let key: SchemaKey =
+            serde_json::from_str(r#"{"keytype":"MODE","subject":"s","magic":0}"#).unwrap();
+        assert_eq!(key, SchemaKey::mode(Some("s")));
         let key: SchemaKey = serde_json::from_str(r#"{"keytype":"NOOP","magic":0}"#).unwrap();
         assert_eq!(key, SchemaKey::Noop { magic: 0 });
         let key: SchemaKey =

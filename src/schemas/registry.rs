@@ -12,7 +12,10 @@
 use std::collections::BTreeMap;
 
 use super::compat::{Compatibility, ParsedSchema, SchemaType};
-use super::log_format::{ConfigValue, DeleteSubjectValue, SchemaKey, SchemaReference, SchemaValue};
+use super::log_format::{
+    ConfigValue, DeleteSubjectValue, ModeValue, SchemaKey, SchemaReference, SchemaValue,
+};
+use super::mode::Mode;
 
 /// A refusal, with Confluent's error code (`40401`, `42201`, ...; `409` for an incompatible
 /// schema) and message.
@@ -54,6 +57,11 @@ impl RegistryError {
     fn invalid_schema(why: impl Into<String>) -> Self {
         Self::new(42201, why)
     }
+
+    /// Confluent's 42205: the subject's mode does not permit it.
+    fn not_permitted(why: impl Into<String>) -> Self {
+        Self::new(42205, why)
+    }
 }
 
 /// A schema as a client registers or looks it up.
@@ -62,6 +70,10 @@ pub struct SchemaInput {
     pub schema_type: SchemaType,
     pub schema: String,
     pub references: Vec<SchemaReference>,
+    /// The id to register it with: only in `IMPORT` mode, where it is required.
+    pub id: Option<u32>,
+    /// The version to register it as: only in `IMPORT` mode (else the next one).
+    pub version: Option<u32>,
 }
 
 /// Which version of a subject.
@@ -150,6 +162,8 @@ pub struct Registry {
     max_id: u32,
     global: Option<Compatibility>,
     levels: BTreeMap<String, Compatibility>,
+    global_mode: Option<Mode>,
+    modes: BTreeMap<String, Mode>,
 }
 
 /// The longest subject name accepted.
@@ -219,6 +233,24 @@ impl Registry {
                     }
                     (Some(subject), None) => {
                         self.levels.remove(&subject);
+                    }
+                }
+            }
+            (SchemaKey::Mode { subject, .. }, value) => {
+                let mode = value
+                    .map(|v| {
+                        let v: ModeValue = serde_json::from_slice(v)
+                            .map_err(|e| format!("a MODE value that cannot be read: {e}"))?;
+                        v.mode.parse::<Mode>()
+                    })
+                    .transpose()?;
+                match (subject, mode) {
+                    (None, mode) => self.global_mode = mode,
+                    (Some(subject), Some(mode)) => {
+                        self.modes.insert(subject, mode);
+                    }
+                    (Some(subject), None) => {
+                        self.modes.remove(&subject);
                     }
                 }
             }
@@ -432,7 +464,27 @@ impl Registry {
         input: &SchemaInput,
     ) -> Result<Planned<Registered>, RegistryError> {
         Self::check_subject(subject)?;
+        let mode = self.writable(subject)?;
         let parsed = self.parse(input)?;
+        match (mode, input.id) {
+            (Mode::Import, Some(id)) => return self.import(subject, parsed, input, id),
+            (Mode::Import, None) => {
+                return Err(RegistryError::not_permitted(format!(
+                    "Subject '{subject}' is in IMPORT mode: a schema is registered with its id"
+                )))
+            }
+            (_, Some(_)) => {
+                return Err(RegistryError::not_permitted(format!(
+                    "Subject '{subject}' is not in IMPORT mode: a schema id cannot be given"
+                )))
+            }
+            (_, None) if input.version.is_some() => {
+                return Err(RegistryError::not_permitted(format!(
+                    "Subject '{subject}' is not in IMPORT mode: a version cannot be given"
+                )))
+            }
+            (_, None) => {}
+        }
         if let Some((version, id)) = self.find(subject, &parsed, &input.references) {
             return Ok(Planned::nothing(Registered { id, version }));
         }
@@ -457,10 +509,26 @@ impl Registry {
             })
             .map(|(&id, _)| id)
             .unwrap_or(self.max_id + 1);
-        let version = (self.subjects.get(subject))
+        let version = self.next_version(subject);
+        Ok(Self::new_version(subject, version, id, parsed, input))
+    }
+
+    /// One above `subject`'s highest version (soft-deleted ones count), 1 for a new subject.
+    fn next_version(&self, subject: &str) -> u32 {
+        (self.subjects.get(subject))
             .and_then(|v| v.keys().next_back().copied())
             .unwrap_or(0)
-            + 1;
+            + 1
+    }
+
+    /// The record of a new version `version` of `subject`, with schema `id`.
+    fn new_version(
+        subject: &str,
+        version: u32,
+        id: u32,
+        parsed: ParsedSchema,
+        input: &SchemaInput,
+    ) -> Planned<Registered> {
         let value = SchemaValue {
             subject: subject.to_owned(),
             version,
@@ -470,13 +538,51 @@ impl Registry {
             schema: parsed.normalized,
             deleted: false,
         };
-        Ok(Planned {
+        Planned {
             records: vec![(
                 SchemaKey::schema(subject, version).to_bytes(),
                 Some(serde_json::to_vec(&value).expect("a value serializes")),
             )],
             answer: Registered { id, version },
-        })
+        }
+    }
+
+    /// Registers `parsed` in `IMPORT` mode with the id (and version) it had elsewhere,
+    /// unchecked for compatibility. The same schema already there under that id is answered
+    /// as it is.
+    fn import(
+        &self,
+        subject: &str,
+        parsed: ParsedSchema,
+        input: &SchemaInput,
+        id: u32,
+    ) -> Result<Planned<Registered>, RegistryError> {
+        if let Some(stored) = self.schemas.get(&id) {
+            let same = stored.schema_type == parsed.schema_type
+                && stored.schema == parsed.normalized
+                && stored.references == input.references;
+            if !same {
+                return Err(RegistryError::not_permitted(format!(
+                    "Overwrite new schema with id {id} is not permitted: id {id} names another schema"
+                )));
+            }
+        }
+        if let Some((version, found)) = self.find(subject, &parsed, &input.references) {
+            if found == id && input.version.is_none_or(|v| v == version) {
+                return Ok(Planned::nothing(Registered { id, version }));
+            }
+        }
+        let version = input.version.unwrap_or_else(|| self.next_version(subject));
+        let taken = self
+            .subjects
+            .get(subject)
+            .is_some_and(|v| v.contains_key(&version));
+        if version == 0 || taken {
+            return Err(RegistryError::not_permitted(format!(
+                "Subject '{subject}' cannot take version {version}: it exists, or is not a version number"
+            )));
+        }
+        Ok(Self::new_version(subject, version, id, parsed, input))
     }
 
     /// `subject`'s live versions, parsed, oldest first.
@@ -491,6 +597,7 @@ impl Registry {
                 schema_type: stored.schema_type,
                 schema: stored.schema.clone(),
                 references: stored.references.clone(),
+                ..SchemaInput::default()
             };
             live.push((version, self.parse(&input)?));
         }
@@ -553,11 +660,13 @@ impl Registry {
         spec: VersionSpec,
         permanent: bool,
     ) -> Result<Planned<u32>, RegistryError> {
+        self.writable(subject)?;
         let found = match spec {
             // `latest` is the latest live version; a number may name a soft-deleted one.
             VersionSpec::Latest => self.version(subject, spec, false)?,
             VersionSpec::Number(_) => self.version(subject, spec, true)?,
         };
+        self.unreferenced(subject, found.version, permanent)?;
         let key = SchemaKey::schema(subject, found.version).to_bytes();
         if permanent {
             if !found.deleted {
@@ -605,8 +714,12 @@ impl Registry {
         subject: &str,
         permanent: bool,
     ) -> Result<Planned<Vec<u32>>, RegistryError> {
+        self.writable(subject)?;
         let all = self.versions(subject, true)?;
         let live = self.versions(subject, false).unwrap_or_default();
+        for &version in &all {
+            self.unreferenced(subject, version, permanent)?;
+        }
         if permanent {
             if !live.is_empty() {
                 return Err(RegistryError::new(
@@ -687,6 +800,129 @@ impl Registry {
             records: vec![(SchemaKey::config(subject).to_bytes(), None)],
             answer: had,
         })
+    }
+
+    /// The mode `subject` is in: its own, else the global one.
+    pub fn mode(&self, subject: Option<&str>) -> Mode {
+        (subject.and_then(|s| self.modes.get(s).copied()))
+            .or(self.global_mode)
+            .unwrap_or_default()
+    }
+
+    /// `subject`'s own mode, if it has one.
+    pub fn subject_mode(&self, subject: &str) -> Option<Mode> {
+        self.modes.get(subject).copied()
+    }
+
+    /// `subject`'s mode, when it lets the subject change.
+    fn writable(&self, subject: &str) -> Result<Mode, RegistryError> {
+        let mode = self.mode(Some(subject));
+        if mode.read_only() {
+            return Err(RegistryError::not_permitted(format!(
+                "Subject '{subject}' is in read-only mode ({mode})"
+            )));
+        }
+        Ok(mode)
+    }
+
+    /// Sets the global mode (`subject` none) or a subject's (`PUT /mode[/{s}]`). `IMPORT`
+    /// needs no subjects there (any subject for the global mode) unless `force`.
+    ///
+    /// # Errors
+    /// 42205 (subjects there, for `IMPORT`), 42208 (an invalid subject name).
+    pub fn set_mode(
+        &self,
+        subject: Option<&str>,
+        mode: Mode,
+        force: bool,
+    ) -> Result<Planned<Mode>, RegistryError> {
+        if let Some(subject) = subject {
+            Self::check_subject(subject)?;
+        }
+        let found = match subject {
+            Some(subject) => self.subjects.contains_key(subject),
+            None => !self.subjects.is_empty(),
+        };
+        if mode == Mode::Import && found && !force {
+            return Err(RegistryError::not_permitted(
+                "Cannot import since found existing subjects (set force=true to import anyway)",
+            ));
+        }
+        let value = ModeValue {
+            mode: mode.name().to_owned(),
+        };
+        Ok(Planned {
+            records: vec![(
+                SchemaKey::mode(subject).to_bytes(),
+                Some(serde_json::to_vec(&value).expect("a value serializes")),
+            )],
+            answer: mode,
+        })
+    }
+
+    /// Removes a subject's own mode (`DELETE /mode/{s}`): answers the mode it had.
+    ///
+    /// # Errors
+    /// 40401 for a subject without a mode of its own.
+    pub fn delete_mode(&self, subject: &str) -> Result<Planned<Mode>, RegistryError> {
+        let had = self
+            .subject_mode(subject)
+            .ok_or_else(|| RegistryError::subject_not_found(subject))?;
+        Ok(Planned {
+            records: vec![(SchemaKey::mode(Some(subject)).to_bytes(), None)],
+            answer: had,
+        })
+    }
+
+    /// The ids of the live versions whose schemas refer to version `spec` of `subject`
+    /// (`GET /subjects/{s}/versions/{v}/referencedby`), ascending.
+    ///
+    /// # Errors
+    /// 40401, 40402.
+    pub fn referenced_by(
+        &self,
+        subject: &str,
+        spec: VersionSpec,
+    ) -> Result<Vec<u32>, RegistryError> {
+        let found = self.version(subject, spec, false)?;
+        Ok(self.referring(subject, found.version, false))
+    }
+
+    /// The ids of the versions (soft-deleted ones too with `deleted`) whose schemas refer to
+    /// `version` of `subject`, ascending.
+    fn referring(&self, subject: &str, version: u32, deleted: bool) -> Vec<u32> {
+        let mut ids: Vec<u32> = (self.subjects.values())
+            .flat_map(|versions| versions.values())
+            .filter(|v| deleted || !v.deleted)
+            .filter(|v| {
+                self.schemas[&v.id]
+                    .references
+                    .iter()
+                    .any(|r| r.subject == subject && r.version == version)
+            })
+            .map(|v| v.id)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Refuses to delete `version` of `subject` while a live version refers to it (or, for
+    /// a `permanent` delete, any version, soft-deleted ones too), as Confluent does.
+    fn unreferenced(
+        &self,
+        subject: &str,
+        version: u32,
+        permanent: bool,
+    ) -> Result<(), RegistryError> {
+        let ids = self.referring(subject, version, permanent);
+        if ids.is_empty() {
+            return Ok(());
+        }
+        Err(RegistryError::new(
+            42206,
+            format!("One or more references exist to the schema {{magic=1,keytype=SCHEMA,subject={subject},version={version}}}: schema ids {ids:?} refer to it"),
+        ))
     }
 }
 
@@ -953,5 +1189,155 @@ mod tests {
                 .code,
             40401
         );
+    }
+
+    #[test]
+    fn read_only_modes_refuse_changes_and_a_subjects_mode_wins_over_the_global_one() {
+        let (mut r, mut log) = (Registry::default(), Vec::new());
+        let planned = r.register("a", &user("")).unwrap();
+        commit(&mut r, &mut log, planned);
+        assert_eq!(r.mode(Some("a")), Mode::ReadWrite);
+        let planned = r.set_mode(None, Mode::ReadOnly, false).unwrap();
+        commit(&mut r, &mut log, planned);
+        let refused = r.register("b", &user("")).unwrap_err();
+        assert_eq!((refused.code, refused.http_status()), (42205, 422));
+        assert!(refused.message.contains("read-only"), "{refused}");
+        assert_eq!(
+            r.delete_version("a", VersionSpec::Latest, false)
+                .unwrap_err()
+                .code,
+            42205
+        );
+        assert_eq!(r.delete_subject("a", false).unwrap_err().code, 42205);
+        // A subject's own mode wins; removing it brings the global one back.
+        let planned = r.set_mode(Some("b"), Mode::ReadWrite, false).unwrap();
+        commit(&mut r, &mut log, planned);
+        assert!(r.register("b", &user("")).is_ok());
+        assert_eq!(r.register("c", &user("")).unwrap_err().code, 42205);
+        let planned = r.delete_mode("b").unwrap();
+        assert_eq!(commit(&mut r, &mut log, planned), Mode::ReadWrite);
+        assert_eq!(r.mode(Some("b")), Mode::ReadOnly);
+        assert_eq!(r.delete_mode("b").unwrap_err().code, 40401);
+        // Modes are records like the rest: a replay has them.
+        assert_eq!(replay(&log).mode(None), Mode::ReadOnly);
+    }
+
+    #[test]
+    fn import_mode_registers_with_the_given_ids_and_refuses_conflicts() {
+        let (mut r, mut log) = (Registry::default(), Vec::new());
+        let with_id = |id, version| SchemaInput {
+            id: Some(id),
+            version,
+            ..user("")
+        };
+        // Ids are only given in IMPORT mode, and IMPORT mode needs them.
+        assert_eq!(r.register("a", &with_id(40, None)).unwrap_err().code, 42205);
+        let planned = r.set_mode(None, Mode::Import, false).unwrap();
+        commit(&mut r, &mut log, planned);
+        assert_eq!(r.register("a", &user("")).unwrap_err().code, 42205);
+        let planned = r.register("a", &with_id(40, Some(3))).unwrap();
+        assert_eq!(
+            commit(&mut r, &mut log, planned),
+            Registered { id: 40, version: 3 }
+        );
+        // Again: the same answer, nothing written.
+        assert!(r
+            .register("a", &with_id(40, Some(3)))
+            .unwrap()
+            .records
+            .is_empty());
+        // Another schema cannot take id 40; version 3 is taken.
+        let other = SchemaInput {
+            id: Some(40),
+            ..user(r#",{"name":"age","type":"int"}"#)
+        };
+        assert_eq!(r.register("a", &other).unwrap_err().code, 42205);
+        let other = SchemaInput {
+            id: Some(41),
+            version: Some(3),
+            ..user(r#",{"name":"age","type":"int"}"#)
+        };
+        assert_eq!(r.register("a", &other).unwrap_err().code, 42205);
+        // Not checked for compatibility (a new field without a default), next version.
+        let planned = r
+            .register(
+                "a",
+                &SchemaInput {
+                    version: None,
+                    ..other
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            commit(&mut r, &mut log, planned),
+            Registered { id: 41, version: 4 }
+        );
+        // Back to READWRITE, new ids follow the highest imported one.
+        let planned = r.set_mode(None, Mode::ReadWrite, false).unwrap();
+        commit(&mut r, &mut log, planned);
+        let planned = r.register("b", &avro(r#""string""#)).unwrap();
+        assert_eq!(commit(&mut r, &mut log, planned).id, 42);
+        // IMPORT over existing subjects needs force.
+        assert_eq!(
+            r.set_mode(None, Mode::Import, false).unwrap_err().code,
+            42205
+        );
+        assert_eq!(
+            r.set_mode(Some("b"), Mode::Import, false).unwrap_err().code,
+            42205
+        );
+        assert!(r.set_mode(Some("new"), Mode::Import, false).is_ok());
+        assert!(r.set_mode(None, Mode::Import, true).is_ok());
+    }
+
+    #[test]
+    fn a_referenced_version_lists_its_referrers_and_cannot_be_deleted() {
+        let (mut r, mut log) = (Registry::default(), Vec::new());
+        let address = avro(
+            r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#,
+        );
+        let planned = r.register("address", &address).unwrap();
+        commit(&mut r, &mut log, planned);
+        let person = SchemaInput {
+            references: vec![SchemaReference {
+                name: "Address".into(),
+                subject: "address".into(),
+                version: 1,
+            }],
+            ..avro(
+                r#"{"type":"record","name":"Person","fields":[{"name":"home","type":"Address"}]}"#,
+            )
+        };
+        let planned = r.register("person", &person).unwrap();
+        let person_id = commit(&mut r, &mut log, planned).id;
+        assert_eq!(
+            r.referenced_by("address", VersionSpec::Number(1)).unwrap(),
+            vec![person_id]
+        );
+        assert_eq!(
+            r.referenced_by("person", VersionSpec::Latest).unwrap(),
+            Vec::<u32>::new()
+        );
+        assert_eq!(
+            r.referenced_by("address", VersionSpec::Number(2))
+                .unwrap_err()
+                .code,
+            40402
+        );
+        let refused = r
+            .delete_version("address", VersionSpec::Number(1), false)
+            .unwrap_err();
+        assert_eq!((refused.code, refused.http_status()), (42206, 422));
+        assert_eq!(r.delete_subject("address", false).unwrap_err().code, 42206);
+        // Once the referrer is soft-deleted, a soft delete may go on; a permanent one waits
+        // until the referrer is permanently gone too.
+        let planned = r.delete_subject("person", false).unwrap();
+        commit(&mut r, &mut log, planned);
+        let planned = r.delete_subject("address", false).unwrap();
+        commit(&mut r, &mut log, planned);
+        assert_eq!(r.delete_subject("address", true).unwrap_err().code, 42206);
+        let planned = r.delete_subject("person", true).unwrap();
+        commit(&mut r, &mut log, planned);
+        assert!(r.delete_subject("address", true).is_ok());
     }
 }
