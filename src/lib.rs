@@ -104,6 +104,8 @@ mod wait;
 pub use actors::broker::BrokerActor;
 pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
+#[cfg(feature = "schema-registry")]
+pub use async_handle::Schemas;
 pub use broker_ref::{BrokerRef, RequestExt};
 pub use config::{
     Backpressure, CleanupPolicy, CompressionType, DirtyRatio, FsyncPolicy, TimestampType,
@@ -114,6 +116,8 @@ pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
 pub use handle::NanoKafka;
+#[cfg(feature = "schema-registry")]
+pub use handle::BlockingSchemas;
 pub use listener::{AutoCreate, ListenerConfig, TlsConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;
