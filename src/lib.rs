@@ -115,9 +115,9 @@ pub use config::{
 pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
-pub use handle::NanoKafka;
 #[cfg(feature = "schema-registry")]
 pub use handle::BlockingSchemas;
+pub use handle::NanoKafka;
 pub use listener::{AutoCreate, ListenerConfig, TlsConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;
 pub use partitioner::partition_for_key;

@@ -93,7 +93,8 @@ impl Fetched {
         topic: &str,
         take: impl FnMut(Record<T>),
     ) -> Result<()> {
-        let decode = |bytes: &[u8]| rmp_serde::from_slice(bytes).map_err(|e| Arc::new(e) as ErrorSource);
+        let decode =
+            |bytes: &[u8]| rmp_serde::from_slice(bytes).map_err(|e| Arc::new(e) as ErrorSource);
         self.decode_each_with(topic, decode, take)
     }
 

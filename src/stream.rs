@@ -489,7 +489,10 @@ impl<T: DeserializeOwned> RecordStream<T> {
             Member::Embedded(m) => {
                 let request = m.poll_request(max, wait);
                 let from = request.basis();
-                (embedded_poll(&self.handle, request, &self.codec), Some(from))
+                (
+                    embedded_poll(&self.handle, request, &self.codec),
+                    Some(from),
+                )
             }
             #[cfg(feature = "kafka")]
             Member::Kafka(k) => {

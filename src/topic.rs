@@ -493,7 +493,12 @@ impl<T: Serialize> BlockingTopic<T> {
     }
 
     /// `value` in the topic's format (a bound topic's), produced as bytes.
-    fn produce_encoded(&self, key: Option<&[u8]>, value: &T, headers: &[Header]) -> Result<Delivery> {
+    fn produce_encoded(
+        &self,
+        key: Option<&[u8]>,
+        value: &T,
+        headers: &[Header],
+    ) -> Result<Delivery> {
         let bytes = self.codec.encode(value)?;
         self.handle
             .produce_raw_with_headers(&self.name, key, &bytes, headers)

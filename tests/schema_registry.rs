@@ -558,7 +558,9 @@ fn a_bind_the_subjects_level_refuses_fails_before_anything_is_written() {
     assert_eq!(log_end(), 1, "nothing written");
 
     // The registry's other refusals carry Confluent's codes too.
-    let invalid = broker.topic::<Payment>("other").with_avro_schema("{not json");
+    let invalid = broker
+        .topic::<Payment>("other")
+        .with_avro_schema("{not json");
     assert!(
         matches!(invalid, Err(nanokafka::Error::Schema { code: 42201, .. })),
         "{invalid:?}"

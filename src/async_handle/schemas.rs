@@ -55,7 +55,12 @@ impl Schemas {
     /// subject's compatibility level: the level and every failed check in the message),
     /// 50001; `Unsupported` on the Kafka backend.
     pub async fn register(&self, subject: &str, schema: &SchemaInput) -> Result<Registered> {
-        register(self.handle.require_schema_store("register a schema")?, subject, schema).await
+        register(
+            self.handle.require_schema_store("register a schema")?,
+            subject,
+            schema,
+        )
+        .await
     }
 
     /// The latest live version of `subject`.
@@ -65,7 +70,9 @@ impl Schemas {
     pub async fn latest(&self, subject: &str) -> Result<SubjectVersion> {
         let store = self.handle.require_schema_store("read a subject")?;
         let state = store.current().await?;
-        Ok(state.registry.version(subject, VersionSpec::Latest, false)?)
+        Ok(state
+            .registry
+            .version(subject, VersionSpec::Latest, false)?)
     }
 
     /// The schema with global id `id`: its type, text and references.

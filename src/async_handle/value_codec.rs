@@ -62,11 +62,9 @@ impl ValueCodec {
         match self {
             ValueCodec::MessagePack => fetched.decode_each(topic, take),
             #[cfg(feature = "schema-registry")]
-            ValueCodec::Avro(binding) => fetched.decode_each_with(
-                topic,
-                |bytes| binding.decode(bytes).map_err(source),
-                take,
-            ),
+            ValueCodec::Avro(binding) => {
+                fetched.decode_each_with(topic, |bytes| binding.decode(bytes).map_err(source), take)
+            }
         }
     }
 

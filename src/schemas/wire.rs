@@ -52,7 +52,11 @@ pub fn schema_id(bytes: &[u8]) -> Result<u32, WireError> {
 ///
 /// # Errors
 /// `Avro` when the value does not fit the schema.
-pub fn encode<T: Serialize + ?Sized>(id: u32, schema: &Schema, value: &T) -> Result<Vec<u8>, WireError> {
+pub fn encode<T: Serialize + ?Sized>(
+    id: u32,
+    schema: &Schema,
+    value: &T,
+) -> Result<Vec<u8>, WireError> {
     // `resolve` picks the union branch of an `Option` and checks the value against the schema.
     let value = apache_avro::to_value(value)
         .and_then(|v| v.resolve(schema))
@@ -103,7 +107,10 @@ mod tests {
     #[test]
     fn a_value_round_trips_behind_the_magic_byte_and_its_id() {
         let schema = Schema::parse_str(V1).unwrap();
-        let order = Order { id: 7, note: Some("x".into()) };
+        let order = Order {
+            id: 7,
+            note: Some("x".into()),
+        };
         let bytes = encode(42, &schema, &order).unwrap();
         assert_eq!(&bytes[..HEADER_LEN], &[0, 0, 0, 0, 42]);
         assert_eq!(schema_id(&bytes).unwrap(), 42);
@@ -113,9 +120,18 @@ mod tests {
     #[test]
     fn bytes_without_the_header_and_values_that_do_not_fit_are_errors() {
         let schema = Schema::parse_str(V1).unwrap();
-        assert!(matches!(schema_id(&[1, 0, 0, 0, 1, 2]), Err(WireError::NoHeader)));
+        assert!(matches!(
+            schema_id(&[1, 0, 0, 0, 1, 2]),
+            Err(WireError::NoHeader)
+        ));
         assert!(matches!(schema_id(&[0, 0, 1]), Err(WireError::NoHeader)));
-        assert!(matches!(encode(1, &schema, &"text"), Err(WireError::Avro(_))));
-        assert!(matches!(decode::<Order>(&[0, 0, 0, 0, 1], &schema, None), Err(WireError::Avro(_))));
+        assert!(matches!(
+            encode(1, &schema, &"text"),
+            Err(WireError::Avro(_))
+        ));
+        assert!(matches!(
+            decode::<Order>(&[0, 0, 0, 0, 1], &schema, None),
+            Err(WireError::Avro(_))
+        ));
     }
 }
