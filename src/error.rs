@@ -408,6 +408,16 @@ impl From<StorageError> for Error {
     }
 }
 
+#[cfg(feature = "schema-registry")]
+impl From<crate::schemas::RegistryError> for Error {
+    fn from(e: crate::schemas::RegistryError) -> Self {
+        Error::Schema {
+            code: e.code,
+            message: e.message,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,15 +493,5 @@ mod tests {
             many.contains("12 records (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...)"),
             "{many}"
         );
-    }
-}
-
-#[cfg(feature = "schema-registry")]
-impl From<crate::schemas::RegistryError> for Error {
-    fn from(e: crate::schemas::RegistryError) -> Self {
-        Error::Schema {
-            code: e.code,
-            message: e.message,
-        }
     }
 }

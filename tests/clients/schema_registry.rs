@@ -139,7 +139,7 @@ fn a_bound_rust_topic_and_confluent_kafkas_avro_serde_read_each_others_records()
 
     // The Rust readers read what Python's AvroSerializer wrote, the second version's record
     // resolved into the bound schema (its extra field dropped).
-    let from_python = vec![
+    let from_python = [
         Order {
             id: 100,
             customer: "py-0".into(),
