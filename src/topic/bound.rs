@@ -27,6 +27,11 @@ impl<T> Topic<T> {
     /// handled as any record that is not a `T`). [`Topic::subscribe`] is not available on a
     /// bound topic. The unbound topic (MessagePack) is unchanged.
     ///
+    /// The schema is text the caller gives, not derived from `T`: the `.avsc` shared with the
+    /// other languages is the contract, and `T` follows it (serde's field names are Avro's;
+    /// `Option<X>` for `["null", X]`). To derive it instead, apache-avro's `AvroSchema` derive
+    /// (its `derive` feature) gives the text: `serde_json::to_string(&T::get_schema())`.
+    ///
     /// ```no_run
     /// # async fn run(bus: nanokafka::AsyncNanoKafka) -> nanokafka::Result<()> {
     /// #[derive(serde::Serialize, serde::Deserialize)]
