@@ -1,8 +1,10 @@
 //! The schema registry's REST API (`schema-registry` feature) over real HTTP, as Confluent's
 //! clients call it: registration and its ids, lookups, versions, compatibility levels and
 //! checks, soft and permanent deletes, Confluent's error codes, the `_schemas` records, and
-//! ids and versions kept across a reopen of the data directory. Real clients' serializers are
-//! in `tests/clients/schema_registry.rs`.
+//! ids and versions kept across a reopen of the data directory; and, through the handles'
+//! own registry (no HTTP), typed topics bound to a subject: Confluent's wire format written
+//! and read back by id, a bind the subject's level refuses. Real clients' serializers are in
+//! `tests/clients/schema_registry.rs`.
 #![cfg(feature = "schema-registry")]
 
 // The console tests' HTTP client; this file uses only part of it.
@@ -570,4 +572,45 @@ fn a_bind_the_subjects_level_refuses_fails_before_anything_is_written() {
         matches!(missing, nanokafka::Error::Schema { code: 40401, .. }),
         "{missing:?}"
     );
+}
+
+#[test]
+fn the_async_topic_binds_produces_and_streams_by_schema_id() {
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    let bus = broker.async_handle();
+    let read = std::thread::spawn(move || {
+        actix::System::new().block_on(async move {
+            let topic = bus
+                .topic::<Payment>("transfers")
+                .with_avro_schema(PAYMENT)
+                .await
+                .unwrap();
+            topic
+                .create(nanokafka::TopicConfig::default().partitions(1))
+                .await
+                .unwrap();
+            for payment in &payments() {
+                topic.produce_keyed("k", payment).await.unwrap();
+            }
+            let registered = bus.schemas().latest("transfers-value").await.unwrap();
+            assert_eq!(topic.schema().unwrap().1.id, registered.id);
+
+            let mut stream = topic.stream("audit", "audit-1").await.unwrap();
+            let mut read = Vec::new();
+            while read.len() < 3 {
+                let record = tokio::time::timeout(WAIT, stream.next())
+                    .await
+                    .expect("a record within the wait")
+                    .unwrap()
+                    .unwrap();
+                read.push(record.value);
+            }
+            stream.leave().await.unwrap();
+            read
+        })
+    });
+    assert_eq!(read.join().unwrap(), payments());
 }
