@@ -39,7 +39,9 @@
 //! 4. **backend**: with the `kafka` feature, `kafka`: the same handles served by an Apache
 //!    Kafka cluster through librdkafka.
 //! 5. **async handle**: `async_handle` ([`AsyncNanoKafka`]), which reaches the running
-//!    broker through a small trait, never the builder.
+//!    broker through a small trait, never the builder; with the `schema-registry` feature,
+//!    the broker's schema store, `Schemas` over it, and the Avro codec of typed topics bound
+//!    to a subject.
 //! 6. **listener**: `listener`, Kafka's wire protocol on a socket, answered through an
 //!    `AsyncNanoKafka` and configured by a [`ListenerConfig`]; with the `console` feature,
 //!    `console`, the web console's HTTP server and JSON API, and with the `schema-registry`
