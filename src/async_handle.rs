@@ -40,11 +40,19 @@ mod lifecycle;
 mod routes;
 #[cfg(feature = "schema-registry")]
 mod schema_store;
+#[cfg(feature = "schema-registry")]
+mod schemas;
+mod value_codec;
 mod wire;
 pub(crate) use embedded::Embedded;
 pub(crate) use lifecycle::{off_runtime, BrokerLink, RunningBroker};
 #[cfg(feature = "schema-registry")]
 pub(crate) use schema_store::SchemaStore;
+#[cfg(feature = "schema-registry")]
+pub(crate) use schemas::AvroBinding;
+#[cfg(feature = "schema-registry")]
+pub use schemas::Schemas;
+pub(crate) use value_codec::ValueCodec;
 
 /// The async face of a broker. Open one with [`AsyncNanoKafka::open`] or
 /// [`crate::NanoKafkaBuilder::build_async`] (the handle then owns the broker: see
@@ -845,11 +853,33 @@ impl AsyncNanoKafka {
         timeout: Duration,
     ) -> Result<Vec<Record<T>>> {
         let names = (topic, group, member);
+        self.poll_batch_with(names, max_records, timeout, &ValueCodec::MessagePack)
+            .await
+    }
+
+    /// As [`AsyncNanoKafka::poll_batch`], the values in `codec`'s format (a typed topic's).
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::poll_batch`].
+    pub(crate) async fn poll_batch_with<T: DeserializeOwned>(
+        &self,
+        names: (&str, &str, &str),
+        max_records: usize,
+        timeout: Duration,
+        codec: &ValueCodec,
+    ) -> Result<Vec<Record<T>>> {
+        let topic = names.0;
         match self.engine()? {
             // Decoded straight from the read buffer, on the caller's thread.
             Engine::Embedded(e) => {
                 let fetched = e.poll_fetched(names, max_records, timeout).await?;
-                fetched.map_or_else(|| Ok(Vec::new()), |f| f.decode(topic))
+                codec.prepare(fetched.as_ref()).await;
+                let mut records = Vec::new();
+                if let Some(fetched) = &fetched {
+                    records.reserve(fetched.records.len());
+                    codec.decode_each(fetched, topic, |r| records.push(r))?;
+                }
+                Ok(records)
             }
             #[cfg(feature = "kafka")]
             Engine::Kafka(k) => {

@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::actors::coordinator::FetchedBatch;
-use crate::async_handle::{AsyncNanoKafka, Engine};
+use crate::async_handle::{AsyncNanoKafka, Engine, ValueCodec};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions, Positions};
 use crate::handle::NanoKafka;
@@ -59,6 +59,8 @@ struct EmbeddedMember {
     membership: Membership,
     /// The next poll, sent while the caller decodes and handles the last batch.
     ahead: Option<Ahead>,
+    /// The values' format (MessagePack, unless the topic is bound to a schema).
+    codec: ValueCodec,
 }
 
 /// A poll a [`Consumer`] sent before its caller asked for it: right after a poll returned
@@ -95,12 +97,13 @@ impl std::fmt::Debug for Ahead {
 
 impl Ahead {
     /// Sends `request` now; its answer is awaited later.
-    fn send(broker: &NanoKafka, request: PollRequest) -> Self {
+    fn send(broker: &NanoKafka, request: PollRequest, codec: &ValueCodec) -> Self {
         let basis = request.basis();
         let max_records = request.poll.max_records;
         let handle = broker.async_handle();
+        let codec = codec.clone();
         let mut reply: Pin<Box<dyn Future<Output = Result<Polled>> + Send>> =
-            Box::pin(async move { poll_rejoining(&handle, request).await });
+            Box::pin(async move { poll_prepared(&handle, request, &codec).await });
         // The first poll of the future sends the request; a later `block_on` registers its
         // own waker and finds the answer there.
         if let Poll::Ready(answer) = reply.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
@@ -350,6 +353,21 @@ pub(crate) async fn poll_rejoining(
     })
 }
 
+/// [`poll_rejoining`], then `codec` made ready to decode what it read (the writer schemas
+/// of a topic bound to a schema).
+///
+/// # Errors
+/// As [`poll_rejoining`].
+pub(crate) async fn poll_prepared(
+    handle: &AsyncNanoKafka,
+    request: PollRequest,
+    codec: &ValueCodec,
+) -> Result<Polled> {
+    let polled = poll_rejoining(handle, request).await?;
+    codec.prepare(polled.batch.fetched.as_ref()).await;
+    Ok(polled)
+}
+
 impl NanoKafka {
     /// Joins `group` as `member` and returns a [`Consumer`] of `T` payloads.
     /// The payload type the topic records is not checked here (any `T` may read it):
@@ -388,6 +406,7 @@ impl NanoKafka {
                     self.join_group_with(topic, group, member, options)?,
                 ),
                 ahead: None,
+                codec: ValueCodec::MessagePack,
             }),
             #[cfg(feature = "kafka")]
             Engine::Kafka(backend) => Member::Kafka(
@@ -398,6 +417,19 @@ impl NanoKafka {
             member,
             payload: PhantomData,
         })
+    }
+}
+
+impl<T> Consumer<T> {
+    /// The same consumer, reading values in `codec`'s format (a topic bound to a schema,
+    /// which only the embedded broker has).
+    pub(crate) fn with_codec(mut self, codec: ValueCodec) -> Self {
+        match &mut self.member {
+            Member::Embedded(m) => m.codec = codec,
+            #[cfg(feature = "kafka")]
+            Member::Kafka(_) => {}
+        }
+        self
     }
 }
 
@@ -496,8 +528,9 @@ impl EmbeddedMember {
             Some(polled) => polled,
             None => {
                 let request = self.membership.poll_request(max_records, timeout);
+                let codec = &self.codec;
                 self.broker
-                    .call_async(|h| poll_rejoining(h, request), timeout)?
+                    .call_async(|h| poll_prepared(h, request, codec), timeout)?
             }
         };
         let Some(fetched) = self.membership.polled(polled) else {
@@ -510,12 +543,13 @@ impl EmbeddedMember {
                 .membership
                 .poll_after(&fetched, max_records, Duration::ZERO)
             {
-                self.ahead = Some(Ahead::send(&self.broker, next));
+                self.ahead = Some(Ahead::send(&self.broker, next, &self.codec));
             }
         }
         // Decoded straight from the read buffer, on this thread, while the next batch is read.
-        let records = fetched
-            .decode::<T>(&self.membership.topic)
+        let mut records = Vec::with_capacity(fetched.records.len());
+        (self.codec)
+            .decode_each(&fetched, &self.membership.topic, |r| records.push(r))
             .inspect_err(|_| self.ahead = None)?;
         if let Some(last) = records.last() {
             self.membership.delivered(last.partition, last.offset);

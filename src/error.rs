@@ -13,6 +13,9 @@ use std::sync::Arc;
 use crate::group_options::GroupOptions;
 use crate::storage::StorageError;
 
+/// The cause an `Encode` or `Decode` error keeps: the payload format's own error.
+pub(crate) type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
+
 /// Everything that can go wrong in NanoKafka.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -198,9 +201,10 @@ pub enum Error {
         reason: String,
     },
 
-    /// A payload could not be encoded with rmp-serde. Nothing was written.
+    /// A payload could not be encoded: with rmp-serde, or, on a topic bound to a schema, as an
+    /// Avro datum of that schema (a value that does not fit it). Nothing was written.
     #[error("cannot encode payload: {0}")]
-    Encode(#[source] Arc<rmp_serde::encode::Error>),
+    Encode(#[source] ErrorSource),
 
     /// A stored payload does not decode as the requested type. The record stays where it is:
     /// commit its offset to skip it.
@@ -209,9 +213,20 @@ pub enum Error {
         topic: String,
         partition: u32,
         offset: u64,
+        /// rmp-serde's error; on a topic bound to a schema, the wire format's
+        /// (`nanokafka::schemas::wire::WireError`: no header, an unknown schema id, a datum
+        /// that does not resolve).
         #[source]
-        source: Arc<rmp_serde::decode::Error>,
+        source: ErrorSource,
     },
+
+    /// The schema registry refused or failed a call (the [`crate::Schemas`] handle, or
+    /// binding a [`crate::Topic`] to a subject): `code` is Confluent's (`409` incompatible,
+    /// with the level and the failed checks in `message`; `42201` invalid schema; `40401`
+    /// subject not found; `40403` schema not found; `50001` the store failed). Nothing was
+    /// changed.
+    #[error("schema registry error {code}: {message}")]
+    Schema { code: u32, message: String },
 
     /// A bug: serving the request panicked. The panic was caught, the actor that panicked
     /// restarted from its persisted state, and the broker serves on. The request may or may
@@ -389,6 +404,16 @@ impl From<StorageError> for Error {
             RecordTooLarge { size, max },
             OffsetMetadataTooLarge { size, max },
             OffsetOutOfRange { offset, log_start_offset, log_end_offset },
+        }
+    }
+}
+
+#[cfg(feature = "schema-registry")]
+impl From<crate::schemas::RegistryError> for Error {
+    fn from(e: crate::schemas::RegistryError) -> Self {
+        Error::Schema {
+            code: e.code,
+            message: e.message,
         }
     }
 }

@@ -7,6 +7,11 @@
 //! `AsyncNanoKafka`, see `async_handle::lifecycle`) shuts it down. The builder and what it
 //! starts are the composition root's (`root`).
 
+#[cfg(feature = "schema-registry")]
+mod schemas;
+#[cfg(feature = "schema-registry")]
+pub use schemas::BlockingSchemas;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;

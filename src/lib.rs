@@ -39,7 +39,9 @@
 //! 4. **backend**: with the `kafka` feature, `kafka`: the same handles served by an Apache
 //!    Kafka cluster through librdkafka.
 //! 5. **async handle**: `async_handle` ([`AsyncNanoKafka`]), which reaches the running
-//!    broker through a small trait, never the builder.
+//!    broker through a small trait, never the builder; with the `schema-registry` feature,
+//!    the broker's schema store, `Schemas` over it, and the Avro codec of typed topics bound
+//!    to a subject.
 //! 6. **listener**: `listener`, Kafka's wire protocol on a socket, answered through an
 //!    `AsyncNanoKafka` and configured by a [`ListenerConfig`]; with the `console` feature,
 //!    `console`, the web console's HTTP server and JSON API, and with the `schema-registry`
@@ -104,6 +106,8 @@ mod wait;
 pub use actors::broker::BrokerActor;
 pub use actors::supervise::{MAX_RESTARTS, RESTART_WINDOW};
 pub use async_handle::AsyncNanoKafka;
+#[cfg(feature = "schema-registry")]
+pub use async_handle::Schemas;
 pub use broker_ref::{BrokerRef, RequestExt};
 pub use config::{
     Backpressure, CleanupPolicy, CompressionType, DirtyRatio, FsyncPolicy, TimestampType,
@@ -113,6 +117,8 @@ pub use config::{
 pub use consumer::Consumer;
 pub use error::{Error, Result};
 pub use group::{Assignment, Assignor, GroupOptions, StartFrom};
+#[cfg(feature = "schema-registry")]
+pub use handle::BlockingSchemas;
 pub use handle::NanoKafka;
 pub use listener::{AutoCreate, ListenerConfig, TlsConfig, DEFAULT_NUM_PARTITIONS, MAX_IN_FLIGHT};
 pub use partition::ProduceRecord;

@@ -7,8 +7,9 @@ pub use cleaning::CleaningPlan;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorSource, Result};
 use crate::group::StartFrom;
 use crate::storage::fetch::RecordRef;
 use crate::storage::fs::SharedFs;
@@ -90,18 +91,34 @@ impl Fetched {
     pub fn decode_each<T: DeserializeOwned>(
         &self,
         topic: &str,
+        take: impl FnMut(Record<T>),
+    ) -> Result<()> {
+        let decode =
+            |bytes: &[u8]| rmp_serde::from_slice(bytes).map_err(|e| Arc::new(e) as ErrorSource);
+        self.decode_each_with(topic, decode, take)
+    }
+
+    /// As [`Fetched::decode_each`], each value decoded by `decode` (a topic bound to a
+    /// schema reads another format than MessagePack).
+    ///
+    /// # Errors
+    /// As [`Fetched::decode`], with `decode`'s error as the source.
+    pub fn decode_each_with<T>(
+        &self,
+        topic: &str,
+        decode: impl Fn(&[u8]) -> std::result::Result<T, ErrorSource>,
         mut take: impl FnMut(Record<T>),
     ) -> Result<()> {
         let mut decoded = false;
         for r in self.records.iter() {
-            let value = match rmp_serde::from_slice(r.value) {
+            let value = match decode(r.value) {
                 Ok(value) => value,
                 Err(source) if !decoded => {
                     return Err(Error::Decode {
                         topic: topic.to_owned(),
                         partition: self.partition,
                         offset: r.offset,
-                        source: std::sync::Arc::new(source),
+                        source,
                     })
                 }
                 Err(_) => break,

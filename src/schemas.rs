@@ -8,12 +8,14 @@
 //!
 //! The parts: `registry` (the state and its operations, with Confluent's errors),
 //! `log_format` (the records' keys and values), `compat` (the compatibility levels and the
-//! Avro check, on `apache-avro`'s schema resolution), `mode` (read-only and import modes).
+//! Avro check, on `apache-avro`'s schema resolution), `mode` (read-only and import modes),
+//! `wire` (Confluent's wire format of a value: magic byte, schema id, Avro datum).
 
 mod compat;
 mod log_format;
 mod mode;
 mod registry;
+pub mod wire;
 
 pub use compat::{Compatibility, ParsedSchema, SchemaType};
 pub use log_format::{SchemaKey, SchemaReference, SchemaValue};

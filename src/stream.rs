@@ -19,8 +19,8 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
 use serde::de::DeserializeOwned;
 
-use crate::async_handle::{AsyncNanoKafka, Engine};
-use crate::consumer::{poll_rejoining, Membership, PollBasis, PollRequest, Polled};
+use crate::async_handle::{AsyncNanoKafka, Engine, ValueCodec};
+use crate::consumer::{poll_prepared, Membership, PollBasis, PollRequest, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
@@ -169,6 +169,8 @@ pub struct RecordStream<T> {
     ended: bool,
     /// `leave` was called: the drop sends nothing.
     left: bool,
+    /// The values' format (MessagePack, unless the topic is bound to a schema).
+    codec: ValueCodec,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -283,8 +285,18 @@ impl AsyncNanoKafka {
             flush_first: false,
             ended: false,
             left: false,
+            codec: ValueCodec::MessagePack,
             payload: PhantomData,
         })
+    }
+}
+
+impl<T> RecordStream<T> {
+    /// The same stream, reading values in `codec`'s format (a topic bound to a schema,
+    /// which only the embedded broker has). Before its first poll.
+    pub(crate) fn with_codec(mut self, codec: ValueCodec) -> Self {
+        self.codec = codec;
+        self
     }
 }
 
@@ -477,7 +489,10 @@ impl<T: DeserializeOwned> RecordStream<T> {
             Member::Embedded(m) => {
                 let request = m.poll_request(max, wait);
                 let from = request.basis();
-                (embedded_poll(&self.handle, request), Some(from))
+                (
+                    embedded_poll(&self.handle, request, &self.codec),
+                    Some(from),
+                )
             }
             #[cfg(feature = "kafka")]
             Member::Kafka(k) => {
@@ -544,9 +559,10 @@ impl<T: DeserializeOwned> RecordStream<T> {
                         // not decode moves the position back, which drops the answer.
                         self.ahead = true;
                         self.polling_from = Some(next.basis());
-                        self.polling = Some(send_now(embedded_poll(&self.handle, next)));
+                        self.polling =
+                            Some(send_now(embedded_poll(&self.handle, next, &self.codec)));
                     }
-                    buffer_fetched(m, &mut self.buffer, &fetched);
+                    buffer_fetched(m, &mut self.buffer, &fetched, &self.codec);
                 }
             }
             #[cfg(feature = "kafka")]
@@ -626,11 +642,12 @@ fn buffer_fetched<T: DeserializeOwned>(
     m: &mut Membership,
     buffer: &mut VecDeque<(u32, Result<Record<T>>)>,
     fetched: &crate::partition::Fetched,
+    codec: &ValueCodec,
 ) -> usize {
     let partition = fetched.partition;
     buffer.reserve(fetched.records.len());
     let (mut last, mut taken) = (None, 0);
-    let decoded = fetched.decode_each::<T>(&m.topic, |record| {
+    let decoded = codec.decode_each::<T>(fetched, &m.topic, |record| {
         last = Some(record.offset);
         taken += 1;
         buffer.push_back((partition, Ok(record)));
@@ -652,15 +669,17 @@ fn buffer_fetched<T: DeserializeOwned>(
     }
 }
 
-/// An embedded poll of `request` (rejoining when the member was forgotten), as a future that
-/// owns what it needs.
+/// An embedded poll of `request` (rejoining when the member was forgotten, `codec` made
+/// ready for what it read), as a future that owns what it needs.
 fn embedded_poll(
     handle: &AsyncNanoKafka,
     request: PollRequest,
+    codec: &ValueCodec,
 ) -> BoxFuture<'static, Result<Answer>> {
     let handle = handle.clone();
+    let codec = codec.clone();
     async move {
-        poll_rejoining(&handle, request)
+        poll_prepared(&handle, request, &codec)
             .await
             .map(|polled| Answer::Embedded(Box::new(polled)))
     }

@@ -6,12 +6,13 @@
 use std::any::type_name;
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use actix::Recipient;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::async_handle::AsyncNanoKafka;
+use crate::async_handle::{AsyncNanoKafka, ValueCodec};
 use crate::config::TopicConfig;
 use crate::consumer::Consumer;
 use crate::error::{Error, Result};
@@ -19,7 +20,10 @@ use crate::group::GroupOptions;
 use crate::handle::NanoKafka;
 use crate::messages::{Delivered, SubscribeOptions, Subscription};
 use crate::stream::{RecordStream, StreamOptions};
-use crate::types::{Delivery, Header};
+
+#[cfg(feature = "schema-registry")]
+mod bound;
+use crate::types::{Delivery, Header, Record};
 
 /// Typed topics: [`Topic<T>`] names a topic and the type of its payloads once, and every call
 /// through it produces and consumes `T`. It is the first thing to reach for in an actix
@@ -112,6 +116,8 @@ pub struct Topic<T> {
     name: String,
     /// Whether typed subscribers check the topic's recorded payload type.
     check_payload_type: bool,
+    /// The values' format: MessagePack, or the Avro schema the topic is bound to.
+    codec: ValueCodec,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -122,6 +128,7 @@ pub struct BlockingTopic<T> {
     handle: NanoKafka,
     name: String,
     check_payload_type: bool,
+    codec: ValueCodec,
     payload: PhantomData<fn() -> T>,
 }
 
@@ -133,6 +140,7 @@ impl AsyncNanoKafka {
             handle: self.clone(),
             name: name.into(),
             check_payload_type: true,
+            codec: ValueCodec::MessagePack,
             payload: PhantomData,
         }
     }
@@ -146,6 +154,7 @@ impl NanoKafka {
             handle: self.clone(),
             name: name.into(),
             check_payload_type: true,
+            codec: ValueCodec::MessagePack,
             payload: PhantomData,
         }
     }
@@ -173,6 +182,7 @@ impl<T> Clone for Topic<T> {
             handle: self.handle.clone(),
             name: self.name.clone(),
             check_payload_type: self.check_payload_type,
+            codec: self.codec.clone(),
             payload: PhantomData,
         }
     }
@@ -184,6 +194,7 @@ impl<T> std::fmt::Debug for Topic<T> {
             .field("name", &self.name)
             .field("payload", &type_name::<T>())
             .field("check_payload_type", &self.check_payload_type)
+            .field("codec", &self.codec)
             .finish()
     }
 }
@@ -246,6 +257,9 @@ impl<T: Serialize> Topic<T> {
     /// # Errors
     /// As [`AsyncNanoKafka::produce`].
     pub async fn produce(&self, value: &T) -> Result<Delivery> {
+        if !self.codec.is_message_pack() {
+            return self.produce_encoded(None, value, &[]).await;
+        }
         self.handle.produce(&self.name, value).await
     }
 
@@ -254,6 +268,9 @@ impl<T: Serialize> Topic<T> {
     /// # Errors
     /// As [`AsyncNanoKafka::produce_keyed`].
     pub async fn produce_keyed(&self, key: impl AsRef<[u8]>, value: &T) -> Result<Delivery> {
+        if !self.codec.is_message_pack() {
+            return self.produce_encoded(Some(key.as_ref()), value, &[]).await;
+        }
         self.handle.produce_keyed(&self.name, key, value).await
     }
 
@@ -267,8 +284,24 @@ impl<T: Serialize> Topic<T> {
         value: &T,
         headers: &[Header],
     ) -> Result<Delivery> {
+        if !self.codec.is_message_pack() {
+            return self.produce_encoded(key, value, headers).await;
+        }
         self.handle
             .produce_with_headers(&self.name, key, value, headers)
+            .await
+    }
+
+    /// `value` in the topic's format (a bound topic's), produced as bytes.
+    async fn produce_encoded(
+        &self,
+        key: Option<&[u8]>,
+        value: &T,
+        headers: &[Header],
+    ) -> Result<Delivery> {
+        let bytes = self.codec.encode(value)?;
+        self.handle
+            .produce_raw_with_headers(&self.name, key, &bytes, headers)
             .await
     }
 }
@@ -288,9 +321,36 @@ impl<T: DeserializeOwned + Send + 'static> Topic<T> {
         recipient: Recipient<Delivered<T>>,
         options: SubscribeOptions,
     ) -> Result<Subscription> {
+        if !self.codec.is_message_pack() {
+            return Err(Error::Unsupported {
+                op: "subscribe (an actor subscription) on a topic bound to a schema: use \
+                     stream() or consumer(), which decode by schema id,",
+                backend: "embedded",
+            });
+        }
         self.check_payload_type().await?;
         self.handle
             .subscribe(&self.name, group, member, recipient, options)
+            .await
+    }
+
+    /// Up to `max_records` consecutive records of one partition from `group`'s committed
+    /// offset, waiting up to `timeout` for the first: [`AsyncNanoKafka::poll_batch`] in the
+    /// topic's format (MessagePack, or the bound schema's). The payload type is not checked
+    /// (a poll joins no group).
+    ///
+    /// # Errors
+    /// As [`AsyncNanoKafka::poll_batch`].
+    pub async fn poll_batch(
+        &self,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<T>>> {
+        let names = (self.name.as_str(), group, member);
+        self.handle
+            .poll_batch_with(names, max_records, timeout, &self.codec)
             .await
     }
 
@@ -316,9 +376,11 @@ impl<T: DeserializeOwned + Send + 'static> Topic<T> {
         options: StreamOptions,
     ) -> Result<RecordStream<T>> {
         self.check_payload_type().await?;
-        self.handle
+        let stream = self
+            .handle
             .stream_with(&self.name, group, member, options)
-            .await
+            .await?;
+        Ok(stream.with_codec(self.codec.clone()))
     }
 }
 
@@ -328,6 +390,7 @@ impl<T> Clone for BlockingTopic<T> {
             handle: self.handle.clone(),
             name: self.name.clone(),
             check_payload_type: self.check_payload_type,
+            codec: self.codec.clone(),
             payload: PhantomData,
         }
     }
@@ -339,6 +402,7 @@ impl<T> std::fmt::Debug for BlockingTopic<T> {
             .field("name", &self.name)
             .field("payload", &type_name::<T>())
             .field("check_payload_type", &self.check_payload_type)
+            .field("codec", &self.codec)
             .finish()
     }
 }
@@ -394,6 +458,9 @@ impl<T: Serialize> BlockingTopic<T> {
     /// # Errors
     /// As [`NanoKafka::produce`].
     pub fn produce(&self, value: &T) -> Result<Delivery> {
+        if !self.codec.is_message_pack() {
+            return self.produce_encoded(None, value, &[]);
+        }
         self.handle.produce(&self.name, value)
     }
 
@@ -402,6 +469,9 @@ impl<T: Serialize> BlockingTopic<T> {
     /// # Errors
     /// As [`NanoKafka::produce_keyed`].
     pub fn produce_keyed(&self, key: impl AsRef<[u8]>, value: &T) -> Result<Delivery> {
+        if !self.codec.is_message_pack() {
+            return self.produce_encoded(Some(key.as_ref()), value, &[]);
+        }
         self.handle.produce_keyed(&self.name, key, value)
     }
 
@@ -415,8 +485,23 @@ impl<T: Serialize> BlockingTopic<T> {
         value: &T,
         headers: &[Header],
     ) -> Result<Delivery> {
+        if !self.codec.is_message_pack() {
+            return self.produce_encoded(key, value, headers);
+        }
         self.handle
             .produce_with_headers(&self.name, key, value, headers)
+    }
+
+    /// `value` in the topic's format (a bound topic's), produced as bytes.
+    fn produce_encoded(
+        &self,
+        key: Option<&[u8]>,
+        value: &T,
+        headers: &[Header],
+    ) -> Result<Delivery> {
+        let bytes = self.codec.encode(value)?;
+        self.handle
+            .produce_raw_with_headers(&self.name, key, &bytes, headers)
     }
 }
 
@@ -442,7 +527,28 @@ impl<T: DeserializeOwned> BlockingTopic<T> {
         options: impl Into<GroupOptions>,
     ) -> Result<Consumer<T>> {
         self.check_payload_type()?;
-        self.handle
-            .consumer_with(&self.name, group, member, options)
+        let consumer = self
+            .handle
+            .consumer_with(&self.name, group, member, options)?;
+        Ok(consumer.with_codec(self.codec.clone()))
+    }
+
+    /// [`Topic::poll_batch`], blocking this thread until it answers.
+    ///
+    /// # Errors
+    /// As [`NanoKafka::poll_batch`].
+    pub fn poll_batch(
+        &self,
+        group: &str,
+        member: &str,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Record<T>>> {
+        let names = (self.name.as_str(), group, member);
+        let codec = &self.codec;
+        (self.handle).call_async(
+            |h| h.poll_batch_with(names, max_records, timeout, codec),
+            timeout,
+        )
     }
 }

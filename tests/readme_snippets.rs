@@ -152,6 +152,14 @@ println!("Kafka clients connect to {}", broker.listener_addr().unwrap());
     Ok(())
 }
 
+#[cfg(feature = "schema-registry")]
+async fn a_topic_with_a_schema(bus: nanokafka::AsyncNanoKafka, order: Order) -> nanokafka::Result<()> {
+    const ORDER_AVSC: &str = r#"{"type":"record","name":"Order","fields":[{"name":"cents","type":"long"}]}"#;
+let orders = bus.topic::<Order>("orders").with_avro_schema(ORDER_AVSC).await?; // orders-value
+orders.produce(&order).await?;                    // 0, the schema id, the Avro datum
+    Ok(())
+}
+
 #[cfg(feature = "kafka")]
 fn on_a_kafka_cluster() -> nanokafka::Result<()> {
     use nanokafka::NanoKafka;

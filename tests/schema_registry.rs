@@ -1,8 +1,10 @@
 //! The schema registry's REST API (`schema-registry` feature) over real HTTP, as Confluent's
 //! clients call it: registration and its ids, lookups, versions, compatibility levels and
 //! checks, soft and permanent deletes, Confluent's error codes, the `_schemas` records, and
-//! ids and versions kept across a reopen of the data directory. Real clients' serializers are
-//! in `tests/clients/schema_registry.rs`.
+//! ids and versions kept across a reopen of the data directory; and, through the handles'
+//! own registry (no HTTP), typed topics bound to a subject: Confluent's wire format written
+//! and read back by id, a bind the subject's level refuses. Real clients' serializers are in
+//! `tests/clients/schema_registry.rs`.
 #![cfg(feature = "schema-registry")]
 
 // The console tests' HTTP client; this file uses only part of it.
@@ -538,4 +540,189 @@ fn referenced_versions_name_their_referrers_and_are_not_deleted() {
         call(addr, "GET", "/subjects/address/versions", None).json(),
         json!([1])
     );
+}
+
+// Typed topics bound to a subject, through the handle's own registry (no HTTP).
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Payment {
+    id: i64,
+    payer: String,
+    memo: Option<String>,
+}
+
+const PAYMENT: &str = r#"{"type":"record","name":"Payment","namespace":"test","fields":[
+    {"name":"id","type":"long"},
+    {"name":"payer","type":"string"},
+    {"name":"memo","type":["null","string"],"default":null}]}"#;
+
+/// PAYMENT with a new required field (no default): BACKWARD refuses it.
+const PAYMENT_WITH_CURRENCY: &str = r#"{"type":"record","name":"Payment","namespace":"test","fields":[
+    {"name":"id","type":"long"},
+    {"name":"payer","type":"string"},
+    {"name":"memo","type":["null","string"],"default":null},
+    {"name":"currency","type":"string"}]}"#;
+
+fn payments() -> Vec<Payment> {
+    (1..=3)
+        .map(|id| Payment {
+            id,
+            payer: format!("payer-{id}"),
+            memo: (id % 2 == 0).then(|| "even".to_owned()),
+        })
+        .collect()
+}
+
+const WAIT: Duration = Duration::from_secs(5);
+
+#[test]
+fn a_bound_topic_writes_confluents_wire_format_and_its_readers_decode_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    let topic = broker
+        .topic::<Payment>("payments")
+        .with_avro_schema(PAYMENT)
+        .unwrap();
+    topic
+        .create(nanokafka::TopicConfig::default().partitions(1))
+        .unwrap();
+    let latest = broker.schemas().latest("payments-value").unwrap();
+    let (subject, registered) = topic.schema().unwrap();
+    assert_eq!(
+        (subject, registered.id, registered.version),
+        ("payments-value", latest.id, 1)
+    );
+    assert_eq!(
+        broker.schemas().schema_by_id(latest.id).unwrap().schema,
+        latest.schema
+    );
+
+    for payment in &payments() {
+        topic.produce(payment).unwrap();
+    }
+
+    broker.join_group("payments", "raw", "raw-1").unwrap();
+    broker.join_group("payments", "poller", "poller-1").unwrap();
+    let raw = broker
+        .poll_batch_raw("payments", "raw", "raw-1", 10, WAIT)
+        .unwrap();
+    assert_eq!(raw.len(), 3);
+    for record in &raw {
+        assert_eq!(record.value[0], 0, "the magic byte");
+        assert_eq!(record.value[1..5], latest.id.to_be_bytes(), "the schema id");
+    }
+    let polled = topic.poll_batch("poller", "poller-1", 10, WAIT).unwrap();
+    let values: Vec<Payment> = polled.into_iter().map(|r| r.value).collect();
+    assert_eq!(values, payments());
+    let mut consumer = topic.consumer("consumer", "consumer-1").unwrap();
+    let consumed = consumer.poll_batch(10, WAIT).unwrap();
+    let values: Vec<Payment> = consumed.into_iter().map(|r| r.value).collect();
+    assert_eq!(values, payments());
+
+    // A value without the header, and one with an id the registry does not have, do not
+    // decode: the typed readers' `Decode`, naming the record and why.
+    broker.produce_raw("payments", None, vec![1, 2, 3]).unwrap();
+    broker
+        .produce_raw("payments", None, vec![0, 0, 0, 0x30, 0x39, 2])
+        .unwrap();
+    let error = consumer.poll_batch(10, WAIT).unwrap_err();
+    assert!(
+        matches!(error, nanokafka::Error::Decode { offset: 3, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("wire format"), "{error}");
+    consumer.commit_offset(0, 3).unwrap();
+    let error = consumer.poll_batch(10, WAIT).unwrap_err();
+    assert!(
+        matches!(error, nanokafka::Error::Decode { offset: 4, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("schema id 12345"), "{error}");
+}
+
+#[test]
+fn a_bind_the_subjects_level_refuses_fails_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    let topic = broker
+        .topic::<Payment>("ledger")
+        .with_avro_schema(PAYMENT)
+        .unwrap();
+    topic
+        .create(nanokafka::TopicConfig::default().partitions(1))
+        .unwrap();
+    topic.produce(&payments()[0]).unwrap();
+    let log_end = || broker.stats().unwrap().topics["ledger"].partitions[0].log_end_offset;
+    assert_eq!(log_end(), 1);
+
+    let refused = broker
+        .topic::<Payment>("ledger")
+        .with_avro_schema(PAYMENT_WITH_CURRENCY)
+        .unwrap_err();
+    let nanokafka::Error::Schema { code, message } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(*code, 409);
+    assert!(message.contains("BACKWARD"), "the level: {message}");
+    assert!(message.contains("currency"), "the field: {message}");
+    assert!(refused.to_string().contains("409"), "{refused}");
+
+    let latest = broker.schemas().latest("ledger-value").unwrap();
+    assert_eq!(latest.version, 1, "the subject still has one version");
+    assert_eq!(log_end(), 1, "nothing written");
+
+    // The registry's other refusals carry Confluent's codes too.
+    let invalid = broker
+        .topic::<Payment>("other")
+        .with_avro_schema("{not json");
+    assert!(
+        matches!(invalid, Err(nanokafka::Error::Schema { code: 42201, .. })),
+        "{invalid:?}"
+    );
+    let missing = broker.schemas().latest("nothing-value").unwrap_err();
+    assert!(
+        matches!(missing, nanokafka::Error::Schema { code: 40401, .. }),
+        "{missing:?}"
+    );
+}
+
+#[test]
+fn the_async_topic_binds_produces_and_streams_by_schema_id() {
+    use futures::StreamExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::open(dir.path()).unwrap();
+    let bus = broker.async_handle();
+    let read = std::thread::spawn(move || {
+        actix::System::new().block_on(async move {
+            let topic = bus
+                .topic::<Payment>("transfers")
+                .with_avro_schema(PAYMENT)
+                .await
+                .unwrap();
+            topic
+                .create(nanokafka::TopicConfig::default().partitions(1))
+                .await
+                .unwrap();
+            for payment in &payments() {
+                topic.produce_keyed("k", payment).await.unwrap();
+            }
+            let registered = bus.schemas().latest("transfers-value").await.unwrap();
+            assert_eq!(topic.schema().unwrap().1.id, registered.id);
+
+            let mut stream = topic.stream("audit", "audit-1").await.unwrap();
+            let mut read = Vec::new();
+            while read.len() < 3 {
+                let record = tokio::time::timeout(WAIT, stream.next())
+                    .await
+                    .expect("a record within the wait")
+                    .unwrap()
+                    .unwrap();
+                read.push(record.value);
+            }
+            stream.leave().await.unwrap();
+            read
+        })
+    });
+    assert_eq!(read.join().unwrap(), payments());
 }

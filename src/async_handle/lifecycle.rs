@@ -56,7 +56,6 @@ pub(crate) struct BrokerLink {
     schema_registry_addr: Option<SocketAddr>,
     /// The broker's schemas, when it keeps them.
     #[cfg(feature = "schema-registry")]
-    #[allow(dead_code)] // read by typed topics bound to a subject, next
     schema_store: Option<Arc<super::SchemaStore>>,
 }
 
@@ -180,7 +179,6 @@ impl AsyncNanoKafka {
     /// The broker's schemas (`_schemas`), `None` on the Kafka backend or a handle detached
     /// from the broker that started it.
     #[cfg(feature = "schema-registry")]
-    #[allow(dead_code)] // used by typed topics bound to a subject, next
     pub(crate) fn schema_store(&self) -> Option<&Arc<super::SchemaStore>> {
         self.link.schema_store.as_ref()
     }

@@ -1,9 +1,14 @@
 //! The schema registry with a real client: confluent-kafka's `SchemaRegistryClient`,
 //! `AvroSerializer` and `AvroDeserializer` register schemas, produce and read back Avro
 //! records in Confluent's wire format (magic byte 0, the schema id big-endian, the Avro
-//! datum), and meet Confluent's 409 for a schema the subject's level refuses.
+//! datum), and meet Confluent's 409 for a schema the subject's level refuses; and read and
+//! write the same records as a Rust `Topic<T>` bound to the subject.
 #![cfg(feature = "schema-registry")]
 
+use std::time::Duration;
+
+use nanokafka::TopicConfig;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::clients;
@@ -63,4 +68,110 @@ fn confluent_kafkas_avro_serializers_register_write_and_read_through_the_registr
     // The refused schema left nothing behind.
     let subjects = b.broker.stats().unwrap().topics["_schemas"].partitions[0].log_end_offset;
     assert_eq!(subjects, 2, "two SCHEMA records");
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Order {
+    id: i64,
+    customer: String,
+    total_cents: i64,
+    note: Option<String>,
+}
+
+/// The schema both languages use, from one file.
+const ORDER_SCHEMA: &str = include_str!("../tools/clients/order.avsc");
+
+#[test]
+fn a_bound_rust_topic_and_confluent_kafkas_avro_serde_read_each_others_records() {
+    let Some(script) = clients::python("confluent_avro_orders.py") else {
+        return;
+    };
+    let b = Broker::start_with(|builder| builder.schema_registry("127.0.0.1:0"));
+    let registry = format!("http://{}", b.broker.schema_registry_addr().unwrap());
+    let orders = (b.broker.topic::<Order>("orders"))
+        .with_avro_schema(ORDER_SCHEMA)
+        .unwrap();
+    orders.create(TopicConfig::default().partitions(1)).unwrap();
+    let written: Vec<Order> = (1..=3)
+        .map(|id| Order {
+            id,
+            customer: format!("rust-{id}"),
+            total_cents: 1250 * id,
+            note: (id == 2).then(|| "gift".to_owned()),
+        })
+        .collect();
+    for order in &written {
+        orders.produce(order).unwrap();
+    }
+
+    let schema_file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/tools/clients/order.avsc"
+    );
+    let args = [
+        registry.as_str(),
+        b.bootstrap.as_str(),
+        "orders",
+        schema_file,
+        "--count",
+        "3",
+    ];
+    let result = script.run_json(&args, RUN);
+    // Python's AvroDeserializer read what the Rust topic wrote.
+    let read: Vec<_> = result["read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"].clone())
+        .collect();
+    let expected: Vec<_> = written
+        .iter()
+        .map(|o| json!({"id": o.id, "customer": o.customer, "total_cents": o.total_cents, "note": o.note}))
+        .collect();
+    assert_eq!(read, expected, "{result}");
+    let bound_id = orders.schema().unwrap().1.id;
+    assert_eq!(
+        result["ids"][0],
+        json!(bound_id),
+        "Python found the Rust schema's id"
+    );
+    assert_eq!(result["produced"], json!([3, 4, 5]), "{result}");
+
+    // The Rust readers read what Python's AvroSerializer wrote, the second version's record
+    // resolved into the bound schema (its extra field dropped).
+    let from_python = [
+        Order {
+            id: 100,
+            customer: "py-0".into(),
+            total_cents: 0,
+            note: None,
+        },
+        Order {
+            id: 101,
+            customer: "py-1".into(),
+            total_cents: 500,
+            note: None,
+        },
+        Order {
+            id: 102,
+            customer: "py-2".into(),
+            total_cents: 1000,
+            note: Some("coupon".into()),
+        },
+    ];
+    let mut consumer = orders.consumer("rust-readers", "rust-1").unwrap();
+    let mut values = Vec::new();
+    while values.len() < 6 {
+        let batch = consumer.poll_batch(10, Duration::from_secs(5)).unwrap();
+        assert!(!batch.is_empty(), "read {} of 6", values.len());
+        values.extend(batch.into_iter().map(|r| r.value));
+    }
+    assert_eq!(values[..3], written[..]);
+    assert_eq!(values[3..], from_python[..]);
+    b.broker.join_group("orders", "poll", "poll-1").unwrap();
+    let polled = orders
+        .poll_batch("poll", "poll-1", 10, Duration::from_secs(5))
+        .unwrap();
+    let polled: Vec<Order> = polled.into_iter().map(|r| r.value).collect();
+    assert_eq!(polled[3..], from_python[..]);
 }
