@@ -20,7 +20,7 @@ const READ_BYTES: usize = 1 << 20;
 
 /// A table's reader of its topic.
 pub(super) enum Source {
-    Embedded(Embedded),
+    Embedded(Box<Embedded>),
     #[cfg(feature = "kafka")]
     Kafka(
         std::sync::Arc<crate::kafka::table_reader::KafkaTableReader>,
@@ -56,7 +56,7 @@ impl Source {
                     topic,
                     positions,
                 };
-                Ok((Source::Embedded(source), ends))
+                Ok((Source::Embedded(Box::new(source)), ends))
             }
             #[cfg(feature = "kafka")]
             Engine::Kafka(k) => {
