@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::compat::{Compatibility, ParsedSchema, SchemaType};
+use super::compat::{Compatibility, ParsedSchema, Referenced, SchemaType};
 use super::log_format::{
     ConfigValue, DeleteSubjectValue, ModeValue, SchemaKey, SchemaReference, SchemaValue,
 };
@@ -368,8 +368,8 @@ impl Registry {
         self.levels.get(subject).copied()
     }
 
-    /// Parses `input` with its references resolved (each referenced version's text, in
-    /// dependency order).
+    /// Parses `input` with its references resolved (each referenced version's text under the
+    /// reference's name, in dependency order).
     fn parse(&self, input: &SchemaInput) -> Result<ParsedSchema, RegistryError> {
         if input.schema.len() > MAX_SCHEMA_BYTES {
             return Err(RegistryError::invalid_schema(format!(
@@ -389,7 +389,7 @@ impl Registry {
     fn resolve(
         &self,
         reference: &SchemaReference,
-        texts: &mut Vec<String>,
+        texts: &mut Vec<Referenced>,
         seen: &mut Vec<(String, u32)>,
         depth: usize,
     ) -> Result<(), RegistryError> {
@@ -415,7 +415,10 @@ impl Registry {
         for nested in &version.references {
             self.resolve(nested, texts, seen, depth + 1)?;
         }
-        texts.push(version.schema);
+        texts.push(Referenced {
+            name: reference.name.clone(),
+            schema: version.schema,
+        });
         Ok(())
     }
 
