@@ -37,8 +37,7 @@ use base64::Engine as _;
 use prost_reflect::prost::Message as _;
 use prost_reflect::prost_types::FileDescriptorProto;
 use prost_reflect::{
-    Cardinality, DynamicMessage, FieldDescriptor, FileDescriptor, Kind,
-    MessageDescriptor,
+    Cardinality, DynamicMessage, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
 };
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 
@@ -68,7 +67,9 @@ impl ProtobufSchema {
         let mut imports = HashMap::new();
         for (name, source) in referenced {
             if name == MAIN_FILE {
-                return Err(format!("Invalid schema: a reference may not be named '{name}'"));
+                return Err(format!(
+                    "Invalid schema: a reference may not be named '{name}'"
+                ));
             }
             imports.insert(name.clone(), source.clone());
         }
@@ -117,7 +118,9 @@ impl ProtobufSchema {
             (usize::try_from(index).ok())
                 .and_then(|i| candidates.into_iter().nth(i))
                 .ok_or_else(|| {
-                    format!("message index {index} is out of range: {within} has {count} message(s)")
+                    format!(
+                        "message index {index} is out of range: {within} has {count} message(s)"
+                    )
                 })
         };
         let (first, nested) = indexes.split_first().ok_or("an empty message-index list")?;
@@ -273,13 +276,19 @@ fn compare_messages(
     let mut old_oneofs: BTreeMap<String, BTreeMap<u32, FieldDescriptor>> = BTreeMap::new();
     for field in old_fields.values() {
         if let Some(oneof) = oneof_of(field) {
-            old_oneofs.entry(oneof).or_default().insert(field.number(), field.clone());
+            old_oneofs
+                .entry(oneof)
+                .or_default()
+                .insert(field.number(), field.clone());
         }
     }
     let mut new_oneofs: BTreeMap<String, BTreeMap<u32, FieldDescriptor>> = BTreeMap::new();
     for field in new_fields.values() {
         if let Some(oneof) = oneof_of(field) {
-            new_oneofs.entry(oneof).or_default().insert(field.number(), field.clone());
+            new_oneofs
+                .entry(oneof)
+                .or_default()
+                .insert(field.number(), field.clone());
         }
     }
 
@@ -324,7 +333,10 @@ fn compare_messages(
             && !in_old_oneof
             && field.cardinality() == Cardinality::Required
         {
-            why.push(format!("{message}: required {} was removed", describe(field)));
+            why.push(format!(
+                "{message}: required {} was removed",
+                describe(field)
+            ));
         }
     }
     for (number, field) in &new_fields {
@@ -500,7 +512,10 @@ mod tests {
     #[test]
     fn proto_text_compiles_and_bad_text_is_refused_with_why() {
         let user = proto3(USER);
-        assert_eq!(user.file.messages().next().unwrap().full_name(), "shop.User");
+        assert_eq!(
+            user.file.messages().next().unwrap().full_name(),
+            "shop.User"
+        );
         let bad = ProtobufSchema::parse("syntax = \"proto3\"; message { }", &[]).unwrap_err();
         assert!(bad.starts_with("Invalid schema:"), "{bad}");
         let unknown_type =
@@ -558,13 +573,18 @@ mod tests {
     #[test]
     fn a_field_type_change_is_incompatible_outside_the_wire_compatible_groups() {
         let v1 = proto3(USER);
-        let why = backward(&v1, &proto3("message User { string name = 1; string age = 2; }"));
+        let why = backward(
+            &v1,
+            &proto3("message User { string name = 1; string age = 2; }"),
+        );
         assert_eq!(
             why,
             ["message User: field 2 (age) changed type from int32 to string"]
         );
         for compatible in ["int64", "uint32", "uint64", "bool"] {
-            let new = proto3(&format!("message User {{ string name = 1; {compatible} age = 2; }}"));
+            let new = proto3(&format!(
+                "message User {{ string name = 1; {compatible} age = 2; }}"
+            ));
             assert!(backward(&v1, &new).is_empty(), "int32 -> {compatible}");
         }
         let pairs = [
@@ -586,8 +606,14 @@ mod tests {
         let with_enum = proto3("enum Level { LOW = 0; } message M { Level f = 1; }");
         assert!(backward(&proto3("message M { int32 f = 1; }"), &with_enum).is_empty());
         let with_message = proto3("message N { } message M { N f = 1; }");
-        let why = backward(&proto3("message N { } message M { int32 f = 1; }"), &with_message);
-        assert_eq!(why, ["message M: field 1 (f) changed type from int32 to shop.N"]);
+        let why = backward(
+            &proto3("message N { } message M { int32 f = 1; }"),
+            &with_message,
+        );
+        assert_eq!(
+            why,
+            ["message M: field 1 (f) changed type from int32 to shop.N"]
+        );
         // A map's value type follows the same rules.
         let map = |v: &str| proto3(&format!("message M {{ map<string, {v}> f = 1; }}"));
         assert!(backward(&map("int32"), &map("int64")).is_empty());
@@ -625,7 +651,10 @@ mod tests {
         // A numeric field may not change between required, optional and repeated.
         let repeated = proto2("message User { required string name = 1; repeated int32 age = 2; }");
         let why = backward(&optional, &repeated);
-        assert_eq!(why, ["message User: field 2 (age) changed from singular to repeated"]);
+        assert_eq!(
+            why,
+            ["message User: field 2 (age) changed from singular to repeated"]
+        );
     }
 
     #[test]
@@ -633,7 +662,10 @@ mod tests {
         let flat = proto3("message M { string a = 1; string b = 2; }");
         let both_in_oneof = proto3("message M { oneof choice { string a = 1; string b = 2; } }");
         let why = backward(&flat, &both_in_oneof);
-        assert!(why.len() == 1 && why[0].contains("oneof (choice)"), "{why:?}");
+        assert!(
+            why.len() == 1 && why[0].contains("oneof (choice)"),
+            "{why:?}"
+        );
         // One field into a new oneof reads the same.
         let one_in_oneof = proto3("message M { oneof choice { string a = 1; } string b = 2; }");
         assert!(backward(&flat, &one_in_oneof).is_empty());
@@ -649,7 +681,10 @@ mod tests {
         // A field removed from a oneof.
         let fewer = proto3("message M { oneof choice { string a = 1; } }");
         let why = backward(&both_in_oneof, &fewer);
-        assert_eq!(why, ["message M: field 2 (b) was removed from oneof choice"]);
+        assert_eq!(
+            why,
+            ["message M: field 2 (b) was removed from oneof choice"]
+        );
         // A proto3 `optional` field is no oneof.
         let optional = proto3("message M { optional string a = 1; string b = 2; }");
         assert!(backward(&flat, &optional).is_empty());
@@ -657,16 +692,22 @@ mod tests {
 
     #[test]
     fn a_changed_package_is_incompatible_and_a_changed_syntax_alone_is_not() {
-        let other = proto("syntax = \"proto3\"; package store; message User { string name = 1; int32 age = 2; }");
+        let other = proto(
+            "syntax = \"proto3\"; package store; message User { string name = 1; int32 age = 2; }",
+        );
         let why = backward(&proto3(USER), &other);
-        assert!(why.iter().any(|w| w.contains("package changed from 'shop' to 'store'")));
-        let as_proto2 = proto2("message User { optional string name = 1; optional int32 age = 2; }");
+        assert!(why
+            .iter()
+            .any(|w| w.contains("package changed from 'shop' to 'store'")));
+        let as_proto2 =
+            proto2("message User { optional string name = 1; optional int32 age = 2; }");
         assert!(backward(&proto3(USER), &as_proto2).is_empty());
     }
 
     #[test]
     fn an_imported_message_type_is_compared_field_by_field() {
-        let user = "syntax = \"proto3\"; import \"a.proto\"; message User { geo.Address home = 1; }";
+        let user =
+            "syntax = \"proto3\"; import \"a.proto\"; message User { geo.Address home = 1; }";
         let address = |field: &str| {
             vec![(
                 "a.proto".to_owned(),
@@ -694,9 +735,13 @@ mod tests {
         let user = [0x0a, 0x02, b'a', b'b'];
         assert!(schema.check_payload(&framed(&[0], &user)).is_ok());
         // [1] (count 1, index 1; zigzag doubles them): Order, whose field 1 is a varint.
-        assert!(schema.check_payload(&framed(&[2, 2], &[0x08, 0x05])).is_ok());
+        assert!(schema
+            .check_payload(&framed(&[2, 2], &[0x08, 0x05]))
+            .is_ok());
         // [0, 0]: User.Tag.
-        assert!(schema.check_payload(&framed(&[4, 0, 0], &[0x08, 0x07])).is_ok());
+        assert!(schema
+            .check_payload(&framed(&[4, 0, 0], &[0x08, 0x07]))
+            .is_ok());
         // Order's field 1 as a string: the wire type does not match.
         let why = schema.check_payload(&framed(&[2, 2], &user)).unwrap_err();
         assert!(why.contains("shop.Order"), "{why}");
@@ -705,8 +750,12 @@ mod tests {
         assert!(why.contains("out of range"), "{why}");
         assert!(schema.check_payload(&[]).is_err());
         assert!(schema.check_payload(&[2, 1]).is_err());
-        assert!(schema.check_payload(&framed(&[0], &[0x0a, 0x09, b'a'])).is_err());
+        assert!(schema
+            .check_payload(&framed(&[0], &[0x0a, 0x09, b'a']))
+            .is_err());
         // Not UTF-8 in a proto3 string.
-        assert!(schema.check_payload(&framed(&[0], &[0x0a, 0x01, 0xff])).is_err());
+        assert!(schema
+            .check_payload(&framed(&[0], &[0x0a, 0x01, 0xff]))
+            .is_err());
     }
 }
