@@ -599,6 +599,23 @@ fn protobuf_schemas_register_with_imports_and_incompatible_ones_are_refused() {
     assert_eq!(latest["schemaType"], json!("PROTOBUF"));
     assert_eq!(latest["references"], reference);
     assert_eq!(latest["schema"], json!(USER_PROTO.trim()));
+    // `format=serialized`, as Confluent's Protobuf deserializer asks: the file's descriptor.
+    for path in [
+        "/schemas/ids/2?format=serialized",
+        "/subjects/users-value/versions/1?format=serialized",
+    ] {
+        let serialized = call(addr, "GET", path, None).json();
+        let serialized = serialized["schema"].as_str().unwrap().to_owned();
+        use base64::Engine as _;
+        let descriptor = base64::engine::general_purpose::STANDARD
+            .decode(&serialized)
+            .unwrap();
+        let has = |needle: &[u8]| descriptor.windows(needle.len()).any(|w| w == needle);
+        assert!(
+            has(b"address.proto") && has(b"User"),
+            "{path}: {serialized}"
+        );
+    }
     let found = call(addr, "POST", "/subjects/users-value", Some(&user)).json();
     assert_eq!((&found["version"], &found["id"]), (&json!(1), &json!(2)));
 

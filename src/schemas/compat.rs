@@ -227,6 +227,15 @@ impl ParsedSchema {
         })
     }
 
+    /// The schema in a format Confluent's `format` query parameter names, where this type has
+    /// it: `serialized` for Protobuf (see [`ProtobufSchema::serialized`]); `None` otherwise.
+    pub fn formatted(&self, format: &str) -> Option<String> {
+        match (&self.form, format) {
+            (Form::Protobuf(schema), "serialized") => Some(schema.serialized()),
+            _ => None,
+        }
+    }
+
     /// Whether `payload` (a record's key or value after Confluent's 5-byte header) is data of
     /// this schema: an Avro datum taking every byte, or Protobuf's message-index list and a
     /// message that decodes as the message it names.

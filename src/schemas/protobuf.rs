@@ -92,6 +92,12 @@ impl ProtobufSchema {
         text.trim().to_owned()
     }
 
+    /// The schema as Confluent's `format=serialized` answers it: the base64 of its file's
+    /// serialized `FileDescriptorProto` (what Confluent's clients build descriptors from).
+    pub fn serialized(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(self.file.encode_to_vec())
+    }
+
     /// Whether `payload` (what follows Confluent's 5-byte header: the message-index list, then
     /// the message) decodes as the message the indexes name.
     ///
@@ -549,6 +555,8 @@ mod tests {
         let parsed = ProtobufSchema::parse(&encoded, &[]).unwrap();
         assert!(compare(&text, &parsed).is_empty());
         assert!(compare(&parsed, &text).is_empty());
+        let again = ProtobufSchema::parse(&parsed.serialized(), &[]).unwrap();
+        assert!(compare(&again, &text).is_empty());
     }
 
     #[test]

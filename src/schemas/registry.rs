@@ -368,6 +368,21 @@ impl Registry {
         self.levels.get(subject).copied()
     }
 
+    /// A stored schema's text in `format` (Confluent's `format` query parameter: `serialized`
+    /// for Protobuf); the text as stored for any other format or type.
+    ///
+    /// # Errors
+    /// 42201 when the stored schema no longer parses (its references are gone).
+    pub fn formatted(&self, input: &SchemaInput, format: &str) -> Result<String, RegistryError> {
+        if input.schema_type != SchemaType::Protobuf {
+            return Ok(input.schema.clone());
+        }
+        let parsed = self.parse(input)?;
+        Ok(parsed
+            .formatted(format)
+            .unwrap_or_else(|| input.schema.clone()))
+    }
+
     /// Parses `input` with its references resolved (each referenced version's text under the
     /// reference's name, in dependency order).
     fn parse(&self, input: &SchemaInput) -> Result<ParsedSchema, RegistryError> {
