@@ -246,11 +246,22 @@ impl ParsedSchema {
         match &self.form {
             Form::Avro(schema, schemata) => {
                 let mut rest = payload;
-                apache_avro::reader::datum::GenericDatumReader::builder(schema)
+                let not_avro = |e: apache_avro::Error| {
+                    format!("the payload is not Avro data of the schema: {e}")
+                };
+                let value = apache_avro::reader::datum::GenericDatumReader::builder(schema)
                     .writer_schemata(schemata.iter().collect())
                     .and_then(|builder| builder.build())
                     .and_then(|reader| reader.read_value(&mut rest))
-                    .map_err(|e| format!("the payload is not Avro data of the schema: {e}"))?;
+                    .map_err(not_avro)?;
+                // The decoder answers a string cut short as null: validation catches it.
+                let all: Vec<&AvroSchema> = std::iter::once(schema).chain(schemata).collect();
+                let names = apache_avro::schema::ResolvedSchema::try_from(all).map_err(not_avro)?;
+                if !value.validate_with_names(schema, names.get_names()) {
+                    return Err(
+                        "the payload is not Avro data of the schema: it ends too soon".into(),
+                    );
+                }
                 if !rest.is_empty() {
                     return Err(format!(
                         "the payload has {} byte(s) after the Avro datum",

@@ -209,17 +209,28 @@ pub fn compare(writer: &ProtobufSchema, reader: &ProtobufSchema) -> Vec<String> 
         ));
     }
     let new_messages = local_messages(new);
-    let mut compared = BTreeSet::new();
+    let mut pending = Vec::new();
     for (name, message) in local_messages(old) {
         match new_messages.get(&name) {
             None => why.push(format!(
                 "message {name} was removed or renamed (the reader has no message of that name)"
             )),
-            Some(updated) => compare_messages(&message, updated, &mut compared, &mut why),
+            Some(updated) => pending.push((message, updated.clone())),
+        }
+    }
+    // A queue, not recursion: imported message types add pairs, however deep they chain.
+    let mut compared = BTreeSet::new();
+    while let Some((old, new)) = pending.pop() {
+        let names = (old.full_name().to_owned(), new.full_name().to_owned());
+        if compared.insert(names) {
+            compare_messages(&old, &new, &mut pending, &mut why);
         }
     }
     why
 }
+
+/// Pairs of same-named messages still to compare.
+type Pending = Vec<(MessageDescriptor, MessageDescriptor)>;
 
 /// A file's messages, nested ones included, by their name within the package (map entries,
 /// which `map<..>` fields declare, are compared as their fields' types instead).
@@ -262,18 +273,13 @@ fn describe(field: &FieldDescriptor) -> String {
     format!("field {} ({})", field.number(), field.name())
 }
 
-/// Compares two messages of the same name: `compared` holds the pairs of full names already
-/// compared (a message type refers to itself, or is reached twice).
+/// Compares two messages of the same name; message types its fields import join `pending`.
 fn compare_messages(
     old: &MessageDescriptor,
     new: &MessageDescriptor,
-    compared: &mut BTreeSet<(String, String)>,
+    pending: &mut Pending,
     why: &mut Vec<String>,
 ) {
-    let pair = (old.full_name().to_owned(), new.full_name().to_owned());
-    if !compared.insert(pair) {
-        return;
-    }
     let message = format!("message {}", local_name(old));
     let old_fields: BTreeMap<u32, FieldDescriptor> =
         old.fields().map(|f| (f.number(), f)).collect();
@@ -353,7 +359,7 @@ fn compare_messages(
     // Fields kept: their types, wherever they moved.
     for (number, old_field) in &old_fields {
         if let Some(new_field) = new_fields.get(number) {
-            compare_fields(&message, old_field, new_field, compared, why);
+            compare_fields(&message, old_field, new_field, pending, why);
         }
     }
 }
@@ -442,7 +448,7 @@ fn compare_fields(
     message: &str,
     old: &FieldDescriptor,
     new: &FieldDescriptor,
-    compared: &mut BTreeSet<(String, String)>,
+    pending: &mut Pending,
     why: &mut Vec<String>,
 ) {
     let changed_type = || {
@@ -471,13 +477,15 @@ fn compare_fields(
                 why.push(changed_type());
             } else if a.parent_file().name() != MAIN_FILE || b.parent_file().name() != MAIN_FILE {
                 // A message type from an import: the file-level walk does not reach it.
-                compare_messages(&a, &b, compared, why);
+                pending.push((a, b));
             }
         }
         (FieldType::Map(old_key, old_value), FieldType::Map(new_key, new_value)) => {
             let before = why.len();
-            compare_fields(message, &old_key, &new_key, compared, why);
-            compare_fields(message, &old_value, &new_value, compared, why);
+            let mut value_types = Vec::new();
+            compare_fields(message, &old_key, &new_key, &mut value_types, why);
+            compare_fields(message, &old_value, &new_value, &mut value_types, why);
+            pending.extend(value_types);
             if why.len() > before {
                 why.truncate(before);
                 why.push(changed_type());
