@@ -8,16 +8,18 @@
 //!
 //! The parts: `registry` (the state and its operations, with Confluent's errors),
 //! `log_format` (the records' keys and values), `compat` (the compatibility levels and the
-//! Avro check, on `apache-avro`'s schema resolution), `mode` (read-only and import modes),
-//! `wire` (Confluent's wire format of a value: magic byte, schema id, Avro datum).
+//! Avro check, on `apache-avro`'s schema resolution), `protobuf` (Protobuf schemas, compiled
+//! by `protox`, and Confluent's Protobuf compatibility rules), `mode` (read-only and import
+//! modes), `wire` (Confluent's wire format of a value: magic byte, schema id, Avro datum).
 
 mod compat;
 mod log_format;
 mod mode;
+mod protobuf;
 mod registry;
 pub mod wire;
 
-pub use compat::{Compatibility, ParsedSchema, SchemaType};
+pub use compat::{Compatibility, ParsedSchema, Referenced, SchemaType};
 pub use log_format::{SchemaKey, SchemaReference, SchemaValue};
 pub use mode::Mode;
 pub use registry::{Registered, Registry, RegistryError, SchemaInput, SubjectVersion, VersionSpec};

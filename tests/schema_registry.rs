@@ -3,8 +3,8 @@
 //! checks, soft and permanent deletes, Confluent's error codes, the `_schemas` records, and
 //! ids and versions kept across a reopen of the data directory; and, through the handles'
 //! own registry (no HTTP), typed topics bound to a subject: Confluent's wire format written
-//! and read back by id, a bind the subject's level refuses. Real clients' serializers are in
-//! `tests/clients/schema_registry.rs`.
+//! and read back by id, a bind the subject's level refuses; and Protobuf schemas with
+//! imports. Real clients' serializers are in `tests/clients/schema_registry.rs`.
 #![cfg(feature = "schema-registry")]
 
 // The console tests' HTTP client; this file uses only part of it.
@@ -69,7 +69,7 @@ fn registration_lookup_and_versions_answer_as_confluent() {
     assert_eq!(call(addr, "GET", "/subjects", None).json(), json!([]));
     assert_eq!(
         call(addr, "GET", "/schemas/types", None).json(),
-        json!(["AVRO"])
+        json!(["AVRO", "PROTOBUF"])
     );
 
     let registered = call(
@@ -725,4 +725,123 @@ fn the_async_topic_binds_produces_and_streams_by_schema_id() {
         })
     });
     assert_eq!(read.join().unwrap(), payments());
+}
+
+fn protobuf(schema: &str, references: Value) -> Value {
+    json!({"schemaType": "PROTOBUF", "schema": schema, "references": references})
+}
+
+const ADDRESS_PROTO: &str = r#"syntax = "proto3";
+package geo;
+message Address { string city = 1; }
+"#;
+
+const USER_PROTO: &str = r#"syntax = "proto3";
+package shop;
+import "address.proto";
+import "google/protobuf/timestamp.proto";
+message User {
+  string name = 1;
+  int32 age = 2;
+  geo.Address home = 3;
+  google.protobuf.Timestamp joined = 4;
+}
+"#;
+
+#[test]
+fn protobuf_schemas_register_with_imports_and_incompatible_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = open(dir.path());
+    let address = protobuf(ADDRESS_PROTO, json!([]));
+    let answer = call(
+        addr,
+        "POST",
+        "/subjects/address.proto/versions",
+        Some(&address),
+    );
+    assert_eq!((answer.status, answer.json()), (200, json!({"id": 1})));
+
+    // The import resolves by the reference's name; the well-known one needs none.
+    let reference = json!([{"name": "address.proto", "subject": "address.proto", "version": 1}]);
+    let without = protobuf(USER_PROTO, json!([]));
+    let answer = call(
+        addr,
+        "POST",
+        "/subjects/users-value/versions",
+        Some(&without),
+    );
+    assert_eq!(refused(&answer), (422, 42201));
+    assert!(
+        answer.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("address.proto"),
+        "{:?}",
+        answer.json()
+    );
+    let user = protobuf(USER_PROTO, reference.clone());
+    let answer = call(addr, "POST", "/subjects/users-value/versions", Some(&user));
+    assert_eq!((answer.status, answer.json()), (200, json!({"id": 2})));
+    let latest = call(addr, "GET", "/subjects/users-value/versions/latest", None).json();
+    assert_eq!(latest["schemaType"], json!("PROTOBUF"));
+    assert_eq!(latest["references"], reference);
+    assert_eq!(latest["schema"], json!(USER_PROTO.trim()));
+    // `format=serialized`, as Confluent's Protobuf deserializer asks: the file's descriptor.
+    for path in [
+        "/schemas/ids/2?format=serialized",
+        "/subjects/users-value/versions/1?format=serialized",
+    ] {
+        let serialized = call(addr, "GET", path, None).json();
+        let serialized = serialized["schema"].as_str().unwrap().to_owned();
+        use base64::Engine as _;
+        let descriptor = base64::engine::general_purpose::STANDARD
+            .decode(&serialized)
+            .unwrap();
+        let has = |needle: &[u8]| descriptor.windows(needle.len()).any(|w| w == needle);
+        assert!(
+            has(b"address.proto") && has(b"User"),
+            "{path}: {serialized}"
+        );
+    }
+    let found = call(addr, "POST", "/subjects/users-value", Some(&user)).json();
+    assert_eq!((&found["version"], &found["id"]), (&json!(1), &json!(2)));
+
+    // BACKWARD: field 2 changing from int32 to string is refused, with the message and field.
+    let incompatible = protobuf(
+        &USER_PROTO.replace("int32 age", "string age"),
+        reference.clone(),
+    );
+    let answer = call(
+        addr,
+        "POST",
+        "/subjects/users-value/versions",
+        Some(&incompatible),
+    );
+    assert_eq!(refused(&answer), (409, 409));
+    let message = answer.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("message User: field 2 (age) changed type from int32 to string"),
+        "{message}"
+    );
+    // Removing a field is compatible; so is a wire-compatible type (int32 to int64).
+    let compatible = protobuf(
+        &USER_PROTO
+            .replace("int32 age = 2;", "int64 age = 2;")
+            .replace("string name = 1;", ""),
+        reference,
+    );
+    let answer = call(
+        addr,
+        "POST",
+        "/subjects/users-value/versions",
+        Some(&compatible),
+    );
+    assert_eq!((answer.status, answer.json()), (200, json!({"id": 3})));
+    assert_eq!(
+        call(addr, "GET", "/subjects/users-value/versions", None).json(),
+        json!([1, 2])
+    );
+    let not_proto = protobuf("message {", json!([]));
+    let answer = call(addr, "POST", "/subjects/bad/versions", Some(&not_proto));
+    assert_eq!(refused(&answer), (422, 42201));
 }

@@ -161,6 +161,8 @@ struct Params {
     default_to_global: Option<bool>,
     subject_prefix: Option<String>,
     force: Option<bool>,
+    /// Confluent's output format of a schema (`serialized`: a Protobuf descriptor in base64).
+    format: Option<String>,
 }
 
 /// A schema in a request body.
@@ -277,12 +279,28 @@ async fn schema_types() -> HttpResponse {
     answer(&json!(names))
 }
 
-async fn schema_by_id(svc: web::Data<SchemaStore>, id: web::Path<String>) -> Answer {
+async fn schema_by_id(
+    svc: web::Data<SchemaStore>,
+    id: web::Path<String>,
+    params: web::Query<Params>,
+) -> Answer {
     let id = id_of(&id)?;
     let state = svc.current().await?;
     let (schema_type, schema, references) = state.registry.schema_by_id(id)?;
+    let schema = match &params.format {
+        Some(format) => {
+            let input = SchemaInput {
+                schema_type,
+                schema: schema.to_owned(),
+                references: references.to_vec(),
+                ..SchemaInput::default()
+            };
+            state.registry.formatted(&input, format)?
+        }
+        None => schema.to_owned(),
+    };
     let mut object = serde_json::Map::new();
-    schema_json(&mut object, schema_type, schema, references);
+    schema_json(&mut object, schema_type, &schema, references);
     Ok(answer(&Value::Object(object)))
 }
 
@@ -382,7 +400,17 @@ async fn version_of(
     path: web::Path<(String, String)>,
     params: web::Query<Params>,
 ) -> Answer {
-    let found = find_version(&svc, path, &params).await?;
+    let mut found = find_version(&svc, path, &params).await?;
+    if let Some(format) = &params.format {
+        let state = svc.current().await?;
+        let input = SchemaInput {
+            schema_type: found.schema_type,
+            schema: found.schema.clone(),
+            references: found.references.clone(),
+            ..SchemaInput::default()
+        };
+        found.schema = state.registry.formatted(&input, format)?;
+    }
     Ok(answer(&version_json(&found)))
 }
 

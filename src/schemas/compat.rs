@@ -13,7 +13,8 @@
 //! Soft-deleted versions take no part. Avro's reading rules are Avro's schema resolution, as
 //! `apache-avro`'s `SchemaCompatibility` implements it; a resolution that works only for some
 //! of the writer's data (a union branch the reader lacks) counts as incompatible, as in
-//! Confluent (Java's `SchemaCompatibility`).
+//! Confluent (Java's `SchemaCompatibility`). Protobuf's rules are Confluent's Protobuf diff
+//! (see `protobuf`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -21,6 +22,8 @@ use std::str::FromStr;
 use apache_avro::schema_compatibility::{Compatibility as AvroResolution, SchemaCompatibility};
 use apache_avro::Schema as AvroSchema;
 use serde::{Deserialize, Serialize};
+
+use super::protobuf::{self, ProtobufSchema};
 
 /// A schema's language.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,7 +41,7 @@ impl SchemaType {
     }
 
     /// The types the registry accepts (`GET /schemas/types`).
-    pub const SUPPORTED: &'static [SchemaType] = &[SchemaType::Avro];
+    pub const SUPPORTED: &'static [SchemaType] = &[SchemaType::Avro, SchemaType::Protobuf];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -150,57 +153,154 @@ impl FromStr for Compatibility {
     }
 }
 
+/// A schema a reference names, resolved: the reference's name (how the referring schema
+/// names it: an Avro type name, a Protobuf import path) and the referenced version's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Referenced {
+    pub name: String,
+    pub schema: String,
+}
+
 /// A parsed schema, and its normalized text: the form versions are compared and stored in
-/// (an Avro schema's full JSON, compact, defaults and docs kept), so two registrations that
-/// differ only in whitespace or key order are the same schema.
+/// (an Avro schema's full JSON, compact, defaults and docs kept, so two registrations that
+/// differ only in whitespace or key order are the same schema; a Protobuf schema's text,
+/// trimmed).
 #[derive(Debug, Clone)]
 pub struct ParsedSchema {
     pub schema_type: SchemaType,
     pub normalized: String,
-    avro: AvroSchema,
+    form: Form,
+}
+
+/// The parsed form, by type.
+#[derive(Debug, Clone)]
+enum Form {
+    /// The schema, and the schemas its references name (to decode data with).
+    Avro(AvroSchema, Vec<AvroSchema>),
+    Protobuf(ProtobufSchema),
 }
 
 impl ParsedSchema {
-    /// Parses `text` of `schema_type`; `referenced` are the texts of the schemas it refers
-    /// to, in dependency order (each after those it refers to).
+    /// Parses `text` of `schema_type`; `referenced` are the schemas it refers to, in
+    /// dependency order (each after those it refers to).
     ///
     /// # Errors
     /// Why it is not a valid schema (Confluent's 42201), or that the type is not supported.
     pub fn parse(
         schema_type: SchemaType,
         text: &str,
-        referenced: &[String],
+        referenced: &[Referenced],
     ) -> Result<Self, String> {
-        if schema_type != SchemaType::Avro {
-            return Err(format!(
-                "schema type {} is not supported by this registry (AVRO is)",
+        match schema_type {
+            SchemaType::Avro => Self::parse_avro(text, referenced),
+            SchemaType::Protobuf => {
+                let imports: Vec<(String, String)> = (referenced.iter())
+                    .map(|r| (r.name.clone(), r.schema.clone()))
+                    .collect();
+                Ok(ParsedSchema {
+                    schema_type,
+                    normalized: ProtobufSchema::normalize(text),
+                    form: Form::Protobuf(ProtobufSchema::parse(text, &imports)?),
+                })
+            }
+            SchemaType::Json => Err(format!(
+                "schema type {} is not supported by this registry (AVRO and PROTOBUF are)",
                 schema_type.name()
-            ));
+            )),
         }
-        let parsed = if referenced.is_empty() {
-            AvroSchema::parse_str(text)
+    }
+
+    fn parse_avro(text: &str, referenced: &[Referenced]) -> Result<Self, String> {
+        let texts = referenced.iter().map(|r| r.schema.as_str());
+        let (avro, schemata) = if referenced.is_empty() {
+            AvroSchema::parse_str(text).map(|schema| (schema, Vec::new()))
         } else {
-            AvroSchema::parse_str_with_list(text, referenced).map(|(schema, _)| schema)
-        };
-        let avro = parsed.map_err(|e| format!("Invalid schema: {e}"))?;
+            AvroSchema::parse_str_with_list(text, texts)
+        }
+        .map_err(|e| format!("Invalid schema: {e}"))?;
         let normalized =
             serde_json::to_string(&avro).map_err(|e| format!("Invalid schema: {e}"))?;
         Ok(ParsedSchema {
-            schema_type,
+            schema_type: SchemaType::Avro,
             normalized,
-            avro,
+            form: Form::Avro(avro, schemata),
         })
+    }
+
+    /// The schema in a format Confluent's `format` query parameter names, where this type has
+    /// it: `serialized` for Protobuf (see [`ProtobufSchema::serialized`]); `None` otherwise.
+    pub fn formatted(&self, format: &str) -> Option<String> {
+        match (&self.form, format) {
+            (Form::Protobuf(schema), "serialized") => Some(schema.serialized()),
+            _ => None,
+        }
+    }
+
+    /// Whether `payload` (a record's key or value after Confluent's 5-byte header) is data of
+    /// this schema: an Avro datum taking every byte, or Protobuf's message-index list and a
+    /// message that decodes as the message it names.
+    ///
+    /// # Errors
+    /// Why it is not.
+    pub fn check_payload(&self, payload: &[u8]) -> Result<(), String> {
+        match &self.form {
+            Form::Avro(schema, schemata) => {
+                let mut rest = payload;
+                let not_avro = |e: apache_avro::Error| {
+                    format!("the payload is not Avro data of the schema: {e}")
+                };
+                let value = apache_avro::reader::datum::GenericDatumReader::builder(schema)
+                    .writer_schemata(schemata.iter().collect())
+                    .and_then(|builder| builder.build())
+                    .and_then(|reader| reader.read_value(&mut rest))
+                    .map_err(not_avro)?;
+                // The decoder answers a string cut short as null: validation catches it.
+                let all: Vec<&AvroSchema> = std::iter::once(schema).chain(schemata).collect();
+                let names = apache_avro::schema::ResolvedSchema::try_from(all).map_err(not_avro)?;
+                if !value.validate_with_names(schema, names.get_names()) {
+                    return Err(
+                        "the payload is not Avro data of the schema: it ends too soon".into(),
+                    );
+                }
+                if !rest.is_empty() {
+                    return Err(format!(
+                        "the payload has {} byte(s) after the Avro datum",
+                        rest.len()
+                    ));
+                }
+                Ok(())
+            }
+            Form::Protobuf(schema) => schema.check_payload(payload),
+        }
     }
 }
 
 /// Whether data written with `writer` can be read with `reader`, all of it.
 fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> {
-    match SchemaCompatibility::can_read(&writer.avro, &reader.avro) {
-        Ok(AvroResolution::Full) => Ok(()),
-        Ok(AvroResolution::Partial) => {
-            Err("only part of the writer's values can be read (a union branch is missing)".into())
+    match (&writer.form, &reader.form) {
+        (Form::Avro(writer, _), Form::Avro(reader, _)) => {
+            match SchemaCompatibility::can_read(writer, reader) {
+                Ok(AvroResolution::Full) => Ok(()),
+                Ok(AvroResolution::Partial) => Err(
+                    "only part of the writer's values can be read (a union branch is missing)"
+                        .into(),
+                ),
+                Err(e) => Err(e.to_string()),
+            }
         }
-        Err(e) => Err(e.to_string()),
+        (Form::Protobuf(writer), Form::Protobuf(reader)) => {
+            let why = protobuf::compare(writer, reader);
+            if why.is_empty() {
+                Ok(())
+            } else {
+                Err(why.join("; "))
+            }
+        }
+        _ => Err(format!(
+            "the schema type changed from {} to {}",
+            writer.schema_type.name(),
+            reader.schema_type.name()
+        )),
     }
 }
 
@@ -333,12 +433,26 @@ mod tests {
     }
 
     #[test]
+    fn an_avro_payload_must_be_one_datum_of_the_schema() {
+        let schema = user(&[NAME]);
+        // "ab": length 2 (zigzag 4), then the bytes.
+        assert!(schema.check_payload(&[4, b'a', b'b']).is_ok());
+        assert!(schema.check_payload(&[4, b'a']).is_err());
+        let why = schema.check_payload(&[4, b'a', b'b', 0]).unwrap_err();
+        assert!(why.contains("1 byte(s) after"), "{why}");
+    }
+
+    #[test]
     fn references_resolve_named_types() {
         let address =
             r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#;
         let user = r#"{"type":"record","name":"User","fields":[{"name":"home","type":"Address"}]}"#;
         assert!(ParsedSchema::parse(SchemaType::Avro, user, &[]).is_err());
-        let parsed = ParsedSchema::parse(SchemaType::Avro, user, &[address.to_owned()]).unwrap();
+        let address = Referenced {
+            name: "Address".into(),
+            schema: address.into(),
+        };
+        let parsed = ParsedSchema::parse(SchemaType::Avro, user, &[address]).unwrap();
         assert!(parsed.normalized.contains("Address"));
     }
 }

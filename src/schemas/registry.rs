@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::compat::{Compatibility, ParsedSchema, SchemaType};
+use super::compat::{Compatibility, ParsedSchema, Referenced, SchemaType};
 use super::log_format::{
     ConfigValue, DeleteSubjectValue, ModeValue, SchemaKey, SchemaReference, SchemaValue,
 };
@@ -368,8 +368,23 @@ impl Registry {
         self.levels.get(subject).copied()
     }
 
-    /// Parses `input` with its references resolved (each referenced version's text, in
-    /// dependency order).
+    /// A stored schema's text in `format` (Confluent's `format` query parameter: `serialized`
+    /// for Protobuf); the text as stored for any other format or type.
+    ///
+    /// # Errors
+    /// 42201 when the stored schema no longer parses (its references are gone).
+    pub fn formatted(&self, input: &SchemaInput, format: &str) -> Result<String, RegistryError> {
+        if input.schema_type != SchemaType::Protobuf {
+            return Ok(input.schema.clone());
+        }
+        let parsed = self.parse(input)?;
+        Ok(parsed
+            .formatted(format)
+            .unwrap_or_else(|| input.schema.clone()))
+    }
+
+    /// Parses `input` with its references resolved (each referenced version's text under the
+    /// reference's name, in dependency order).
     fn parse(&self, input: &SchemaInput) -> Result<ParsedSchema, RegistryError> {
         if input.schema.len() > MAX_SCHEMA_BYTES {
             return Err(RegistryError::invalid_schema(format!(
@@ -389,7 +404,7 @@ impl Registry {
     fn resolve(
         &self,
         reference: &SchemaReference,
-        texts: &mut Vec<String>,
+        texts: &mut Vec<Referenced>,
         seen: &mut Vec<(String, u32)>,
         depth: usize,
     ) -> Result<(), RegistryError> {
@@ -415,7 +430,10 @@ impl Registry {
         for nested in &version.references {
             self.resolve(nested, texts, seen, depth + 1)?;
         }
-        texts.push(version.schema);
+        texts.push(Referenced {
+            name: reference.name.clone(),
+            schema: version.schema,
+        });
         Ok(())
     }
 

@@ -2,11 +2,14 @@
 //! `AvroSerializer` and `AvroDeserializer` register schemas, produce and read back Avro
 //! records in Confluent's wire format (magic byte 0, the schema id big-endian, the Avro
 //! datum), and meet Confluent's 409 for a schema the subject's level refuses; and read and
-//! write the same records as a Rust `Topic<T>` bound to the subject.
+//! write the same records as a Rust `Topic<T>` bound to the subject. Its
+//! `ProtobufSerializer` and `ProtobufDeserializer` do the same with a Protobuf message that
+//! imports another file (a reference), and what they write passes the registry's payload check.
 #![cfg(feature = "schema-registry")]
 
 use std::time::Duration;
 
+use nanokafka::schemas::{ParsedSchema, Referenced, SchemaType};
 use nanokafka::TopicConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -174,4 +177,72 @@ fn a_bound_rust_topic_and_confluent_kafkas_avro_serde_read_each_others_records()
         .unwrap();
     let polled: Vec<Order> = polled.into_iter().map(|r| r.value).collect();
     assert_eq!(polled[3..], from_python[..]);
+}
+
+#[test]
+fn confluent_kafkas_protobuf_serializers_register_write_and_read_through_the_registry() {
+    let Some(script) = clients::python("confluent_protobuf.py") else {
+        return;
+    };
+    let b = Broker::start_with(|builder| builder.schema_registry("127.0.0.1:0"));
+    let registry = format!("http://{}", b.broker.schema_registry_addr().unwrap());
+    let result = script.run_json(&[registry.as_str(), b.bootstrap.as_str(), "users"], RUN);
+    // The serializer registered the imported file under its own subject, then the message's.
+    assert_eq!(
+        result["subjects"],
+        json!(["address.proto", "users-value"]),
+        "{result}"
+    );
+    assert_eq!(result["versions"], json!([1]));
+    assert_eq!(result["id"], json!(2));
+    let read: Vec<_> = result["read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["value"])
+        .collect();
+    assert_eq!(read.len(), 3, "{result}");
+    assert_eq!(
+        read[2],
+        &json!({"name": "user-2", "age": 22, "home": {"city": "city-2"}})
+    );
+    let refused = &result["refused"];
+    assert_eq!(
+        (&refused["status"], &refused["code"]),
+        (&json!(409), &json!(409)),
+        "{result}"
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("message User: field 2 (age) changed type from int32 to string"),
+        "{result}"
+    );
+
+    // What the serializer wrote: Confluent's framing with the registry's id, then a payload
+    // (message indexes and message) that the registry's own check accepts.
+    let address = Referenced {
+        name: "address.proto".into(),
+        schema: result["schemas"]["address.proto"].as_str().unwrap().into(),
+    };
+    let user = result["schemas"]["user"].as_str().unwrap();
+    let schema = ParsedSchema::parse(SchemaType::Protobuf, user, &[address]).unwrap();
+    b.broker.join_group("users", "check", "m").unwrap();
+    let records = b
+        .broker
+        .poll_batch_raw("users", "check", "m", 10, std::time::Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(records.len(), 3);
+    for record in &records {
+        assert_eq!(record.value[0], 0);
+        assert_eq!(
+            u32::from_be_bytes(record.value[1..5].try_into().unwrap()),
+            2
+        );
+        schema.check_payload(&record.value[5..]).unwrap();
+    }
+    let mut garbled = records[0].value[5..].to_vec();
+    garbled.push(0xff);
+    assert!(schema.check_payload(&garbled).is_err());
 }
