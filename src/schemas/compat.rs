@@ -24,6 +24,7 @@ use apache_avro::Schema as AvroSchema;
 use serde::{Deserialize, Serialize};
 
 use super::protobuf::{self, ProtobufSchema};
+use crate::storage::format::MAX_DECOMPRESSED_BYTES;
 
 /// A schema's language.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -211,6 +212,7 @@ impl ParsedSchema {
     }
 
     fn parse_avro(text: &str, referenced: &[Referenced]) -> Result<Self, String> {
+        cap_avro_allocations();
         let texts = referenced.iter().map(|r| r.schema.as_str());
         let (avro, schemata) = if referenced.is_empty() {
             AvroSchema::parse_str(text).map(|schema| (schema, Vec::new()))
@@ -275,6 +277,16 @@ impl ParsedSchema {
     }
 }
 
+/// Caps what apache-avro allocates for one string, bytes value or array it decodes, before it
+/// reads them, at the largest record NanoKafka stores ([`MAX_DECOMPRESSED_BYTES`]) instead
+/// of its 512 MiB default: a payload that declares a huge length (a hostile producer's, on a
+/// topic validated against its schema) is refused without reserving more. apache-avro keeps
+/// one cap per process, set by its first caller: an application that sets its own first
+/// keeps it.
+pub(crate) fn cap_avro_allocations() {
+    apache_avro::util::max_allocation_bytes(MAX_DECOMPRESSED_BYTES);
+}
+
 /// Whether data written with `writer` can be read with `reader`, all of it.
 fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> {
     match (&writer.form, &reader.form) {
@@ -307,6 +319,19 @@ fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_avro_payload_declaring_a_huge_string_is_refused_without_reserving_it() {
+        let schema = ParsedSchema::parse(SchemaType::Avro, r#""string""#, &[]).unwrap();
+        // A string of 2^30 bytes (zigzag varint 2^31), then one byte of it.
+        let payload = [0x80, 0x80, 0x80, 0x80, 0x08, b'x'];
+        let why = schema.check_payload(&payload).unwrap_err();
+        assert!(why.contains("not Avro data"), "{why}");
+        assert_eq!(
+            apache_avro::util::max_allocation_bytes(0),
+            MAX_DECOMPRESSED_BYTES
+        );
+    }
 
     fn avro(text: &str) -> ParsedSchema {
         ParsedSchema::parse(SchemaType::Avro, text, &[]).unwrap()

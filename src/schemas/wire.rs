@@ -81,6 +81,7 @@ pub fn decode<T: DeserializeOwned>(
     writer: &Schema,
     reader: Option<&Schema>,
 ) -> Result<T, WireError> {
+    super::compat::cap_avro_allocations();
     let mut datum = bytes.get(HEADER_LEN..).ok_or(WireError::NoHeader)?;
     let value = GenericDatumReader::builder(writer)
         .maybe_reader_schema(reader)
