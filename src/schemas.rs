@@ -7,14 +7,16 @@
 //! replays the topic; so what is served is always what the log says.
 //!
 //! The parts: `registry` (the state and its operations, with Confluent's errors),
-//! `log_format` (the records' keys and values), `compat` (the compatibility levels and the
-//! Avro check, on `apache-avro`'s schema resolution).
+//! `log_format` (the records' keys and values), `compat` (the schema types, the
+//! compatibility levels and the Avro check, on `apache-avro`'s schema resolution), `json`
+//! (JSON Schema: parsing, references, payloads and its compatibility rules).
 
 mod compat;
+mod json;
 mod log_format;
 mod registry;
 
-pub use compat::{Compatibility, ParsedSchema, SchemaType};
+pub use compat::{Compatibility, ParsedSchema, ReferencedSchema, SchemaType};
 pub use log_format::{SchemaKey, SchemaReference, SchemaValue};
 pub use registry::{Registered, Registry, RegistryError, SchemaInput, SubjectVersion, VersionSpec};
 

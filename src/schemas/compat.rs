@@ -18,9 +18,13 @@
 use std::fmt;
 use std::str::FromStr;
 
+use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::schema::ResolvedSchema;
 use apache_avro::schema_compatibility::{Compatibility as AvroResolution, SchemaCompatibility};
 use apache_avro::Schema as AvroSchema;
 use serde::{Deserialize, Serialize};
+
+use super::json::JsonSchema;
 
 /// A schema's language.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,7 +42,7 @@ impl SchemaType {
     }
 
     /// The types the registry accepts (`GET /schemas/types`).
-    pub const SUPPORTED: &'static [SchemaType] = &[SchemaType::Avro];
+    pub const SUPPORTED: &'static [SchemaType] = &[SchemaType::Avro, SchemaType::Json];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -150,57 +154,139 @@ impl FromStr for Compatibility {
     }
 }
 
+/// A schema another one refers to: the name the referring schema uses for it (an Avro
+/// type's full name, a JSON `$ref` URL), and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReferencedSchema {
+    pub name: String,
+    pub schema: String,
+}
+
 /// A parsed schema, and its normalized text: the form versions are compared and stored in
-/// (an Avro schema's full JSON, compact, defaults and docs kept), so two registrations that
-/// differ only in whitespace or key order are the same schema.
+/// (an Avro schema's full JSON, compact, defaults and docs kept; a JSON Schema compact with
+/// its keys sorted), so two registrations that differ only in whitespace or key order are
+/// the same schema.
 #[derive(Debug, Clone)]
 pub struct ParsedSchema {
     pub schema_type: SchemaType,
     pub normalized: String,
-    avro: AvroSchema,
+    form: Form,
+}
+
+/// The parsed schema in its language.
+#[derive(Debug, Clone)]
+enum Form {
+    /// The schema, and the referenced ones it was parsed with (dependency order).
+    Avro(AvroSchema, Vec<AvroSchema>),
+    Json(JsonSchema),
 }
 
 impl ParsedSchema {
-    /// Parses `text` of `schema_type`; `referenced` are the texts of the schemas it refers
-    /// to, in dependency order (each after those it refers to).
+    /// Parses `text` of `schema_type`; `referenced` are the schemas it refers to, in
+    /// dependency order (each after those it refers to).
     ///
     /// # Errors
     /// Why it is not a valid schema (Confluent's 42201), or that the type is not supported.
     pub fn parse(
         schema_type: SchemaType,
         text: &str,
-        referenced: &[String],
+        referenced: &[ReferencedSchema],
     ) -> Result<Self, String> {
-        if schema_type != SchemaType::Avro {
-            return Err(format!(
-                "schema type {} is not supported by this registry (AVRO is)",
-                schema_type.name()
-            ));
-        }
-        let parsed = if referenced.is_empty() {
-            AvroSchema::parse_str(text)
-        } else {
-            AvroSchema::parse_str_with_list(text, referenced).map(|(schema, _)| schema)
+        let (form, normalized) = match schema_type {
+            SchemaType::Avro => parse_avro(text, referenced)?,
+            SchemaType::Json => {
+                let (json, normalized) = JsonSchema::parse(text, referenced)?;
+                (Form::Json(json), normalized)
+            }
+            SchemaType::Protobuf => {
+                return Err(format!(
+                    "schema type {} is not supported by this registry",
+                    schema_type.name()
+                ))
+            }
         };
-        let avro = parsed.map_err(|e| format!("Invalid schema: {e}"))?;
-        let normalized =
-            serde_json::to_string(&avro).map_err(|e| format!("Invalid schema: {e}"))?;
         Ok(ParsedSchema {
             schema_type,
             normalized,
-            avro,
+            form,
         })
+    }
+
+    /// Whether `payload` (a record's bytes after Confluent's 5-byte header) is a value of this
+    /// schema: one Avro datum and nothing after it; a JSON document the schema accepts.
+    ///
+    /// # Errors
+    /// Why it is not.
+    pub fn check_payload(&self, payload: &[u8]) -> Result<(), String> {
+        match &self.form {
+            Form::Avro(schema, referenced) => check_avro_payload(schema, referenced, payload),
+            Form::Json(json) => json.check_payload(payload),
+        }
+    }
+}
+
+fn parse_avro(text: &str, referenced: &[ReferencedSchema]) -> Result<(Form, String), String> {
+    let parsed = if referenced.is_empty() {
+        AvroSchema::parse_str(text).map(|schema| (schema, Vec::new()))
+    } else {
+        let texts: Vec<&str> = referenced.iter().map(|r| r.schema.as_str()).collect();
+        AvroSchema::parse_str_with_list(text, &texts)
+    };
+    let (schema, referenced) = parsed.map_err(|e| format!("Invalid schema: {e}"))?;
+    let normalized = serde_json::to_string(&schema).map_err(|e| format!("Invalid schema: {e}"))?;
+    Ok((Form::Avro(schema, referenced), normalized))
+}
+
+fn check_avro_payload(
+    schema: &AvroSchema,
+    referenced: &[AvroSchema],
+    payload: &[u8],
+) -> Result<(), String> {
+    let schemata: Vec<&AvroSchema> = referenced.iter().chain([schema]).collect();
+    let reader = GenericDatumReader::builder(schema)
+        .writer_schemata(schemata)
+        .and_then(|builder| builder.build())
+        .map_err(|e| format!("the schema cannot decode: {e}"))?;
+    let mut rest = payload;
+    let value = reader
+        .read_value(&mut rest)
+        .map_err(|e| format!("not a value of the schema: {e}"))?;
+    // The decoder answers a string or bytes cut short with a null rather than an error.
+    let names = ResolvedSchema::new_with_schemata(referenced.iter().chain([schema]).collect())
+        .map_err(|e| format!("the schema cannot decode: {e}"))?;
+    if !value.validate_with_names(schema, names.get_names()) {
+        return Err("not a value of the schema: the payload ends inside it".into());
+    }
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} bytes follow the value ({} read)",
+            rest.len(),
+            payload.len() - rest.len()
+        ))
     }
 }
 
 /// Whether data written with `writer` can be read with `reader`, all of it.
 fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> {
-    match SchemaCompatibility::can_read(&writer.avro, &reader.avro) {
-        Ok(AvroResolution::Full) => Ok(()),
-        Ok(AvroResolution::Partial) => {
-            Err("only part of the writer's values can be read (a union branch is missing)".into())
+    match (&writer.form, &reader.form) {
+        (Form::Avro(writer, _), Form::Avro(reader, _)) => {
+            match SchemaCompatibility::can_read(writer, reader) {
+                Ok(AvroResolution::Full) => Ok(()),
+                Ok(AvroResolution::Partial) => Err(
+                    "only part of the writer's values can be read (a union branch is missing)"
+                        .into(),
+                ),
+                Err(e) => Err(e.to_string()),
+            }
         }
-        Err(e) => Err(e.to_string()),
+        (Form::Json(writer), Form::Json(reader)) => JsonSchema::can_read(writer, reader),
+        _ => Err(format!(
+            "the schema type changed from {} to {}",
+            writer.schema_type.name(),
+            reader.schema_type.name()
+        )),
     }
 }
 
@@ -329,7 +415,17 @@ mod tests {
         let b = avro(r#"{"fields":[{"type":"string","name":"n"}],"name":"U","type":"record"}"#);
         assert_eq!(a.normalized, b.normalized);
         assert!(ParsedSchema::parse(SchemaType::Avro, r#"{"type":"record"}"#, &[]).is_err());
-        assert!(ParsedSchema::parse(SchemaType::Json, r#"{"type":"object"}"#, &[]).is_err());
+        assert!(ParsedSchema::parse(SchemaType::Protobuf, "syntax = \"proto3\";", &[]).is_err());
+    }
+
+    #[test]
+    fn an_avro_payload_is_one_datum_of_the_schema_and_nothing_more() {
+        let schema = user(&[NAME]);
+        // A string is its zigzag length then its bytes: "ab".
+        assert!(schema.check_payload(&[4, b'a', b'b']).is_ok());
+        assert!(schema.check_payload(&[4, b'a']).is_err());
+        let trailing = schema.check_payload(&[4, b'a', b'b', 0]).unwrap_err();
+        assert!(trailing.contains("1 bytes follow"), "{trailing}");
     }
 
     #[test]
@@ -338,7 +434,12 @@ mod tests {
             r#"{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}"#;
         let user = r#"{"type":"record","name":"User","fields":[{"name":"home","type":"Address"}]}"#;
         assert!(ParsedSchema::parse(SchemaType::Avro, user, &[]).is_err());
-        let parsed = ParsedSchema::parse(SchemaType::Avro, user, &[address.to_owned()]).unwrap();
+        let address = ReferencedSchema {
+            name: "Address".into(),
+            schema: address.into(),
+        };
+        let parsed = ParsedSchema::parse(SchemaType::Avro, user, &[address]).unwrap();
         assert!(parsed.normalized.contains("Address"));
+        assert!(parsed.check_payload(&[2, b'x']).is_ok());
     }
 }

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::compat::{Compatibility, ParsedSchema, SchemaType};
+use super::compat::{Compatibility, ParsedSchema, ReferencedSchema, SchemaType};
 use super::log_format::{ConfigValue, DeleteSubjectValue, SchemaKey, SchemaReference, SchemaValue};
 
 /// A refusal, with Confluent's error code (`40401`, `42201`, ...; `409` for an incompatible
@@ -336,28 +336,28 @@ impl Registry {
         self.levels.get(subject).copied()
     }
 
-    /// Parses `input` with its references resolved (each referenced version's text, in
-    /// dependency order).
+    /// Parses `input` with its references resolved (each referenced version's text under the
+    /// name its referrer gives it, in dependency order).
     fn parse(&self, input: &SchemaInput) -> Result<ParsedSchema, RegistryError> {
         if input.schema.len() > MAX_SCHEMA_BYTES {
             return Err(RegistryError::invalid_schema(format!(
                 "a schema is at most {MAX_SCHEMA_BYTES} bytes"
             )));
         }
-        let mut texts = Vec::new();
+        let mut referenced = Vec::new();
         let mut seen = Vec::new();
         for reference in &input.references {
-            self.resolve(reference, &mut texts, &mut seen, 0)?;
+            self.resolve(reference, &mut referenced, &mut seen, 0)?;
         }
-        ParsedSchema::parse(input.schema_type, &input.schema, &texts)
+        ParsedSchema::parse(input.schema_type, &input.schema, &referenced)
             .map_err(RegistryError::invalid_schema)
     }
 
-    /// Adds the text of `reference`'s version, after those it refers to, to `texts`.
+    /// Adds `reference`'s version, after those it refers to, to `referenced`.
     fn resolve(
         &self,
         reference: &SchemaReference,
-        texts: &mut Vec<String>,
+        referenced: &mut Vec<ReferencedSchema>,
         seen: &mut Vec<(String, u32)>,
         depth: usize,
     ) -> Result<(), RegistryError> {
@@ -381,9 +381,12 @@ impl Registry {
             })?;
         seen.push(at);
         for nested in &version.references {
-            self.resolve(nested, texts, seen, depth + 1)?;
+            self.resolve(nested, referenced, seen, depth + 1)?;
         }
-        texts.push(version.schema);
+        referenced.push(ReferencedSchema {
+            name: reference.name.clone(),
+            schema: version.schema,
+        });
         Ok(())
     }
 
@@ -908,7 +911,7 @@ mod tests {
         assert_eq!(r.register("s", &avro("{not json")).unwrap_err().code, 42201);
         let json = SchemaInput {
             schema_type: SchemaType::Json,
-            ..avro("{}")
+            ..avro(r#"{"type":"object","properties":5}"#)
         };
         assert_eq!(r.register("s", &json).unwrap_err().code, 42201);
         assert_eq!(VersionSpec::parse("0").unwrap_err().code, 42202);
