@@ -293,9 +293,7 @@ fn compatibility_levels_decide_and_the_check_endpoint_says_why() {
 /// A JSON Schema for `orders-value`: an object with these properties (JSON of the map's
 /// entries), laid out as a client might.
 fn order(properties: &str, extra: &str) -> Value {
-    let schema = format!(
-        r#"{{ "type": "object", "properties": {{ {properties} }} {extra} }}"#
-    );
+    let schema = format!(r#"{{ "type": "object", "properties": {{ {properties} }} {extra} }}"#);
     json!({ "schemaType": "JSON", "schema": schema })
 }
 
@@ -349,10 +347,20 @@ fn json_schemas_register_evolve_by_their_rules_and_resolve_references() {
     });
     call(addr, "POST", "/subjects/address/versions", Some(&address));
     let mut customer = order(r#""home": {"$ref": "address.json"}"#, "");
-    let unresolved = call(addr, "POST", "/subjects/customer-value/versions", Some(&customer));
+    let unresolved = call(
+        addr,
+        "POST",
+        "/subjects/customer-value/versions",
+        Some(&customer),
+    );
     assert_eq!(refused(&unresolved), (422, 42201));
     customer["references"] = json!([{"name": "address.json", "subject": "address", "version": 1}]);
-    let registered = call(addr, "POST", "/subjects/customer-value/versions", Some(&customer));
+    let registered = call(
+        addr,
+        "POST",
+        "/subjects/customer-value/versions",
+        Some(&customer),
+    );
     assert_eq!(registered.json(), json!({"id": 4}));
     let by_id = call(addr, "GET", "/schemas/ids/4", None).json();
     assert_eq!(by_id["references"], customer["references"]);

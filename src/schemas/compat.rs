@@ -195,7 +195,10 @@ impl ParsedSchema {
         let (form, normalized) = match schema_type {
             SchemaType::Avro => parse_avro(text, referenced)?,
             SchemaType::Json => {
-                let (json, normalized) = JsonSchema::parse(text, referenced)?;
+                let named = referenced
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.schema.as_str()));
+                let (json, normalized) = JsonSchema::parse(text, named)?;
                 (Form::Json(json), normalized)
             }
             SchemaType::Protobuf => {
@@ -426,6 +429,16 @@ mod tests {
         assert!(schema.check_payload(&[4, b'a']).is_err());
         let trailing = schema.check_payload(&[4, b'a', b'b', 0]).unwrap_err();
         assert!(trailing.contains("1 bytes follow"), "{trailing}");
+    }
+
+    #[test]
+    fn a_subject_cannot_change_its_schema_type() {
+        let json = ParsedSchema::parse(SchemaType::Json, r#"{"type":"string"}"#, &[]).unwrap();
+        let why = Compatibility::Backward.check(&json, &[(1, &avro(r#""string""#))]);
+        assert!(
+            why[0].contains("schema type changed from AVRO to JSON"),
+            "{why:?}"
+        );
     }
 
     #[test]

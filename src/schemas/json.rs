@@ -45,8 +45,6 @@ use std::collections::HashSet;
 use jsonschema::{uri, Draft, Registry, Validator};
 use serde_json::{Map, Value};
 
-use super::compat::ReferencedSchema;
-
 /// A parsed JSON Schema, with the schemas it refers to.
 #[derive(Debug, Clone)]
 pub struct JsonSchema {
@@ -64,21 +62,25 @@ static EVERYTHING: Value = Value::Bool(true);
 const MAX_REF_CHAIN: usize = 32;
 
 impl JsonSchema {
-    /// Parses `text` with `referenced` (dependency order): the schema and its normalized text.
+    /// Parses `text` with the schemas it refers to, `(name, text)` in dependency order: the
+    /// schema and its normalized text.
     ///
     /// # Errors
     /// Not JSON, not a valid JSON Schema, or a `$ref` that resolves to nothing.
-    pub fn parse(text: &str, referenced: &[ReferencedSchema]) -> Result<(Self, String), String> {
+    pub fn parse<'t>(
+        text: &str,
+        referenced: impl IntoIterator<Item = (&'t str, &'t str)>,
+    ) -> Result<(Self, String), String> {
         let root: Value =
             serde_json::from_str(text).map_err(|e| format!("Invalid schema: not JSON: {e}"))?;
         if !root.is_object() && !root.is_boolean() {
             return Err("Invalid schema: a JSON Schema is an object or a boolean".into());
         }
         let mut documents = Vec::new();
-        for r in referenced {
-            let doc: Value = serde_json::from_str(&r.schema)
-                .map_err(|e| format!("Invalid schema: reference '{}' is not JSON: {e}", r.name))?;
-            documents.push((r.name.clone(), doc));
+        for (name, text) in referenced {
+            let doc: Value = serde_json::from_str(text)
+                .map_err(|e| format!("Invalid schema: reference '{name}' is not JSON: {e}"))?;
+            documents.push((name.to_owned(), doc));
         }
         let validator = compile(&root, &documents)?;
         let normalized = sorted(&root).to_string();
@@ -149,9 +151,12 @@ fn compile(root: &Value, documents: &[(String, Value)]) -> Result<Validator, Str
     let registry = registry
         .prepare()
         .map_err(|e| format!("Invalid schema: {e}"))?;
-    jsonschema::options()
-        .with_draft(Draft::Draft7)
-        .with_registry(&registry)
+    let mut options = jsonschema::options().with_registry(&registry);
+    if root.get("$schema").is_none() {
+        // The draft Confluent assumes; a set draft would override `$schema`.
+        options = options.with_draft(Draft::Draft7);
+    }
+    options
         .build(root)
         .map_err(|e| format!("Invalid schema: {e}"))
 }
@@ -677,10 +682,9 @@ impl Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schemas::{Compatibility, ParsedSchema, SchemaType};
 
     fn json(text: &str) -> JsonSchema {
-        JsonSchema::parse(text, &[]).unwrap().0
+        JsonSchema::parse(text, []).unwrap().0
     }
 
     /// Whether a reader `new` accepts all that a writer `old` does (BACKWARD), and why not.
@@ -735,9 +739,8 @@ mod tests {
         assert!(backward(&v2, &v1).is_ok());
         // A property whose schema accepts anything adds no constraint.
         assert!(backward(&v1, &object(&format!(r#"{NAME},"age":{{}}"#), "")).is_ok());
-        // Forward is the other way round.
-        let (old, new) = (parsed(&v1), parsed(&v2));
-        assert!(Compatibility::Forward.check(&new, &[(1, &old)]).is_empty());
+        // Forward (the old schema reads the new one's data) is the other way round.
+        assert!(JsonSchema::can_read(&json(&v2), &json(&v1)).is_ok());
     }
 
     #[test]
@@ -908,19 +911,21 @@ mod tests {
         let tree = r##"{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}}"##;
         assert!(backward(tree, tree).is_ok());
 
-        let address = |zip: &str| ReferencedSchema {
-            name: "address.json".into(),
-            schema: object(&format!(r#""zip":{{"type":"{zip}"}}"#), ""),
-        };
+        let address = |zip: &str| object(&format!(r#""zip":{{"type":"{zip}"}}"#), "");
         let person = object(r#""home":{"$ref":"address.json"}"#, "");
-        let with = |zip: &str| JsonSchema::parse(&person, &[address(zip)]).unwrap().0;
+        let with = |zip: &str| {
+            let address = address(zip);
+            JsonSchema::parse(&person, [("address.json", address.as_str())])
+                .unwrap()
+                .0
+        };
         assert!(JsonSchema::can_read(&with("integer"), &with("number")).is_ok());
         refused(
             JsonSchema::can_read(&with("number"), &with("integer")),
             "#/properties/home/properties/zip: type changed from number to integer",
         );
         // Without the reference the $ref resolves to nothing: not a schema.
-        assert!(JsonSchema::parse(&person, &[]).is_err());
+        assert!(JsonSchema::parse(&person, []).is_err());
         let home = with("integer");
         assert!(home.check_payload(br#"{"home":{"zip":1}}"#).is_ok());
         refused(home.check_payload(br#"{"home":{"zip":"x"}}"#), "#/home/zip");
@@ -928,13 +933,22 @@ mod tests {
 
     #[test]
     fn parsing_refuses_what_is_not_a_schema_and_normalizes_layout() {
-        assert!(JsonSchema::parse("{not json", &[]).is_err());
-        assert!(JsonSchema::parse("42", &[]).is_err());
-        assert!(JsonSchema::parse(r#"{"type":"whole"}"#, &[]).is_err());
-        assert!(JsonSchema::parse(r#"{"minLength":-1}"#, &[]).is_err());
-        let (_, a) =
-            JsonSchema::parse("{ \"type\": \"object\",\n \"title\": \"T\" }", &[]).unwrap();
-        let (_, b) = JsonSchema::parse(r#"{"title":"T","type":"object"}"#, &[]).unwrap();
+        assert!(JsonSchema::parse("{not json", []).is_err());
+        assert!(JsonSchema::parse("42", []).is_err());
+        assert!(JsonSchema::parse(r#"{"type":"whole"}"#, []).is_err());
+        assert!(JsonSchema::parse(r#"{"minLength":-1}"#, []).is_err());
+        // Draft 7 unless `$schema` names another draft: draft 4's boolean exclusiveMinimum.
+        let draft4 = r#"{"minimum":0,"exclusiveMinimum":true}"#;
+        assert!(JsonSchema::parse(draft4, []).is_err());
+        let draft4 = format!(
+            r#"{{"$schema":"http://json-schema.org/draft-04/schema#",{}"#,
+            &draft4[1..]
+        );
+        let (draft4, _) = JsonSchema::parse(&draft4, []).unwrap();
+        assert!(draft4.check_payload(b"0").is_err());
+        assert!(draft4.check_payload(b"1").is_ok());
+        let (_, a) = JsonSchema::parse("{ \"type\": \"object\",\n \"title\": \"T\" }", []).unwrap();
+        let (_, b) = JsonSchema::parse(r#"{"title":"T","type":"object"}"#, []).unwrap();
         assert_eq!(a, b);
         assert_eq!(a, r#"{"title":"T","type":"object"}"#);
     }
@@ -946,20 +960,5 @@ mod tests {
         refused(schema.check_payload(br#"{"age":3}"#), "name");
         refused(schema.check_payload(br#"{"name":"a","age":"3"}"#), "#/age");
         refused(schema.check_payload(b"{"), "not JSON");
-    }
-
-    fn parsed(text: &str) -> ParsedSchema {
-        ParsedSchema::parse(SchemaType::Json, text, &[]).unwrap()
-    }
-
-    #[test]
-    fn a_subject_cannot_change_its_schema_type() {
-        let json = parsed(r#"{"type":"string"}"#);
-        let avro = ParsedSchema::parse(SchemaType::Avro, r#""string""#, &[]).unwrap();
-        let why = Compatibility::Backward.check(&json, &[(1, &avro)]);
-        assert!(
-            why[0].contains("schema type changed from AVRO to JSON"),
-            "{why:?}"
-        );
     }
 }

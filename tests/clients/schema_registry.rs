@@ -86,10 +86,7 @@ fn confluent_kafkas_json_serializers_register_write_and_read_through_the_registr
         .collect();
     assert_eq!(read.len(), 4);
     assert_eq!(read[0], &json!({"id": 0, "item": "item-0"}));
-    assert_eq!(
-        read[3],
-        &json!({"id": 3, "item": "item-3", "note": "gift"})
-    );
+    assert_eq!(read[3], &json!({"id": 3, "item": "item-3", "note": "gift"}));
     let refused = &result["refused"];
     assert_eq!(
         (&refused["status"], &refused["code"]),
@@ -109,7 +106,13 @@ fn confluent_kafkas_json_serializers_register_write_and_read_through_the_registr
     b.broker.join_group("orders", "check", "m").unwrap();
     let records = b
         .broker
-        .poll_batch_raw("orders", "check", "m", 10, std::time::Duration::from_secs(5))
+        .poll_batch_raw(
+            "orders",
+            "check",
+            "m",
+            10,
+            std::time::Duration::from_secs(5),
+        )
         .unwrap();
     let ids: Vec<(u8, u32)> = records
         .iter()
