@@ -9,7 +9,7 @@
 //! The parts: `registry` (the state and its operations, with Confluent's errors),
 //! `log_format` (the records' keys and values), `compat` (the schema types, the
 //! compatibility levels and the Avro check, on `apache-avro`'s schema resolution), `json`
-//! (JSON Schema: parsing, references, payloads and its compatibility rules).
+//! (JSON Schema: parsing, references and payloads; its compatibility rules in `json/compat.rs`).
 
 mod compat;
 mod json;
