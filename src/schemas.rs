@@ -7,12 +7,15 @@
 //! replays the topic; so what is served is always what the log says.
 //!
 //! The parts: `registry` (the state and its operations, with Confluent's errors),
-//! `log_format` (the records' keys and values), `compat` (the compatibility levels and the
-//! Avro check, on `apache-avro`'s schema resolution), `protobuf` (Protobuf schemas, compiled
-//! by `protox`, and Confluent's Protobuf compatibility rules), `mode` (read-only and import
-//! modes), `wire` (Confluent's wire format of a value: magic byte, schema id, Avro datum).
+//! `log_format` (the records' keys and values), `compat` (the schema types, the
+//! compatibility levels and the Avro check, on `apache-avro`'s schema resolution), `json`
+//! (JSON Schema: parsing, references and payloads; its compatibility rules in
+//! `json/compat.rs`), `protobuf` (Protobuf schemas, compiled by `protox`, and Confluent's
+//! Protobuf compatibility rules), `mode` (read-only and import modes), `wire` (Confluent's
+//! wire format of a value: magic byte, schema id, Avro datum).
 
 mod compat;
+mod json;
 mod log_format;
 mod mode;
 mod protobuf;

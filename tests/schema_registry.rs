@@ -69,7 +69,7 @@ fn registration_lookup_and_versions_answer_as_confluent() {
     assert_eq!(call(addr, "GET", "/subjects", None).json(), json!([]));
     assert_eq!(
         call(addr, "GET", "/schemas/types", None).json(),
-        json!(["AVRO", "PROTOBUF"])
+        json!(["AVRO", "JSON", "PROTOBUF"])
     );
 
     let registered = call(
@@ -185,10 +185,12 @@ fn bad_input_is_refused_and_changes_nothing() {
         refused(&call(addr, "POST", path, Some(&invalid))),
         (422, 42201)
     );
-    let json_schema = json!({"schema": "{}", "schemaType": "JSON"});
-    let answer = call(addr, "POST", path, Some(&json_schema));
-    assert_eq!(refused(&answer), (422, 42201));
-    assert!(answer.json()["message"].as_str().unwrap().contains("JSON"));
+    // A JSON Schema whose `type` names no type.
+    let json_schema = json!({"schema": r#"{"type":"whole"}"#, "schemaType": "JSON"});
+    assert_eq!(
+        refused(&call(addr, "POST", path, Some(&json_schema))),
+        (422, 42201)
+    );
     let unknown_type = json!({"schema": "{}", "schemaType": "XML"});
     assert_eq!(
         refused(&call(addr, "POST", path, Some(&unknown_type))),
@@ -288,6 +290,82 @@ fn compatibility_levels_decide_and_the_check_endpoint_says_why() {
         call(addr, "POST", "/subjects/s/versions", Some(&anything)).json(),
         json!({"id": 3})
     );
+}
+
+/// A JSON Schema for `orders-value`: an object with these properties (JSON of the map's
+/// entries), laid out as a client might.
+fn order(properties: &str, extra: &str) -> Value {
+    let schema = format!(r#"{{ "type": "object", "properties": {{ {properties} }} {extra} }}"#);
+    json!({ "schemaType": "JSON", "schema": schema })
+}
+
+const ID: &str = r#""id": {"type": "integer"}"#;
+
+#[test]
+fn json_schemas_register_evolve_by_their_rules_and_resolve_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_broker, addr) = open(dir.path());
+    let path = "/subjects/orders-value/versions";
+    let v1 = call(addr, "POST", path, Some(&order(ID, "")));
+    assert_eq!((v1.status, v1.json()), (200, json!({"id": 1})));
+    let latest = call(addr, "GET", "/subjects/orders-value/versions/latest", None).json();
+    assert_eq!(latest["schemaType"], json!("JSON"));
+    // Stored normalized: compact, keys sorted; another layout is the same schema.
+    assert_eq!(
+        latest["schema"],
+        json!(r#"{"properties":{"id":{"type":"integer"}},"type":"object"}"#)
+    );
+    let relaid = json!({
+        "schemaType": "JSON",
+        "schema": r#"{"properties":{"id":{"type":"integer"}},"type":"object"}"#,
+    });
+    assert_eq!(
+        call(addr, "POST", path, Some(&relaid)).json(),
+        json!({"id": 1})
+    );
+
+    // BACKWARD: narrowing a type, or requiring a new property, is refused with the path.
+    let narrowed = order(r#""id": {"type": "integer", "maximum": 100}"#, "");
+    let answer = call(addr, "POST", path, Some(&narrowed));
+    assert_eq!(refused(&answer), (409, 409));
+    let message = answer.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("#/properties/id: maximum added (100)"),
+        "{message}"
+    );
+    let widened = order(r#""id": {"type": "number"}"#, "");
+    assert_eq!(
+        call(addr, "POST", path, Some(&widened)).json(),
+        json!({"id": 2})
+    );
+    let found = call(addr, "POST", "/subjects/orders-value", Some(&order(ID, ""))).json();
+    assert_eq!((&found["version"], &found["id"]), (&json!(1), &json!(1)));
+    assert_eq!(found["schemaType"], json!("JSON"));
+
+    // A `$ref` to "address.json" resolves to the reference of that name.
+    let address = json!({
+        "schemaType": "JSON",
+        "schema": r#"{"type":"object","properties":{"city":{"type":"string"}}}"#,
+    });
+    call(addr, "POST", "/subjects/address/versions", Some(&address));
+    let mut customer = order(r#""home": {"$ref": "address.json"}"#, "");
+    let unresolved = call(
+        addr,
+        "POST",
+        "/subjects/customer-value/versions",
+        Some(&customer),
+    );
+    assert_eq!(refused(&unresolved), (422, 42201));
+    customer["references"] = json!([{"name": "address.json", "subject": "address", "version": 1}]);
+    let registered = call(
+        addr,
+        "POST",
+        "/subjects/customer-value/versions",
+        Some(&customer),
+    );
+    assert_eq!(registered.json(), json!({"id": 4}));
+    let by_id = call(addr, "GET", "/schemas/ids/4", None).json();
+    assert_eq!(by_id["references"], customer["references"]);
 }
 
 #[test]

@@ -13,16 +13,18 @@
 //! Soft-deleted versions take no part. Avro's reading rules are Avro's schema resolution, as
 //! `apache-avro`'s `SchemaCompatibility` implements it; a resolution that works only for some
 //! of the writer's data (a union branch the reader lacks) counts as incompatible, as in
-//! Confluent (Java's `SchemaCompatibility`). Protobuf's rules are Confluent's Protobuf diff
-//! (see `protobuf`).
+//! Confluent (Java's `SchemaCompatibility`).
 
 use std::fmt;
 use std::str::FromStr;
 
+use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::schema::ResolvedSchema;
 use apache_avro::schema_compatibility::{Compatibility as AvroResolution, SchemaCompatibility};
 use apache_avro::Schema as AvroSchema;
 use serde::{Deserialize, Serialize};
 
+use super::json::JsonSchema;
 use super::protobuf::{self, ProtobufSchema};
 use crate::storage::format::MAX_DECOMPRESSED_BYTES;
 
@@ -42,7 +44,8 @@ impl SchemaType {
     }
 
     /// The types the registry accepts (`GET /schemas/types`).
-    pub const SUPPORTED: &'static [SchemaType] = &[SchemaType::Avro, SchemaType::Protobuf];
+    pub const SUPPORTED: &'static [SchemaType] =
+        &[SchemaType::Avro, SchemaType::Json, SchemaType::Protobuf];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -154,8 +157,8 @@ impl FromStr for Compatibility {
     }
 }
 
-/// A schema a reference names, resolved: the reference's name (how the referring schema
-/// names it: an Avro type name, a Protobuf import path) and the referenced version's text.
+/// A schema another one refers to: the name the referring schema uses for it (an Avro
+/// type's full name, a JSON `$ref` URL), and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Referenced {
     pub name: String,
@@ -163,9 +166,9 @@ pub struct Referenced {
 }
 
 /// A parsed schema, and its normalized text: the form versions are compared and stored in
-/// (an Avro schema's full JSON, compact, defaults and docs kept, so two registrations that
-/// differ only in whitespace or key order are the same schema; a Protobuf schema's text,
-/// trimmed).
+/// (an Avro schema's full JSON, compact, defaults and docs kept; a JSON Schema compact with
+/// its keys sorted), so two registrations that differ only in whitespace or key order are
+/// the same schema; a Protobuf schema's text is kept as given, trimmed.
 #[derive(Debug, Clone)]
 pub struct ParsedSchema {
     pub schema_type: SchemaType,
@@ -173,11 +176,12 @@ pub struct ParsedSchema {
     form: Form,
 }
 
-/// The parsed form, by type.
+/// The parsed schema in its language.
 #[derive(Debug, Clone)]
 enum Form {
-    /// The schema, and the schemas its references name (to decode data with).
+    /// The schema, and the referenced ones it was parsed with (dependency order).
     Avro(AvroSchema, Vec<AvroSchema>),
+    Json(JsonSchema),
     Protobuf(ProtobufSchema),
 }
 
@@ -192,40 +196,27 @@ impl ParsedSchema {
         text: &str,
         referenced: &[Referenced],
     ) -> Result<Self, String> {
-        match schema_type {
-            SchemaType::Avro => Self::parse_avro(text, referenced),
+        let (form, normalized) = match schema_type {
+            SchemaType::Avro => parse_avro(text, referenced)?,
+            SchemaType::Json => {
+                let named = referenced
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.schema.as_str()));
+                let (json, normalized) = JsonSchema::parse(text, named)?;
+                (Form::Json(json), normalized)
+            }
             SchemaType::Protobuf => {
                 let imports: Vec<(String, String)> = (referenced.iter())
                     .map(|r| (r.name.clone(), r.schema.clone()))
                     .collect();
-                Ok(ParsedSchema {
-                    schema_type,
-                    normalized: ProtobufSchema::normalize(text),
-                    form: Form::Protobuf(ProtobufSchema::parse(text, &imports)?),
-                })
+                let parsed = ProtobufSchema::parse(text, &imports)?;
+                (Form::Protobuf(parsed), ProtobufSchema::normalize(text))
             }
-            SchemaType::Json => Err(format!(
-                "schema type {} is not supported by this registry (AVRO and PROTOBUF are)",
-                schema_type.name()
-            )),
-        }
-    }
-
-    fn parse_avro(text: &str, referenced: &[Referenced]) -> Result<Self, String> {
-        cap_avro_allocations();
-        let texts = referenced.iter().map(|r| r.schema.as_str());
-        let (avro, schemata) = if referenced.is_empty() {
-            AvroSchema::parse_str(text).map(|schema| (schema, Vec::new()))
-        } else {
-            AvroSchema::parse_str_with_list(text, texts)
-        }
-        .map_err(|e| format!("Invalid schema: {e}"))?;
-        let normalized =
-            serde_json::to_string(&avro).map_err(|e| format!("Invalid schema: {e}"))?;
+        };
         Ok(ParsedSchema {
-            schema_type: SchemaType::Avro,
+            schema_type,
             normalized,
-            form: Form::Avro(avro, schemata),
+            form,
         })
     }
 
@@ -238,42 +229,62 @@ impl ParsedSchema {
         }
     }
 
-    /// Whether `payload` (a record's key or value after Confluent's 5-byte header) is data of
-    /// this schema: an Avro datum taking every byte, or Protobuf's message-index list and a
-    /// message that decodes as the message it names.
+    /// Whether `payload` (a record's bytes after Confluent's 5-byte header) is a value of this
+    /// schema: one Avro datum and nothing after it; a JSON document the schema accepts;
+    /// Protobuf's message-index list and a message that decodes as the message it names.
     ///
     /// # Errors
     /// Why it is not.
     pub fn check_payload(&self, payload: &[u8]) -> Result<(), String> {
         match &self.form {
-            Form::Avro(schema, schemata) => {
-                let mut rest = payload;
-                let not_avro = |e: apache_avro::Error| {
-                    format!("the payload is not Avro data of the schema: {e}")
-                };
-                let value = apache_avro::reader::datum::GenericDatumReader::builder(schema)
-                    .writer_schemata(schemata.iter().collect())
-                    .and_then(|builder| builder.build())
-                    .and_then(|reader| reader.read_value(&mut rest))
-                    .map_err(not_avro)?;
-                // The decoder answers a string cut short as null: validation catches it.
-                let all: Vec<&AvroSchema> = std::iter::once(schema).chain(schemata).collect();
-                let names = apache_avro::schema::ResolvedSchema::try_from(all).map_err(not_avro)?;
-                if !value.validate_with_names(schema, names.get_names()) {
-                    return Err(
-                        "the payload is not Avro data of the schema: it ends too soon".into(),
-                    );
-                }
-                if !rest.is_empty() {
-                    return Err(format!(
-                        "the payload has {} byte(s) after the Avro datum",
-                        rest.len()
-                    ));
-                }
-                Ok(())
-            }
+            Form::Avro(schema, referenced) => check_avro_payload(schema, referenced, payload),
+            Form::Json(json) => json.check_payload(payload),
             Form::Protobuf(schema) => schema.check_payload(payload),
         }
+    }
+}
+
+fn parse_avro(text: &str, referenced: &[Referenced]) -> Result<(Form, String), String> {
+    cap_avro_allocations();
+    let parsed = if referenced.is_empty() {
+        AvroSchema::parse_str(text).map(|schema| (schema, Vec::new()))
+    } else {
+        let texts: Vec<&str> = referenced.iter().map(|r| r.schema.as_str()).collect();
+        AvroSchema::parse_str_with_list(text, &texts)
+    };
+    let (schema, referenced) = parsed.map_err(|e| format!("Invalid schema: {e}"))?;
+    let normalized = serde_json::to_string(&schema).map_err(|e| format!("Invalid schema: {e}"))?;
+    Ok((Form::Avro(schema, referenced), normalized))
+}
+
+fn check_avro_payload(
+    schema: &AvroSchema,
+    referenced: &[AvroSchema],
+    payload: &[u8],
+) -> Result<(), String> {
+    let schemata: Vec<&AvroSchema> = referenced.iter().chain([schema]).collect();
+    let reader = GenericDatumReader::builder(schema)
+        .writer_schemata(schemata)
+        .and_then(|builder| builder.build())
+        .map_err(|e| format!("the schema cannot decode: {e}"))?;
+    let mut rest = payload;
+    let value = reader
+        .read_value(&mut rest)
+        .map_err(|e| format!("not a value of the schema: {e}"))?;
+    // The decoder answers a string or bytes cut short with a null rather than an error.
+    let names = ResolvedSchema::new_with_schemata(referenced.iter().chain([schema]).collect())
+        .map_err(|e| format!("the schema cannot decode: {e}"))?;
+    if !value.validate_with_names(schema, names.get_names()) {
+        return Err("not a value of the schema: the payload ends inside it".into());
+    }
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} bytes follow the value ({} read)",
+            rest.len(),
+            payload.len() - rest.len()
+        ))
     }
 }
 
@@ -300,6 +311,7 @@ fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> 
                 Err(e) => Err(e.to_string()),
             }
         }
+        (Form::Json(writer), Form::Json(reader)) => JsonSchema::can_read(writer, reader),
         (Form::Protobuf(writer), Form::Protobuf(reader)) => {
             let why = protobuf::compare(writer, reader);
             if why.is_empty() {
@@ -319,19 +331,6 @@ fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_avro_payload_declaring_a_huge_string_is_refused_without_reserving_it() {
-        let schema = ParsedSchema::parse(SchemaType::Avro, r#""string""#, &[]).unwrap();
-        // A string of 2^30 bytes (zigzag varint 2^31), then one byte of it.
-        let payload = [0x80, 0x80, 0x80, 0x80, 0x08, b'x'];
-        let why = schema.check_payload(&payload).unwrap_err();
-        assert!(why.contains("not Avro data"), "{why}");
-        assert_eq!(
-            apache_avro::util::max_allocation_bytes(0),
-            MAX_DECOMPRESSED_BYTES
-        );
-    }
 
     fn avro(text: &str) -> ParsedSchema {
         ParsedSchema::parse(SchemaType::Avro, text, &[]).unwrap()
@@ -454,17 +453,39 @@ mod tests {
         let b = avro(r#"{"fields":[{"type":"string","name":"n"}],"name":"U","type":"record"}"#);
         assert_eq!(a.normalized, b.normalized);
         assert!(ParsedSchema::parse(SchemaType::Avro, r#"{"type":"record"}"#, &[]).is_err());
-        assert!(ParsedSchema::parse(SchemaType::Json, r#"{"type":"object"}"#, &[]).is_err());
     }
 
     #[test]
-    fn an_avro_payload_must_be_one_datum_of_the_schema() {
+    fn an_avro_payload_is_one_datum_of_the_schema_and_nothing_more() {
         let schema = user(&[NAME]);
-        // "ab": length 2 (zigzag 4), then the bytes.
+        // A string is its zigzag length then its bytes: "ab".
         assert!(schema.check_payload(&[4, b'a', b'b']).is_ok());
         assert!(schema.check_payload(&[4, b'a']).is_err());
-        let why = schema.check_payload(&[4, b'a', b'b', 0]).unwrap_err();
-        assert!(why.contains("1 byte(s) after"), "{why}");
+        let trailing = schema.check_payload(&[4, b'a', b'b', 0]).unwrap_err();
+        assert!(trailing.contains("1 bytes follow"), "{trailing}");
+    }
+
+    #[test]
+    fn an_avro_payload_declaring_a_huge_string_is_refused_without_reserving_it() {
+        let schema = avro(r#""string""#);
+        // A string of 2^30 bytes (zigzag varint 2^31), then one byte of it.
+        let payload = [0x80, 0x80, 0x80, 0x80, 0x08, b'x'];
+        let why = schema.check_payload(&payload).unwrap_err();
+        assert!(why.contains("not a value of the schema"), "{why}");
+        assert_eq!(
+            apache_avro::util::max_allocation_bytes(0),
+            MAX_DECOMPRESSED_BYTES
+        );
+    }
+
+    #[test]
+    fn a_subject_cannot_change_its_schema_type() {
+        let json = ParsedSchema::parse(SchemaType::Json, r#"{"type":"string"}"#, &[]).unwrap();
+        let why = Compatibility::Backward.check(&json, &[(1, &avro(r#""string""#))]);
+        assert!(
+            why[0].contains("schema type changed from AVRO to JSON"),
+            "{why:?}"
+        );
     }
 
     #[test]
@@ -479,5 +500,6 @@ mod tests {
         };
         let parsed = ParsedSchema::parse(SchemaType::Avro, user, &[address]).unwrap();
         assert!(parsed.normalized.contains("Address"));
+        assert!(parsed.check_payload(&[2, b'x']).is_ok());
     }
 }

@@ -391,20 +391,20 @@ impl Registry {
                 "a schema is at most {MAX_SCHEMA_BYTES} bytes"
             )));
         }
-        let mut texts = Vec::new();
+        let mut referenced = Vec::new();
         let mut seen = Vec::new();
         for reference in &input.references {
-            self.resolve(reference, &mut texts, &mut seen, 0)?;
+            self.resolve(reference, &mut referenced, &mut seen, 0)?;
         }
-        ParsedSchema::parse(input.schema_type, &input.schema, &texts)
+        ParsedSchema::parse(input.schema_type, &input.schema, &referenced)
             .map_err(RegistryError::invalid_schema)
     }
 
-    /// Adds the text of `reference`'s version, after those it refers to, to `texts`.
+    /// Adds `reference`'s version, after those it refers to, to `referenced`.
     fn resolve(
         &self,
         reference: &SchemaReference,
-        texts: &mut Vec<Referenced>,
+        referenced: &mut Vec<Referenced>,
         seen: &mut Vec<(String, u32)>,
         depth: usize,
     ) -> Result<(), RegistryError> {
@@ -428,9 +428,9 @@ impl Registry {
             })?;
         seen.push(at);
         for nested in &version.references {
-            self.resolve(nested, texts, seen, depth + 1)?;
+            self.resolve(nested, referenced, seen, depth + 1)?;
         }
-        texts.push(Referenced {
+        referenced.push(Referenced {
             name: reference.name.clone(),
             schema: version.schema,
         });
@@ -1162,7 +1162,7 @@ mod tests {
         assert_eq!(r.register("s", &avro("{not json")).unwrap_err().code, 42201);
         let json = SchemaInput {
             schema_type: SchemaType::Json,
-            ..avro("{}")
+            ..avro(r#"{"type":"object","properties":5}"#)
         };
         assert_eq!(r.register("s", &json).unwrap_err().code, 42201);
         assert_eq!(VersionSpec::parse("0").unwrap_err().code, 42202);

@@ -2,9 +2,10 @@
 //! `AvroSerializer` and `AvroDeserializer` register schemas, produce and read back Avro
 //! records in Confluent's wire format (magic byte 0, the schema id big-endian, the Avro
 //! datum), and meet Confluent's 409 for a schema the subject's level refuses; and read and
-//! write the same records as a Rust `Topic<T>` bound to the subject. Its
-//! `ProtobufSerializer` and `ProtobufDeserializer` do the same with a Protobuf message that
-//! imports another file (a reference), and what they write passes the registry's payload check.
+//! write the same records as a Rust `Topic<T>` bound to the subject. Its `JSONSerializer` /
+//! `JSONDeserializer` do the same with JSON documents, and its `ProtobufSerializer` /
+//! `ProtobufDeserializer` with a Protobuf message that imports another file (a reference),
+//! and what they write passes the registry's payload check.
 #![cfg(feature = "schema-registry")]
 
 use std::time::Duration;
@@ -245,4 +246,68 @@ fn confluent_kafkas_protobuf_serializers_register_write_and_read_through_the_reg
     let mut garbled = records[0].value[5..].to_vec();
     garbled.push(0xff);
     assert!(schema.check_payload(&garbled).is_err());
+}
+
+#[test]
+fn confluent_kafkas_json_serializers_register_write_and_read_through_the_registry() {
+    let Some(script) = clients::python("confluent_json.py") else {
+        return;
+    };
+    let b = Broker::start_with(|builder| builder.schema_registry("127.0.0.1:0"));
+    let registry = format!("http://{}", b.broker.schema_registry_addr().unwrap());
+    let result = script.run_json(&[registry.as_str(), b.bootstrap.as_str(), "orders"], RUN);
+    assert_eq!(result["ids"], json!([1, 2]), "{result}");
+    assert_eq!(result["subjects"], json!(["orders-value"]));
+    assert_eq!(result["versions"], json!([1, 2]));
+    assert_eq!(result["schema_type"], json!("JSON"));
+    let read: Vec<_> = result["read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["value"])
+        .collect();
+    assert_eq!(read.len(), 4);
+    assert_eq!(read[0], &json!({"id": 0, "item": "item-0"}));
+    assert_eq!(read[3], &json!({"id": 3, "item": "item-3", "note": "gift"}));
+    let refused = &result["refused"];
+    assert_eq!(
+        (&refused["status"], &refused["code"]),
+        (&json!(409), &json!(409)),
+        "{result}"
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("#/properties/item: property removed from a closed content model"),
+        "{result}"
+    );
+
+    // What the serializer wrote: Confluent's framing, then the JSON document, which the
+    // registry's schema for that id accepts.
+    b.broker.join_group("orders", "check", "m").unwrap();
+    let records = b
+        .broker
+        .poll_batch_raw(
+            "orders",
+            "check",
+            "m",
+            10,
+            std::time::Duration::from_secs(5),
+        )
+        .unwrap();
+    let ids: Vec<(u8, u32)> = records
+        .iter()
+        .map(|r| {
+            (
+                r.value[0],
+                u32::from_be_bytes(r.value[1..5].try_into().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(ids, [(0, 1), (0, 1), (0, 1), (0, 2)]);
+    let last: serde_json::Value = serde_json::from_slice(&records[3].value[5..]).unwrap();
+    assert_eq!(last["note"], json!("gift"));
+    let subjects = b.broker.stats().unwrap().topics["_schemas"].partitions[0].log_end_offset;
+    assert_eq!(subjects, 2, "two SCHEMA records");
 }

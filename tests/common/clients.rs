@@ -110,7 +110,8 @@ pub fn python(script: &str) -> Option<Client> {
     static FOUND: OnceLock<Option<Client>> = OnceLock::new();
     let client = FOUND.get_or_init(|| {
         let import = "import kafka, confluent_kafka, aiokafka, \
-            confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf";
+            confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf, \
+            confluent_kafka.schema_registry.json_schema";
         venv_python("python clients", PYTHON_ENV, DEFAULT_VENV_PYTHON, import)
     });
     client.clone().map(|c| c.with_script(script))
