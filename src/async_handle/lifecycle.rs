@@ -56,7 +56,6 @@ pub(crate) struct BrokerLink {
     schema_registry_addr: Option<SocketAddr>,
     /// The broker's schemas, when it keeps them.
     #[cfg(feature = "schema-registry")]
-    #[allow(dead_code)] // read by typed topics bound to a subject, next
     schema_store: Option<Arc<super::SchemaStore>>,
 }
 
@@ -180,9 +179,16 @@ impl AsyncNanoKafka {
     /// The broker's schemas (`_schemas`), `None` on the Kafka backend or a handle detached
     /// from the broker that started it.
     #[cfg(feature = "schema-registry")]
-    #[allow(dead_code)] // used by typed topics bound to a subject, next
     pub(crate) fn schema_store(&self) -> Option<&Arc<super::SchemaStore>> {
         self.link.schema_store.as_ref()
+    }
+
+    /// The same handle reaching `store` as the broker's schemas: for the parts the
+    /// composition root starts before the broker's own handles exist (the Kafka listener).
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn with_schema_store(mut self, store: Option<Arc<super::SchemaStore>>) -> Self {
+        self.link.schema_store = store;
+        self
     }
 
     /// The same handle with `link`.

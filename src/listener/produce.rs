@@ -24,6 +24,11 @@
 //! or `compact,delete`), is refused whole before anything of it is written, as Kafka's
 //! broker refuses it: `INVALID_RECORD`, with a `record_errors` entry (the record's index in
 //! the batch and why) for each keyless record, and an `error_message` (v8+).
+//!
+//! A topic with schema validation on (`confluent.value.schema.validation`,
+//! `confluent.key.schema.validation`) has its records checked against the schema registry
+//! before anything is appended (`schema_validation`); a failing record refuses the partition's
+//! records whole, `INVALID_RECORD` with `record_errors` as above.
 
 use bytes::Bytes;
 use futures::future::join_all;
@@ -53,10 +58,10 @@ type Answer = Result<KafkaAppend, Refused>;
 /// Why a partition's records were refused: Kafka's error, its message, and the records it
 /// names (`record_errors`: the index in the batch, and why).
 #[derive(Debug)]
-struct Refused {
-    error: ResponseError,
-    message: String,
-    records: Vec<(u32, String)>,
+pub(super) struct Refused {
+    pub error: ResponseError,
+    pub message: String,
+    pub records: Vec<(u32, String)>,
 }
 
 impl From<(ResponseError, String)> for Refused {
@@ -170,6 +175,7 @@ async fn produce_partition(
         )));
     };
     let batches = split(records.as_ref(), ctx.version)?;
+    super::schema_validation::check(ctx, topic, partition, &batches).await?;
     let mut first = None;
     for batch in batches {
         let appended = ctx

@@ -193,6 +193,46 @@ impl ParsedSchema {
     }
 }
 
+impl ParsedSchema {
+    /// Checks that `payload` (a record's bytes after Confluent's 5-byte header) is one whole
+    /// value of this schema: an Avro datum that decodes, with no byte left over.
+    ///
+    /// # Errors
+    /// Why it is not (the decoder's error, or the bytes left over); a schema type whose
+    /// payloads this registry cannot read is refused as not supported.
+    pub fn check_payload(&self, payload: &[u8]) -> Result<(), String> {
+        self.decode(payload).map(drop)
+    }
+
+    /// `payload` decoded, as JSON (an Avro datum in Avro's JSON mapping of its values).
+    ///
+    /// # Errors
+    /// As [`ParsedSchema::check_payload`], or a value JSON cannot hold (a NaN float).
+    pub fn payload_to_json(&self, payload: &[u8]) -> Result<serde_json::Value, String> {
+        serde_json::Value::try_from(self.decode(payload)?).map_err(|e| e.to_string())
+    }
+
+    fn decode(&self, payload: &[u8]) -> Result<apache_avro::types::Value, String> {
+        match self.schema_type {
+            SchemaType::Avro => {
+                let mut rest = payload;
+                let value = apache_avro::reader::datum::GenericDatumReader::builder(&self.avro)
+                    .build()
+                    .and_then(|reader| reader.read_value(&mut rest))
+                    .map_err(|e| e.to_string())?;
+                match rest.len() {
+                    0 => Ok(value),
+                    left => Err(format!("{left} bytes left after the Avro value")),
+                }
+            }
+            other => Err(format!(
+                "checking {} payloads is not supported",
+                other.name()
+            )),
+        }
+    }
+}
+
 /// Whether data written with `writer` can be read with `reader`, all of it.
 fn can_read(writer: &ParsedSchema, reader: &ParsedSchema) -> Result<(), String> {
     match SchemaCompatibility::can_read(&writer.avro, &reader.avro) {
@@ -330,6 +370,22 @@ mod tests {
         assert_eq!(a.normalized, b.normalized);
         assert!(ParsedSchema::parse(SchemaType::Avro, r#"{"type":"record"}"#, &[]).is_err());
         assert!(ParsedSchema::parse(SchemaType::Json, r#"{"type":"object"}"#, &[]).is_err());
+    }
+
+    #[test]
+    fn a_payload_checks_only_when_it_is_one_whole_value() {
+        let schema = user(&[NAME, AGE]);
+        // "ab" (length 2 zigzag = 4), then 21 (zigzag 42).
+        let datum = [4, b'a', b'b', 42];
+        assert_eq!(schema.check_payload(&datum), Ok(()));
+        assert_eq!(
+            schema.payload_to_json(&datum),
+            Ok(serde_json::json!({"name": "ab", "age": 21}))
+        );
+        let trailing = [4, b'a', b'b', 42, 0];
+        assert!(schema.check_payload(&trailing).unwrap_err().contains("1 bytes left"));
+        assert!(schema.check_payload(&[4, b'a']).is_err());
+        assert!(schema.check_payload(&[]).is_err());
     }
 
     #[test]
