@@ -429,10 +429,7 @@ fn parse_flag(name: &str, value: &str) -> Result<bool, String> {
         _ => return Err(format!("{name} must be true or false, got {value:?}")),
     };
     if on && !cfg!(feature = "schema-registry") {
-        return Err(format!(
-            "{name}: {}",
-            super::SCHEMA_VALIDATION_UNAVAILABLE
-        ));
+        return Err(format!("{name}: {}", super::SCHEMA_VALIDATION_UNAVAILABLE));
     }
     Ok(on)
 }

@@ -480,7 +480,10 @@ fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
             kafka_names::VALUE_SCHEMA_VALIDATION,
             changes.value_schema_validation,
         ),
-        (kafka_names::KEY_SCHEMA_VALIDATION, changes.key_schema_validation),
+        (
+            kafka_names::KEY_SCHEMA_VALIDATION,
+            changes.key_schema_validation,
+        ),
     ] {
         if let Some(enabled) = enabled {
             set.push((name, enabled.to_string()));

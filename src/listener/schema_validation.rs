@@ -123,7 +123,10 @@ mod enabled {
                     Err(e) => format!("does not decode with schema id {id}: {e}"),
                 },
             };
-            failed.push((record, format!("record {record}: the {}: {why}", part.name())));
+            failed.push((
+                record,
+                format!("record {record}: the {}: {why}", part.name()),
+            ));
         }
         if failed.is_empty() {
             return Ok(());
@@ -160,9 +163,8 @@ mod enabled {
             Decoded::Invalid { reason } => return Err(corrupt(reason)),
         };
         let mut scratch = Vec::new();
-        let section =
-            format::records_section(batch, &header, MAX_DECOMPRESSED_BYTES, &mut scratch)
-                .map_err(corrupt)?;
+        let section = format::records_section(batch, &header, MAX_DECOMPRESSED_BYTES, &mut scratch)
+            .map_err(corrupt)?;
         let mut record = 0u32;
         format::walk_records(section, &header, 0..header.records_count, |r, _| {
             for &part in parts {
@@ -211,7 +213,9 @@ mod enabled {
             assert_eq!(frame(&[0, 0, 0, 1, 2, 9]), Ok((258, &[9u8][..])));
             assert_eq!(frame(&[0, 0, 0, 0, 7]), Ok((7, &[][..])));
             assert!(frame(&[0, 0, 0, 7]).unwrap_err().contains("shorter"));
-            assert!(frame(&[1, 0, 0, 0, 7]).unwrap_err().contains("no magic byte"));
+            assert!(frame(&[1, 0, 0, 0, 7])
+                .unwrap_err()
+                .contains("no magic byte"));
             assert!(frame(&[]).unwrap_err().contains("no magic byte"));
         }
     }

@@ -383,7 +383,10 @@ mod tests {
             Ok(serde_json::json!({"name": "ab", "age": 21}))
         );
         let trailing = [4, b'a', b'b', 42, 0];
-        assert!(schema.check_payload(&trailing).unwrap_err().contains("1 bytes left"));
+        assert!(schema
+            .check_payload(&trailing)
+            .unwrap_err()
+            .contains("1 bytes left"));
         assert!(schema.check_payload(&[4, b'a']).is_err());
         assert!(schema.check_payload(&[]).is_err());
     }
