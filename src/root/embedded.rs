@@ -93,8 +93,13 @@ pub(super) fn start(
                     ),
                     None => None,
                 };
-                let console = console::start(console, console_facts, &addr, listener.as_ref())
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                let console = console::start(
+                    console,
+                    console_facts,
+                    &addr,
+                    (listener.as_ref(), schemas.as_ref()),
+                )
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
                 let registry = schema_registry::start(registry, schemas.as_ref())
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
                 Ok((addr, listener, (console, registry, schemas)))
