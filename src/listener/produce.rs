@@ -41,6 +41,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::to_kafka;
 use super::request::{Reply, RequestContext};
+use super::schema_validation::Refusal;
 use crate::error::Error;
 use crate::security::acl::Operation;
 use crate::storage::compression::Compression;
@@ -58,10 +59,20 @@ type Answer = Result<KafkaAppend, Refused>;
 /// Why a partition's records were refused: Kafka's error, its message, and the records it
 /// names (`record_errors`: the index in the batch, and why).
 #[derive(Debug)]
-pub(super) struct Refused {
-    pub error: ResponseError,
-    pub message: String,
-    pub records: Vec<(u32, String)>,
+struct Refused {
+    error: ResponseError,
+    message: String,
+    records: Vec<(u32, String)>,
+}
+
+impl From<Refusal> for Refused {
+    fn from(refused: Refusal) -> Self {
+        Refused {
+            error: refused.error,
+            message: refused.message,
+            records: refused.records,
+        }
+    }
 }
 
 impl From<(ResponseError, String)> for Refused {

@@ -20,6 +20,15 @@
 
 pub(super) use enabled::check;
 
+/// Why a partition's records were refused: Kafka's error, its message, and the records it
+/// names (`record_errors`: the index in the batch, and why).
+#[derive(Debug)]
+pub(super) struct Refusal {
+    pub error: kafka_protocol::ResponseError,
+    pub message: String,
+    pub records: Vec<(u32, String)>,
+}
+
 #[cfg(feature = "schema-registry")]
 mod enabled {
     use std::collections::HashMap;
@@ -28,8 +37,8 @@ mod enabled {
     use bytes::Bytes;
     use kafka_protocol::ResponseError;
 
-    use super::super::produce::Refused;
     use super::super::request::RequestContext;
+    use super::Refusal;
     use crate::schemas::ParsedSchema;
     use crate::storage::format::{self, Decoded, MAX_DECOMPRESSED_BYTES};
 
@@ -73,7 +82,7 @@ mod enabled {
         topic: &str,
         partition: u32,
         batches: &[Bytes],
-    ) -> Result<(), Refused> {
+    ) -> Result<(), Refusal> {
         let Some(store) = ctx.broker.schema_store() else {
             return Ok(());
         };
@@ -107,7 +116,7 @@ mod enabled {
             let schema = match schemas.get(&id) {
                 Some(schema) => schema.clone(),
                 None => {
-                    let found = store.schema_by_id(id).await.map_err(|e| Refused {
+                    let found = store.schema_by_id(id).await.map_err(|e| Refusal {
                         error: ResponseError::UnknownServerError,
                         message: format!("the schema registry cannot be read: {}", e.message),
                         records: Vec::new(),
@@ -137,7 +146,7 @@ mod enabled {
             failed.len(),
             failed[0].1
         );
-        Err(Refused {
+        Err(Refusal {
             error: ResponseError::InvalidRecord,
             message,
             records: failed,
@@ -151,8 +160,8 @@ mod enabled {
         parts: &[Part],
         framed: &mut Vec<Framed>,
         failed: &mut Vec<(u32, String)>,
-    ) -> Result<(), Refused> {
-        let corrupt = |why: String| Refused {
+    ) -> Result<(), Refusal> {
+        let corrupt = |why: String| Refusal {
             error: ResponseError::CorruptMessage,
             message: why,
             records: Vec::new(),
@@ -225,8 +234,8 @@ mod enabled {
 mod enabled {
     use bytes::Bytes;
 
-    use super::super::produce::Refused;
     use super::super::request::RequestContext;
+    use super::Refusal;
 
     /// Nothing to check against: no topic can turn validation on in this build.
     #[allow(clippy::unused_async)]
@@ -235,7 +244,7 @@ mod enabled {
         _: &str,
         _: u32,
         _: &[Bytes],
-    ) -> Result<(), Refused> {
+    ) -> Result<(), Refusal> {
         Ok(())
     }
 }
