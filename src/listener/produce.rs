@@ -41,7 +41,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::to_kafka;
 use super::request::{Reply, RequestContext};
-use super::schema_validation::Refusal;
+use super::schema_validation::{Checks, Refusal};
 use crate::error::Error;
 use crate::security::acl::Operation;
 use crate::storage::compression::Compression;
@@ -126,11 +126,13 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             work.push((topic.name.0.as_str(), partition.index, &partition.records));
         }
     }
-    let answers = join_all(
-        work.iter()
-            .map(|&(topic, index, records)| produce_partition(ctx, topic, index, records)),
-    )
-    .await;
+    let topics = request.topic_data.iter().map(|t| t.name.0.as_str());
+    let checks = Checks::for_topics(ctx, topics).await;
+    let answers =
+        join_all(work.iter().map(|&(topic, index, records)| {
+            produce_partition(ctx, &checks, topic, index, records)
+        }))
+        .await;
     if request.acks == 0 {
         // No response will tell the producer, so Kafka closes the connection: the producer
         // sees it drop, refreshes its metadata and reconnects.
@@ -173,6 +175,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
 
 async fn produce_partition(
     ctx: &RequestContext<'_>,
+    checks: &Checks<'_>,
     topic: &str,
     index: i32,
     records: &Option<Bytes>,
@@ -186,7 +189,7 @@ async fn produce_partition(
         )));
     };
     let batches = split(records.as_ref(), ctx.version)?;
-    super::schema_validation::check(ctx, topic, partition, &batches).await?;
+    checks.check(topic, partition, &batches).await?;
     let mut first = None;
     for batch in batches {
         let appended = ctx

@@ -18,7 +18,7 @@
 //! the `schema-registry` feature no topic can have validation on (setting it is refused), and
 //! a stored config that has it (from a build with the registry) is not enforced.
 
-pub(super) use enabled::check;
+pub(super) use enabled::Checks;
 
 /// Why a partition's records were refused: Kafka's error, its message, and the records it
 /// names (`record_errors`: the index in the batch, and why).
@@ -39,6 +39,7 @@ mod enabled {
 
     use super::super::request::RequestContext;
     use super::Refusal;
+    use crate::async_handle::SchemaStore;
     use crate::schemas::ParsedSchema;
     use crate::storage::format::{self, Decoded, MAX_DECOMPRESSED_BYTES};
 
@@ -70,40 +71,78 @@ mod enabled {
         payload: Vec<u8>,
     }
 
-    /// Checks the records of `batches`, bound for `topic`'s `partition`, when the topic has
-    /// validation on.
-    ///
-    /// # Errors
-    /// `INVALID_RECORD` naming each record that fails and why; `CORRUPT_MESSAGE` for a
-    /// batch whose records cannot be read; `UNKNOWN_SERVER_ERROR` when the registry's topic
-    /// cannot be read.
-    pub(in crate::listener) async fn check(
-        ctx: &RequestContext<'_>,
-        topic: &str,
-        partition: u32,
+    /// The checks a Produce request's topics ask for: the parts each topic with validation
+    /// on checks (one look-up of each topic's config per request, and none at all on a
+    /// broker without schemas).
+    pub(in crate::listener) struct Checks<'a> {
+        store: Option<&'a Arc<SchemaStore>>,
+        topics: HashMap<String, Vec<Part>>,
+    }
+
+    impl<'a> Checks<'a> {
+        pub async fn for_topics(
+            ctx: &RequestContext<'a>,
+            topics: impl IntoIterator<Item = &str>,
+        ) -> Checks<'a> {
+            let store = ctx.broker.schema_store();
+            let mut checked = HashMap::new();
+            if store.is_some() {
+                for topic in topics {
+                    if checked.contains_key(topic) {
+                        continue;
+                    }
+                    // An unknown topic is the append's to answer.
+                    let Ok(config) = ctx.broker.describe_topic(topic).await else {
+                        continue;
+                    };
+                    let mut parts = Vec::new();
+                    if config.key_schema_validation {
+                        parts.push(Part::Key);
+                    }
+                    if config.value_schema_validation {
+                        parts.push(Part::Value);
+                    }
+                    checked.insert(topic.to_owned(), parts);
+                }
+            }
+            Checks {
+                store,
+                topics: checked,
+            }
+        }
+
+        /// Checks the records of `batches`, bound for `topic`'s `partition`, when the topic
+        /// has validation on.
+        ///
+        /// # Errors
+        /// `INVALID_RECORD` naming each record that fails and why; `CORRUPT_MESSAGE` for a
+        /// batch whose records cannot be read; `UNKNOWN_SERVER_ERROR` when the registry's
+        /// topic cannot be read.
+        pub async fn check(
+            &self,
+            topic: &str,
+            partition: u32,
+            batches: &[Bytes],
+        ) -> Result<(), Refusal> {
+            match (self.store, self.topics.get(topic)) {
+                (Some(store), Some(parts)) if !parts.is_empty() => {
+                    check(store, parts, (topic, partition), batches).await
+                }
+                _ => Ok(()),
+            }
+        }
+    }
+
+    async fn check(
+        store: &SchemaStore,
+        parts: &[Part],
+        (topic, partition): (&str, u32),
         batches: &[Bytes],
     ) -> Result<(), Refusal> {
-        let Some(store) = ctx.broker.schema_store() else {
-            return Ok(());
-        };
-        // An unknown topic is the append's to answer.
-        let Ok(config) = ctx.broker.describe_topic(topic).await else {
-            return Ok(());
-        };
-        let mut parts = Vec::new();
-        if config.key_schema_validation {
-            parts.push(Part::Key);
-        }
-        if config.value_schema_validation {
-            parts.push(Part::Value);
-        }
-        if parts.is_empty() {
-            return Ok(());
-        }
         let mut failed = Vec::new();
         let mut framed = Vec::new();
         for batch in batches {
-            read_batch(batch, &parts, &mut framed, &mut failed)?;
+            read_batch(batch, parts, &mut framed, &mut failed)?;
         }
         let mut schemas: HashMap<u32, Option<Arc<ParsedSchema>>> = HashMap::new();
         for Framed {
@@ -238,13 +277,20 @@ mod enabled {
     use super::Refusal;
 
     /// Nothing to check against: no topic can turn validation on in this build.
-    #[allow(clippy::unused_async)]
-    pub(in crate::listener) async fn check(
-        _: &RequestContext<'_>,
-        _: &str,
-        _: u32,
-        _: &[Bytes],
-    ) -> Result<(), Refusal> {
-        Ok(())
+    pub(in crate::listener) struct Checks<'a>(std::marker::PhantomData<&'a ()>);
+
+    impl<'a> Checks<'a> {
+        #[allow(clippy::unused_async)]
+        pub async fn for_topics(
+            _: &RequestContext<'a>,
+            _: impl IntoIterator<Item = &str>,
+        ) -> Checks<'a> {
+            Checks(std::marker::PhantomData)
+        }
+
+        #[allow(clippy::unused_async)]
+        pub async fn check(&self, _: &str, _: u32, _: &[Bytes]) -> Result<(), Refusal> {
+            Ok(())
+        }
     }
 }
