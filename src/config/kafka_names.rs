@@ -486,6 +486,32 @@ mod tests {
     }
 
     #[test]
+    fn schema_validation_is_a_boolean_and_on_only_with_the_registry() {
+        let mut config = TopicConfig::default();
+        assert_eq!(
+            apply(&mut config, VALUE_SCHEMA_VALIDATION, Some("False")),
+            Ok(())
+        );
+        assert!(apply(&mut config, KEY_SCHEMA_VALIDATION, Some("yes")).is_err());
+        let on = apply(&mut config, VALUE_SCHEMA_VALIDATION, Some("true"));
+        if cfg!(feature = "schema-registry") {
+            assert_eq!(on, Ok(()));
+            assert!(config.value_schema_validation);
+            let described = describe(&config);
+            let entry = described
+                .iter()
+                .find(|e| e.name == VALUE_SCHEMA_VALIDATION)
+                .unwrap();
+            assert_eq!((entry.value.as_str(), entry.is_default), ("true", false));
+            apply(&mut config, VALUE_SCHEMA_VALIDATION, None).unwrap();
+            assert!(!config.value_schema_validation);
+        } else {
+            assert!(on.unwrap_err().contains("schema-registry"));
+            assert!(!config.value_schema_validation);
+        }
+    }
+
+    #[test]
     fn message_format_version_is_checked_as_kafka_3_does_then_ignored() {
         let mut config = TopicConfig::default();
         for value in [
