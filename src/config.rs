@@ -106,7 +106,23 @@ pub struct TopicConfig {
     /// size. At most `i32::MAX`, as in Kafka.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_message_bytes: Option<u32>,
+    /// Whether the Kafka listener checks each produced record's value against the schema
+    /// registry (Confluent Server's `confluent.value.schema.validation`, `schema-registry`
+    /// feature): Confluent's framing (magic byte 0, a schema id the registry knows) and a
+    /// payload that decodes with that schema; a batch with a record that fails is refused
+    /// whole (`INVALID_RECORD`). A null value (a tombstone) passes. The embedded API is
+    /// trusted: its produces are not checked.
+    #[serde(skip_serializing_if = "is_default")]
+    pub value_schema_validation: bool,
+    /// The same check of each record's key (`confluent.key.schema.validation`); a null key
+    /// passes.
+    #[serde(skip_serializing_if = "is_default")]
+    pub key_schema_validation: bool,
 }
+
+/// Why schema validation cannot be turned on in this build.
+pub(crate) const SCHEMA_VALIDATION_UNAVAILABLE: &str =
+    "schema validation needs the schema registry: build with the `schema-registry` feature";
 
 /// Kafka's `delete.retention.ms` default: one day.
 pub const DEFAULT_DELETE_RETENTION_MS: u64 = 24 * 60 * 60 * 1000;
@@ -151,6 +167,8 @@ impl Default for TopicConfig {
             min_cleanable_dirty_ratio: DirtyRatio::KAFKA_DEFAULT,
             compression_type: CompressionType::Producer,
             max_message_bytes: None,
+            value_schema_validation: false,
+            key_schema_validation: false,
         }
     }
 }
@@ -268,6 +286,41 @@ impl TopicConfig {
     pub fn max_message_bytes(mut self, bytes: u32) -> Self {
         self.max_message_bytes = Some(bytes);
         self
+    }
+
+    /// Has the Kafka listener check each produced record's value against the schema
+    /// registry (see [`TopicConfig::value_schema_validation`]; `schema-registry` feature).
+    pub fn validate_value_schemas(mut self) -> Self {
+        self.value_schema_validation = true;
+        self
+    }
+
+    /// Has the Kafka listener check each produced record's key against the schema registry
+    /// (see [`TopicConfig::key_schema_validation`]; `schema-registry` feature).
+    pub fn validate_key_schemas(mut self) -> Self {
+        self.key_schema_validation = true;
+        self
+    }
+
+    /// Refuses schema validation in a build without the schema registry, which has nothing
+    /// to check records against. Checked when a topic is created or altered, not when a
+    /// stored config is read: a data directory written by a build with the registry still
+    /// opens (its topics then take records unchecked).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the setting.
+    pub(crate) fn check_schema_validation_available(&self) -> Result<()> {
+        let asked = [
+            ("value_schema_validation", self.value_schema_validation),
+            ("key_schema_validation", self.key_schema_validation),
+        ];
+        match asked.into_iter().find(|&(_, on)| on) {
+            Some((field, _)) if !cfg!(feature = "schema-registry") => Err(Error::InvalidConfig {
+                field,
+                reason: SCHEMA_VALIDATION_UNAVAILABLE.to_owned(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Checks that every value can work.
@@ -396,6 +449,7 @@ impl TopicConfig {
 pub fn create_topic(data_dir: &DataDir, topic: &str, config: &TopicConfig) -> Result<TopicId> {
     crate::storage::data_dir::validate_topic_name(topic)?;
     config.validate()?;
+    config.check_schema_validation_available()?;
     Ok(data_dir.create_topic(topic, config.partitions, &config.to_json())?)
 }
 

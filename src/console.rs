@@ -11,7 +11,8 @@
 //! The parts: `routes` (the server, its routes and limits), `request` (errors, and HTTP Basic
 //! when the listener has SASL/PLAIN), `views` (overview, topics, groups), `records` (record pages and search),
 //! `field` (how a key, value or header is rendered), `sampler` (the charts' series, sampled
-//! only while the API is used), `writes`, and `assets` (the embedded pages).
+//! only while the API is used), `writes`, `schemas` (the Schemas view and the decoding of
+//! framed values, with the `schema-registry` feature), and `assets` (the embedded pages).
 
 mod assets;
 mod field;
@@ -19,6 +20,7 @@ mod records;
 mod request;
 mod routes;
 mod sampler;
+mod schemas;
 mod views;
 mod writes;
 

@@ -14,6 +14,8 @@ mod hostile;
 mod http;
 #[path = "console/kafka_groups.rs"]
 mod kafka_groups;
+#[path = "console/schemas.rs"]
+mod schemas;
 #[path = "common/tls.rs"]
 mod tls_certs;
 #[path = "console/writes.rs"]

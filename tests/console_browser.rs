@@ -628,3 +628,73 @@ fn a_hidden_page_stops_asking_and_a_shown_one_resumes_at_once() {
     set("visible");
     browser.wait_for("polling to resume", |b| (calls(b) > before).then_some(()));
 }
+
+/// Registers Avro `schema` under `subject` through the registry's REST API; its id.
+#[cfg(feature = "schema-registry")]
+fn register(registry: std::net::SocketAddr, subject: &str, schema: &str) -> u32 {
+    use std::io::{Read, Write};
+    let body = serde_json::json!({ "schema": schema }).to_string();
+    let mut stream = std::net::TcpStream::connect(registry).unwrap();
+    write!(
+        stream,
+        "POST /subjects/{subject}/versions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Type: application/vnd.schemaregistry.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (_, json) = answer.split_once("\r\n\r\n").unwrap();
+    let json: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    json["id"].as_u64().expect("an id") as u32
+}
+
+#[cfg(feature = "schema-registry")]
+#[test]
+fn the_schemas_view_lists_subjects_and_records_read_as_their_schema_decodes_them() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broker = NanoKafka::builder()
+        .data_dir(dir.path())
+        .console("127.0.0.1:0")
+        .schema_registry("127.0.0.1:0")
+        .build()
+        .unwrap();
+    let url = format!("http://{}/", broker.console_addr().unwrap());
+    let user = r#"{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"age","type":"int"}]}"#;
+    let id = register(broker.schema_registry_addr().unwrap(), "users-value", user);
+    broker
+        .create_topic("users", TopicConfig::default())
+        .unwrap();
+    let mut framed = vec![0];
+    framed.extend_from_slice(&id.to_be_bytes());
+    framed.extend_from_slice(&[4, b'a', b'b', 42]);
+    broker.produce_raw("users", None, framed).unwrap();
+
+    browser.goto(&url);
+    browser.wait_for("the Schemas link", |b| {
+        b.is_shown("#nav-schemas").then_some(())
+    });
+    browser.click("#nav-schemas");
+    let subject = browser.wait_for_text(r#"[data-test="subject-row"] td:first-child"#, |t| {
+        !t.is_empty()
+    });
+    assert_eq!(subject, "users-value");
+    browser.screenshot("schemas");
+    browser.click(r#"[data-test="subject-row"] a"#);
+    let text = browser.wait_for_text(r#"[data-test="schema-text"]"#, |t| t.contains("User"));
+    assert!(text.contains("\"age\""), "{text}");
+    browser.screenshot("schema-subject");
+
+    browser.goto(&format!(
+        "{url}#/topics/users/messages?partition=0&offset=0"
+    ));
+    let value = browser.wait_for_text(r#"[data-test="record-value"] pre"#, |t| !t.is_empty());
+    let decoded: serde_json::Value = serde_json::from_str(&value).unwrap();
+    assert_eq!(decoded, serde_json::json!({"name": "ab", "age": 21}));
+    let meta = browser.text(r#"[data-test="record-value"] .meta"#).unwrap();
+    assert!(meta.contains(&format!("schema id {id}")), "{meta}");
+    browser.screenshot("schema-decoded-record");
+}

@@ -183,6 +183,14 @@ impl AsyncNanoKafka {
         self.link.schema_store.as_ref()
     }
 
+    /// The same handle reaching `store` as the broker's schemas: for the parts the
+    /// composition root starts before the broker's own handles exist (the Kafka listener).
+    #[cfg(feature = "schema-registry")]
+    pub(crate) fn with_schema_store(mut self, store: Option<Arc<super::SchemaStore>>) -> Self {
+        self.link.schema_store = store;
+        self
+    }
+
     /// The same handle with `link`.
     pub(crate) fn with_link(self, link: BrokerLink) -> Self {
         AsyncNanoKafka { link, ..self }

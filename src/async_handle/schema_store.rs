@@ -8,13 +8,16 @@
 //! one (so records another writer appended, an `import` say, are seen), and a change appends
 //! its records, then applies them the same way. One caller at a time holds the state.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use futures::lock::{Mutex, MutexGuard};
 
 use crate::async_handle::AsyncNanoKafka;
 use crate::config::{CleanupPolicy, TopicConfig};
 use crate::error::Error;
 use crate::messages::OffsetSpec;
-use crate::schemas::{Registry, RegistryError, SCHEMAS_TOPIC};
+use crate::schemas::{ParsedSchema, Registry, RegistryError, SCHEMAS_TOPIC};
 use crate::storage::format::{self, Decoded, MAX_DECOMPRESSED_BYTES};
 
 /// The registry of one broker, kept in its `_schemas` topic; see the module documentation.
@@ -22,6 +25,11 @@ use crate::storage::format::{self, Decoded, MAX_DECOMPRESSED_BYTES};
 pub(crate) struct SchemaStore {
     broker: AsyncNanoKafka,
     state: Mutex<SchemaState>,
+    /// The schemas records were checked or decoded with, parsed once per id. An id always
+    /// names the same schema (the registry never reuses one), so an entry never goes stale;
+    /// a hard-deleted schema stays usable here until the broker restarts, as it does in the
+    /// caches of Confluent's serializers.
+    parsed: std::sync::Mutex<HashMap<u32, Arc<ParsedSchema>>>,
 }
 
 /// The registry, and how far into `_schemas` it has read.
@@ -33,6 +41,9 @@ pub(crate) struct SchemaState {
     next: Option<u64>,
 }
 
+/// Confluent's "schema not found" (an id no version has).
+const NOT_FOUND: u32 = 40403;
+
 /// The largest fetch of `_schemas` batches at a time.
 const FETCH_BYTES: usize = 4 << 20;
 
@@ -42,7 +53,37 @@ impl SchemaStore {
         SchemaStore {
             broker,
             state: Mutex::new(SchemaState::default()),
+            parsed: std::sync::Mutex::default(),
         }
+    }
+
+    /// The schema id `id` names, parsed (once per id: see `parsed`); `None` when the
+    /// registry does not know the id (after catching up with `_schemas`).
+    ///
+    /// # Errors
+    /// Confluent's 50001 when `_schemas` cannot be read; 42201 when the id's schema does not
+    /// parse.
+    pub async fn schema_by_id(
+        &self,
+        id: u32,
+    ) -> std::result::Result<Option<Arc<ParsedSchema>>, RegistryError> {
+        if let Some(parsed) = self.cached(id) {
+            return Ok(Some(parsed));
+        }
+        let state = self.current().await?;
+        let parsed = match state.registry.parse_id(id) {
+            Ok(parsed) => Arc::new(parsed),
+            Err(e) if e.code == NOT_FOUND => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        drop(state);
+        let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(Some(cache.entry(id).or_insert(parsed).clone()))
+    }
+
+    fn cached(&self, id: u32) -> Option<Arc<ParsedSchema>> {
+        let cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        cache.get(&id).cloned()
     }
 
     /// The state, caught up with `_schemas`; held until the guard drops.

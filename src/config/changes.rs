@@ -25,6 +25,8 @@ use crate::error::{Error, Result};
 ///   it applies the limits now). The compaction settings are stored for the cleaner.
 /// * `compression_type` and `max_message_bytes` apply to the next append; stored batches
 ///   keep their codec and size.
+/// * `value_schema_validation` and `key_schema_validation` apply to the next produce
+///   through the Kafka listener.
 ///
 /// The changed config is checked with [`TopicConfig::validate`] before anything is written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,6 +50,8 @@ pub struct TopicChanges {
     pub compression_type: Option<CompressionType>,
     /// `Some(None)` removes the topic's own limit.
     pub max_message_bytes: Option<Option<u32>>,
+    pub value_schema_validation: Option<bool>,
+    pub key_schema_validation: Option<bool>,
 }
 
 impl TopicChanges {
@@ -151,11 +155,26 @@ impl TopicChanges {
         self
     }
 
+    /// Turns the check of produced records' values against the schema registry on or off
+    /// (see [`TopicConfig::value_schema_validation`]).
+    pub fn value_schema_validation(mut self, enabled: bool) -> Self {
+        self.value_schema_validation = Some(enabled);
+        self
+    }
+
+    /// Turns the check of produced records' keys against the schema registry on or off
+    /// (see [`TopicConfig::key_schema_validation`]).
+    pub fn key_schema_validation(mut self, enabled: bool) -> Self {
+        self.key_schema_validation = Some(enabled);
+        self
+    }
+
     /// `current` with these changes applied, checked.
     ///
     /// # Errors
     /// `InvalidConfig` when the partition count does not grow or a value cannot work
-    /// ([`TopicConfig::validate`]).
+    /// ([`TopicConfig::validate`]), or schema validation is turned on in a build without
+    /// the `schema-registry` feature.
     pub fn apply_to(&self, current: &TopicConfig) -> Result<TopicConfig> {
         let mut next = current.clone();
         if let Some(partitions) = self.partitions {
@@ -198,7 +217,19 @@ impl TopicChanges {
         if let Some(payload_type) = &self.payload_type {
             next.payload_type.clone_from(payload_type);
         }
+        next.value_schema_validation = self
+            .value_schema_validation
+            .unwrap_or(next.value_schema_validation);
+        next.key_schema_validation = self
+            .key_schema_validation
+            .unwrap_or(next.key_schema_validation);
         next.validate()?;
+        TopicConfig {
+            value_schema_validation: self.value_schema_validation == Some(true),
+            key_schema_validation: self.key_schema_validation == Some(true),
+            ..TopicConfig::default()
+        }
+        .check_schema_validation_available()?;
         Ok(next)
     }
 }

@@ -14,6 +14,8 @@
 //! | `message.timestamp.type` | `timestamp_type` (`CreateTime`, `LogAppendTime`) | |
 //! | `compression.type` | `compression_type` (`producer`, `uncompressed`, `gzip`, `snappy`, `lz4`, `zstd`) | |
 //! | `max.message.bytes` | `max_message_bytes` | [`MAX_BATCH_BYTES`] or more = `None` |
+//! | `confluent.value.schema.validation` | `value_schema_validation` (`true`, `false`) | |
+//! | `confluent.key.schema.validation` | `key_schema_validation` (`true`, `false`) | |
 //! | `min.insync.replicas` | (always 1: one broker, so the replication factor is 1) | |
 //! | `message.format.version` | (accepted and ignored, as Kafka 3 does: records are always v2) | |
 //!
@@ -31,6 +33,10 @@
 //! broker-wide `max_record_bytes` (the broker's `message.max.bytes`), as before. Kafka's own
 //! default, 1048588, is not imposed: it would refuse a single record the broker-wide limit
 //! allows.
+//!
+//! The two schema validation configs are Confluent Server's names, so a topic's configs move
+//! to Confluent Platform unchanged; `true` needs the `schema-registry` feature (without it
+//! setting one is INVALID_CONFIG, saying so). They have no broker-wide synonym.
 //!
 //! The compaction settings drive the log cleaner of a compacted topic (see
 //! `partition::cleaning`).
@@ -73,6 +79,11 @@ impl Entry {
     }
 }
 
+/// Confluent Server's topic config: check produced values against the schema registry.
+pub const VALUE_SCHEMA_VALIDATION: &str = "confluent.value.schema.validation";
+/// Confluent Server's topic config: check produced keys against the schema registry.
+pub const KEY_SCHEMA_VALIDATION: &str = "confluent.key.schema.validation";
+
 /// A size or time limit in Kafka's units: `-1` for none.
 pub(crate) fn limit(value: Option<u64>) -> String {
     value.map_or_else(|| "-1".to_owned(), |v| v.to_string())
@@ -108,6 +119,14 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
         config_type,
         synonym: Some((broker_name, default_value)),
     };
+    let flag = |name, value: bool, default_value: bool| Entry {
+        name,
+        is_default: value == default_value,
+        value: value.to_string(),
+        read_only: false,
+        config_type: TYPE_BOOLEAN,
+        synonym: None,
+    };
     vec![
         entry(
             "cleanup.policy",
@@ -122,6 +141,16 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
             default.compression_type.to_string(),
             TYPE_STRING,
             "compression.type",
+        ),
+        flag(
+            KEY_SCHEMA_VALIDATION,
+            config.key_schema_validation,
+            default.key_schema_validation,
+        ),
+        flag(
+            VALUE_SCHEMA_VALIDATION,
+            config.value_schema_validation,
+            default.value_schema_validation,
         ),
         entry(
             "delete.retention.ms",
@@ -219,6 +248,10 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
             "message.timestamp.type" => config.timestamp_type = default.timestamp_type,
             "compression.type" => config.compression_type = default.compression_type,
             "max.message.bytes" => config.max_message_bytes = default.max_message_bytes,
+            VALUE_SCHEMA_VALIDATION => {
+                config.value_schema_validation = default.value_schema_validation
+            }
+            KEY_SCHEMA_VALIDATION => config.key_schema_validation = default.key_schema_validation,
             _ => return Err(unknown(name)),
         }
         return Ok(());
@@ -259,6 +292,8 @@ pub fn apply(config: &mut TopicConfig, name: &str, value: Option<&str>) -> Resul
             }
         }
         "compression.type" => config.compression_type = value.parse::<CompressionType>()?,
+        VALUE_SCHEMA_VALIDATION => config.value_schema_validation = parse_flag(name, value)?,
+        KEY_SCHEMA_VALIDATION => config.key_schema_validation = parse_flag(name, value)?,
         "max.message.bytes" => {
             config.max_message_bytes = match value.trim().parse::<i32>() {
                 // No batch is larger than a log takes: the same as no limit of the topic's
@@ -331,6 +366,7 @@ fn unknown(name: &str) -> String {
          delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms, \
          min.cleanable.dirty.ratio, retention.ms, retention.bytes, segment.bytes, \
          message.timestamp.type, compression.type, max.message.bytes, min.insync.replicas=1, \
+         confluent.value.schema.validation, confluent.key.schema.validation, \
          message.format.version (ignored))"
     )
 }
@@ -384,6 +420,20 @@ fn check_min_insync_replicas(value: &str) -> Result<(), String> {
     }
 }
 
+/// A boolean config, as Kafka reads one (`true` or `false`, in any case); `true` only in a
+/// build with the schema registry, the only booleans here being the validation switches.
+fn parse_flag(name: &str, value: &str) -> Result<bool, String> {
+    let on = match value.trim() {
+        v if v.eq_ignore_ascii_case("true") => true,
+        v if v.eq_ignore_ascii_case("false") => false,
+        _ => return Err(format!("{name} must be true or false, got {value:?}")),
+    };
+    if on && !cfg!(feature = "schema-registry") {
+        return Err(format!("{name}: {}", super::SCHEMA_VALIDATION_UNAVAILABLE));
+    }
+    Ok(on)
+}
+
 /// A time in Kafka's range: 0 to `Long.MAX_VALUE` ms.
 fn parse_ms(name: &str, value: &str) -> Result<u64, String> {
     match value.trim().parse::<i64>() {
@@ -433,6 +483,32 @@ mod tests {
         assert_eq!(config.retention_ms, None);
         apply(&mut config, "message.timestamp.type", None).unwrap();
         assert_eq!(config.timestamp_type, TimestampType::CreateTime);
+    }
+
+    #[test]
+    fn schema_validation_is_a_boolean_and_on_only_with_the_registry() {
+        let mut config = TopicConfig::default();
+        assert_eq!(
+            apply(&mut config, VALUE_SCHEMA_VALIDATION, Some("False")),
+            Ok(())
+        );
+        assert!(apply(&mut config, KEY_SCHEMA_VALIDATION, Some("yes")).is_err());
+        let on = apply(&mut config, VALUE_SCHEMA_VALIDATION, Some("true"));
+        if cfg!(feature = "schema-registry") {
+            assert_eq!(on, Ok(()));
+            assert!(config.value_schema_validation);
+            let described = describe(&config);
+            let entry = described
+                .iter()
+                .find(|e| e.name == VALUE_SCHEMA_VALIDATION)
+                .unwrap();
+            assert_eq!((entry.value.as_str(), entry.is_default), ("true", false));
+            apply(&mut config, VALUE_SCHEMA_VALIDATION, None).unwrap();
+            assert!(!config.value_schema_validation);
+        } else {
+            assert!(on.unwrap_err().contains("schema-registry"));
+            assert!(!config.value_schema_validation);
+        }
     }
 
     #[test]

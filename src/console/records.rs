@@ -1,7 +1,9 @@
 //! Record pages and search: a partition read at an offset (or the first offset at a
 //! timestamp, through the time index; or its newest records) with the batch fetch the Kafka
 //! listener serves Fetch with, decoded here. Every read is bounded by a record count and a
-//! byte budget of fetched batches, so no request reads a whole log into memory.
+//! byte budget of fetched batches, so no request reads a whole log into memory. A page's
+//! values in Confluent's framing are decoded through the registry (`schemas`, with the
+//! `schema-registry` feature); search results are not.
 
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
@@ -9,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::field::{self, DEFAULT_MAX_FIELD_BYTES, MAX_FIELD_BYTES};
 use super::request::{ApiError, Caller};
+use super::schemas;
 use crate::async_handle::AsyncNanoKafka;
 use crate::messages::OffsetSpec;
 use crate::storage::format::{self, Decoded, RecordView, MAX_DECOMPRESSED_BYTES};
@@ -265,8 +268,10 @@ impl<'a> Read<'a> {
         max_field: usize,
     ) -> Result<(Vec<Value>, u64), ApiError> {
         let (mut page, mut shown) = (Vec::new(), 0usize);
+        let mut decoder = schemas::Decoder::new(self.broker);
         let next = self
             .scan(from, limit, budget, |offset, timestamp, r| {
+                decoder.note(page.len(), r.value, max_field);
                 page.push(record_json(offset, timestamp, r, max_field));
                 // Compressed batches can hold far more than they weigh: what is shown counts
                 // against the same budget.
@@ -274,6 +279,7 @@ impl<'a> Read<'a> {
                 shown < budget
             })
             .await?;
+        decoder.apply(&mut page).await;
         Ok((page, next))
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 
 use super::request::{ApiError, Caller, MAX_BODY_BYTES};
-use super::{assets, records, views, writes, Console};
+use super::{assets, records, schemas, views, writes, Console};
 
 /// Builds the server on `socket`, HTTPS when `tls` is given; it serves once the returned
 /// future is spawned.
@@ -71,6 +71,7 @@ fn routes(cfg: &mut web::ServiceConfig) {
         .service(resource("/api/groups").route(web::get().to(views::groups)))
         .service(resource("/api/groups/{group}").route(web::get().to(views::group)))
         .service(resource("/api/groups/{group}/reset").route(web::post().to(writes::reset)))
+        .configure(schemas::routes)
         .default_service(web::to(not_found));
 }
 

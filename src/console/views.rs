@@ -125,16 +125,18 @@ pub(super) async fn overview(caller: Caller) -> Result<HttpResponse, ApiError> {
             json!({"group": group, "topics": s.topics, "members": s.members.len(), "lag": s.lag})
         })
         .collect();
+    let mut broker = json!({
+        "uptime_ms": facts.clock.now_ms().saturating_sub(facts.started_ms),
+        "data_dir": facts.data_dir.display().to_string(),
+        "fsync": facts.fsync,
+        "listener": facts.listener.map(|a| a.to_string()),
+        "connections": stats.listener.as_ref().map(|l| l.connections),
+        "console_writes": console.writes,
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    super::schemas::overview_facts(&console.broker, &mut broker);
     Ok(HttpResponse::Ok().json(json!({
-        "broker": {
-            "uptime_ms": facts.clock.now_ms().saturating_sub(facts.started_ms),
-            "data_dir": facts.data_dir.display().to_string(),
-            "fsync": facts.fsync,
-            "listener": facts.listener.map(|a| a.to_string()),
-            "connections": stats.listener.as_ref().map(|l| l.connections),
-            "console_writes": console.writes,
-            "version": env!("CARGO_PKG_VERSION"),
-        },
+        "broker": broker,
         "topics": topics,
         "groups": groups,
     })))

@@ -475,6 +475,20 @@ fn changed(changes: &TopicChanges) -> Vec<(&'static str, String)> {
     if let Some(compression) = changes.compression_type {
         set.push(("compression.type", compression.to_string()));
     }
+    for (name, enabled) in [
+        (
+            kafka_names::VALUE_SCHEMA_VALIDATION,
+            changes.value_schema_validation,
+        ),
+        (
+            kafka_names::KEY_SCHEMA_VALIDATION,
+            changes.key_schema_validation,
+        ),
+    ] {
+        if let Some(enabled) = enabled {
+            set.push((name, enabled.to_string()));
+        }
+    }
     if let Some(bytes) = changes.max_message_bytes {
         // Removing the topic's limit gives it Kafka's default, the one a cluster knows.
         let bytes = bytes.map_or(KAFKA_MAX_MESSAGE_BYTES.to_owned(), |b| b.to_string());
@@ -489,13 +503,16 @@ const KAFKA_MAX_MESSAGE_BYTES: &str = "1048588";
 /// The settings whose defaults are left to the cluster: the compaction settings (their
 /// defaults here are Kafka's own), the codec (`producer`, Kafka's default) and the batch
 /// limit (unset here; the cluster has its own).
-const CLUSTER_DEFAULTS: [&str; 6] = [
+const CLUSTER_DEFAULTS: [&str; 8] = [
     "delete.retention.ms",
     "min.compaction.lag.ms",
     "max.compaction.lag.ms",
     "min.cleanable.dirty.ratio",
     "compression.type",
     "max.message.bytes",
+    // Confluent Server's: an Apache Kafka cluster refuses them, so they are sent only on.
+    kafka_names::VALUE_SCHEMA_VALIDATION,
+    kafka_names::KEY_SCHEMA_VALIDATION,
 ];
 
 /// The configs a topic with `config` is created with on a Kafka cluster, in Kafka's names

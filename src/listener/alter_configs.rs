@@ -67,6 +67,8 @@ fn replaced(
         min_compaction_lag_ms: default.min_compaction_lag_ms,
         max_compaction_lag_ms: default.max_compaction_lag_ms,
         min_cleanable_dirty_ratio: default.min_cleanable_dirty_ratio,
+        value_schema_validation: default.value_schema_validation,
+        key_schema_validation: default.key_schema_validation,
         ..current.clone()
     };
     let mut names = BTreeSet::new();

@@ -180,6 +180,10 @@ pub(crate) fn changes_between(current: &TopicConfig, next: &TopicConfig) -> Topi
         min_cleanable_dirty_ratio: (current.min_cleanable_dirty_ratio
             != next.min_cleanable_dirty_ratio)
             .then_some(next.min_cleanable_dirty_ratio),
+        value_schema_validation: (current.value_schema_validation != next.value_schema_validation)
+            .then_some(next.value_schema_validation),
+        key_schema_validation: (current.key_schema_validation != next.key_schema_validation)
+            .then_some(next.key_schema_validation),
         ..TopicChanges::default()
     }
 }

@@ -38,7 +38,8 @@
 //!   first (a failed allocation aborts the process);
 //! * one module per API family answers requests with the broker's state: `metadata` and
 //!   `describe_topic_partitions` (topics, partitions, topic ids), `cluster`
-//!   (DescribeCluster, DescribeLogDirs), `produce`, `fetch` (with `fetch_session`, the fetch
+//!   (DescribeCluster, DescribeLogDirs), `produce` (with `schema_validation`, the check of a
+//!   topic's records against the schema registry), `fetch` (with `fetch_session`, the fetch
 //!   sessions), `offsets` (ListOffsets, OffsetForLeaderEpoch), `delete_records`, `describe_producers`, `init_producer_id`,
 //!   `groups` (the classic group protocol, one `KafkaGroupActor` per group, over the native
 //!   groups; DeleteGroups, OffsetDelete), `create_topics` / `delete_topics` /
@@ -91,6 +92,7 @@ pub mod sanity;
 #[cfg(not(feature = "internals"))]
 mod sanity;
 mod sasl;
+mod schema_validation;
 mod scram_credentials;
 mod server;
 mod tls;

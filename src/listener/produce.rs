@@ -24,6 +24,11 @@
 //! or `compact,delete`), is refused whole before anything of it is written, as Kafka's
 //! broker refuses it: `INVALID_RECORD`, with a `record_errors` entry (the record's index in
 //! the batch and why) for each keyless record, and an `error_message` (v8+).
+//!
+//! A topic with schema validation on (`confluent.value.schema.validation`,
+//! `confluent.key.schema.validation`) has its records checked against the schema registry
+//! before anything is appended (`schema_validation`); a failing record refuses the partition's
+//! records whole, `INVALID_RECORD` with `record_errors` as above.
 
 use bytes::Bytes;
 use futures::future::join_all;
@@ -36,6 +41,7 @@ use kafka_protocol::ResponseError;
 
 use super::errors::to_kafka;
 use super::request::{Reply, RequestContext};
+use super::schema_validation::{Checks, Refusal};
 use crate::error::Error;
 use crate::security::acl::Operation;
 use crate::storage::compression::Compression;
@@ -57,6 +63,16 @@ struct Refused {
     error: ResponseError,
     message: String,
     records: Vec<(u32, String)>,
+}
+
+impl From<Refusal> for Refused {
+    fn from(refused: Refusal) -> Self {
+        Refused {
+            error: refused.error,
+            message: refused.message,
+            records: refused.records,
+        }
+    }
 }
 
 impl From<(ResponseError, String)> for Refused {
@@ -110,11 +126,13 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
             work.push((topic.name.0.as_str(), partition.index, &partition.records));
         }
     }
-    let answers = join_all(
-        work.iter()
-            .map(|&(topic, index, records)| produce_partition(ctx, topic, index, records)),
-    )
-    .await;
+    let topics = request.topic_data.iter().map(|t| t.name.0.as_str());
+    let checks = Checks::for_topics(ctx, topics).await;
+    let answers =
+        join_all(work.iter().map(|&(topic, index, records)| {
+            produce_partition(ctx, &checks, topic, index, records)
+        }))
+        .await;
     if request.acks == 0 {
         // No response will tell the producer, so Kafka closes the connection: the producer
         // sees it drop, refreshes its metadata and reconnects.
@@ -157,6 +175,7 @@ pub async fn handle(ctx: &RequestContext<'_>, request: ProduceRequest) -> Reply 
 
 async fn produce_partition(
     ctx: &RequestContext<'_>,
+    checks: &Checks<'_>,
     topic: &str,
     index: i32,
     records: &Option<Bytes>,
@@ -170,6 +189,7 @@ async fn produce_partition(
         )));
     };
     let batches = split(records.as_ref(), ctx.version)?;
+    checks.check(topic, partition, &batches).await?;
     let mut first = None;
     for batch in batches {
         let appended = ctx

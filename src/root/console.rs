@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use actix::Addr;
 
+use super::schema_registry;
 use crate::actors::broker::BrokerActor;
 use crate::actors::BrokerSettings;
 use crate::error::Result;
@@ -28,18 +29,20 @@ mod enabled {
     }
 
     /// Starts the console `bound` on the running System, reading `broker` through a handle
-    /// of its own that reports the `listener`'s connections.
+    /// of its own that reports the `listener`'s connections and reaches the broker's
+    /// `schemas`.
     pub(crate) fn start(
         bound: Option<Bound>,
         facts: Facts,
         broker: &Addr<BrokerActor>,
-        listener: Option<&ListenerHandle>,
+        (listener, schemas): (Option<&ListenerHandle>, Option<&schema_registry::Store>),
     ) -> Result<Option<Handle>> {
         let (Some(bound), Some((settings, config))) = (bound, facts) else {
             return Ok(None);
         };
         let handle = AsyncNanoKafka::from(broker.clone())
             .with_listener_metrics(listener.map(ListenerHandle::metrics));
+        let handle = schema_registry::with_store(handle, schemas);
         let facts = crate::console::BrokerFacts {
             data_dir: settings.data_dir.clone(),
             fsync: settings.fsync.to_string(),
@@ -77,7 +80,7 @@ mod enabled {
         bound: Option<Bound>,
         _: Facts,
         _: &Addr<BrokerActor>,
-        _: Option<&ListenerHandle>,
+        _: (Option<&ListenerHandle>, Option<&schema_registry::Store>),
     ) -> Result<Option<Handle>> {
         Ok(bound.map(|b| match b {}))
     }

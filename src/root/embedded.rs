@@ -74,11 +74,16 @@ pub(super) fn start(
                     ctx.set_mailbox_capacity(crate::actors::MAILBOX_CAPACITY);
                     broker
                 });
+                // Before the listener: its produces check records against the schemas.
+                let schemas = schema_registry::store(&addr);
                 let listener = match listener {
                     Some((bound, quotas)) => Some(
                         bound
                             .start(
-                                AsyncNanoKafka::from(addr.clone()),
+                                schema_registry::with_store(
+                                    AsyncNanoKafka::from(addr.clone()),
+                                    schemas.as_ref(),
+                                ),
                                 cluster_id,
                                 clock,
                                 quotas,
@@ -88,9 +93,13 @@ pub(super) fn start(
                     ),
                     None => None,
                 };
-                let console = console::start(console, console_facts, &addr, listener.as_ref())
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
-                let schemas = schema_registry::store(&addr);
+                let console = console::start(
+                    console,
+                    console_facts,
+                    &addr,
+                    (listener.as_ref(), schemas.as_ref()),
+                )
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
                 let registry = schema_registry::start(registry, schemas.as_ref())
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
                 Ok((addr, listener, (console, registry, schemas)))

@@ -26,6 +26,11 @@ mod enabled {
         Some(Store::new(crate::async_handle::SchemaStore::new(handle)))
     }
 
+    /// `handle` reaching the broker's `store` (see `AsyncNanoKafka::schema_store`).
+    pub(crate) fn with_store(handle: AsyncNanoKafka, store: Option<&Store>) -> AsyncNanoKafka {
+        handle.with_schema_store(store.cloned())
+    }
+
     pub(crate) fn bind(config: Option<Config>) -> Result<Option<Bound>> {
         config.as_ref().map(crate::schema_api::bind).transpose()
     }
@@ -58,6 +63,12 @@ mod enabled {
 
     pub(crate) fn store(_: &Addr<BrokerActor>) -> Option<Store> {
         None
+    }
+    pub(crate) fn with_store(
+        handle: crate::async_handle::AsyncNanoKafka,
+        _: Option<&Store>,
+    ) -> crate::async_handle::AsyncNanoKafka {
+        handle
     }
     pub(crate) fn bind(config: Option<Config>) -> Result<Option<Bound>> {
         Ok(config.map(|c| match c {}))

@@ -237,9 +237,31 @@ impl ParsedSchema {
     /// Why it is not.
     pub fn check_payload(&self, payload: &[u8]) -> Result<(), String> {
         match &self.form {
-            Form::Avro(schema, referenced) => check_avro_payload(schema, referenced, payload),
+            Form::Avro(schema, referenced) => {
+                decode_avro_payload(schema, referenced, payload).map(drop)
+            }
             Form::Json(json) => json.check_payload(payload),
             Form::Protobuf(schema) => schema.check_payload(payload),
+        }
+    }
+
+    /// `payload` decoded as JSON, once checked as [`ParsedSchema::check_payload`] does: an
+    /// Avro datum in Avro's JSON mapping of its values, a JSON document as it is. Protobuf
+    /// payloads are not decoded to JSON.
+    ///
+    /// # Errors
+    /// As [`ParsedSchema::check_payload`]; a value JSON cannot hold (a NaN float); Protobuf.
+    pub fn payload_to_json(&self, payload: &[u8]) -> Result<serde_json::Value, String> {
+        match &self.form {
+            Form::Avro(schema, referenced) => {
+                let value = decode_avro_payload(schema, referenced, payload)?;
+                serde_json::Value::try_from(value).map_err(|e| e.to_string())
+            }
+            Form::Json(json) => {
+                json.check_payload(payload)?;
+                serde_json::from_slice(payload).map_err(|e| e.to_string())
+            }
+            Form::Protobuf(_) => Err("Protobuf payloads are not shown as JSON".into()),
         }
     }
 }
@@ -257,11 +279,12 @@ fn parse_avro(text: &str, referenced: &[Referenced]) -> Result<(Form, String), S
     Ok((Form::Avro(schema, referenced), normalized))
 }
 
-fn check_avro_payload(
+/// `payload` decoded as one Avro datum of `schema` and nothing after it.
+fn decode_avro_payload(
     schema: &AvroSchema,
     referenced: &[AvroSchema],
     payload: &[u8],
-) -> Result<(), String> {
+) -> Result<apache_avro::types::Value, String> {
     let schemata: Vec<&AvroSchema> = referenced.iter().chain([schema]).collect();
     let reader = GenericDatumReader::builder(schema)
         .writer_schemata(schemata)
@@ -278,7 +301,7 @@ fn check_avro_payload(
         return Err("not a value of the schema: the payload ends inside it".into());
     }
     if rest.is_empty() {
-        Ok(())
+        Ok(value)
     } else {
         Err(format!(
             "{} bytes follow the value ({} read)",
@@ -456,16 +479,6 @@ mod tests {
     }
 
     #[test]
-    fn an_avro_payload_is_one_datum_of_the_schema_and_nothing_more() {
-        let schema = user(&[NAME]);
-        // A string is its zigzag length then its bytes: "ab".
-        assert!(schema.check_payload(&[4, b'a', b'b']).is_ok());
-        assert!(schema.check_payload(&[4, b'a']).is_err());
-        let trailing = schema.check_payload(&[4, b'a', b'b', 0]).unwrap_err();
-        assert!(trailing.contains("1 bytes follow"), "{trailing}");
-    }
-
-    #[test]
     fn an_avro_payload_declaring_a_huge_string_is_refused_without_reserving_it() {
         let schema = avro(r#""string""#);
         // A string of 2^30 bytes (zigzag varint 2^31), then one byte of it.
@@ -486,6 +499,28 @@ mod tests {
             why[0].contains("schema type changed from AVRO to JSON"),
             "{why:?}"
         );
+    }
+
+    #[test]
+    fn a_payload_checks_only_when_it_is_one_whole_value() {
+        let schema = user(&[NAME, AGE]);
+        // "ab" (length 2 zigzag = 4), then 21 (zigzag 42).
+        let datum = [4, b'a', b'b', 42];
+        assert_eq!(schema.check_payload(&datum), Ok(()));
+        assert_eq!(
+            schema.payload_to_json(&datum),
+            Ok(serde_json::json!({"name": "ab", "age": 21}))
+        );
+        let trailing = [4, b'a', b'b', 42, 0];
+        assert!(schema
+            .check_payload(&trailing)
+            .unwrap_err()
+            .contains("1 bytes follow"));
+        assert!(schema.check_payload(&[4, b'a']).is_err());
+        assert!(schema.check_payload(&[]).is_err());
+        let json = ParsedSchema::parse(SchemaType::Json, r#"{"type":"integer"}"#, &[]).unwrap();
+        assert_eq!(json.payload_to_json(b"7"), Ok(serde_json::json!(7)));
+        assert!(json.payload_to_json(b"\"seven\"").is_err());
     }
 
     #[test]

@@ -343,6 +343,21 @@ impl Registry {
         }
     }
 
+    /// The schema an id names, parsed with its references resolved: what the payload of a
+    /// record carrying the id is checked or decoded with.
+    ///
+    /// # Errors
+    /// 40403 when no version has the id; 42201 when its text does not parse.
+    pub fn parse_id(&self, id: u32) -> Result<ParsedSchema, RegistryError> {
+        let (schema_type, schema, references) = self.schema_by_id(id)?;
+        self.parse(&SchemaInput {
+            schema_type,
+            schema: schema.to_owned(),
+            references: references.to_vec(),
+            ..SchemaInput::default()
+        })
+    }
+
     /// The `(subject, version)`s with schema `id`, soft-deleted ones included.
     pub fn id_versions(&self, id: u32) -> Vec<(String, u32)> {
         let mut found = Vec::new();

@@ -5,7 +5,8 @@
 //! write the same records as a Rust `Topic<T>` bound to the subject. Its `JSONSerializer` /
 //! `JSONDeserializer` do the same with JSON documents, and its `ProtobufSerializer` /
 //! `ProtobufDeserializer` with a Protobuf message that imports another file (a reference),
-//! and what they write passes the registry's payload check.
+//! and what they write passes the registry's payload check. A topic that validates its
+//! values against the registry refuses what confluent-kafka sends unframed (INVALID_RECORD).
 #![cfg(feature = "schema-registry")]
 
 use std::time::Duration;
@@ -310,4 +311,25 @@ fn confluent_kafkas_json_serializers_register_write_and_read_through_the_registr
     assert_eq!(last["note"], json!("gift"));
     let subjects = b.broker.stats().unwrap().topics["_schemas"].partitions[0].log_end_offset;
     assert_eq!(subjects, 2, "two SCHEMA records");
+}
+
+#[test]
+fn confluent_kafka_meets_invalid_record_for_a_value_the_registry_cannot_read() {
+    let Some(script) = clients::python("confluent_validation.py") else {
+        return;
+    };
+    let b = Broker::start_with(|builder| builder.schema_registry("127.0.0.1:0"));
+    let config = nanokafka::TopicConfig::default().validate_value_schemas();
+    b.broker.create_topic("checked", config).unwrap();
+    let registry = format!("http://{}", b.broker.schema_registry_addr().unwrap());
+    let result = script.run_json(&[registry.as_str(), b.bootstrap.as_str(), "checked"], RUN);
+    assert_eq!(
+        result["delivered"],
+        json!([
+            {"error": null, "offset": 0},
+            {"error": "INVALID_RECORD", "offset": null},
+            {"error": null, "offset": 1},
+        ]),
+        "{result}"
+    );
 }

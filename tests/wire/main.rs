@@ -30,4 +30,6 @@ mod offsets;
 mod produce;
 mod quotas;
 mod sasl;
+#[cfg(feature = "schema-registry")]
+mod schema_validation;
 mod topic_ids;

@@ -188,6 +188,8 @@ function showBroker(b) {
   const writes = byId("nav-writes");
   writes.textContent = b.console_writes ? "writes enabled" : "read-only";
   writes.className = "badge " + (b.console_writes ? "badge-warn" : "badge-ok");
+  // Only a broker with the schema registry reports `schema_registry`.
+  byId("nav-schemas").hidden = !b.schema_registry;
 }
 
 async function knowBroker() {
@@ -203,6 +205,8 @@ const routes = [
   [/^\/topics\/([^/]+)\/messages$/, messagesPage],
   [/^\/groups\/?$/, groupsPage],
   [/^\/groups\/([^/]+)$/, groupPage],
+  [/^\/schemas\/?$/, schemasPage],
+  [/^\/schemas\/([^/]+)$/, subjectPage],
 ];
 
 function route() {
@@ -220,7 +224,8 @@ function route() {
   for (const [pattern, render] of routes) {
     const match = pattern.exec(path || "/");
     if (match) {
-      byId(path.startsWith("/groups") ? "nav-groups" : "nav-overview").classList.add("active");
+      const nav = path.startsWith("/groups") ? "nav-groups" : path.startsWith("/schemas") ? "nav-schemas" : "nav-overview";
+      byId(nav).classList.add("active");
       render(app, ...match.slice(1).map(decodeURIComponent), params).catch(showError);
       return;
     }
@@ -446,6 +451,36 @@ async function topicPage(app, name) {
   });
 }
 
+// ---- Schemas (a broker with the schema registry) ---------------------------------------------
+
+async function schemasPage(app) {
+  const list = el("section", { class: "card" });
+  app.append(el("h2", {}, "Schemas"), list);
+  const s = await api("/api/schemas");
+  fill(list, el("h3", {}, `Subjects (${s.subjects.length})`), table("subjects", ["Subject", "Versions", "Latest id", "Type"],
+    s.subjects.map((sub) => {
+      const latest = sub.versions[sub.versions.length - 1];
+      return el("tr", { data: { test: "subject-row", subject: sub.subject } },
+        el("td", {}, link(`#/schemas/${enc(sub.subject)}`, sub.subject, { class: "mono" })),
+        el("td", { class: "num" }, sub.versions.map((v) => v.version).join(", ")),
+        el("td", { class: "num mono" }, latest.id), el("td", {}, latest.type));
+    }), "No subjects yet."));
+}
+
+async function subjectPage(app, subject) {
+  const s = await api(`/api/schemas/${enc(subject)}`);
+  app.append(el("h2", {}, "Subject ", el("span", { class: "mono", data: { test: "subject-name" } }, subject)),
+    ...s.versions.slice().reverse().map((v) => {
+      let text = v.schema;
+      try { text = pretty(JSON.parse(v.schema)); } catch (_) { /* not JSON: shown as written */ }
+      return el("section", { class: "card", data: { test: "schema-version", version: v.version } },
+        el("h3", {}, `Version ${v.version}`),
+        dl([["Id", mono(String(v.id))], ["Type", v.type],
+          ["References", v.references.length ? mono(v.references.map((r) => `${r.name} → ${r.subject} v${r.version}`).join(", ")) : "none"]]),
+        el("pre", { class: "payload", data: { test: "schema-text" } }, text));
+    }));
+}
+
 // ---- Groups ---------------------------------------------------------------------------------
 
 async function groupsPage(app) {
@@ -559,12 +594,18 @@ const MAX_MATCHES = 100;
 const hexDump = (hex) => (hex.match(/.{1,16}/g) || []).map((line) => line.match(/../g).join(" ")).join("\n");
 const pretty = (value) => JSON.stringify(value, null, 2);
 
-/** A field `{size, truncated, utf8, json, msgpack, hex}` as `mode` asks, or as it best reads. */
+/**
+ * A field `{size, truncated, utf8, json, msgpack, hex, schema?}` as `mode` asks, or as it best
+ * reads: a value in Confluent's framing whose id the registry knows (`schema`) reads first as
+ * its schema decodes it (Avro, JSON), else as "schema id N" and its bytes.
+ */
 function renderField(f, mode) {
   if (f === null) return el("span", { class: "muted" }, "null");
   let kind = mode, text;
   if (mode === "auto") {
-    if (f.json !== null) [kind, text] = ["json", pretty(f.json)];
+    if (f.schema && f.schema.json !== undefined) [kind, text] = [`${f.schema.type.toLowerCase()} · schema id ${f.schema.id}`, pretty(f.schema.json)];
+    else if (f.schema) [kind, text] = [`schema id ${f.schema.id} (${f.schema.type}${f.schema.error ? `: ${f.schema.error}` : ""}), hex`, hexDump(f.hex)];
+    else if (f.json !== null) [kind, text] = ["json", pretty(f.json)];
     else if (f.utf8 !== null) [kind, text] = ["text", f.utf8];
     else if (f.msgpack !== null) [kind, text] = ["msgpack", pretty(f.msgpack)];
     else [kind, text] = ["hex", hexDump(f.hex)];
