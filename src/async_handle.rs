@@ -203,6 +203,27 @@ impl AsyncNanoKafka {
         self.with_embedded(|e| e.sequential = false)
     }
 
+    /// Which parts of `topic`'s records the Kafka listener checks against the schema
+    /// registry: from the cached route on the embedded broker (no message while it is live),
+    /// from the topic's config on the Kafka backend.
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `BrokerStopped`.
+    #[cfg_attr(not(feature = "schema-registry"), allow(dead_code))]
+    pub(crate) async fn schema_validation(
+        &self,
+        topic: &str,
+    ) -> Result<crate::config::SchemaValidation> {
+        match &self.engine {
+            Engine::Embedded(e) => e.schema_validation(topic).await,
+            #[cfg(feature = "kafka")]
+            Engine::Kafka(_) => {
+                let config = self.describe_topic(topic).await?;
+                Ok(crate::config::SchemaValidation::of(&config))
+            }
+        }
+    }
+
     /// Learns `topic`'s direct route now, so that its first produces need not go through the
     /// broker (used once a topic is known to exist). A no-op when the route is known, a
     /// produce of this handle is on its way through the broker, or on the Kafka backend.

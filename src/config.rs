@@ -148,6 +148,23 @@ pub const MIN_SEGMENT_BYTES: u64 = 4096;
 /// them short and printable.
 pub const MAX_ID_LEN: usize = 249;
 
+/// Which parts of a topic's records the Kafka listener checks against the schema registry:
+/// [`TopicConfig::key_schema_validation`] and [`TopicConfig::value_schema_validation`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchemaValidation {
+    pub key: bool,
+    pub value: bool,
+}
+
+impl SchemaValidation {
+    pub fn of(config: &TopicConfig) -> Self {
+        SchemaValidation {
+            key: config.key_schema_validation,
+            value: config.value_schema_validation,
+        }
+    }
+}
+
 impl Default for TopicConfig {
     fn default() -> Self {
         TopicConfig {

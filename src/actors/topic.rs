@@ -28,7 +28,7 @@ use super::partition::{
 use super::supervise::{guarded, guarded_future};
 use super::{BrokerSettings, MAILBOX_CAPACITY};
 use crate::config::validate_id;
-use crate::config::{CleanupPolicy, TopicConfig};
+use crate::config::{CleanupPolicy, SchemaValidation, TopicConfig};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::messages::{
@@ -101,6 +101,9 @@ pub struct TopicActor {
     /// The topic's cleanup policy: a compacted topic refuses a batch with a keyless record
     /// before it is split (see [`crate::routing::check_keys`]).
     cleanup_policy: CleanupPolicy,
+    /// Whether records from Kafka clients are checked against the schema registry (keys,
+    /// values), as the topic's config says: read by the listener from a cached route.
+    schema_validation: SchemaValidation,
     /// Where new partitions are placed, as at creation (see [`TopicActor::new`]).
     io_threads: Vec<IoThreadHandle>,
     first_arbiter: usize,
@@ -127,6 +130,7 @@ impl TopicActor {
             restarts: 0,
             stale: Arc::default(),
             cleanup_policy: config.cleanup_policy,
+            schema_validation: SchemaValidation::of(config),
             io_threads: io_threads.to_vec(),
             first_arbiter,
         };
@@ -260,10 +264,12 @@ pub struct TopicRoute {
     pub limits: RequestLimits,
     /// The topic's cleanup policy, whose key rule is checked before a batch is split.
     pub cleanup_policy: CleanupPolicy,
+    /// Whether the listener checks this topic's records against the schema registry.
+    pub schema_validation: SchemaValidation,
     /// Set once the topic is deleted, before its partitions close, once it has grown, or
-    /// once its cleanup policy changed: a handle that finds it set forgets the route and
-    /// asks the broker again (the topic may have been re-created, or have more partitions,
-    /// or another key rule).
+    /// once its cleanup policy or schema validation changed: a handle that finds it set
+    /// forgets the route and asks the broker again (the topic may have been re-created, or
+    /// have more partitions, or another key rule).
     pub stale: Arc<AtomicBool>,
 }
 
@@ -286,6 +292,7 @@ impl Handler<GetRoute> for TopicActor {
             partitions: self.partitions.clone(),
             limits: self.settings.limits(),
             cleanup_policy: self.cleanup_policy,
+            schema_validation: self.schema_validation,
             next_keyless: self.next_partition,
             stale: self.stale.clone(),
         })

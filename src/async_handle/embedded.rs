@@ -19,6 +19,7 @@ use crate::actors::partition::CommitOffset;
 use crate::actors::topic::{
     check_max_records, ConsumerPollFetched, GetGroupRoute, GetRoute, PollFetched,
 };
+use crate::config::SchemaValidation;
 use crate::error::{Error, Result};
 use crate::messages::{Commit, ConsumerPoll, FencedCommit, Poll, ProduceBatch};
 use crate::metrics::listener::ListenerMetrics;
@@ -76,6 +77,26 @@ impl Embedded {
             return;
         };
         self.routes.learn(topic, route);
+    }
+
+    /// `topic`'s schema validation, from its cached route (learned first when missing): no
+    /// message to the broker while the route is live, and an alter that changes it makes
+    /// the route stale.
+    ///
+    /// # Errors
+    /// `UnknownTopic`, `BrokerStopped`.
+    pub(super) async fn schema_validation(&self, topic: &str) -> Result<SchemaValidation> {
+        if let Some(known) = self.routes.schema_validation(topic) {
+            return Ok(known);
+        }
+        let route = self
+            .ask(GetRoute {
+                topic: topic.to_owned(),
+            })
+            .await?;
+        let validation = route.schema_validation;
+        self.routes.learn(topic, route);
+        Ok(validation)
     }
 
     /// Learns `group`'s coordinator on `topic` once the group is known to exist there (a

@@ -8,7 +8,7 @@ use crate::actors::coordinator::CoordinatorRef;
 use crate::actors::lane::Lane;
 use crate::actors::partition::PartitionRef;
 use crate::actors::topic::TopicRoute;
-use crate::config::CleanupPolicy;
+use crate::config::{CleanupPolicy, SchemaValidation};
 use crate::routing::RequestLimits;
 
 /// Topic → how its produces travel; shared by a handle's clones.
@@ -53,6 +53,9 @@ pub(super) struct Route {
     /// The topic's policy as the route was taken, for the key rule of a compacted topic
     /// (an alter that changes it marks the route stale).
     pub cleanup_policy: CleanupPolicy,
+    /// The topic's schema validation as the route was taken (an alter that changes it marks
+    /// the route stale).
+    pub schema_validation: SchemaValidation,
     /// The topic was deleted (the route leads to closed partitions), has grown (the route
     /// misses its new partitions) or changed its cleanup policy.
     stale: Arc<AtomicBool>,
@@ -67,6 +70,7 @@ impl Route {
             next_keyless: AtomicU32::new(route.next_keyless),
             limits: route.limits,
             cleanup_policy: route.cleanup_policy,
+            schema_validation: route.schema_validation,
             stale: route.stale,
         }
     }
@@ -113,6 +117,19 @@ impl RouteCache {
         if stale && slot.via_broker == 0 {
             slot.direct = Some(Arc::new(Route::new(route)));
         }
+    }
+
+    /// `topic`'s schema validation, from its live route, if one is known.
+    pub fn schema_validation(&self, topic: &str) -> Option<SchemaValidation> {
+        let slots = self.slots();
+        let slot = slots.get(topic)?;
+        let live = |r: &&Arc<Route>| r.is_live();
+        let route = slot
+            .direct
+            .as_ref()
+            .filter(live)
+            .or(slot.learned.as_ref().filter(live))?;
+        Some(route.schema_validation)
     }
 
     /// Forgets `topic`'s route (deleted or grown): its next produce goes through the broker.

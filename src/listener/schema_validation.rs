@@ -72,8 +72,8 @@ mod enabled {
     }
 
     /// The checks a Produce request's topics ask for: the parts each topic with validation
-    /// on checks (one look-up of each topic's config per request, and none at all on a
-    /// broker without schemas).
+    /// on checks (read from each topic's cached route, and not at all on a broker without
+    /// schemas).
     pub(in crate::listener) struct Checks<'a> {
         store: Option<&'a Arc<SchemaStore>>,
         topics: HashMap<String, Vec<Part>>,
@@ -92,14 +92,14 @@ mod enabled {
                         continue;
                     }
                     // An unknown topic is the append's to answer.
-                    let Ok(config) = ctx.broker.describe_topic(topic).await else {
+                    let Ok(validation) = ctx.broker.schema_validation(topic).await else {
                         continue;
                     };
                     let mut parts = Vec::new();
-                    if config.key_schema_validation {
+                    if validation.key {
                         parts.push(Part::Key);
                     }
-                    if config.value_schema_validation {
+                    if validation.value {
                         parts.push(Part::Value);
                     }
                     checked.insert(topic.to_owned(), parts);

@@ -206,6 +206,16 @@ fn a_topic_without_validation_takes_anything_and_the_embedded_api_is_not_checked
     let p = &response.responses[0].partition_responses[0];
     assert_eq!(p.error_code, ResponseError::InvalidRecord.code());
     assert_eq!(log_end(&broker, "checked"), 1);
+    // The embedded API's alter reaches the listener's next produce at once.
+    let changes = nanokafka::TopicChanges::default().value_schema_validation(false);
+    broker.alter_topic("checked", changes).unwrap();
+    let response = send(
+        &mut client,
+        "checked",
+        &[record(None, Some(b"not framed".to_vec()))],
+    );
+    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    assert_eq!(log_end(&broker, "checked"), 2);
 }
 
 #[test]

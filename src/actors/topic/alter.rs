@@ -8,7 +8,7 @@ use futures::future::join_all;
 use super::TopicActor;
 use crate::actors::coordinator::AddPartitions;
 use crate::actors::partition::{ReconfigurePartition, RegisterGroup};
-use crate::config::TopicConfig;
+use crate::config::{SchemaValidation, TopicConfig};
 use crate::group::StartFrom;
 
 /// The topic's config is now `config` (persisted and checked by the `BrokerActor`, which
@@ -36,8 +36,11 @@ impl Handler<AlterTopicActors> for TopicActor {
         if msg.config.partitions as usize > self.partitions.len() {
             self.grow(&msg.config);
         }
-        if msg.config.cleanup_policy != self.cleanup_policy {
+        let validation = SchemaValidation::of(&msg.config);
+        if msg.config.cleanup_policy != self.cleanup_policy || validation != self.schema_validation
+        {
             self.cleanup_policy = msg.config.cleanup_policy;
+            self.schema_validation = validation;
             // Routes cached before now check the old key rule: make their holders ask again.
             std::mem::take(&mut self.stale).store(true, Ordering::Release);
         }
