@@ -225,6 +225,17 @@ pub fn describe(config: &TopicConfig) -> Vec<Entry> {
     ]
 }
 
+/// Every config [`describe`] lists back to its default in `config`: what AlterConfigs' whole
+/// set leaves out. NanoKafka's own settings (partitions, `max_size`, `retention_size`,
+/// backpressure, payload type) have no Kafka name and are kept.
+pub fn reset(config: &mut TopicConfig) {
+    for entry in describe(config) {
+        // Every described name has a default: `apply` of `None` cannot refuse it.
+        let reset = apply(config, entry.name, None);
+        debug_assert!(reset.is_ok(), "{}: {reset:?}", entry.name);
+    }
+}
+
 /// Sets the Kafka config `name` to `value` (`None`: the default) in `config`. The values'
 /// ranges are checked afterwards by `TopicConfig::validate`.
 ///

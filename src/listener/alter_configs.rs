@@ -56,21 +56,8 @@ fn replaced(
     current: &TopicConfig,
     resource: &AlterConfigsResource,
 ) -> Result<TopicConfig, Refusal> {
-    let default = TopicConfig::default();
-    let mut next = TopicConfig {
-        retention_ms: default.retention_ms,
-        retention_bytes: default.retention_bytes,
-        segment_bytes: default.segment_bytes,
-        timestamp_type: default.timestamp_type,
-        cleanup_policy: default.cleanup_policy,
-        delete_retention_ms: default.delete_retention_ms,
-        min_compaction_lag_ms: default.min_compaction_lag_ms,
-        max_compaction_lag_ms: default.max_compaction_lag_ms,
-        min_cleanable_dirty_ratio: default.min_cleanable_dirty_ratio,
-        value_schema_validation: default.value_schema_validation,
-        key_schema_validation: default.key_schema_validation,
-        ..current.clone()
-    };
+    let mut next = current.clone();
+    kafka_names::reset(&mut next);
     let mut names = BTreeSet::new();
     for config in &resource.configs {
         let name = config.name.as_str();

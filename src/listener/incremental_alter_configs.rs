@@ -161,29 +161,54 @@ fn operated(
     Ok(next)
 }
 
-/// The changes that make `next` of `current`, for the fields Kafka configs reach.
+/// The changes that make `next` of `current`. Every field of `TopicConfig` is named here, so
+/// that one added later cannot be left out silently (a change the request asked for, answered
+/// as made, and never applied).
 pub(crate) fn changes_between(current: &TopicConfig, next: &TopicConfig) -> TopicChanges {
-    let differs = |a: Option<u64>, b: Option<u64>| (a != b).then_some(b);
+    fn changed<T: PartialEq + Clone>(current: &T, next: &T) -> Option<T> {
+        (current != next).then(|| next.clone())
+    }
+    let TopicConfig {
+        partitions,
+        max_size,
+        retention_size,
+        retention_bytes,
+        retention_ms,
+        backpressure,
+        segment_bytes,
+        timestamp_type,
+        payload_type,
+        cleanup_policy,
+        delete_retention_ms,
+        min_compaction_lag_ms,
+        max_compaction_lag_ms,
+        min_cleanable_dirty_ratio,
+        compression_type,
+        max_message_bytes,
+        value_schema_validation,
+        key_schema_validation,
+    } = next;
     TopicChanges {
-        retention_ms: differs(current.retention_ms, next.retention_ms),
-        retention_bytes: differs(current.retention_bytes, next.retention_bytes),
-        timestamp_type: (current.timestamp_type != next.timestamp_type)
-            .then_some(next.timestamp_type),
-        segment_bytes: (current.segment_bytes != next.segment_bytes).then_some(next.segment_bytes),
-        cleanup_policy: (current.cleanup_policy != next.cleanup_policy)
-            .then_some(next.cleanup_policy),
-        delete_retention_ms: (current.delete_retention_ms != next.delete_retention_ms)
-            .then_some(next.delete_retention_ms),
-        min_compaction_lag_ms: (current.min_compaction_lag_ms != next.min_compaction_lag_ms)
-            .then_some(next.min_compaction_lag_ms),
-        max_compaction_lag_ms: differs(current.max_compaction_lag_ms, next.max_compaction_lag_ms),
-        min_cleanable_dirty_ratio: (current.min_cleanable_dirty_ratio
-            != next.min_cleanable_dirty_ratio)
-            .then_some(next.min_cleanable_dirty_ratio),
-        value_schema_validation: (current.value_schema_validation != next.value_schema_validation)
-            .then_some(next.value_schema_validation),
-        key_schema_validation: (current.key_schema_validation != next.key_schema_validation)
-            .then_some(next.key_schema_validation),
-        ..TopicChanges::default()
+        partitions: changed(&current.partitions, partitions),
+        max_size: changed(&current.max_size, max_size),
+        retention_size: changed(&current.retention_size, retention_size),
+        retention_bytes: changed(&current.retention_bytes, retention_bytes),
+        retention_ms: changed(&current.retention_ms, retention_ms),
+        backpressure: changed(&current.backpressure, backpressure),
+        timestamp_type: changed(&current.timestamp_type, timestamp_type),
+        segment_bytes: changed(&current.segment_bytes, segment_bytes),
+        payload_type: changed(&current.payload_type, payload_type),
+        cleanup_policy: changed(&current.cleanup_policy, cleanup_policy),
+        delete_retention_ms: changed(&current.delete_retention_ms, delete_retention_ms),
+        min_compaction_lag_ms: changed(&current.min_compaction_lag_ms, min_compaction_lag_ms),
+        max_compaction_lag_ms: changed(&current.max_compaction_lag_ms, max_compaction_lag_ms),
+        min_cleanable_dirty_ratio: changed(
+            &current.min_cleanable_dirty_ratio,
+            min_cleanable_dirty_ratio,
+        ),
+        compression_type: changed(&current.compression_type, compression_type),
+        max_message_bytes: changed(&current.max_message_bytes, max_message_bytes),
+        value_schema_validation: changed(&current.value_schema_validation, value_schema_validation),
+        key_schema_validation: changed(&current.key_schema_validation, key_schema_validation),
     }
 }

@@ -19,7 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use nanokafka::AutoCreate;
-use nanokafka::{ListenerConfig, TimestampType, TopicConfig};
+use nanokafka::{CompressionType, ListenerConfig, TimestampType, TopicConfig};
 
 use crate::client::WireClient;
 use crate::common::{listening_broker, listening_broker_with};
@@ -584,6 +584,8 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
             op("retention.bytes", DELETE, None),
             op("min.insync.replicas", SET, Some("1")),
             op("segment.bytes", SET, Some("1048576")),
+            op("compression.type", SET, Some("lz4")),
+            op("max.message.bytes", SET, Some("65536")),
         ],
     );
     // validate_only first: checked, nothing changed.
@@ -606,7 +608,9 @@ fn incremental_alter_configs_sets_and_deletes_topic_configs_and_refuses_the_rest
     let altered = TopicConfig::default()
         .retention_ms(60_000)
         .timestamp_type(TimestampType::LogAppendTime)
-        .segment_bytes(1 << 20);
+        .segment_bytes(1 << 20)
+        .compression_type(CompressionType::Lz4)
+        .max_message_bytes(1 << 16);
     assert_eq!(broker.list_topics().unwrap()["t"], altered);
 
     // Each refused whole: its valid operation alongside is not applied either.
@@ -700,7 +704,9 @@ fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_ow
         .max_size(100)
         .retention_ms(1000)
         .timestamp_type(TimestampType::LogAppendTime)
-        .segment_bytes(1 << 20);
+        .segment_bytes(1 << 20)
+        .compression_type(CompressionType::Zstd)
+        .max_message_bytes(1 << 16);
     broker.create_topic("t", created.clone()).unwrap();
     let mut client = WireClient::connect(addr);
     let request = whole_set("t", &[("retention.bytes", "4096")]);
@@ -711,7 +717,8 @@ fn alter_configs_replaces_the_whole_set_of_kafka_configs_and_keeps_nanokafkas_ow
     let response = client.call(&request, 0);
     let result = &response.responses[0];
     assert_eq!(result.error_code, 0, "{:?}", result.error_message);
-    // Left out: back to the defaults (segment.bytes too); max_size has no Kafka name and stays.
+    // Left out: back to the defaults (segment.bytes, compression.type and max.message.bytes
+    // too); max_size has no Kafka name and stays.
     let altered = TopicConfig::default()
         .partitions(2)
         .max_size(100)
