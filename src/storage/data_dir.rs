@@ -19,7 +19,10 @@ pub use delete::DeleteError;
 /// The steps of a topic delete, for the crash tests (`internals` feature).
 #[cfg(feature = "internals")]
 pub use delete::Step as DeleteStep;
-pub use topic_id::{TopicId, PARTITION_METADATA_FILE};
+pub use topic_id::TopicId;
+// Named outside this module only by the `internals` feature's users and tests.
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use topic_id::PARTITION_METADATA_FILE;
 
 pub const LOCK_FILE: &str = ".lock";
 /// The file naming the format of the directory's segments; written when the directory is

@@ -104,8 +104,9 @@ pub use log::{
     AppendInfo, BatchRead, CheckedKafkaBatch, FetchedRecords, KafkaAppend, LogConfig, LogSyncJob,
     LogSynced, PartitionLog, RetentionPolicy,
 };
-pub use offsets::{
-    Committed, OffsetStore, OffsetsSyncJob, OffsetsSynced, MAX_OFFSET_METADATA_BYTES,
-};
+pub use offsets::{Committed, OffsetStore, OffsetsSyncJob, OffsetsSynced};
+// Named outside storage only by the `internals` feature's users (and in docs).
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use offsets::MAX_OFFSET_METADATA_BYTES;
 pub use policy::FsyncPolicy;
 pub use recovery::RecoveryReport;

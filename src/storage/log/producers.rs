@@ -57,6 +57,8 @@ impl CheckedKafkaBatch {
         self.bytes.len()
     }
 
+    // Beside `len`, as clippy asks; only the `internals` feature's users call it.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -161,6 +163,11 @@ impl PartitionLog {
     /// `InvalidBatch` when the bytes are not one such batch, or it is transactional or a
     /// control batch (this broker has no transactions); `InvalidTimestamp`; `RecordTooLarge`; `ProducerFenced`; `OutOfOrderSequence`;
     /// `Io` as [`PartitionLog::append`]. Nothing is written on any error.
+    ///
+    /// The broker checks and appends in two steps ([`PartitionLog::check_kafka_batch`], then
+    /// [`PartitionLog::append_checked_kafka_batch`]); this one step serves the `internals`
+    /// feature's users and tests.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn append_kafka_batch(&mut self, batch: &mut [u8], now_ms: u64) -> Result<KafkaAppend> {
         let checked = self.check_client_batch(batch)?;
         let mut stored = checked.stored;
