@@ -6,7 +6,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::error::{ErrorSource, Result};
+use crate::error::Result;
 use crate::partition::Fetched;
 use crate::types::Record;
 
@@ -63,7 +63,7 @@ impl ValueCodec {
             ValueCodec::MessagePack => fetched.decode_each(topic, take),
             #[cfg(feature = "schema-registry")]
             ValueCodec::Avro(binding) => {
-                fetched.decode_each_with(topic, |bytes| binding.decode(bytes).map_err(source), take)
+                fetched.decode_each_with(topic, |bytes| binding.decode(bytes), take)
             }
         }
     }
@@ -80,9 +80,4 @@ impl ValueCodec {
             _ => {}
         }
     }
-}
-
-/// A format's error as the cause a `Decode` error keeps.
-fn source(e: impl std::error::Error + Send + Sync + 'static) -> ErrorSource {
-    std::sync::Arc::new(e)
 }
