@@ -18,7 +18,7 @@ use crate::config::{CleanupPolicy, TopicConfig};
 use crate::error::Error;
 use crate::messages::OffsetSpec;
 use crate::schemas::{ParsedSchema, Registry, RegistryError, SCHEMAS_TOPIC};
-use crate::storage::format::{self, Decoded, MAX_DECOMPRESSED_BYTES};
+use crate::storage::format::{self, BatchStep};
 
 /// The registry of one broker, kept in its `_schemas` topic; see the module documentation.
 #[derive(Debug)]
@@ -145,40 +145,24 @@ impl SchemaStore {
                 break;
             }
             let before = next;
-            let mut bytes = read.bytes.as_slice();
-            while !bytes.is_empty() {
-                let header = match format::decode(bytes) {
-                    Decoded::Batch(header) => header,
-                    Decoded::Incomplete { .. } => break,
-                    Decoded::Invalid { reason } => return Err(damaged(next, &reason)),
-                };
-                let batch = &bytes[..header.batch_len];
-                bytes = &bytes[header.batch_len..];
-                if !header.is_control() {
-                    let section = format::records_section(
-                        batch,
-                        &header,
-                        MAX_DECOMPRESSED_BYTES,
-                        &mut scratch,
-                    )
-                    .map_err(|e| damaged(header.base_offset, &e))?;
-                    let walked =
-                        format::walk_records(section, &header, 0..header.records_count, |r, _| {
-                            let offset = header.base_offset + u64::from(r.offset_delta);
-                            if offset >= next {
-                                if let Some(key) = r.key {
-                                    if let Err(why) = state.registry.apply(key, r.value) {
-                                        tracing::warn!(offset, %why, "a _schemas record skipped");
-                                    }
+            let walked = format::walk_batches(&read.bytes, &mut scratch, |step| {
+                match step {
+                    BatchStep::Record(header, r) => {
+                        let offset = header.base_offset + u64::from(r.offset_delta);
+                        if offset >= next {
+                            if let Some(key) = r.key {
+                                if let Err(why) = state.registry.apply(key, r.value) {
+                                    tracing::warn!(offset, %why, "a _schemas record skipped");
                                 }
-                                next = offset + 1;
                             }
-                            true
-                        });
-                    walked.map_err(|e| damaged(header.base_offset, &e))?;
+                            next = offset + 1;
+                        }
+                    }
+                    BatchStep::End(header) => next = next.max(header.next_offset()),
                 }
-                next = next.max(header.next_offset());
-            }
+                true
+            });
+            walked.map_err(|e| damaged(e.base_offset.unwrap_or(next), &e.reason))?;
             if next == before {
                 return Err(damaged(next, "a read that does not advance"));
             }

@@ -14,7 +14,7 @@ use super::request::{ApiError, Caller};
 use super::schemas;
 use crate::async_handle::AsyncNanoKafka;
 use crate::messages::OffsetSpec;
-use crate::storage::format::{self, Decoded, RecordView, MAX_DECOMPRESSED_BYTES};
+use crate::storage::format::{self, BatchStep, RecordView};
 
 /// Records a page holds by default, and at most.
 const DEFAULT_LIMIT: usize = 50;
@@ -329,44 +329,28 @@ impl<'a> Read<'a> {
             }
             used += read.bytes.len();
             let before = at;
-            let mut bytes = read.bytes.as_slice();
-            while !bytes.is_empty() && !stop {
-                let header = match format::decode(bytes) {
-                    Decoded::Batch(header) => header,
-                    Decoded::Incomplete { .. } => break,
-                    Decoded::Invalid { reason } => return Err(damaged(at, &reason)),
-                };
-                let batch = &bytes[..header.batch_len];
-                bytes = &bytes[header.batch_len..];
-                if !header.is_control() {
-                    let section = format::records_section(
-                        batch,
-                        &header,
-                        MAX_DECOMPRESSED_BYTES,
-                        &mut scratch,
-                    )
-                    .map_err(|e| damaged(header.base_offset, &e))?;
-                    let walked =
-                        format::walk_records(section, &header, 0..header.records_count, |r, _| {
-                            let offset = header.base_offset + u64::from(r.offset_delta);
-                            if offset < at {
-                                return true;
-                            }
-                            if seen == max_records || offset >= self.end {
-                                stop = true;
-                                return false;
-                            }
-                            seen += 1;
-                            at = offset + 1;
-                            stop = !visit(offset, header.record_timestamp(r.timestamp_delta), r);
-                            !stop
-                        });
-                    walked.map_err(|e| damaged(header.base_offset, &e))?;
+            let end = self.end;
+            let walked = format::walk_batches(&read.bytes, &mut scratch, |step| match step {
+                BatchStep::Record(header, r) => {
+                    let offset = header.base_offset + u64::from(r.offset_delta);
+                    if offset < at {
+                        return true;
+                    }
+                    if seen == max_records || offset >= end {
+                        stop = true;
+                        return false;
+                    }
+                    seen += 1;
+                    at = offset + 1;
+                    stop = !visit(offset, header.record_timestamp(r.timestamp_delta), r);
+                    !stop
                 }
-                if !stop {
-                    at = at.max(header.next_offset()).min(self.end);
+                BatchStep::End(header) => {
+                    at = at.max(header.next_offset()).min(end);
+                    true
                 }
-            }
+            });
+            walked.map_err(|e| damaged(e.base_offset.unwrap_or(at), &e.reason))?;
             if at == before {
                 break;
             }

@@ -494,6 +494,73 @@ pub fn walk_records<'a>(
     Ok(())
 }
 
+/// One step of [`walk_batches`].
+#[derive(Debug)]
+pub enum BatchStep<'s, 'a> {
+    /// A record of a data batch, in order.
+    Record(&'s BatchHeader, &'s RecordView<'a>),
+    /// The batch ended: every record of it was visited (a control batch's are not).
+    End(&'s BatchHeader),
+}
+
+/// Why [`walk_batches`] stopped short.
+#[derive(Debug)]
+pub struct WalkError {
+    /// The base offset of the batch at fault, when its header verified.
+    pub base_offset: Option<u64>,
+    pub reason: String,
+}
+
+/// Walks the batches at the start of `bytes` (as a fetch returns them; a batch cut off at the
+/// end is left for the next fetch) and the records of each data batch, decompressed into
+/// `scratch` (within [`MAX_DECOMPRESSED_BYTES`]), handing every step to `visit` until it
+/// answers false. For readers of a log's bytes above the storage layer (the schema store's
+/// replay, the console's record pages).
+///
+/// # Errors
+/// A batch whose header, CRC or records do not verify; the steps before it were visited.
+pub fn walk_batches(
+    mut bytes: &[u8],
+    scratch: &mut Vec<u8>,
+    mut visit: impl FnMut(BatchStep<'_, '_>) -> bool,
+) -> Result<(), WalkError> {
+    while !bytes.is_empty() {
+        let header = match decode(bytes) {
+            Decoded::Batch(header) => header,
+            Decoded::Incomplete { .. } => break,
+            Decoded::Invalid { reason } => {
+                return Err(WalkError {
+                    base_offset: None,
+                    reason,
+                })
+            }
+        };
+        let batch = &bytes[..header.batch_len];
+        bytes = &bytes[header.batch_len..];
+        if !header.is_control() {
+            let damaged = |reason| WalkError {
+                base_offset: Some(header.base_offset),
+                reason,
+            };
+            let section = records_section(batch, &header, MAX_DECOMPRESSED_BYTES, scratch)
+                .map_err(damaged)?;
+            let mut stopped = false;
+            walk_records(section, &header, 0..header.records_count, |record, _| {
+                stopped = !visit(BatchStep::Record(&header, record));
+                !stopped
+            })
+            .map_err(damaged)?;
+            if stopped {
+                return Ok(());
+            }
+        }
+        if !visit(BatchStep::End(&header)) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
 /// The fields a native batch's header gets when it is sealed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NativeSeal {

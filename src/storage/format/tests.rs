@@ -199,3 +199,57 @@ fn garbage_records_are_errors_not_panics() {
         assert!(parse_record(bad).is_err(), "{bad:?}");
     }
 }
+
+/// The steps `walk_batches` takes over `bytes` ("offset=value" per record, "end N" per batch
+/// ending), stopping after `stop_after` of them.
+fn walked(bytes: &[u8], stop_after: usize) -> (Vec<String>, Result<(), WalkError>) {
+    let (mut steps, mut scratch) = (Vec::new(), Vec::new());
+    let result = walk_batches(bytes, &mut scratch, |step| {
+        steps.push(match step {
+            BatchStep::Record(h, r) => format!(
+                "{}={}",
+                h.base_offset + u64::from(r.offset_delta),
+                String::from_utf8_lossy(r.value.unwrap_or_default())
+            ),
+            BatchStep::End(h) => format!("end {}", h.base_offset),
+        });
+        steps.len() < stop_after
+    });
+    (steps, result)
+}
+
+#[test]
+fn walk_batches_visits_records_and_batch_ends_in_order_and_leaves_a_cut_tail() {
+    let mut bytes = native_batch(10, &[(None, b"a"), (Some(b"k"), b"b")]);
+    bytes.extend(native_batch(12, &[(None, b"c")]));
+    let whole = bytes.len();
+    // A third batch cut short, as the end of a fetch can be: left for the next read.
+    let cut = native_batch(13, &[(None, b"d")]);
+    bytes.extend(&cut[..cut.len() - 1]);
+    let (steps, result) = walked(&bytes, usize::MAX);
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(steps, ["10=a", "11=b", "end 10", "12=c", "end 12"]);
+
+    // `visit` answering false stops the walk after that step, inside a batch too.
+    let (steps, result) = walked(&bytes[..whole], 2);
+    assert!(result.is_ok());
+    assert_eq!(steps, ["10=a", "11=b"]);
+}
+
+#[test]
+fn walk_batches_names_the_damaged_batch_after_visiting_the_ones_before() {
+    let mut bytes = native_batch(10, &[(None, b"a")]);
+    let mut second = native_batch(11, &[(None, b"b")]);
+    let last = second.len() - 1;
+    second[last] ^= 0xff; // under the CRC
+    bytes.extend(&second);
+    let (steps, result) = walked(&bytes, usize::MAX);
+    assert_eq!(steps, ["10=a", "end 10"]);
+    let error = result.expect_err("the second batch does not verify");
+    assert_eq!(error.base_offset, None, "its header (CRC) did not verify");
+    assert!(
+        error.reason.to_lowercase().contains("crc"),
+        "{}",
+        error.reason
+    );
+}
