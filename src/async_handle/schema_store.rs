@@ -8,7 +8,7 @@
 //! one (so records another writer appended, an `import` say, are seen), and a change appends
 //! its records, then applies them the same way. One caller at a time holds the state.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::lock::{Mutex, MutexGuard};
@@ -30,6 +30,10 @@ pub(crate) struct SchemaStore {
     /// a hard-deleted schema stays usable here until the broker restarts, as it does in the
     /// caches of Confluent's serializers.
     parsed: std::sync::Mutex<HashMap<u32, Arc<ParsedSchema>>>,
+    /// `(id, subject)` pairs found registered (see [`SchemaStore::registered_under`]): a
+    /// version once registered stays under its subject until a permanent delete, and is
+    /// kept here, as `parsed` keeps its schema, until the broker restarts.
+    registered: std::sync::Mutex<HashSet<(u32, String)>>,
 }
 
 /// The registry, and how far into `_schemas` it has read.
@@ -54,6 +58,7 @@ impl SchemaStore {
             broker,
             state: Mutex::new(SchemaState::default()),
             parsed: std::sync::Mutex::default(),
+            registered: std::sync::Mutex::default(),
         }
     }
 
@@ -79,6 +84,30 @@ impl SchemaStore {
         drop(state);
         let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         Ok(Some(cache.entry(id).or_insert(parsed).clone()))
+    }
+
+    /// Whether schema `id` is a version of `subject` (soft-deleted versions included), after
+    /// catching up with `_schemas` unless already seen (see `registered`).
+    ///
+    /// # Errors
+    /// Confluent's 50001 when `_schemas` cannot be read.
+    pub async fn registered_under(
+        &self,
+        id: u32,
+        subject: &str,
+    ) -> std::result::Result<bool, RegistryError> {
+        let key = (id, subject.to_owned());
+        let lock = || self.registered.lock().unwrap_or_else(|p| p.into_inner());
+        if lock().contains(&key) {
+            return Ok(true);
+        }
+        let state = self.current().await?;
+        let found = (state.registry.id_versions(id).iter()).any(|(s, _)| s == subject);
+        drop(state);
+        if found {
+            lock().insert(key);
+        }
+        Ok(found)
     }
 
     fn cached(&self, id: u32) -> Option<Arc<ParsedSchema>> {

@@ -6,10 +6,12 @@
 //! | bytes | what |
 //! | --- | --- |
 //! | 0 | magic byte, 0 |
-//! | 1..5 | the schema id, big-endian, one the registry knows |
+//! | 1..5 | the schema id, big-endian, one the registry has under the topic's subject |
 //! | 5.. | the payload, one whole value of that schema (`ParsedSchema::check_payload`) |
 //!
-//! A null value (a tombstone) or null key passes. Every batch of the partition is checked
+//! The subject is the topic's under Confluent's default `TopicNameStrategy`: `<topic>-value`
+//! for values, `<topic>-key` for keys; the id must be a version of it (soft-deleted versions
+//! count). A null value (a tombstone) or null key passes. Every batch of the partition is checked
 //! before any is appended: one failing record refuses the partition's records whole
 //! (`INVALID_RECORD`, one `record_errors` entry per failing record). Schemas are looked up
 //! in the broker's `SchemaStore` (never through the REST API) and parsed once per id.
@@ -31,7 +33,7 @@ pub(super) struct Refusal {
 
 #[cfg(feature = "schema-registry")]
 mod enabled {
-    use std::collections::HashMap;
+    use std::collections::{HashMap, HashSet};
     use std::sync::Arc;
 
     use bytes::Bytes;
@@ -48,7 +50,7 @@ mod enabled {
     const HEADER_LEN: usize = 5;
 
     /// Which part of a record is checked.
-    #[derive(Debug, Clone, Copy)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     enum Part {
         Key,
         Value,
@@ -60,6 +62,11 @@ mod enabled {
                 Part::Key => "key",
                 Part::Value => "value",
             }
+        }
+
+        /// The part's subject for `topic` under Confluent's `TopicNameStrategy`.
+        fn subject(self, topic: &str) -> String {
+            format!("{topic}-{}", self.name())
         }
     }
 
@@ -145,6 +152,14 @@ mod enabled {
             read_batch(batch, parts, &mut framed, &mut failed)?;
         }
         let mut schemas: HashMap<u32, Option<Arc<ParsedSchema>>> = HashMap::new();
+        let subjects = HashMap::from([Part::Key, Part::Value].map(|p| (p, p.subject(topic))));
+        // The (id, part)s found under their subject in this request.
+        let mut registered = HashSet::new();
+        let unreadable = |e: crate::schemas::RegistryError| Refusal {
+            error: ResponseError::UnknownServerError,
+            message: format!("the schema registry cannot be read: {}", e.message),
+            records: Vec::new(),
+        };
         for Framed {
             record,
             part,
@@ -155,21 +170,30 @@ mod enabled {
             let schema = match schemas.get(&id) {
                 Some(schema) => schema.clone(),
                 None => {
-                    let found = store.schema_by_id(id).await.map_err(|e| Refusal {
-                        error: ResponseError::UnknownServerError,
-                        message: format!("the schema registry cannot be read: {}", e.message),
-                        records: Vec::new(),
-                    })?;
+                    let found = store.schema_by_id(id).await.map_err(unreadable)?;
                     schemas.insert(id, found.clone());
                     found
                 }
             };
             let why = match schema {
                 None => format!("unknown schema id {id}"),
-                Some(schema) => match schema.check_payload(&payload) {
-                    Ok(()) => continue,
-                    Err(e) => format!("does not decode with schema id {id}: {e}"),
-                },
+                Some(schema) => {
+                    let subject = &subjects[&part];
+                    let under = registered.contains(&(id, part))
+                        || store
+                            .registered_under(id, subject)
+                            .await
+                            .map_err(unreadable)?;
+                    if !under {
+                        format!("schema id {id} is not registered under the subject {subject}")
+                    } else {
+                        registered.insert((id, part));
+                        match schema.check_payload(&payload) {
+                            Ok(()) => continue,
+                            Err(e) => format!("does not decode with schema id {id}: {e}"),
+                        }
+                    }
+                }
             };
             failed.push((
                 record,

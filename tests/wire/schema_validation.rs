@@ -1,6 +1,7 @@
 //! Record validation against the schema registry (`schema-registry` feature): a topic with
 //! `confluent.value.schema.validation` / `confluent.key.schema.validation` on takes a produce
-//! only when every record is in Confluent's framing with a registered id and decodes; a
+//! only when every record is in Confluent's framing with an id registered under the topic's
+//! subject (`<topic>-value`, `<topic>-key`) and decodes; a
 //! failing batch is `INVALID_RECORD` with `record_errors`, and nothing of it is written. The
 //! configs are created, described and altered in Confluent Server's names.
 
@@ -90,6 +91,8 @@ fn a_validated_topic_takes_registered_decodable_values_and_refuses_the_rest_whol
     let dir = tempfile::tempdir().unwrap();
     let (broker, addr, registry) = open(dir.path());
     let id = register(registry, "users-value", USER);
+    // A schema the registry knows, but under another topic's subject only.
+    let elsewhere = register(registry, "orders-value", r#""string""#);
     let mut client = WireClient::connect(addr);
     let created = client.call(
         &create(vec![with_config(creatable("users", 1), VALUE, "true")]),
@@ -109,6 +112,10 @@ fn a_validated_topic_takes_registered_decodable_values_and_refuses_the_rest_whol
         (
             framed(id + 100, &AB_21),
             format!("unknown schema id {}", id + 100),
+        ),
+        (
+            framed(elsewhere, &[4, b'a', b'b']),
+            format!("schema id {elsewhere} is not registered under the subject users-value"),
         ),
         (framed(id, &AB_21[..2]), "does not decode".to_owned()),
         (
@@ -171,8 +178,19 @@ fn a_validated_topic_takes_registered_decodable_values_and_refuses_the_rest_whol
         p.error_message.as_deref().unwrap().contains("the key"),
         "{p:?}"
     );
-    let both = record(Some(framed(id, &AB_21)), Some(framed(id, &AB_21)));
-    let response = send(&mut client, "users", &[both]);
+    // A framed key is checked against the key's own subject.
+    let framed_key = || record(Some(framed(id, &AB_21)), Some(framed(id, &AB_21)));
+    let response = send(&mut client, "users", &[framed_key()]);
+    let p = &response.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, ResponseError::InvalidRecord.code());
+    let why = format!("the key: schema id {id} is not registered under the subject users-key");
+    assert!(p.error_message.as_deref().unwrap().contains(&why), "{p:?}");
+    assert_eq!(
+        register(registry, "users-key", USER),
+        id,
+        "one schema, one id"
+    );
+    let response = send(&mut client, "users", &[framed_key()]);
     assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
     assert_eq!(log_end(&broker, "users"), 5);
 }
