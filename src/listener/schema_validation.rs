@@ -11,8 +11,8 @@
 //!
 //! The subject is the topic's under Confluent's default `TopicNameStrategy`: `<topic>-value`
 //! for values, `<topic>-key` for keys; the id must be a version of it (soft-deleted versions
-//! count). A null value (a tombstone) or null key passes. Every batch of the partition is checked
-//! before any is appended: one failing record refuses the partition's records whole
+//! count). A null value (a tombstone) or null key passes. Every batch of the partition is
+//! checked before any is appended: one failing record refuses the partition's records whole
 //! (`INVALID_RECORD`, one `record_errors` entry per failing record). Schemas are looked up
 //! in the broker's `SchemaStore` (never through the REST API) and parsed once per id.
 //!
