@@ -59,10 +59,11 @@ pub fn rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
     );
     let coalesced = StreamReader::start(broker, topic, StreamCommit::Coalesced);
     let awaited = StreamReader::start(broker, topic, StreamCommit::Awaited);
-    let [floor, flat, consumer, coalesced, awaited] = produce::interleaved(
+    let [floor, kept, flat, consumer, coalesced, awaited] = produce::interleaved(
         budget,
         [
             &decode_floor,
+            &decode_kept,
             &|slice| flat.read(slice),
             &|slice| consumer_poll_batch(&mut consumer.borrow_mut(), slice),
             &|slice| coalesced.read(slice),
@@ -101,6 +102,14 @@ pub fn rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
         )
         .vs(floor_label, floor.per_sec),
     ));
+    rows.push(Row::Figure(
+        Figure::rate(
+            "typed_decode_kept",
+            "the same decode, each 1000 kept in a Vec until dropped together",
+            kept,
+        )
+        .vs(floor_label, floor.per_sec),
+    ));
     rows.push(Row::Figure(Figure::rate(
         "baseline_typed_decode",
         floor_label,
@@ -124,6 +133,30 @@ pub fn decode_floor(slice: Duration) -> Tally {
                 std::hint::black_box(value);
             }
             decoded += TYPED_BATCH as u64;
+        }
+        decoded
+    })
+}
+
+/// [`decode_floor`] as a batch reader's caller sees it: each [`TYPED_BATCH`] decoded values
+/// live together in a `Vec` and are dropped together. A context row: the allocator's cost of
+/// a batch of live values (glibc's fastbins and their consolidation, where one value at a
+/// time stays in its per-thread cache), which every batch reader pays on top of its floor.
+pub fn decode_kept(slice: Duration) -> Tally {
+    let text = "x".repeat(VALUE_LEN - 2);
+    let encoded: Vec<Vec<u8>> = (0..TYPED_BATCH)
+        .map(|_| rmp_serde::to_vec(&text).expect("encode"))
+        .collect();
+    tallied(|| {
+        let meter = Meter::start();
+        let mut decoded = 0u64;
+        while meter.elapsed() < slice {
+            let values: Vec<String> = encoded
+                .iter()
+                .map(|bytes| rmp_serde::from_slice(bytes).expect("decode"))
+                .collect();
+            std::hint::black_box(&values);
+            decoded += values.len() as u64;
         }
         decoded
     })
