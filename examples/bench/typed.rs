@@ -120,21 +120,11 @@ pub fn rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
 
 /// Strings decoded from MessagePack bytes in memory for `slice`, one `from_slice` each.
 pub fn decode_floor(slice: Duration) -> Tally {
-    let text = "x".repeat(VALUE_LEN - 2);
-    let encoded: Vec<Vec<u8>> = (0..TYPED_BATCH)
-        .map(|_| rmp_serde::to_vec(&text).expect("encode"))
-        .collect();
-    tallied(|| {
-        let meter = Meter::start();
-        let mut decoded = 0u64;
-        while meter.elapsed() < slice {
-            for bytes in &encoded {
-                let value: String = rmp_serde::from_slice(bytes).expect("decode");
-                std::hint::black_box(value);
-            }
-            decoded += TYPED_BATCH as u64;
+    decoding(slice, |encoded| {
+        for bytes in encoded {
+            let value: String = rmp_serde::from_slice(bytes).expect("decode");
+            std::hint::black_box(value);
         }
-        decoded
     })
 }
 
@@ -143,6 +133,18 @@ pub fn decode_floor(slice: Duration) -> Tally {
 /// a batch of live values (glibc's fastbins and their consolidation, where one value at a
 /// time stays in its per-thread cache), which every batch reader pays on top of its floor.
 pub fn decode_kept(slice: Duration) -> Tally {
+    decoding(slice, |encoded| {
+        let values: Vec<String> = encoded
+            .iter()
+            .map(|bytes| rmp_serde::from_slice(bytes).expect("decode"))
+            .collect();
+        std::hint::black_box(&values);
+    })
+}
+
+/// Runs `round` over [`TYPED_BATCH`] encoded 100-byte Strings until `slice` has passed;
+/// counts [`TYPED_BATCH`] records a round.
+fn decoding(slice: Duration, round: impl Fn(&[Vec<u8>])) -> Tally {
     let text = "x".repeat(VALUE_LEN - 2);
     let encoded: Vec<Vec<u8>> = (0..TYPED_BATCH)
         .map(|_| rmp_serde::to_vec(&text).expect("encode"))
@@ -151,12 +153,8 @@ pub fn decode_kept(slice: Duration) -> Tally {
         let meter = Meter::start();
         let mut decoded = 0u64;
         while meter.elapsed() < slice {
-            let values: Vec<String> = encoded
-                .iter()
-                .map(|bytes| rmp_serde::from_slice(bytes).expect("decode"))
-                .collect();
-            std::hint::black_box(&values);
-            decoded += values.len() as u64;
+            round(&encoded);
+            decoded += TYPED_BATCH as u64;
         }
         decoded
     })
