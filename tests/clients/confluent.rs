@@ -296,7 +296,7 @@ fn admin_creates_a_topic_with_a_codec_and_a_batch_limit_that_the_producer_meets(
         "{said}"
     );
     let end = b.broker.stats().unwrap().topics["capped"].partitions[0].log_end_offset;
-    assert_eq!(end, 10, "nothing of the refused batch was written");
+    assert_eq!(end, 10, "nothing of the refused batch was written: {said}");
 }
 
 #[test]
