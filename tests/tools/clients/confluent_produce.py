@@ -77,9 +77,9 @@ def main():
         # One batch: only the flush sends it. With a linger of one second, a CI run on a
         # loaded machine once found one record of a 100-record batch written alone, most
         # likely sent when that linger ran out. librdkafka wants message.timeout.ms above
-        # linger.ms.
+        # linger.ms, and at most 900 s of linger.
         config["message.timeout.ms"] = max(2000, deadline.left_ms())
-        config["linger.ms"] = config["message.timeout.ms"] - 1000
+        config["linger.ms"] = min(config["message.timeout.ms"] - 1000, 900_000)
     if args.debug:
         config["debug"] = args.debug
     disconnects = Disconnects()
