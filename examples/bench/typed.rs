@@ -94,22 +94,21 @@ pub fn rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
                 .target(Target::RatioAtLeast(0.35)),
         )
     }));
-    rows.push(Row::Figure(
-        Figure::rate(
+    let context = [
+        (
             "typed_stream_awaited",
             "RecordStream<String>, awaited commit per 1000",
             awaited,
-        )
-        .vs(floor_label, floor.per_sec),
-    ));
-    rows.push(Row::Figure(
-        Figure::rate(
+        ),
+        (
             "typed_decode_kept",
             "the same decode, each 1000 kept in a Vec until dropped together",
             kept,
-        )
-        .vs(floor_label, floor.per_sec),
-    ));
+        ),
+    ];
+    rows.extend(context.into_iter().map(|(key, label, rate)| {
+        Row::Figure(Figure::rate(key, label, rate).vs(floor_label, floor.per_sec))
+    }));
     rows.push(Row::Figure(Figure::rate(
         "baseline_typed_decode",
         floor_label,
