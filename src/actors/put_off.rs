@@ -55,6 +55,10 @@ pub struct PutOff {
     expired: AtomicU64,
     bound: Duration,
     quiet: Duration,
+    /// Pre-park checks that found nothing listed: a test gives an answer only after one,
+    /// so that nothing but the thread's next wake-up may serve it.
+    #[cfg(test)]
+    quiet_checks: AtomicU64,
 }
 
 impl Default for PutOff {
@@ -75,6 +79,8 @@ impl PutOff {
             expired: AtomicU64::new(0),
             bound,
             quiet,
+            #[cfg(test)]
+            quiet_checks: AtomicU64::new(0),
         }
     }
 
@@ -105,6 +111,8 @@ impl PutOff {
     /// (woken from this thread, so the park returns at once). Returns whether it did.
     pub fn before_park(&self) -> bool {
         if !self.pending.load(Ordering::Relaxed) {
+            #[cfg(test)]
+            self.quiet_checks.fetch_add(1, Ordering::Release);
             return false;
         }
         self.kick();
@@ -233,12 +241,16 @@ mod tests {
     struct Answer {
         given: AtomicBool,
         waker: Mutex<Option<Waker>>,
+        /// The thread's quiet pre-park checks when the task last polled the answer.
+        checks_at_poll: AtomicU64,
     }
 
     impl Answer {
-        fn wait(self: &Arc<Self>) -> impl Future<Output = ()> {
+        fn wait(self: &Arc<Self>, put_off: Arc<PutOff>) -> impl Future<Output = ()> {
             let answer = self.clone();
             std::future::poll_fn(move |cx| {
+                let checks = put_off.quiet_checks.load(Ordering::Acquire);
+                answer.checks_at_poll.store(checks, Ordering::SeqCst);
                 *answer.waker.lock().unwrap() = Some(cx.waker().clone());
                 match answer.given.load(Ordering::SeqCst) {
                     true => Poll::Ready(()),
@@ -249,16 +261,40 @@ mod tests {
 
         /// Gives the answer from this thread once the waiting task has polled it.
         fn give(&self) {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let waker = loop {
-                if let Some(waker) = self.waker.lock().unwrap().take() {
-                    break waker;
-                }
-                assert!(Instant::now() < deadline, "never polled");
-                std::thread::yield_now();
-            };
+            let waker = self.polled();
             self.given.store(true, Ordering::SeqCst);
             waker.wake();
+        }
+
+        /// [`Answer::give`], once the thread has also checked for put-off wake-ups after that
+        /// poll and found none: it parks without looking again, so only its next wake-up can
+        /// serve the answer. (Given earlier, the answer may be found by the check that
+        /// follows the poll, on the same wake-up.)
+        fn give_once_parking(&self, put_off: &PutOff) {
+            let waker = self.polled();
+            let polled_at = self.checks_at_poll.load(Ordering::SeqCst);
+            until(|| put_off.quiet_checks.load(Ordering::Acquire) > polled_at);
+            self.given.store(true, Ordering::SeqCst);
+            waker.wake();
+        }
+
+        /// The waker of the task's last poll, once it has polled.
+        fn polled(&self) -> Waker {
+            let mut waker = None;
+            until(|| {
+                waker = self.waker.lock().unwrap().take();
+                waker.is_some()
+            });
+            waker.expect("polled")
+        }
+    }
+
+    /// Yields until `done` (at most 10 s).
+    fn until(mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "never happened");
+            std::thread::yield_now();
         }
     }
 
@@ -267,7 +303,8 @@ mod tests {
     fn awaiting(io: &IoThread) -> (Arc<Answer>, mpsc::Receiver<()>) {
         let answer = Arc::new(Answer::default());
         let (done, finished) = mpsc::channel();
-        let (waited, put_off) = (answer.wait(), io.doorbell.put_off.clone());
+        let put_off = io.doorbell.put_off.clone();
+        let waited = answer.wait(put_off.clone());
         io.arbiter.spawn(async move {
             put_off_wake(waited, Some(put_off)).await;
             let _ = done.send(());
@@ -294,7 +331,7 @@ mod tests {
             assert!(io.doorbell.put_off.armed());
 
             let (answer, done) = awaiting(&io);
-            answer.give();
+            answer.give_once_parking(&io.doorbell.put_off);
             assert!(
                 done.recv_timeout(Duration::from_millis(300)).is_err(),
                 "the answer woke the I/O thread"
