@@ -93,14 +93,19 @@ impl<T> Pool<T> {
         if bytes == 0 || bytes > MAX_KEPT_BYTES {
             return;
         }
+        // The oldest go until the new one fits, freed once the lock is let go.
+        let mut evicted = Vec::new();
         while free.items.len() == KEPT || free.bytes + bytes > MAX_POOL_BYTES {
-            let Some((_, oldest, _)) = free.items.pop_front() else {
+            let Some((_, oldest, buffer)) = free.items.pop_front() else {
                 break;
             };
             free.bytes -= oldest;
+            evicted.push(buffer);
         }
         free.bytes += bytes;
         free.items.push_back((number, bytes, item));
+        drop(free);
+        drop(evicted);
     }
 }
 
