@@ -752,8 +752,19 @@ impl AsyncNanoKafka {
     /// [`AsyncNanoKafka::consumer_poll`], the records left in their read buffer (a typed
     /// consumer decodes them from it).
     pub(crate) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
+        self.consumer_poll_waiting(poll, false).await
+    }
+
+    /// [`AsyncNanoKafka::consumer_poll_fetched`] for a member that is caught up when
+    /// `wait_first`: the poll waits at the member's partitions before it fetches any (one
+    /// parallel round of waits where a fetch of each partition in turn found nothing).
+    pub(crate) async fn consumer_poll_waiting(
+        &self,
+        poll: ConsumerPoll,
+        wait_first: bool,
+    ) -> Result<FetchedBatch> {
         let e = self.embedded("consumer_poll")?;
-        e.consumer_poll_fetched(poll).await
+        e.consumer_poll_fetched(poll, wait_first).await
     }
 
     /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].

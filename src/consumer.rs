@@ -144,6 +144,9 @@ pub(crate) struct Membership {
 pub(crate) struct PollRequest {
     poll: ConsumerPoll,
     options: GroupOptions,
+    /// The member is caught up: the poll waits at its partitions before it fetches any
+    /// (`PollPause::wait_first`).
+    wait_first: bool,
 }
 
 /// Where a poll reads from: the generation and positions of the member it was made for. A
@@ -155,6 +158,13 @@ pub(crate) struct PollBasis {
 }
 
 impl PollRequest {
+    /// This poll, waiting at the member's partitions before it fetches when `caught_up` (the
+    /// member's last poll found no backlog; see `PollPause::wait_first`).
+    pub(crate) fn waiting_first(mut self, caught_up: bool) -> Self {
+        self.wait_first = caught_up;
+        self
+    }
+
     pub(crate) fn basis(&self) -> PollBasis {
         PollBasis {
             generation: self.poll.generation,
@@ -229,6 +239,7 @@ impl Membership {
                 wait: (!timeout.is_zero()).then_some(timeout),
             },
             options: self.options,
+            wait_first: false,
         }
     }
 
@@ -331,8 +342,12 @@ pub(crate) async fn poll_rejoining(
     handle: &AsyncNanoKafka,
     request: PollRequest,
 ) -> Result<Polled> {
-    let PollRequest { mut poll, options } = request;
-    match handle.consumer_poll_fetched(poll.clone()).await {
+    let PollRequest {
+        mut poll,
+        options,
+        wait_first,
+    } = request;
+    match handle.consumer_poll_waiting(poll.clone(), wait_first).await {
         Err(Error::UnknownMember { .. }) => {}
         other => {
             return other.map(|batch| Polled {

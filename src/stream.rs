@@ -89,7 +89,10 @@ impl StreamOptions {
 ///   [`StreamOptions::poll_wait`]); an empty answer is followed by the next poll. Polls are
 ///   the member's sign of life: a stream that is not polled for the broker's session
 ///   timeout is evicted, and its next poll joins the group again and reads from the
-///   committed offsets. After a full batch the next poll is sent at once, so that the
+///   committed offsets. After a batch that was not full (caught up: at a trickle, every
+///   batch) the next poll waits at the partitions before it fetches any, instead of
+///   fetching each in turn and finding nothing (a wait answers at once where data is, so
+///   nothing is missed). After a full batch the next poll is sent at once, so that the
 ///   partition reads it while the caller takes this one (fetch ahead, as `Consumer` does);
 ///   its answer is taken once the buffer is empty (the task kept awake for it briefly, as
 ///   an awaited produce is), and dropped without loss (positions live
@@ -156,6 +159,10 @@ pub struct RecordStream<T> {
     polling_from: Option<PollBasis>,
     /// The poll in flight was sent ahead and not yet awaited (see `await_ahead`).
     ahead: bool,
+    /// The last poll found no backlog (it returned less than a full batch): the next one
+    /// waits at the partitions before it fetches any (`PollPause::wait_first`), which at a
+    /// trickle saves a fetch of every partition per record.
+    caught_up: bool,
     /// What this stream yielded in which generation, and its committers' pending commits.
     shared: Arc<Shared>,
     /// The committers' flush in flight, sent by the stream (interval, rebalance).
@@ -279,6 +286,7 @@ impl AsyncNanoKafka {
             polling: None,
             polling_from: None,
             ahead: false,
+            caught_up: false,
             shared,
             flushing: None,
             flush_timer: None,
@@ -487,7 +495,7 @@ impl<T: DeserializeOwned> RecordStream<T> {
         let (max, wait) = (self.options.max_batch, self.options.poll_wait);
         let (poll, from) = match &self.member {
             Member::Embedded(m) => {
-                let request = m.poll_request(max, wait);
+                let request = m.poll_request(max, wait).waiting_first(self.caught_up);
                 let from = request.basis();
                 (
                     embedded_poll(&self.handle, request, &self.codec),
@@ -541,6 +549,9 @@ impl<T: DeserializeOwned> RecordStream<T> {
             (Answer::Embedded(polled), Member::Embedded(m)) => {
                 let before = m.generation();
                 let fetched = m.polled(*polled);
+                self.caught_up = fetched
+                    .as_ref()
+                    .is_none_or(|f| f.records.len() < self.options.max_batch);
                 if m.generation() != before {
                     self.buffer.clear();
                     // Read again after the flush (nothing moved: the records are dropped).

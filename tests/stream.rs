@@ -472,6 +472,57 @@ fn the_largest_batch_and_wait_work() {
     });
 }
 
+// ---- a caught-up stream's poll waits at every partition before it fetches any ----
+
+/// Whether a poll is parked at all `partitions` of the topic.
+async fn parked_everywhere(bus: &AsyncNanoKafka, partitions: usize) -> bool {
+    let stats = bus.stats().await.unwrap();
+    let parked = stats.topics[TOPIC].partitions.iter();
+    parked.filter(|p| p.parked_polls > 0).count() == partitions
+}
+
+#[test]
+fn a_caught_up_stream_takes_each_record_of_a_trickle_on_any_partition() {
+    let (_dir, broker) = broker_with(0, 4);
+    run(broker.async_handle(), |bus| async move {
+        // A poll waits as long as the test: a record its waits missed fails the test rather
+        // than being found by the poll after it.
+        let opts = StreamOptions {
+            poll_wait: PATIENCE,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        let mut partitions = BTreeSet::new();
+        for value in 0..12u64 {
+            // Every other record comes while the poll waits, the others before it is sent.
+            let waiting = value % 2 == 1;
+            let mut record = Box::pin(next(&mut stream));
+            if waiting {
+                assert!(futures::poll!(record.as_mut()).is_pending());
+                let deadline = Instant::now() + PATIENCE / 2;
+                while !parked_everywhere(&bus, 4).await {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the poll did not wait at every partition"
+                    );
+                    actix_rt::task::yield_now().await;
+                }
+            }
+            let produced = bus.produce(TOPIC, &value).await.unwrap();
+            let record = record.await;
+            let got = (record.partition, record.offset, record.value);
+            assert_eq!(got, (produced.partition, produced.offset, value));
+            partitions.insert(record.partition);
+        }
+        assert_eq!(
+            partitions.len(),
+            4,
+            "round-robin produces reach every partition"
+        );
+        stream.leave().await.unwrap();
+    });
+}
+
 // ---- the next poll is sent while the caller takes a full batch; it serves only if nothing moved ----
 
 #[test]

@@ -24,11 +24,12 @@
 //! `PartitionRestarted`; the poll then fetches once more from the other partitions and
 //! returns that error only if none has data.
 //!
-//! A push subscription's poll saves round trips at low rates, where each record is a batch
-//! of its own: when its last poll found no backlog it sets [`PollPause::wait_first`], so the
-//! poll sends the waits at once instead of fetching every partition in turn first (a wait
-//! answers at once where data is), and after a wait it fetches first the partition whose data
-//! ended it. Under a backlog (full batches) it fetches first, as a `Consumer` does.
+//! A push subscription's poll, and a `RecordStream`'s, save round trips at low rates, where
+//! each record is a batch of its own: when the member's last poll found no backlog it sets
+//! [`PollPause::wait_first`], so the poll sends the waits at once instead of fetching every
+//! partition in turn first (a wait answers at once where data is); after a wait, a
+//! subscription's poll fetches first the partition whose data ended it. Under a backlog (full
+//! batches) they fetch first, as a `Consumer` does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -165,8 +166,8 @@ impl Message for ConsumerPollGroup {
 pub struct PollPause {
     pub partitions: BTreeSet<u32>,
     pub wake: Option<oneshot::Receiver<()>>,
-    /// The subscription is caught up (its last poll found no backlog): the poll waits for
-    /// data first instead of fetching every partition first. A wait answers at once where
+    /// The member is caught up (its last poll found no backlog: a subscription's or a
+    /// stream's): the poll waits for data first instead of fetching every partition first. A wait answers at once where
     /// data is, so nothing is missed, and a poll that finds nothing costs one parallel round
     /// of waits instead of a fetch of each partition in turn and then the waits.
     pub wait_first: bool,
@@ -725,10 +726,10 @@ impl PollPlan {
         (Some(fetched), replanned)
     }
 
-    /// The indexes of `targets` to fetch from, in order: none for a subscription's poll that
-    /// waits first (once); for a subscription's, the target `woken` by data first, then the
-    /// others in order (a fetch of each before it would find nothing at low rates); for a
-    /// `Consumer`'s, all in order.
+    /// The indexes of `targets` to fetch from, in order: none for a poll that waits first
+    /// (once: a caught-up subscription's or stream's); for a subscription's, the target
+    /// `woken` by data first, then the others in order (a fetch of each before it would find
+    /// nothing at low rates); otherwise all in order.
     fn fetch_order(&mut self, woken: Option<usize>) -> impl Iterator<Item = usize> {
         let n = match std::mem::take(&mut self.wait_first) {
             true => 0,

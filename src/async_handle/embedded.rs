@@ -182,7 +182,11 @@ impl Embedded {
     }
 
     /// The `Consumer` handle's poll, the records left in their read buffer.
-    pub(super) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
+    pub(super) async fn consumer_poll_fetched(
+        &self,
+        poll: ConsumerPoll,
+        wait_first: bool,
+    ) -> Result<FetchedBatch> {
         if let Some((route, coordinator)) = self.routes.poll_target(&poll.topic, &poll.group) {
             check_max_records(poll.max_records)?;
             let request = coordinator.send(ConsumerPollGroup {
@@ -194,6 +198,7 @@ impl Embedded {
                 // A blocking `Consumer`'s long poll: woken early, as in `poll_fetched`.
                 pause: PollPause {
                     early_wake: poll.wait.and_then(|_| crate::wait::long_poll_waker()),
+                    wait_first,
                     ..PollPause::default()
                 },
             });
