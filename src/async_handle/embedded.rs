@@ -209,6 +209,14 @@ impl Embedded {
                 Err(_) => {}
             }
         }
+        // Boxed: the polls that take the route above do not carry this path's state in
+        // theirs (see `consumer::poll_prepared`).
+        Box::pin(self.consumer_poll_via_broker(poll)).await
+    }
+
+    /// [`Embedded::consumer_poll_fetched`] when the group's coordinator is not known yet:
+    /// through the broker, which tells it.
+    async fn consumer_poll_via_broker(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
         let (topic, group) = (poll.topic.clone(), poll.group.clone());
         let batch = self.ask(ConsumerPollFetched(poll)).await?;
         self.learn_group(&topic, &group).await;

@@ -75,7 +75,9 @@ impl ValueCodec {
         match (self, fetched) {
             #[cfg(feature = "schema-registry")]
             (ValueCodec::Avro(binding), Some(fetched)) => {
-                binding.load(fetched.records.iter().map(|r| r.value)).await;
+                // Boxed: a MessagePack poll does not carry the registry lookup's state in its
+                // own (see `consumer::poll_prepared`).
+                Box::pin(binding.load(fetched.records.iter().map(|r| r.value))).await;
             }
             _ => {}
         }
