@@ -167,9 +167,10 @@ pub struct PollPause {
     pub partitions: BTreeSet<u32>,
     pub wake: Option<oneshot::Receiver<()>>,
     /// The member is caught up (its last poll found no backlog: a subscription's or a
-    /// stream's): the poll waits for data first instead of fetching every partition first. A wait answers at once where
-    /// data is, so nothing is missed, and a poll that finds nothing costs one parallel round
-    /// of waits instead of a fetch of each partition in turn and then the waits.
+    /// stream's): the poll waits for data first instead of fetching every partition first.
+    /// A wait answers at once where data is, so nothing is missed, and a poll that finds
+    /// nothing costs one parallel round of waits instead of a fetch of each partition in
+    /// turn and then the waits.
     pub wait_first: bool,
     /// A blocking caller's thread, woken as soon as an append is sent to a partition the poll
     /// waits at (`lane::ParkedPolls`), before the append is written and the poll answered:
