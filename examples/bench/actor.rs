@@ -183,44 +183,90 @@ async fn paced<F: std::future::Future<Output = ()>>(
     }
 }
 
+/// Which readers the low-rate row runs: both (the row), or one of them alone, to split the
+/// row's cost between them (`NANOKAFKA_BENCH_LOW_READERS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readers {
+    Both,
+    Subscription,
+    Stream,
+}
+
+impl Readers {
+    fn subscription(self) -> bool {
+        self != Readers::Stream
+    }
+
+    fn stream(self) -> bool {
+        self != Readers::Subscription
+    }
+}
+
 /// The low-rate row: see the module docs.
 pub fn low_rate(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> LowRate {
+    low_rate_with(broker, topic, (rate, duration), Readers::Both)
+}
+
+/// [`low_rate`] with only the `readers` given: a reader left out counts as having taken and
+/// committed every event.
+pub fn low_rate_with(
+    broker: &NanoKafka,
+    topic: &str,
+    (rate, duration): (u32, Duration),
+    readers: Readers,
+) -> LowRate {
     let handle = broker.async_handle();
     let topic = topic.to_owned();
     in_system(move || async move {
         let events: Topic<Event> = handle.topic(topic);
         events.create(config()).await.expect("create topic");
         let delivered = Arc::new(AtomicU64::new(0));
-        let sink = Sink {
-            delivered: delivered.clone(),
-        }
-        .start();
         let group = "low-rate";
-        let subscription = events
-            .subscribe(
-                group,
-                "member-0",
-                sink.recipient(),
-                SubscribeOptions::default(),
-            )
-            .await
-            .expect("subscribe");
+        let subscription = match readers.subscription() {
+            true => {
+                let sink = Sink {
+                    delivered: delivered.clone(),
+                }
+                .start();
+                let options = SubscribeOptions::default();
+                let subscribed = events.subscribe(group, "member-0", sink.recipient(), options);
+                Some(subscribed.await.expect("subscribe"))
+            }
+            false => None,
+        };
         let stream_group = "low-rate-stream";
         let streamed = Arc::new(AtomicU64::new(0));
-        let stream = events
-            .stream(stream_group, "reader-0")
-            .await
-            .expect("stream");
-        let committer = stream.committer();
-        let reader = reader(stream, committer.clone(), streamed.clone());
+        let stream = match readers.stream() {
+            true => {
+                let stream = events.stream(stream_group, "reader-0").await;
+                let stream = stream.expect("stream");
+                let committer = stream.committer();
+                Some((
+                    reader(stream, committer.clone(), streamed.clone()),
+                    committer,
+                ))
+            }
+            false => None,
+        };
         let meter = Meter::start();
         let produced = Pacer::run(events.clone(), rate, duration).await;
-        let lag = drained(&events, group, &delivered, produced).await;
-        let lag =
-            lag + drained_stream(&events, stream_group, &streamed, &committer, produced).await;
+        let mut lag = 0;
+        if subscription.is_some() {
+            lag += drained(&events, group, &delivered, produced).await;
+        }
+        if let Some((_, committer)) = &stream {
+            lag += drained_stream(&events, stream_group, &streamed, committer, produced).await;
+        }
         let rate = meter.rate(produced);
-        subscription.unsubscribe();
-        reader.abort();
+        if let Some(subscription) = subscription {
+            subscription.unsubscribe();
+        } else {
+            delivered.store(produced, Ordering::Relaxed);
+        }
+        match stream {
+            Some((reader, _)) => reader.abort(),
+            None => streamed.store(produced, Ordering::Relaxed),
+        }
         LowRate {
             rate,
             sleeps_per_event: meter.sleeps_per(produced),

@@ -139,6 +139,32 @@ fn sleeps() -> u64 {
     rusage().ru_nvcsw as u64
 }
 
+/// Each live thread's sleeps so far (`voluntary_ctxt_switches` in `/proc/self/task/*/status`),
+/// named `tid:name`; empty where `/proc` cannot be read. A thread that ended is not listed.
+pub fn thread_sleeps() -> Vec<(String, u64)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut threads: Vec<(String, u64)> = tasks
+        .flatten()
+        .filter_map(|task| {
+            let dir = task.path();
+            let name = std::fs::read_to_string(dir.join("comm")).ok()?;
+            let status = std::fs::read_to_string(dir.join("status")).ok()?;
+            let sleeps = status
+                .lines()
+                .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))?
+                .trim()
+                .parse()
+                .ok()?;
+            let tid = task.file_name().to_string_lossy().into_owned();
+            Some((format!("{tid}:{}", name.trim()), sleeps))
+        })
+        .collect();
+    threads.sort();
+    threads
+}
+
 /// The process's CPU time so far: user + system, every thread (`getrusage(RUSAGE_SELF)`).
 pub fn cpu_time() -> Duration {
     let usage = rusage();

@@ -31,7 +31,9 @@
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=typed`: only the typed readers and their decode floor (`typed`).
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
-//!   its producer alone.
+//!   its producer alone; `low_rate_row`: only the row. For either, the row's rate
+//!   (`NANOKAFKA_BENCH_LOW_RATE`, events/s, default 500) and readers
+//!   (`NANOKAFKA_BENCH_LOW_READERS`: `both`, the default, `subscription` or `stream`).
 //! - `NANOKAFKA_BENCH_ONLY=loaded`: only the rows under load (`loaded`): one blocking thread
 //!   and its std-channel baseline, quiet and under two busy processes and a busy thread,
 //!   then an awaited produce and a subscription under that load.
@@ -215,8 +217,10 @@ fn main() {
         );
         return;
     }
-    if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "low_rate") {
-        return low_rate_only(budget);
+    if let Ok(only @ ("low_rate" | "low_rate_row")) =
+        std::env::var("NANOKAFKA_BENCH_ONLY").as_deref()
+    {
+        return low_rate_only(budget, only == "low_rate_row");
     }
     if std::env::var("NANOKAFKA_BENCH_ONLY").is_ok_and(|only| only == "consume") {
         return consume_only(budget);
@@ -836,11 +840,50 @@ fn peer_rows(
 }
 
 /// `NANOKAFKA_BENCH_ONLY=low_rate`: the low-rate actor row, its bare-hops baseline and its
-/// producer alone, one line (quick to compare builds, or to run under a profiler).
-fn low_rate_only(budget: Duration) {
+/// producer alone, one line (quick to compare builds, or to run under a profiler). The row
+/// runs at `NANOKAFKA_BENCH_LOW_RATE` events/s and with `NANOKAFKA_BENCH_LOW_READERS`; the
+/// sleeps per event of each broker thread follow it. `NANOKAFKA_BENCH_ONLY=low_rate_row`
+/// stops there, without the baselines (for a profiler: per event = the difference of two
+/// runs of different lengths over the difference of their events).
+fn low_rate_only(budget: Duration, row_only: bool) {
+    let rate = harness::env_number(
+        "NANOKAFKA_BENCH_LOW_RATE",
+        actor::LOW_RATE.into(),
+        1.0..=1e5,
+    );
+    let readers = match std::env::var("NANOKAFKA_BENCH_LOW_READERS").as_deref() {
+        Err(_) | Ok("both") => actor::Readers::Both,
+        Ok("subscription") => actor::Readers::Subscription,
+        Ok("stream") => actor::Readers::Stream,
+        Ok(other) => {
+            eprintln!(
+                "NANOKAFKA_BENCH_LOW_READERS={other:?}: expected both, subscription or stream"
+            );
+            std::process::exit(2);
+        }
+    };
     let broker = TempBroker::start(FsyncPolicy::Never);
     let low_for = budget.max(Duration::from_secs(1));
-    let low = actor::low_rate(&broker.broker, "actor-low-rate", actor::LOW_RATE, low_for);
+    let threads = harness::thread_sleeps();
+    let at = (rate as u32, low_for);
+    let low = actor::low_rate_with(&broker.broker, "actor-low-rate", at, readers);
+    println!(
+        "low rate ({rate} events/s, {readers:?}): {} events, {:.1} us/event ({:.2} sleeps/event)",
+        low.produced, low.rate.cpu_us_per_record, low.sleeps_per_event
+    );
+    for (thread, sleeps) in harness::thread_sleeps() {
+        let before = threads
+            .iter()
+            .find(|(t, _)| *t == thread)
+            .map_or(0, |t| t.1);
+        let per_event = sleeps.saturating_sub(before) as f64 / low.produced.max(1) as f64;
+        if per_event >= 0.01 {
+            println!("  thread {thread}: {per_event:.2} sleeps/event");
+        }
+    }
+    if row_only {
+        return;
+    }
     let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
     let (alone, alone_sleeps) = actor::produce_only(
         &broker.broker,
