@@ -169,6 +169,13 @@ pub struct AppendInfo {
     pub timestamp_ms: u64,
 }
 
+/// The largest appended batch kept as a log's tail for more readers than one (see
+/// [`PartitionLog::hold_for_reader_at_end`]): the batches of a trickle, where each reader
+/// woken by an append would otherwise read back from the file the one batch it asks for.
+/// A larger batch is read back by all but the first reader, its read cost spread over
+/// its records; and a partition keeps at most this much between its appends.
+pub(super) const MAX_SHARED_TAIL_BYTES: usize = 16 << 10;
+
 /// Where the last read stopped, so the next sequential read skips the index.
 #[derive(Debug)]
 struct ReadHint {
@@ -213,6 +220,10 @@ pub struct PartitionLog {
     /// owner reports these (usually none or one per call).
     sync_times: Vec<std::time::Duration>,
     read_hint: Option<ReadHint>,
+    /// The batch the last append held for the reader at the log end, kept (sharing its
+    /// bytes) for the other readers that were there too, with the base of its segment: see
+    /// [`PartitionLog::hold_for_reader_at_end`].
+    tail: Option<(u64, Box<Held>)>,
     /// The next read, done before it was asked for (see `read_ahead`).
     ahead: read_ahead::ReadAheads,
     /// What the rest of a batch kept in `read_hint` counts against (see `fetch::Held`).
@@ -334,6 +345,7 @@ impl PartitionLog {
             dirty: false,
             sync_times: Vec::new(),
             read_hint: None,
+            tail: None,
             ahead: read_ahead::ReadAheads::default(),
             held_budget: &HELD_BUDGET,
             max_decompressed_bytes: crate::storage::format::MAX_DECOMPRESSED_BYTES,
@@ -427,6 +439,7 @@ impl PartitionLog {
     #[cfg(test)]
     pub(super) fn set_held_budget(&mut self, budget: &'static HeldBudget) {
         self.read_hint = None;
+        self.tail = None;
         self.ahead.clear();
         self.held_budget = budget;
     }
@@ -793,24 +806,31 @@ impl PartitionLog {
                     .map_or(log_end, |(&b, _)| b);
                 continue;
             }
-            let (mut from, mut resume, mut batch_len) = match self.read_hint.take() {
+            // Where the last read stopped, when this one goes on from there (with what it
+            // held of the batch there), else the log's tail when this read starts at it.
+            let (held, resumed) = match self.read_hint.take() {
                 Some(h) if h.offset == offset && h.base_offset == base => {
-                    if let Some(held) = h.held {
-                        let batch_at = held.batch_position();
-                        // Nothing after the batch: a read of the file would stop there too.
-                        let last = held.batch_next_offset() == log_end;
-                        let limits = (max_records, max_bytes);
-                        let served = held.serve(limits, last).map_err(|reason| {
-                            StorageError::corrupt(segment.log_path(), batch_at, reason)
-                        })?;
-                        if let Some((mut records, position)) = served {
-                            self.set_read_hint(base, &mut records, position);
-                            return Ok(records);
-                        }
-                    }
-                    (h.position, h.resume, h.batch_len)
+                    (h.held, Some((h.position, h.resume, h.batch_len)))
                 }
-                _ => (segment.lookup(offset)?.position, None, None),
+                _ => (self.shared_tail(base, offset), None),
+            };
+            if let Some(held) = held {
+                let batch_at = held.batch_position();
+                // Nothing after the batch: a read of the file would stop there too.
+                let last = held.batch_next_offset() == log_end;
+                let served = held
+                    .serve((max_records, max_bytes), last)
+                    .map_err(|reason| {
+                        StorageError::corrupt(segment.log_path(), batch_at, reason)
+                    })?;
+                if let Some((mut records, position)) = served {
+                    self.set_read_hint(base, &mut records, position);
+                    return Ok(records);
+                }
+            }
+            let (mut from, mut resume, mut batch_len) = match resumed {
+                Some(resumed) => resumed,
+                None => (segment.lookup(offset)?.position, None, None),
             };
             let path = segment.log_path();
             let mut fell_back = false;
@@ -876,8 +896,15 @@ impl PartitionLog {
     /// read stopped exactly there (a reader caught up, usually parked in a long poll that
     /// this append wakes), the batch is held for its next read, which then copies it from
     /// memory instead of reading the file back (see `fetch::Held::appended`). Nothing is held
-    /// for any other reader, nor for a batch too large for the held budget.
+    /// for a reader elsewhere, nor for a batch too large for the held budget.
+    ///
+    /// Other readers caught up at the same offset (other groups, woken by the same append)
+    /// read it from memory too: a batch of at most [`MAX_SHARED_TAIL_BYTES`] is also kept as
+    /// the log's tail, sharing the held bytes, until the next append. Each read that starts
+    /// at the batch gets its own hold of those bytes, so it returns what a read of the file
+    /// would.
     fn hold_for_reader_at_end(&mut self, parts: &[&[u8]], position: u64) {
+        self.tail = None;
         let base = self.active_base();
         let Some(hint) = self.read_hint.as_mut() else {
             return;
@@ -887,9 +914,21 @@ impl PartitionLog {
             return;
         }
         if let Some(held) = Held::appended(parts, (position, hint.offset), self.held_budget) {
-            hint.batch_len = Some(parts.iter().map(|p| p.len()).sum());
+            let len = parts.iter().map(|p| p.len()).sum();
+            if len <= MAX_SHARED_TAIL_BYTES {
+                self.tail = held.share(self.held_budget).map(|tail| (base, tail));
+            }
+            hint.batch_len = Some(len);
             hint.held = Some(held);
         }
+    }
+
+    /// A hold of the log's tail (see [`PartitionLog::hold_for_reader_at_end`]) for a read
+    /// from `offset` of the segment at `base`, when the tail batch starts there.
+    fn shared_tail(&self, base: u64, offset: u64) -> Option<Box<Held>> {
+        let (tail_base, tail) = self.tail.as_ref()?;
+        let starts_here = *tail_base == base && tail.batch_first_offset() == offset;
+        starts_here.then(|| tail.share(self.held_budget)).flatten()
     }
 
     /// Remembers where the read that returned `records` from the segment at `base` stopped

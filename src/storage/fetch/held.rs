@@ -234,6 +234,31 @@ impl Held {
         Ok(Some((fetched, position)))
     }
 
+    /// Another hold of the same whole batch, sharing its bytes, for another reader (its own
+    /// reservation in `budget`): `None` for a hold that is not a whole uncompressed batch
+    /// from its first record, or when the budget has no room.
+    pub(in crate::storage) fn share(&self, budget: &'static HeldBudget) -> Option<Box<Held>> {
+        let whole = matches!(self.rest, Rest::Unparsed { batch_at: 0 })
+            && self.resume.index == 0
+            && self.resume.record_at == 0;
+        if !whole {
+            return None;
+        }
+        let reserved = budget.try_reserve(self.resume.header.batch_len)?;
+        Some(Box::new(Held {
+            bytes: Arc::clone(&self.bytes),
+            rest: Rest::Unparsed { batch_at: 0 },
+            resume: self.resume,
+            after_len: self.after_len,
+            _reserved: reserved,
+        }))
+    }
+
+    /// The offset of the first record of the batch the records are in.
+    pub(in crate::storage) fn batch_first_offset(&self) -> u64 {
+        self.resume.header.base_offset
+    }
+
     /// Where the batch the records are in starts in its segment.
     pub(in crate::storage) fn batch_position(&self) -> u64 {
         self.resume.position

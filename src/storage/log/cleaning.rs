@@ -226,6 +226,7 @@ impl PartitionLog {
     /// Forgets every position in a segment: the next reads start from an index.
     fn forget_positions(&mut self) {
         self.read_hint = None;
+        self.tail = None;
         self.batch_hint = None;
         self.ahead.clear();
         self.start_position = None;

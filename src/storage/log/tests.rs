@@ -446,6 +446,55 @@ mod reader_at_the_end {
         assert_eq!(from_client.len(), 2);
     }
 
+    /// Readers of other groups caught up at the same offset, woken by the same append, read
+    /// the batch from memory too, whole or in parts, and get what the file holds; a reader
+    /// behind them reads the file. The tail is kept until the next append, within the
+    /// budget, which gets every byte back when the log is dropped.
+    #[test]
+    fn every_reader_caught_up_at_the_batch_reads_it_from_memory() {
+        static BUDGET: HeldBudget = HeldBudget::new(1 << 20);
+        let sim = SimFs::new(10);
+        let mut log = sim_log(&sim);
+        log.set_held_budget(&BUDGET);
+        append(&mut log, 0..3);
+        for _reader in 0..3 {
+            assert_eq!(log.read(0, 100, MAX_BYTES).unwrap().next_offset(), 3);
+        }
+        for round in 0..20u8 {
+            let at = 3 + 6 * round;
+            let before = segment_reads(&sim);
+            append(&mut log, at..at + 6);
+            let first = contents(&log.read(u64::from(at), 100, MAX_BYTES).unwrap());
+            let second = contents(&log.read(u64::from(at), 100, MAX_BYTES).unwrap());
+            let part = log.read(u64::from(at), 2, MAX_BYTES).unwrap();
+            let rest = log.read(part.next_offset(), 100, MAX_BYTES).unwrap();
+            assert_eq!(
+                segment_reads(&sim),
+                before,
+                "round {round}: the segment was read"
+            );
+            let whole = from_file(&sim, u64::from(at), 100);
+            assert_eq!((first.len(), &second), (6, &first));
+            assert_eq!(first, whole);
+            assert_eq!(contents(&part), whole[..2]);
+            assert_eq!(contents(&rest), whole[2..]);
+            let kept = BUDGET.used();
+            assert!(
+                kept > 0 && kept <= super::super::MAX_SHARED_TAIL_BYTES,
+                "{kept}"
+            );
+        }
+        // A reader behind: from the file, what the file holds.
+        let before = segment_reads(&sim);
+        append(&mut log, 123..126);
+        let behind = contents(&log.read(3, 200, MAX_BYTES).unwrap());
+        assert!(segment_reads(&sim) > before, "read from memory alone");
+        assert_eq!(behind, from_file(&sim, 3, 200));
+        assert_eq!(behind.len(), 123);
+        drop(log);
+        assert_eq!(BUDGET.used(), 0);
+    }
+
     /// Only the reader at the log end gets the batch from memory, and only for the records
     /// of that batch: a read that goes on past it (two appends since) or starts elsewhere
     /// reads the file, and returns what the file holds.
