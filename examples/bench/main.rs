@@ -840,9 +840,9 @@ fn peer_rows(
 }
 
 /// `NANOKAFKA_BENCH_ONLY=low_rate`: the low-rate actor row, its bare-hops baseline and its
-/// producer alone, one line (quick to compare builds, or to run under a profiler). The row
-/// runs at `NANOKAFKA_BENCH_LOW_RATE` events/s and with `NANOKAFKA_BENCH_LOW_READERS`; the
-/// sleeps per event of each broker thread follow it. `NANOKAFKA_BENCH_ONLY=low_rate_row`
+/// producer alone, one line (quick to compare builds, or to run under a profiler). All three
+/// run at `NANOKAFKA_BENCH_LOW_RATE` events/s, the row with `NANOKAFKA_BENCH_LOW_READERS`;
+/// the sleeps per event of each broker thread follow the row's own line. `NANOKAFKA_BENCH_ONLY=low_rate_row`
 /// stops there, without the baselines (for a profiler: per event = the difference of two
 /// runs of different lengths over the difference of their events).
 fn low_rate_only(budget: Duration, row_only: bool) {
@@ -867,6 +867,9 @@ fn low_rate_only(budget: Duration, row_only: bool) {
     let threads = harness::thread_sleeps();
     let at = (rate as u32, low_for);
     let low = actor::low_rate_with(&broker.broker, "actor-low-rate", at, readers);
+    assert_eq!(low.delivered, low.produced, "every event delivered");
+    assert_eq!(low.streamed, low.produced, "every event streamed");
+    assert_eq!(low.lag, 0, "every event committed");
     println!(
         "low rate ({rate} events/s, {readers:?}): {} events, {:.1} us/event ({:.2} sleeps/event)",
         low.produced, low.rate.cpu_us_per_record, low.sleeps_per_event
@@ -884,16 +887,9 @@ fn low_rate_only(budget: Duration, row_only: bool) {
     if row_only {
         return;
     }
-    let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
-    let (alone, alone_sleeps) = actor::produce_only(
-        &broker.broker,
-        "actor-produce-only",
-        actor::LOW_RATE,
-        low_for,
-    );
-    assert_eq!(low.delivered, low.produced, "every event delivered");
-    assert_eq!(low.streamed, low.produced, "every event streamed");
-    assert_eq!(low.lag, 0, "every event committed");
+    let (bare, bare_sleeps) = actor::bare_hops(at.0, low_for);
+    let (alone, alone_sleeps) =
+        actor::produce_only(&broker.broker, "actor-produce-only", at.0, low_for);
     println!(
         "low rate: {:.1} us/event ({:.2} sleeps/event); bare hops: {:.1} us/event ({:.2} \
          sleeps/event); ratio {:.2}; producer alone: {:.1} us/event ({:.2} sleeps/event)",
