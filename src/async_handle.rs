@@ -752,19 +752,21 @@ impl AsyncNanoKafka {
     /// [`AsyncNanoKafka::consumer_poll`], the records left in their read buffer (a typed
     /// consumer decodes them from it).
     pub(crate) async fn consumer_poll_fetched(&self, poll: ConsumerPoll) -> Result<FetchedBatch> {
-        self.consumer_poll_waiting(poll, false).await
+        self.consumer_poll_waiting(poll, (false, false)).await
     }
 
     /// [`AsyncNanoKafka::consumer_poll_fetched`] for a member that is caught up when
-    /// `wait_first`: the poll waits at the member's partitions before it fetches any (one
-    /// parallel round of waits where a fetch of each partition in turn found nothing).
+    /// `wait_first` (the poll waits at the member's partitions before it fetches any: one
+    /// parallel round of waits where a fetch of each partition in turn found nothing), and
+    /// whose answer may carry the member's next poll, sent already, when `chain` (see
+    /// [`crate::actors::coordinator::Chain`]).
     pub(crate) async fn consumer_poll_waiting(
         &self,
         poll: ConsumerPoll,
-        wait_first: bool,
+        style: (bool, bool),
     ) -> Result<FetchedBatch> {
         let e = self.embedded("consumer_poll")?;
-        e.consumer_poll_fetched(poll, wait_first).await
+        e.consumer_poll_fetched(poll, style).await
     }
 
     /// A commit fenced by generation and ownership; see [`crate::messages::FencedCommit`].

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
-use crate::actors::coordinator::FetchedBatch;
+use crate::actors::coordinator::{FetchedBatch, NextPoll};
 use crate::async_handle::{AsyncNanoKafka, Engine, ValueCodec};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions, Positions};
@@ -147,6 +147,8 @@ pub(crate) struct PollRequest {
     /// The member is caught up: the poll waits at its partitions before it fetches any
     /// (`PollPause::wait_first`).
     wait_first: bool,
+    /// The answer may carry the member's next poll, sent already (`Chain`).
+    chain: bool,
 }
 
 /// Where a poll reads from: the generation and positions of the member it was made for. A
@@ -162,6 +164,14 @@ impl PollRequest {
     /// member's last poll found no backlog; see `PollPause::wait_first`).
     pub(crate) fn waiting_first(mut self, caught_up: bool) -> Self {
         self.wait_first = caught_up;
+        self
+    }
+
+    /// This poll, asking the coordinator to send the member's next poll with its answer
+    /// when it finds no backlog (see `Chain`: a reader on another thread than its group's
+    /// saves a wake-up of that thread per poll at low rates).
+    pub(crate) fn chained(mut self) -> Self {
+        self.chain = true;
         self
     }
 
@@ -189,6 +199,11 @@ impl Polled {
         let batch = &self.batch;
         self.rejoined.is_none()
             && batch.generation_now.load(Ordering::Acquire) != batch.assignment.generation
+    }
+
+    /// The member's next poll, when the coordinator sent it with this answer.
+    pub(crate) fn take_next(&mut self) -> Option<NextPoll> {
+        self.batch.next.take()
     }
 }
 
@@ -240,7 +255,26 @@ impl Membership {
             },
             options: self.options,
             wait_first: false,
+            chain: false,
         }
+    }
+
+    /// The poll this member would send now, when `next` (sent by the coordinator) reads
+    /// from where the member is: the caller then awaits `next` in its place
+    /// ([`poll_chained`]).
+    pub(crate) fn chained_request(
+        &self,
+        next: &NextPoll,
+        max_records: usize,
+        timeout: Duration,
+    ) -> Option<PollRequest> {
+        let same = self.positions.generation() == next.generation
+            && self.positions.all() == &next.positions;
+        same.then(|| {
+            self.poll_request(max_records, timeout)
+                .waiting_first(true)
+                .chained()
+        })
     }
 
     /// The poll after `fetched` is delivered whole: from the positions after its last record,
@@ -346,9 +380,10 @@ pub(crate) async fn poll_rejoining(
         poll,
         options,
         wait_first,
+        chain,
     } = request;
     // Boxed on its own: see `poll_prepared`.
-    let polled = Box::pin(handle.consumer_poll_waiting(poll.clone(), wait_first));
+    let polled = Box::pin(handle.consumer_poll_waiting(poll.clone(), (wait_first, chain)));
     match polled.await {
         Err(Error::UnknownMember { .. }) => {}
         other => {
@@ -401,6 +436,34 @@ pub(crate) async fn poll_prepared(
     codec: &ValueCodec,
 ) -> Result<Polled> {
     let polled = poll_rejoining(handle, request).await?;
+    codec.prepare(polled.batch.fetched.as_ref()).await;
+    Ok(polled)
+}
+
+/// [`poll_prepared`] for a member whose next poll the coordinator sent already (`next`,
+/// for `request`, which [`Membership::chained_request`] made): its answer is awaited
+/// instead of sending one. Should the coordinator be gone, or the member have been
+/// forgotten meanwhile, `request` is sent as usual (and joins again).
+///
+/// # Errors
+/// As [`poll_rejoining`].
+pub(crate) async fn poll_chained(
+    handle: &AsyncNanoKafka,
+    request: PollRequest,
+    next: NextPoll,
+    codec: &ValueCodec,
+) -> Result<Polled> {
+    next.taken.store(true, Ordering::Release);
+    let polled = match next.reply.await {
+        Ok(Err(Error::UnknownMember { .. })) | Err(_) => {
+            // Boxed: see `poll_prepared`.
+            Box::pin(poll_rejoining(handle, request)).await?
+        }
+        Ok(batch) => Polled {
+            rejoined: None,
+            batch: batch?,
+        },
+    };
     codec.prepare(polled.batch.fetched.as_ref()).await;
     Ok(polled)
 }

@@ -19,8 +19,9 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, Stream};
 use serde::de::DeserializeOwned;
 
+use crate::actors::coordinator::NextPoll;
 use crate::async_handle::{AsyncNanoKafka, Engine, ValueCodec};
-use crate::consumer::{poll_prepared, Membership, PollBasis, PollRequest, Polled};
+use crate::consumer::{poll_chained, poll_prepared, Membership, PollBasis, PollRequest, Polled};
 use crate::error::{Error, Result};
 use crate::group::{Assignment, GroupOptions};
 use crate::types::Record;
@@ -495,7 +496,10 @@ impl<T: DeserializeOwned> RecordStream<T> {
         let (max, wait) = (self.options.max_batch, self.options.poll_wait);
         let (poll, from) = match &self.member {
             Member::Embedded(m) => {
-                let request = m.poll_request(max, wait).waiting_first(self.caught_up);
+                let request = m
+                    .poll_request(max, wait)
+                    .waiting_first(self.caught_up)
+                    .chained();
                 let from = request.basis();
                 (
                     embedded_poll(&self.handle, request, &self.codec),
@@ -546,7 +550,8 @@ impl<T: DeserializeOwned> RecordStream<T> {
         let mut ahead = None;
         match (answer?, &mut self.member) {
             (Answer::Embedded(polled), _) if polled.is_stale() => {}
-            (Answer::Embedded(polled), Member::Embedded(m)) => {
+            (Answer::Embedded(mut polled), Member::Embedded(m)) => {
+                let next = polled.take_next();
                 let before = m.generation();
                 let fetched = m.polled(*polled);
                 self.caught_up = fetched
@@ -574,6 +579,16 @@ impl<T: DeserializeOwned> RecordStream<T> {
                             Some(send_now(embedded_poll(&self.handle, next, &self.codec)));
                     }
                     buffer_fetched(m, &mut self.buffer, &fetched, &self.codec);
+                }
+                // The next poll, sent by the coordinator with this answer: awaited in place of
+                // one sent from here, if it reads from where the member is now.
+                let (max, wait) = (self.options.max_batch, self.options.poll_wait);
+                let chained = next
+                    .filter(|_| self.polling.is_none() && !self.flush_first)
+                    .and_then(|next| Some((m.chained_request(&next, max, wait)?, next)));
+                if let Some((request, next)) = chained {
+                    self.polling_from = Some(request.basis());
+                    self.polling = Some(chained_poll(&self.handle, request, next, &self.codec));
                 }
             }
             #[cfg(feature = "kafka")]
@@ -691,6 +706,23 @@ fn embedded_poll(
     let codec = codec.clone();
     async move {
         poll_prepared(&handle, request, &codec)
+            .await
+            .map(|polled| Answer::Embedded(Box::new(polled)))
+    }
+    .boxed()
+}
+
+/// [`embedded_poll`] for a poll the coordinator sent already (`next`, for `request`).
+fn chained_poll(
+    handle: &AsyncNanoKafka,
+    request: PollRequest,
+    next: NextPoll,
+    codec: &ValueCodec,
+) -> BoxFuture<'static, Result<Answer>> {
+    let handle = handle.clone();
+    let codec = codec.clone();
+    async move {
+        poll_chained(&handle, request, next, &codec)
             .await
             .map(|polled| Answer::Embedded(Box::new(polled)))
     }

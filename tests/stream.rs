@@ -564,3 +564,93 @@ fn a_commit_past_the_position_while_a_poll_is_sent_ahead_is_where_reading_resume
         assert_eq!(next(&mut stream).await.offset, 6);
     });
 }
+
+// ---- a caught-up stream's next poll is sent by the coordinator as it answers ----
+
+/// The polls parked at `partition` now.
+async fn parked_at(bus: &AsyncNanoKafka, partition: usize) -> usize {
+    let stats = bus.stats().await.unwrap();
+    stats.topics[TOPIC].partitions[partition].parked_polls
+}
+
+/// Waits (yielding, at most half of [`PATIENCE`]) until `partition` has `parked` polls
+/// parked or none, as `parked` says.
+async fn until_parked(bus: &AsyncNanoKafka, partition: usize, parked: bool, what: &str) {
+    let deadline = Instant::now() + PATIENCE / 2;
+    while (parked_at(bus, partition).await > 0) != parked {
+        assert!(Instant::now() < deadline, "{what}");
+        actix_rt::task::yield_now().await;
+    }
+}
+
+#[test]
+fn a_caught_up_streams_next_poll_waits_before_it_is_asked_for_while_the_reader_keeps_asking() {
+    let (_dir, broker) = broker_with(0, 1);
+    run(broker.async_handle(), |bus| async move {
+        let opts = StreamOptions {
+            poll_wait: PATIENCE,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        // The first poll goes through the broker, which tells the handle the group's
+        // coordinator; the polls after it go there directly, and chain.
+        bus.produce(TOPIC, &0u64).await.unwrap();
+        assert_eq!(next(&mut stream).await.value, 0);
+        let mut record = Box::pin(next(&mut stream));
+        assert!(futures::poll!(record.as_mut()).is_pending());
+        until_parked(&bus, 0, true, "the stream's poll did not wait").await;
+        bus.produce(TOPIC, &1u64).await.unwrap();
+        assert_eq!(record.await.value, 1);
+
+        // Not asked for yet, the next poll waits at the partition already.
+        until_parked(&bus, 0, true, "no poll was sent for the stream").await;
+        bus.produce(TOPIC, &2u64).await.unwrap();
+        until_parked(&bus, 0, false, "the poll was not answered").await;
+        // The stream was not asked for more while that poll waited: none is sent after it,
+        // so a reader that stops reading keeps no poll waiting. (Had one been sent, the next
+        // record would answer it, and it would be followed by another.)
+        bus.produce(TOPIC, &3u64).await.unwrap();
+        let _settled = bus.stats().await.unwrap();
+        let parked = parked_at(&bus, 0).await;
+        assert_eq!(parked, 0, "a poll waits for a reader that asks nothing");
+        assert_eq!(next(&mut stream).await.value, 2);
+        assert_eq!(next(&mut stream).await.value, 3);
+
+        // Asked for while they wait, the polls go on being sent for it.
+        for value in 4..9u64 {
+            let mut record = Box::pin(next(&mut stream));
+            assert!(futures::poll!(record.as_mut()).is_pending());
+            until_parked(&bus, 0, true, "the stream's poll did not wait").await;
+            bus.produce(TOPIC, &value).await.unwrap();
+            assert_eq!(record.await.value, value);
+            until_parked(&bus, 0, true, "no poll was sent for the stream").await;
+        }
+        stream.leave().await.unwrap();
+    });
+}
+
+#[test]
+fn a_seek_drops_the_answer_of_the_poll_sent_for_the_stream() {
+    let (_dir, broker) = broker_with(0, 1);
+    run(broker.async_handle(), |bus| async move {
+        let opts = StreamOptions {
+            poll_wait: PATIENCE,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        // The first poll goes through the broker; the second to the coordinator, which
+        // sends the third.
+        for value in 0..2u64 {
+            bus.produce(TOPIC, &value).await.unwrap();
+            assert_eq!(next(&mut stream).await.offset, value);
+        }
+        until_parked(&bus, 0, true, "no poll was sent for the stream").await;
+        // That poll reads record 2 from offset 2; the stream is moved back to 1 first.
+        bus.produce(TOPIC, &2u64).await.unwrap();
+        until_parked(&bus, 0, false, "the poll was not answered").await;
+        stream.seek(0, 1).unwrap();
+        assert_eq!(next(&mut stream).await.offset, 1);
+        assert_eq!(next(&mut stream).await.offset, 2);
+        stream.leave().await.unwrap();
+    });
+}

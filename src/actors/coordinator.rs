@@ -29,7 +29,8 @@
 //! [`PollPause::wait_first`], so the poll sends the waits at once instead of fetching every
 //! partition in turn first (a wait answers at once where data is); after a wait, a
 //! subscription's poll fetches first the partition whose data ended it. Under a backlog (full
-//! batches) they fetch first, as a `Consumer` does.
+//! batches) they fetch first, as a `Consumer` does. A caught-up stream's poll also asks the
+//! coordinator to send its next poll as it answers ([`Chain`]; see `chain.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -54,9 +55,11 @@ use crate::wait::EarlyWake;
 
 mod alter;
 mod attempts;
+mod chain;
 mod delete;
 pub use alter::AddPartitions;
 pub use attempts::{CommitAttempt, CommittedAttempts};
+pub use chain::{Chain, NextPoll};
 pub use delete::DeleteGroup;
 
 /// A coordinator's address and its I/O thread (see [`Rung`]): a push subscription of the
@@ -152,6 +155,9 @@ pub struct ConsumerPollGroup {
     pub wait: Option<Duration>,
     /// What a push subscription holds back (nothing for a `Consumer`).
     pub pause: PollPause,
+    /// Whether the answer carries the member's next poll, sent already (a `RecordStream`'s;
+    /// see [`Chain`]).
+    pub chain: Chain,
 }
 impl Message for ConsumerPollGroup {
     type Result = Result<FetchedBatch>;
@@ -189,6 +195,8 @@ pub struct FetchedBatch {
     /// its topic was deleted): whoever keeps this reply for later (a `Consumer`'s fetch
     /// ahead) checks that no rebalance has happened since, without asking the coordinator.
     pub generation_now: Arc<AtomicU64>,
+    /// The member's next poll, when the poll asked to chain and this answer allows it.
+    pub next: Option<NextPoll>,
 }
 
 /// A commit fenced by generation and ownership, then forwarded to the partition
@@ -791,6 +799,7 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
                 Ok(found) => found,
                 Err(e) => return Box::pin(async { Err(e) }),
             };
+            let chainer = chain::Chainer::for_poll(&msg, ctx.address());
             // Positions from an older generation are stale: resume at the committed offsets.
             let positions = (msg.generation == assignment.generation).then_some(&msg.positions);
             let poll = act.serve_poll(
@@ -804,11 +813,14 @@ impl Handler<ConsumerPollGroup> for GroupCoordinatorActor {
             // Combinators, not `async` blocks: each would hold the poll's future twice.
             Box::pin(poll.map(|answer| {
                 let (fetched, replanned) = answer?;
-                Ok(FetchedBatch {
+                let mut batch = FetchedBatch {
                     assignment: replanned.unwrap_or(assignment),
                     fetched,
                     generation_now,
-                })
+                    next: None,
+                };
+                batch.next = chainer.and_then(|chainer| chainer.next_after(&batch));
+                Ok(batch)
             }))
         })
     }

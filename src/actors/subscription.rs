@@ -91,7 +91,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::coordinator::{
-    CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
+    Chain, CommitAsMember, ConsumerPollGroup, CoordinatorRef, FetchedBatch, PollPause,
 };
 use super::put_off::PutOff;
 use super::topic::{GetGroupRoute, SubscriptionPoll};
@@ -166,6 +166,7 @@ impl BrokerRequests {
                     max_records: poll.max_records,
                     wait: poll.wait,
                     pause,
+                    chain: Chain::Off,
                 });
                 (Some(direct), Ok(fallback))
             }

@@ -16,7 +16,7 @@ use futures::future::join_all;
 use futures::FutureExt;
 
 use super::coordinator::{
-    Beat, CommitAsMember, ConsumerPollGroup, CoordinatorRef, CrashGroup, DescribeGroup,
+    Beat, Chain, CommitAsMember, ConsumerPollGroup, CoordinatorRef, CrashGroup, DescribeGroup,
     FetchedBatch, GroupCoordinatorActor, Join, Leave, PollGroup, PollPause,
 };
 use super::io_thread::IoThreadHandle;
@@ -551,6 +551,7 @@ impl TopicActor {
                 max_records: msg.max_records,
                 wait: msg.wait,
                 pause,
+                chain: Chain::Off,
             })),
             Err(e) => Box::pin(async { Err(e) }),
         }

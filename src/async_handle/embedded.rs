@@ -12,7 +12,7 @@ use actix::prelude::*;
 use super::routes::{ProducePath, RouteCache};
 use crate::actors::broker::BrokerActor;
 use crate::actors::coordinator::{
-    CommitAsMember, ConsumerPollGroup, FetchedBatch, PollGroup, PollPause,
+    Chain, CommitAsMember, ConsumerPollGroup, FetchedBatch, PollGroup, PollPause,
 };
 use crate::actors::lane::{append_routed, Placed};
 use crate::actors::partition::CommitOffset;
@@ -185,7 +185,7 @@ impl Embedded {
     pub(super) async fn consumer_poll_fetched(
         &self,
         poll: ConsumerPoll,
-        wait_first: bool,
+        (wait_first, chain): (bool, bool),
     ) -> Result<FetchedBatch> {
         if let Some((route, coordinator)) = self.routes.poll_target(&poll.topic, &poll.group) {
             check_max_records(poll.max_records)?;
@@ -201,6 +201,7 @@ impl Embedded {
                     wait_first,
                     ..PollPause::default()
                 },
+                chain: if chain { Chain::Ask } else { Chain::Off },
             });
             match request.await {
                 Ok(batch) => return batch,
