@@ -215,7 +215,9 @@ pub struct PartitionStats {
     pub fsyncs: u64,
     /// Long polls parked here until the next write: group polls (`poll_timeout`, a
     /// `Consumer`'s or a subscription's poll that found nothing) and Kafka fetches with a
-    /// wait. Kafka calls its counterpart the fetch purgatory.
+    /// wait. Kafka calls its counterpart the fetch purgatory. A group poll answered by
+    /// another partition leaves its wait here for its member's next poll, so a caught-up
+    /// member between two polls may still count here.
     #[serde(default)]
     pub parked_polls: usize,
     /// Produces parked here by `Backpressure::Block` until there is room (or their block

@@ -654,3 +654,45 @@ fn a_seek_drops_the_answer_of_the_poll_sent_for_the_stream() {
         stream.leave().await.unwrap();
     });
 }
+
+#[test]
+fn a_polls_wait_at_a_partition_that_did_not_answer_is_left_to_the_streams_next_poll() {
+    let (_dir, broker) = broker_with(0, 2);
+    run(broker.async_handle(), |bus| async move {
+        let opts = StreamOptions {
+            poll_wait: PATIENCE,
+            ..options()
+        };
+        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+        // The first poll goes through the broker; the polls after it to the coordinator.
+        bus.produce(TOPIC, &0u64).await.unwrap();
+        assert_eq!(next(&mut stream).await.value, 0);
+        let mut record = Box::pin(next(&mut stream));
+        assert!(futures::poll!(record.as_mut()).is_pending());
+        let deadline = Instant::now() + PATIENCE / 2;
+        while !parked_everywhere(&bus, 2).await {
+            assert!(Instant::now() < deadline, "the poll did not wait at both partitions");
+            actix_rt::task::yield_now().await;
+        }
+        bus.produce(TOPIC, &1u64).await.unwrap();
+        assert_eq!(record.await.value, 1);
+        until_parked(&bus, 0, true, "no poll was sent for the stream").await;
+        until_parked(&bus, 1, true, "no poll was sent for the stream").await;
+
+        // Not asked for, the stream's next poll is answered by one partition...
+        let answered = bus.produce(TOPIC, &2u64).await.unwrap().partition;
+        let other = 1 - answered as usize;
+        until_parked(&bus, answered as usize, false, "the poll was not answered").await;
+        // ...and its wait at the other still waits, for the poll after it.
+        let _settled = bus.stats().await.unwrap();
+        let parked = parked_at(&bus, other).await;
+        assert_eq!(parked, 1, "the wait at the partition that did not answer was dropped");
+        // A record there answers it while the stream is between polls; the next poll, which
+        // takes that wait over, reads it.
+        let landed = bus.produce(TOPIC, &3u64).await.unwrap().partition;
+        assert_eq!(landed as usize, other, "round-robin produces alternate");
+        assert_eq!(next(&mut stream).await.value, 2);
+        assert_eq!(next(&mut stream).await.value, 3);
+        stream.leave().await.unwrap();
+    });
+}

@@ -9,7 +9,7 @@
 //! # Polls
 //! A poll ([`PollGroup`], [`ConsumerPollGroup`]) asks the member's partitions in round-robin
 //! order for records ([`Fetch`]) and returns the first non-empty answer. If all are empty and
-//! the poll may wait, it sends [`WaitForData`] to each and awaits the first to resolve, or the
+//! the poll may wait, it sends `WaitForData` to each and awaits the first to resolve, or the
 //! group's next rebalance (the coordinator completes a oneshot per parked poll whenever its
 //! generation changes). A partition woken by a write answers its parked wait with the poll's
 //! fetch, read as it wakes it, which saves the poll a round trip per batch at low rates.
@@ -30,33 +30,35 @@
 //! partition in turn first (a wait answers at once where data is); after a wait, a
 //! subscription's poll fetches first the partition whose data ended it. Under a backlog (full
 //! batches) they fetch first, as a `Consumer` does. A caught-up stream's poll also asks the
-//! coordinator to send its next poll as it answers ([`Chain`]; see `chain.rs`).
+//! coordinator to send its next poll as it answers ([`Chain`]; see `chain.rs`). A poll
+//! answered by one partition's wait leaves its waits at the others to its member's next
+//! poll, which sends a wait only where none is left (see `waits.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use futures::channel::oneshot;
-use futures::future::{select, select_all, Either, FutureExt};
+use futures::future::{select, Either, FutureExt};
 
 use super::io_thread::Rung;
-use super::partition::{CommitOffset, Fetch, PartitionRef, WaitForData};
+use super::partition::{CommitOffset, Fetch, PartitionRef};
 use super::supervise::{guarded, guarded_future, guarded_reply, RestartBudget};
 use super::BrokerSettings;
 use crate::error::{Error, Result};
 use crate::group::{Assignment, Assignor, GroupOptions, GroupState};
 use crate::partition::Fetched;
 use crate::types::GroupStats;
-use crate::wait::EarlyWake;
 
 mod alter;
 mod attempts;
 mod chain;
 mod delete;
+mod waits;
 pub use alter::AddPartitions;
 pub use attempts::{CommitAttempt, CommittedAttempts};
 pub use chain::{Chain, NextPoll};
@@ -278,6 +280,9 @@ pub struct GroupCoordinatorActor {
     deleted: bool,
     /// The eviction timer, cancelled by a delete.
     evict_timer: Option<SpawnHandle>,
+    /// Per member, the waits its last poll left parked for its next (`waits.rs`); forgotten
+    /// at every rebalance.
+    kept_waits: HashMap<String, waits::KeptSlot>,
 }
 
 impl GroupCoordinatorActor {
@@ -308,6 +313,7 @@ impl GroupCoordinatorActor {
             announced_generation: Arc::new(AtomicU64::new(0)),
             deleted: false,
             evict_timer: None,
+            kept_waits: HashMap::new(),
         }
     }
 
@@ -345,6 +351,7 @@ impl GroupCoordinatorActor {
         let generation = self.state.generation();
         if self.announced_generation.swap(generation, Ordering::AcqRel) != generation {
             crate::metrics::group_rebalanced(&self.topic, &self.group);
+            self.kept_waits.clear();
             for waiter in self.rebalance_waiters.drain(..) {
                 let _ = waiter.send(());
             }
@@ -541,6 +548,9 @@ struct PollPlan {
     subscription: bool,
     /// See [`PollPause::early_wake`].
     early_wake: Option<Waker>,
+    /// Where the poll leaves its unanswered waits to its member's next poll, and takes over
+    /// those of the last (`waits.rs`); `None` for a poll that does not wait.
+    kept: Option<waits::KeptSlot>,
 }
 
 impl GroupCoordinatorActor {
@@ -565,6 +575,7 @@ impl GroupCoordinatorActor {
         // `None` inside: a wait too long to add to the clock, i.e. forever.
         let deadline = wait.map(|w| Instant::now().checked_add(w));
         let subscription = pause.wake.is_some();
+        let kept = wait.map(|_| self.kept_waits.entry(member.clone()).or_default().clone());
         let plan = PollPlan {
             coordinator: ctx.address(),
             group: self.group.clone(),
@@ -578,6 +589,7 @@ impl GroupCoordinatorActor {
             wake: pause.wake,
             wait_first: pause.wait_first && wait.is_some(),
             subscription,
+            kept,
             early_wake: pause.early_wake,
         };
         poll_partitions(plan, max_records, deadline)
@@ -638,32 +650,7 @@ async fn poll_partitions(
                 _ => return Ok((None, replanned)),
             },
         };
-        let claimed = Arc::new(AtomicBool::new(false));
-        // One early wake-up for the round: the first partition to fire it spends it.
-        let early_wake = plan.early_wake.clone().map(EarlyWake::new);
-        let waits = plan.targets.iter().map(|&(p, from)| {
-            let (wake, woken) = oneshot::channel();
-            plan.partitions[p as usize].do_send(WaitForData {
-                group: plan.group.clone(),
-                from,
-                max_records,
-                claimed: claimed.clone(),
-                wake,
-                early_wake: early_wake.clone(),
-            });
-            // Dropped unanswered (closed mailbox, panicked handler): the fetch meets it.
-            woken.map(|answer| match answer {
-                Ok(Ok(fetched)) => Woken::Data(fetched),
-                Ok(Err(e)) => Woken::Error(e),
-                Err(oneshot::Canceled) => Woken::Data(None),
-            })
-        });
-        let data = match plan.targets.is_empty() {
-            true => futures::future::pending().boxed_local(),
-            false => select_all(waits)
-                .map(|(woken, index, _)| (woken, index))
-                .boxed_local(),
-        };
+        let mut round = plan.wait_round(max_records);
         let rebalanced = match plan.rebalanced.as_mut() {
             Some(signal) => signal.map(drop).boxed_local(),
             None => futures::future::pending().boxed_local(),
@@ -676,23 +663,25 @@ async fn poll_partitions(
             Either::Left(_) => false,
             Either::Right(_) => true,
         });
-        let woken_by_data = match actix_rt::time::timeout(remaining, select(data, rebalanced)).await
-        {
-            Ok(Either::Left(((woken, index), _))) => {
-                woken_target = Some(index);
-                match woken {
-                    Woken::Data(fetched) => Some(fetched),
-                    Woken::Error(e) => {
-                        restarted = Some(e);
-                        Some(None)
-                    }
-                }
-            }
+        let data = round.first_answer();
+        let answered = match actix_rt::time::timeout(remaining, select(data, rebalanced)).await {
+            Ok(Either::Left(((woken, index), _))) => Some((woken, index)),
             Ok(Either::Right((false, _))) => None,
             // The subscription released a held partition: it polls again with it.
             Ok(Either::Right((true, _))) => return Ok((None, replanned)),
             Err(_deadline) => return Ok((None, replanned)),
         };
+        let woken_by_data = answered.map(|(woken, index)| {
+            woken_target = Some(index);
+            plan.keep(round, index, max_records);
+            match woken {
+                Woken::Data(fetched) => fetched,
+                Woken::Error(e) => {
+                    restarted = Some(e);
+                    None
+                }
+            }
+        });
         // Woken by a partition while the group's generation is still the plan's: the plan
         // holds (the poll was the member's sign of life, and a rebalance since would show in
         // the generation), so return what the write's wake-up read, or fetch without asking
@@ -712,7 +701,7 @@ async fn poll_partitions(
     }
 }
 
-/// How a partition ended a poll's wait (see [`WaitForData`]).
+/// How a partition ended a poll's wait (see [`super::partition::WaitForData`]).
 enum Woken {
     /// It has data: read by the write that woke the poll, or `None` (to fetch).
     Data(Option<Fetched>),

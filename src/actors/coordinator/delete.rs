@@ -26,6 +26,7 @@ impl Handler<DeleteGroup> for GroupCoordinatorActor {
             ctx.cancel_future(timer);
         }
         self.announced_generation.store(u64::MAX, Ordering::Release);
+        self.kept_waits.clear();
         for waiter in self.rebalance_waiters.drain(..) {
             let _ = waiter.send(());
         }
