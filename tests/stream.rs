@@ -671,7 +671,10 @@ fn a_polls_wait_at_a_partition_that_did_not_answer_is_left_to_the_streams_next_p
         assert!(futures::poll!(record.as_mut()).is_pending());
         let deadline = Instant::now() + PATIENCE / 2;
         while !parked_everywhere(&bus, 2).await {
-            assert!(Instant::now() < deadline, "the poll did not wait at both partitions");
+            assert!(
+                Instant::now() < deadline,
+                "the poll did not wait at both partitions"
+            );
             actix_rt::task::yield_now().await;
         }
         bus.produce(TOPIC, &1u64).await.unwrap();
@@ -686,9 +689,12 @@ fn a_polls_wait_at_a_partition_that_did_not_answer_is_left_to_the_streams_next_p
         // ...and its wait at the other still waits, for the poll after it.
         let _settled = bus.stats().await.unwrap();
         let parked = parked_at(&bus, other).await;
-        assert_eq!(parked, 1, "the wait at the partition that did not answer was dropped");
-        // A record there answers it while the stream is between polls; the next poll, which
-        // takes that wait over, reads it.
+        assert_eq!(
+            parked, 1,
+            "the wait at the partition that did not answer was dropped"
+        );
+        // A record there answers it while the stream is between polls: the next poll waits
+        // there anew, is answered at once and reads it.
         let landed = bus.produce(TOPIC, &3u64).await.unwrap().partition;
         assert_eq!(landed as usize, other, "round-robin produces alternate");
         assert_eq!(next(&mut stream).await.value, 2);

@@ -19,10 +19,12 @@
 //! rebalance or a restart of the coordinator forgets them all; a wait no poll takes over is
 //! dropped, and its partition discards it at its next registration or write.
 //!
-//! A kept wait may have been answered meanwhile (a write came while the member was busy):
-//! the poll that takes it over finds the answer at once. Between polls the round's `claimed`
-//! flag is set (by the wait that answered), so such a write reads nothing for a poll that
-//! may never come; the next round clears it, so its first write reads for it again.
+//! A kept wait that was answered meanwhile (a write or a restart of its partition while the
+//! member was busy) is not taken over: the next poll sends a new wait there, which answers
+//! at once where there is data, as it did before waits were kept. Between polls the round's
+//! `claimed` flag is set (by the wait that answered), so such a write reads nothing for a
+//! poll that may never come; the next round clears it, so its first write reads for it
+//! again.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,8 +91,10 @@ impl PollPlan {
             .iter()
             .map(|&(p, from)| {
                 let same = |w: &ParkedWait| w.partition == p && w.from == from;
-                match from.and(kept.iter().position(same)) {
-                    Some(k) => kept.swap_remove(k),
+                let found = from.and(kept.iter().position(same));
+                let taken = found.map(|k| kept.swap_remove(k));
+                match taken.and_then(|mut wait| wait.still_waits().then_some(wait)) {
+                    Some(wait) => wait,
                     None => {
                         let (wake, woken) = oneshot::channel();
                         self.partitions[p as usize].do_send(WaitForData {
@@ -135,6 +139,15 @@ fn take(slot: &KeptSlot) -> Option<KeptWaits> {
     slot.lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .take()
+}
+
+impl ParkedWait {
+    /// Whether it still waits: not answered yet (by a write or a restart while its member
+    /// was between polls; a poll then sends a new wait, which answers at once where there
+    /// is data, as it would have without this one).
+    fn still_waits(&mut self) -> bool {
+        matches!(self.woken.try_recv(), Ok(None))
+    }
 }
 
 impl WaitRound {
