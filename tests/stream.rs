@@ -583,19 +583,25 @@ async fn until_parked(bus: &AsyncNanoKafka, partition: usize, parked: bool, what
     }
 }
 
+/// A stream of group "g" whose polls wait as long as the test, past its first poll: that
+/// one goes through the broker, which tells the handle the group's coordinator, and reads
+/// record 0, produced here; the polls after it go to the coordinator directly.
+async fn stream_past_its_first_poll(bus: &AsyncNanoKafka) -> RecordStream<u64> {
+    let opts = StreamOptions {
+        poll_wait: PATIENCE,
+        ..options()
+    };
+    let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
+    bus.produce(TOPIC, &0u64).await.unwrap();
+    assert_eq!(next(&mut stream).await.value, 0);
+    stream
+}
+
 #[test]
 fn a_caught_up_streams_next_poll_waits_before_it_is_asked_for_while_the_reader_keeps_asking() {
     let (_dir, broker) = broker_with(0, 1);
     run(broker.async_handle(), |bus| async move {
-        let opts = StreamOptions {
-            poll_wait: PATIENCE,
-            ..options()
-        };
-        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
-        // The first poll goes through the broker, which tells the handle the group's
-        // coordinator; the polls after it go there directly, and chain.
-        bus.produce(TOPIC, &0u64).await.unwrap();
-        assert_eq!(next(&mut stream).await.value, 0);
+        let mut stream = stream_past_its_first_poll(&bus).await;
         let mut record = Box::pin(next(&mut stream));
         assert!(futures::poll!(record.as_mut()).is_pending());
         until_parked(&bus, 0, true, "the stream's poll did not wait").await;
@@ -633,17 +639,10 @@ fn a_caught_up_streams_next_poll_waits_before_it_is_asked_for_while_the_reader_k
 fn a_seek_drops_the_answer_of_the_poll_sent_for_the_stream() {
     let (_dir, broker) = broker_with(0, 1);
     run(broker.async_handle(), |bus| async move {
-        let opts = StreamOptions {
-            poll_wait: PATIENCE,
-            ..options()
-        };
-        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
-        // The first poll goes through the broker; the second to the coordinator, which
-        // sends the third.
-        for value in 0..2u64 {
-            bus.produce(TOPIC, &value).await.unwrap();
-            assert_eq!(next(&mut stream).await.offset, value);
-        }
+        let mut stream = stream_past_its_first_poll(&bus).await;
+        // The second poll goes to the coordinator, which sends the third.
+        bus.produce(TOPIC, &1u64).await.unwrap();
+        assert_eq!(next(&mut stream).await.offset, 1);
         until_parked(&bus, 0, true, "no poll was sent for the stream").await;
         // That poll reads record 2 from offset 2; the stream is moved back to 1 first.
         bus.produce(TOPIC, &2u64).await.unwrap();
@@ -659,24 +658,11 @@ fn a_seek_drops_the_answer_of_the_poll_sent_for_the_stream() {
 fn a_polls_wait_at_a_partition_that_did_not_answer_is_left_to_the_streams_next_poll() {
     let (_dir, broker) = broker_with(0, 2);
     run(broker.async_handle(), |bus| async move {
-        let opts = StreamOptions {
-            poll_wait: PATIENCE,
-            ..options()
-        };
-        let mut stream = bus.stream_with::<u64>(TOPIC, "g", "m", opts).await.unwrap();
-        // The first poll goes through the broker; the polls after it to the coordinator.
-        bus.produce(TOPIC, &0u64).await.unwrap();
-        assert_eq!(next(&mut stream).await.value, 0);
+        let mut stream = stream_past_its_first_poll(&bus).await;
         let mut record = Box::pin(next(&mut stream));
         assert!(futures::poll!(record.as_mut()).is_pending());
-        let deadline = Instant::now() + PATIENCE / 2;
-        while !parked_everywhere(&bus, 2).await {
-            assert!(
-                Instant::now() < deadline,
-                "the poll did not wait at both partitions"
-            );
-            actix_rt::task::yield_now().await;
-        }
+        until_parked(&bus, 0, true, "the stream's poll did not wait").await;
+        until_parked(&bus, 1, true, "the stream's poll did not wait").await;
         bus.produce(TOPIC, &1u64).await.unwrap();
         assert_eq!(record.await.value, 1);
         until_parked(&bus, 0, true, "no poll was sent for the stream").await;
