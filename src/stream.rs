@@ -716,7 +716,7 @@ fn embedded_poll(
 fn chained_poll(
     handle: &AsyncNanoKafka,
     request: PollRequest,
-    next: NextPoll,
+    next: Box<NextPoll>,
     codec: &ValueCodec,
 ) -> BoxFuture<'static, Result<Answer>> {
     let handle = handle.clone();

@@ -198,7 +198,9 @@ pub struct FetchedBatch {
     /// ahead) checks that no rebalance has happened since, without asking the coordinator.
     pub generation_now: Arc<AtomicU64>,
     /// The member's next poll, when the poll asked to chain and this answer allows it.
-    pub next: Option<NextPoll>,
+    /// Boxed: a reader keeps this answer in its poll's future, which must stay small (see
+    /// `consumer::poll_prepared`).
+    pub next: Option<Box<NextPoll>>,
 }
 
 /// A commit fenced by generation and ownership, then forwarded to the partition

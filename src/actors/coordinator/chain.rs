@@ -103,7 +103,7 @@ impl Chainer {
     /// The next poll after `batch`, sent now, when it answered from the poll's positions
     /// (same generation) with fewer records than asked for, and the member awaited this
     /// poll (when the coordinator chained it).
-    pub(super) fn next_after(self, batch: &FetchedBatch) -> Option<NextPoll> {
+    pub(super) fn next_after(self, batch: &FetchedBatch) -> Option<Box<NextPoll>> {
         let fetched: &Fetched = batch.fetched.as_ref()?;
         let caught_up = fetched.records.len() < self.max_records;
         let kept_up = self.after.is_none_or(|taken| taken.load(Ordering::Acquire));
@@ -126,11 +126,11 @@ impl Chainer {
             },
             chain: Chain::After(taken.clone()),
         });
-        Some(NextPoll {
+        Some(Box::new(NextPoll {
             generation: self.generation,
             positions,
             taken,
             reply,
-        })
+        }))
     }
 }
