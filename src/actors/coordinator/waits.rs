@@ -117,14 +117,20 @@ impl PollPlan {
         WaitRound { claimed, waits }
     }
 
-    /// Leaves `round`'s waits but the one at `answered` (an index of its waits) to the
-    /// member's next poll, if the plan's generation is still the group's.
+    /// Leaves `round`'s waits from explicit positions, but the one at `answered` (an index
+    /// of its waits), to the member's next poll, if the plan's generation is still the
+    /// group's.
     pub(super) fn keep(&self, mut round: WaitRound, answered: usize, max_records: usize) {
         let Some(slot) = &self.kept else { return };
         if self.rebalance_seen() || self.early_wake.is_some() {
             return;
         }
         round.waits.swap_remove(answered);
+        // A wait from the committed offset is never taken over (see the module docs).
+        round.waits.retain(|wait| wait.from.is_some());
+        if round.waits.is_empty() {
+            return;
+        }
         let kept = KeptWaits {
             generation: self.generation,
             max_records,
