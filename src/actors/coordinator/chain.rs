@@ -13,11 +13,11 @@
 //! # Bounds
 //! A chained poll is one more poll of the member, and heartbeats as one, so it must not
 //! outlive a reader that stopped reading: the coordinator chains after a chained poll only
-//! if the reader was awaiting it by the time it was answered ([`NextPoll::taken`]). A reader that stops
-//! polling therefore leaves at most one answer unread, and its member's liveness lasts at
-//! most one poll's wait longer than without chaining. Only answers that found no backlog
-//! chain (fewer records than asked for, in the poll's own generation): under a backlog the
-//! reader sends its next poll ahead itself.
+//! if the reader was awaiting it by the time it was answered ([`NextPoll::taken`]). A reader
+//! that stops polling therefore leaves at most one answer unread, and its member's liveness
+//! lasts at most one poll's wait longer than without chaining. Only answers that found no
+//! backlog chain (fewer records than asked for, in the poll's own generation): under a
+//! backlog the reader sends its next poll ahead itself.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
