@@ -360,6 +360,17 @@ impl GroupCoordinatorActor {
         }
     }
 
+    /// `member`'s slot for the waits its polls leave to the next (`waits.rs`); its name is
+    /// copied only the first time.
+    fn kept_slot(&mut self, member: &str) -> waits::KeptSlot {
+        if let Some(slot) = self.kept_waits.get(member) {
+            return slot.clone();
+        }
+        let slot = waits::KeptSlot::default();
+        self.kept_waits.insert(member.to_owned(), slot.clone());
+        slot
+    }
+
     /// A signal that resolves at the next rebalance.
     fn next_rebalance(&mut self) -> Rebalanced {
         self.rebalance_waiters.retain(|w| !w.is_canceled());
@@ -577,7 +588,9 @@ impl GroupCoordinatorActor {
         // `None` inside: a wait too long to add to the clock, i.e. forever.
         let deadline = wait.map(|w| Instant::now().checked_add(w));
         let subscription = pause.wake.is_some();
-        let kept = wait.map(|_| self.kept_waits.entry(member.clone()).or_default().clone());
+        // A poll that wakes a blocking caller early keeps no waits (`waits.rs`).
+        let may_keep = wait.is_some() && pause.early_wake.is_none();
+        let kept = may_keep.then(|| self.kept_slot(&member));
         let plan = PollPlan {
             coordinator: ctx.address(),
             group: self.group.clone(),
