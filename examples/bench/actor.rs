@@ -32,7 +32,7 @@ use nanokafka::messages::{Ack, Delivered, Produce, ProduceBatch, SubscribeOption
 use nanokafka::{AsyncNanoKafka, NanoKafka, ProduceRecord, RecordBatch, Topic, TopicConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Meter, Rate, RETENTION_BYTES, VALUE_LEN};
+use crate::harness::{Meter, Rate, Tally, RETENTION_BYTES, VALUE_LEN};
 
 /// Partitions of every topic here.
 pub const PARTITIONS: u32 = 4;
@@ -73,18 +73,104 @@ fn config() -> TopicConfig {
         .retention_bytes(RETENTION_BYTES)
 }
 
-/// What the low-rate row reached: its rate and CPU per event, and the events produced,
+/// A paced run's events with the wall and CPU time they took, and the process's sleeps
+/// (voluntary context switches) meanwhile: the slices of one measurement add up.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Paced {
+    pub tally: Tally,
+    pub sleeps: u64,
+}
+
+impl Paced {
+    fn metered(meter: &Meter, events: u64) -> Self {
+        Paced {
+            tally: Tally {
+                records: events,
+                usage: meter.usage(),
+            },
+            sleeps: meter.sleeps(),
+        }
+    }
+
+    pub fn rate(&self) -> Rate {
+        self.tally.rate()
+    }
+
+    pub fn sleeps_per_event(&self) -> f64 {
+        self.sleeps as f64 / self.tally.records.max(1) as f64
+    }
+}
+
+impl std::ops::AddAssign for Paced {
+    fn add_assign(&mut self, other: Paced) {
+        self.tally += other.tally;
+        self.sleeps += other.sleeps;
+    }
+}
+
+/// What the low-rate row reached: its events, CPU and sleeps, and the events produced,
 /// delivered (to the subscriber, to the stream) and left uncommitted.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct LowRate {
-    pub rate: Rate,
-    /// The process's sleeps (voluntary context switches) per event over the same interval.
-    pub sleeps_per_event: f64,
+    pub paced: Paced,
     pub produced: u64,
     pub delivered: u64,
     pub streamed: u64,
     /// Sum of both groups' lag over the partitions once the interval ended.
     pub lag: u64,
+}
+
+impl LowRate {
+    pub fn rate(&self) -> Rate {
+        self.paced.rate()
+    }
+
+    pub fn sleeps_per_event(&self) -> f64 {
+        self.paced.sleeps_per_event()
+    }
+}
+
+impl std::ops::AddAssign for LowRate {
+    fn add_assign(&mut self, other: LowRate) {
+        self.paced += other.paced;
+        self.produced += other.produced;
+        self.delivered += other.delivered;
+        self.streamed += other.streamed;
+        self.lag += other.lag;
+    }
+}
+
+/// The low-rate row, its bare-hops baseline and its producer alone, over `duration` each.
+pub struct LowRateRows {
+    pub row: LowRate,
+    pub bare: Paced,
+    pub alone: Paced,
+}
+
+/// Measures [`low_rate_with`], [`bare_hops`] and [`produce_only`] in turns, each for
+/// `duration / SLICES` at a time, `SLICES` times over (each slice of the row and of the
+/// producer alone on a fresh topic): on this shared VM the host changes speed for seconds
+/// at a time, and three runs measured one after the other each caught another state of it
+/// (the same build's ratio ranged 1.8–2.9×). In turns, every run sees the same states.
+pub fn low_rate_rows(
+    broker: &NanoKafka,
+    (rate, duration): (u32, Duration),
+    readers: Readers,
+) -> LowRateRows {
+    let slice = duration / crate::produce::SLICES;
+    let mut rows = LowRateRows {
+        row: LowRate::default(),
+        bare: Paced::default(),
+        alone: Paced::default(),
+    };
+    for n in 0..crate::produce::SLICES {
+        let row_topic = format!("actor-low-rate-{n}");
+        rows.row += low_rate_with(broker, &row_topic, (rate, slice), readers);
+        rows.bare += bare_hops(rate, slice);
+        let alone_topic = format!("actor-produce-only-{n}");
+        rows.alone += produce_only(broker, &alone_topic, rate, slice);
+    }
+    rows
 }
 
 /// Runs `work` in a fresh actix System on its own thread and returns what it returns.
@@ -257,7 +343,7 @@ pub fn low_rate_with(
         if let Some((_, committer)) = &stream {
             lag += drained_stream(&events, stream_group, &streamed, committer, produced).await;
         }
-        let rate = meter.rate(produced);
+        let paced = Paced::metered(&meter, produced);
         if let Some(subscription) = subscription {
             subscription.unsubscribe();
         } else {
@@ -268,8 +354,7 @@ pub fn low_rate_with(
             None => streamed.store(produced, Ordering::Relaxed),
         }
         LowRate {
-            rate,
-            sleeps_per_event: meter.sleeps_per(produced),
+            paced,
             produced,
             delivered: delivered.load(Ordering::Relaxed),
             streamed: streamed.load(Ordering::Relaxed),
@@ -297,7 +382,7 @@ fn reader(
 /// [`low_rate`]'s producer alone: the same paced `Topic::produce_keyed` onto a fresh topic with
 /// no subscriber. Its CPU and sleeps per event, beside [`low_rate`]'s, split that row into
 /// what producing costs and what delivering and committing add.
-pub fn produce_only(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> (Rate, f64) {
+pub fn produce_only(broker: &NanoKafka, topic: &str, rate: u32, duration: Duration) -> Paced {
     let handle = broker.async_handle();
     let topic = topic.to_owned();
     in_system(move || async move {
@@ -305,7 +390,7 @@ pub fn produce_only(broker: &NanoKafka, topic: &str, rate: u32, duration: Durati
         events.create(config()).await.expect("create topic");
         let meter = Meter::start();
         let produced = Pacer::run(events, rate, duration).await;
-        (meter.rate(produced), meter.sleeps_per(produced))
+        Paced::metered(&meter, produced)
     })
 }
 
@@ -355,7 +440,7 @@ impl Handler<Hop> for Bouncer {
 /// to an actor on the application's thread (awaiting that answer) and over a tokio channel
 /// to a task there. It is what those cross-thread hand-offs alone cost per event (CPU,
 /// sleeps) at `rate`, on this host, in this run, until the task has received every event.
-pub fn bare_hops(rate: u32, duration: Duration) -> (Rate, f64) {
+pub fn bare_hops(rate: u32, duration: Duration) -> Paced {
     in_system(move || async move {
         let subscriber = Answerer.start().recipient();
         let (stream, mut received) = tokio::sync::mpsc::unbounded_channel();
@@ -378,7 +463,7 @@ pub fn bare_hops(rate: u32, duration: Duration) -> (Rate, f64) {
         while streamed.load(Ordering::Relaxed) < sent {
             actix_rt::time::sleep(Duration::from_millis(1)).await;
         }
-        let measured = (meter.rate(sent), meter.sleeps_per(sent));
+        let measured = Paced::metered(&meter, sent);
         arbiter.stop();
         measured
     })

@@ -211,9 +211,9 @@ impl Meter {
         }
     }
 
-    /// The process's sleeps (see [`sleeps`]) per record since [`Meter::start`].
-    pub fn sleeps_per(&self, records: u64) -> f64 {
-        (sleeps() - self.sleeps) as f64 / records.max(1) as f64
+    /// The process's sleeps (see [`sleeps`]) since [`Meter::start`].
+    pub fn sleeps(&self) -> u64 {
+        sleeps() - self.sleeps
     }
 
     /// Wall-clock time since [`Meter::start`].

@@ -31,7 +31,8 @@
 //! - `NANOKAFKA_BENCH_ONLY=consume`: only the consume rows and the raw append baseline.
 //! - `NANOKAFKA_BENCH_ONLY=typed`: only the typed readers and their decode floor (`typed`).
 //! - `NANOKAFKA_BENCH_ONLY=low_rate`: only the low-rate actor row, its bare-hops baseline and
-//!   its producer alone; `low_rate_row`: only the row. For either, the row's rate
+//!   its producer alone, in turns as in the full run; `low_rate_row`: only the row, in one
+//!   run, with each broker thread's sleeps. For either, the row's rate
 //!   (`NANOKAFKA_BENCH_LOW_RATE`, events/s, default 500) and readers
 //!   (`NANOKAFKA_BENCH_LOW_READERS`: `both`, the default, `subscription` or `stream`).
 //! - `NANOKAFKA_BENCH_ONLY=loaded`: only the rows under load (`loaded`): one blocking thread
@@ -840,11 +841,11 @@ fn peer_rows(
 }
 
 /// `NANOKAFKA_BENCH_ONLY=low_rate`: the low-rate actor row, its bare-hops baseline and its
-/// producer alone, one line (quick to compare builds, or to run under a profiler). All three
-/// run at `NANOKAFKA_BENCH_LOW_RATE` events/s, the row with `NANOKAFKA_BENCH_LOW_READERS`;
-/// the sleeps per event of each broker thread follow the row's own line. `NANOKAFKA_BENCH_ONLY=low_rate_row`
-/// stops there, without the baselines (for a profiler: per event = the difference of two
-/// runs of different lengths over the difference of their events).
+/// producer alone, measured in turns as in the full run ([`actor::low_rate_rows`]), one line
+/// (quick to compare builds). All three run at `NANOKAFKA_BENCH_LOW_RATE` events/s, the row
+/// with `NANOKAFKA_BENCH_LOW_READERS`. `NANOKAFKA_BENCH_ONLY=low_rate_row`: the row alone, in
+/// one run, with the sleeps per event of each broker thread (for a profiler: per event = the
+/// difference of two runs of different lengths over the difference of their events).
 fn low_rate_only(budget: Duration, row_only: bool) {
     let rate = harness::env_number(
         "NANOKAFKA_BENCH_LOW_RATE",
@@ -864,15 +865,34 @@ fn low_rate_only(budget: Duration, row_only: bool) {
     };
     let broker = TempBroker::start(FsyncPolicy::Never);
     let low_for = budget.max(Duration::from_secs(1));
-    let threads = harness::thread_sleeps();
     let at = (rate as u32, low_for);
+    if !row_only {
+        let rows = actor::low_rate_rows(&broker.broker, at, readers);
+        check_low_rate(&rows.row);
+        let (low, bare, alone) = (rows.row, rows.bare, rows.alone);
+        println!(
+            "low rate: {:.1} us/event ({:.2} sleeps/event); bare hops: {:.1} us/event ({:.2} \
+             sleeps/event); ratio {:.2}; producer alone: {:.1} us/event ({:.2} sleeps/event); \
+             in turns, {} slices each",
+            low.rate().cpu_us_per_record,
+            low.sleeps_per_event(),
+            bare.rate().cpu_us_per_record,
+            bare.sleeps_per_event(),
+            low.rate().cpu_us_per_record / bare.rate().cpu_us_per_record,
+            alone.rate().cpu_us_per_record,
+            alone.sleeps_per_event(),
+            produce::SLICES
+        );
+        return;
+    }
+    let threads = harness::thread_sleeps();
     let low = actor::low_rate_with(&broker.broker, "actor-low-rate", at, readers);
-    assert_eq!(low.delivered, low.produced, "every event delivered");
-    assert_eq!(low.streamed, low.produced, "every event streamed");
-    assert_eq!(low.lag, 0, "every event committed");
+    check_low_rate(&low);
     println!(
         "low rate ({rate} events/s, {readers:?}): {} events, {:.1} us/event ({:.2} sleeps/event)",
-        low.produced, low.rate.cpu_us_per_record, low.sleeps_per_event
+        low.produced,
+        low.rate().cpu_us_per_record,
+        low.sleeps_per_event()
     );
     for (thread, sleeps) in harness::thread_sleeps() {
         let before = threads
@@ -884,23 +904,13 @@ fn low_rate_only(budget: Duration, row_only: bool) {
             println!("  thread {thread}: {per_event:.2} sleeps/event");
         }
     }
-    if row_only {
-        return;
-    }
-    let (bare, bare_sleeps) = actor::bare_hops(at.0, low_for);
-    let (alone, alone_sleeps) =
-        actor::produce_only(&broker.broker, "actor-produce-only", at.0, low_for);
-    println!(
-        "low rate: {:.1} us/event ({:.2} sleeps/event); bare hops: {:.1} us/event ({:.2} \
-         sleeps/event); ratio {:.2}; producer alone: {:.1} us/event ({:.2} sleeps/event)",
-        low.rate.cpu_us_per_record,
-        low.sleeps_per_event,
-        bare.cpu_us_per_record,
-        bare_sleeps,
-        low.rate.cpu_us_per_record / bare.cpu_us_per_record,
-        alone.cpu_us_per_record,
-        alone_sleeps
-    );
+}
+
+/// The low-rate row's counts: every event delivered, streamed and committed.
+fn check_low_rate(low: &actor::LowRate) {
+    assert_eq!(low.delivered, low.produced, "every event delivered");
+    assert_eq!(low.streamed, low.produced, "every event streamed");
+    assert_eq!(low.lag, 0, "every event committed");
 }
 
 /// `NANOKAFKA_BENCH_ONLY=neighbour`: one blocking producer alone and beside a busy
@@ -959,7 +969,7 @@ fn partitions_only(budget: Duration) {
 }
 
 /// Progress steps of [`actor_rows`].
-const ACTOR_STEPS: usize = 7;
+const ACTOR_STEPS: usize = 5;
 
 /// The actor developer's path (see `actor`), on a broker of its own: measured, then as rows.
 fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
@@ -972,22 +982,14 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
     let broker = &broker.broker;
     let low_for = budget.max(Duration::from_secs(1));
     progress.step(&format!(
-        "actor: Topic<T> producer at {} events/s + subscriber + stream reader, {:.1} s",
+        "actor: Topic<T> producer at {} events/s + subscriber + stream reader, in turns with \
+         the same hops over actix mailboxes + a tokio channel and the producer alone, {:.1} s each",
         actor::LOW_RATE,
         low_for.as_secs_f64()
     ));
-    let low = actor::low_rate(broker, "actor-low-rate", actor::LOW_RATE, low_for);
-    progress.step(&format!(
-        "actor: the same hops over actix mailboxes + a tokio channel, no broker, {} events/s",
-        actor::LOW_RATE
-    ));
-    let (bare, bare_sleeps) = actor::bare_hops(actor::LOW_RATE, low_for);
-    progress.step(&format!(
-        "actor: the same producer alone, no readers, {} events/s",
-        actor::LOW_RATE
-    ));
-    let (alone, alone_sleeps) =
-        actor::produce_only(broker, "actor-produce-only", actor::LOW_RATE, low_for);
+    let rows = actor::low_rate_rows(broker, (actor::LOW_RATE, low_for), actor::Readers::Both);
+    let (low, bare, alone) = (rows.row, rows.bare.rate(), rows.alone.rate());
+    let (bare_sleeps, alone_sleeps) = (rows.bare.sleeps_per_event(), rows.alone.sleeps_per_event());
     progress.step("actor: one blocking thread, NanoKafka::produce_keyed, 4 partitions");
     let blocking = actor::blocking_keyed(broker, "actor-blocking", budget);
     progress.step("actor: an actor awaiting each Topic::produce_keyed, 4 partitions");
@@ -999,9 +1001,7 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
         actor::BATCH_RECORDS
     ));
     let batch = actor::batch_messages(broker, "actor-batch", budget);
-    assert_eq!(low.delivered, low.produced, "every event delivered");
-    assert_eq!(low.streamed, low.produced, "every event streamed");
-    assert_eq!(low.lag, 0, "every event committed");
+    check_low_rate(&low);
     let mut rows = vec![Row::Section(
         "actor path (FsyncPolicy::Never, 4 partitions, keyed, ~110 B events)",
     )];
@@ -1010,19 +1010,20 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
             "actor_low_rate_cpu",
             format!(
                 "Topic<T> producer at {} ev/s + subscriber (Ack::Commit) + RecordStream \
-                 committing each record (StreamCommitter): CPU per event ({} rec/s reached, {}/{} of {} \
-                 delivered/streamed, lag {})",
+                 committing each record (StreamCommitter): CPU per event, in turns with its \
+                 baseline, {} slices each ({} rec/s reached, {}/{} of {} delivered/streamed, lag {})",
                 actor::LOW_RATE,
-                report::human(low.rate.per_sec),
+                produce::SLICES,
+                report::human(low.rate().per_sec),
                 low.delivered,
                 low.streamed,
                 low.produced,
                 low.lag
             ),
-            low.rate.cpu_us_per_record,
+            low.rate().cpu_us_per_record,
             "us/event",
         )
-        .cpu(low.rate.cpu_us_per_record)
+        .cpu(low.rate().cpu_us_per_record)
         .vs(
             "the same hops over actix mailboxes + a tokio channel (no broker)",
             bare.cpu_us_per_record,
@@ -1032,7 +1033,7 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
     rows.push(Row::Figure(Figure::new(
         "actor_low_rate_sleeps",
         "the same: the process's sleeps (voluntary context switches) per event",
-        low.sleeps_per_event,
+        low.sleeps_per_event(),
         "sleeps/event",
     )));
     rows.push(Row::Figure(
