@@ -11,7 +11,8 @@
 //!   process's CPU per event over it (what a steady trickle costs, spinning included), with
 //!   the process's sleeps per event beside it (each is a wake-up paid for).
 //!   [`bare_hops`] is its baseline: the same hops over actix mailboxes and a tokio channel,
-//!   with no broker; [`produce_only`], its producer alone, shows what delivering adds.
+//!   with no broker; [`produce_only`], its producer alone, shows what delivering adds. The
+//!   three are measured in turns ([`low_rate_rows`]).
 //! - [`awaited`]: an actor awaiting each `Topic::produce_keyed`, one at a time, as fast as it
 //!   can; [`blocking_keyed`] is its baseline, one thread calling `NanoKafka::produce_keyed`
 //!   with the same keys and values.
@@ -113,7 +114,6 @@ impl std::ops::AddAssign for Paced {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LowRate {
     pub paced: Paced,
-    pub produced: u64,
     pub delivered: u64,
     pub streamed: u64,
     /// Sum of both groups' lag over the partitions once the interval ended.
@@ -121,6 +121,10 @@ pub struct LowRate {
 }
 
 impl LowRate {
+    pub fn produced(&self) -> u64 {
+        self.paced.tally.records
+    }
+
     pub fn rate(&self) -> Rate {
         self.paced.rate()
     }
@@ -133,7 +137,6 @@ impl LowRate {
 impl std::ops::AddAssign for LowRate {
     fn add_assign(&mut self, other: LowRate) {
         self.paced += other.paced;
-        self.produced += other.produced;
         self.delivered += other.delivered;
         self.streamed += other.streamed;
         self.lag += other.lag;
@@ -150,8 +153,8 @@ pub struct LowRateRows {
 /// Measures [`low_rate_with`], [`bare_hops`] and [`produce_only`] in turns, each for
 /// `duration / SLICES` at a time, `SLICES` times over (each slice of the row and of the
 /// producer alone on a fresh topic): on this shared VM the host changes speed for seconds
-/// at a time, and three runs measured one after the other each caught another state of it
-/// (the same build's ratio ranged 1.8–2.9×). In turns, every run sees the same states.
+/// at a time, so runs measured one after the other each catch another state of it, and
+/// their ratio then measures the host. In turns, every run sees the same states.
 pub fn low_rate_rows(
     broker: &NanoKafka,
     (rate, duration): (u32, Duration),
@@ -355,7 +358,6 @@ pub fn low_rate_with(
         }
         LowRate {
             paced,
-            produced,
             delivered: delivered.load(Ordering::Relaxed),
             streamed: streamed.load(Ordering::Relaxed),
             lag,

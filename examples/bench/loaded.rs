@@ -178,7 +178,7 @@ pub fn measure(budget: Duration) -> Figures {
         loaded_channel,
         loaded_awaited,
         loaded_subscription: low.rate(),
-        subscription_delivered_all: low.delivered == low.produced && low.lag == 0,
+        subscription_delivered_all: low.delivered == low.produced() && low.lag == 0,
     }
 }
 

@@ -890,7 +890,7 @@ fn low_rate_only(budget: Duration, row_only: bool) {
     check_low_rate(&low);
     println!(
         "low rate ({rate} events/s, {readers:?}): {} events, {:.1} us/event ({:.2} sleeps/event)",
-        low.produced,
+        low.produced(),
         low.rate().cpu_us_per_record,
         low.sleeps_per_event()
     );
@@ -899,7 +899,7 @@ fn low_rate_only(budget: Duration, row_only: bool) {
             .iter()
             .find(|(t, _)| *t == thread)
             .map_or(0, |t| t.1);
-        let per_event = sleeps.saturating_sub(before) as f64 / low.produced.max(1) as f64;
+        let per_event = sleeps.saturating_sub(before) as f64 / low.produced().max(1) as f64;
         if per_event >= 0.01 {
             println!("  thread {thread}: {per_event:.2} sleeps/event");
         }
@@ -908,8 +908,8 @@ fn low_rate_only(budget: Duration, row_only: bool) {
 
 /// The low-rate row's counts: every event delivered, streamed and committed.
 fn check_low_rate(low: &actor::LowRate) {
-    assert_eq!(low.delivered, low.produced, "every event delivered");
-    assert_eq!(low.streamed, low.produced, "every event streamed");
+    assert_eq!(low.delivered, low.produced(), "every event delivered");
+    assert_eq!(low.streamed, low.produced(), "every event streamed");
     assert_eq!(low.lag, 0, "every event committed");
 }
 
@@ -1017,7 +1017,7 @@ fn actor_rows(budget: Duration, progress: &mut Progress) -> Vec<Row> {
                 report::human(low.rate().per_sec),
                 low.delivered,
                 low.streamed,
-                low.produced,
+                low.produced(),
                 low.lag
             ),
             low.rate().cpu_us_per_record,
