@@ -44,8 +44,8 @@ impl Drop for Awake {
 /// How often the run queue is sampled for [`crowded`]: reading `/proc/loadavg` costs
 /// 10–20 microseconds on a virtual machine (the kernel counts every CPU's runnable threads),
 /// more than a round trip, so it is done by one waiter every so often. At a trickle (a wait
-/// every 2 ms) every 10 ms was still 2 % of the process's CPU (a read per 5 events); every
-/// 50 ms is a read per 25. A crowd that comes meanwhile costs at most one lost spin
+/// every 2 ms) a read every 10 ms would be one per 5 events, 2 % of the process's CPU; every
+/// 50 ms it is one per 25. A crowd that comes meanwhile costs at most one lost spin
 /// (`crate::spin`'s back-off takes it from there).
 pub const CROWD_SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
